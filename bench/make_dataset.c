@@ -1,0 +1,1 @@
+typedef int gf__placeholder_make_dataset;

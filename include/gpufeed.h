@@ -1,0 +1,225 @@
+/*
+ * gpufeed — keeps GPUs fed during training.
+ *
+ * A loader turns a data set (an ImageFolder tree or a list file) into a
+ * stream of fixed-shape uint8 batches (N x H x W x C), read and decoded on a
+ * pool of threads into a ring of D batch slots ahead of the trainer.
+ *
+ *   gf_settings s;
+ *   gf_default_settings(&s);
+ *   s.data = "train/";
+ *   gf_loader *l;
+ *   if (gf_open(&l, &s) < 0) ...                  // message: gf_last_error(l)
+ *   for (gf_batch *b; gf_next(l, &b) == 0; gf_release(l, b))
+ *       train_step(b->pixels, b->labels, b->count);
+ *   gf_close(&l);
+ *
+ * Every function returns 0 (or a non-negative count) on success and a
+ * negative GF_E* code on failure; gf_strerror() and gf_err_name() name it.
+ * The library never prints, exits or aborts; all threads it starts are
+ * joined, and everything it allocates freed, by gf_close().
+ */
+#ifndef GPUFEED_H
+#define GPUFEED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GF_VERSION_MAJOR 0
+#define GF_VERSION_MINOR 1
+#define GF_VERSION_PATCH 0
+
+#if defined(_WIN32)
+#define GF_API
+#else
+#define GF_API __attribute__((visibility("default")))
+#endif
+
+/* One table, so a code and its texts cannot drift apart. */
+#define GF_ERRNO_MAP(X)                                                        \
+    X(EOF, -4001, "end of data: every requested epoch was delivered")          \
+    X(INVAL, -4002, "invalid argument")                                        \
+    X(NOMEM, -4003, "out of memory")                                           \
+    X(NOENT, -4004, "no such file")                                            \
+    X(IO, -4005, "read error")                                                 \
+    X(EMPTY, -4006, "file is empty")                                           \
+    X(TRUNC, -4007, "truncated image data")                                    \
+    X(CORRUPT, -4008, "corrupt image data")                                    \
+    X(FORMAT, -4009, "not an image, or an unsupported format")                 \
+    X(TOOBIG, -4010, "image or file over the configured limit")                \
+    X(DATASET, -4011, "bad data set: unreadable, empty or malformed")          \
+    X(BUSY, -4012, "batches are still held by the caller")                     \
+    X(NODEV, -4013, "backend not available on this build or machine")         \
+    X(THREAD, -4014, "could not start a thread")
+
+typedef enum gf_errno {
+#define GF_ERRNO_ENUM_(name, value, text) GF_E##name = (value),
+    GF_ERRNO_MAP(GF_ERRNO_ENUM_)
+#undef GF_ERRNO_ENUM_
+} gf_errno;
+
+/* Sample errors are GF_ENOENT .. GF_ETOOBIG; counted per kind in stats. */
+#define GF_SAMPLE_ERROR_KINDS 8
+
+typedef enum gf_io {
+    GF_IO_AUTO = 0,  /* io_uring when the kernel allows it, else POSIX */
+    GF_IO_URING = 1, /* io_uring or GF_ENODEV from gf_open() */
+    GF_IO_POSIX = 2, /* pread() on the decode threads */
+} gf_io;
+
+typedef enum gf_decoder {
+    GF_DECODER_AUTO = 0,  /* libjpeg-turbo for JPEG where built, stb_image else */
+    GF_DECODER_STB = 1,   /* stb_image for everything */
+    GF_DECODER_TURBO = 2, /* libjpeg-turbo for JPEG, or GF_ENODEV */
+} gf_decoder;
+
+typedef enum gf_transform {
+    GF_TRANSFORM_TRAIN = 0, /* random-resized-crop + horizontal flip */
+    GF_TRANSFORM_EVAL = 1,  /* resize shorter side + center crop */
+} gf_transform;
+
+typedef enum gf_on_error {
+    GF_ON_ERROR_SKIP = 0, /* count it, fill the batch with later samples */
+    GF_ON_ERROR_FAIL = 1, /* gf_next() returns the sample's error */
+} gf_on_error;
+
+/* Called on a loader thread, in sampler order, for every bad sample. */
+typedef void (*gf_sample_error_fn)(void *user, int64_t sample, const char *path,
+                                   int code, const char *reason);
+
+typedef struct gf_settings {
+    const char *data;      /* ImageFolder directory or list file; required */
+    uint64_t seed;         /* 0 */
+    uint64_t epochs;       /* epochs to deliver, 0 = unbounded; default 1 */
+    int batch_size;        /* 64 */
+    int height, width;     /* output size, 224 x 224 */
+    int channels;          /* 3 (RGB); 1 = gray, 4 = RGBA */
+    int threads;           /* decode threads; 0 = cores - 1, at least 1 */
+    int prefetch_depth;    /* batch slots in the ring; 0 = 4 */
+    int queue_depth;       /* io_uring reads in flight; 0 = 64 */
+    gf_io io;              /* GF_IO_AUTO */
+    gf_decoder decoder;    /* GF_DECODER_AUTO */
+    gf_transform transform;/* GF_TRANSFORM_TRAIN */
+    gf_on_error on_error;  /* GF_ON_ERROR_SKIP */
+    int shuffle;           /* 1 */
+    int drop_last;         /* 0: a final short batch; 1: drop it and the
+                              rank padding (shares become floor(n/world)) */
+    int rank, world;       /* 0, 1: this process reads share `rank` of `world` */
+    uint64_t max_pixels;   /* 64 Mi pixels: checked from the header before
+                              any pixel buffer is allocated */
+    uint64_t max_file_bytes; /* 256 MiB */
+    float scale_min, scale_max; /* 0.08, 1.0: random-resized-crop area */
+    float ratio_min, ratio_max; /* 3/4, 4/3: random-resized-crop aspect */
+    float flip_prob;       /* 0.5 (train only) */
+    float crop_fraction;   /* 0.875: eval resizes the shorter side to
+                              size / crop_fraction, then center-crops */
+    gf_sample_error_fn on_sample_error; /* NULL */
+    void *on_sample_error_user;         /* NULL */
+    uint8_t reserved[64];  /* zero; room for fields without an ABI break */
+} gf_settings;
+
+typedef struct gf_batch {
+    uint8_t *pixels;     /* count x height x width x channels, row-major */
+    int32_t *labels;     /* count labels */
+    int64_t *indices;    /* count data set indices (list/folder order) */
+    int count;           /* samples; < batch_size only for the last batch */
+    int height, width, channels;
+    uint64_t epoch;      /* epoch these samples belong to */
+    uint64_t position;   /* gf_seek(epoch, position) resumes after this batch */
+    int last_in_epoch;   /* 1 for the epoch's final batch */
+    int status;          /* 0 */
+    uint32_t slot_;      /* private */
+} gf_batch;
+
+#define GF_RECENT_ERRORS 8
+
+typedef struct gf_sample_error {
+    int64_t sample;      /* data set index */
+    int code;            /* GF_E* */
+    char path[256];      /* relative to the data set root */
+    char reason[160];
+} gf_sample_error;
+
+typedef struct gf_stats {
+    uint64_t samples, batches; /* delivered by gf_next() */
+    uint64_t epoch, position;  /* where the next delivered batch starts */
+    double elapsed_s;          /* since gf_open() */
+    double wait_s;             /* time the caller spent waiting in gf_next():
+                                  the input stall */
+    double read_busy_s;        /* summed over threads */
+    double decode_busy_s;      /* decode + transform, summed over threads */
+    uint64_t bytes_read;
+    uint64_t errors;                            /* bad samples, all kinds */
+    uint64_t errors_by_kind[GF_SAMPLE_ERROR_KINDS]; /* [-(code) - 4004] */
+    gf_sample_error recent[GF_RECENT_ERRORS];   /* newest first */
+    int n_recent;
+    gf_io reader;              /* backend in use */
+    uint64_t decoded_turbo, decoded_stb; /* samples per decoder */
+    int threads, prefetch_depth, queue_depth, batch_size;
+    uint64_t ring_bytes;       /* all batch slots */
+    uint64_t buffer_bytes;     /* read and decode scratch buffers now */
+    uint64_t dataset_samples;  /* samples in the index */
+    uint64_t epoch_samples;    /* this rank's samples per epoch */
+    int classes;
+} gf_stats;
+
+typedef struct gf_loader gf_loader;
+
+GF_API const char *gf_version(void);
+GF_API const char *gf_strerror(int code); /* never NULL */
+GF_API const char *gf_err_name(int code); /* "GF_ETRUNC"; never NULL */
+
+GF_API void gf_default_settings(gf_settings *s);
+
+/* Indexes the data set, starts the threads and begins prefetching.
+ * Returns 0 and *out, or GF_EINVAL (settings; *out is NULL), GF_EDATASET,
+ * GF_ENODEV (a forced backend is missing), GF_ENOMEM, GF_ETHREAD. On
+ * failure after the loader exists, *out is still set so gf_last_error()
+ * can be read; gf_close() it. Pointers in s are not kept past the call,
+ * except on_sample_error_user. */
+GF_API int gf_open(gf_loader **out, const gf_settings *s);
+
+/* The next batch in sampler order; blocks until it is ready.
+ * Returns 0 and *out, GF_EOF after the last epoch, or (on_error = fail)
+ * the failed sample's code with gf_last_error() naming it; the loader
+ * then stays failed until gf_seek(). GF_EBUSY if all slots are held.
+ * The batch and its arrays live in a ring slot: valid until
+ * gf_release(l, batch) or gf_close(). */
+GF_API int gf_next(gf_loader *l, gf_batch **out);
+
+/* Gives a batch's slot back to the ring. Returns 0 or GF_EINVAL. */
+GF_API int gf_release(gf_loader *l, gf_batch *b);
+
+/* Restarts delivery at sample `position` of `epoch` (a batch's
+ * epoch/position resumes right after it). Discards prefetched batches.
+ * Returns 0, GF_EBUSY (a batch is still held) or GF_EINVAL. O(1) in the
+ * data set size. */
+GF_API int gf_seek(gf_loader *l, uint64_t epoch, uint64_t position);
+
+/* Fills *st. Returns 0 or GF_EINVAL. Safe from any thread. */
+GF_API int gf_get_stats(gf_loader *l, gf_stats *st);
+
+/* The message for the loader's last failure (names the sample and
+ * reason), or "" if none. Valid until the next call on l. */
+GF_API const char *gf_last_error(const gf_loader *l);
+
+/* Stops and joins every thread, frees everything, sets *l = NULL.
+ * Outstanding batches become invalid. NULL and *l == NULL are no-ops. */
+GF_API void gf_close(gf_loader **l);
+
+/* Decodes one encoded image with the transform of s, as the loader would
+ * for sample `index` in `epoch`, into out (s->height x s->width x
+ * s->channels). For benchmarks and tools. Returns 0 or a sample error
+ * code, with the reason in why. Thread-safe. */
+GF_API int gf_decode_image(const gf_settings *s, const void *data, size_t len,
+                           uint64_t epoch, uint64_t index, uint8_t *out,
+                           char *why, size_t why_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPUFEED_H */

@@ -1,0 +1,60 @@
+/* Internal helpers shared by every stage. */
+#ifndef GF_COMMON_H
+#define GF_COMMON_H
+
+#include "gpufeed.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#define GF__MIN(a, b) ((a) < (b) ? (a) : (b))
+#define GF__MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#if defined(__GNUC__)
+#define GF__COLD __attribute__((cold))
+#define GF__LIKELY(x) __builtin_expect(!!(x), 1)
+#define GF__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define GF__COLD
+#define GF__LIKELY(x) (x)
+#define GF__UNLIKELY(x) (x)
+#endif
+
+/* splitmix64 finaliser: the one mixing function for keys and randomness. */
+static inline uint64_t gf__mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* Per-sample key: all randomness of one sample derives from it, so batches
+ * are identical for any thread count. */
+static inline uint64_t gf__sample_key(uint64_t seed, uint64_t epoch, uint64_t index)
+{
+    return gf__mix64(gf__mix64(gf__mix64(seed) ^ epoch) ^ index);
+}
+
+static inline double gf__now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* snprintf into a reason buffer; tolerates why == NULL. */
+static inline void gf__why(char *why, size_t len, const char *fmt, ...)
+{
+    if (!why || !len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+}
+
+#endif

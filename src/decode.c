@@ -1,0 +1,2 @@
+/* placeholder: being written */
+typedef int gf__placeholder_decode;

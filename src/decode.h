@@ -1,0 +1,39 @@
+/* Decode + CPU transform of one sample, straight into its batch cell. */
+#ifndef GF_DECODE_H
+#define GF_DECODE_H
+
+#include "common.h"
+
+typedef struct gf__transform {
+    int out_w, out_h, channels;      /* channels: 1, 3 or 4 */
+    gf_transform kind;
+    float scale_min, scale_max, ratio_min, ratio_max, flip_prob;
+    float crop_fraction;
+    uint64_t max_pixels;             /* source width*height limit */
+    gf_decoder decoder;              /* AUTO, STB or TURBO */
+} gf__transform;
+
+void gf__transform_from_settings(gf__transform *t, const gf_settings *s);
+
+/* Per-thread decoder state: codec handles, scratch, resampler weights.
+ * Never shared between threads. */
+typedef struct gf__decoder gf__decoder;
+
+int gf__decoder_create(gf__decoder **out);
+void gf__decoder_destroy(gf__decoder *d);
+/* Scratch bytes held now (for stats). */
+size_t gf__decoder_scratch_bytes(const gf__decoder *d);
+/* 1 if this build has libjpeg-turbo. */
+int gf__have_turbo(void);
+
+enum { GF__USED_STB = 1, GF__USED_TURBO = 2 };
+
+/* Decodes data[0..len) and writes t->out_h * t->out_w * t->channels bytes
+ * (HWC) to dst. All randomness comes from key. Returns 0 and *used
+ * (GF__USED_*), or GF_ETRUNC / GF_ECORRUPT / GF_EFORMAT / GF_ETOOBIG /
+ * GF_EEMPTY / GF_ENOMEM with a reason in why. No allocation is sized by
+ * the header before the pixel limit is checked. */
+int gf__decode(gf__decoder *d, const uint8_t *data, size_t len, const gf__transform *t,
+               uint64_t key, uint8_t *dst, int *used, char *why, size_t why_len);
+
+#endif

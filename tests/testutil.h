@@ -1,0 +1,26 @@
+/* Helpers for the Check suites: temporary trees and synthetic images. */
+#ifndef GF_TESTUTIL_H
+#define GF_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A fresh directory under $TMPDIR; the caller frees the string. */
+char *tu_mkdtemp(void);
+void tu_rmrf(const char *path);
+/* Creates parent directories as needed. */
+void tu_write_file(const char *path, const void *data, size_t len);
+void tu_write_text(const char *path, const char *text);
+/* Deterministic pixels: value at (x, y, c) = tu_pixel(seed, x, y, c). */
+uint8_t tu_pixel(uint32_t seed, int x, int y, int c);
+void tu_fill(uint8_t *px, int w, int h, int c, uint32_t seed);
+/* Writes a w x h x c image (pixels from tu_fill(seed)) as PNG or JPEG. */
+void tu_write_png(const char *path, int w, int h, int c, uint32_t seed);
+void tu_write_jpg(const char *path, int w, int h, int c, uint32_t seed, int quality);
+/* Builds root/class_k/img_i.png for k < classes, i < per_class; returns
+ * root (caller frees). Image (k, i) is w x h RGB filled with seed k*1000+i. */
+char *tu_image_folder(int classes, int per_class, int w, int h, const char *ext);
+/* Reads a whole file; caller frees. */
+uint8_t *tu_read_file(const char *path, size_t *len);
+
+#endif
