@@ -42,22 +42,22 @@ extern "C" {
 /* One table, so a code and its texts cannot drift apart. */
 #define GF_ERRNO_MAP(X)                                                        \
     X(EOF, -4001, "end of data: every requested epoch was delivered")          \
-    X(INVAL, -4002, "invalid argument")                                        \
-    X(NOMEM, -4003, "out of memory")                                           \
-    X(NOENT, -4004, "no such file")                                            \
-    X(IO, -4005, "read error")                                                 \
-    X(EMPTY, -4006, "file is empty")                                           \
-    X(TRUNC, -4007, "truncated image data")                                    \
-    X(CORRUPT, -4008, "corrupt image data")                                    \
-    X(FORMAT, -4009, "not an image, or an unsupported format")                 \
-    X(TOOBIG, -4010, "image or file over the configured limit")                \
-    X(DATASET, -4011, "bad data set: unreadable, empty or malformed")          \
-    X(BUSY, -4012, "batches are still held by the caller")                     \
-    X(NODEV, -4013, "backend not available on this build or machine")         \
-    X(THREAD, -4014, "could not start a thread")
+    X(EINVAL, -4002, "invalid argument")                                        \
+    X(ENOMEM, -4003, "out of memory")                                           \
+    X(ENOENT, -4004, "no such file")                                            \
+    X(EIO, -4005, "read error")                                                 \
+    X(EEMPTY, -4006, "file is empty")                                           \
+    X(ETRUNC, -4007, "truncated image data")                                    \
+    X(ECORRUPT, -4008, "corrupt image data")                                    \
+    X(EFORMAT, -4009, "not an image, or an unsupported format")                 \
+    X(ETOOBIG, -4010, "image or file over the configured limit")                \
+    X(EDATASET, -4011, "bad data set: unreadable, empty or malformed")          \
+    X(EBUSY, -4012, "batches are still held by the caller")                     \
+    X(ENODEV, -4013, "backend not available on this build or machine")         \
+    X(ETHREAD, -4014, "could not start a thread")
 
 typedef enum gf_errno {
-#define GF_ERRNO_ENUM_(name, value, text) GF_E##name = (value),
+#define GF_ERRNO_ENUM_(name, value, text) GF_##name = (value),
     GF_ERRNO_MAP(GF_ERRNO_ENUM_)
 #undef GF_ERRNO_ENUM_
 } gf_errno;
@@ -129,8 +129,9 @@ typedef struct gf_batch {
     int count;           /* samples; < batch_size only for the last batch */
     int height, width, channels;
     uint64_t epoch;      /* epoch these samples belong to */
-    uint64_t position;   /* gf_seek(epoch, position) resumes after this batch */
-    int last_in_epoch;   /* 1 for the epoch's final batch */
+    uint64_t position;   /* gf_seek(epoch, position) resumes right after
+                            this batch; == epoch_samples after an epoch's
+                            last batch (gf_seek rolls it to the next) */
     int status;          /* 0 */
     uint32_t slot_;      /* private */
 } gf_batch;
@@ -154,7 +155,7 @@ typedef struct gf_stats {
     double decode_busy_s;      /* decode + transform, summed over threads */
     uint64_t bytes_read;
     uint64_t errors;                            /* bad samples, all kinds */
-    uint64_t errors_by_kind[GF_SAMPLE_ERROR_KINDS]; /* [-(code) - 4004] */
+    uint64_t errors_by_kind[GF_SAMPLE_ERROR_KINDS]; /* [GF_ENOENT - code] */
     gf_sample_error recent[GF_RECENT_ERRORS];   /* newest first */
     int n_recent;
     gf_io reader;              /* backend in use */
@@ -176,17 +177,20 @@ GF_API const char *gf_err_name(int code); /* "GF_ETRUNC"; never NULL */
 GF_API void gf_default_settings(gf_settings *s);
 
 /* Indexes the data set, starts the threads and begins prefetching.
- * Returns 0 and *out, or GF_EINVAL (settings; *out is NULL), GF_EDATASET,
- * GF_ENODEV (a forced backend is missing), GF_ENOMEM, GF_ETHREAD. On
- * failure after the loader exists, *out is still set so gf_last_error()
- * can be read; gf_close() it. Pointers in s are not kept past the call,
- * except on_sample_error_user. */
+ * Returns 0, or GF_EINVAL (a setting; the message names the check),
+ * GF_EDATASET, GF_ENODEV (a forced backend is missing), GF_ENOMEM,
+ * GF_ETHREAD. *out is set even on failure (unless the loader itself could
+ * not be allocated) so gf_last_error() can say why: gf_close() it either
+ * way. Pointers in s are not kept past the call, except
+ * on_sample_error_user. */
 GF_API int gf_open(gf_loader **out, const gf_settings *s);
 
 /* The next batch in sampler order; blocks until it is ready.
  * Returns 0 and *out, GF_EOF after the last epoch, or (on_error = fail)
  * the failed sample's code with gf_last_error() naming it; the loader
- * then stays failed until gf_seek(). GF_EBUSY if all slots are held.
+ * then stays failed until gf_seek(). GF_EBUSY when the slot the next batch
+ * needs is still held (slot = batch number mod prefetch_depth: release
+ * batches in order to keep the ring full).
  * The batch and its arrays live in a ring slot: valid until
  * gf_release(l, batch) or gf_close(). */
 GF_API int gf_next(gf_loader *l, gf_batch **out);

@@ -29,7 +29,7 @@ const char *gf_err_name(int code)
         return "GF_OK";
 #define GF_ERR_NAME_CASE_(name, value, text)                                   \
     case value:                                                                \
-        return "GF_E" #name;
+        return "GF_" #name;
         GF_ERRNO_MAP(GF_ERR_NAME_CASE_)
 #undef GF_ERR_NAME_CASE_
     }

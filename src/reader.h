@@ -4,43 +4,65 @@
 
 #include "common.h"
 
+/* A read buffer. Grow-only: reused across samples, so the steady state
+ * allocates nothing. Contents are not kept when it grows. */
 typedef struct gf__buf {
     uint8_t *data;
     size_t len, cap;
 } gf__buf;
 
+/* Frees b->data and zeroes *b. NULL is a no-op. */
 void gf__buf_free(gf__buf *b);
 
-/* Blocking read of root_fd/rel into b (grown as needed, capped at
- * max_bytes). Returns 0, GF_ENOENT, GF_EIO, GF_EEMPTY or GF_ETOOBIG with
- * why. Thread-safe. */
+/* Blocking read of root_fd/rel (openat rules: rel may be absolute, root_fd
+ * may be AT_FDCWD) into b, grown as needed; b->len is the file size, or 0
+ * on failure. max_bytes caps the file size (0 = no cap); an oversized file
+ * is refused before anything is allocated or read. Returns 0, GF_ENOENT,
+ * GF_EIO (not a regular file, permission, I/O error, file shrank while
+ * reading), GF_EEMPTY, GF_ETOOBIG, GF_ENOMEM or GF_EINVAL, with the reason
+ * (without the path) in why. Never blocks on a FIFO. Thread-safe. */
 int gf__read_file(int root_fd, const char *rel, gf__buf *b, size_t max_bytes,
                   char *why, size_t why_len);
 
-/* The io_uring reader; owned and driven by one thread. */
+/* The io_uring reader; owned and driven by one thread (create, submit,
+ * reap and destroy may be called from different threads only if the
+ * caller orders them, e.g. destroy after joining the owner). */
 typedef struct gf__uring gf__uring;
 
 typedef struct gf__read_done {
     uint64_t user;       /* as submitted */
-    gf__buf *buf;        /* as submitted, filled: buf->len bytes */
-    int err;             /* 0 or GF_E* */
-    char why[160];
+    gf__buf *buf;        /* as submitted, filled: buf->len bytes (0 on error) */
+    int err;             /* 0 or GF_E* as gf__read_file returns them */
+    char why[160];       /* reason when err != 0, else "" */
 } gf__read_done;
 
-/* Returns 0, or GF_ENODEV when this build or kernel has no usable io_uring
- * (ENOSYS, EPERM from seccomp, EINVAL), with why. */
+/* queue_depth: reads in flight at most (1 .. 32768); max_bytes as for
+ * gf__read_file. Returns 0, GF_EINVAL, GF_ENOMEM, or GF_ENODEV when this
+ * build or kernel has no usable io_uring (ENOSYS: kernel too old; EPERM:
+ * io_uring_disabled sysctl or seccomp; EINVAL; ENOMEM: RLIMIT_MEMLOCK on
+ * old kernels; no IORING_OP_READ before Linux 5.6), with why. */
 int gf__uring_create(gf__uring **out, unsigned queue_depth, size_t max_bytes,
                      char *why, size_t why_len);
+/* Waits for reads still in flight (so the kernel no longer writes into any
+ * submitted buffer), closes their files and frees the reader; their
+ * completions are dropped. The buffers stay the caller's. NULL is a no-op. */
 void gf__uring_destroy(gf__uring *u);
-/* eventfd that becomes readable when completions are ready. */
+/* eventfd (non-blocking) that becomes readable when gf__uring_reap has
+ * something to return; gf__uring_reap drains it. -1 without io_uring. */
 int gf__uring_eventfd(const gf__uring *u);
-/* Free submission capacity (reads that may still be started). */
+/* Free submission capacity (reads that may still be started): queue_depth
+ * minus reads submitted and not yet returned by gf__uring_reap. */
 unsigned gf__uring_room(const gf__uring *u);
-/* Starts reading root_fd/rel into buf. Open errors complete through
- * gf__uring_reap like any other. Returns 0 or GF_EINVAL when full. */
+/* Starts reading root_fd/rel into buf: opens and sizes the file now
+ * (synchronously), reads it asynchronously. buf must not be touched until
+ * its completion is reaped. Open/size errors complete through
+ * gf__uring_reap like any other (and signal the eventfd). Returns 0, or
+ * GF_EINVAL when full (room is 0), on NULL arguments, or when buf already
+ * has a read in flight. */
 int gf__uring_submit(gf__uring *u, int root_fd, const char *rel, gf__buf *buf,
                      uint64_t user);
-/* Finished reads, without blocking; returns how many were written. */
+/* Finished reads, without blocking; returns how many were written to done
+ * (at most max). If more remain, the eventfd stays readable. */
 int gf__uring_reap(gf__uring *u, gf__read_done *done, int max);
 /* 1 if built with io_uring. */
 int gf__have_uring(void);

@@ -1,3 +1,719 @@
-/* placeholder */
+/* The loader end to end: order, pixels, labels, determinism, back-pressure,
+ * bad samples, resume, close mid-epoch, both readers. */
+#include "gpufeed.h"
+#include "sampler.h"
+#include "reader.h"
 #include "testutil.h"
-int main(void) { return 77; }
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { W = 16, H = 12, CLASSES = 3, PER_CLASS = 7, N = CLASSES * PER_CLASS };
+
+static char *root;
+
+static void setup(void)
+{
+    root = tu_image_folder(CLASSES, PER_CLASS, W, H, "png");
+}
+
+static void teardown(void)
+{
+    tu_rmrf(root);
+    free(root);
+}
+
+/* Eval at the source size with crop_fraction 1 is the identity. */
+static void exact_settings(gf_settings *s, const char *data)
+{
+    gf_default_settings(s);
+    s->data = data;
+    s->width = W;
+    s->height = H;
+    s->transform = GF_TRANSFORM_EVAL;
+    s->crop_fraction = 1.0f;
+    s->shuffle = 0;
+    s->batch_size = 4;
+    s->threads = 2;
+}
+
+static gf_loader *open_ok(const gf_settings *s)
+{
+    gf_loader *l = NULL;
+    int rc = gf_open(&l, s);
+    ck_assert_msg(rc == 0, "gf_open: %s: %s", gf_err_name(rc), gf_last_error(l));
+    return l;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Runs a loader to the end; returns a hash of every batch's bytes and the
+ * delivered indices in order. */
+typedef struct run_result {
+    uint64_t hash;
+    int64_t indices[4096];
+    int32_t labels[4096];
+    uint64_t epochs[4096];
+    int n, batches;
+    gf_stats stats;
+} run_result;
+
+static void run_all(const gf_settings *s, run_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->hash = 0xcbf29ce484222325ull;
+    gf_loader *l = open_ok(s);
+    gf_batch *b;
+    int rc;
+    while ((rc = gf_next(l, &b)) == 0) {
+        size_t px = (size_t)b->count * b->height * b->width * b->channels;
+        r->hash = fnv(r->hash, b->pixels, px);
+        r->hash = fnv(r->hash, b->labels, (size_t)b->count * sizeof *b->labels);
+        r->hash = fnv(r->hash, &b->count, sizeof b->count);
+        for (int i = 0; i < b->count && r->n < 4096; i++, r->n++) {
+            r->indices[r->n] = b->indices[i];
+            r->labels[r->n] = b->labels[i];
+            r->epochs[r->n] = b->epoch;
+        }
+        r->batches++;
+        ck_assert_int_eq(gf_release(l, b), 0);
+    }
+    ck_assert_msg(rc == GF_EOF, "gf_next: %s: %s", gf_err_name(rc), gf_last_error(l));
+    gf_get_stats(l, &r->stats);
+    gf_close(&l);
+    ck_assert_ptr_null(l);
+}
+
+START_TEST(pixels_and_labels_match_the_files)
+{
+    gf_settings s;
+    exact_settings(&s, root);
+    gf_loader *l = open_ok(&s);
+    uint8_t *want = malloc((size_t)W * H * 3);
+    int seen = 0;
+    gf_batch *b;
+    while (gf_next(l, &b) == 0) {
+        ck_assert_int_eq(b->height, H);
+        ck_assert_int_eq(b->width, W);
+        ck_assert_int_eq(b->channels, 3);
+        for (int i = 0; i < b->count; i++, seen++) {
+            ck_assert_int_eq(b->indices[i], seen); /* no shuffle: data set order */
+            int k = seen / PER_CLASS, j = seen % PER_CLASS;
+            ck_assert_int_eq(b->labels[i], k);
+            tu_fill(want, W, H, 3, (uint32_t)(k * 1000 + j));
+            ck_assert_msg(memcmp(b->pixels + (size_t)i * W * H * 3, want, (size_t)W * H * 3) == 0,
+                          "sample %d pixels differ", seen);
+        }
+        gf_release(l, b);
+    }
+    ck_assert_int_eq(seen, N);
+    gf_stats st;
+    gf_get_stats(l, &st);
+    ck_assert_uint_eq(st.samples, N);
+    ck_assert_uint_eq(st.batches, (N + 3) / 4);
+    ck_assert_uint_eq(st.errors, 0);
+    ck_assert_uint_eq(st.dataset_samples, N);
+    ck_assert_int_eq(st.classes, CLASSES);
+    ck_assert_uint_gt(st.bytes_read, 0);
+    ck_assert_uint_eq(st.decoded_stb, N);
+    ck_assert_uint_ge(st.ring_bytes, 4ull * 4 * W * H * 3);
+    free(want);
+    gf_close(&l);
+}
+END_TEST
+
+START_TEST(a_final_short_batch_or_none_with_drop_last)
+{
+    gf_settings s;
+    exact_settings(&s, root);
+    s.batch_size = 8;
+    run_result *r = malloc(sizeof *r);
+    run_all(&s, r);
+    ck_assert_int_eq(r->n, N);
+    ck_assert_int_eq(r->batches, 3); /* 8 + 8 + 5 */
+    s.drop_last = 1;
+    run_all(&s, r);
+    ck_assert_int_eq(r->n, 16);
+    ck_assert_int_eq(r->batches, 2);
+    free(r);
+}
+END_TEST
+
+START_TEST(shuffled_order_is_the_samplers_for_each_epoch)
+{
+    gf_settings s;
+    exact_settings(&s, root);
+    s.shuffle = 1;
+    s.seed = 42;
+    s.epochs = 3;
+    run_result *r = malloc(sizeof *r);
+    run_all(&s, r);
+    ck_assert_int_eq(r->n, 3 * N);
+    gf__sampler sm;
+    ck_assert_int_eq(gf__sampler_init(&sm, N, 42, 1, 0, 1, 0), 0);
+    for (uint64_t e = 0; e < 3; e++) {
+        gf__perm p;
+        gf__perm_init(&p, &sm, e);
+        for (int i = 0; i < N; i++) {
+            ck_assert_uint_eq(r->epochs[e * N + i], e);
+            ck_assert_int_eq(r->indices[e * N + i], (int64_t)gf__sampler_at(&sm, &p, (uint64_t)i));
+            int64_t idx = r->indices[e * N + i];
+            ck_assert_int_eq(r->labels[e * N + i], idx / PER_CLASS);
+        }
+    }
+    /* Epochs differ in order. */
+    ck_assert(memcmp(r->indices, r->indices + N, N * sizeof(int64_t)) != 0);
+    free(r);
+}
+END_TEST
+
+START_TEST(batches_are_identical_for_any_thread_count_and_reader)
+{
+    gf_settings s;
+    gf_default_settings(&s);
+    s.data = root;
+    s.width = 10;
+    s.height = 9; /* train: random-resized-crop + flip */
+    s.batch_size = 5;
+    s.seed = 7;
+    s.epochs = 2;
+    run_result *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    s.threads = 1;
+    s.io = GF_IO_POSIX;
+    run_all(&s, a);
+    ck_assert_int_eq(a->stats.reader, GF_IO_POSIX);
+    int threads[] = {2, 3, 8};
+    for (int t = 0; t < 3; t++) {
+        s.threads = threads[t];
+        for (int io = GF_IO_AUTO; io <= GF_IO_POSIX; io++) {
+            if (io == GF_IO_URING && !gf__have_uring())
+                continue;
+            s.io = (gf_io)io;
+            s.prefetch_depth = 1 + t * 3;
+            run_all(&s, b);
+            ck_assert_msg(a->hash == b->hash, "threads=%d io=%d differ", threads[t], io);
+            ck_assert_int_eq(b->n, 2 * N);
+        }
+    }
+    s.seed = 8;
+    run_all(&s, b);
+    ck_assert_msg(a->hash != b->hash, "another seed must give other batches");
+    free(a);
+    free(b);
+}
+END_TEST
+
+START_TEST(forcing_each_reader_is_reported_in_stats)
+{
+    gf_settings s;
+    exact_settings(&s, root);
+    run_result *r = malloc(sizeof *r);
+    s.io = GF_IO_POSIX;
+    run_all(&s, r);
+    ck_assert_int_eq(r->stats.reader, GF_IO_POSIX);
+    uint64_t h = r->hash;
+    s.io = GF_IO_URING;
+    gf_loader *l = NULL;
+    int rc = gf_open(&l, &s);
+    if (rc == GF_ENODEV) {
+        fprintf(stderr, "note: io_uring unavailable here: %s\n", gf_last_error(l));
+        gf_close(&l);
+    } else {
+        ck_assert_int_eq(rc, 0);
+        gf_close(&l);
+        run_all(&s, r);
+        ck_assert_int_eq(r->stats.reader, GF_IO_URING);
+        ck_assert_uint_eq(r->hash, h);
+        ck_assert_uint_gt(r->stats.bytes_read, 0);
+    }
+    free(r);
+}
+END_TEST
+
+START_TEST(the_ring_holds_back_when_the_consumer_does_not_read)
+{
+    gf_settings s;
+    exact_settings(&s, root);
+    s.batch_size = 2;
+    s.prefetch_depth = 3;
+    s.threads = 4;
+    gf_loader *l = open_ok(&s);
+    usleep(300 * 1000);
+    gf_stats st;
+    gf_get_stats(l, &st);
+    /* Never more decoded than the ring can hold. */
+    ck_assert_uint_eq(st.decoded_stb, 6);
+    ck_assert_uint_eq(st.samples, 0);
+    gf_batch *b;
+    ck_assert_int_eq(gf_next(l, &b), 0);
+    ck_assert_int_eq(b->indices[0], 0);
+    gf_release(l, b);
+    usleep(200 * 1000);
+    gf_get_stats(l, &st);
+    ck_assert_uint_eq(st.decoded_stb, 8);
+    gf_close(&l);
+}
+END_TEST
+
+START_TEST(a_slow_consumer_gets_batches_in_order)
+{
+    gf_settings s;
+    exact_settings(&s, root);
+    s.batch_size = 1;
+    s.prefetch_depth = 2;
+    s.threads = 4;
+    gf_loader *l = open_ok(&s);
+    gf_batch *b;
+    int n = 0;
+    while (gf_next(l, &b) == 0) {
+        ck_assert_int_eq(b->indices[0], n);
+        n++;
+        usleep(3000);
+        gf_release(l, b);
+    }
+    ck_assert_int_eq(n, N);
+    gf_stats st;
+    gf_get_stats(l, &st);
+    ck_assert_uint_eq(st.samples, N);
+    gf_close(&l);
+}
+END_TEST
+
+START_TEST(holding_the_slot_the_next_batch_needs_is_busy_not_a_hang)
+{
+    gf_settings s;
+    exact_settings(&s, root);
+    s.prefetch_depth = 2;
+    gf_loader *l = open_ok(&s);
+    gf_batch *a, *b, *c;
+    ck_assert_int_eq(gf_next(l, &a), 0);
+    ck_assert_int_eq(gf_next(l, &b), 0);
+    ck_assert_int_eq(gf_next(l, &c), GF_EBUSY);
+    ck_assert_ptr_nonnull(strstr(gf_last_error(l), "held"));
+    gf_release(l, b);
+    ck_assert_int_eq(gf_next(l, &c), GF_EBUSY); /* needs a's slot */
+    gf_release(l, a);
+    ck_assert_int_eq(gf_next(l, &c), 0);
+    ck_assert_int_eq(c->indices[0], 8);
+    ck_assert_int_eq(gf_release(l, c), 0);
+    ck_assert_int_eq(gf_release(l, c), GF_EINVAL); /* twice */
+    gf_close(&l);
+}
+END_TEST
+
+START_TEST(closing_mid_epoch_with_batches_held_frees_everything)
+{
+    gf_settings s;
+    exact_settings(&s, root);
+    s.batch_size = 1;
+    s.threads = 3;
+    for (int i = 0; i < 5; i++) {
+        gf_loader *l = open_ok(&s);
+        gf_batch *b;
+        for (int k = 0; k < i; k++)
+            ck_assert_int_eq(gf_next(l, &b), 0); /* held, never released */
+        gf_close(&l);
+        ck_assert_ptr_null(l);
+    }
+    gf_close(NULL);
+}
+END_TEST
+
+START_TEST(unbounded_epochs_keep_coming)
+{
+    gf_settings s;
+    exact_settings(&s, root);
+    s.epochs = 0;
+    s.batch_size = 8;
+    gf_loader *l = open_ok(&s);
+    gf_batch *b;
+    uint64_t last_epoch = 0;
+    for (int i = 0; i < 12; i++) {
+        ck_assert_int_eq(gf_next(l, &b), 0);
+        ck_assert_uint_ge(b->epoch, last_epoch);
+        last_epoch = b->epoch;
+        gf_release(l, b);
+    }
+    ck_assert_uint_eq(last_epoch, 3); /* 3 batches per epoch */
+    gf_close(&l);
+}
+END_TEST
+
+START_TEST(resuming_at_a_batch_position_continues_exactly)
+{
+    gf_settings s;
+    gf_default_settings(&s);
+    s.data = root;
+    s.width = 8;
+    s.height = 8;
+    s.batch_size = 4;
+    s.seed = 3;
+    s.epochs = 2;
+    s.threads = 2;
+    /* Reference: every batch's hash and its resume point. */
+    uint64_t hashes[64], epochs[64], positions[64];
+    int n = 0;
+    gf_loader *l = open_ok(&s);
+    gf_batch *b;
+    while (gf_next(l, &b) == 0) {
+        hashes[n] = fnv(0, b->pixels, (size_t)b->count * 8 * 8 * 3);
+        hashes[n] = fnv(hashes[n], b->indices, (size_t)b->count * 8);
+        epochs[n] = b->epoch;
+        positions[n] = b->position;
+        n++;
+        gf_release(l, b);
+    }
+    gf_close(&l);
+    ck_assert_int_eq(n, 12);
+    for (int k = 0; k < n - 1; k += 2) {
+        l = open_ok(&s);
+        ck_assert_int_eq(gf_seek(l, epochs[k], positions[k]), 0);
+        for (int j = k + 1; j < n; j++) {
+            ck_assert_int_eq(gf_next(l, &b), 0);
+            uint64_t h = fnv(0, b->pixels, (size_t)b->count * 8 * 8 * 3);
+            h = fnv(h, b->indices, (size_t)b->count * 8);
+            ck_assert_msg(h == hashes[j], "resume after %d: batch %d differs", k, j);
+            gf_release(l, b);
+        }
+        ck_assert_int_eq(gf_next(l, &b), GF_EOF);
+        gf_stats st;
+        gf_get_stats(l, &st);
+        ck_assert_uint_eq(st.epoch, 2);
+        gf_close(&l);
+    }
+    l = open_ok(&s);
+    ck_assert_int_eq(gf_next(l, &b), 0);
+    ck_assert_int_eq(gf_seek(l, 0, 0), GF_EBUSY);
+    gf_release(l, b);
+    ck_assert_int_eq(gf_seek(l, 0, 999), GF_EINVAL);
+    ck_assert_int_eq(gf_seek(l, 1, 0), 0);
+    ck_assert_int_eq(gf_next(l, &b), 0);
+    ck_assert_uint_eq(b->epoch, 1);
+    gf_release(l, b);
+    gf_close(&l);
+}
+END_TEST
+
+START_TEST(rank_shares_are_disjoint_and_cover_the_epoch)
+{
+    gf_settings s;
+    exact_settings(&s, root);
+    s.shuffle = 1;
+    s.seed = 11;
+    s.drop_last = 1;
+    int count[N] = {0};
+    run_result *r = malloc(sizeof *r);
+    for (int rank = 0; rank < 3; rank++) {
+        s.world = 3;
+        s.rank = rank;
+        s.batch_size = 7;
+        run_all(&s, r);
+        ck_assert_int_eq(r->n, N / 3);
+        for (int i = 0; i < r->n; i++)
+            count[r->indices[i]]++;
+    }
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(count[i], 1);
+    free(r);
+}
+END_TEST
+
+START_TEST(bad_settings_are_rejected_with_the_check_named)
+{
+    gf_settings s;
+    exact_settings(&s, root);
+    s.channels = 2;
+    gf_loader *l = NULL;
+    ck_assert_int_eq(gf_open(&l, &s), GF_EINVAL);
+    ck_assert_ptr_nonnull(strstr(gf_last_error(l), "channels"));
+    gf_close(&l);
+    exact_settings(&s, root);
+    s.rank = 2;
+    s.world = 2;
+    ck_assert_int_eq(gf_open(&l, &s), GF_EINVAL);
+    gf_close(&l);
+    exact_settings(&s, "/nonexistent/gpufeed-data");
+    ck_assert_int_eq(gf_open(&l, &s), GF_EDATASET);
+    ck_assert_ptr_nonnull(strstr(gf_last_error(l), "/nonexistent/gpufeed-data"));
+    gf_close(&l);
+    ck_assert_int_eq(gf_open(NULL, &s), GF_EINVAL);
+    ck_assert_str_eq(gf_err_name(GF_ETRUNC), "GF_ETRUNC");
+    ck_assert_str_eq(gf_strerror(GF_EOF), "end of data: every requested epoch was delivered");
+    ck_assert_str_eq(gf_err_name(12345), "GF_E?");
+}
+END_TEST
+
+/* --------------------------------------------------------- bad samples */
+
+typedef struct seen_errors {
+    int n;
+    int64_t sample[32];
+    int code[32];
+    char path[32][64];
+} seen_errors;
+
+static void on_error(void *user, int64_t sample, const char *path, int code, const char *reason)
+{
+    seen_errors *e = user;
+    ck_assert_ptr_nonnull(reason);
+    ck_assert(reason[0] != '\0');
+    if (e->n < 32) {
+        e->sample[e->n] = sample;
+        e->code[e->n] = code;
+        snprintf(e->path[e->n], sizeof e->path[0], "%s", path);
+        e->n++;
+    }
+}
+
+/* A list file of 12 samples, 5 of them bad in each way a file can be. */
+static char *bad_list(char **listp)
+{
+    char *dir = tu_mkdtemp();
+    char p[4096], list[8192] = "";
+    static const char *names[12] = {"ok0.png", "missing.png", "ok2.png", "trunc.png",
+                                    "ok4.png", "text.png",    "ok6.png", "empty.png",
+                                    "ok8.png", "huge.png",    "ok10.png", "ok11.png"};
+    for (int i = 0; i < 12; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        if (strncmp(names[i], "ok", 2) == 0)
+            tu_write_png(p, W, H, 3, (uint32_t)i);
+        size_t len = strlen(list);
+        snprintf(list + len, sizeof list - len, "%s %d\n", names[i], i);
+    }
+    snprintf(p, sizeof p, "%s/trunc.png", dir);
+    tu_write_png(p, W, H, 3, 3);
+    size_t len;
+    uint8_t *png = tu_read_file(p, &len);
+    tu_write_file(p, png, len / 2);
+    free(png);
+    snprintf(p, sizeof p, "%s/text.png", dir);
+    tu_write_text(p, "this is not an image\n");
+    snprintf(p, sizeof p, "%s/empty.png", dir);
+    tu_write_file(p, "", 0);
+    snprintf(p, sizeof p, "%s/huge.png", dir);
+    tu_write_png(p, 64, 64, 3, 9); /* over the limit set below */
+    snprintf(p, sizeof p, "%s/list.txt", dir);
+    tu_write_text(p, list);
+    *listp = strdup(p);
+    return dir;
+}
+
+static void bad_settings(gf_settings *s, const char *list, seen_errors *e)
+{
+    exact_settings(s, list);
+    s->max_pixels = 1000; /* 64x64 is over, 16x12 is not */
+    s->on_sample_error = on_error;
+    s->on_sample_error_user = e;
+}
+
+START_TEST(bad_samples_are_skipped_counted_and_named)
+{
+    char *list;
+    char *dir = bad_list(&list);
+    gf_settings s;
+    seen_errors e = {0};
+    bad_settings(&s, list, &e);
+    run_result *r = malloc(sizeof *r);
+    run_all(&s, r);
+    /* The good ones, each once; batches of 4 full but the last. */
+    ck_assert_int_eq(r->n, 7);
+    ck_assert_int_eq(r->batches, 2);
+    int64_t want[7] = {0, 2, 4, 6, 8, 10, 11}; /* the next good ones, in order */
+    for (int i = 0; i < 7; i++) {
+        ck_assert_int_eq(r->indices[i], want[i]);
+        ck_assert_int_eq(r->labels[i], want[i]);
+    }
+    ck_assert_uint_eq(r->stats.errors, 5);
+    ck_assert_uint_eq(r->stats.errors_by_kind[GF_ENOENT - GF_ENOENT], 1);
+    ck_assert_uint_eq(r->stats.errors_by_kind[GF_ENOENT - GF_EEMPTY], 1);
+    ck_assert_uint_eq(r->stats.errors_by_kind[GF_ENOENT - GF_ETOOBIG], 1);
+    ck_assert_int_eq(r->stats.n_recent, 5);
+    ck_assert_str_eq(r->stats.recent[0].path, "huge.png"); /* newest first */
+    /* The callback saw them in sampler order, with paths. */
+    ck_assert_int_eq(e.n, 5);
+    int64_t bad[5] = {1, 3, 5, 7, 9};
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(e.sample[i], bad[i]);
+    ck_assert_str_eq(e.path[0], "missing.png");
+    ck_assert_int_eq(e.code[0], GF_ENOENT);
+    ck_assert_str_eq(e.path[3], "empty.png");
+    ck_assert_int_eq(e.code[3], GF_EEMPTY);
+    ck_assert_int_eq(e.code[4], GF_ETOOBIG);
+    ck_assert(e.code[1] == GF_ETRUNC || e.code[1] == GF_ECORRUPT);
+    ck_assert(e.code[2] == GF_EFORMAT || e.code[2] == GF_ECORRUPT);
+
+    /* Same batches for other thread counts, depths and readers. */
+    uint64_t h = r->hash;
+    for (int t = 1; t <= 6; t += 5)
+        for (int io = GF_IO_URING; io <= GF_IO_POSIX; io++) {
+            if (io == GF_IO_URING && !gf__have_uring())
+                continue;
+            s.threads = t;
+            s.io = (gf_io)io;
+            s.prefetch_depth = t;
+            e.n = 0;
+            run_all(&s, r);
+            ck_assert_uint_eq(r->hash, h);
+            ck_assert_int_eq(e.n, 5);
+        }
+    free(r);
+    tu_rmrf(dir);
+    free(dir);
+    free(list);
+}
+END_TEST
+
+START_TEST(bad_samples_with_shuffle_are_deterministic_and_resumable)
+{
+    char *list;
+    char *dir = bad_list(&list);
+    gf_settings s;
+    seen_errors e = {0};
+    bad_settings(&s, list, &e);
+    s.shuffle = 1;
+    s.seed = 5;
+    s.batch_size = 3;
+    s.epochs = 2;
+    uint64_t hashes[16], epochs[16], positions[16];
+    int n = 0;
+    gf_loader *l = open_ok(&s);
+    gf_batch *b;
+    int good = 0;
+    while (gf_next(l, &b) == 0) {
+        hashes[n] = fnv(0, b->indices, (size_t)b->count * 8);
+        epochs[n] = b->epoch;
+        positions[n] = b->position;
+        for (int i = 0; i < b->count; i++)
+            ck_assert_int_eq(b->indices[i] % 2 == 0 || b->indices[i] == 11, 1);
+        good += b->count;
+        n++;
+        gf_release(l, b);
+    }
+    gf_close(&l);
+    ck_assert_int_eq(good, 14);
+    for (int k = 0; k < n - 1; k++) {
+        l = open_ok(&s);
+        ck_assert_int_eq(gf_seek(l, epochs[k], positions[k]), 0);
+        for (int j = k + 1; j < n; j++) {
+            ck_assert_int_eq(gf_next(l, &b), 0);
+            ck_assert_msg(fnv(0, b->indices, (size_t)b->count * 8) == hashes[j],
+                          "resume after batch %d: batch %d differs", k, j);
+            gf_release(l, b);
+        }
+        ck_assert_int_eq(gf_next(l, &b), GF_EOF);
+        gf_close(&l);
+    }
+    tu_rmrf(dir);
+    free(dir);
+    free(list);
+}
+END_TEST
+
+START_TEST(on_error_fail_names_the_sample_after_the_good_batches)
+{
+    char *list;
+    char *dir = bad_list(&list);
+    gf_settings s;
+    seen_errors e = {0};
+    bad_settings(&s, list, &e);
+    s.on_error = GF_ON_ERROR_FAIL;
+    s.batch_size = 1;
+    gf_loader *l = open_ok(&s);
+    gf_batch *b;
+    ck_assert_int_eq(gf_next(l, &b), 0);
+    ck_assert_int_eq(b->indices[0], 0);
+    gf_release(l, b);
+    ck_assert_int_eq(gf_next(l, &b), GF_ENOENT);
+    ck_assert_ptr_null(b);
+    ck_assert_ptr_nonnull(strstr(gf_last_error(l), "missing.png"));
+    ck_assert_ptr_nonnull(strstr(gf_last_error(l), "sample 1"));
+    ck_assert_int_eq(gf_next(l, &b), GF_ENOENT); /* sticky */
+    ck_assert_int_eq(gf_seek(l, 0, 2), 0);       /* past it */
+    ck_assert_int_eq(gf_next(l, &b), 0);
+    ck_assert_int_eq(b->indices[0], 2);
+    gf_release(l, b);
+    int rc = gf_next(l, &b);
+    ck_assert(rc == GF_ETRUNC || rc == GF_ECORRUPT);
+    ck_assert_ptr_nonnull(strstr(gf_last_error(l), "trunc.png"));
+    gf_close(&l);
+    tu_rmrf(dir);
+    free(dir);
+    free(list);
+}
+END_TEST
+
+START_TEST(an_all_bad_data_set_ends_without_batches)
+{
+    char *dir = tu_mkdtemp();
+    char p[4096];
+    for (int i = 0; i < 5; i++) {
+        snprintf(p, sizeof p, "%s/c/%d.jpg", dir, i);
+        tu_write_text(p, "garbage");
+    }
+    gf_settings s;
+    exact_settings(&s, dir);
+    run_result *r = malloc(sizeof *r);
+    run_all(&s, r);
+    ck_assert_int_eq(r->n, 0);
+    ck_assert_int_eq(r->batches, 0);
+    ck_assert_uint_eq(r->stats.errors, 5);
+    free(r);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
+static Suite *loader_suite(void)
+{
+    Suite *s = suite_create("loader");
+    TCase *t = tcase_create("delivery");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, pixels_and_labels_match_the_files);
+    tcase_add_test(t, a_final_short_batch_or_none_with_drop_last);
+    tcase_add_test(t, shuffled_order_is_the_samplers_for_each_epoch);
+    tcase_add_test(t, batches_are_identical_for_any_thread_count_and_reader);
+    tcase_add_test(t, forcing_each_reader_is_reported_in_stats);
+    tcase_add_test(t, rank_shares_are_disjoint_and_cover_the_epoch);
+    tcase_add_test(t, unbounded_epochs_keep_coming);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("ring");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, the_ring_holds_back_when_the_consumer_does_not_read);
+    tcase_add_test(t, a_slow_consumer_gets_batches_in_order);
+    tcase_add_test(t, holding_the_slot_the_next_batch_needs_is_busy_not_a_hang);
+    tcase_add_test(t, closing_mid_epoch_with_batches_held_frees_everything);
+    tcase_add_test(t, resuming_at_a_batch_position_continues_exactly);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("errors");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, bad_settings_are_rejected_with_the_check_named);
+    tcase_add_test(t, bad_samples_are_skipped_counted_and_named);
+    tcase_add_test(t, bad_samples_with_shuffle_are_deterministic_and_resumable);
+    tcase_add_test(t, on_error_fail_names_the_sample_after_the_good_batches);
+    tcase_add_test(t, an_all_bad_data_set_ends_without_batches);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(loader_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
