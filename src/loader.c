@@ -140,6 +140,9 @@ struct gf_loader {
     uint64_t samples, batches, errors, errors_by_kind[GF_SAMPLE_ERROR_KINDS];
     uint64_t decoded_turbo, decoded_stb, uring_bytes;
     double wait_s, uring_submit_s, t_open;
+    /* Controller-owned tallies, added to the shared ones once per round. */
+    uint64_t ctl_turbo, ctl_stb, ctl_uring_bytes;
+    double ctl_submit_s;
     uint64_t next_epoch, next_pos; /* where the next delivered batch starts */
     gf_sample_error recent[GF_RECENT_ERRORS];
     int n_recent, recent_at;
@@ -635,7 +638,7 @@ static void submit_reads(gf_loader *l)
         gf__uring_submit(l->uring, l->ds.root_fd,
                          gf__dataset_path(&l->ds, (uint64_t)sl->indices[c]), buf, r);
     }
-    l->uring_submit_s += gf__now() - t0;
+    l->ctl_submit_s += gf__now() - t0;
 }
 
 static void reap_reads(gf_loader *l, job *js, int *n_jobs)
@@ -655,7 +658,7 @@ static void reap_reads(gf_loader *l, job *js, int *n_jobs)
                 cell_finished(l, sl, c, r->err, strdup(r->why[0] ? r->why : gf_strerror(r->err)));
                 continue;
             }
-            l->uring_bytes += r->buf->len;
+            l->ctl_uring_bytes += r->buf->len;
             uint64_t sample = (uint64_t)sl->indices[c];
             js[(*n_jobs)++] = (job){.dst = cell_pixels(l, sl, c),
                                     .buf = r->buf,
@@ -682,17 +685,24 @@ static void pump(gf_loader *l)
             slot *sl = &l->slots[d.slot];
             if (!d.err) {
                 if (d.used == GF__USED_TURBO)
-                    l->decoded_turbo++;
+                    l->ctl_turbo++;
                 else
-                    l->decoded_stb++;
+                    l->ctl_stb++;
             }
             cell_finished(l, sl, (int)d.cell, d.err, d.why);
         }
+        reap_reads(l, js, &n_jobs);
+        /* Published before any batch they count is finalised. */
         pthread_mutex_lock(&l->mu);
         l->dones.head += n_done;
+        l->decoded_turbo += l->ctl_turbo;
+        l->decoded_stb += l->ctl_stb;
+        l->uring_bytes += l->ctl_uring_bytes;
+        l->uring_submit_s += l->ctl_submit_s;
         pthread_mutex_unlock(&l->mu);
+        l->ctl_turbo = l->ctl_stb = l->ctl_uring_bytes = 0;
+        l->ctl_submit_s = 0;
 
-        reap_reads(l, js, &n_jobs);
         while (finalise_oldest(l, js, &n_jobs))
             ;
         assign_batches(l, js, &n_jobs);

@@ -239,6 +239,18 @@ START_TEST(forcing_each_reader_is_reported_in_stats)
 }
 END_TEST
 
+static void wait_decoded(gf_loader *l, uint64_t n, gf_stats *st)
+{
+    for (int i = 0; i < 3000; i++) {
+        gf_get_stats(l, st);
+        if (st->decoded_stb >= n)
+            return;
+        usleep(10 * 1000);
+    }
+    ck_abort_msg("only %llu of %llu samples decoded after 30 s",
+                 (unsigned long long)st->decoded_stb, (unsigned long long)n);
+}
+
 START_TEST(the_ring_holds_back_when_the_consumer_does_not_read)
 {
     gf_settings s;
@@ -247,16 +259,18 @@ START_TEST(the_ring_holds_back_when_the_consumer_does_not_read)
     s.prefetch_depth = 3;
     s.threads = 4;
     gf_loader *l = open_ok(&s);
-    usleep(300 * 1000);
+    /* Never more decoded than the ring can hold, however long we wait. */
     gf_stats st;
+    wait_decoded(l, 6, &st);
+    usleep(200 * 1000);
     gf_get_stats(l, &st);
-    /* Never more decoded than the ring can hold. */
     ck_assert_uint_eq(st.decoded_stb, 6);
     ck_assert_uint_eq(st.samples, 0);
     gf_batch *b;
     ck_assert_int_eq(gf_next(l, &b), 0);
     ck_assert_int_eq(b->indices[0], 0);
     gf_release(l, b);
+    wait_decoded(l, 8, &st);
     usleep(200 * 1000);
     gf_get_stats(l, &st);
     ck_assert_uint_eq(st.decoded_stb, 8);
