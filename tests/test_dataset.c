@@ -1,3 +1,578 @@
-/* placeholder */
+/* Dataset index: ImageFolder trees (torchvision order) and list files. */
+#include "dataset.h"
 #include "testutil.h"
-int main(void) { return 77; }
+
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char *root;
+
+static void setup(void)
+{
+    root = tu_mkdtemp();
+}
+
+static void teardown(void)
+{
+    tu_rmrf(root);
+    free(root);
+    root = NULL;
+}
+
+/* Writes a small file at root/rel (parents created). */
+static void touch(const char *rel)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", root, rel);
+    tu_write_text(p, "x");
+}
+
+static void mkdir_rel(const char *rel)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", root, rel);
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+}
+
+static char *at_root(const char *rel)
+{
+    static char p[4096];
+    snprintf(p, sizeof p, "%s/%s", root, rel);
+    return p;
+}
+
+static void open_ok(gf__dataset *ds, const char *src)
+{
+    char why[512];
+    int rc = gf__dataset_open(ds, src, why, sizeof why);
+    ck_assert_msg(rc == 0, "open %s: %d %s", src, rc, why);
+}
+
+/* Opens src, expects GF_EDATASET, returns the why. */
+static const char *open_fails(const char *src)
+{
+    static char why[512];
+    gf__dataset ds;
+    int rc = gf__dataset_open(&ds, src, why, sizeof why);
+    ck_assert_msg(rc == GF_EDATASET, "open %s: %d, expected GF_EDATASET", src, rc);
+    ck_assert_ptr_null(ds.arena);
+    ck_assert_int_eq(ds.root_fd, -1);
+    gf__dataset_close(&ds);
+    return why;
+}
+
+static void assert_sample(const gf__dataset *ds, uint64_t i, const char *path, int label)
+{
+    ck_assert_uint_lt(i, ds->n);
+    ck_assert_str_eq(gf__dataset_path(ds, i), path);
+    ck_assert_int_eq(ds->labels[i], label);
+}
+
+/* ---- ImageFolder ---- */
+
+START_TEST(folder_classes_are_sub_directories_in_sorted_order)
+{
+    touch("b/1.jpg");
+    touch("a/1.jpg");
+    touch("c10/1.jpg");
+    touch("c9/1.jpg");
+    gf__dataset ds;
+    open_ok(&ds, root);
+    ck_assert_int_eq(ds.n_classes, 4);
+    ck_assert_str_eq(ds.class_names[0], "a");
+    ck_assert_str_eq(ds.class_names[1], "b");
+    ck_assert_str_eq(ds.class_names[2], "c10");
+    ck_assert_str_eq(ds.class_names[3], "c9");
+    ck_assert_uint_eq(ds.n, 4);
+    assert_sample(&ds, 0, "a/1.jpg", 0);
+    assert_sample(&ds, 1, "b/1.jpg", 1);
+    assert_sample(&ds, 2, "c10/1.jpg", 2);
+    assert_sample(&ds, 3, "c9/1.jpg", 3);
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+START_TEST(folder_class_order_is_byte_order)
+{
+    touch("a/1.png");
+    touch("B/1.png"); /* 'B' < 'a' */
+    touch("_x/1.png"); /* 'B' < '_' < 'a' */
+    gf__dataset ds;
+    open_ok(&ds, root);
+    ck_assert_str_eq(ds.class_names[0], "B");
+    ck_assert_str_eq(ds.class_names[1], "_x");
+    ck_assert_str_eq(ds.class_names[2], "a");
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+START_TEST(folder_files_are_sorted_within_a_class)
+{
+    touch("cat/img10.jpg");
+    touch("cat/img2.jpg");
+    touch("cat/img1.jpg");
+    touch("cat/Zebra.jpg");
+    gf__dataset ds;
+    open_ok(&ds, root);
+    ck_assert_uint_eq(ds.n, 4);
+    assert_sample(&ds, 0, "cat/Zebra.jpg", 0);
+    assert_sample(&ds, 1, "cat/img1.jpg", 0);
+    assert_sample(&ds, 2, "cat/img10.jpg", 0);
+    assert_sample(&ds, 3, "cat/img2.jpg", 0);
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+START_TEST(folder_nested_files_follow_torchvision_walk_order)
+{
+    /* sorted(os.walk()) orders by directory path string, then file name:
+     * "a/sub" < "a/sub-x" < "a/sub/deeper" because '-' < '/'. */
+    touch("a/z.jpg");
+    touch("a/sub/b.png");
+    touch("a/sub-x/c.jpg");
+    touch("a/sub/deeper/d.jpg");
+    touch("a/sub/deeper/e/f.jpg");
+    gf__dataset ds;
+    open_ok(&ds, root);
+    ck_assert_uint_eq(ds.n, 5);
+    assert_sample(&ds, 0, "a/z.jpg", 0);
+    assert_sample(&ds, 1, "a/sub/b.png", 0);
+    assert_sample(&ds, 2, "a/sub-x/c.jpg", 0);
+    assert_sample(&ds, 3, "a/sub/deeper/d.jpg", 0);
+    assert_sample(&ds, 4, "a/sub/deeper/e/f.jpg", 0);
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+START_TEST(folder_skips_hidden_entries_and_non_image_files)
+{
+    touch("a/keep.jpg");
+    touch("a/UPPER.JPEG");
+    touch("a/mixed.PnG");
+    touch("a/.hidden.jpg");
+    touch("a/.hiddendir/x.jpg");
+    touch("a/notes.txt");
+    touch("a/archive.jpg.bak");
+    touch("a/jpg");
+    touch("a/x.webp");
+    touch("a/y.tiff");
+    touch(".git/z.jpg"); /* hidden class */
+    gf__dataset ds;
+    open_ok(&ds, root);
+    ck_assert_int_eq(ds.n_classes, 1);
+    ck_assert_uint_eq(ds.n, 5);
+    assert_sample(&ds, 0, "a/UPPER.JPEG", 0);
+    assert_sample(&ds, 1, "a/keep.jpg", 0);
+    assert_sample(&ds, 2, "a/mixed.PnG", 0);
+    assert_sample(&ds, 3, "a/x.webp", 0);
+    assert_sample(&ds, 4, "a/y.tiff", 0);
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+START_TEST(folder_ignores_files_in_the_root)
+{
+    touch("stray.jpg");
+    touch("dog/1.jpg");
+    gf__dataset ds;
+    open_ok(&ds, root);
+    ck_assert_uint_eq(ds.n, 1);
+    assert_sample(&ds, 0, "dog/1.jpg", 0);
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+START_TEST(folder_keeps_an_empty_class_so_labels_match_its_position)
+{
+    touch("a/1.jpg");
+    mkdir_rel("b");
+    touch("c/1.jpg");
+    gf__dataset ds;
+    open_ok(&ds, root);
+    ck_assert_int_eq(ds.n_classes, 3);
+    assert_sample(&ds, 1, "c/1.jpg", 2);
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+START_TEST(folder_follows_symlinks_but_not_loops)
+{
+    touch("a/1.jpg");
+    touch("elsewhere/real/2.jpg");
+    ck_assert_int_eq(symlink("..", at_root("a/loop")), 0);            /* to the root */
+    ck_assert_int_eq(symlink(".", at_root("a/self")), 0);             /* to itself */
+    ck_assert_int_eq(symlink("../elsewhere/real", at_root("a/linked")), 0);
+    ck_assert_int_eq(symlink("1.jpg", at_root("a/alias.jpg")), 0);
+    ck_assert_int_eq(symlink("missing.jpg", at_root("a/dangling.jpg")), 0);
+    gf__dataset ds;
+    open_ok(&ds, root);
+    /* a/loop reaches the root, whose walk sees a/ again: stopped there. */
+    ck_assert_int_eq(ds.n_classes, 2);
+    int found_linked = 0, found_alias = 0, found_dangling = 0;
+    for (uint64_t i = 0; i < ds.n; i++) {
+        const char *p = gf__dataset_path(&ds, i);
+        ck_assert_msg(strncmp(p, "a/self/", 7) != 0, "walked a self link: %s", p);
+        ck_assert_msg(strncmp(p, "a/loop/a/", 9) != 0, "walked a loop: %s", p);
+        found_linked += strcmp(p, "a/linked/2.jpg") == 0;
+        found_alias += strcmp(p, "a/alias.jpg") == 0;
+        found_dangling += strcmp(p, "a/dangling.jpg") == 0;
+    }
+    ck_assert_int_eq(found_linked, 1);
+    ck_assert_int_eq(found_alias, 1);
+    ck_assert_int_eq(found_dangling, 1);
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+START_TEST(folder_paths_open_relative_to_root_fd)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/k/sub dir/pic one.png", root);
+    tu_write_png(p, 4, 3, 3, 1);
+    gf__dataset ds;
+    open_ok(&ds, root);
+    ck_assert_uint_eq(ds.n, 1);
+    ck_assert_str_eq(gf__dataset_path(&ds, 0), "k/sub dir/pic one.png");
+    int fd = openat(ds.root_fd, gf__dataset_path(&ds, 0), O_RDONLY | O_CLOEXEC);
+    ck_assert_int_ge(fd, 0);
+    unsigned char sig[4];
+    ck_assert_int_eq(read(fd, sig, 4), 4);
+    ck_assert_int_eq(sig[1], 'P');
+    close(fd);
+    ck_assert_uint_ge(ds.bytes, strlen("k/sub dir/pic one.png") + 1 + 8 + 4);
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+START_TEST(folder_with_a_trailing_slash_opens)
+{
+    touch("a/1.jpg");
+    char src[4096];
+    snprintf(src, sizeof src, "%s/", root);
+    gf__dataset ds;
+    open_ok(&ds, src);
+    assert_sample(&ds, 0, "a/1.jpg", 0);
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+START_TEST(folder_of_many_files_is_indexed_in_order)
+{
+    /* Enough entries to grow every table several times. */
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < 700; i++) {
+            char rel[64];
+            snprintf(rel, sizeof rel, "c%d/%04d.jpg", k, (i * 337) % 700);
+            touch(rel);
+        }
+    gf__dataset ds;
+    open_ok(&ds, root);
+    ck_assert_uint_eq(ds.n, 2100);
+    for (uint64_t i = 0; i < ds.n; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "c%d/%04d.jpg", (int)(i / 700), (int)(i % 700));
+        assert_sample(&ds, i, want, (int)(i / 700));
+    }
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+START_TEST(empty_folder_is_a_dataset_error)
+{
+    const char *why = open_fails(root);
+    ck_assert_ptr_nonnull(strstr(why, root));
+}
+END_TEST
+
+START_TEST(folder_with_classes_but_no_images_is_a_dataset_error)
+{
+    touch("a/readme.txt");
+    mkdir_rel("b");
+    const char *why = open_fails(root);
+    ck_assert_ptr_nonnull(strstr(why, root));
+    ck_assert_ptr_nonnull(strstr(why, "no image"));
+}
+END_TEST
+
+START_TEST(unreadable_class_directory_is_a_dataset_error)
+{
+    if (geteuid() == 0)
+        return; /* root reads everything */
+    touch("a/1.jpg");
+    touch("b/1.jpg");
+    ck_assert_int_eq(chmod(at_root("b"), 0), 0);
+    const char *why = open_fails(root);
+    chmod(at_root("b"), 0755);
+    ck_assert_ptr_nonnull(strstr(why, "/b"));
+    ck_assert_ptr_nonnull(strstr(why, "ermission"));
+}
+END_TEST
+
+START_TEST(missing_path_is_a_dataset_error_naming_it)
+{
+    const char *why = open_fails(at_root("nope/none"));
+    ck_assert_ptr_nonnull(strstr(why, "nope/none"));
+    ck_assert_ptr_nonnull(strstr(why, "No such file"));
+}
+END_TEST
+
+START_TEST(a_device_is_not_a_data_set)
+{
+    const char *why = open_fails("/dev/null");
+    ck_assert_ptr_nonnull(strstr(why, "/dev/null"));
+    ck_assert_ptr_nonnull(strstr(why, "not a directory or a regular file"));
+}
+END_TEST
+
+START_TEST(null_or_empty_source_is_a_dataset_error)
+{
+    open_fails("");
+    gf__dataset ds;
+    ck_assert_int_eq(gf__dataset_open(&ds, NULL, NULL, 0), GF_EDATASET);
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+START_TEST(close_is_safe_on_zeroed_failed_and_closed_structs)
+{
+    gf__dataset ds;
+    memset(&ds, 0, sizeof ds);
+    gf__dataset_close(&ds);
+    ck_assert_int_eq(ds.root_fd, -1);
+    ck_assert_int_eq(gf__dataset_open(&ds, at_root("missing"), NULL, 0), GF_EDATASET);
+    gf__dataset_close(&ds);
+    gf__dataset_close(&ds);
+    gf__dataset_close(NULL);
+    /* fd 0 must not be closed by a zeroed struct */
+    ck_assert_int_ne(fcntl(0, F_GETFD), -1);
+}
+END_TEST
+
+/* ---- list files ---- */
+
+static void write_list(const char *name, const char *text)
+{
+    tu_write_text(at_root(name), text);
+}
+
+START_TEST(list_lines_give_paths_and_labels)
+{
+    write_list("list.txt", "# header comment\n"
+                           "a/1.jpg 3\n"
+                           "\n"
+                           "   \t \n"
+                           "b/with space/2 3.png\t7\n"
+                           "c/3.jpg   0   \n"
+                           "  # indented comment\n"
+                           "  d/4.jpg 1\n"
+                           "e/5.jpg 2"); /* no final newline */
+    gf__dataset ds;
+    open_ok(&ds, at_root("list.txt"));
+    ck_assert_uint_eq(ds.n, 5);
+    assert_sample(&ds, 0, "a/1.jpg", 3);
+    assert_sample(&ds, 1, "b/with space/2 3.png", 7);
+    assert_sample(&ds, 2, "c/3.jpg", 0);
+    assert_sample(&ds, 3, "d/4.jpg", 1);
+    assert_sample(&ds, 4, "e/5.jpg", 2);
+    ck_assert_int_eq(ds.n_classes, 8);
+    ck_assert_ptr_null(ds.class_names);
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+START_TEST(list_tolerates_crlf_line_ends)
+{
+    write_list("win.txt", "x y/1.jpg 1\r\n\r\n# c\r\nz.jpg  2\r\n");
+    gf__dataset ds;
+    open_ok(&ds, at_root("win.txt"));
+    ck_assert_uint_eq(ds.n, 2);
+    assert_sample(&ds, 0, "x y/1.jpg", 1);
+    assert_sample(&ds, 1, "z.jpg", 2);
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+START_TEST(list_paths_open_relative_to_the_list_directory)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/data/imgs/one.png", root);
+    tu_write_png(p, 2, 2, 3, 7);
+    write_list("data/train list.txt", "imgs/one.png 0\n");
+    gf__dataset ds;
+    open_ok(&ds, at_root("data/train list.txt"));
+    int fd = openat(ds.root_fd, gf__dataset_path(&ds, 0), O_RDONLY | O_CLOEXEC);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+START_TEST(list_named_without_a_directory_is_relative_to_the_cwd)
+{
+    char old[4096];
+    ck_assert_ptr_nonnull(getcwd(old, sizeof old));
+    touch("img.jpg");
+    write_list("l.txt", "img.jpg 0\n");
+    ck_assert_int_eq(chdir(root), 0);
+    gf__dataset ds;
+    open_ok(&ds, "l.txt");
+    ck_assert_int_eq(chdir("/"), 0); /* root_fd holds the directory, not the name */
+    int fd = openat(ds.root_fd, gf__dataset_path(&ds, 0), O_RDONLY | O_CLOEXEC);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    gf__dataset_close(&ds);
+    ck_assert_int_eq(chdir(old), 0);
+}
+END_TEST
+
+START_TEST(list_of_many_lines_is_compact)
+{
+    enum { N = 100000 };
+    size_t cap = (size_t)N * 40, len = 0;
+    char *text = malloc(cap);
+    for (int i = 0; i < N; i++)
+        len += (size_t)snprintf(text + len, cap - len, "train/c%03d/img_%07d.jpg %d\n", i % 1000,
+                                i, i % 1000);
+    tu_write_file(at_root("big.txt"), text, len);
+    free(text);
+    gf__dataset ds;
+    open_ok(&ds, at_root("big.txt"));
+    ck_assert_uint_eq(ds.n, N);
+    ck_assert_int_eq(ds.n_classes, 1000);
+    assert_sample(&ds, 0, "train/c000/img_0000000.jpg", 0);
+    assert_sample(&ds, 12345, "train/c345/img_0012345.jpg", 345);
+    assert_sample(&ds, N - 1, "train/c999/img_0099999.jpg", 999);
+    /* 26-byte paths: path + NUL + 8-byte offset + 4-byte label. */
+    ck_assert_uint_eq(ds.bytes, (size_t)N * (27 + 8 + 4));
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+static void assert_bad_list(const char *text, const char *want1, const char *want2)
+{
+    write_list("list.txt", text);
+    const char *why = open_fails(at_root("list.txt"));
+    ck_assert_msg(strstr(why, want1), "why '%s' lacks '%s'", why, want1);
+    if (want2)
+        ck_assert_msg(strstr(why, want2), "why '%s' lacks '%s'", why, want2);
+}
+
+START_TEST(bad_list_lines_are_dataset_errors_naming_file_and_line)
+{
+    assert_bad_list("a.jpg 1\n# c\nb.jpg x\n", "list.txt:3: ",
+                    "label 'x' is not a non-negative integer");
+    assert_bad_list("a.jpg -1\n", "list.txt:1: ", "label '-1' is not a non-negative integer");
+    assert_bad_list("a.jpg +1\n", "list.txt:1: ", "'+1'");
+    assert_bad_list("a.jpg 1.5\n", "list.txt:1: ", "'1.5'");
+    assert_bad_list("\n\na.jpg 1\nonlyonetoken\n", "list.txt:4: ", "expected 'path label'");
+    assert_bad_list("a.jpg 2147483647\n", "list.txt:1: ", "too large");
+    assert_bad_list("a.jpg 99999999999999999999999\n", "list.txt:1: ", "too large");
+    assert_bad_list("a.jpg 1\r\nb.jpg 1x\r\n", "list.txt:2: ", "'1x'");
+    /* the shown token is cut, the message stays short */
+    char longtok[600];
+    memset(longtok, 'q', sizeof longtok - 1);
+    longtok[sizeof longtok - 1] = 0;
+    char text[700];
+    snprintf(text, sizeof text, "a.jpg %s\n", longtok);
+    assert_bad_list(text, "list.txt:1: ", "...");
+}
+END_TEST
+
+START_TEST(list_with_a_nul_byte_is_a_dataset_error)
+{
+    tu_write_file(at_root("list.txt"), "a.jpg 1\nb\0c.jpg 2\n", 18);
+    const char *why = open_fails(at_root("list.txt"));
+    ck_assert_ptr_nonnull(strstr(why, "list.txt:2: "));
+}
+END_TEST
+
+START_TEST(list_label_just_below_the_limit_is_accepted)
+{
+    write_list("list.txt", "a.jpg 2147483646\n");
+    gf__dataset ds;
+    open_ok(&ds, at_root("list.txt"));
+    ck_assert_int_eq(ds.labels[0], 2147483646);
+    ck_assert_int_eq(ds.n_classes, 2147483647);
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+START_TEST(list_of_only_comments_and_blanks_is_a_dataset_error)
+{
+    write_list("list.txt", "# nothing\n\n  \n");
+    ck_assert_ptr_nonnull(strstr(open_fails(at_root("list.txt")), "list.txt"));
+    write_list("empty.txt", "");
+    ck_assert_ptr_nonnull(strstr(open_fails(at_root("empty.txt")), "empty.txt"));
+}
+END_TEST
+
+START_TEST(unreadable_list_is_a_dataset_error)
+{
+    if (geteuid() == 0)
+        return;
+    write_list("list.txt", "a.jpg 1\n");
+    ck_assert_int_eq(chmod(at_root("list.txt"), 0), 0);
+    const char *why = open_fails(at_root("list.txt"));
+    ck_assert_ptr_nonnull(strstr(why, "list.txt"));
+    ck_assert_ptr_nonnull(strstr(why, "ermission"));
+}
+END_TEST
+
+static Suite *dataset_suite(void)
+{
+    Suite *su = suite_create("dataset");
+    TCase *tc = tcase_create("folder");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, folder_classes_are_sub_directories_in_sorted_order);
+    tcase_add_test(tc, folder_class_order_is_byte_order);
+    tcase_add_test(tc, folder_files_are_sorted_within_a_class);
+    tcase_add_test(tc, folder_nested_files_follow_torchvision_walk_order);
+    tcase_add_test(tc, folder_skips_hidden_entries_and_non_image_files);
+    tcase_add_test(tc, folder_ignores_files_in_the_root);
+    tcase_add_test(tc, folder_keeps_an_empty_class_so_labels_match_its_position);
+    tcase_add_test(tc, folder_follows_symlinks_but_not_loops);
+    tcase_add_test(tc, folder_paths_open_relative_to_root_fd);
+    tcase_add_test(tc, folder_with_a_trailing_slash_opens);
+    tcase_add_test(tc, folder_of_many_files_is_indexed_in_order);
+    suite_add_tcase(su, tc);
+
+    tc = tcase_create("list");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, list_lines_give_paths_and_labels);
+    tcase_add_test(tc, list_tolerates_crlf_line_ends);
+    tcase_add_test(tc, list_paths_open_relative_to_the_list_directory);
+    tcase_add_test(tc, list_named_without_a_directory_is_relative_to_the_cwd);
+    tcase_add_test(tc, list_of_many_lines_is_compact);
+    tcase_add_test(tc, list_label_just_below_the_limit_is_accepted);
+    suite_add_tcase(su, tc);
+
+    tc = tcase_create("errors");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, empty_folder_is_a_dataset_error);
+    tcase_add_test(tc, folder_with_classes_but_no_images_is_a_dataset_error);
+    tcase_add_test(tc, unreadable_class_directory_is_a_dataset_error);
+    tcase_add_test(tc, missing_path_is_a_dataset_error_naming_it);
+    tcase_add_test(tc, a_device_is_not_a_data_set);
+    tcase_add_test(tc, null_or_empty_source_is_a_dataset_error);
+    tcase_add_test(tc, close_is_safe_on_zeroed_failed_and_closed_structs);
+    tcase_add_test(tc, bad_list_lines_are_dataset_errors_naming_file_and_line);
+    tcase_add_test(tc, list_with_a_nul_byte_is_a_dataset_error);
+    tcase_add_test(tc, list_of_only_comments_and_blanks_is_a_dataset_error);
+    tcase_add_test(tc, unreadable_list_is_a_dataset_error);
+    suite_add_tcase(su, tc);
+    return su;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(dataset_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
