@@ -1,0 +1,76 @@
+/*
+ * Helpers shared by the gpufeed subcommands: error reporting in one format
+ * ("gpufeed <cmd>: <reason>" on stderr), strict number parsing, JSON string
+ * escaping, clocks, resource usage, and a small walker that lists a data
+ * set's files the way the loader's index does (ImageFolder or list file).
+ *
+ * Only the public API (gpufeed.h) is used here: the CLI is a client of the
+ * library like any trainer.
+ */
+#ifndef GF_CLI_UTIL_H
+#define GF_CLI_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit statuses shared by every subcommand. */
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+#if defined(__GNUC__)
+#define CLI_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define CLI_PRINTF(a, b)
+#endif
+
+/* "gpufeed <cmd>: <message>\n" on stderr. */
+void cli_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
+
+/* Strict parsers: the whole string must be a number within [min, max].
+ * On failure they print "gpufeed <cmd>: --<opt>: ..." and return -1. */
+int cli_parse_int(const char *cmd, const char *opt, const char *s, long min,
+                  long max, int *out);
+int cli_parse_u64(const char *cmd, const char *opt, const char *s,
+                  uint64_t *out);
+/* "WxH" (or a single "S" meaning SxS) into w, h, each in [1, max]. */
+int cli_parse_size(const char *cmd, const char *opt, const char *s, int max,
+                   int *w, int *h);
+/* Index of s in the NULL-terminated names, or -1 with an error printed. */
+int cli_parse_choice(const char *cmd, const char *opt, const char *s,
+                     const char *const *names);
+
+/* Writes s as a JSON string literal (quotes included). Bytes that are not
+ * valid UTF-8 are written as \u00XX of the byte so the output always parses. */
+void cli_json_string(FILE *f, const char *s);
+/* A finite double as JSON (non-finite values become null). */
+void cli_json_double(FILE *f, double v);
+
+double cli_now(void);            /* monotonic seconds */
+uint64_t cli_peak_rss_bytes(void); /* getrusage(RUSAGE_SELF) */
+int cli_cores(void);             /* online CPUs, at least 1 */
+
+/* A data set's files as absolute-or-cwd-relative paths, in index order
+ * (ImageFolder: sorted class folders, sorted files; list file: line order). */
+typedef struct cli_filelist {
+    char **paths;
+    size_t n, cap;
+} cli_filelist;
+
+/* Returns 0, or -1 with the reason in why. Hidden entries are skipped. */
+int cli_list_dataset(const char *data, cli_filelist *fl, char *why,
+                     size_t why_len);
+void cli_filelist_free(cli_filelist *fl);
+
+/* Reads a whole file. Returns 0 and *buf (malloc'd) / *len, or -errno. */
+int cli_read_file(const char *path, uint8_t **buf, size_t *len);
+
+/* Fraction of the pages of the given files resident in the page cache
+ * (mincore), or -1 if it cannot be measured. Does not read the files. */
+double cli_page_cache_fraction(char *const *paths, size_t n);
+
+/* Subcommands: argv[0] is the subcommand's name; returns the exit status. */
+int cmd_make_dataset(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+#endif /* GF_CLI_UTIL_H */
