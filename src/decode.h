@@ -11,6 +11,8 @@ typedef struct gf__transform {
     float crop_fraction;
     uint64_t max_pixels;             /* source width*height limit */
     gf_decoder decoder;              /* AUTO, STB or TURBO */
+    int full_decode;                 /* 0; 1 = no DCT scaling, no row/column
+                                        cropping (tests, benchmarks) */
 } gf__transform;
 
 void gf__transform_from_settings(gf__transform *t, const gf_settings *s);
@@ -23,6 +25,9 @@ int gf__decoder_create(gf__decoder **out);
 void gf__decoder_destroy(gf__decoder *d);
 /* Scratch bytes held now (for stats). */
 size_t gf__decoder_scratch_bytes(const gf__decoder *d);
+/* Seconds spent in the resampler, and in all of gf__decode, since create
+ * (for benchmarks: decode cost = total - resample). */
+void gf__decoder_times(const gf__decoder *d, double *total_s, double *resample_s);
 /* 1 if this build has libjpeg-turbo. */
 int gf__have_turbo(void);
 

@@ -1,3 +1,903 @@
-/* placeholder */
+/* Decode + transform (src/decode.c) and the resampler (src/resample.c). */
+#include "config.h"
+#include "decode.h"
+#include "resample.h"
 #include "testutil.h"
-int main(void) { return 77; }
+
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#if GF_HAVE_TURBO
+#include <stdio.h>
+#include <jpeglib.h>
+#endif
+
+/* ---- helpers ---- */
+
+static gf__transform eval_t(int w, int h, int c, float crop_fraction)
+{
+    gf_settings s;
+    gf_default_settings(&s);
+    s.width = w;
+    s.height = h;
+    s.channels = c;
+    s.transform = GF_TRANSFORM_EVAL;
+    s.crop_fraction = crop_fraction;
+    gf__transform t;
+    gf__transform_from_settings(&t, &s);
+    return t;
+}
+
+static gf__transform train_t(int w, int h, int c)
+{
+    gf_settings s;
+    gf_default_settings(&s);
+    s.width = w;
+    s.height = h;
+    s.channels = c;
+    s.transform = GF_TRANSFORM_TRAIN;
+    gf__transform t;
+    gf__transform_from_settings(&t, &s);
+    return t;
+}
+
+/* Decodes with a fresh decoder; fails the test on error. */
+static uint8_t *dec(const uint8_t *data, size_t len, const gf__transform *t, uint64_t key,
+                    int *used_out)
+{
+    gf__decoder *d;
+    ck_assert_int_eq(gf__decoder_create(&d), 0);
+    uint8_t *out = malloc((size_t)t->out_w * t->out_h * t->channels);
+    char why[256];
+    int used = 0;
+    int rc = gf__decode(d, data, len, t, key, out, &used, why, sizeof why);
+    ck_assert_msg(rc == 0, "decode failed: %d %s", rc, why);
+    gf__decoder_destroy(d);
+    if (used_out)
+        *used_out = used;
+    return out;
+}
+
+static int dec_rc(const uint8_t *data, size_t len, const gf__transform *t, char *why,
+                  size_t why_len)
+{
+    gf__decoder *d;
+    ck_assert_int_eq(gf__decoder_create(&d), 0);
+    uint8_t *out = malloc((size_t)t->out_w * t->out_h * t->channels);
+    int used;
+    int rc = gf__decode(d, data, len, t, 42, out, &used, why, why_len);
+    free(out);
+    gf__decoder_destroy(d);
+    return rc;
+}
+
+static double mean_abs_diff(const uint8_t *a, const uint8_t *b, size_t n, int *max_out)
+{
+    double s = 0;
+    int mx = 0;
+    for (size_t i = 0; i < n; i++) {
+        int d = abs((int)a[i] - (int)b[i]);
+        s += d;
+        mx = d > mx ? d : mx;
+    }
+    if (max_out)
+        *max_out = mx;
+    return s / (double)n;
+}
+
+static uint8_t luma(int r, int g, int b)
+{
+    return (uint8_t)((19595 * r + 38470 * g + 7471 * b + 32768) >> 16);
+}
+
+/* Expected conversion of one source pixel of n channels to C channels. */
+static void expect_px(const uint8_t *s, int n, int C, uint8_t *o)
+{
+    int r, g, b, a = 255;
+    if (n <= 2) {
+        r = g = b = s[0];
+        if (n == 2)
+            a = s[1];
+    } else {
+        r = s[0];
+        g = s[1];
+        b = s[2];
+        if (n == 4)
+            a = s[3];
+    }
+    if (C == 1) {
+        o[0] = n <= 2 ? (uint8_t)r : luma(r, g, b);
+        return;
+    }
+    o[0] = (uint8_t)r;
+    o[1] = (uint8_t)g;
+    o[2] = (uint8_t)b;
+    if (C == 4)
+        o[3] = (uint8_t)a;
+}
+
+/* ---- PNG: exactness and conversions ---- */
+
+START_TEST(png_rgb_identity_is_pixel_exact)
+{
+    const int w = 37, h = 23;
+    uint8_t px[37 * 23 * 3];
+    tu_fill(px, w, h, 3, 7);
+    size_t len;
+    uint8_t *png = tu_png_mem(px, w, h, 3, &len);
+    gf__transform t = eval_t(w, h, 3, 1.0f);
+    int used;
+    uint8_t *out = dec(png, len, &t, 1, &used);
+    ck_assert_int_eq(used, GF__USED_STB);
+    ck_assert_mem_eq(out, px, sizeof px);
+    free(out);
+    free(png);
+}
+END_TEST
+
+START_TEST(train_with_full_scale_and_no_flip_is_identity)
+{
+    const int w = 40, h = 30;
+    uint8_t px[40 * 30 * 3];
+    tu_fill(px, w, h, 3, 8);
+    size_t len;
+    uint8_t *png = tu_png_mem(px, w, h, 3, &len);
+    gf__transform t = train_t(w, h, 3);
+    t.scale_min = t.scale_max = 1.0f;
+    t.ratio_min = t.ratio_max = (float)w / h;
+    t.flip_prob = 0;
+    for (uint64_t key = 0; key < 5; key++) {
+        uint8_t *out = dec(png, len, &t, key, NULL);
+        ck_assert_mem_eq(out, px, sizeof px);
+        free(out);
+    }
+    free(png);
+}
+END_TEST
+
+/* Every source layout (gray, gray+alpha, RGB, RGBA) to every output (1, 3,
+ * 4 channels): identity geometry, so the values are the conversion's. */
+START_TEST(png_channel_conversions_follow_the_rules)
+{
+    const int w = 19, h = 11;
+    for (int n = 1; n <= 4; n++) {
+        uint8_t *px = malloc((size_t)w * h * n);
+        tu_fill(px, w, h, n, 100 + (uint32_t)n);
+        size_t len;
+        uint8_t *png = tu_png_mem(px, w, h, n, &len);
+        for (int C = 1; C <= 4; C++) {
+            if (C == 2)
+                continue;
+            gf__transform t = eval_t(w, h, C, 1.0f);
+            uint8_t *out = dec(png, len, &t, 3, NULL);
+            for (int i = 0; i < w * h; i++) {
+                uint8_t e[4];
+                expect_px(px + (size_t)i * n, n, C, e);
+                ck_assert_msg(memcmp(out + (size_t)i * C, e, (size_t)C) == 0,
+                              "source %d channels -> %d: pixel %d differs", n, C, i);
+            }
+            free(out);
+        }
+        free(png);
+        free(px);
+    }
+}
+END_TEST
+
+START_TEST(png_16bit_is_rounded_to_8bit)
+{
+    const int w = 9, h = 5;
+    uint8_t raw[9 * 5 * 6];
+    uint16_t v[9 * 5 * 3];
+    for (int i = 0; i < w * h * 3; i++) {
+        v[i] = (uint16_t)(i * 1499 + 128 * (i % 3)); /* spans 0..65535 */
+        raw[2 * i] = (uint8_t)(v[i] >> 8);
+        raw[2 * i + 1] = (uint8_t)v[i];
+    }
+    size_t len;
+    uint8_t *png = tu_png_raw(w, h, 16, 2, raw, (size_t)w * 6, NULL, 0, NULL, 0, &len);
+    gf__transform t = eval_t(w, h, 3, 1.0f);
+    uint8_t *out = dec(png, len, &t, 0, NULL);
+    for (int i = 0; i < w * h * 3; i++)
+        ck_assert_int_eq(out[i], (int)(((uint32_t)v[i] * 255 + 32767) / 65535));
+    free(out);
+    free(png);
+}
+END_TEST
+
+START_TEST(png_palette_expands_with_transparency)
+{
+    const int w = 8, h = 6;
+    uint8_t plte[4 * 3] = {255, 0, 0, 0, 255, 0, 0, 0, 255, 10, 20, 30};
+    uint8_t trns[4] = {255, 128, 0, 255};
+    uint8_t idx[8 * 6];
+    for (int i = 0; i < w * h; i++)
+        idx[i] = (uint8_t)((i * 7) % 4);
+    size_t len;
+    uint8_t *png = tu_png_raw(w, h, 8, 3, idx, (size_t)w, plte, 4, trns, 4, &len);
+    gf__transform t3 = eval_t(w, h, 3, 1.0f), t4 = eval_t(w, h, 4, 1.0f);
+    uint8_t *o3 = dec(png, len, &t3, 0, NULL), *o4 = dec(png, len, &t4, 0, NULL);
+    for (int i = 0; i < w * h; i++) {
+        ck_assert_mem_eq(o3 + 3 * i, plte + 3 * idx[i], 3);
+        ck_assert_mem_eq(o4 + 4 * i, plte + 3 * idx[i], 3);
+        ck_assert_int_eq(o4[4 * i + 3], trns[idx[i]]);
+    }
+    free(o3);
+    free(o4);
+    free(png);
+}
+END_TEST
+
+START_TEST(eval_center_crop_picks_the_center)
+{
+    /* 40x30 source, 20x10 output, crop_fraction 1/3: shorter side 10/(1/3)
+     * = 30 = source, so no scaling and a crop at (10, 10). */
+    const int w = 40, h = 30;
+    uint8_t px[40 * 30 * 3];
+    tu_fill(px, w, h, 3, 9);
+    size_t len;
+    uint8_t *png = tu_png_mem(px, w, h, 3, &len);
+    gf__transform t = eval_t(20, 10, 3, 1.0f / 3);
+    uint8_t *out = dec(png, len, &t, 0, NULL);
+    for (int y = 0; y < 10; y++)
+        ck_assert_mem_eq(out + y * 20 * 3, px + ((y + 10) * w + 10) * 3, 20 * 3);
+    free(out);
+    free(png);
+}
+END_TEST
+
+/* ---- train transform: flip, determinism ---- */
+
+START_TEST(flip_mirrors_exactly)
+{
+    const int w = 64, h = 48;
+    uint8_t px[64 * 48 * 3];
+    tu_fill_smooth(px, w, h, 3, 5);
+    size_t len;
+    uint8_t *png = tu_png_mem(px, w, h, 3, &len);
+    gf__transform t = train_t(24, 16, 3);
+    for (uint64_t key = 0; key < 8; key++) {
+        t.flip_prob = 0;
+        uint8_t *a = dec(png, len, &t, key, NULL);
+        t.flip_prob = 1;
+        uint8_t *b = dec(png, len, &t, key, NULL);
+        for (int y = 0; y < 16; y++)
+            for (int x = 0; x < 24; x++)
+                ck_assert_mem_eq(a + (y * 24 + x) * 3, b + (y * 24 + 23 - x) * 3, 3);
+        free(a);
+        free(b);
+    }
+    free(png);
+}
+END_TEST
+
+START_TEST(same_key_same_bytes_different_keys_different_crops)
+{
+    const int w = 96, h = 80;
+    uint8_t px[96 * 80 * 3];
+    tu_fill(px, w, h, 3, 11);
+    size_t len;
+    uint8_t *png = tu_png_mem(px, w, h, 3, &len);
+    gf__transform t = train_t(32, 32, 3);
+    uint8_t *first = dec(png, len, &t, 1234, NULL);
+    uint8_t *again = dec(png, len, &t, 1234, NULL);
+    ck_assert_mem_eq(first, again, 32 * 32 * 3);
+    int differ = 0;
+    for (uint64_t key = 0; key < 10; key++) {
+        uint8_t *o = dec(png, len, &t, key, NULL);
+        differ += memcmp(o, first, 32 * 32 * 3) != 0;
+        free(o);
+    }
+    ck_assert_int_eq(differ, 10);
+    free(first);
+    free(again);
+    free(png);
+}
+END_TEST
+
+START_TEST(public_decode_image_depends_on_seed_epoch_index)
+{
+    const int w = 50, h = 40;
+    uint8_t px[50 * 40 * 3];
+    tu_fill(px, w, h, 3, 12);
+    size_t len;
+    uint8_t *png = tu_png_mem(px, w, h, 3, &len);
+    gf_settings s;
+    gf_default_settings(&s);
+    s.width = s.height = 16;
+    uint8_t a[16 * 16 * 3], b[16 * 16 * 3], c[16 * 16 * 3];
+    char why[128];
+    ck_assert_int_eq(gf_decode_image(&s, png, len, 0, 5, a, why, sizeof why), 0);
+    ck_assert_int_eq(gf_decode_image(&s, png, len, 0, 5, b, why, sizeof why), 0);
+    ck_assert_mem_eq(a, b, sizeof a);
+    ck_assert_int_eq(gf_decode_image(&s, png, len, 1, 5, c, why, sizeof why), 0);
+    ck_assert(memcmp(a, c, sizeof a) != 0);
+    ck_assert_int_eq(gf_decode_image(&s, png, 0, 0, 5, c, why, sizeof why), GF_EEMPTY);
+    free(png);
+}
+END_TEST
+
+/* ---- JPEG ---- */
+
+START_TEST(jpeg_stb_and_turbo_agree_with_each_other_and_the_source)
+{
+    /* q95 4:4:4 (stb_image_write subsamples only below q91) smooth image,
+     * identity geometry. Tolerances: both decoders within mean 2 / max 24
+     * of the source (JPEG loss), and within mean 1 / max 8 of each other
+     * (IDCT and colour-conversion rounding differ). */
+    const int w = 120, h = 90;
+    uint8_t *px = malloc(w * h * 3);
+    tu_fill_smooth(px, w, h, 3, 1);
+    size_t len;
+    uint8_t *jpg = tu_jpg_mem(px, w, h, 3, 95, &len);
+    gf__transform t = eval_t(w, h, 3, 1.0f);
+    t.decoder = GF_DECODER_STB;
+    int used;
+    uint8_t *s = dec(jpg, len, &t, 0, &used);
+    ck_assert_int_eq(used, GF__USED_STB);
+    int mx;
+    double m = mean_abs_diff(s, px, (size_t)w * h * 3, &mx);
+    ck_assert_msg(m < 2.0 && mx <= 24, "stb vs source: mean %.2f max %d", m, mx);
+#if GF_HAVE_TURBO
+    t.decoder = GF_DECODER_AUTO;
+    uint8_t *j = dec(jpg, len, &t, 0, &used);
+    ck_assert_int_eq(used, GF__USED_TURBO);
+    m = mean_abs_diff(j, px, (size_t)w * h * 3, &mx);
+    ck_assert_msg(m < 2.0 && mx <= 24, "turbo vs source: mean %.2f max %d", m, mx);
+    m = mean_abs_diff(j, s, (size_t)w * h * 3, &mx);
+    ck_assert_msg(m < 1.0 && mx <= 8, "turbo vs stb: mean %.2f max %d", m, mx);
+    free(j);
+#endif
+    free(s);
+    free(jpg);
+    free(px);
+}
+END_TEST
+
+#if GF_HAVE_TURBO
+START_TEST(jpeg_gray_and_rgba_outputs_agree_between_decoders)
+{
+    const int w = 64, h = 48;
+    uint8_t *px = malloc(w * h * 3);
+    tu_fill_smooth(px, w, h, 3, 2);
+    size_t len;
+    uint8_t *jpg = tu_jpg_mem(px, w, h, 3, 95, &len);
+    for (int C = 1; C <= 4; C += 3) {
+        gf__transform t = train_t(32, 24, C);
+        t.decoder = GF_DECODER_STB;
+        uint8_t *s = dec(jpg, len, &t, 77, NULL);
+        t.decoder = GF_DECODER_AUTO;
+        uint8_t *j = dec(jpg, len, &t, 77, NULL);
+        int mx;
+        /* libjpeg's gray is the stored Y; stb's path goes through RGB */
+        double m = mean_abs_diff(s, j, (size_t)32 * 24 * C, &mx);
+        ck_assert_msg(m < 1.5 && mx <= 10, "C=%d: mean %.2f max %d", C, m, mx);
+        if (C == 4)
+            for (int i = 0; i < 32 * 24; i++)
+                ck_assert_int_eq(j[4 * i + 3], 255);
+        free(s);
+        free(j);
+    }
+    free(jpg);
+    free(px);
+}
+END_TEST
+
+/* DCT-scaled + column-cropped + row-skipped decode against a full-size
+ * decode resampled with the same crop. The scaled IDCT is a different
+ * low-pass than our triangle filter: mean 3 / max 40 levels on a smooth
+ * image (measured ~0.7 mean). */
+START_TEST(dct_scaled_partial_jpeg_matches_full_decode)
+{
+    const int w = 500, h = 375;
+    uint8_t *px = malloc(w * h * 3);
+    tu_fill_smooth(px, w, h, 3, 3);
+    size_t len;
+    uint8_t *jpg = tu_jpg_mem(px, w, h, 3, 90, &len);
+    for (int C = 1; C <= 4; C++) {
+        if (C == 2)
+            continue;
+        for (uint64_t key = 0; key < 24; key++) {
+            gf__transform t = key % 4 == 3 ? eval_t(56, 56, C, 0.875f) : train_t(56, 56, C);
+            uint8_t *part = dec(jpg, len, &t, key, NULL);
+            t.full_decode = 1;
+            uint8_t *full = dec(jpg, len, &t, key, NULL);
+            int mx;
+            double m = mean_abs_diff(part, full, (size_t)56 * 56 * C, &mx);
+            ck_assert_msg(m < 3.0 && mx <= 40, "C=%d key %d: mean %.2f max %d", C, (int)key, m,
+                          mx);
+            free(part);
+            free(full);
+        }
+    }
+    free(jpg);
+    free(px);
+}
+END_TEST
+
+static uint8_t *cmyk_jpeg(const uint8_t *cmyk, int w, int h, size_t *len)
+{
+    struct jpeg_compress_struct ci;
+    struct jpeg_error_mgr je;
+    ci.err = jpeg_std_error(&je);
+    jpeg_create_compress(&ci);
+    unsigned char *mem = NULL;
+    unsigned long n = 0;
+    jpeg_mem_dest(&ci, &mem, &n);
+    ci.image_width = (JDIMENSION)w;
+    ci.image_height = (JDIMENSION)h;
+    ci.input_components = 4;
+    ci.in_color_space = JCS_CMYK;
+    jpeg_set_defaults(&ci); /* CMYK in, Adobe marker written */
+    jpeg_set_quality(&ci, 98, TRUE);
+    jpeg_start_compress(&ci, TRUE);
+    while (ci.next_scanline < ci.image_height) {
+        JSAMPROW row = (JSAMPROW)(cmyk + (size_t)ci.next_scanline * w * 4);
+        jpeg_write_scanlines(&ci, &row, 1);
+    }
+    jpeg_finish_compress(&ci);
+    jpeg_destroy_compress(&ci);
+    *len = n;
+    return mem;
+}
+
+START_TEST(cmyk_jpeg_decodes_to_rgb_like_photoshop)
+{
+    /* Stored (Adobe-inverted) values: R = C*K/255. With K = 255 the
+     * stored C, M, Y are R, G, B; with K = 128 they are halved. */
+    const int w = 48, h = 32;
+    uint8_t *rgb = malloc(w * h * 3), *cmyk = malloc(w * h * 4), *want = malloc(w * h * 3);
+    tu_fill_smooth(rgb, w, h, 3, 4);
+    for (int i = 0; i < w * h; i++) {
+        int k = i % w < w / 2 ? 255 : 128;
+        for (int c = 0; c < 3; c++) {
+            cmyk[4 * i + c] = rgb[3 * i + c];
+            want[3 * i + c] = (uint8_t)((rgb[3 * i + c] * k + 127) / 255);
+        }
+        cmyk[4 * i + 3] = (uint8_t)k;
+    }
+    size_t len;
+    uint8_t *jpg = cmyk_jpeg(cmyk, w, h, &len);
+    gf__transform t = eval_t(w, h, 3, 1.0f);
+    int used, mx;
+    uint8_t *j = dec(jpg, len, &t, 0, &used);
+    ck_assert_int_eq(used, GF__USED_TURBO);
+    double m = mean_abs_diff(j, want, (size_t)w * h * 3, &mx);
+    ck_assert_msg(m < 2.0 && mx <= 16, "turbo CMYK: mean %.2f max %d", m, mx);
+    t.decoder = GF_DECODER_STB;
+    uint8_t *s = dec(jpg, len, &t, 0, &used);
+    m = mean_abs_diff(s, j, (size_t)w * h * 3, &mx);
+    ck_assert_msg(m < 1.0 && mx <= 8, "stb vs turbo CMYK: mean %.2f max %d", m, mx);
+    gf__transform t1 = eval_t(w, h, 1, 1.0f);
+    uint8_t *g = dec(jpg, len, &t1, 0, NULL);
+    for (int i = 0; i < w * h; i++)
+        ck_assert_int_eq(g[i], luma(j[3 * i], j[3 * i + 1], j[3 * i + 2]));
+    free(g);
+    free(s);
+    free(j);
+    free(jpg);
+    free(rgb);
+    free(cmyk);
+    free(want);
+}
+END_TEST
+#endif
+
+/* ---- resampler ---- */
+
+/* float64 reference of the same filter (antialiased triangle, PIL's
+ * support and centre convention), no intermediate rounding. */
+static void ref_axis(int in_n, double x0, double len, int out_n, double *W /* out_n*in_n */)
+{
+    double scale = len / out_n, fs = scale > 1 ? scale : 1, support = fs;
+    memset(W, 0, sizeof *W * (size_t)out_n * in_n);
+    for (int i = 0; i < out_n; i++) {
+        double c = x0 + (i + 0.5) * scale, sum = 0;
+        int lo = (int)floor(c - support + 0.5), hi = (int)floor(c + support + 0.5);
+        lo = lo < 0 ? 0 : lo;
+        hi = hi > in_n ? in_n : hi;
+        for (int x = lo; x < hi; x++)
+            sum += W[(size_t)i * in_n + x] = gf__rs_filter((x - c + 0.5) / fs);
+        for (int x = lo; x < hi; x++)
+            W[(size_t)i * in_n + x] /= sum;
+    }
+}
+
+static void check_against_reference(int iw, int ih, int ch, double x0, double y0, double cw,
+                                    double chh, int ow, int oh, int flip, uint32_t seed)
+{
+    uint8_t *src = malloc((size_t)iw * ih * ch), *dst = malloc((size_t)ow * oh * ch);
+    tu_fill(src, iw, ih, ch, seed);
+    gf__resampler r;
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(gf__rs_axis_set(&r.h, iw, x0, cw, ow), 0);
+    ck_assert_int_eq(gf__rs_axis_set(&r.v, ih, y0, chh, oh), 0);
+    const uint8_t *span = src + ((size_t)r.v.lo * iw + r.h.lo) * ch;
+    ck_assert_int_eq(gf__resample(&r, span, (size_t)iw * ch, ch, dst, (size_t)ow * ch, flip), 0);
+    double *WH = malloc(sizeof *WH * (size_t)ow * iw), *WV = malloc(sizeof *WV * (size_t)oh * ih);
+    ref_axis(iw, x0, cw, ow, WH);
+    ref_axis(ih, y0, chh, oh, WV);
+    double *tmp = calloc((size_t)oh * iw * ch, sizeof *tmp);
+    for (int y = 0; y < oh; y++)
+        for (int sy = 0; sy < ih; sy++) {
+            double wv = WV[(size_t)y * ih + sy];
+            if (wv != 0)
+                for (int k = 0; k < iw * ch; k++)
+                    tmp[(size_t)y * iw * ch + k] += wv * src[(size_t)sy * iw * ch + k];
+        }
+    for (int y = 0; y < oh; y++)
+        for (int x = 0; x < ow; x++)
+            for (int c = 0; c < ch; c++) {
+                double v = 0;
+                for (int sx = 0; sx < iw; sx++)
+                    v += WH[(size_t)x * iw + sx] * tmp[((size_t)y * iw + sx) * ch + c];
+                int want = (int)fmin(255, fmax(0, floor(v + 0.5)));
+                int ox = flip ? ow - 1 - x : x;
+                int got = dst[((size_t)y * ow + ox) * ch + c];
+                ck_assert_msg(abs(got - want) <= 1,
+                              "%dx%dx%d crop (%.2f,%.2f %.2fx%.2f) -> %dx%d: (%d,%d,%d) got %d "
+                              "want %d (%.3f)",
+                              iw, ih, ch, x0, y0, cw, chh, ow, oh, x, y, c, got, want, v);
+            }
+    free(tmp);
+    free(WH);
+    free(WV);
+    gf__resampler_free(&r);
+    free(src);
+    free(dst);
+}
+
+START_TEST(resampler_is_within_one_of_a_float_reference)
+{
+    struct {
+        int iw, ih;
+        double x0, y0, cw, ch;
+        int ow, oh;
+    } cases[] = {
+        {100, 80, 0, 0, 100, 80, 37, 29},       /* shrink ~2.7x */
+        {100, 80, 10.5, 3.25, 60.3, 50.1, 23, 31}, /* fractional crop */
+        {64, 48, 0, 0, 64, 48, 64, 48},         /* scale 1 */
+        {50, 40, 5, 5, 20, 15, 47, 33},         /* enlarge */
+        {31, 17, 0, 0, 31, 17, 100, 60},        /* enlarge a lot */
+        {300, 200, 0, 0, 300, 200, 17, 11},     /* shrink ~18x */
+        {90, 90, 1, 2, 80, 85, 61, 77},         /* shrink 1.1-1.3x */
+        {40, 30, 0, 0, 40, 30, 1, 1},           /* to one pixel */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int ch = 1; ch <= 4; ch++)
+            check_against_reference(cases[i].iw, cases[i].ih, ch, cases[i].x0, cases[i].y0,
+                                    cases[i].cw, cases[i].ch, cases[i].ow, cases[i].oh,
+                                    (int)(i + ch) % 2, (uint32_t)(i * 10 + ch));
+}
+END_TEST
+
+START_TEST(resampler_at_scale_one_is_bit_exact)
+{
+    const int iw = 70, ih = 50;
+    for (int ch = 1; ch <= 4; ch++) {
+        uint8_t *src = malloc((size_t)iw * ih * ch), *dst = malloc((size_t)33 * 21 * ch);
+        tu_fill(src, iw, ih, ch, 50 + (uint32_t)ch);
+        gf__resampler r;
+        memset(&r, 0, sizeof r);
+        ck_assert_int_eq(gf__rs_axis_set(&r.h, iw, 17, 33, 33), 0);
+        ck_assert_int_eq(gf__rs_axis_set(&r.v, ih, 29, 21, 21), 0);
+        ck_assert_int_eq(r.h.taps, 1);
+        const uint8_t *span = src + ((size_t)r.v.lo * iw + r.h.lo) * ch;
+        ck_assert_int_eq(gf__resample(&r, span, (size_t)iw * ch, ch, dst, (size_t)33 * ch, 0), 0);
+        for (int y = 0; y < 21; y++)
+            ck_assert_mem_eq(dst + (size_t)y * 33 * ch, src + ((size_t)(y + 29) * iw + 17) * ch,
+                             (size_t)33 * ch);
+        gf__resampler_free(&r);
+        free(src);
+        free(dst);
+    }
+}
+END_TEST
+
+START_TEST(resampler_reuses_weights_for_the_same_geometry)
+{
+    gf__rs_axis a;
+    memset(&a, 0, sizeof a);
+    ck_assert_int_eq(gf__rs_axis_set(&a, 500, 12.5, 300, 224), 0);
+    int16_t *w = a.w;
+    int16_t first = a.w[5];
+    a.w[5] = 12345; /* a recompute would overwrite this */
+    ck_assert_int_eq(gf__rs_axis_set(&a, 500, 12.5, 300, 224), 0);
+    ck_assert_ptr_eq(a.w, w);
+    ck_assert_int_eq(a.w[5], 12345);
+    ck_assert_int_eq(gf__rs_axis_set(&a, 500, 12.0, 300, 224), 0);
+    ck_assert_int_ne(a.w[5], 12345);
+    (void)first;
+    ck_assert_int_eq(gf__rs_axis_set(&a, 500, 0, 0, 224), -1); /* empty crop */
+    free(a.w);
+    free(a.start);
+}
+END_TEST
+
+START_TEST(decoder_reuse_across_sizes_stays_correct)
+{
+    gf__decoder *d;
+    ck_assert_int_eq(gf__decoder_create(&d), 0);
+    uint8_t out[40 * 30 * 4];
+    char why[128];
+    int used;
+    for (int i = 0; i < 12; i++) {
+        int w = 10 + 10 * (i % 4), h = 8 + 7 * (i % 3), C = i % 2 ? 3 : 4;
+        uint8_t *px = malloc((size_t)w * h * 3);
+        tu_fill(px, w, h, 3, (uint32_t)i);
+        size_t len;
+        uint8_t *png = tu_png_mem(px, w, h, 3, &len);
+        gf__transform t = eval_t(w, h, C, 1.0f);
+        ck_assert_int_eq(gf__decode(d, png, len, &t, 0, out, &used, why, sizeof why), 0);
+        for (int p = 0; p < w * h; p++) {
+            uint8_t e[4];
+            expect_px(px + 3 * p, 3, C, e);
+            ck_assert_mem_eq(out + p * C, e, (size_t)C);
+        }
+        free(png);
+        free(px);
+    }
+    ck_assert_uint_gt(gf__decoder_scratch_bytes(d), 0);
+    gf__decoder_destroy(d);
+}
+END_TEST
+
+START_TEST(small_image_enlarges_within_its_range)
+{
+    const int w = 8, h = 6;
+    uint8_t px[8 * 6 * 3];
+    tu_fill(px, w, h, 3, 21);
+    size_t len;
+    uint8_t *png = tu_png_mem(px, w, h, 3, &len);
+    gf__transform t = train_t(32, 32, 3);
+    uint8_t *out = dec(png, len, &t, 9, NULL);
+    int lo = 255, hi = 0;
+    for (int i = 0; i < w * h * 3; i++) {
+        lo = px[i] < lo ? px[i] : lo;
+        hi = px[i] > hi ? px[i] : hi;
+    }
+    for (int i = 0; i < 32 * 32 * 3; i++)
+        ck_assert(out[i] >= lo && out[i] <= hi);
+    free(out);
+    free(png);
+}
+END_TEST
+
+/* ---- bad inputs ---- */
+
+START_TEST(empty_and_tiny_and_text_inputs_are_rejected)
+{
+    gf__transform t = train_t(16, 16, 3);
+    char why[256];
+    ck_assert_int_eq(dec_rc((const uint8_t *)"", 0, &t, why, sizeof why), GF_EEMPTY);
+    ck_assert_int_eq(dec_rc((const uint8_t *)"\xff", 1, &t, why, sizeof why), GF_EFORMAT);
+    const char *text = "hello, this is a text file and not an image at all\n";
+    ck_assert_int_eq(dec_rc((const uint8_t *)text, strlen(text), &t, why, sizeof why),
+                     GF_EFORMAT);
+    ck_assert_msg(strstr(why, "not an image") != NULL, "why: %s", why);
+}
+END_TEST
+
+START_TEST(truncated_jpeg_is_etrunc_for_both_decoders)
+{
+    const int w = 160, h = 120;
+    uint8_t *px = malloc(w * h * 3);
+    tu_fill_smooth(px, w, h, 3, 6);
+    size_t len;
+    uint8_t *jpg = tu_jpg_mem(px, w, h, 3, 90, &len);
+    char why[256];
+    for (int dcd = 0; dcd < 2; dcd++) {
+        gf__transform t = eval_t(64, 64, 3, 0.875f);
+        t.decoder = dcd ? GF_DECODER_STB : GF_DECODER_AUTO;
+        ck_assert_int_eq(dec_rc(jpg, len / 2, &t, why, sizeof why), GF_ETRUNC);
+        ck_assert_msg(strstr(why, "JPEG: premature end of data") != NULL, "why: %s", why);
+        ck_assert_int_eq(dec_rc(jpg, 20, &t, why, sizeof why), GF_ETRUNC); /* in the header */
+        ck_assert_int_eq(dec_rc(jpg, len - 1, &t, why, sizeof why), GF_ETRUNC);
+    }
+    free(jpg);
+    free(px);
+}
+END_TEST
+
+START_TEST(truncated_png_is_etrunc)
+{
+    const int w = 64, h = 64;
+    uint8_t *px = malloc(w * h * 3);
+    tu_fill(px, w, h, 3, 13);
+    size_t len;
+    uint8_t *png = tu_png_mem(px, w, h, 3, &len);
+    gf__transform t = train_t(16, 16, 3);
+    char why[256];
+    ck_assert_int_eq(dec_rc(png, len / 2, &t, why, sizeof why), GF_ETRUNC);
+    ck_assert_msg(strstr(why, "PNG: premature end of data") != NULL, "why: %s", why);
+    ck_assert_int_eq(dec_rc(png, 30, &t, why, sizeof why), GF_ETRUNC);
+    free(png);
+    free(px);
+}
+END_TEST
+
+/* Bytes flipped in the entropy-coded data: libjpeg-turbo reports corrupt
+ * data (GF_ECORRUPT) or, when the damage decodes silently (or lies below
+ * the rows a crop needs), returns pixels; stb_image rarely notices and
+ * returns pixels. Either way: no crash, no sanitizer report, and an error
+ * always carries a reason. */
+START_TEST(corrupt_jpeg_middle_never_crashes)
+{
+    const int w = 160, h = 120;
+    uint8_t *px = malloc(w * h * 3);
+    tu_fill_smooth(px, w, h, 3, 14);
+    size_t len;
+    uint8_t *jpg = tu_jpg_mem(px, w, h, 3, 90, &len);
+    uint8_t *bad = malloc(len);
+    char why[256];
+    int errors = 0;
+    for (int trial = 0; trial < 40; trial++) {
+        memcpy(bad, jpg, len);
+        uint32_t s = (uint32_t)trial * 2654435761u + 1;
+        for (int k = 0; k < 16; k++) {
+            s = s * 1664525u + 1013904223u;
+            bad[len / 3 + (s >> 8) % (len / 3)] ^= (uint8_t)(1 + (s >> 24) % 255);
+        }
+        for (int dcd = 0; dcd < 2; dcd++) {
+            gf__transform t = trial % 2 ? eval_t(48, 48, 3, 0.875f) : train_t(48, 48, 3);
+            t.decoder = dcd ? GF_DECODER_STB : GF_DECODER_AUTO;
+            why[0] = 0;
+            int rc = dec_rc(bad, len, &t, why, sizeof why);
+            ck_assert_msg(rc == 0 || rc == GF_ECORRUPT || rc == GF_ETRUNC, "rc %d (%s)", rc, why);
+            if (rc) {
+                ck_assert_msg(why[0] != 0, "an error without a reason");
+                errors++;
+            }
+        }
+    }
+    /* Header damage too: a zero width in SOF. */
+    memcpy(bad, jpg, len);
+    for (size_t i = 2; i + 9 < len; i++)
+        if (bad[i] == 0xff && bad[i + 1] == 0xc0) {
+            bad[i + 7] = bad[i + 8] = 0;
+            break;
+        }
+    gf__transform t = train_t(48, 48, 3);
+    int rc = dec_rc(bad, len, &t, why, sizeof why);
+    ck_assert_msg(rc == GF_ECORRUPT || rc == GF_EFORMAT, "rc %d (%s)", rc, why);
+#if GF_HAVE_TURBO
+    ck_assert_msg(errors > 0, "libjpeg-turbo flagged none of 40 corrupted files");
+#endif
+    free(bad);
+    free(jpg);
+    free(px);
+}
+END_TEST
+
+static void limit_address_space(void)
+{
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__has_feature)
+#define GF_NO_ASAN 1
+#elif defined(__has_feature)
+#if !__has_feature(address_sanitizer) && !defined(__SANITIZE_ADDRESS__)
+#define GF_NO_ASAN 1
+#endif
+#endif
+#ifdef GF_NO_ASAN
+    /* fork mode: only this test's process; valgrind needs its own room */
+    if (!getenv("GF_TEST_NO_RLIMIT")) {
+        struct rlimit rl = {1ull << 30, 1ull << 30};
+        setrlimit(RLIMIT_AS, &rl);
+    }
+#endif
+}
+
+START_TEST(huge_png_header_is_etoobig_before_allocating)
+{
+    limit_address_space();
+    /* IHDR claims 100000 x 100000 RGB; the tiny IDAT is never reached. */
+    uint8_t raw[3] = {1, 2, 3};
+    size_t len;
+    uint8_t *png = tu_png_raw(1, 1, 8, 2, raw, 3, NULL, 0, NULL, 0, &len);
+    png[16] = 0, png[17] = 0x01, png[18] = 0x86, png[19] = 0xa0; /* width */
+    png[20] = 0, png[21] = 0x01, png[22] = 0x86, png[23] = 0xa0; /* height */
+    gf__transform t = train_t(16, 16, 3);
+    char why[256];
+    ck_assert_int_eq(dec_rc(png, len, &t, why, sizeof why), GF_ETOOBIG);
+    ck_assert_str_eq(why, "PNG 100000x100000 = 10000000000 pixels over the limit of 67108864");
+    free(png);
+}
+END_TEST
+
+START_TEST(huge_jpeg_header_is_etoobig_for_both_decoders)
+{
+    limit_address_space();
+    const int w = 32, h = 32;
+    uint8_t *px = malloc(w * h * 3);
+    tu_fill_smooth(px, w, h, 3, 15);
+    size_t len;
+    uint8_t *jpg = tu_jpg_mem(px, w, h, 3, 90, &len);
+    size_t sof = 0;
+    for (size_t i = 2; i + 9 < len; i++)
+        if (jpg[i] == 0xff && jpg[i + 1] == 0xc0) {
+            sof = i;
+            break;
+        }
+    ck_assert_uint_gt(sof, 0);
+    jpg[sof + 5] = 0xfd, jpg[sof + 6] = 0xe8; /* height 65000 */
+    jpg[sof + 7] = 0xfd, jpg[sof + 8] = 0xe8; /* width 65000 */
+    char why[256];
+    for (int dcd = 0; dcd < 2; dcd++) {
+        gf__transform t = train_t(16, 16, 3);
+        t.decoder = dcd ? GF_DECODER_STB : GF_DECODER_AUTO;
+        ck_assert_int_eq(dec_rc(jpg, len, &t, why, sizeof why), GF_ETOOBIG);
+        ck_assert_msg(strstr(why, "JPEG 65000x65000") != NULL, "why: %s", why);
+    }
+    free(jpg);
+    free(px);
+}
+END_TEST
+
+START_TEST(bad_arguments_are_einval)
+{
+    gf__transform t = train_t(16, 16, 2);
+    char why[64];
+    ck_assert_int_eq(dec_rc((const uint8_t *)"x", 1, &t, why, sizeof why), GF_EINVAL);
+    t = train_t(0, 16, 3);
+    ck_assert_int_eq(dec_rc((const uint8_t *)"x", 1, &t, why, sizeof why), GF_EINVAL);
+}
+END_TEST
+
+static Suite *decode_suite(void)
+{
+    Suite *s = suite_create("decode");
+    TCase *png = tcase_create("png");
+    tcase_add_test(png, png_rgb_identity_is_pixel_exact);
+    tcase_add_test(png, train_with_full_scale_and_no_flip_is_identity);
+    tcase_add_test(png, png_channel_conversions_follow_the_rules);
+    tcase_add_test(png, png_16bit_is_rounded_to_8bit);
+    tcase_add_test(png, png_palette_expands_with_transparency);
+    tcase_add_test(png, eval_center_crop_picks_the_center);
+    suite_add_tcase(s, png);
+
+    TCase *train = tcase_create("train");
+    tcase_add_test(train, flip_mirrors_exactly);
+    tcase_add_test(train, same_key_same_bytes_different_keys_different_crops);
+    tcase_add_test(train, public_decode_image_depends_on_seed_epoch_index);
+    tcase_add_test(train, decoder_reuse_across_sizes_stays_correct);
+    tcase_add_test(train, small_image_enlarges_within_its_range);
+    suite_add_tcase(s, train);
+
+    TCase *jpeg = tcase_create("jpeg");
+    tcase_add_test(jpeg, jpeg_stb_and_turbo_agree_with_each_other_and_the_source);
+#if GF_HAVE_TURBO
+    tcase_add_test(jpeg, jpeg_gray_and_rgba_outputs_agree_between_decoders);
+    tcase_add_test(jpeg, dct_scaled_partial_jpeg_matches_full_decode);
+    tcase_add_test(jpeg, cmyk_jpeg_decodes_to_rgb_like_photoshop);
+#endif
+    suite_add_tcase(s, jpeg);
+
+    TCase *rs = tcase_create("resample");
+    tcase_add_test(rs, resampler_is_within_one_of_a_float_reference);
+    tcase_add_test(rs, resampler_at_scale_one_is_bit_exact);
+    tcase_add_test(rs, resampler_reuses_weights_for_the_same_geometry);
+    suite_add_tcase(s, rs);
+
+    TCase *bad = tcase_create("bad_inputs");
+    tcase_add_test(bad, empty_and_tiny_and_text_inputs_are_rejected);
+    tcase_add_test(bad, truncated_jpeg_is_etrunc_for_both_decoders);
+    tcase_add_test(bad, truncated_png_is_etrunc);
+    tcase_add_test(bad, corrupt_jpeg_middle_never_crashes);
+    tcase_add_test(bad, huge_png_header_is_etoobig_before_allocating);
+    tcase_add_test(bad, huge_jpeg_header_is_etoobig_for_both_decoders);
+    tcase_add_test(bad, bad_arguments_are_einval);
+    suite_add_tcase(s, bad);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(decode_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

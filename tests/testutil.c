@@ -142,3 +142,126 @@ uint8_t *tu_read_file(const char *path, size_t *len)
     fclose(f);
     return b;
 }
+
+/* ---- in-memory encoders (added for test_decode) ---- */
+
+#include <math.h>
+
+typedef struct tu_membuf {
+    uint8_t *p;
+    size_t n, cap;
+} tu_membuf;
+
+static void tu_put(void *ctx, void *data, int size)
+{
+    tu_membuf *m = ctx;
+    if (m->n + (size_t)size > m->cap) {
+        m->cap = (m->n + (size_t)size) * 2 + 64;
+        m->p = realloc(m->p, m->cap);
+        if (!m->p)
+            abort();
+    }
+    memcpy(m->p + m->n, data, (size_t)size);
+    m->n += (size_t)size;
+}
+
+uint8_t *tu_png_mem(const uint8_t *px, int w, int h, int c, size_t *len)
+{
+    tu_membuf m = {0};
+    if (!stbi_write_png_to_func(tu_put, &m, w, h, c, px, w * c))
+        abort();
+    *len = m.n;
+    return m.p;
+}
+
+uint8_t *tu_jpg_mem(const uint8_t *px, int w, int h, int c, int quality, size_t *len)
+{
+    tu_membuf m = {0};
+    if (!stbi_write_jpg_to_func(tu_put, &m, w, h, c, px, quality))
+        abort();
+    *len = m.n;
+    return m.p;
+}
+
+static uint32_t tu_crc(const uint8_t *p, size_t n)
+{
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+    }
+    return c ^ 0xffffffffu;
+}
+
+static void tu_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static void tu_chunk(tu_membuf *m, const char *type, const uint8_t *data, size_t n)
+{
+    uint8_t hdr[8];
+    tu_be32(hdr, (uint32_t)n);
+    memcpy(hdr + 4, type, 4);
+    tu_put(m, hdr, 8);
+    uint8_t *body = malloc(n + 4);
+    memcpy(body, type, 4);
+    if (n)
+        memcpy(body + 4, data, n);
+    uint8_t crc[4];
+    tu_be32(crc, tu_crc(body, n + 4));
+    if (n)
+        tu_put(m, (void *)data, (int)n);
+    tu_put(m, crc, 4);
+    free(body);
+}
+
+uint8_t *tu_png_raw(int w, int h, int depth, int color_type, const uint8_t *raw,
+                    size_t raw_row_bytes, const uint8_t *plte, int plte_entries,
+                    const uint8_t *trns, int trns_len, size_t *len)
+{
+    static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    tu_membuf m = {0};
+    tu_put(&m, (void *)sig, 8);
+    uint8_t ihdr[13];
+    tu_be32(ihdr, (uint32_t)w);
+    tu_be32(ihdr + 4, (uint32_t)h);
+    ihdr[8] = (uint8_t)depth;
+    ihdr[9] = (uint8_t)color_type;
+    ihdr[10] = ihdr[11] = ihdr[12] = 0;
+    tu_chunk(&m, "IHDR", ihdr, 13);
+    if (plte)
+        tu_chunk(&m, "PLTE", plte, (size_t)plte_entries * 3);
+    if (trns)
+        tu_chunk(&m, "tRNS", trns, (size_t)trns_len);
+    size_t fl = (raw_row_bytes + 1) * (size_t)h;
+    uint8_t *filt = malloc(fl);
+    for (int y = 0; y < h; y++) {
+        filt[(raw_row_bytes + 1) * y] = 0; /* filter: none */
+        memcpy(filt + (raw_row_bytes + 1) * y + 1, raw + raw_row_bytes * y, raw_row_bytes);
+    }
+    int zlen;
+    uint8_t *z = stbi_zlib_compress(filt, (int)fl, &zlen, 8);
+    tu_chunk(&m, "IDAT", z, (size_t)zlen);
+    tu_chunk(&m, "IEND", NULL, 0);
+    free(z);
+    free(filt);
+    *len = m.n;
+    return m.p;
+}
+
+void tu_fill_smooth(uint8_t *px, int w, int h, int c, uint32_t seed)
+{
+    double ph = (seed % 97) * 0.1;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int k = 0; k < c; k++) {
+                double v = 128 + 70 * sin(x / (11.0 + 3 * k) + ph) * cos(y / (13.0 + 2 * k)) +
+                           40 * sin((x + y) / 29.0 + k);
+                px[((size_t)y * w + x) * c + k] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+            }
+}

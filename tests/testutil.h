@@ -23,4 +23,16 @@ char *tu_image_folder(int classes, int per_class, int w, int h, const char *ext)
 /* Reads a whole file; caller frees. */
 uint8_t *tu_read_file(const char *path, size_t *len);
 
+/* In-memory encoders (added for test_decode). Caller frees the result. */
+uint8_t *tu_png_mem(const uint8_t *px, int w, int h, int c, size_t *len);
+uint8_t *tu_jpg_mem(const uint8_t *px, int w, int h, int c, int quality, size_t *len);
+/* A PNG from raw scanlines (filter bytes added here), any bit depth and
+ * color type; plte/trns may be NULL. For what stbi_write_png cannot make:
+ * 16-bit, palette, tRNS. */
+uint8_t *tu_png_raw(int w, int h, int depth, int color_type, const uint8_t *raw,
+                    size_t raw_row_bytes, const uint8_t *plte, int plte_entries,
+                    const uint8_t *trns, int trns_len, size_t *len);
+/* Smooth, photo-like pixels (JPEG-friendly), deterministic in seed. */
+void tu_fill_smooth(uint8_t *px, int w, int h, int c, uint32_t seed);
+
 #endif

@@ -1,0 +1,61 @@
+/* Separable antialiased resampler (internal).
+ *
+ * The filter is PIL's / torchvision's antialiased triangle: a bilinear
+ * kernel whose support widens with the shrink factor. Weights are int16
+ * with 14 fractional bits, normalised so each output's weights sum to
+ * exactly 1 << 14; that makes a scale-1, integer-aligned crop bit-exact.
+ *
+ * Geometry is set per axis (gf__rs_axis_set) in source coordinates; the
+ * axis then says which source span [lo, hi) it reads, so a decoder can
+ * decode only that span and hand its pixels to gf__resample. */
+#ifndef GF_RESAMPLE_H
+#define GF_RESAMPLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GF__RS_BITS 14
+
+typedef struct gf__rs_axis {
+    /* The geometry the weights below were computed for (cache key). */
+    int in_n, out_n;
+    double x0, len;
+    int valid;
+    /* Source span read by any output: [lo, hi), clamped to [0, in_n). */
+    int lo, hi;
+    /* Every output reads exactly `taps` source samples starting at
+     * start[i] (relative to lo); missing taps carry weight 0, and
+     * start[i] + taps <= hi - lo always. */
+    int taps;
+    int32_t *start;
+    int16_t *w; /* out_n * taps */
+    size_t cap_out, cap_w;
+} gf__rs_axis;
+
+typedef struct gf__resampler {
+    gf__rs_axis h, v;
+    int16_t *tmp;  /* vertical-pass output: out_h rows of span_w * ch */
+    size_t tmp_cap;
+} gf__resampler;
+
+/* Maps the source interval [x0, x0 + len) of an axis of in_n samples onto
+ * out_n samples. Reuses the weights when the geometry is unchanged.
+ * Returns 0 or -1 (no memory; bad geometry). */
+int gf__rs_axis_set(gf__rs_axis *a, int in_n, double x0, double len, int out_n);
+
+/* src points at source pixel (h.lo, v.lo); rows are stride bytes apart;
+ * ch interleaved uint8 channels. Writes v.out_n rows of h.out_n * ch bytes
+ * to dst (rows dst_stride apart), mirrored left-right if flip. Returns 0
+ * or -1 (no memory). */
+int gf__resample(gf__resampler *r, const uint8_t *src, size_t stride, int ch, uint8_t *dst,
+                 size_t dst_stride, int flip);
+
+/* Bytes held by r. */
+size_t gf__resampler_bytes(const gf__resampler *r);
+void gf__resampler_free(gf__resampler *r);
+
+/* The float weight of the filter at source sample x for output i, as the
+ * fixed-point weights approximate it (for tests: a float reference). */
+double gf__rs_filter(double t);
+
+#endif
