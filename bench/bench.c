@@ -4,7 +4,7 @@
  *   --input-only  the loader alone, no consumer work: images/s from the
  *                 first gf_next() to GF_EOF, and, in the same run on the
  *                 same files, the single-thread decode+transform rate
- *                 (gf_decode_image() over files already in memory), so
+ *                 (one gf_decoder over files already in memory), so
  *                 efficiency = images/s / (threads x single-thread rate)
  *                 says how well the loader turns cores into throughput.
  *
@@ -133,9 +133,9 @@ static int pick_files(const cli_filelist *fl, sample_set *ss)
     return 0;
 }
 
-/* Times gf_decode_image() on one thread over the files in memory, repeated
- * until at least ST_MIN_SECONDS have passed. File reading is not timed.
- * Files that do not decode are left out of the rate. */
+/* Times one gf_decoder (what a loader thread runs) over the files in
+ * memory, repeated until at least ST_MIN_SECONDS have passed. File reading
+ * is not timed. Files that do not decode are left out of the rate. */
 static int single_thread_rate(const gf_settings *s, sample_set *ss, input_result *r)
 {
     size_t out_bytes = (size_t)s->height * (size_t)s->width * (size_t)(s->channels ? s->channels : 3);
@@ -145,7 +145,8 @@ static int single_thread_rate(const gf_settings *s, sample_set *ss, input_result
     size_t good = 0;
     uint64_t decodes = 0, epoch = 0;
     double t0, t;
-    if (!out || !ok) {
+    gf_decoder *dec = NULL;
+    if (!out || !ok || gf_decoder_open(&dec, s) < 0) {
         free(out);
         free(ok);
         return -1;
@@ -156,13 +157,14 @@ static int single_thread_rate(const gf_settings *s, sample_set *ss, input_result
             continue;
         }
         /* One untimed pass: drops files that fail, warms code and caches. */
-        if (gf_decode_image(s, ss->data[i], ss->len[i], 0, i, out, why, sizeof why) == 0) {
+        if (gf_decoder_decode(dec, ss->data[i], ss->len[i], 0, i, out, why, sizeof why) == 0) {
             ok[i] = 1;
             good++;
         }
     }
     r->st_files = good;
     if (good == 0) {
+        gf_decoder_close(&dec);
         free(out);
         free(ok);
         r->st_images_per_s = 0;
@@ -174,13 +176,14 @@ static int single_thread_rate(const gf_settings *s, sample_set *ss, input_result
         for (size_t i = 0; i < ss->n; i++) {
             if (!ok[i])
                 continue;
-            gf_decode_image(s, ss->data[i], ss->len[i], epoch, i, out, why, sizeof why);
+            gf_decoder_decode(dec, ss->data[i], ss->len[i], epoch, i, out, why, sizeof why);
             decodes++;
         }
         t = cli_now() - t0;
     } while (t < ST_MIN_SECONDS);
     r->st_decodes = decodes;
     r->st_images_per_s = (double)decodes / t;
+    gf_decoder_close(&dec);
     free(out);
     free(ok);
     return 0;
@@ -372,7 +375,7 @@ int cmd_bench(int argc, char **argv)
             o.s.epochs = u;
             break;
         case O_IO: if ((v = cli_parse_choice(CMD, "io", optarg, io_names)) < 0) return CLI_USAGE; o.s.io = (gf_io)v; break;
-        case O_DECODER: if ((v = cli_parse_choice(CMD, "decoder", optarg, decoder_names)) < 0) return CLI_USAGE; o.s.decoder = (gf_decoder)v; break;
+        case O_DECODER: if ((v = cli_parse_choice(CMD, "decoder", optarg, decoder_names)) < 0) return CLI_USAGE; o.s.decoder = (gf_decoder_kind)v; break;
         case O_TRANSFORM: if ((v = cli_parse_choice(CMD, "transform", optarg, transform_names)) < 0) return CLI_USAGE; o.s.transform = (gf_transform)v; break;
         case O_ONERR: if ((v = cli_parse_choice(CMD, "on-error", optarg, on_error_names)) < 0) return CLI_USAGE; o.s.on_error = (gf_on_error)v; break;
         case O_SEED: if (cli_parse_u64(CMD, "seed", optarg, &o.s.seed)) return CLI_USAGE; break;

@@ -142,7 +142,7 @@ int main(int argc, char **argv)
     printf("%-34s %8s %8s %8s %8s\n", "", "total", "decode", "resample", "ratio");
     struct {
         const char *name;
-        gf_decoder dec;
+        gf_decoder_kind dec;
         int full;
         gf_transform kind;
     } modes[] = {

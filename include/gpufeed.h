@@ -71,11 +71,11 @@ typedef enum gf_io {
     GF_IO_POSIX = 2, /* pread() on the decode threads */
 } gf_io;
 
-typedef enum gf_decoder {
+typedef enum gf_decoder_kind {
     GF_DECODER_AUTO = 0,  /* libjpeg-turbo for JPEG where built, stb_image else */
     GF_DECODER_STB = 1,   /* stb_image for everything */
     GF_DECODER_TURBO = 2, /* libjpeg-turbo for JPEG, or GF_ENODEV */
-} gf_decoder;
+} gf_decoder_kind;
 
 typedef enum gf_transform {
     GF_TRANSFORM_TRAIN = 0, /* random-resized-crop + horizontal flip */
@@ -102,7 +102,7 @@ typedef struct gf_settings {
     int prefetch_depth;    /* batch slots in the ring; 0 = 4 */
     int queue_depth;       /* io_uring reads in flight; 0 = 64 */
     gf_io io;              /* GF_IO_AUTO */
-    gf_decoder decoder;    /* GF_DECODER_AUTO */
+    gf_decoder_kind decoder; /* GF_DECODER_AUTO */
     gf_transform transform;/* GF_TRANSFORM_TRAIN */
     gf_on_error on_error;  /* GF_ON_ERROR_SKIP */
     int shuffle;           /* 1 */
@@ -215,10 +215,26 @@ GF_API const char *gf_last_error(const gf_loader *l);
  * Outstanding batches become invalid. NULL and *l == NULL are no-ops. */
 GF_API void gf_close(gf_loader **l);
 
-/* Decodes one encoded image with the transform of s, as the loader would
- * for sample `index` in `epoch`, into out (s->height x s->width x
- * s->channels). For benchmarks and tools. Returns 0 or a sample error
- * code, with the reason in why. Thread-safe. */
+/* A decoder with the loader's transform, for decoding outside a loader
+ * (tools, evaluation, benchmarks). Keeps its scratch buffers between
+ * calls; use one per thread. */
+typedef struct gf_decoder gf_decoder;
+
+/* Returns 0, GF_EINVAL (the message is not kept: check s with gf_open's
+ * rules) or GF_ENOMEM. s is copied; s->data is not used. */
+GF_API int gf_decoder_open(gf_decoder **out, const gf_settings *s);
+
+/* Decodes one encoded image as the loader would for sample `index` of
+ * `epoch`, into out (s->height x s->width x s->channels bytes). Returns 0
+ * or a sample error code (GF_ETRUNC, GF_EFORMAT, ...) with the reason in
+ * why (may be NULL). */
+GF_API int gf_decoder_decode(gf_decoder *d, const void *data, size_t len, uint64_t epoch,
+                             uint64_t index, uint8_t *out, char *why, size_t why_len);
+
+/* Frees d and sets *d = NULL; NULL is a no-op. */
+GF_API void gf_decoder_close(gf_decoder **d);
+
+/* One-shot gf_decoder_open + decode + close. Thread-safe. */
 GF_API int gf_decode_image(const gf_settings *s, const void *data, size_t len,
                            uint64_t epoch, uint64_t index, uint8_t *out,
                            char *why, size_t why_len);

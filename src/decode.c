@@ -776,26 +776,66 @@ int gf__decode(gf__decoder *d, const uint8_t *data, size_t len, const gf__transf
     return rc;
 }
 
-GF_API int gf_decode_image(const gf_settings *s, const void *data, size_t len, uint64_t epoch,
-                           uint64_t index, uint8_t *out, char *why, size_t why_len)
+struct gf_decoder {
+    gf__transform t;
+    uint64_t seed;
+    gf__decoder *d;
+};
+
+int gf_decoder_open(gf_decoder **out, const gf_settings *s)
+{
+    if (!out)
+        return GF_EINVAL;
+    *out = NULL;
+    if (!s || s->height < 1 || s->width < 1 ||
+        (s->channels != 1 && s->channels != 3 && s->channels != 4))
+        return GF_EINVAL;
+    gf_decoder *g = calloc(1, sizeof *g);
+    if (!g)
+        return GF_ENOMEM;
+    gf__transform_from_settings(&g->t, s);
+    g->seed = s->seed;
+    if (gf__decoder_create(&g->d) < 0) {
+        free(g);
+        return GF_ENOMEM;
+    }
+    *out = g;
+    return 0;
+}
+
+int gf_decoder_decode(gf_decoder *g, const void *data, size_t len, uint64_t epoch,
+                      uint64_t index, uint8_t *out, char *why, size_t why_len)
 {
     if (why && why_len)
         why[0] = 0;
-    if (!s || !out || (!data && len)) {
+    if (!g || !out || (!data && len)) {
         gf__why(why, why_len, "invalid argument");
         return GF_EINVAL;
     }
-    gf__transform t;
-    gf__transform_from_settings(&t, s);
-    gf__decoder *d;
-    int rc = gf__decoder_create(&d);
+    int used;
+    return gf__decode(g->d, data, len, &g->t, gf__sample_key(g->seed, epoch, index), out, &used,
+                      why, why_len);
+}
+
+void gf_decoder_close(gf_decoder **g)
+{
+    if (!g || !*g)
+        return;
+    gf__decoder_destroy((*g)->d);
+    free(*g);
+    *g = NULL;
+}
+
+int gf_decode_image(const gf_settings *s, const void *data, size_t len, uint64_t epoch,
+                    uint64_t index, uint8_t *out, char *why, size_t why_len)
+{
+    gf_decoder *g;
+    int rc = gf_decoder_open(&g, s);
     if (rc < 0) {
-        gf__why(why, why_len, "out of memory");
+        gf__why(why, why_len, "%s", gf_strerror(rc));
         return rc;
     }
-    int used;
-    rc = gf__decode(d, data, len, &t, gf__sample_key(s->seed, epoch, index), out, &used, why,
-                    why_len);
-    gf__decoder_destroy(d);
+    rc = gf_decoder_decode(g, data, len, epoch, index, out, why, why_len);
+    gf_decoder_close(&g);
     return rc;
 }

@@ -10,7 +10,7 @@ typedef struct gf__transform {
     float scale_min, scale_max, ratio_min, ratio_max, flip_prob;
     float crop_fraction;
     uint64_t max_pixels;             /* source width*height limit */
-    gf_decoder decoder;              /* AUTO, STB or TURBO */
+    gf_decoder_kind decoder;         /* AUTO, STB or TURBO */
     int full_decode;                 /* 0; 1 = no DCT scaling, no row/column
                                         cropping (tests, benchmarks) */
 } gf__transform;

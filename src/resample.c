@@ -398,6 +398,36 @@ static void hpass_n(const int16_t *restrict in, const gf__rs_axis *h, int ch,
         }
 }
 
+#if defined(__SSE2__)
+/* Copies n bytes to dst with non-temporal stores where 16-byte aligned:
+ * the destination is a batch slot, written once and read next by another
+ * thread or a DMA engine, so reading its lines for ownership and keeping
+ * them in this core's cache only costs. Caller fences. */
+static void stream_copy(uint8_t *restrict dst, const uint8_t *restrict src, size_t n)
+{
+    size_t head = (size_t)(-(uintptr_t)dst & 15);
+    if (head > n)
+        head = n;
+    memcpy(dst, src, head);
+    dst += head;
+    src += head;
+    n -= head;
+    for (; n >= 64; n -= 64, dst += 64, src += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)src);
+        __m128i b = _mm_loadu_si128((const __m128i *)(src + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(src + 32));
+        __m128i d = _mm_loadu_si128((const __m128i *)(src + 48));
+        _mm_stream_si128((__m128i *)dst, a);
+        _mm_stream_si128((__m128i *)(dst + 16), b);
+        _mm_stream_si128((__m128i *)(dst + 32), c);
+        _mm_stream_si128((__m128i *)(dst + 48), d);
+    }
+    for (; n >= 16; n -= 16, dst += 16, src += 16)
+        _mm_stream_si128((__m128i *)dst, _mm_loadu_si128((const __m128i *)src));
+    memcpy(dst, src, n);
+}
+#endif
+
 int gf__resample(gf__resampler *r, const uint8_t *src, size_t stride, int ch, uint8_t *dst,
                  size_t dst_stride, int flip)
 {
@@ -414,9 +444,22 @@ int gf__resample(gf__resampler *r, const uint8_t *src, size_t stride, int ch, ui
                   v->taps, (int)n, r->tmp + n * y);
     int y = 0;
 #if defined(__SSE2__)
-    if (ch == 3 || ch == 4)
-        for (; y + 4 <= v->out_n; y += 4)
-            hpass_rows4_sse2(r->tmp + n * y, n, h, ch, dst + dst_stride * y, dst_stride, flip);
+    if (ch == 3 || ch == 4) {
+        /* Four rows into a small hot buffer, then streamed to dst. */
+        size_t row = (size_t)h->out_n * ch;
+        if (grow((void **)&r->stage, &r->stage_cap, 4 * row, 1))
+            return -1;
+        for (; y + 4 <= v->out_n; y += 4) {
+            hpass_rows4_sse2(r->tmp + n * y, n, h, ch, r->stage, row, flip);
+            if (dst_stride == row) {
+                stream_copy(dst + dst_stride * y, r->stage, 4 * row);
+            } else {
+                for (int k = 0; k < 4; k++)
+                    stream_copy(dst + dst_stride * (y + k), r->stage + row * k, row);
+            }
+        }
+        _mm_sfence();
+    }
 #endif
     for (; y < v->out_n; y++) {
         const int16_t *in = r->tmp + n * y;
@@ -433,7 +476,7 @@ size_t gf__resampler_bytes(const gf__resampler *r)
 {
     return r->h.cap_out * sizeof *r->h.start + r->h.cap_w * sizeof *r->h.w +
            r->v.cap_out * sizeof *r->v.start + r->v.cap_w * sizeof *r->v.w +
-           r->tmp_cap * sizeof *r->tmp;
+           r->tmp_cap * sizeof *r->tmp + r->stage_cap;
 }
 
 void gf__resampler_free(gf__resampler *r)
@@ -443,5 +486,6 @@ void gf__resampler_free(gf__resampler *r)
     free(r->v.start);
     free(r->v.w);
     free(r->tmp);
+    free(r->stage);
     memset(r, 0, sizeof *r);
 }

@@ -36,6 +36,8 @@ typedef struct gf__resampler {
     gf__rs_axis h, v;
     int16_t *tmp;  /* vertical-pass output: out_h rows of span_w * ch */
     size_t tmp_cap;
+    uint8_t *stage; /* four output rows, before they are streamed out */
+    size_t stage_cap;
 } gf__resampler;
 
 /* Maps the source interval [x0, x0 + len) of an axis of in_n samples onto
