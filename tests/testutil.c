@@ -8,13 +8,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define STB_IMAGE_WRITE_IMPLEMENTATION
-#define STBIW_WINDOWS_UTF8
+/* The implementation lives in stb_write_impl.c, built without UBSan. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 #pragma GCC diagnostic ignored "-Wsign-compare"
 #include <stb_image_write.h>
 #pragma GCC diagnostic pop
+/* Declared only in stb's implementation section (stb_write_impl.c). */
+unsigned char *stbi_zlib_compress(unsigned char *data, int data_len, int *out_len, int quality);
 
 char *tu_mkdtemp(void)
 {
