@@ -42,6 +42,11 @@ static uint64_t run(int threads, int depth, int batch, gf_io io, int *samples)
     s.io = io;
     gf_loader *l = NULL;
     int rc = gf_open(&l, &s);
+    *samples = -1;
+    if (rc == GF_ENODEV && io == GF_IO_URING) { /* no io_uring here */
+        gf_close(&l);
+        return 0;
+    }
     ck_assert_msg(rc == 0, "%s", gf_last_error(l));
     uint64_t h = 0xcbf29ce484222325ull;
     gf_batch *b;
@@ -75,6 +80,8 @@ START_TEST(extreme_depths_and_many_threads_give_the_reference_bytes)
     for (int d = 0; d < 2; d++)
         for (int io = GF_IO_AUTO; io <= GF_IO_POSIX; io++) {
             uint64_t h = run(8, depths[d], 5, (gf_io)io, &n);
+            if (n < 0)
+                continue;
             ck_assert_msg(h == ref, "depth %d io %d differs", depths[d], io);
             ck_assert_int_eq(n, n_ref);
         }
