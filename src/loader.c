@@ -88,6 +88,7 @@ typedef struct worker {
     gf__buf buf;
     double read_s, decode_s;  /* under mu */
     uint64_t bytes;           /* under mu */
+    size_t scratch;           /* under mu: read buffer + decoder scratch */
 } worker;
 
 typedef struct queue {       /* power-of-two ring of fixed-size items */
@@ -143,6 +144,7 @@ struct gf_loader {
     /* Controller-owned tallies, added to the shared ones once per round. */
     uint64_t ctl_turbo, ctl_stb, ctl_uring_bytes;
     double ctl_submit_s;
+    size_t ctl_buf_bytes, buf_bytes; /* io_uring buffers: controller's, shared */
     uint64_t next_epoch, next_pos; /* where the next delivered batch starts */
     gf_sample_error recent[GF_RECENT_ERRORS];
     int n_recent, recent_at;
@@ -241,7 +243,9 @@ static void *worker_main(void *arg)
         double t2 = gf__now();
         char *why_copy = err ? strdup(why[0] ? why : gf_strerror(err)) : NULL;
 
+        size_t scratch = w->buf.cap + gf__decoder_scratch_bytes(w->dec);
         pthread_mutex_lock(&l->mu);
+        w->scratch = scratch;
         w->read_s += t1 - t0;
         w->decode_s += t2 - t1;
         if (!j.buf)
@@ -639,6 +643,10 @@ static void submit_reads(gf_loader *l)
                          gf__dataset_path(&l->ds, (uint64_t)sl->indices[c]), buf, r);
     }
     l->ctl_submit_s += gf__now() - t0;
+    size_t total = 0; /* only this thread grows the io_uring buffers */
+    for (int i = 0; i < l->n_bufs; i++)
+        total += l->bufs[i].cap;
+    l->ctl_buf_bytes = total;
 }
 
 static void reap_reads(gf_loader *l, job *js, int *n_jobs)
@@ -699,6 +707,7 @@ static void pump(gf_loader *l)
         l->decoded_stb += l->ctl_stb;
         l->uring_bytes += l->ctl_uring_bytes;
         l->uring_submit_s += l->ctl_submit_s;
+        l->buf_bytes = l->ctl_buf_bytes;
         pthread_mutex_unlock(&l->mu);
         l->ctl_turbo = l->ctl_stb = l->ctl_uring_bytes = 0;
         l->ctl_submit_s = 0;
@@ -1111,16 +1120,14 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     st->wait_s = l->wait_s;
     st->read_busy_s = l->uring_submit_s;
     st->bytes_read = l->uring_bytes;
-    st->buffer_bytes = 0;
+    st->buffer_bytes = l->buf_bytes;
     for (int i = 0; i < l->n_workers; i++) {
         worker *w = &l->workers[i];
         st->read_busy_s += w->read_s;
         st->decode_busy_s += w->decode_s;
         st->bytes_read += w->bytes;
-        st->buffer_bytes += w->buf.cap;
+        st->buffer_bytes += w->scratch;
     }
-    for (int i = 0; i < l->n_bufs; i++)
-        st->buffer_bytes += l->bufs[i].cap;
     st->errors = l->errors;
     memcpy(st->errors_by_kind, l->errors_by_kind, sizeof st->errors_by_kind);
     for (int i = 0; i < l->n_recent; i++)
