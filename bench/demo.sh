@@ -8,7 +8,7 @@ data=${GPUFEED_DEMO_DATA:-${XDG_CACHE_HOME:-$HOME/.cache}/gpufeed/demo-data}
 meson compile -C build >/dev/null
 if [ ! -f "$data/.complete" ]; then
     rm -rf "$data"
-    build/bench/gpufeed make-dataset "$data" --classes 10 --per-class 100
+    build/bench/gpufeed make-dataset "$data" --classes 10 --per-class "${GPUFEED_DEMO_PER_CLASS:-100}"
     touch "$data/.complete"
 fi
 build/bench/gpufeed bench --input-only --data "$data" "$@"
