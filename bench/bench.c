@@ -280,7 +280,8 @@ static void print_input_human(const bench_opts *o, const input_result *r)
     printf("  %-18s %.1f\n", "images/s", r->images_per_s);
     printf("  %-18s %.1f images/s (decode+transform, %zu files in memory)\n", "single thread",
            r->st_images_per_s, r->st_files);
-    printf("  %-18s %.2f (%d threads)\n", "efficiency", r->efficiency, st->threads);
+    printf("  %-18s %.2f (%d thread%s)\n", "efficiency", r->efficiency, st->threads,
+           st->threads == 1 ? "" : "s");
     printf("  %-18s %.2f (waiting in gf_next; ~1 when nothing consumes)\n", "stall fraction",
            r->stall_fraction);
     printf("  %-18s %s, queue depth %d\n", "reader", reader_name(st->reader), st->queue_depth);
