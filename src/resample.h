@@ -38,6 +38,8 @@ typedef struct gf__resampler {
     size_t tmp_cap;
     uint8_t *stage; /* four output rows, before they are streamed out */
     size_t stage_cap;
+    int32_t *hwt; /* AVX2: h.w laid out for the horizontal pass's lanes */
+    size_t hwt_cap;
 } gf__resampler;
 
 /* Maps the source interval [x0, x0 + len) of an axis of in_n samples onto
@@ -55,6 +57,18 @@ int gf__resample(gf__resampler *r, const uint8_t *src, size_t stride, int ch, ui
 /* Bytes held by r. */
 size_t gf__resampler_bytes(const gf__resampler *r);
 void gf__resampler_free(gf__resampler *r);
+
+/* Instruction sets of the resampler's kernels. All give byte-identical
+ * output; the fastest the CPU has is chosen once (GF_NO_AVX2=1 in the
+ * environment, read then, rules out AVX2). */
+enum { GF__RS_ISA_AUTO = -1, GF__RS_ISA_C = 0, GF__RS_ISA_SSE2 = 1, GF__RS_ISA_AVX2 = 2 };
+
+/* Test hook: forces the kernels of isa (GF__RS_ISA_AUTO: back to the
+ * automatic choice) for every resampler in the process. Returns 0, or -1
+ * (and changes nothing) where this build or CPU lacks isa. */
+int gf__rs_force_isa(int isa);
+/* The instruction set gf__resample uses now. */
+int gf__rs_isa(void);
 
 /* The float weight of the filter at source sample x for output i, as the
  * fixed-point weights approximate it (for tests: a float reference). */
