@@ -1,5 +1,5 @@
 /*
- * gpufeed bench: measures the pipeline. One mode exists today:
+ * gpufeed bench: measures the pipeline. Two modes:
  *
  *   --input-only  the loader alone, no consumer work: images/s from the
  *                 first gf_next() to GF_EOF, and, in the same run on the
@@ -8,9 +8,17 @@
  *                 efficiency = images/s / (threads x single-thread rate)
  *                 says how well the loader turns cores into throughput.
  *
- * Modes are rows of a table (name, runner); the compute-alone and
- * input+compute modes arrive with the CUDA stage and slot in beside it.
- * The OS page cache is not warmed here: run twice and read
+ *   --overlap     whether prefetching hides the input behind the compute:
+ *                 a consumer runs --compute-ms of "compute" per batch (a
+ *                 spin kernel on its own CUDA stream, or a busy loop on
+ *                 the CPU). One run, same files: the loader alone
+ *                 (input_ms), the compute alone on one cached batch
+ *                 (compute_ms), both together (step_ms), and the naive
+ *                 synchronous loop on one thread (sync_step_ms).
+ *                 Perfect overlap: step_ms = max(input_ms, compute_ms).
+ *
+ * Both drive the loader through one runner (run_loader) with an optional
+ * consumer. The OS page cache is not warmed here: run twice and read
  * page_cache_resident (measured with mincore() before the run on the
  * sampled files) to see whether a run read from disk or from memory.
  */
@@ -32,9 +40,25 @@
 #define ST_MAX_FILES 200
 #define ST_MIN_SECONDS 1.0
 
+/* --overlap: replays of the cached batch for compute_ms (at least), and
+ * the synchronous loop's bounds (it is slow by design): at most
+ * SYNC_MAX_BATCHES timed batches, and no more once SYNC_SECONDS have
+ * passed and SYNC_MIN_BATCHES are done. */
+#define COMPUTE_MIN_REPLAYS 20
+#define SYNC_MAX_BATCHES 20
+#define SYNC_MIN_BATCHES 3
+#define SYNC_SECONDS 3.0
+
+#ifndef GF_CLI_HAVE_CUDA
+#define GF_CLI_HAVE_CUDA 0
+#endif
+
 typedef struct bench_opts {
     gf_settings s;
     int input_only;
+    int overlap;
+    double compute_ms;    /* --overlap: per batch */
+    uint64_t max_batches; /* 0: every batch of the requested epochs */
     int json;
 } bench_opts;
 
@@ -56,6 +80,10 @@ static const char *const io_names[] = {"auto", "uring", "posix", NULL};
 static const char *const decoder_names[] = {"auto", "stb", "turbo", NULL};
 static const char *const transform_names[] = {"train", "eval", NULL};
 static const char *const on_error_names[] = {"skip", "fail", NULL};
+/* In enum order (gf_device, gf_dtype, gf_layout). */
+static const char *const device_names[] = {"auto", "cuda", "cpu", NULL};
+static const char *const dtype_names[] = {"u8", "f32", "f16", "bf16", NULL};
+static const char *const layout_names[] = {"nhwc", "nchw", NULL};
 
 static const char *reader_name(gf_io io)
 {
@@ -77,6 +105,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: gpufeed bench --input-only --data DIR [options]\n"
+            "       gpufeed bench --overlap --compute-ms X --data DIR [options]\n"
             "\n"
             "--input-only runs the loader with no consumer work and reports images/s,\n"
             "the single-thread decode+transform rate on the same files, the loader's\n"
@@ -84,14 +113,26 @@ static void usage(FILE *f)
             "and resource use. Run it twice: the first run may read from disk; the\n"
             "report shows how much of the data set was in the page cache.\n"
             "\n"
+            "--overlap runs X ms of compute per batch (a spin kernel on CUDA, a busy\n"
+            "loop on the CPU) and measures, on the same files: the loader alone\n"
+            "(input), the compute alone (compute), both with prefetching (step) and\n"
+            "the synchronous one-thread loop (read, decode, copy, compute). Perfect\n"
+            "overlap: step = max(input, compute).\n"
+            "\n"
             "options:\n"
-            "  --input-only          measure the input pipeline alone (required for now)\n"
+            "  --input-only          measure the input pipeline alone\n"
+            "  --overlap             measure how well input and compute overlap\n"
+            "  --compute-ms X        --overlap: compute per batch, in ms (required)\n"
+            "  --batches N           stop after N batches (default: every epoch)\n"
             "  --data DIR            ImageFolder directory or list file (required)\n"
             "  --threads N           decode threads (default: cores - 1, at least 1)\n"
             "  --prefetch-depth D    batch slots in the ring (default 4)\n"
             "  --batch-size B        samples per batch (default 64)\n"
             "  --image-size S        output size, S or WxH (default 224)\n"
             "  --epochs E            epochs (default 1)\n"
+            "  --device D            auto|cuda|cpu (default auto: CUDA if there is a GPU)\n"
+            "  --dtype T             u8|f32|f16|bf16 (default u8)\n"
+            "  --layout L            nhwc|nchw (default nhwc; u8 is always nhwc)\n"
             "  --io MODE             auto|uring|posix (default auto)\n"
             "  --decoder D           auto|stb|turbo (default auto)\n"
             "  --transform T         train|eval (default train)\n"
@@ -189,29 +230,217 @@ static int single_thread_rate(const gf_settings *s, sample_set *ss, input_result
     return 0;
 }
 
-static int run_input_only(const bench_opts *o, input_result *r)
+/* ---- the consumer ---------------------------------------------------------- */
+
+/* What --overlap runs per batch, where the batches are. ms == 0: nothing,
+ * the batch is released at once (on CUDA, ordered after its copy on the
+ * consumer's stream, so timing the stream times the input). */
+typedef struct consumer {
+    double ms;
+    int bound;          /* device known, CUDA objects made */
+    gf_device device;   /* GF_DEVICE_CPU or GF_DEVICE_CUDA: the loader's pick */
+    void *stream;       /* CUDA: the trainer's stream */
+    void *ev_start, *ev_end; /* CUDA: the steady-state window */
+    uint8_t *cache;     /* CPU: a copy of one delivered batch */
+    size_t cache_len;
+} consumer;
+
+static const char *where(gf_device d)
+{
+    return d == GF_DEVICE_CUDA ? "cuda" : "cpu";
+}
+
+/* The CPU stand-in for a training step: reads one byte per 4 KiB of the
+ * batch (through volatile, so it happens), then spins on the monotonic
+ * clock until ms have passed since the start. */
+static void cpu_compute(double ms, const void *data, size_t len)
+{
+    const volatile uint8_t *p = data;
+    double end = cli_now() + ms * 1e-3;
+    uint8_t x = 0;
+    for (size_t off = 0; off < len; off += 4096)
+        x ^= p[off];
+    (void)x;
+    while (cli_now() < end) {
+    }
+}
+
+/* The batch's consumer-visible bytes. */
+static const void *batch_bytes(const gf_batch *b, size_t *len)
+{
+    size_t cell = (size_t)b->height * (size_t)b->width * (size_t)b->channels;
+    if (!b->data) { /* a library that fills only the uint8 host pixels */
+        *len = (size_t)b->count * cell;
+        return b->pixels;
+    }
+    *len = (size_t)b->count * cell * gf_dtype_size(b->dtype);
+    return b->data;
+}
+
+static void consumer_free(consumer *c)
+{
+#if GF_CLI_HAVE_CUDA
+    cli_cuda_event_destroy(c->ev_start);
+    cli_cuda_event_destroy(c->ev_end);
+    cli_cuda_stream_destroy(c->stream);
+#endif
+    free(c->cache);
+    memset(c, 0, sizeof *c);
+}
+
+/* Learns where the loader delivers (the first loader decides; AUTO has
+ * been resolved by then) and, on CUDA, makes the stream and events on
+ * the loader's device. Returns CLI_OK or an exit status, message printed. */
+static int consumer_bind(consumer *c, const gf_stats *st)
+{
+    gf_device d = st->device == GF_DEVICE_CUDA ? GF_DEVICE_CUDA : GF_DEVICE_CPU;
+    if (c->bound) {
+        if (d != c->device) {
+            cli_error(CMD, "the loader delivered on %s, earlier on %s", where(d), where(c->device));
+            return CLI_FAIL;
+        }
+        return CLI_OK;
+    }
+    c->device = d;
+    c->bound = 1;
+    if (d != GF_DEVICE_CUDA)
+        return CLI_OK;
+#if GF_CLI_HAVE_CUDA
+    if (cli_cuda_set_device(st->device_id < 0 ? 0 : st->device_id) < 0 ||
+        cli_cuda_stream_create(&c->stream) < 0 || cli_cuda_event_create(&c->ev_start) < 0 ||
+        cli_cuda_event_create(&c->ev_end) < 0) {
+        cli_error(CMD, "CUDA: %s", cli_cuda_error());
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+#else
+    cli_error(CMD, "the loader delivers on CUDA, but this gpufeed was built without CUDA; "
+                   "use --device cpu");
+    return CLI_FAIL;
+#endif
+}
+
+/* Runs the compute on b and gives it back. Returns CLI_OK or an exit
+ * status, message printed. */
+static int consume(consumer *c, gf_loader *l, gf_batch *b)
+{
+    int rc;
+    if (b->data && b->device != c->device) {
+        cli_error(CMD, "a batch arrived on %s, expected %s", where(b->device), where(c->device));
+        gf_release(l, b);
+        return CLI_FAIL;
+    }
+#if GF_CLI_HAVE_CUDA
+    if (c->device == GF_DEVICE_CUDA) {
+        /* Queued, never waited for: the host runs ahead to the next batch
+         * while the GPU computes, as a trainer does. */
+        int spin = 0;
+        rc = gf_batch_wait(b, c->stream);
+        if (rc == 0 && c->ms > 0)
+            spin = cli_cuda_spin(c->ms, c->stream);
+        int rr = gf_release_stream(l, b, c->stream);
+        if (rc < 0 || rr < 0) {
+            const char *msg = gf_last_error(l);
+            cli_error(CMD, "%s", *msg ? msg : gf_strerror(rc < 0 ? rc : rr));
+            return CLI_FAIL;
+        }
+        if (spin < 0) {
+            cli_error(CMD, "CUDA: %s", cli_cuda_error());
+            return CLI_FAIL;
+        }
+        return CLI_OK;
+    }
+#endif
+    if (c->ms > 0) {
+        size_t len;
+        const void *p = batch_bytes(b, &len);
+        cpu_compute(c->ms, p, len);
+    }
+    rc = gf_release(l, b);
+    if (rc < 0) {
+        cli_error(CMD, "gf_release: %s", gf_strerror(rc));
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
+/* A timing mark for the steady-state window: host time on the CPU, an
+ * event on the consumer's stream on CUDA (it completes when the work
+ * queued before it has run). */
+static int mark(consumer *c, int end, double *t)
+{
+    *t = cli_now();
+#if GF_CLI_HAVE_CUDA
+    if (c->device == GF_DEVICE_CUDA &&
+        cli_cuda_event_record(end ? c->ev_end : c->ev_start, c->stream) < 0) {
+        cli_error(CMD, "CUDA: %s", cli_cuda_error());
+        return CLI_FAIL;
+    }
+#else
+    (void)c;
+    (void)end;
+#endif
+    return CLI_OK;
+}
+
+/* Waits for the work queued on the consumer's stream (the one host wait
+ * of a CUDA run) and, with timed, measures the window in ms. */
+static int window_ms(consumer *c, int timed, double t_start, double t_end, double *ms)
+{
+    *ms = (t_end - t_start) * 1e3;
+#if GF_CLI_HAVE_CUDA
+    if (c->device == GF_DEVICE_CUDA &&
+        (cli_cuda_stream_sync(c->stream) < 0 ||
+         (timed && cli_cuda_event_ms(c->ev_start, c->ev_end, ms) < 0))) {
+        cli_error(CMD, "CUDA: %s", cli_cuda_error());
+        return CLI_FAIL;
+    }
+#else
+    (void)c;
+    (void)timed;
+#endif
+    return CLI_OK;
+}
+
+/* ---- the loader runner --------------------------------------------------- */
+
+typedef struct loop_result {
+    gf_stats st;
+    uint64_t batches;       /* delivered */
+    double elapsed_s;       /* first gf_next() .. GF_EOF or the limit (and,
+                               on CUDA, the queued work done) */
+    uint64_t skipped;       /* batches before the steady-state window */
+    uint64_t timed;         /* batches in the window */
+    double batch_ms;        /* window / timed */
+} loop_result;
+
+/* Batches the loader will deliver: the requested epochs, capped by the
+ * limit. */
+static uint64_t planned_batches(const bench_opts *o, const gf_stats *st)
+{
+    uint64_t per_epoch = o->s.drop_last ? st->epoch_samples / (uint64_t)st->batch_size
+                                        : (st->epoch_samples + (uint64_t)st->batch_size - 1) /
+                                              (uint64_t)st->batch_size;
+    uint64_t n = o->s.epochs ? per_epoch * o->s.epochs : UINT64_MAX;
+    return o->max_batches && o->max_batches < n ? o->max_batches : n;
+}
+
+/* Opens a loader with o's settings and drains it: every batch of the
+ * requested epochs, or o->max_batches. c == NULL: each batch is released
+ * at once (gf_release), nothing else is timed. With a consumer, each batch
+ * goes through consume() and the steady state is timed: the window opens
+ * before batch `skip` (= prefetch depth, at most half the run: the ring
+ * fills during the first batches) and closes after the last full batch
+ * (a short last batch would make a batch look cheaper).
+ * Returns CLI_OK or an exit status, message printed. */
+static int run_loader(const bench_opts *o, consumer *c, loop_result *r)
 {
     gf_loader *l = NULL;
-    cli_filelist fl = {0};
-    sample_set ss = {0};
-    char why[512];
+    uint64_t planned, skip = 0;
+    double t0, t_start = 0, t_end = 0;
     int rc, status = CLI_OK;
-    double t0;
 
     memset(r, 0, sizeof *r);
-    /* Which files: our own walk of the data set, for the single-thread
-     * reference and the page-cache probe. */
-    if (cli_list_dataset(o->s.data, &fl, why, sizeof why) < 0) {
-        cli_error(CMD, "%s", why);
-        return CLI_USAGE;
-    }
-    if (pick_files(&fl, &ss) < 0) {
-        cli_error(CMD, "out of memory");
-        status = CLI_FAIL;
-        goto out;
-    }
-    r->page_cache = cli_page_cache_fraction(ss.paths, ss.n);
-
     rc = gf_open(&l, &o->s);
     if (rc < 0) {
         const char *msg = l ? gf_last_error(l) : "";
@@ -219,12 +448,23 @@ static int run_input_only(const bench_opts *o, input_result *r)
             cli_error(CMD, "%s", msg); /* the loader's message names the file */
         else
             cli_error(CMD, "%s: %s", o->s.data, gf_strerror(rc));
-        status = CLI_USAGE;
-        goto out;
+        gf_close(&l);
+        return CLI_USAGE;
+    }
+    gf_get_stats(l, &r->st);
+    planned = planned_batches(o, &r->st);
+    if (c) {
+        if ((status = consumer_bind(c, &r->st)) != CLI_OK)
+            goto out;
+        skip = (uint64_t)r->st.prefetch_depth;
+        if (skip > planned / 2)
+            skip = planned / 2;
     }
     t0 = cli_now();
-    for (;;) {
+    while (r->batches < planned) {
         gf_batch *b;
+        if (c && r->batches == skip && (status = mark(c, 0, &t_start)) != CLI_OK)
+            goto out;
         rc = gf_next(l, &b);
         if (rc == GF_EOF)
             break;
@@ -234,12 +474,80 @@ static int run_input_only(const bench_opts *o, input_result *r)
             status = CLI_FAIL;
             goto out;
         }
-        gf_release(l, b);
+        r->batches++;
+        if (!c) {
+            gf_release(l, b);
+            continue;
+        }
+        if (c->device == GF_DEVICE_CPU && !c->cache && b->count == r->st.batch_size) {
+            /* The batch the compute-alone pass replays. */
+            size_t len;
+            const void *p = batch_bytes(b, &len);
+            if ((c->cache = malloc(len ? len : 1)) == NULL) {
+                gf_release(l, b);
+                cli_error(CMD, "out of memory");
+                status = CLI_FAIL;
+                goto out;
+            }
+            memcpy(c->cache, p, len);
+            c->cache_len = len;
+        }
+        int full = b->count == r->st.batch_size;
+        if ((status = consume(c, l, b)) != CLI_OK)
+            goto out;
+        if (r->batches > skip && full) {
+            if ((status = mark(c, 1, &t_end)) != CLI_OK)
+                goto out;
+            r->timed = r->batches - skip;
+        }
+    }
+    if (c) {
+        if ((status = window_ms(c, r->timed > 0, t_start, t_end, &r->batch_ms)) != CLI_OK)
+            goto out;
+        r->batch_ms = r->timed > 0 ? r->batch_ms / (double)r->timed : 0;
+        r->skipped = skip;
     }
     r->elapsed_s = cli_now() - t0;
     gf_get_stats(l, &r->st);
+out:
     gf_close(&l);
+    return status;
+}
 
+/* ---- input-only ------------------------------------------------------------ */
+
+/* The data set's files (our own walk, as the loader's index) and up to
+ * ST_MAX_FILES of them spread evenly over it, with the page-cache probe
+ * on those. Returns CLI_OK or an exit status, message printed. */
+static int sample_files(const bench_opts *o, cli_filelist *fl, sample_set *ss, double *page_cache)
+{
+    char why[512];
+    if (cli_list_dataset(o->s.data, fl, why, sizeof why) < 0) {
+        cli_error(CMD, "%s", why);
+        return CLI_USAGE;
+    }
+    if (pick_files(fl, ss) < 0) {
+        cli_error(CMD, "out of memory");
+        return CLI_FAIL;
+    }
+    *page_cache = cli_page_cache_fraction(ss->paths, ss->n);
+    return CLI_OK;
+}
+
+static int run_input_only(const bench_opts *o, input_result *r)
+{
+    cli_filelist fl = {0};
+    sample_set ss = {0};
+    loop_result lr;
+    int status;
+
+    memset(r, 0, sizeof *r);
+    if ((status = sample_files(o, &fl, &ss, &r->page_cache)) != CLI_OK)
+        goto out;
+    if ((status = run_loader(o, NULL, &lr)) != CLI_OK)
+        goto out;
+    r->st = lr.st;
+    r->elapsed_s = lr.elapsed_s;
     r->images_per_s = r->elapsed_s > 0 ? (double)r->st.samples / r->elapsed_s : 0;
     r->stall_fraction = r->elapsed_s > 0 ? r->st.wait_s / r->elapsed_s : 0;
     if (r->stall_fraction > 1)
@@ -256,10 +564,265 @@ static int run_input_only(const bench_opts *o, input_result *r)
                         : 0;
     r->peak_rss = cli_peak_rss_bytes();
 out:
-    gf_close(&l);
     sample_set_free(&ss);
     cli_filelist_free(&fl);
     return status;
+}
+
+/* ---- overlap --------------------------------------------------------------- */
+
+typedef struct overlap_result {
+    loop_result input;   /* the loader alone */
+    loop_result step;    /* loader + compute */
+    gf_device device;
+    double input_ms, compute_ms, step_ms, sync_step_ms;
+    double overlap_ratio;    /* step / max(input, compute) */
+    double saved;            /* 1 - step / sync */
+    double step_stall;       /* wait_s / elapsed of the step run */
+    int compute_replays;
+    int sync_batches;        /* timed, after one untimed warm-up batch */
+    uint64_t sync_errors;    /* samples the synchronous loop could not decode */
+    double page_cache;
+    uint64_t peak_rss;
+} overlap_result;
+
+/* The compute alone, replayed n times on one cached batch: ms per step. */
+static int run_compute_alone(consumer *c, int n, double *ms)
+{
+    double t0, t1;
+    int status;
+    if ((status = mark(c, 0, &t0)) != CLI_OK)
+        return status;
+    for (int i = 0; i < n; i++) {
+#if GF_CLI_HAVE_CUDA
+        if (c->device == GF_DEVICE_CUDA) {
+            if (cli_cuda_spin(c->ms, c->stream) < 0) {
+                cli_error(CMD, "CUDA: %s", cli_cuda_error());
+                return CLI_FAIL;
+            }
+            continue;
+        }
+#endif
+        cpu_compute(c->ms, c->cache, c->cache_len);
+    }
+    if ((status = mark(c, 1, &t1)) != CLI_OK || (status = window_ms(c, 1, t0, t1, ms)) != CLI_OK)
+        return status;
+    *ms /= n;
+    return CLI_OK;
+}
+
+/* The loop the articles warn against, on this thread alone: per batch,
+ * read each file (read(2)), decode + transform it (gf_decoder, the
+ * loader's transform), copy the batch (CUDA: cudaMemcpy from pageable
+ * memory; CPU: memcpy into a second buffer), compute, wait for it. The
+ * files are the sample set's, in turn. The batch is the decoder's uint8
+ * pixels; any dtype conversion is left out (in the loader it is part of
+ * input_ms), so this baseline errs on the fast side. Batch 0 is an
+ * untimed warm-up. */
+static int run_sync(const bench_opts *o, consumer *c, const sample_set *ss, uint64_t max_batches,
+                    overlap_result *r)
+{
+    size_t cell = (size_t)o->s.height * (size_t)o->s.width *
+                  (size_t)(o->s.channels ? o->s.channels : 3);
+    size_t bytes = cell * (size_t)o->s.batch_size;
+    uint8_t *host = malloc(bytes), *dst = NULL;
+    gf_decoder *dec = NULL;
+    char why[256];
+    double t0 = 0;
+    uint64_t k, next = 0;
+    int status = CLI_OK;
+
+    if (!host || gf_decoder_open(&dec, &o->s) < 0) {
+        cli_error(CMD, "out of memory");
+        status = CLI_FAIL;
+        goto out;
+    }
+#if GF_CLI_HAVE_CUDA
+    if (c->device == GF_DEVICE_CUDA && cli_cuda_malloc((void **)&dst, bytes) < 0) {
+        cli_error(CMD, "CUDA: %s", cli_cuda_error());
+        status = CLI_FAIL;
+        goto out;
+    }
+#endif
+    if (c->device != GF_DEVICE_CUDA && (dst = malloc(bytes)) == NULL) {
+        cli_error(CMD, "out of memory");
+        status = CLI_FAIL;
+        goto out;
+    }
+    if (max_batches > SYNC_MAX_BATCHES)
+        max_batches = SYNC_MAX_BATCHES;
+    for (k = 0; k <= max_batches; k++) {
+        if (k == 1)
+            t0 = cli_now();
+        else if (k > SYNC_MIN_BATCHES && cli_now() - t0 >= SYNC_SECONDS)
+            break;
+        for (int i = 0; i < o->s.batch_size; i++, next++) {
+            uint8_t *buf;
+            size_t len;
+            if (cli_read_file(ss->paths[next % ss->n], &buf, &len) < 0) {
+                r->sync_errors++;
+                continue;
+            }
+            if (gf_decoder_decode(dec, buf, len, 0, next, host + (size_t)i * cell, why,
+                                  sizeof why) < 0)
+                r->sync_errors++;
+            free(buf);
+        }
+#if GF_CLI_HAVE_CUDA
+        if (c->device == GF_DEVICE_CUDA) {
+            if (cli_cuda_memcpy_h2d(dst, host, bytes) < 0 ||
+                (c->ms > 0 && cli_cuda_spin(c->ms, c->stream) < 0) ||
+                cli_cuda_stream_sync(c->stream) < 0) {
+                cli_error(CMD, "CUDA: %s", cli_cuda_error());
+                status = CLI_FAIL;
+                goto out;
+            }
+            continue;
+        }
+#endif
+        memcpy(dst, host, bytes);
+        cpu_compute(c->ms, dst, bytes);
+    }
+    r->sync_batches = (int)(k - 1);
+    r->sync_step_ms = r->sync_batches > 0 ? (cli_now() - t0) * 1e3 / r->sync_batches : 0;
+out:
+#if GF_CLI_HAVE_CUDA
+    if (c->device == GF_DEVICE_CUDA) {
+        cli_cuda_free(dst);
+        dst = NULL;
+    }
+#endif
+    free(dst);
+    free(host);
+    gf_decoder_close(&dec);
+    return status;
+}
+
+static int run_overlap(const bench_opts *o, overlap_result *r)
+{
+    cli_filelist fl = {0};
+    sample_set ss = {0};
+    consumer c = {0};
+    int status;
+
+    memset(r, 0, sizeof *r);
+    if ((status = sample_files(o, &fl, &ss, &r->page_cache)) != CLI_OK)
+        goto out;
+    if (ss.n == 0) {
+        cli_error(CMD, "%s: no files", o->s.data);
+        status = CLI_USAGE;
+        goto out;
+    }
+    /* 1. The loader alone (this also settles where batches are and keeps
+     * one batch for 2). */
+    if ((status = run_loader(o, &c, &r->input)) != CLI_OK)
+        goto out;
+    if (r->input.timed == 0) {
+        cli_error(CMD, "too few full batches to time (%" PRIu64 " delivered): "
+                       "a larger data set, --epochs or a smaller --batch-size",
+                  r->input.batches);
+        status = CLI_USAGE;
+        goto out;
+    }
+    r->device = c.device;
+    r->input_ms = r->input.batch_ms;
+    /* 2. The compute alone. */
+    c.ms = o->compute_ms;
+    r->compute_replays = r->input.timed > COMPUTE_MIN_REPLAYS ? (int)r->input.timed
+                                                                : COMPUTE_MIN_REPLAYS;
+    if ((status = run_compute_alone(&c, r->compute_replays, &r->compute_ms)) != CLI_OK)
+        goto out;
+    /* 3. Both. */
+    if ((status = run_loader(o, &c, &r->step)) != CLI_OK)
+        goto out;
+    r->step_ms = r->step.batch_ms;
+    r->step_stall = r->step.elapsed_s > 0 ? r->step.st.wait_s / r->step.elapsed_s : 0;
+    /* 4. The synchronous loop, as many batches as the step run timed. */
+    if ((status = run_sync(o, &c, &ss, r->step.timed, r)) != CLI_OK)
+        goto out;
+
+    double m = r->input_ms > r->compute_ms ? r->input_ms : r->compute_ms;
+    r->overlap_ratio = m > 0 ? r->step_ms / m : 0;
+    r->saved = r->sync_step_ms > 0 ? 1 - r->step_ms / r->sync_step_ms : 0;
+    r->peak_rss = cli_peak_rss_bytes();
+out:
+    consumer_free(&c);
+    sample_set_free(&ss);
+    cli_filelist_free(&fl);
+    return status;
+}
+
+static void print_overlap_human(const bench_opts *o, const overlap_result *r)
+{
+    const gf_stats *st = &r->step.st;
+    printf("gpufeed bench --overlap  %s\n", o->s.data);
+    printf("  %s, %s %s, batch %d x %dx%d, %s transform, %d thread%s, prefetch depth %d\n",
+           where(r->device), dtype_names[o->s.dtype],
+           o->s.dtype == GF_DTYPE_UINT8 ? "nhwc" : layout_names[o->s.layout], st->batch_size,
+           o->s.width, o->s.height, transform_names[o->s.transform], st->threads,
+           st->threads == 1 ? "" : "s", st->prefetch_depth);
+    printf("  %-17s %9s %8s\n", "", "ms/batch", "batches");
+    printf("  %-17s %9.2f %8" PRIu64 "   the loader alone, steady state\n", "input",
+           r->input_ms, r->input.timed);
+    printf("  %-17s %9.2f %8d   --compute-ms %g on one cached batch\n", "compute",
+           r->compute_ms, r->compute_replays, o->compute_ms);
+    printf("  %-17s %9.2f %8" PRIu64 "   both, steady state (first %" PRIu64
+           " not timed); stall %.2f\n",
+           "step", r->step_ms, r->step.timed, r->step.skipped, r->step_stall);
+    printf("  %-17s %9.2f %8d   one thread: read, decode, copy, compute\n", "synchronous",
+           r->sync_step_ms, r->sync_batches);
+    printf("  step %.1f ms = %.2f x max(input %.1f, compute %.1f); synchronous %.1f ms: "
+           "prefetching saves %.0f%%\n",
+           r->step_ms, r->overlap_ratio, r->input_ms, r->compute_ms, r->sync_step_ms,
+           r->saved * 100);
+    if (r->step.timed < 2 * (uint64_t)st->prefetch_depth)
+        printf("  note: only %" PRIu64 " batches timed with %d slots: the ring may have held "
+               "much of the run (more --epochs for a steady state)\n",
+               r->step.timed, st->prefetch_depth);
+    if (r->sync_errors || st->errors)
+        printf("  errors: %" PRIu64 " bad samples in the loader, %" PRIu64
+               " in the synchronous loop\n",
+               st->errors, r->sync_errors);
+}
+
+static void print_overlap_json(const bench_opts *o, const overlap_result *r)
+{
+    const gf_stats *st = &r->step.st;
+    printf("{\"mode\": \"overlap\", \"data\": ");
+    cli_json_string(stdout, o->s.data);
+    printf(", \"device\": \"%s\", \"dtype\": \"%s\", \"layout\": \"%s\"", where(r->device),
+           dtype_names[o->s.dtype],
+           o->s.dtype == GF_DTYPE_UINT8 ? "nhwc" : layout_names[o->s.layout]);
+    printf(", \"step_ms\": ");
+    cli_json_double(stdout, r->step_ms);
+    printf(", \"input_ms\": ");
+    cli_json_double(stdout, r->input_ms);
+    printf(", \"compute_ms\": ");
+    cli_json_double(stdout, r->compute_ms);
+    printf(", \"sync_step_ms\": ");
+    cli_json_double(stdout, r->sync_step_ms);
+    printf(", \"overlap_ratio\": ");
+    cli_json_double(stdout, r->overlap_ratio);
+    printf(", \"prefetch_saving\": ");
+    cli_json_double(stdout, r->saved);
+    printf(", \"compute_ms_setting\": ");
+    cli_json_double(stdout, o->compute_ms);
+    printf(", \"threads\": %d, \"prefetch_depth\": %d, \"batch_size\": %d", st->threads,
+           st->prefetch_depth, st->batch_size);
+    printf(", \"image_size\": [%d, %d], \"transform\": \"%s\"", o->s.width, o->s.height,
+           transform_names[o->s.transform]);
+    printf(", \"batches\": %" PRIu64 ", \"timed_batches\": %" PRIu64 ", \"skipped_batches\": %" PRIu64,
+           r->step.batches, r->step.timed, r->step.skipped);
+    printf(", \"input_timed_batches\": %" PRIu64 ", \"compute_replays\": %d, \"sync_batches\": %d",
+           r->input.timed, r->compute_replays, r->sync_batches);
+    printf(", \"step_stall_fraction\": ");
+    cli_json_double(stdout, r->step_stall);
+    printf(", \"errors\": %" PRIu64 ", \"sync_errors\": %" PRIu64, st->errors, r->sync_errors);
+    printf(", \"reader\": \"%s\", \"decoder\": \"%s\", \"peak_rss_bytes\": %" PRIu64,
+           reader_name(st->reader), decoder_used(st), r->peak_rss);
+    printf(", \"page_cache_resident\": ");
+    cli_json_double(stdout, r->page_cache >= 0 ? r->page_cache : NAN);
+    printf("}\n");
 }
 
 static void print_input_human(const bench_opts *o, const input_result *r)
@@ -331,16 +894,23 @@ static void print_input_json(const bench_opts *o, const input_result *r)
 
 int cmd_bench(int argc, char **argv)
 {
-    enum { O_INPUT = 256, O_DATA, O_THREADS, O_DEPTH, O_BATCH, O_SIZE, O_EPOCHS, O_IO,
-           O_DECODER, O_TRANSFORM, O_ONERR, O_SEED, O_JSON };
+    enum { O_INPUT = 256, O_OVERLAP, O_COMPUTE, O_BATCHES, O_DATA, O_THREADS, O_DEPTH, O_BATCH,
+           O_SIZE, O_EPOCHS, O_DEVICE, O_DTYPE, O_LAYOUT, O_IO, O_DECODER, O_TRANSFORM, O_ONERR,
+           O_SEED, O_JSON };
     static const struct option longopts[] = {
         {"input-only", no_argument, NULL, O_INPUT},
+        {"overlap", no_argument, NULL, O_OVERLAP},
+        {"compute-ms", required_argument, NULL, O_COMPUTE},
+        {"batches", required_argument, NULL, O_BATCHES},
         {"data", required_argument, NULL, O_DATA},
         {"threads", required_argument, NULL, O_THREADS},
         {"prefetch-depth", required_argument, NULL, O_DEPTH},
         {"batch-size", required_argument, NULL, O_BATCH},
         {"image-size", required_argument, NULL, O_SIZE},
         {"epochs", required_argument, NULL, O_EPOCHS},
+        {"device", required_argument, NULL, O_DEVICE},
+        {"dtype", required_argument, NULL, O_DTYPE},
+        {"layout", required_argument, NULL, O_LAYOUT},
         {"io", required_argument, NULL, O_IO},
         {"decoder", required_argument, NULL, O_DECODER},
         {"transform", required_argument, NULL, O_TRANSFORM},
@@ -351,7 +921,7 @@ int cmd_bench(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     bench_opts o;
-    int ch, v;
+    int ch, v, have_compute = 0;
     uint64_t u;
 
     memset(&o, 0, sizeof o);
@@ -365,6 +935,12 @@ int cmd_bench(int argc, char **argv)
     while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (ch) {
         case O_INPUT: o.input_only = 1; break;
+        case O_OVERLAP: o.overlap = 1; break;
+        case O_COMPUTE: if (cli_parse_double(CMD, "compute-ms", optarg, 0, 1e6, &o.compute_ms)) return CLI_USAGE; have_compute = 1; break;
+        case O_BATCHES:
+            if (cli_parse_u64(CMD, "batches", optarg, &o.max_batches)) return CLI_USAGE;
+            if (o.max_batches == 0) { cli_error(CMD, "--batches: at least 1"); return CLI_USAGE; }
+            break;
         case O_DATA: o.s.data = optarg; break;
         case O_THREADS: if (cli_parse_int(CMD, "threads", optarg, 1, 1024, &o.s.threads)) return CLI_USAGE; break;
         case O_DEPTH: if (cli_parse_int(CMD, "prefetch-depth", optarg, 1, 1024, &o.s.prefetch_depth)) return CLI_USAGE; break;
@@ -375,6 +951,9 @@ int cmd_bench(int argc, char **argv)
             if (u == 0) { cli_error(CMD, "--epochs: at least 1"); return CLI_USAGE; }
             o.s.epochs = u;
             break;
+        case O_DEVICE: if ((v = cli_parse_choice(CMD, "device", optarg, device_names)) < 0) return CLI_USAGE; o.s.device = (gf_device)v; break;
+        case O_DTYPE: if ((v = cli_parse_choice(CMD, "dtype", optarg, dtype_names)) < 0) return CLI_USAGE; o.s.dtype = (gf_dtype)v; break;
+        case O_LAYOUT: if ((v = cli_parse_choice(CMD, "layout", optarg, layout_names)) < 0) return CLI_USAGE; o.s.layout = (gf_layout)v; break;
         case O_IO: if ((v = cli_parse_choice(CMD, "io", optarg, io_names)) < 0) return CLI_USAGE; o.s.io = (gf_io)v; break;
         case O_DECODER: if ((v = cli_parse_choice(CMD, "decoder", optarg, decoder_names)) < 0) return CLI_USAGE; o.s.decoder = (gf_decoder_kind)v; break;
         case O_TRANSFORM: if ((v = cli_parse_choice(CMD, "transform", optarg, transform_names)) < 0) return CLI_USAGE; o.s.transform = (gf_transform)v; break;
@@ -390,9 +969,13 @@ int cmd_bench(int argc, char **argv)
         cli_error(CMD, "unexpected argument '%s' (the data set goes after --data)", argv[optind]);
         return CLI_USAGE;
     }
-    if (!o.input_only) {
-        cli_error(CMD, "only --input-only is available for now; the compute and end-to-end "
-                       "benchmarks arrive with the CUDA stage");
+    if (o.input_only + o.overlap != 1) {
+        cli_error(CMD, "choose one mode: --input-only or --overlap (try --help)");
+        return CLI_USAGE;
+    }
+    if (o.overlap != have_compute) {
+        cli_error(CMD, o.overlap ? "--overlap needs --compute-ms X"
+                                 : "--compute-ms goes with --overlap");
         return CLI_USAGE;
     }
     if (!o.s.data) {
@@ -400,7 +983,18 @@ int cmd_bench(int argc, char **argv)
         return CLI_USAGE;
     }
 
-    /* The mode table: one runner per mode; more modes slot in here. */
+    /* The mode table: one runner and its printers per mode. */
+    if (o.overlap) {
+        overlap_result r;
+        int status = run_overlap(&o, &r);
+        if (status != CLI_OK)
+            return status;
+        if (o.json)
+            print_overlap_json(&o, &r);
+        else
+            print_overlap_human(&o, &r);
+        return CLI_OK;
+    }
     input_result r;
     int status = run_input_only(&o, &r);
     if (status != CLI_OK)

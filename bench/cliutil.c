@@ -70,6 +70,25 @@ int cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t *out
     return 0;
 }
 
+int cli_parse_double(const char *cmd, const char *opt, const char *s, double min,
+                     double max, double *out)
+{
+    char *end;
+    double v;
+    errno = 0;
+    v = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(v)) {
+        cli_error(cmd, "--%s: '%s' is not a number", opt, s);
+        return -1;
+    }
+    if (v < min || v > max) {
+        cli_error(cmd, "--%s: %g is out of range [%g, %g]", opt, v, min, max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 int cli_parse_size(const char *cmd, const char *opt, const char *s, int max,
                    int *w, int *h)
 {

@@ -14,6 +14,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#ifdef __cplusplus
+extern "C" { /* bench/compute.cu implements part of this in C++ */
+#endif
+
 /* Exit statuses shared by every subcommand. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
@@ -32,6 +36,9 @@ int cli_parse_int(const char *cmd, const char *opt, const char *s, long min,
                   long max, int *out);
 int cli_parse_u64(const char *cmd, const char *opt, const char *s,
                   uint64_t *out);
+/* A finite number in [min, max]. */
+int cli_parse_double(const char *cmd, const char *opt, const char *s,
+                     double min, double max, double *out);
 /* "WxH" (or a single "S" meaning SxS) into w, h, each in [1, max]. */
 int cli_parse_size(const char *cmd, const char *opt, const char *s, int max,
                    int *w, int *h);
@@ -68,9 +75,30 @@ int cli_read_file(const char *path, uint8_t **buf, size_t *len);
  * (mincore), or -1 if it cannot be measured. Does not read the files. */
 double cli_page_cache_fraction(char *const *paths, size_t n);
 
+/* bench/compute.cu, built only where meson found CUDA
+ * (GF_CLI_HAVE_CUDA=1). Streams and events are cudaStream_t / cudaEvent_t
+ * as void *. Each returns 0, or -1 with the reason in cli_cuda_error();
+ * call them from one thread. */
+int cli_cuda_spin(double ms, void *stream); /* a kernel busy for ms, queued */
+int cli_cuda_set_device(int device);
+int cli_cuda_stream_create(void **out);      /* non-blocking stream */
+void cli_cuda_stream_destroy(void *stream);  /* NULL: no-op */
+int cli_cuda_stream_sync(void *stream);
+int cli_cuda_event_create(void **out);
+void cli_cuda_event_destroy(void *event);    /* NULL: no-op */
+int cli_cuda_event_record(void *event, void *stream);
+int cli_cuda_event_ms(void *start, void *end, double *ms); /* both done */
+int cli_cuda_malloc(void **out, size_t bytes);
+void cli_cuda_free(void *p);                 /* NULL: no-op */
+int cli_cuda_memcpy_h2d(void *dst, const void *src, size_t bytes); /* blocks */
+const char *cli_cuda_error(void);
+
 /* Subcommands: argv[0] is the subcommand's name; returns the exit status. */
 int cmd_make_dataset(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 
+#ifdef __cplusplus
+}
+#endif
 #endif /* GF_CLI_UTIL_H */

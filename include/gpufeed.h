@@ -87,6 +87,26 @@ typedef enum gf_on_error {
     GF_ON_ERROR_FAIL = 1, /* gf_next() returns the sample's error */
 } gf_on_error;
 
+typedef enum gf_device {
+    GF_DEVICE_AUTO = 0, /* CUDA when built and a GPU is present, else CPU */
+    GF_DEVICE_CUDA = 1, /* CUDA or GF_ENODEV from gf_open() */
+    GF_DEVICE_CPU = 2,  /* host memory; the CPU twin of the device kernel */
+} gf_device;
+
+/* Element type of batch->data. UINT8 keeps the decoded pixels as they are
+ * (NHWC, no normalisation); the others are (x - mean[c]) / std[c]. */
+typedef enum gf_dtype {
+    GF_DTYPE_UINT8 = 0,
+    GF_DTYPE_FLOAT32 = 1,
+    GF_DTYPE_FLOAT16 = 2,  /* IEEE binary16, round to nearest even */
+    GF_DTYPE_BFLOAT16 = 3, /* round to nearest even */
+} gf_dtype;
+
+typedef enum gf_layout {
+    GF_LAYOUT_NHWC = 0,
+    GF_LAYOUT_NCHW = 1,
+} gf_layout;
+
 /* Called on a loader thread, in sampler order, for every bad sample. */
 typedef void (*gf_sample_error_fn)(void *user, int64_t sample, const char *path,
                                    int code, const char *reason);
@@ -119,11 +139,39 @@ typedef struct gf_settings {
                               size / crop_fraction, then center-crops */
     gf_sample_error_fn on_sample_error; /* NULL */
     void *on_sample_error_user;         /* NULL */
+
+    /* Where batch->data lives and what it holds. */
+    gf_device device;      /* GF_DEVICE_AUTO */
+    int device_id;         /* -1: $LOCAL_RANK when set, else 0 */
+    gf_dtype dtype;        /* GF_DTYPE_UINT8 */
+    gf_layout layout;      /* GF_LAYOUT_NHWC (UINT8 is always NHWC) */
+    float mean[4];         /* per channel, on 0..255 values: 0 */
+    float std[4];          /* per channel: 1 (0 means 1; else >= 1e-3) */
+    int flip_on_device;    /* 0: the decoder mirrors; 1: the device kernel
+                              does (same bytes either way) */
+    uint64_t pinned_max_bytes; /* cap on pinned host memory, 0 = none; over
+                              it, or if pinning fails, slots are pageable
+                              and stats.pageable_slots says so */
+    uint64_t device_max_bytes; /* device memory budget, 0 = what is free */
     uint8_t reserved[64];  /* zero; room for fields without an ABI break */
 } gf_settings;
 
 typedef struct gf_batch {
-    uint8_t *pixels;     /* count x height x width x channels, row-major */
+    /* The batch as the trainer consumes it: count samples of dtype and
+     * layout, in device memory when device == GF_DEVICE_CUDA (wait for
+     * ready_event first: gf_batch_wait), else host memory. Valid until
+     * gf_release*() (on CUDA: until the work queued on the release stream
+     * before the release has run). */
+    void *data;
+    gf_dtype dtype;
+    gf_layout layout;
+    gf_device device;
+    void *ready_event;   /* cudaEvent_t recorded after the copy and kernel;
+                            NULL on the CPU */
+    /* The decoded uint8 pixels, count x height x width x channels, in host
+     * memory; valid until release. NULL on CUDA, where the host slot goes
+     * back to the ring as soon as its copy has completed. */
+    uint8_t *pixels;
     int32_t *labels;     /* count labels */
     int64_t *indices;    /* count data set indices (list/folder order) */
     int count;           /* samples; < batch_size only for the last batch */
@@ -166,6 +214,13 @@ typedef struct gf_stats {
     uint64_t dataset_samples;  /* samples in the index */
     uint64_t epoch_samples;    /* this rank's samples per epoch */
     int classes;
+    gf_device device;          /* where batches are delivered */
+    int device_id;             /* CUDA device ordinal, -1 on the CPU */
+    char device_note[160];     /* why AUTO chose the CPU, or a warning */
+    uint64_t pinned_bytes;     /* pinned host ring memory */
+    int pageable_slots;        /* host slots that could not be pinned */
+    uint64_t device_bytes;     /* device ring memory */
+    double convert_busy_s;     /* CPU twin of the device kernel, summed */
 } gf_stats;
 
 typedef struct gf_loader gf_loader;
@@ -195,14 +250,30 @@ GF_API int gf_open(gf_loader **out, const gf_settings *s);
  * gf_release(l, batch) or gf_close(). */
 GF_API int gf_next(gf_loader *l, gf_batch **out);
 
-/* Gives a batch's slot back to the ring. Returns 0 or GF_EINVAL. */
+/* Gives a batch's slot back to the ring. Returns 0 or GF_EINVAL.
+ * On CUDA this is gf_release_stream(l, b, NULL). */
 GF_API int gf_release(gf_loader *l, gf_batch *b);
+
+/* CUDA: gives the batch back once the work queued on `stream` (a
+ * cudaStream_t; NULL = the legacy default stream) so far has run: an event
+ * is recorded on it and the next copy into this device slot waits for it
+ * on the GPU. The host does not block. On the CPU, stream is ignored.
+ * Returns 0, GF_EINVAL, or GF_ENODEV if the event cannot be recorded. */
+GF_API int gf_release_stream(gf_loader *l, gf_batch *b, void *stream);
+
+/* CUDA: makes `stream` (NULL = legacy default) wait for the batch's copy
+ * and kernel (cudaStreamWaitEvent); the host does not block. CPU: nothing
+ * to wait for. Returns 0, GF_EINVAL or GF_ENODEV. */
+GF_API int gf_batch_wait(const gf_batch *b, void *stream);
 
 /* Restarts delivery at sample `position` of `epoch` (a batch's
  * epoch/position resumes right after it). Discards prefetched batches.
  * Returns 0, GF_EBUSY (a batch is still held) or GF_EINVAL. O(1) in the
  * data set size. */
 GF_API int gf_seek(gf_loader *l, uint64_t epoch, uint64_t position);
+
+/* Bytes per element of a dtype (1, 4, 2, 2), 0 for an unknown one. */
+GF_API size_t gf_dtype_size(gf_dtype dtype);
 
 /* Fills *st. Returns 0 or GF_EINVAL. Safe from any thread. */
 GF_API int gf_get_stats(gf_loader *l, gf_stats *st);

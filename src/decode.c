@@ -73,6 +73,7 @@ struct gf__decoder {
     uint8_t *conv;   /* span converted to the output channels */
     size_t buf_cap, conv_cap;
     double total_s, resample_s;
+    int flipped;     /* the last sample's flip decision */
 #if GF_HAVE_TURBO
     struct jpeg_decompress_struct ci;
     jerr err;
@@ -101,6 +102,7 @@ void gf__transform_from_settings(gf__transform *t, const gf_settings *s)
     t->crop_fraction = s->crop_fraction;
     t->max_pixels = s->max_pixels ? s->max_pixels : DEFAULT_MAX_PIXELS;
     t->decoder = s->decoder;
+    t->defer_flip = s->flip_on_device;
 }
 
 /* ---- scratch ---- */
@@ -443,7 +445,9 @@ static int finish(gf__decoder *d, const uint8_t *src, size_t stride, int kind,
         stride = (size_t)w * C;
     }
     double t0 = gf__now();
-    int rc = gf__resample(&d->rs, src, stride, C, dst, (size_t)t->out_w * C, flip);
+    d->flipped = flip; /* decided here; applied here unless the device does it */
+    int rc = gf__resample(&d->rs, src, stride, C, dst, (size_t)t->out_w * C,
+                          flip && !t->defer_flip);
     d->resample_s += gf__now() - t0;
     if (rc == 0)
         return 0;
@@ -769,10 +773,14 @@ static int decode(gf__decoder *d, const uint8_t *data, size_t len, const gf__tra
 int gf__decode(gf__decoder *d, const uint8_t *data, size_t len, const gf__transform *t,
                uint64_t key, uint8_t *dst, int *used, char *why, size_t why_len)
 {
+    if (!d)
+        return decode(d, data, len, t, key, dst, used, why, why_len);
+    d->flipped = 0;
     double t0 = gf__now();
     int rc = decode(d, data, len, t, key, dst, used, why, why_len);
-    if (d)
-        d->total_s += gf__now() - t0;
+    d->total_s += gf__now() - t0;
+    if (rc == 0 && used && d->flipped && t->defer_flip)
+        *used |= GF__FLIPPED;
     return rc;
 }
 
@@ -794,6 +802,7 @@ int gf_decoder_open(gf_decoder **out, const gf_settings *s)
     if (!g)
         return GF_ENOMEM;
     gf__transform_from_settings(&g->t, s);
+    g->t.defer_flip = 0; /* no device kernel follows: mirror here */
     g->seed = s->seed;
     if (gf__decoder_create(&g->d) < 0) {
         free(g);

@@ -11,6 +11,7 @@ typedef struct gf__transform {
     float crop_fraction;
     uint64_t max_pixels;             /* source width*height limit */
     gf_decoder_kind decoder;         /* AUTO, STB or TURBO */
+    int defer_flip;                  /* decide the flip, leave it to the device */
     int full_decode;                 /* 0; 1 = no DCT scaling, no row/column
                                         cropping (tests, benchmarks) */
 } gf__transform;
@@ -31,7 +32,9 @@ void gf__decoder_times(const gf__decoder *d, double *total_s, double *resample_s
 /* 1 if this build has libjpeg-turbo. */
 int gf__have_turbo(void);
 
-enum { GF__USED_STB = 1, GF__USED_TURBO = 2 };
+/* *used: the decoder, plus GF__FLIPPED when t->defer_flip is set and the
+ * sample is to be mirrored (by the device kernel, not here). */
+enum { GF__USED_STB = 1, GF__USED_TURBO = 2, GF__FLIPPED = 4 };
 
 /* Decodes data[0..len) and writes t->out_h * t->out_w * t->channels bytes
  * (HWC) to dst. All randomness comes from key. Returns 0 and *used

@@ -23,12 +23,15 @@
 #include "common.h"
 
 #include "config.h"
+#include "convert.h"
 #include "dataset.h"
 #include "decode.h"
+#include "device.h"
 #include "reader.h"
 #include "sampler.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -38,7 +41,13 @@
 #include <uv.h>
 
 enum { CELL_PENDING, CELL_OK, CELL_BAD, CELL_MOVED };
-enum { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_EMPTY, SLOT_HELD };
+/* A slot's host side: its pixels, filled, then handed on (CPU: until the
+ * consumer releases the batch; CUDA: until the copy has run). */
+enum { HOST_FREE, HOST_FILLING, HOST_FINAL, HOST_OUT };
+/* A slot's delivery side: the batch the consumer sees (on CUDA, the
+ * device slot of the same index). */
+enum { OUT_FREE, OUT_CONVERTING, OUT_READY, OUT_EMPTY, OUT_HELD };
+enum { JOB_DECODE, JOB_CONVERT };
 
 typedef struct cell {
     uint64_t pos;
@@ -53,30 +62,43 @@ typedef struct sample_error {
 } sample_error;
 
 typedef struct slot {
+    struct gf_loader *l;
     gf_batch batch;      /* the consumer's view */
     uint8_t *pixels;
     int32_t *labels;
     int64_t *indices;
+    uint8_t *flips;      /* per cell: to be mirrored by the device kernel */
+    void *out;           /* CPU: the converted batch, or NULL (data = pixels) */
+    int32_t *out_labels; /* CUDA: the delivered batch's own copies, since */
+    int64_t *out_indices; /* the host slot is refilled while it is held */
+    int pinned;
     cell *cells;
     int n_cells;         /* cells in use: B, or fewer at the end of an epoch */
     int pending;         /* cells with a read or decode outstanding */
-    int state;           /* SLOT_*, under mu */
+    int converting;      /* convert jobs outstanding */
+    int count, status;   /* once finalised */
+    bool empty;
     uint64_t seq, epoch, end_pos;
     sample_error *errs;  /* bad samples met by this batch (rare) */
     int n_errs, cap_errs;
+    int host;            /* HOST_*, under mu */
+    int out_state;       /* OUT_*, under mu */
+    uint64_t out_seq;    /* the batch the delivery side holds */
 } slot;
 
 typedef struct job {
     uint8_t *dst;
     gf__buf *buf;        /* encoded bytes (io_uring), or NULL: read it */
-    int64_t sample;
-    uint64_t key;
+    int64_t sample;      /* JOB_CONVERT: the first cell */
+    uint64_t key;        /* JOB_CONVERT: the cell count */
     uint32_t slot, cell;
+    uint8_t kind;
 } job;
 
 typedef struct done {
     uint32_t slot, cell;
     int err, used;
+    uint8_t kind;
     char *why;           /* malloc'd reason, errors only */
 } done;
 
@@ -86,7 +108,7 @@ typedef struct worker {
     int id;
     gf__decoder *dec;
     gf__buf buf;
-    double read_s, decode_s;  /* under mu */
+    double read_s, decode_s, convert_s; /* under mu */
     uint64_t bytes;           /* under mu */
     size_t scratch;           /* under mu: read buffer + decoder scratch */
 } worker;
@@ -105,6 +127,13 @@ struct gf_loader {
     size_t cell_bytes;
     int B, D, threads;
     gf_io io;
+    gf__convert cv;
+    bool convert;                /* CPU path: batches need the CPU twin */
+    gf__device *dev;             /* NULL: the CPU path */
+    gf_device device;
+    char device_note[160];
+    int pageable_slots;
+    uint64_t pinned_bytes, out_bytes;
 
     /* Controller-owned. */
     uv_loop_t loop;
@@ -118,6 +147,7 @@ struct gf_loader {
     uint64_t perm_epoch;
     bool perm_valid;
     uint64_t fin;                /* next sequence number to finalise */
+    uint64_t xfer;               /* next finalised one to hand to delivery */
     queue reads;                 /* (slot, cell) waiting for an io_uring slot */
     gf__read_done *reaped;
     job *js;                     /* jobs made in one pump round: <= D * B */
@@ -227,19 +257,39 @@ static void *worker_main(void *arg)
         job j = ((job *)l->jobs.items)[l->jobs.head++ & l->jobs.mask];
         pthread_mutex_unlock(&l->mu);
 
+        if (j.kind == JOB_CONVERT) {
+            slot *sl = &l->slots[j.slot];
+            double t0 = gf__now();
+            gf__range_push("gf convert");
+            gf__convert_cpu(&l->cv, sl->pixels, sl->out, sl->flips, (int)j.sample, (int)j.key);
+            gf__range_pop();
+            double t1 = gf__now();
+            pthread_mutex_lock(&l->mu);
+            w->convert_s += t1 - t0;
+            done *d = &((done *)l->dones.items)[l->dones.tail++ & l->dones.mask];
+            *d = (done){.slot = j.slot, .kind = JOB_CONVERT};
+            wake_controller(l);
+            continue;
+        }
+
         char why[192] = "";
         int err = 0, used = 0;
         double t0 = gf__now(), t1 = t0;
         gf__buf *in = j.buf;
         if (!in) {
             in = &w->buf;
+            gf__range_push("gf read");
             err = gf__read_file(l->ds.root_fd, gf__dataset_path(&l->ds, (uint64_t)j.sample), in,
                                 l->s.max_file_bytes, why, sizeof why);
+            gf__range_pop();
             t1 = gf__now();
         }
-        if (!err)
+        if (!err) {
+            gf__range_push("gf decode");
             err = gf__decode(w->dec, in->data, in->len, &l->tf, j.key, j.dst, &used, why,
                              sizeof why);
+            gf__range_pop();
+        }
         double t2 = gf__now();
         char *why_copy = err ? strdup(why[0] ? why : gf_strerror(err)) : NULL;
 
@@ -253,7 +303,8 @@ static void *worker_main(void *arg)
         else
             l->free_bufs[l->n_free_bufs++] = j.buf;
         done *d = &((done *)l->dones.items)[l->dones.tail++ & l->dones.mask];
-        *d = (done){.slot = j.slot, .cell = j.cell, .err = err, .used = used, .why = why_copy};
+        *d = (done){.slot = j.slot, .cell = j.cell, .err = err, .used = used, .why = why_copy,
+                    .kind = JOB_DECODE};
         wake_controller(l);
     }
     pthread_mutex_unlock(&l->mu);
@@ -294,6 +345,7 @@ static void dispatch_cell(gf_loader *l, job *batch_jobs, int *n_jobs, slot *sl, 
     sl->cells[c] = (cell){.pos = pos, .state = CELL_PENDING};
     sl->indices[c] = (int64_t)sample;
     sl->labels[c] = l->ds.labels[sample];
+    sl->flips[c] = 0;
     sl->pending++;
     if (pos + 1 > sl->end_pos)
         sl->end_pos = pos + 1;
@@ -402,6 +454,7 @@ static void move_cell(gf_loader *l, slot *from, int fc, slot *to, int tc)
         to->end_pos = pos + 1;
     to->labels[tc] = from->labels[fc];
     to->indices[tc] = from->indices[fc];
+    to->flips[tc] = from->flips[fc];
     from->cells[fc].state = CELL_MOVED;
 }
 
@@ -498,6 +551,7 @@ static int sort_cells(gf_loader *l, slot *sl, int n)
         cell c0 = sl->cells[i];
         int32_t lab0 = sl->labels[i];
         int64_t idx0 = sl->indices[i];
+        uint8_t flip0 = sl->flips[i];
         memcpy(tmp, cell_pixels(l, sl, i), l->cell_bytes);
         int dst = i;
         for (;;) {
@@ -508,12 +562,14 @@ static int sort_cells(gf_loader *l, slot *sl, int n)
                 sl->cells[dst] = c0;
                 sl->labels[dst] = lab0;
                 sl->indices[dst] = idx0;
+                sl->flips[dst] = flip0;
                 break;
             }
             memcpy(cell_pixels(l, sl, dst), cell_pixels(l, sl, src), l->cell_bytes);
             sl->cells[dst] = sl->cells[src];
             sl->labels[dst] = sl->labels[src];
             sl->indices[dst] = sl->indices[src];
+            sl->flips[dst] = sl->flips[src];
             dst = src;
         }
     }
@@ -532,7 +588,7 @@ static bool finalise_oldest(gf_loader *l, job *js, int *n_jobs)
     if (sl->pending > 0)
         return false;
 
-    int state = SLOT_READY;
+    bool empty = false;
     int status = 0;
     int count = 0;
     if (l->s.on_error == GF_ON_ERROR_FAIL && sl->n_errs > 0) {
@@ -568,15 +624,13 @@ static bool finalise_oldest(gf_loader *l, job *js, int *n_jobs)
             return false;
         }
         if (count == 0 || (count < l->B && l->s.drop_last))
-            state = SLOT_EMPTY;
+            empty = true;
     }
     report_errors(l, sl);
 
-    gf_batch *b = &sl->batch;
-    b->count = count;
-    b->epoch = sl->epoch;
-    b->position = sl->end_pos;
-    b->status = status;
+    sl->count = count;
+    sl->status = status;
+    sl->empty = empty;
     pthread_mutex_lock(&l->mu);
     if (status < 0) {
         /* Nothing after a failed batch is made: its message must stand. */
@@ -585,12 +639,86 @@ static bool finalise_oldest(gf_loader *l, job *js, int *n_jobs)
              gf__dataset_path(&l->ds, (uint64_t)e->sample), e->why);
         l->halted = true;
     }
-    sl->state = state;
+    sl->host = HOST_FINAL;
     l->fin++;
-    pthread_cond_broadcast(&l->ready_cv);
     pthread_mutex_unlock(&l->mu);
     clear_errors(sl);
     return status == 0;
+}
+
+/* CUDA thread: the copy out of a host slot has run; it may be refilled. */
+static void host_slot_copied(void *arg)
+{
+    slot *sl = arg;
+    gf_loader *l = sl->l;
+    pthread_mutex_lock(&l->mu);
+    sl->host = HOST_FREE;
+    pthread_mutex_unlock(&l->mu);
+    wake_controller(l);
+}
+
+/* Hands finalised batches, in order, to the consumer's side: on the CPU
+ * straight away (after the CPU twin when one is asked for), on CUDA once
+ * the device slot of the same index is free, by queueing copy + kernel. */
+static void deliver(gf_loader *l, job *js, int *n_jobs)
+{
+    while (l->xfer < l->fin) {
+        slot *sl = slot_of(l, l->xfer);
+        uint32_t idx = (uint32_t)(sl - l->slots);
+        pthread_mutex_lock(&l->mu);
+        bool out_free = sl->out_state == OUT_FREE;
+        pthread_mutex_unlock(&l->mu);
+        if (!out_free)
+            return; /* CUDA: the consumer still holds this device slot */
+
+        gf_batch *b = &sl->batch;
+        b->count = sl->count;
+        b->epoch = sl->epoch;
+        b->position = sl->end_pos;
+        b->status = sl->status;
+        int out = sl->empty ? OUT_EMPTY : OUT_READY;
+        bool copying = false;
+        if (!sl->empty && sl->status == 0) {
+            if (l->dev) {
+                memcpy(sl->out_labels, sl->labels, (size_t)sl->count * sizeof *sl->labels);
+                memcpy(sl->out_indices, sl->indices, (size_t)sl->count * sizeof *sl->indices);
+                char why[256] = "";
+                if (gf__device_enqueue(l->dev, (int)idx, sl->pixels,
+                                       l->s.flip_on_device ? sl->flips : NULL, sl->count,
+                                       l->cell_bytes, &l->cv, host_slot_copied, sl, why,
+                                       sizeof why) < 0) {
+                    halt(l, GF_ENODEV, why);
+                    return;
+                }
+                copying = true;
+            } else if (l->convert) {
+                /* Chunks for the pool: about two per thread. */
+                int chunks = GF__MIN(sl->count, 2 * l->threads);
+                int per = (sl->count + chunks - 1) / chunks;
+                sl->converting = 0;
+                for (int first = 0; first < sl->count; first += per) {
+                    js[(*n_jobs)++] = (job){.kind = JOB_CONVERT,
+                                            .slot = idx,
+                                            .sample = first,
+                                            .key = (uint64_t)GF__MIN(per, sl->count - first)};
+                    sl->converting++;
+                }
+                out = OUT_CONVERTING;
+            }
+        }
+        pthread_mutex_lock(&l->mu);
+        sl->out_seq = l->xfer;
+        sl->out_state = out;
+        /* CUDA: the host slot is free once copied (or now, if nothing to
+         * copy); CPU: it is the batch, free when the consumer is done. */
+        if (l->dev && !copying)
+            sl->host = HOST_FREE;
+        else
+            sl->host = HOST_OUT;
+        l->xfer++;
+        pthread_cond_broadcast(&l->ready_cv);
+        pthread_mutex_unlock(&l->mu);
+    }
 }
 
 /* Claims free slots for new batches while the cursor has samples. */
@@ -600,14 +728,14 @@ static void assign_batches(gf_loader *l, job *js, int *n_jobs)
         normalise_cursor(l);
         pthread_mutex_lock(&l->mu);
         slot *sl = slot_of(l, l->tail);
-        bool can = !l->halted && !l->stopping && sl->state == SLOT_FREE;
+        bool can = !l->halted && !l->stopping && sl->host == HOST_FREE;
         bool more = epochs_left(l, l->cur_epoch);
         if (!more && !l->exhausted) {
             l->exhausted = true;
             pthread_cond_broadcast(&l->ready_cv);
         }
         if (can && more)
-            sl->state = SLOT_FILLING;
+            sl->host = HOST_FILLING;
         pthread_mutex_unlock(&l->mu);
         if (!can || !more)
             return;
@@ -691,11 +819,21 @@ static void pump(gf_loader *l)
             /* Workers only append, so entries below the tail we read are stable. */
             done d = ((done *)l->dones.items)[(l->dones.head + i) & l->dones.mask];
             slot *sl = &l->slots[d.slot];
+            if (d.kind == JOB_CONVERT) {
+                if (--sl->converting == 0) {
+                    pthread_mutex_lock(&l->mu);
+                    sl->out_state = OUT_READY;
+                    pthread_cond_broadcast(&l->ready_cv);
+                    pthread_mutex_unlock(&l->mu);
+                }
+                continue;
+            }
             if (!d.err) {
-                if (d.used == GF__USED_TURBO)
+                if (d.used & GF__USED_TURBO)
                     l->ctl_turbo++;
                 else
                     l->ctl_stb++;
+                sl->flips[d.cell] = (d.used & GF__FLIPPED) != 0;
             }
             cell_finished(l, sl, (int)d.cell, d.err, d.why);
         }
@@ -714,6 +852,7 @@ static void pump(gf_loader *l)
 
         while (finalise_oldest(l, js, &n_jobs))
             ;
+        deliver(l, js, &n_jobs);
         assign_batches(l, js, &n_jobs);
         push_jobs(l, js, n_jobs);
         submit_reads(l);
@@ -748,6 +887,8 @@ static void *controller_main(void *arg)
 {
     gf_loader *l = arg;
     pthread_setname_np(pthread_self(), "gf-control");
+    if (gf__device_bind(l->dev) < 0)
+        halt(l, GF_ENODEV, "cannot make the loader's CUDA device current");
     pump(l);
     uv_run(&l->loop, UV_RUN_DEFAULT);
     return NULL;
@@ -767,6 +908,7 @@ static void stop_pipeline(gf_loader *l)
     pthread_mutex_unlock(&l->mu);
     for (int i = 0; i < l->n_workers; i++)
         pthread_join(l->workers[i].thread, NULL);
+    gf__device_sync(l->dev); /* its callbacks wake the controller: still running */
     uv_async_send(&l->wake);
     pthread_join(l->controller, NULL);
     uv_loop_close(&l->loop);
@@ -778,7 +920,8 @@ static void stop_pipeline(gf_loader *l)
         free(((done *)l->dones.items)[i & l->dones.mask].why);
     for (int i = 0; i < l->D; i++) {
         clear_errors(&l->slots[i]);
-        l->slots[i].state = SLOT_FREE;
+        l->slots[i].host = HOST_FREE;
+        l->slots[i].out_state = OUT_FREE;
     }
     l->running = false;
 }
@@ -791,7 +934,7 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
     l->next_epoch = l->cur_epoch;
     l->next_pos = l->cur_pos;
     l->perm_valid = false;
-    l->head = l->tail = l->fin = 0;
+    l->head = l->tail = l->fin = l->xfer = 0;
     l->held = 0;
     l->exhausted = l->stopping = l->halted = false;
     l->fail_code = l->halt_code = 0;
@@ -873,6 +1016,9 @@ void gf_default_settings(gf_settings *s)
     s->ratio_max = 4.0f / 3.0f;
     s->flip_prob = 0.5f;
     s->crop_fraction = 0.875f;
+    s->device_id = -1;
+    for (int c = 0; c < 4; c++)
+        s->std[c] = 1.0f;
 }
 
 static int check_settings(gf_loader *l, const gf_settings *s)
@@ -895,6 +1041,14 @@ static int check_settings(gf_loader *l, const gf_settings *s)
     validate_or_ret(l, s->ratio_min > 0 && s->ratio_min <= s->ratio_max);
     validate_or_ret(l, s->flip_prob >= 0 && s->flip_prob <= 1);
     validate_or_ret(l, s->crop_fraction > 0 && s->crop_fraction <= 1);
+    validate_or_ret(l, s->device >= GF_DEVICE_AUTO && s->device <= GF_DEVICE_CPU);
+    validate_or_ret(l, s->device_id >= -1);
+    validate_or_ret(l, s->dtype >= GF_DTYPE_UINT8 && s->dtype <= GF_DTYPE_BFLOAT16);
+    validate_or_ret(l, s->layout == GF_LAYOUT_NHWC || s->layout == GF_LAYOUT_NCHW);
+    for (int c = 0; c < 4; c++) {
+        validate_or_ret(l, isfinite(s->mean[c]) && isfinite(s->std[c]));
+        validate_or_ret(l, s->std[c] == 0 || s->std[c] >= 1e-3f); /* 0 means 1 */
+    }
     validate_or_ret(l, (uint64_t)s->batch_size * (uint64_t)(s->prefetch_depth ? s->prefetch_depth : 4) <
                            (1ull << 30));
     if (s->decoder == GF_DECODER_TURBO && !gf__have_turbo())
@@ -913,27 +1067,81 @@ static int alloc_ring(gf_loader *l)
     l->slots = calloc((size_t)l->D, sizeof *l->slots);
     if (!l->slots)
         return GF_ENOMEM;
+    size_t out = l->convert && !l->dev ? B * gf__convert_sample_bytes(&l->cv) : 0;
     for (int i = 0; i < l->D; i++) {
         slot *sl = &l->slots[i];
-        void *p = NULL;
-        if (posix_memalign(&p, 4096, pix ? pix : 1) != 0)
+        sl->l = l;
+        char why[192] = "";
+        sl->pixels = gf__host_alloc(l->dev, pix, &sl->pinned, why, sizeof why);
+        if (!sl->pixels)
             return fail(l, GF_ENOMEM, "cannot allocate a %zu-byte batch slot", pix);
-        sl->pixels = p;
+        if (sl->pinned) {
+            l->pinned_bytes += pix;
+        } else if (l->dev) {
+            l->pageable_slots++;
+            snprintf(l->device_note, sizeof l->device_note, "%s", why);
+        }
+        if (out && posix_memalign(&sl->out, 4096, out) != 0)
+            return fail(l, GF_ENOMEM, "cannot allocate a %zu-byte converted batch", out);
         sl->labels = calloc(B, sizeof *sl->labels);
         sl->indices = calloc(B, sizeof *sl->indices);
+        sl->flips = calloc(B, 1);
         sl->cells = calloc(B, sizeof *sl->cells);
-        if (!sl->labels || !sl->indices || !sl->cells)
+        if (!sl->labels || !sl->indices || !sl->flips || !sl->cells)
             return GF_ENOMEM;
+        if (l->dev) {
+            sl->out_labels = calloc(B, sizeof *sl->out_labels);
+            sl->out_indices = calloc(B, sizeof *sl->out_indices);
+            if (!sl->out_labels || !sl->out_indices)
+                return GF_ENOMEM;
+        }
         gf_batch *b = &sl->batch;
-        b->pixels = sl->pixels;
-        b->labels = sl->labels;
-        b->indices = sl->indices;
         b->height = l->s.height;
         b->width = l->s.width;
         b->channels = l->s.channels;
+        b->dtype = l->cv.dtype;
+        b->layout = l->cv.layout;
         b->slot_ = (uint32_t)i;
+        if (l->dev) {
+            b->device = GF_DEVICE_CUDA;
+            b->data = gf__device_out(l->dev, i);
+            b->ready_event = gf__device_ready_event(l->dev, i);
+            b->labels = sl->out_labels;
+            b->indices = sl->out_indices;
+        } else {
+            b->device = GF_DEVICE_CPU;
+            b->pixels = sl->pixels;
+            b->data = sl->out ? sl->out : sl->pixels;
+            b->labels = sl->labels;
+            b->indices = sl->indices;
+        }
     }
+    l->out_bytes = (uint64_t)out * (uint64_t)l->D;
     return 0;
+}
+
+/* CUDA when asked for and present; AUTO falls back to the CPU path and
+ * says why in stats. */
+static int open_device(gf_loader *l)
+{
+    l->device = GF_DEVICE_CPU;
+    if (l->s.device == GF_DEVICE_CPU)
+        return 0;
+    size_t B = (size_t)l->B;
+    size_t in = l->convert ? B * l->cell_bytes : 0;
+    size_t out = B * gf__convert_sample_bytes(&l->cv);
+    size_t flips = l->s.flip_on_device ? B : 0;
+    char why[256] = "";
+    int rc = gf__device_open(&l->dev, &l->s, l->D, in, out, flips, why, sizeof why);
+    if (rc == 0) {
+        l->device = GF_DEVICE_CUDA;
+        return 0;
+    }
+    if (rc == GF_ENODEV && l->s.device == GF_DEVICE_AUTO) {
+        snprintf(l->device_note, sizeof l->device_note, "CPU path: %s", why);
+        return 0;
+    }
+    return fail(l, rc, "%s", why);
 }
 
 int gf_open(gf_loader **out, const gf_settings *s)
@@ -968,6 +1176,8 @@ int gf_open(gf_loader **out, const gf_settings *s)
     l->io = s->io;
     l->cell_bytes = (size_t)s->height * (size_t)s->width * (size_t)s->channels;
     gf__transform_from_settings(&l->tf, &l->s);
+    gf__convert_init(&l->cv, &l->s);
+    l->convert = s->dtype != GF_DTYPE_UINT8 || s->flip_on_device;
 
     char why[384] = "";
     rc = gf__dataset_open(&l->ds, l->data_path, why, sizeof why);
@@ -979,6 +1189,8 @@ int gf_open(gf_loader **out, const gf_settings *s)
         return fail(l, rc, "%s: %llu samples cannot be split into %d shares", l->data_path,
                     (unsigned long long)l->ds.n, s->world);
 
+    if ((rc = open_device(l)) < 0)
+        return rc;
     if ((rc = alloc_ring(l)) < 0)
         return rc == GF_ENOMEM && !l->msg[0] ? fail(l, rc, "out of memory allocating the ring")
                                              : rc;
@@ -1005,6 +1217,15 @@ int gf_open(gf_loader **out, const gf_settings *s)
     return start_pipeline(l, 0, 0);
 }
 
+/* Under mu: the delivery side is free again; on the CPU it is the host
+ * slot too. */
+static void free_out(gf_loader *l, slot *sl)
+{
+    sl->out_state = OUT_FREE;
+    if (!l->dev)
+        sl->host = HOST_FREE;
+}
+
 int gf_next(gf_loader *l, gf_batch **out)
 {
     if (!l || !out)
@@ -1022,11 +1243,13 @@ int gf_next(gf_loader *l, gf_batch **out)
             rc = GF_EINVAL;
             break;
         }
-        if (l->head < l->fin) {
-            slot *sl = slot_of(l, l->head);
-            if (sl->state == SLOT_EMPTY || sl->batch.status < 0) {
+        slot *sl = slot_of(l, l->head);
+        bool here = sl->out_seq == l->head &&
+                    (sl->out_state == OUT_READY || sl->out_state == OUT_EMPTY);
+        if (here) {
+            if (sl->out_state == OUT_EMPTY || sl->batch.status < 0) {
                 rc = sl->batch.status;
-                sl->state = SLOT_FREE;
+                free_out(l, sl);
                 l->head++;
                 wake_controller(l);
                 if (rc < 0) {
@@ -1035,7 +1258,7 @@ int gf_next(gf_loader *l, gf_batch **out)
                 }
                 continue;
             }
-            sl->state = SLOT_HELD;
+            sl->out_state = OUT_HELD;
             l->held++;
             l->head++;
             l->samples += (uint64_t)sl->batch.count;
@@ -1058,9 +1281,9 @@ int gf_next(gf_loader *l, gf_batch **out)
             break;
         }
         /* The next batch needs the slot of one the caller still holds. */
-        if (l->head == l->tail && slot_of(l, l->tail)->state == SLOT_HELD) {
+        if (sl->out_state == OUT_HELD) {
             rc = fail(l, GF_EBUSY, "batch slot %d is still held: release it first",
-                      (int)(l->tail % (uint64_t)l->D));
+                      (int)(l->head % (uint64_t)l->D));
             break;
         }
         pthread_cond_wait(&l->ready_cv, &l->mu);
@@ -1070,21 +1293,38 @@ int gf_next(gf_loader *l, gf_batch **out)
     return rc;
 }
 
-int gf_release(gf_loader *l, gf_batch *b)
+int gf_release_stream(gf_loader *l, gf_batch *b, void *stream)
 {
     if (!l || !b || b->slot_ >= (uint32_t)l->D || &l->slots[b->slot_].batch != b)
         return GF_EINVAL;
-    pthread_mutex_lock(&l->mu);
     slot *sl = &l->slots[b->slot_];
-    if (sl->state != SLOT_HELD) {
-        pthread_mutex_unlock(&l->mu);
+    pthread_mutex_lock(&l->mu);
+    bool held = sl->out_state == OUT_HELD;
+    pthread_mutex_unlock(&l->mu);
+    if (!held)
         return GF_EINVAL;
-    }
-    sl->state = SLOT_FREE;
+    /* Only the consumer moves a held slot on, so the state cannot change
+     * while the event is recorded outside the lock. */
+    if (l->dev && gf__device_release(l->dev, (int)b->slot_, stream) < 0)
+        return fail(l, GF_ENODEV, "gf_release_stream: cannot record an event on the stream");
+    pthread_mutex_lock(&l->mu);
+    free_out(l, sl);
     l->held--;
     pthread_mutex_unlock(&l->mu);
     wake_controller(l);
     return 0;
+}
+
+int gf_release(gf_loader *l, gf_batch *b)
+{
+    return gf_release_stream(l, b, NULL);
+}
+
+int gf_batch_wait(const gf_batch *b, void *stream)
+{
+    if (!b)
+        return GF_EINVAL;
+    return b->device == GF_DEVICE_CUDA ? gf__device_wait(b->ready_event, stream) : 0;
 }
 
 int gf_seek(gf_loader *l, uint64_t epoch, uint64_t position)
@@ -1125,6 +1365,7 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
         worker *w = &l->workers[i];
         st->read_busy_s += w->read_s;
         st->decode_busy_s += w->decode_s;
+        st->convert_busy_s += w->convert_s;
         st->bytes_read += w->bytes;
         st->buffer_bytes += w->scratch;
     }
@@ -1142,9 +1383,16 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     st->batch_size = l->B;
     st->ring_bytes = (uint64_t)l->D * ((uint64_t)l->B * (l->cell_bytes + sizeof(int32_t) +
                                                         sizeof(int64_t) + sizeof(cell)));
+    st->ring_bytes += l->out_bytes;
     st->dataset_samples = l->ds.n;
     st->epoch_samples = l->sampler.len;
     st->classes = l->ds.n_classes;
+    st->device = l->device;
+    st->device_id = gf__device_id(l->dev);
+    snprintf(st->device_note, sizeof st->device_note, "%s", l->device_note);
+    st->pinned_bytes = l->pinned_bytes;
+    st->pageable_slots = l->pageable_slots;
+    st->device_bytes = gf__device_bytes(l->dev);
     pthread_mutex_unlock(&l->mu);
     return 0;
 }
@@ -1167,9 +1415,14 @@ void gf_close(gf_loader **lp)
     if (l->slots) {
         for (int i = 0; i < l->D; i++) {
             slot *sl = &l->slots[i];
-            free(sl->pixels);
+            if (sl->pixels)
+                gf__host_free(l->dev, sl->pixels, sl->pinned);
+            free(sl->out);
             free(sl->labels);
             free(sl->indices);
+            free(sl->flips);
+            free(sl->out_labels);
+            free(sl->out_indices);
             free(sl->cells);
             free(sl->errs);
         }
@@ -1185,6 +1438,7 @@ void gf_close(gf_loader **lp)
     free(l->jobs.items);
     free(l->dones.items);
     free(l->reads.items);
+    gf__device_close(l->dev);
     gf__dataset_close(&l->ds);
     free(l->data_path);
     pthread_cond_destroy(&l->job_cv);

@@ -1,6 +1,7 @@
 /* The loader end to end: order, pixels, labels, determinism, back-pressure,
  * bad samples, resume, close mid-epoch, both readers. */
 #include "gpufeed.h"
+#include "convert.h"
 #include "sampler.h"
 #include "reader.h"
 #include "testutil.h"
@@ -697,6 +698,141 @@ START_TEST(an_all_bad_data_set_ends_without_batches)
 }
 END_TEST
 
+/* ------------------------------------------------ the host "device" */
+
+/* All batches of a run, concatenated: data bytes, labels. */
+typedef struct blob {
+    uint8_t *data;
+    size_t len;
+    int32_t labels[N * 4];
+    int n;
+} blob;
+
+static void collect(const gf_settings *s, blob *o)
+{
+    memset(o, 0, sizeof *o);
+    gf_loader *l = open_ok(s);
+    gf_batch *b;
+    while (gf_next(l, &b) == 0) {
+        ck_assert_int_eq(b->device, GF_DEVICE_CPU);
+        ck_assert_ptr_null(b->ready_event);
+        ck_assert_int_eq(b->dtype, s->dtype);
+        ck_assert_int_eq(gf_batch_wait(b, NULL), 0);
+        size_t n = (size_t)b->count * b->height * b->width * b->channels * gf_dtype_size(b->dtype);
+        o->data = realloc(o->data, o->len + n);
+        memcpy(o->data + o->len, b->data, n);
+        o->len += n;
+        memcpy(o->labels + o->n, b->labels, (size_t)b->count * sizeof *b->labels);
+        o->n += b->count;
+        ck_assert_int_eq(gf_release_stream(l, b, NULL), 0);
+    }
+    gf_stats st;
+    gf_get_stats(l, &st);
+    ck_assert_int_eq(st.device, GF_DEVICE_CPU);
+    ck_assert_int_eq(st.device_id, -1);
+    if (s->dtype != GF_DTYPE_UINT8)
+        ck_assert(st.convert_busy_s > 0);
+    gf_close(&l);
+}
+
+static void device_settings(gf_settings *s, const char *data)
+{
+    gf_default_settings(s);
+    s->data = data;
+    s->width = 10;
+    s->height = 8;
+    s->batch_size = 4;
+    s->seed = 17;
+    s->epochs = 2;
+    s->threads = 3;
+    s->device = GF_DEVICE_CPU;
+}
+
+START_TEST(converted_batches_are_the_cpu_twin_of_the_uint8_ones)
+{
+    gf_settings s;
+    device_settings(&s, root);
+    blob *u8 = malloc(sizeof *u8), *f = malloc(sizeof *f);
+    collect(&s, u8);
+    ck_assert_int_eq(u8->n, 2 * N);
+    gf_dtype dtypes[] = {GF_DTYPE_FLOAT32, GF_DTYPE_FLOAT16, GF_DTYPE_BFLOAT16};
+    for (int d = 0; d < 3; d++)
+        for (int lay = 0; lay < 2; lay++) {
+            s.dtype = dtypes[d];
+            s.layout = (gf_layout)lay;
+            for (int c = 0; c < 3; c++) {
+                s.mean[c] = 100.0f + 20.0f * c;
+                s.std[c] = 50.0f + 5.0f * c;
+            }
+            collect(&s, f);
+            gf__convert cv;
+            gf__convert_init(&cv, &s);
+            size_t sb = gf__convert_sample_bytes(&cv);
+            ck_assert_uint_eq(f->len, sb * (size_t)u8->n);
+            uint8_t *want = malloc(f->len);
+            gf__convert_cpu(&cv, u8->data, want, NULL, 0, u8->n);
+            ck_assert_msg(memcmp(want, f->data, f->len) == 0, "dtype %d layout %d differ", d, lay);
+            ck_assert(memcmp(u8->labels, f->labels, (size_t)u8->n * 4) == 0);
+            free(want);
+            free(f->data);
+        }
+    free(u8->data);
+    free(u8);
+    free(f);
+}
+END_TEST
+
+START_TEST(flipping_on_the_device_gives_the_same_bytes)
+{
+    gf_settings s;
+    device_settings(&s, root);
+    blob *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    collect(&s, a);
+    s.flip_on_device = 1;
+    collect(&s, b);
+    ck_assert_uint_eq(a->len, b->len);
+    ck_assert(memcmp(a->data, b->data, a->len) == 0);
+    s.dtype = GF_DTYPE_FLOAT32;
+    s.layout = GF_LAYOUT_NCHW;
+    collect(&s, b);
+    gf__convert cv;
+    gf__convert_init(&cv, &s);
+    uint8_t *want = malloc(b->len);
+    gf__convert_cpu(&cv, a->data, want, NULL, 0, a->n);
+    ck_assert(memcmp(want, b->data, b->len) == 0);
+    free(want);
+    free(a->data);
+    free(b->data);
+    free(a);
+    free(b);
+}
+END_TEST
+
+START_TEST(auto_without_a_gpu_runs_on_the_cpu_and_says_why)
+{
+    gf_settings s;
+    device_settings(&s, root);
+    s.device = GF_DEVICE_AUTO;
+    gf_loader *l = open_ok(&s);
+    gf_stats st;
+    gf_get_stats(l, &st);
+    if (st.device == GF_DEVICE_CUDA) { /* a GPU machine: the gpu suite covers it */
+        gf_close(&l);
+        return;
+    }
+    ck_assert_int_eq(st.device, GF_DEVICE_CPU);
+    ck_assert_msg(strstr(st.device_note, "CPU path") != NULL, "note: %s", st.device_note);
+    ck_assert_uint_eq(st.pinned_bytes, 0);
+    gf_close(&l);
+    s.device = GF_DEVICE_CUDA;
+    ck_assert_int_eq(gf_open(&l, &s), GF_ENODEV);
+    ck_assert(gf_last_error(l)[0] != '\0');
+    gf_close(&l);
+    ck_assert_uint_eq(gf_dtype_size(GF_DTYPE_FLOAT16), 2);
+    ck_assert_uint_eq(gf_dtype_size((gf_dtype)9), 0);
+}
+END_TEST
+
 static Suite *loader_suite(void)
 {
     Suite *s = suite_create("loader");
@@ -730,6 +866,14 @@ static Suite *loader_suite(void)
     tcase_add_test(t, bad_samples_with_shuffle_are_deterministic_and_resumable);
     tcase_add_test(t, on_error_fail_names_the_sample_after_the_good_batches);
     tcase_add_test(t, an_all_bad_data_set_ends_without_batches);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("device");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, converted_batches_are_the_cpu_twin_of_the_uint8_ones);
+    tcase_add_test(t, flipping_on_the_device_gives_the_same_bytes);
+    tcase_add_test(t, auto_without_a_gpu_runs_on_the_cpu_and_says_why);
     suite_add_tcase(s, t);
     return s;
 }

@@ -1,0 +1,312 @@
+/* The CUDA stage on a real device: the kernel against its CPU twin, the
+ * loader's device batches against its CPU path, ordering under a slow
+ * consumer, events and streams, device memory limits, pinned memory.
+ * Exits 77 (skipped) without CUDA in the build or a device in the machine. */
+#include "gpufeed.h"
+#include "config.h"
+#include "convert.h"
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#if !GF_HAVE_CUDA
+int main(void)
+{
+    printf("SKIP: this build has no CUDA\n");
+    return 77;
+}
+#else
+
+#include <check.h>
+#include <cuda_runtime_api.h>
+#include <string.h>
+
+#define CK_CUDA(x)                                                                           \
+    do {                                                                                     \
+        cudaError_t e_ = (x);                                                                \
+        ck_assert_msg(e_ == cudaSuccess, "%s: %s", #x, cudaGetErrorString(e_));             \
+    } while (0)
+
+static char *root;
+
+static void setup(void)
+{
+    root = tu_image_folder(3, 11, 40, 30, "png");
+}
+
+static void teardown(void)
+{
+    tu_rmrf(root);
+    free(root);
+}
+
+START_TEST(kernel_matches_the_cpu_twin_bit_for_bit)
+{
+    const int n = 7, h = 13, w = 11;
+    for (int c = 1; c <= 4; c += (c == 1 ? 2 : 1)) {
+        size_t in_bytes = (size_t)n * h * w * c;
+        uint8_t *in = malloc(in_bytes), flips[7] = {0, 1, 1, 0, 1, 0, 0};
+        for (size_t i = 0; i < in_bytes; i++)
+            in[i] = (uint8_t)(tu_pixel(5, (int)i, 0, 0));
+        uint8_t *d_in, *d_flips;
+        void *d_out;
+        CK_CUDA(cudaMalloc((void **)&d_in, in_bytes));
+        CK_CUDA(cudaMalloc((void **)&d_flips, n));
+        CK_CUDA(cudaMemcpy(d_in, in, in_bytes, cudaMemcpyHostToDevice));
+        CK_CUDA(cudaMemcpy(d_flips, flips, n, cudaMemcpyHostToDevice));
+        for (int dt = GF_DTYPE_UINT8; dt <= GF_DTYPE_BFLOAT16; dt++)
+            for (int lay = 0; lay < 2; lay++)
+                for (int fl = 0; fl < 2; fl++) {
+                    gf_settings s;
+                    gf_default_settings(&s);
+                    s.height = h;
+                    s.width = w;
+                    s.channels = c;
+                    s.dtype = (gf_dtype)dt;
+                    s.layout = (gf_layout)lay;
+                    for (int k = 0; k < 4; k++) {
+                        s.mean[k] = 120.5f - 7 * k;
+                        s.std[k] = 57.3f + 3 * k;
+                    }
+                    gf__convert cv;
+                    gf__convert_init(&cv, &s);
+                    size_t out_bytes = gf__convert_sample_bytes(&cv) * n;
+                    uint8_t *want = malloc(out_bytes), *got = malloc(out_bytes);
+                    gf__convert_cpu(&cv, in, want, fl ? flips : NULL, 0, n);
+                    CK_CUDA(cudaMalloc(&d_out, out_bytes));
+                    CK_CUDA(cudaMemset(d_out, 0xA5, out_bytes)); /* poison */
+                    char why[160];
+                    ck_assert_int_eq(gf__convert_cuda(&cv, d_in, d_out, fl ? d_flips : NULL, n,
+                                                      NULL, why, sizeof why),
+                                     0);
+                    CK_CUDA(cudaMemcpy(got, d_out, out_bytes, cudaMemcpyDeviceToHost));
+                    ck_assert_msg(memcmp(want, got, out_bytes) == 0,
+                                  "c=%d dtype=%d layout=%d flip=%d differ", c, dt, lay, fl);
+                    CK_CUDA(cudaFree(d_out));
+                    free(want);
+                    free(got);
+                }
+        CK_CUDA(cudaFree(d_in));
+        CK_CUDA(cudaFree(d_flips));
+        free(in);
+    }
+}
+END_TEST
+
+static void gpu_settings(gf_settings *s)
+{
+    gf_default_settings(s);
+    s->data = root;
+    s->width = 24;
+    s->height = 20;
+    s->batch_size = 4;
+    s->seed = 9;
+    s->epochs = 2;
+    s->threads = 4;
+    s->dtype = GF_DTYPE_FLOAT16;
+    s->layout = GF_LAYOUT_NCHW;
+    s->flip_on_device = 1;
+    for (int k = 0; k < 3; k++) {
+        s->mean[k] = 110.0f + k;
+        s->std[k] = 60.0f - k;
+    }
+}
+
+/* Every batch of a CPU-path run, concatenated. */
+static uint8_t *cpu_reference(gf_settings s, size_t *len)
+{
+    s.device = GF_DEVICE_CPU;
+    gf_loader *l = NULL;
+    ck_assert_int_eq(gf_open(&l, &s), 0);
+    uint8_t *all = NULL;
+    *len = 0;
+    gf_batch *b;
+    while (gf_next(l, &b) == 0) {
+        size_t n = (size_t)b->count * b->height * b->width * b->channels * gf_dtype_size(b->dtype);
+        all = realloc(all, *len + n);
+        memcpy(all + *len, b->data, n);
+        *len += n;
+        gf_release(l, b);
+    }
+    gf_close(&l);
+    return all;
+}
+
+/* The consumer's kernel runs `spin_ns` before it reads the batch (a copy to
+ * the host), then releases it on its stream: if the loader reused a device
+ * slot before the consumer's work on it had run, the bytes read would be a
+ * later batch's. Depth 2 and a fast input make that reuse likely. */
+static void run_slow_consumer(uint64_t spin_ns, int depth)
+{
+    gf_settings s;
+    gpu_settings(&s);
+    s.device = GF_DEVICE_CUDA;
+    s.prefetch_depth = depth;
+    size_t want_len;
+    uint8_t *want = cpu_reference(s, &want_len);
+
+    gf_loader *l = NULL;
+    int rc = gf_open(&l, &s);
+    ck_assert_msg(rc == 0, "%s", gf_last_error(l));
+    gf_stats st;
+    gf_get_stats(l, &st);
+    ck_assert_int_eq(st.device, GF_DEVICE_CUDA);
+    ck_assert_uint_gt(st.pinned_bytes, 0);
+    ck_assert_int_eq(st.pageable_slots, 0);
+    cudaStream_t stream;
+    CK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    uint8_t *got;
+    CK_CUDA(cudaMallocHost((void **)&got, want_len));
+    memset(got, 0x5A, want_len);
+    size_t off = 0;
+    gf_batch *b;
+    while (gf_next(l, &b) == 0) {
+        ck_assert_int_eq(b->device, GF_DEVICE_CUDA);
+        ck_assert_ptr_null(b->pixels);
+        ck_assert_ptr_nonnull(b->ready_event);
+        size_t n = (size_t)b->count * b->height * b->width * b->channels * gf_dtype_size(b->dtype);
+        ck_assert_uint_le(off + n, want_len);
+        ck_assert_int_eq(gf_batch_wait(b, stream), 0);
+        ck_assert_int_eq(gf__cuda_spin(spin_ns, stream), 0);
+        CK_CUDA(cudaMemcpyAsync(got + off, b->data, n, cudaMemcpyDeviceToHost, stream));
+        off += n;
+        ck_assert_int_eq(gf_release_stream(l, b, stream), 0);
+    }
+    CK_CUDA(cudaStreamSynchronize(stream));
+    ck_assert_uint_eq(off, want_len);
+    ck_assert_msg(memcmp(got, want, want_len) == 0, "device batches differ from the CPU path");
+    gf_close(&l);
+    CK_CUDA(cudaFreeHost(got));
+    CK_CUDA(cudaStreamDestroy(stream));
+    free(want);
+}
+
+START_TEST(device_batches_equal_the_cpu_path)
+{
+    run_slow_consumer(0, 4);
+}
+END_TEST
+
+START_TEST(a_slow_consumer_never_sees_its_batch_overwritten)
+{
+    run_slow_consumer(2000000, 2); /* 2 ms of GPU work per batch */
+    run_slow_consumer(500000, 1);
+}
+END_TEST
+
+START_TEST(ready_events_complete_and_default_stream_works)
+{
+    gf_settings s;
+    gpu_settings(&s);
+    s.device = GF_DEVICE_CUDA;
+    s.dtype = GF_DTYPE_UINT8;
+    s.flip_on_device = 0;
+    gf_loader *l = NULL;
+    ck_assert_int_eq(gf_open(&l, &s), 0);
+    gf_batch *b;
+    ck_assert_int_eq(gf_next(l, &b), 0);
+    ck_assert_int_eq(gf_batch_wait(b, NULL), 0);
+    CK_CUDA(cudaEventSynchronize((cudaEvent_t)b->ready_event));
+    CK_CUDA(cudaEventQuery((cudaEvent_t)b->ready_event));
+    ck_assert_int_eq(gf_release(l, b), 0);
+    ck_assert_int_eq(gf_release(l, b), GF_EINVAL);
+    gf_close(&l);
+}
+END_TEST
+
+START_TEST(a_ring_over_the_device_budget_is_refused_with_sizes)
+{
+    gf_settings s;
+    gpu_settings(&s);
+    s.device = GF_DEVICE_CUDA;
+    s.width = s.height = 512;
+    s.batch_size = 64;
+    s.dtype = GF_DTYPE_FLOAT32;
+    s.device_max_bytes = 1 << 20;
+    gf_loader *l = NULL;
+    ck_assert_int_eq(gf_open(&l, &s), GF_ENOMEM);
+    const char *m = gf_last_error(l);
+    ck_assert_msg(strstr(m, "MiB") && strstr(m, "needs"), "message: %s", m);
+    gf_close(&l);
+    s.device = GF_DEVICE_AUTO; /* a GPU that is too small is an error, not a fallback */
+    ck_assert_int_eq(gf_open(&l, &s), GF_ENOMEM);
+    gf_close(&l);
+}
+END_TEST
+
+START_TEST(over_the_pinned_cap_slots_are_pageable_and_it_still_runs)
+{
+    gf_settings s;
+    gpu_settings(&s);
+    s.device = GF_DEVICE_CUDA;
+    s.pinned_max_bytes = 1;
+    gf_loader *l = NULL;
+    ck_assert_int_eq(gf_open(&l, &s), 0);
+    gf_stats st;
+    gf_get_stats(l, &st);
+    ck_assert_int_eq(st.pageable_slots, 4);
+    ck_assert_uint_eq(st.pinned_bytes, 0);
+    ck_assert_msg(strstr(st.device_note, "pageable"), "note: %s", st.device_note);
+    gf_batch *b;
+    int n = 0;
+    while (gf_next(l, &b) == 0) {
+        n += b->count;
+        gf_release(l, b);
+    }
+    ck_assert_int_eq(n, 2 * 33);
+    gf_close(&l);
+}
+END_TEST
+
+START_TEST(local_rank_picks_the_device)
+{
+    int count = 0;
+    CK_CUDA(cudaGetDeviceCount(&count));
+    gf_settings s;
+    gpu_settings(&s);
+    s.device = GF_DEVICE_CUDA;
+    setenv("LOCAL_RANK", "0", 1);
+    gf_loader *l = NULL;
+    ck_assert_int_eq(gf_open(&l, &s), 0);
+    gf_stats st;
+    gf_get_stats(l, &st);
+    ck_assert_int_eq(st.device_id, 0);
+    gf_close(&l);
+    char v[16];
+    snprintf(v, sizeof v, "%d", count); /* one past the last device */
+    setenv("LOCAL_RANK", v, 1);
+    ck_assert_int_eq(gf_open(&l, &s), GF_ENODEV);
+    gf_close(&l);
+    unsetenv("LOCAL_RANK");
+}
+END_TEST
+
+int main(void)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        printf("SKIP: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorName(e) : "0 devices");
+        return 77;
+    }
+    Suite *s = suite_create("gpu");
+    TCase *t = tcase_create("gpu");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, kernel_matches_the_cpu_twin_bit_for_bit);
+    tcase_add_test(t, device_batches_equal_the_cpu_path);
+    tcase_add_test(t, a_slow_consumer_never_sees_its_batch_overwritten);
+    tcase_add_test(t, ready_events_complete_and_default_stream_works);
+    tcase_add_test(t, a_ring_over_the_device_budget_is_refused_with_sizes);
+    tcase_add_test(t, over_the_pinned_cap_slots_are_pageable_and_it_still_runs);
+    tcase_add_test(t, local_rank_picks_the_device);
+    suite_add_tcase(s, t);
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK); /* CUDA does not survive fork() */
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
+#endif
