@@ -792,6 +792,7 @@ START_TEST(flipping_on_the_device_gives_the_same_bytes)
     collect(&s, b);
     ck_assert_uint_eq(a->len, b->len);
     ck_assert(memcmp(a->data, b->data, a->len) == 0);
+    free(b->data);
     s.dtype = GF_DTYPE_FLOAT32;
     s.layout = GF_LAYOUT_NCHW;
     collect(&s, b);
