@@ -49,7 +49,10 @@ int gf__device_wait(void *event, void *stream);
 /* Blocks until everything queued on the copy stream has run. */
 void gf__device_sync(gf__device *d);
 
-/* NVTX ranges around the pipeline's stages (no-ops without CUDA). */
+/* NVTX ranges around the pipeline's stages (no-ops without CUDA).
+ * gf__range_init runs NVTX's lazy setup before any loader thread exists:
+ * done on first use by several threads at once, it races. */
+void gf__range_init(void);
 void gf__range_push(const char *name);
 void gf__range_pop(void);
 

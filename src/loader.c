@@ -1214,6 +1214,7 @@ int gf_open(gf_loader **out, const gf_settings *s)
             return fail(l, GF_ENOMEM, "out of memory creating a decoder");
         l->n_workers++;
     }
+    gf__range_init();
     return start_pipeline(l, 0, 0);
 }
 
