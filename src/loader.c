@@ -2,16 +2,25 @@
  * The loader: a controller thread running a libuv loop, a pool of decode
  * threads, and a ring of D batch slots.
  *
+ * A slot has two sides. Its host side (pixels, cells) is filled by the
+ * decode pool; once finalised it is handed, in sequence order, to its
+ * delivery side: on the CPU the same memory (after the CPU twin of the
+ * device kernel, when a dtype is asked for), on CUDA the device slot of
+ * the same index (copy + kernel queued on the copy stream; the host side
+ * is free again when the copy has run, see device.c).
+ *
  * Ownership (who may touch what without the mutex):
  * - The controller owns the cursor, every slot's cells and error lists,
- *   the read queue and the io_uring reader. It finalises batches strictly
- *   in sequence order.
+ *   the read queue and the io_uring reader. It finalises and delivers
+ *   batches strictly in sequence order.
  * - A decode thread owns its decoder and, while it holds a job, the
- *   pixels of that job's cell; it reports through the completion queue.
- * - The consumer (gf_next/gf_release) owns a slot between READY and FREE.
- * - `mu` guards: slot states, the job and completion queues, the buffer
- *   free list, the stats counters, head/tail, and the failure fields.
- *   Nobody holds `mu` across a read, a decode or a callback.
+ *   pixels of that job's cell (or, converting, of its cell range); it
+ *   reports through the completion queue.
+ * - The consumer (gf_next/gf_release*) owns a delivery side while HELD.
+ * - `mu` guards: both sides' states, the job and completion queues, the
+ *   buffer free list, the stats counters, head/tail, and the failure
+ *   fields. Nobody holds `mu` across a read, a decode, a CUDA call or a
+ *   callback.
  *
  * Determinism with bad samples (on_error = skip): batch k is the first B
  * good samples, in sampler order, after batch k-1's content. A hole in the
