@@ -128,7 +128,11 @@ typedef struct gf_settings {
     int shuffle;           /* 1 */
     int drop_last;         /* 0: a final short batch; 1: drop it and the
                               rank padding (shares become floor(n/world)) */
-    int rank, world;       /* 0, 1: this process reads share `rank` of `world` */
+    int rank, world;       /* this process reads share `rank` of `world`.
+                              world 0 (default): from the launcher's
+                              environment (RANK/WORLD_SIZE of torchrun,
+                              OMPI_COMM_WORLD_RANK/SIZE of mpirun,
+                              SLURM_PROCID/NTASKS), else rank 0 of 1 */
     uint64_t max_pixels;   /* 64 Mi pixels: checked from the header before
                               any pixel buffer is allocated */
     uint64_t max_file_bytes; /* 256 MiB */
@@ -142,7 +146,9 @@ typedef struct gf_settings {
 
     /* Where batch->data lives and what it holds. */
     gf_device device;      /* GF_DEVICE_AUTO */
-    int device_id;         /* -1: $LOCAL_RANK when set, else 0 */
+    int device_id;         /* -1: the local rank (LOCAL_RANK,
+                              OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID)
+                              when set, else 0 */
     gf_dtype dtype;        /* GF_DTYPE_UINT8 */
     gf_layout layout;      /* GF_LAYOUT_NHWC (UINT8 is always NHWC) */
     float mean[4];         /* per channel, on 0..255 values: 0 */
@@ -220,6 +226,7 @@ typedef struct gf_stats {
     uint64_t pinned_bytes;     /* pinned host ring memory */
     int pageable_slots;        /* host slots that could not be pinned */
     uint64_t device_bytes;     /* device ring memory */
+    int rank, world;           /* the share this loader reads */
     double convert_busy_s;     /* CPU twin of the device kernel, summed */
 } gf_stats;
 
@@ -274,6 +281,26 @@ GF_API int gf_seek(gf_loader *l, uint64_t epoch, uint64_t position);
 
 /* Bytes per element of a dtype (1, 4, 2, 2), 0 for an unknown one. */
 GF_API size_t gf_dtype_size(gf_dtype dtype);
+
+/* Where a loader is: everything needed to resume it exactly. Save it with
+ * a checkpoint; plain data, so it can be written as bytes. */
+typedef struct gf_state {
+    uint32_t version;    /* GF_STATE_VERSION */
+    uint32_t rank, world;
+    uint64_t seed;
+    uint64_t epoch, position; /* where the next batch gf_next() returns starts */
+} gf_state;
+#define GF_STATE_VERSION 1
+
+/* The state after the last batch gf_next() returned (or at the start).
+ * Returns 0 or GF_EINVAL. */
+GF_API int gf_get_state(gf_loader *l, gf_state *st);
+
+/* Resumes from a saved state: the following batches are exactly those the
+ * saved run would have delivered next. Returns 0; GF_EINVAL if the state
+ * is of another version, seed, rank or world than this loader's settings
+ * (the message says which); GF_EBUSY if a batch is held. */
+GF_API int gf_set_state(gf_loader *l, const gf_state *st);
 
 /* Fills *st. Returns 0 or GF_EINVAL. Safe from any thread. */
 GF_API int gf_get_stats(gf_loader *l, gf_stats *st);

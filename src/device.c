@@ -58,20 +58,6 @@ static int cuda_fail(cudaError_t e, const char *what, char *why, size_t why_len)
     return e == cudaErrorMemoryAllocation ? GF_ENOMEM : GF_ENODEV;
 }
 
-static int pick_device(const gf_settings *s)
-{
-    if (s->device_id >= 0)
-        return s->device_id;
-    const char *lr = getenv("LOCAL_RANK");
-    if (lr && *lr) {
-        char *end;
-        long v = strtol(lr, &end, 10);
-        if (*end == '\0' && v >= 0 && v < 1024)
-            return (int)v;
-    }
-    return 0;
-}
-
 int gf__device_open(gf__device **out, const gf_settings *s, int depth, size_t in_bytes,
                     size_t out_bytes, size_t flip_bytes, char *why, size_t why_len)
 {
@@ -80,7 +66,7 @@ int gf__device_open(gf__device **out, const gf_settings *s, int depth, size_t in
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess)
         return cuda_fail(e, "no usable CUDA driver or device", why, why_len);
-    int id = pick_device(s);
+    int id = s->device_id >= 0 ? s->device_id : 0; /* the loader resolved -1 */
     if (n == 0 || id >= n) {
         gf__why(why, why_len, "CUDA device %d requested, %d present", id, n);
         return GF_ENODEV;

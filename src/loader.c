@@ -1016,7 +1016,6 @@ void gf_default_settings(gf_settings *s)
     s->height = s->width = 224;
     s->channels = 3;
     s->shuffle = 1;
-    s->world = 1;
     s->max_pixels = 64ull << 20;
     s->max_file_bytes = 256ull << 20;
     s->scale_min = 0.08f;
@@ -1044,7 +1043,7 @@ static int check_settings(gf_loader *l, const gf_settings *s)
     validate_or_ret(l, s->decoder >= GF_DECODER_AUTO && s->decoder <= GF_DECODER_TURBO);
     validate_or_ret(l, s->transform == GF_TRANSFORM_TRAIN || s->transform == GF_TRANSFORM_EVAL);
     validate_or_ret(l, s->on_error == GF_ON_ERROR_SKIP || s->on_error == GF_ON_ERROR_FAIL);
-    validate_or_ret(l, s->world >= 1 && s->rank >= 0 && s->rank < s->world);
+    validate_or_ret(l, s->world >= 0 && s->rank >= 0 && (s->world == 0 || s->rank < s->world));
     validate_or_ret(l, s->max_pixels >= 1 && s->max_file_bytes >= 1);
     validate_or_ret(l, s->scale_min > 0 && s->scale_min <= s->scale_max && s->scale_max <= 1);
     validate_or_ret(l, s->ratio_min > 0 && s->ratio_min <= s->ratio_max);
@@ -1129,6 +1128,48 @@ static int alloc_ring(gf_loader *l)
     return 0;
 }
 
+/* A non-negative integer from the first of names that is set, or -1. */
+static long env_first(const char *const *names)
+{
+    for (; *names; names++) {
+        const char *v = getenv(*names);
+        if (v && *v) {
+            char *end;
+            long x = strtol(v, &end, 10);
+            return *end == '\0' && x >= 0 && x < (1L << 30) ? x : -1;
+        }
+    }
+    return -1;
+}
+
+/* Rank, world and local rank from the launcher when the settings leave
+ * them to it: torchrun, Open MPI's mpirun, Slurm. */
+static int resolve_launcher(gf_loader *l)
+{
+    static const char *const ranks[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", NULL};
+    static const char *const worlds[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS",
+                                         NULL};
+    static const char *const locals[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                         "SLURM_LOCALID", NULL};
+    if (l->s.world == 0) {
+        long r = env_first(ranks), w = env_first(worlds);
+        if (r >= 0 && w >= 1) {
+            if (r >= w)
+                return fail(l, GF_EINVAL, "the launcher says rank %ld of a world of %ld", r, w);
+            l->s.rank = (int)r;
+            l->s.world = (int)w;
+        } else {
+            l->s.rank = 0;
+            l->s.world = 1;
+        }
+    }
+    if (l->s.device_id < 0) {
+        long lr = env_first(locals);
+        l->s.device_id = lr >= 0 ? (int)lr : 0;
+    }
+    return 0;
+}
+
 /* CUDA when asked for and present; AUTO falls back to the CPU path and
  * says why in stats. */
 static int open_device(gf_loader *l)
@@ -1188,15 +1229,17 @@ int gf_open(gf_loader **out, const gf_settings *s)
     gf__convert_init(&l->cv, &l->s);
     l->convert = s->dtype != GF_DTYPE_UINT8 || s->flip_on_device;
 
+    if ((rc = resolve_launcher(l)) < 0)
+        return rc;
     char why[384] = "";
     rc = gf__dataset_open(&l->ds, l->data_path, why, sizeof why);
     if (rc < 0)
         return fail(l, rc, "%s", why);
-    rc = gf__sampler_init(&l->sampler, l->ds.n, s->seed, s->shuffle, (uint32_t)s->rank,
-                          (uint32_t)s->world, s->drop_last);
+    rc = gf__sampler_init(&l->sampler, l->ds.n, s->seed, s->shuffle, (uint32_t)l->s.rank,
+                          (uint32_t)l->s.world, s->drop_last);
     if (rc < 0)
         return fail(l, rc, "%s: %llu samples cannot be split into %d shares", l->data_path,
-                    (unsigned long long)l->ds.n, s->world);
+                    (unsigned long long)l->ds.n, l->s.world);
 
     if ((rc = open_device(l)) < 0)
         return rc;
@@ -1403,8 +1446,42 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     st->pinned_bytes = l->pinned_bytes;
     st->pageable_slots = l->pageable_slots;
     st->device_bytes = gf__device_bytes(l->dev);
+    st->rank = l->s.rank;
+    st->world = l->s.world;
     pthread_mutex_unlock(&l->mu);
     return 0;
+}
+
+int gf_get_state(gf_loader *l, gf_state *st)
+{
+    if (!l || !st || !l->slots)
+        return GF_EINVAL;
+    pthread_mutex_lock(&l->mu);
+    *st = (gf_state){.version = GF_STATE_VERSION,
+                     .rank = (uint32_t)l->s.rank,
+                     .world = (uint32_t)l->s.world,
+                     .seed = l->s.seed,
+                     .epoch = l->next_epoch,
+                     .position = l->next_pos};
+    pthread_mutex_unlock(&l->mu);
+    return 0;
+}
+
+int gf_set_state(gf_loader *l, const gf_state *st)
+{
+    if (!l || !st)
+        return GF_EINVAL;
+    if (st->version != GF_STATE_VERSION)
+        return fail(l, GF_EINVAL, "gf_set_state: state version %u, this library writes %u",
+                    st->version, GF_STATE_VERSION);
+    if (st->seed != l->s.seed || st->rank != (uint32_t)l->s.rank ||
+        st->world != (uint32_t)l->s.world)
+        return fail(l, GF_EINVAL,
+                    "gf_set_state: saved by seed %llu, rank %u of %u; this loader has seed "
+                    "%llu, rank %d of %d",
+                    (unsigned long long)st->seed, st->rank, st->world,
+                    (unsigned long long)l->s.seed, l->s.rank, l->s.world);
+    return gf_seek(l, st->epoch, st->position);
 }
 
 const char *gf_last_error(const gf_loader *l)

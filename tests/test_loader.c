@@ -7,6 +7,7 @@
 #include "testutil.h"
 
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -478,6 +479,116 @@ START_TEST(bad_settings_are_rejected_with_the_check_named)
 }
 END_TEST
 
+static void clear_launcher_env(void)
+{
+    const char *names[] = {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                           "SLURM_PROCID", "SLURM_NTASKS", "LOCAL_RANK", NULL};
+    for (int i = 0; names[i]; i++)
+        unsetenv(names[i]);
+}
+
+START_TEST(each_launchers_environment_picks_the_share)
+{
+    clear_launcher_env();
+    gf_settings s;
+    exact_settings(&s, root);
+    s.shuffle = 1;
+    s.seed = 4;
+    run_result *want = malloc(sizeof *want), *got = malloc(sizeof *got);
+    s.rank = 1;
+    s.world = 3;
+    run_all(&s, want);
+    ck_assert_int_eq(want->n, N / 3);
+    static const char *vars[3][2] = {{"RANK", "WORLD_SIZE"},
+                                     {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                     {"SLURM_PROCID", "SLURM_NTASKS"}};
+    for (int k = 0; k < 3; k++) {
+        setenv(vars[k][0], "1", 1);
+        setenv(vars[k][1], "3", 1);
+        s.rank = 0;
+        s.world = 0; /* from the launcher */
+        run_all(&s, got);
+        ck_assert_int_eq(got->stats.rank, 1);
+        ck_assert_int_eq(got->stats.world, 3);
+        ck_assert_uint_eq(got->hash, want->hash);
+        unsetenv(vars[k][0]);
+        unsetenv(vars[k][1]);
+    }
+    /* Explicit settings win over the environment. */
+    setenv("RANK", "2", 1);
+    setenv("WORLD_SIZE", "3", 1);
+    s.rank = 1;
+    s.world = 3;
+    run_all(&s, got);
+    ck_assert_uint_eq(got->hash, want->hash);
+    setenv("RANK", "3", 1);
+    s.world = 0;
+    gf_loader *l = NULL;
+    ck_assert_int_eq(gf_open(&l, &s), GF_EINVAL);
+    ck_assert_ptr_nonnull(strstr(gf_last_error(l), "rank 3"));
+    gf_close(&l);
+    clear_launcher_env();
+    s.world = 0;
+    run_all(&s, got); /* no launcher: rank 0 of 1 */
+    ck_assert_int_eq(got->stats.world, 1);
+    ck_assert_int_eq(got->n, N);
+    free(want);
+    free(got);
+}
+END_TEST
+
+START_TEST(a_saved_state_resumes_exactly_and_refuses_another_run)
+{
+    gf_settings s;
+    gf_default_settings(&s);
+    s.data = root;
+    s.width = s.height = 8;
+    s.batch_size = 3;
+    s.seed = 21;
+    s.epochs = 2;
+    s.threads = 2;
+    uint64_t want[32];
+    int n = 0;
+    gf_loader *l = open_ok(&s);
+    gf_batch *b;
+    gf_state saved = {0};
+    while (gf_next(l, &b) == 0) {
+        want[n] = fnv(fnv(0, b->pixels, (size_t)b->count * 8 * 8 * 3), b->indices,
+                      (size_t)b->count * 8);
+        gf_release(l, b);
+        if (++n == 9)
+            ck_assert_int_eq(gf_get_state(l, &saved), 0);
+    }
+    gf_close(&l);
+    ck_assert_int_eq(n, 14);
+    ck_assert_uint_eq(saved.version, GF_STATE_VERSION);
+    ck_assert_uint_eq(saved.epoch, 1);
+    ck_assert_uint_eq(saved.position, 6); /* 7 batches per epoch */
+
+    gf_state copy;
+    memcpy(&copy, &saved, sizeof copy); /* as bytes, as a checkpoint would */
+    l = open_ok(&s);
+    ck_assert_int_eq(gf_set_state(l, &copy), 0);
+    for (int k = 9; k < n; k++) {
+        ck_assert_int_eq(gf_next(l, &b), 0);
+        uint64_t h = fnv(fnv(0, b->pixels, (size_t)b->count * 8 * 8 * 3), b->indices,
+                         (size_t)b->count * 8);
+        ck_assert_msg(h == want[k], "batch %d differs after resuming", k);
+        gf_release(l, b);
+    }
+    ck_assert_int_eq(gf_next(l, &b), GF_EOF);
+    gf_close(&l);
+
+    s.seed = 22;
+    l = open_ok(&s);
+    ck_assert_int_eq(gf_set_state(l, &copy), GF_EINVAL);
+    ck_assert_ptr_nonnull(strstr(gf_last_error(l), "seed 21"));
+    copy.version = 99;
+    ck_assert_int_eq(gf_set_state(l, &copy), GF_EINVAL);
+    gf_close(&l);
+}
+END_TEST
+
 /* --------------------------------------------------------- bad samples */
 
 typedef struct seen_errors {
@@ -857,6 +968,8 @@ static Suite *loader_suite(void)
     tcase_add_test(t, holding_the_slot_the_next_batch_needs_is_busy_not_a_hang);
     tcase_add_test(t, closing_mid_epoch_with_batches_held_frees_everything);
     tcase_add_test(t, resuming_at_a_batch_position_continues_exactly);
+    tcase_add_test(t, a_saved_state_resumes_exactly_and_refuses_another_run);
+    tcase_add_test(t, each_launchers_environment_picks_the_share);
     suite_add_tcase(s, t);
 
     t = tcase_create("errors");
