@@ -611,15 +611,18 @@ static void on_error(void *user, int64_t sample, const char *path, int code, con
     }
 }
 
-/* A list file of 12 samples, 5 of them bad in each way a file can be. */
+/* A list file of 13 samples, 6 of them bad in each way a file can be
+ * (unreadable: a directory where a file should be; tests run as root, so
+ * permissions cannot make one). */
 static char *bad_list(char **listp)
 {
     char *dir = tu_mkdtemp();
     char p[4096], list[8192] = "";
-    static const char *names[12] = {"ok0.png", "missing.png", "ok2.png", "trunc.png",
-                                    "ok4.png", "text.png",    "ok6.png", "empty.png",
-                                    "ok8.png", "huge.png",    "ok10.png", "ok11.png"};
-    for (int i = 0; i < 12; i++) {
+    static const char *names[13] = {"ok0.png", "missing.png", "ok2.png",  "trunc.png",
+                                    "ok4.png", "text.png",    "ok6.png",  "empty.png",
+                                    "ok8.png", "huge.png",    "ok10.png", "ok11.png",
+                                    "unreadable.png"};
+    for (int i = 0; i < 13; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);
         if (strncmp(names[i], "ok", 2) == 0)
             tu_write_png(p, W, H, 3, (uint32_t)i);
@@ -638,6 +641,8 @@ static char *bad_list(char **listp)
     tu_write_file(p, "", 0);
     snprintf(p, sizeof p, "%s/huge.png", dir);
     tu_write_png(p, 64, 64, 3, 9); /* over the limit set below */
+    snprintf(p, sizeof p, "%s/unreadable.png/x", dir);
+    tu_write_text(p, "a directory, not an image");
     snprintf(p, sizeof p, "%s/list.txt", dir);
     tu_write_text(p, list);
     *listp = strdup(p);
@@ -669,17 +674,21 @@ START_TEST(bad_samples_are_skipped_counted_and_named)
         ck_assert_int_eq(r->indices[i], want[i]);
         ck_assert_int_eq(r->labels[i], want[i]);
     }
-    ck_assert_uint_eq(r->stats.errors, 5);
+    ck_assert_uint_eq(r->stats.errors, 6);
     ck_assert_uint_eq(r->stats.errors_by_kind[GF_ENOENT - GF_ENOENT], 1);
+    ck_assert_uint_eq(r->stats.errors_by_kind[GF_ENOENT - GF_EIO], 1);
     ck_assert_uint_eq(r->stats.errors_by_kind[GF_ENOENT - GF_EEMPTY], 1);
     ck_assert_uint_eq(r->stats.errors_by_kind[GF_ENOENT - GF_ETOOBIG], 1);
-    ck_assert_int_eq(r->stats.n_recent, 5);
-    ck_assert_str_eq(r->stats.recent[0].path, "huge.png"); /* newest first */
+    ck_assert_int_eq(r->stats.n_recent, 6);
+    ck_assert_str_eq(r->stats.recent[0].path, "unreadable.png"); /* newest first */
+    ck_assert_str_eq(r->stats.recent[1].path, "huge.png");
     /* The callback saw them in sampler order, with paths. */
-    ck_assert_int_eq(e.n, 5);
-    int64_t bad[5] = {1, 3, 5, 7, 9};
-    for (int i = 0; i < 5; i++)
+    ck_assert_int_eq(e.n, 6);
+    int64_t bad[6] = {1, 3, 5, 7, 9, 12};
+    for (int i = 0; i < 6; i++)
         ck_assert_int_eq(e.sample[i], bad[i]);
+    ck_assert_int_eq(e.code[5], GF_EIO);
+    ck_assert_str_eq(e.path[5], "unreadable.png");
     ck_assert_str_eq(e.path[0], "missing.png");
     ck_assert_int_eq(e.code[0], GF_ENOENT);
     ck_assert_str_eq(e.path[3], "empty.png");
@@ -700,7 +709,7 @@ START_TEST(bad_samples_are_skipped_counted_and_named)
             e.n = 0;
             run_all(&s, r);
             ck_assert_uint_eq(r->hash, h);
-            ck_assert_int_eq(e.n, 5);
+            ck_assert_int_eq(e.n, 6);
         }
     free(r);
     tu_rmrf(dir);
