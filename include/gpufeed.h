@@ -1,9 +1,10 @@
 /*
  * gpufeed — keeps GPUs fed during training.
  *
- * A loader turns a data set (an ImageFolder tree or a list file) into a
- * stream of fixed-shape uint8 batches (N x H x W x C), read and decoded on a
- * pool of threads into a ring of D batch slots ahead of the trainer.
+ * A loader turns a data set (an ImageFolder tree, a list file or
+ * WebDataset-style tar shards) into a stream of fixed-shape uint8 batches
+ * (N x H x W x C), read and decoded on a pool of threads into a ring of D
+ * batch slots ahead of the trainer.
  *
  *   gf_settings s;
  *   gf_default_settings(&s);
@@ -112,7 +113,9 @@ typedef void (*gf_sample_error_fn)(void *user, int64_t sample, const char *path,
                                    int code, const char *reason);
 
 typedef struct gf_settings {
-    const char *data;      /* ImageFolder directory or list file; required */
+    const char *data;      /* ImageFolder directory, list file, or tar shards
+                              ("dir/train-{000000..000127}.tar", "a.tar,b.tar");
+                              required */
     uint64_t seed;         /* 0 */
     uint64_t epochs;       /* epochs to deliver, 0 = unbounded; default 1 */
     int batch_size;        /* 64 */
@@ -195,7 +198,8 @@ typedef struct gf_batch {
 typedef struct gf_sample_error {
     int64_t sample;      /* data set index */
     int code;            /* GF_E* */
-    char path[256];      /* relative to the data set root */
+    char path[256];      /* relative to the data set root; for tar shards
+                            "train-000003.tar:key.jpg" */
     char reason[160];
 } gf_sample_error;
 

@@ -1,6 +1,7 @@
 /*
- * Dataset index: turns an ImageFolder tree or a list file into one compact
- * table of (relative path, label).
+ * Dataset index: turns an ImageFolder tree, a list file or WebDataset-style
+ * tar shards into one compact table of (relative path, label); for shards
+ * also (shard, data offset, size) per sample.
  *
  * Memory is a few blocks whatever the size: one arena of NUL-terminated
  * relative paths back to back, one array of offsets into it and one array of
@@ -21,13 +22,20 @@
  * FIFOs/sockets/devices are skipped (reading one would block a reader), a
  * directory that cannot be read is an error instead of silently dropped, and
  * a symlink loop is not followed twice.
+ *
+ * Tar shards are scanned once at open (src/tar.c reads only the headers
+ * and the tiny .cls members, through a small read window); a sample costs
+ * its display name "shard.tar:key.jpg" in the arena plus 28 bytes (path
+ * offset, label, shard index, data offset, 32-bit size).
  */
 #include "dataset.h"
+#include "tar.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -49,6 +57,10 @@ typedef struct builder {
     size_t arena_len, arena_cap;
     uint64_t *off;
     int32_t *labels;
+    int ranged;        /* tar shards: the three arrays below too */
+    uint32_t *shard;
+    uint64_t *doff;
+    uint32_t *dlen;
     size_t n, cap;
 } builder;
 
@@ -57,6 +69,9 @@ static void builder_free(builder *b)
     free(b->arena);
     free(b->off);
     free(b->labels);
+    free(b->shard);
+    free(b->doff);
+    free(b->dlen);
     memset(b, 0, sizeof *b);
 }
 
@@ -85,18 +100,38 @@ static int builder_reserve_paths(builder *b, size_t bytes)
     return grow((void **)&b->arena, &b->arena_cap, b->arena_len + bytes, 1, 1 << 16);
 }
 
+static int resize(void **p, size_t bytes)
+{
+    void *q = realloc(*p, bytes ? bytes : 1);
+    if (!q)
+        return GF_ENOMEM;
+    *p = q;
+    return 0;
+}
+
+/* Every per-sample array holds at least cap entries; one that grew before
+ * another failed is merely larger than cap. */
 static int builder_reserve_samples(builder *b, size_t more)
 {
+    if (more > SIZE_MAX - b->n)
+        return GF_ENOMEM;
     size_t need = b->n + more;
-    size_t cap = b->cap;
-    int rc = grow((void **)&b->off, &cap, need, sizeof *b->off, 1024);
-    if (rc < 0)
-        return rc;
-    size_t lcap = b->cap;
-    rc = grow((void **)&b->labels, &lcap, need, sizeof *b->labels, 1024);
-    if (rc < 0)
-        return rc; /* off grew, labels did not: keep cap at the smaller */
-    b->cap = cap;
+    if (need <= b->cap)
+        return 0;
+    size_t c = b->cap ? b->cap : 1024;
+    while (c < need) {
+        if (c > SIZE_MAX / 2 / sizeof(uint64_t))
+            return GF_ENOMEM;
+        c *= 2;
+    }
+    if (resize((void **)&b->off, c * sizeof *b->off) < 0 ||
+        resize((void **)&b->labels, c * sizeof *b->labels) < 0)
+        return GF_ENOMEM;
+    if (b->ranged && (resize((void **)&b->shard, c * sizeof *b->shard) < 0 ||
+                      resize((void **)&b->doff, c * sizeof *b->doff) < 0 ||
+                      resize((void **)&b->dlen, c * sizeof *b->dlen) < 0))
+        return GF_ENOMEM;
+    b->cap = c;
     return 0;
 }
 
@@ -115,12 +150,23 @@ static void builder_finish(builder *b, gf__dataset *ds)
         int32_t *l = realloc(b->labels, b->n * sizeof *l);
         if (l)
             b->labels = l;
+        if (b->ranged) {
+            (void)resize((void **)&b->shard, b->n * sizeof *b->shard);
+            (void)resize((void **)&b->doff, b->n * sizeof *b->doff);
+            (void)resize((void **)&b->dlen, b->n * sizeof *b->dlen);
+        }
     }
     ds->n = b->n;
     ds->arena = b->arena;
     ds->path_off = b->off;
     ds->labels = b->labels;
     ds->bytes += b->arena_len + b->n * (sizeof *b->off + sizeof *b->labels);
+    if (b->ranged) {
+        ds->shard = b->shard;
+        ds->data_off = b->doff;
+        ds->data_len = b->dlen;
+        ds->bytes += b->n * (sizeof *b->shard + sizeof *b->doff + sizeof *b->dlen);
+    }
     memset(b, 0, sizeof *b);
 }
 
@@ -589,6 +635,378 @@ static int open_folder(gf__dataset *ds, const char *src, char *why, size_t why_l
 }
 
 /* ------------------------------------------------------------------------ */
+/* Tar shards (WebDataset) */
+
+#define SHARDS_MAX ((size_t)1 << 24)
+#define CLS_MAX 64
+
+static void ds_warn(gf__dataset *ds, const char *fmt, ...)
+{
+    ds->warnings++;
+    if (ds->warning[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ds->warning, sizeof ds->warning, fmt, ap);
+    va_end(ap);
+}
+
+/* Commas outside braces separate elements; 1 if there is at least one and
+ * every one ends in ".tar". */
+static int is_shard_source(const char *src)
+{
+    int depth = 0;
+    size_t start = 0, len = strlen(src);
+    for (size_t i = 0; i <= len; i++) {
+        char c = src[i];
+        if (c == '{')
+            depth++;
+        else if (c == '}' && depth > 0)
+            depth--;
+        if ((c == ',' && depth == 0) || c == '\0') {
+            size_t el = i - start;
+            if (el < 4 || strncasecmp(src + i - 4, ".tar", 4) != 0)
+                return 0;
+            start = i + 1;
+        }
+    }
+    return 1;
+}
+
+/* Expands the brace ranges of pat[0, len) after the prefix buf[0, blen)
+ * (buf has room for the whole element: an expansion is never longer than
+ * its pattern) into out. */
+static int expand_braces(const char *pat, size_t len, char *buf, size_t blen, names *out,
+                         const char *src, char *why, size_t why_len)
+{
+    const char *ob = memchr(pat, '{', len);
+    if (!ob) {
+        memcpy(buf + blen, pat, len);
+        buf[blen + len] = '\0';
+        if (out->n >= SHARDS_MAX) {
+            gf__why(why, why_len, "%s: more than %zu shards", src, SHARDS_MAX);
+            return GF_EDATASET;
+        }
+        return names_add(out, buf);
+    }
+    size_t pre = (size_t)(ob - pat);
+    const char *a = ob + 1, *end = pat + len;
+    const char *p = a;
+    while (p < end && *p >= '0' && *p <= '9')
+        p++;
+    size_t alen = (size_t)(p - a);
+    const char *b = p + 2;
+    const char *q = b;
+    while (q < end && *q >= '0' && *q <= '9')
+        q++;
+    size_t bl = (size_t)(q - b);
+    if (alen == 0 || alen > 18 || end - p < 2 || p[0] != '.' || p[1] != '.' || bl == 0 ||
+        bl > 18 || q >= end || *q != '}') {
+        gf__why(why, why_len,
+                "%s: bad brace pattern (expected {FIRST..LAST} with decimal bounds, e.g. "
+                "{000000..000127})",
+                src);
+        return GF_EDATASET;
+    }
+    unsigned long long lo = strtoull(a, NULL, 10), hi = strtoull(b, NULL, 10);
+    if (lo > hi) {
+        gf__why(why, why_len, "%s: brace range {%.*s..%.*s} is descending", src, (int)alen,
+                a, (int)bl, b);
+        return GF_EDATASET;
+    }
+    if (hi - lo >= SHARDS_MAX) {
+        gf__why(why, why_len, "%s: more than %zu shards", src, SHARDS_MAX);
+        return GF_EDATASET;
+    }
+    int width = ((alen > 1 && a[0] == '0') || (bl > 1 && b[0] == '0'))
+                    ? (int)GF__MAX(alen, bl)
+                    : 0;
+    memcpy(buf + blen, pat, pre);
+    const char *rest = q + 1;
+    for (unsigned long long v = lo;; v++) {
+        int w = sprintf(buf + blen + pre, "%0*llu", width, v);
+        int rc = expand_braces(rest, (size_t)(end - rest), buf, blen + pre + (size_t)w, out,
+                               src, why, why_len);
+        if (rc < 0)
+            return rc;
+        if (v == hi)
+            break;
+    }
+    return 0;
+}
+
+static int expand_source(const char *src, names *out, char *why, size_t why_len)
+{
+    size_t len = strlen(src);
+    char *buf = malloc(len + 1);
+    if (!buf)
+        return GF_ENOMEM;
+    int depth = 0, rc = 0;
+    size_t start = 0;
+    for (size_t i = 0; i <= len && rc == 0; i++) {
+        char c = src[i];
+        if (c == '{')
+            depth++;
+        else if (c == '}' && depth > 0)
+            depth--;
+        if ((c == ',' && depth == 0) || c == '\0') {
+            rc = expand_braces(src + start, i - start, buf, 0, out, src, why, why_len);
+            start = i + 1;
+        }
+    }
+    free(buf);
+    return rc;
+}
+
+/* The sample being gathered: consecutive members with one key. */
+typedef struct shard_scan {
+    gf__dataset *ds;
+    builder *b;
+    uint32_t shard;
+    const char *path;      /* for messages */
+    const char *display;   /* its basename, the arena names' prefix */
+    size_t display_len;
+    int32_t max_label;
+    int open;              /* a key is being gathered */
+    char *key;             /* current key and image member name */
+    size_t key_len, key_cap;
+    char *img;
+    size_t img_len, img_cap;
+    int has_img, has_cls;
+    const char *bad;       /* why the key cannot be a sample */
+    uint64_t img_off, img_size, key_at;
+    int32_t label;
+    char *why;             /* the scan's error message */
+    size_t why_len;
+} shard_scan;
+
+static int keep_name(char **p, size_t *cap, const char *s, size_t n)
+{
+    if (grow((void **)p, cap, n + 1, 1, 64) < 0)
+        return GF_ENOMEM;
+    memcpy(*p, s, n);
+    (*p)[n] = '\0';
+    return 0;
+}
+
+/* Ends the current key: a sample if it has an image and a label. */
+static int flush_key(shard_scan *c)
+{
+    if (!c->open)
+        return 0;
+    c->open = 0;
+    if (!c->bad && !c->has_img)
+        c->bad = "no image member";
+    if (!c->bad && !c->has_cls)
+        c->bad = "no .cls member";
+    if (c->bad) {
+        c->ds->skipped_keys++;
+        ds_warn(c->ds, "%s: offset %llu: key '%.80s' skipped: %s", c->path,
+                (unsigned long long)c->key_at, c->key, c->bad);
+        return 0;
+    }
+    builder *b = c->b;
+    size_t need = c->display_len + 1 + c->img_len + 1;
+    if (builder_reserve_paths(b, need) < 0 || builder_reserve_samples(b, 1) < 0)
+        return GF_ENOMEM;
+    char *p = b->arena + b->arena_len;
+    memcpy(p, c->display, c->display_len);
+    p[c->display_len] = ':';
+    memcpy(p + c->display_len + 1, c->img, c->img_len + 1);
+    b->off[b->n] = b->arena_len;
+    b->labels[b->n] = c->label;
+    b->shard[b->n] = c->shard;
+    b->doff[b->n] = c->img_off;
+    b->dlen[b->n] = (uint32_t)c->img_size;
+    b->n++;
+    b->arena_len += need;
+    if (c->label > c->max_label)
+        c->max_label = c->label;
+    return 0;
+}
+
+static int is_image_suffix(const char *ext, size_t len)
+{
+    for (size_t i = 0; i < sizeof image_ext / sizeof image_ext[0]; i++)
+        if (strlen(image_ext[i]) - 1 == len && strncasecmp(image_ext[i] + 1, ext, len) == 0)
+            return 1;
+    return 0;
+}
+
+/* The label in a .cls member: decimal text, surrounding whitespace allowed. */
+static const char *parse_cls(const char *t, size_t n, int32_t *out)
+{
+    size_t a = 0, e = n;
+    while (a < e && (is_space(t[a]) || t[a] == '\n'))
+        a++;
+    while (e > a && (is_space(t[e - 1]) || t[e - 1] == '\n'))
+        e--;
+    if (a == e)
+        return "empty .cls";
+    uint64_t v = 0;
+    for (size_t i = a; i < e; i++) {
+        unsigned d = (unsigned char)t[i] - '0';
+        if (d > 9)
+            return ".cls is not a non-negative decimal integer";
+        v = v * 10 + d;
+        if (v > LABEL_MAX)
+            return ".cls label is too large (max 2147483646)";
+    }
+    *out = (int32_t)v;
+    return NULL;
+}
+
+static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
+{
+    shard_scan *c = ctx;
+    if (m->skip) {
+        c->ds->skipped_members++;
+        ds_warn(c->ds, "%s: offset %llu: member '%.80s' skipped: %s", c->path,
+                (unsigned long long)m->header_offset, m->name, m->skip);
+        return 0;
+    }
+    const char *name = m->name, *end = name + m->name_len;
+    const char *slash = memrchr(name, '/', m->name_len);
+    const char *base = slash ? slash + 1 : name;
+    const char *dot = memchr(base, '.', (size_t)(end - base));
+    size_t key_len = dot ? (size_t)(dot - name) : m->name_len;
+    const char *ext = dot ? dot + 1 : end;
+    size_t ext_len = (size_t)(end - ext);
+
+    if (!c->open || key_len != c->key_len || memcmp(name, c->key, key_len) != 0) {
+        int rc = flush_key(c);
+        if (rc < 0)
+            return rc;
+        if (keep_name(&c->key, &c->key_cap, name, key_len) < 0)
+            return GF_ENOMEM;
+        c->key_len = key_len;
+        c->open = 1;
+        c->has_img = c->has_cls = 0;
+        c->bad = NULL;
+        c->key_at = m->header_offset;
+    }
+    if (ext_len == 3 && strncasecmp(ext, "cls", 3) == 0) {
+        if (c->has_cls) {
+            c->ds->skipped_members++;
+            ds_warn(c->ds, "%s: offset %llu: member '%.80s' skipped: a second label of its key",
+                    c->path, (unsigned long long)m->header_offset, m->name);
+            return 0;
+        }
+        c->has_cls = 1;
+        if (m->size > CLS_MAX) {
+            if (!c->bad)
+                c->bad = ".cls over 64 bytes";
+            return 0;
+        }
+        char text[CLS_MAX];
+        int rc = gf__tar_read(t, m->offset, text, (size_t)m->size, c->why, c->why_len);
+        if (rc < 0)
+            return rc;
+        const char *bad = parse_cls(text, (size_t)m->size, &c->label);
+        if (bad && !c->bad)
+            c->bad = bad;
+    } else if (is_image_suffix(ext, ext_len)) {
+        if (c->has_img) {
+            c->ds->skipped_members++;
+            ds_warn(c->ds, "%s: offset %llu: member '%.80s' skipped: a second image of its key",
+                    c->path, (unsigned long long)m->header_offset, m->name);
+            return 0;
+        }
+        c->has_img = 1;
+        if (m->size > UINT32_MAX && !c->bad)
+            c->bad = "image member over 4 GiB";
+        c->img_off = m->offset;
+        c->img_size = m->size;
+        if (keep_name(&c->img, &c->img_cap, name, m->name_len) < 0)
+            return GF_ENOMEM;
+        c->img_len = m->name_len;
+    }
+    return 0; /* other members (key.json, ...) are not ours */
+}
+
+static int open_shards(gf__dataset *ds, const char *src, char *why, size_t why_len)
+{
+    names paths = {0};
+    int rc = expand_source(src, &paths, why, why_len);
+    if (rc < 0) {
+        names_free(&paths);
+        return rc;
+    }
+    /* Shard paths are relative to the current directory now. */
+    int dfd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    ds->root_fd = dfd < 0 ? -1 : keep_fd(dfd);
+    if (ds->root_fd < 0) {
+        gf__why(why, why_len, "%s: cannot open the current directory: %s", src,
+                strerror(errno));
+        names_free(&paths);
+        return GF_EDATASET;
+    }
+    /* shard_paths: the pointer array and the strings in one block. */
+    size_t block = paths.n * sizeof(char *) + paths.len;
+    char **sp = malloc(block);
+    if (!sp) {
+        names_free(&paths);
+        return GF_ENOMEM;
+    }
+    char *strs = (char *)(sp + paths.n);
+    memcpy(strs, paths.buf, paths.len);
+    for (size_t k = 0; k < paths.n; k++)
+        sp[k] = strs + paths.off[k];
+    ds->shard_paths = sp;
+    ds->n_shards = (uint32_t)paths.n;
+    ds->bytes += block;
+    names_free(&paths);
+
+    builder b = {.ranged = 1};
+    shard_scan c = {.ds = ds, .b = &b, .max_label = -1, .why = why, .why_len = why_len};
+    for (uint32_t k = 0; k < ds->n_shards && rc == 0; k++) {
+        const char *path = sp[k];
+        int fd = openat(ds->root_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) != 0) {
+            gf__why(why, why_len, "%s: %s", path, strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            rc = GF_EDATASET;
+            break;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            gf__why(why, why_len, "%s: not a regular file", path);
+            close(fd);
+            rc = GF_EDATASET;
+            break;
+        }
+        const char *slash = strrchr(path, '/');
+        c.shard = k;
+        c.path = path;
+        c.display = slash ? slash + 1 : path;
+        c.display_len = strlen(c.display);
+        rc = gf__tar_scan(fd, (uint64_t)st.st_size, path, on_member, &c, &ds->warnings,
+                          ds->warning, sizeof ds->warning, why, why_len);
+        if (rc == 0)
+            rc = flush_key(&c); /* a key never spans shards */
+        c.open = 0;
+        close(fd);
+    }
+    free(c.key);
+    free(c.img);
+    if (rc == 0 && b.n == 0) {
+        gf__why(why, why_len, "%s: no samples in %u shard(s) (%llu keys, %llu members skipped%s%s)",
+                src, ds->n_shards, (unsigned long long)ds->skipped_keys,
+                (unsigned long long)ds->skipped_members, ds->warning[0] ? "; first: " : "",
+                ds->warning);
+        rc = GF_EDATASET;
+    }
+    if (rc < 0) {
+        builder_free(&b);
+        return rc;
+    }
+    ds->n_classes = c.max_label + 1;
+    builder_finish(&b, ds);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
 
 int gf__dataset_open(gf__dataset *ds, const char *source, char *why, size_t why_len)
 {
@@ -602,9 +1020,18 @@ int gf__dataset_open(gf__dataset *ds, const char *source, char *why, size_t why_
         gf__why(why, why_len, "no data set given");
         return GF_EDATASET;
     }
+    struct stat st;
+    if (is_shard_source(source) &&
+        !(strpbrk(source, ",{") == NULL && stat(source, &st) == 0 && S_ISDIR(st.st_mode))) {
+        int rc = open_shards(ds, source, why, why_len);
+        if (rc == GF_ENOMEM)
+            gf__why(why, why_len, "%s: out of memory while indexing", source);
+        if (rc < 0)
+            gf__dataset_close(ds);
+        return rc;
+    }
     /* Opened once and fstat'ed, so the type checked is the file read. */
     int fd = open(source, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
         gf__why(why, why_len, "%s: %s", source, strerror(errno));
         if (fd >= 0)
@@ -638,6 +1065,10 @@ void gf__dataset_close(gf__dataset *ds)
     free(ds->path_off);
     free(ds->labels);
     free(ds->class_names);
+    free(ds->shard_paths);
+    free(ds->shard);
+    free(ds->data_off);
+    free(ds->data_len);
     if (ds->root_fd > 0)
         close(ds->root_fd);
     memset(ds, 0, sizeof *ds);

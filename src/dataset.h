@@ -1,4 +1,5 @@
-/* Dataset index: a compact table of (relative path, label). */
+/* Dataset index: a compact table of (relative path, label), and for tar
+ * shards where each sample's bytes lie. */
 #ifndef GF_DATASET_H
 #define GF_DATASET_H
 
@@ -13,9 +14,43 @@ typedef struct gf__dataset {
     int n_classes;
     char **class_names;  /* n_classes names (ImageFolder), or NULL */
     size_t bytes;        /* heap bytes held, for stats */
+
+    /* Tar shards only (NULL / 0 otherwise). The arena then holds display
+     * names "train-000003.tar:key.jpg" (shard basename : member name). */
+    uint32_t n_shards;
+    char **shard_paths;  /* n_shards paths, relative to root_fd */
+    uint32_t *shard;     /* n: index into shard_paths */
+    uint64_t *data_off;  /* n: the image member's data offset */
+    uint32_t *data_len;  /* n: its size (members over 4 GiB are skipped) */
+    /* What indexing left out (tar shards): members that cannot be samples
+     * (links, devices, FIFOs, directories, unsafe names, a second image or
+     * label of a key), keys without an image or a valid .cls, and all
+     * warnings (those two and archive oddities); the first in `warning`. */
+    uint64_t skipped_members, skipped_keys, warnings;
+    char warning[256];
 } gf__dataset;
 
-/* source is a directory (ImageFolder: label = index of the sub-folder in
+/* source is tar shards, a directory or a list file.
+ *
+ * Tar shards (WebDataset): source is a comma-separated list of elements
+ * that all end in ".tar", each a path or a pattern with numeric brace
+ * ranges, "dir/train-{000000..000127}.tar" (expanded in order; a range
+ * whose bounds have leading zeros keeps their width). A single ".tar" path
+ * that is a directory is an ImageFolder. Shard paths are relative to the
+ * current directory at open time (root_fd is an O_PATH descriptor of "."
+ * then, so a later chdir does not matter) or absolute. Members are grouped
+ * into samples by key, as WebDataset does: the member name up to the first
+ * '.' of its basename; consecutive members with the same key form one
+ * sample. A sample needs an image member (an image extension, as for
+ * ImageFolder: key.jpg, key.png, ...) and key.cls (the label as decimal
+ * text, at most 64 bytes); other members (key.json, ...) are ignored. Keys
+ * that lack either are skipped and counted; so are members that are not
+ * regular files or have absolute or '..' names. Samples are in shard order,
+ * then archive order; n_classes = max label + 1. A malformed archive fails
+ * with why = "shard: offset N: reason". Member names are never used as
+ * file-system paths.
+ *
+ * A directory (ImageFolder: label = index of the sub-folder in
  * sorted order, files sorted within; hidden entries skipped) or a regular
  * file (list: "relative/path label" per line, paths relative to the list
  * file's directory, '#' comments and blank lines skipped).
@@ -39,9 +74,27 @@ int gf__dataset_open(gf__dataset *ds, const char *source, char *why, size_t why_
  * root_fd is always > 0). */
 void gf__dataset_close(gf__dataset *ds);
 
+/* A name to print for sample i (for shards "shard.tar:member"). */
 static inline const char *gf__dataset_path(const gf__dataset *ds, uint64_t i)
 {
     return ds->arena + ds->path_off[i];
+}
+
+/* Where sample i's bytes are: *len bytes at *off of *rel (relative to root_fd), for
+ * gf__read_range and gf__uring_submit_range (*len GF__WHOLE_FILE, i.e.
+ * UINT64_MAX: the whole file, for folders and lists). */
+static inline void gf__dataset_extent(const gf__dataset *ds, uint64_t i, const char **rel,
+                                      uint64_t *off, uint64_t *len)
+{
+    if (ds->shard) {
+        *rel = ds->shard_paths[ds->shard[i]];
+        *off = ds->data_off[i];
+        *len = ds->data_len[i];
+    } else {
+        *rel = gf__dataset_path(ds, i);
+        *off = 0;
+        *len = UINT64_MAX;
+    }
 }
 
 #endif

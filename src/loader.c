@@ -288,8 +288,11 @@ static void *worker_main(void *arg)
         if (!in) {
             in = &w->buf;
             gf__range_push("gf read");
-            err = gf__read_file(l->ds.root_fd, gf__dataset_path(&l->ds, (uint64_t)j.sample), in,
-                                l->s.max_file_bytes, why, sizeof why);
+            const char *rel;
+            uint64_t off, len;
+            gf__dataset_extent(&l->ds, (uint64_t)j.sample, &rel, &off, &len);
+            err = gf__read_range(l->ds.root_fd, rel, off, len, in, l->s.max_file_bytes, why,
+                                 sizeof why);
             gf__range_pop();
             t1 = gf__now();
         }
@@ -776,8 +779,10 @@ static void submit_reads(gf_loader *l)
         uint64_t r = ((uint64_t *)l->reads.items)[l->reads.head++ & l->reads.mask];
         slot *sl = &l->slots[r >> 32];
         int c = (int)(uint32_t)r;
-        gf__uring_submit(l->uring, l->ds.root_fd,
-                         gf__dataset_path(&l->ds, (uint64_t)sl->indices[c]), buf, r);
+        const char *rel;
+        uint64_t off, len;
+        gf__dataset_extent(&l->ds, (uint64_t)sl->indices[c], &rel, &off, &len);
+        gf__uring_submit_range(l->uring, l->ds.root_fd, rel, off, len, buf, r);
     }
     l->ctl_submit_s += gf__now() - t0;
     size_t total = 0; /* only this thread grows the io_uring buffers */

@@ -1,5 +1,6 @@
 /*
- * The reader: whole-file reads into grow-only buffers.
+ * The reader: whole-file reads, or reads of one byte range of a file (a
+ * member of a tar shard), into grow-only buffers.
  *
  * Two backends share the open/size/limit checks and the buffer policy:
  *  - gf__read_file: a blocking pread() loop, run on the decode threads.
@@ -122,12 +123,14 @@ static const char *file_kind(mode_t m)
 }
 
 /* Opens root_fd/rel, checks it is a non-empty regular file within
- * max_bytes and makes b large enough. O_NONBLOCK so that a FIFO in the
- * tree cannot block the caller in open(); it does not affect reads of
- * regular files by pread(). On failure the file is closed and *fd_out is
- * -1. */
-static int open_sized(int root_fd, const char *rel, size_t max_bytes, gf__buf *b,
-                      int *fd_out, size_t *size_out, char *why, size_t why_len)
+ * max_bytes (or, for a range, that [offset, offset + length) is non-empty,
+ * within max_bytes and inside the file) and makes b large enough; *size_out
+ * is the number of bytes to read. O_NONBLOCK so that a FIFO in the tree
+ * cannot block the caller in open(); it does not affect reads of regular
+ * files by pread(). On failure the file is closed and *fd_out is -1. */
+static int open_sized(int root_fd, const char *rel, uint64_t offset, uint64_t length,
+                      size_t max_bytes, gf__buf *b, int *fd_out, size_t *size_out,
+                      char *why, size_t why_len)
 {
     *fd_out = -1;
     int fd;
@@ -146,6 +149,27 @@ static int open_sized(int root_fd, const char *rel, size_t max_bytes, gf__buf *b
     } else if (!S_ISREG(st.st_mode)) {
         gf__why(why, why_len, "not a regular file: %s", file_kind(st.st_mode));
         err = GF_EIO;
+    } else if (length != GF__WHOLE_FILE) {
+        if (length == 0) {
+            gf__why(why, why_len, "member is empty");
+            err = GF_EEMPTY;
+        } else if (length > (uint64_t)max_bytes) {
+            gf__why(why, why_len, "member is %llu bytes, over the %zu-byte limit",
+                    (unsigned long long)length, max_bytes);
+            err = GF_ETOOBIG;
+        } else if (offset > (uint64_t)st.st_size || length > (uint64_t)st.st_size - offset) {
+            gf__why(why, why_len,
+                    "shard ended inside member: it ends at byte %llu, the file has %llu",
+                    (unsigned long long)(offset + length), (unsigned long long)st.st_size);
+            err = GF_ETRUNC;
+        } else {
+            err = buf_reserve(b, (size_t)length, max_bytes, why, why_len);
+        }
+        if (!err) {
+            *fd_out = fd;
+            *size_out = (size_t)length;
+            return 0;
+        }
     } else if (st.st_size <= 0) {
         gf__why(why, why_len, "file is empty");
         err = GF_EEMPTY;
@@ -173,6 +197,12 @@ static size_t effective_max(size_t max_bytes)
 int gf__read_file(int root_fd, const char *rel, gf__buf *b, size_t max_bytes,
                   char *why, size_t why_len)
 {
+    return gf__read_range(root_fd, rel, 0, GF__WHOLE_FILE, b, max_bytes, why, why_len);
+}
+
+int gf__read_range(int root_fd, const char *rel, uint64_t offset, uint64_t length,
+                   gf__buf *b, size_t max_bytes, char *why, size_t why_len)
+{
     if (why && why_len)
         why[0] = 0;
     if (!rel || !b) {
@@ -182,21 +212,28 @@ int gf__read_file(int root_fd, const char *rel, gf__buf *b, size_t max_bytes,
     b->len = 0;
     int fd;
     size_t size;
-    int err = open_sized(root_fd, rel, effective_max(max_bytes), b, &fd, &size, why,
-                         why_len);
+    int err = open_sized(root_fd, rel, offset, length, effective_max(max_bytes), b, &fd,
+                         &size, why, why_len);
+    uint64_t base = length == GF__WHOLE_FILE ? 0 : offset;
     if (err)
         return err;
 
     size_t off = 0;
     char tmp[96];
     while (off < size) {
-        ssize_t n = pread(fd, b->data + off, size - off, (off_t)off);
+        ssize_t n = pread(fd, b->data + off, size - off, (off_t)(base + off));
         if (n < 0) {
             if (errno == EINTR)
                 continue;
             gf__why(why, why_len, "read at byte %zu: %s", off,
                     errtext(errno, tmp, sizeof tmp));
             err = GF_EIO;
+            break;
+        }
+        if (n == 0 && length != GF__WHOLE_FILE) {
+            gf__why(why, why_len, "shard ended inside member: %zu of %zu bytes at offset %llu",
+                    off, size, (unsigned long long)base);
+            err = GF_ETRUNC;
             break;
         }
         if (n == 0) {
@@ -225,7 +262,9 @@ enum { REQ_FREE, REQ_FAILED, REQ_INFLIGHT };
 typedef struct req {
     gf__buf *buf;
     uint64_t user;
-    size_t size, off;  /* file size; bytes read so far */
+    size_t size, off;  /* bytes to read; bytes read so far */
+    uint64_t base;     /* file offset of the first byte to read */
+    int ranged;        /* a member of a shard, not a whole file */
     int fd;
     int state;
     int err;
@@ -415,7 +454,7 @@ static int queue_read(gf__uring *u, uint32_t i)
             return -1;
     }
     size_t n = GF__MIN(r->size - r->off, GF__READ_CHUNK);
-    io_uring_prep_read(sqe, r->fd, r->buf->data + r->off, (unsigned)n, (uint64_t)r->off);
+    io_uring_prep_read(sqe, r->fd, r->buf->data + r->off, (unsigned)n, r->base + r->off);
     sqe->user_data = i;
     return 0;
 }
@@ -437,6 +476,12 @@ static void flush(gf__uring *u)
 int gf__uring_submit(gf__uring *u, int root_fd, const char *rel, gf__buf *buf,
                      uint64_t user)
 {
+    return gf__uring_submit_range(u, root_fd, rel, 0, GF__WHOLE_FILE, buf, user);
+}
+
+int gf__uring_submit_range(gf__uring *u, int root_fd, const char *rel, uint64_t offset,
+                           uint64_t length, gf__buf *buf, uint64_t user)
+{
     if (!u || !rel || !buf || u->free_head == GF__NIL)
         return GF_EINVAL;
     /* Growing a buffer the kernel is writing into would be a use after
@@ -455,10 +500,12 @@ int gf__uring_submit(gf__uring *u, int root_fd, const char *rel, gf__buf *buf,
     r->err = 0;
     r->why[0] = 0;
     r->cleared_nonblock = 0;
+    r->ranged = length != GF__WHOLE_FILE;
+    r->base = r->ranged ? offset : 0;
     buf->len = 0;
 
-    r->err = open_sized(root_fd, rel, u->max_bytes, buf, &r->fd, &r->size, r->why,
-                        sizeof r->why);
+    r->err = open_sized(root_fd, rel, offset, length, u->max_bytes, buf, &r->fd, &r->size,
+                        r->why, sizeof r->why);
     if (!r->err && queue_read(u, i) != 0) {
         close(r->fd);
         r->fd = -1;
@@ -502,6 +549,11 @@ static int on_cqe(gf__uring *u, uint32_t i, int res)
             return 0;
         gf__why(r->why, sizeof r->why, "io_uring submission queue full");
         r->err = GF_EIO;
+    } else if (res == 0 && r->ranged) {
+        gf__why(r->why, sizeof r->why,
+                "shard ended inside member: %zu of %zu bytes at offset %llu", r->off,
+                r->size, (unsigned long long)r->base);
+        r->err = GF_ETRUNC;
     } else if (res == 0) {
         gf__why(r->why, sizeof r->why, "file shrank while reading: %zu of %zu bytes",
                 r->off, r->size);
@@ -647,9 +699,17 @@ unsigned gf__uring_room(const gf__uring *u)
 int gf__uring_submit(gf__uring *u, int root_fd, const char *rel, gf__buf *buf,
                      uint64_t user)
 {
+    return gf__uring_submit_range(u, root_fd, rel, 0, GF__WHOLE_FILE, buf, user);
+}
+
+int gf__uring_submit_range(gf__uring *u, int root_fd, const char *rel, uint64_t offset,
+                           uint64_t length, gf__buf *buf, uint64_t user)
+{
     (void)u;
     (void)root_fd;
     (void)rel;
+    (void)offset;
+    (void)length;
     (void)buf;
     (void)user;
     return GF_EINVAL;

@@ -24,6 +24,18 @@ void gf__buf_free(gf__buf *b);
 int gf__read_file(int root_fd, const char *rel, gf__buf *b, size_t max_bytes,
                   char *why, size_t why_len);
 
+/* As length for a range: the whole file (gf__read_file's behaviour). */
+#define GF__WHOLE_FILE UINT64_MAX
+
+/* Blocking read of exactly length bytes at offset of root_fd/rel (a member
+ * of a tar shard) into b; b->len = length, or 0 on failure. length
+ * GF__WHOLE_FILE is gf__read_file. Checked before anything is allocated:
+ * length 0 is GF_EEMPTY ("member is empty"), over max_bytes GF_ETOOBIG, a
+ * range past the end of the file GF_ETRUNC ("shard ended inside member");
+ * a short read is GF_ETRUNC too. Otherwise as gf__read_file. */
+int gf__read_range(int root_fd, const char *rel, uint64_t offset, uint64_t length,
+                   gf__buf *b, size_t max_bytes, char *why, size_t why_len);
+
 /* The io_uring reader; owned and driven by one thread (create, submit,
  * reap and destroy may be called from different threads only if the
  * caller orders them, e.g. destroy after joining the owner). */
@@ -61,6 +73,10 @@ unsigned gf__uring_room(const gf__uring *u);
  * has a read in flight. */
 int gf__uring_submit(gf__uring *u, int root_fd, const char *rel, gf__buf *buf,
                      uint64_t user);
+/* gf__uring_submit for length bytes at offset (GF__WHOLE_FILE: the whole
+ * file); range errors as gf__read_range reports them. */
+int gf__uring_submit_range(gf__uring *u, int root_fd, const char *rel, uint64_t offset,
+                           uint64_t length, gf__buf *buf, uint64_t user);
 /* Finished reads, without blocking; returns how many were written to done
  * (at most max). If more remain, the eventfd stays readable. */
 int gf__uring_reap(gf__uring *u, gf__read_done *done, int max);

@@ -1,0 +1,48 @@
+/* Tar archive scanner: finds the members of one shard and where their data
+ * lies, for random access later. Headers are untrusted input. */
+#ifndef GF_TAR_H
+#define GF_TAR_H
+
+#include "common.h"
+
+/* Caps on what a header may make us allocate or read. */
+#define GF__TAR_PAX_MAX ((size_t)1 << 20)      /* pax 'x' extended header */
+#define GF__TAR_LONGNAME_MAX ((size_t)1 << 16) /* GNU 'L' long name */
+
+typedef struct gf__tar gf__tar; /* one scan in progress */
+
+typedef struct gf__tar_member {
+    const char *name;       /* NUL-terminated, leading "./" removed; only a key,
+                               never a file-system path */
+    size_t name_len;
+    uint64_t header_offset; /* its (first) header block */
+    uint64_t offset, size;  /* its data: size bytes at offset, inside the file */
+    char type;              /* typeflag ('0' for a regular file) */
+    const char *skip;       /* NULL: a regular file with a safe name; else
+                               why it cannot be a sample ("a symlink",
+                               "unsafe name (..)", ...) */
+} gf__tar_member;
+
+/* Called for each member that is not a metadata header (pax 'x'/'g', GNU
+ * 'L'/'K'), in archive order. m and its name are valid during the call.
+ * Return 0 to go on, a negative GF_E* to stop the scan with it. */
+typedef int (*gf__tar_member_fn)(void *ctx, gf__tar *t, const gf__tar_member *m);
+
+/* Scans fd (a regular file of file_size bytes; shard names it in
+ * messages). Stops at two zero blocks or at end of file on a block
+ * boundary. A malformed archive (bad checksum, a non-octal size, a member
+ * or header past the end of the file, a bad pax record, an oversized pax
+ * header or long name) fails with GF_EDATASET and why = "shard: offset N:
+ * reason". Archive-level oddities that do not stop the scan (a lone zero
+ * block) add to *warnings and, if warning[0] is 0, are described there.
+ * Returns 0, GF_EDATASET, GF_ENOMEM or what fn returned. */
+int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_fn fn,
+                 void *ctx, uint64_t *warnings, char *warning, size_t warning_len,
+                 char *why, size_t why_len);
+
+/* From inside fn: copies n bytes at offset off of the file being scanned
+ * (e.g. a small member's data) into dst. off + n must lie within the file.
+ * Returns 0 or GF_EDATASET with why. */
+int gf__tar_read(gf__tar *t, uint64_t off, void *dst, size_t n, char *why, size_t why_len);
+
+#endif

@@ -1,0 +1,947 @@
+/* Tar shards: the scanner on good and hostile archives, shard source
+ * syntax, range reads, and the loader on shards against the same images as
+ * an ImageFolder. Archives are made here by a tiny tar writer. */
+#include "gpufeed.h"
+#include "dataset.h"
+#include "reader.h"
+#include "tar.h"
+#include "testutil.h"
+
+#include <check.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------ */
+/* A tar writer */
+
+typedef struct tw {
+    uint8_t *p;
+    size_t len, cap;
+} tw;
+
+static void tw_raw(tw *w, const void *d, size_t n)
+{
+    if (w->len + n > w->cap) {
+        w->cap = (w->len + n) * 2 + 4096;
+        w->p = realloc(w->p, w->cap);
+        ck_assert_ptr_nonnull(w->p);
+    }
+    if (d)
+        memcpy(w->p + w->len, d, n);
+    else
+        memset(w->p + w->len, 0, n);
+    w->len += n;
+}
+
+static void tw_pad(tw *w)
+{
+    size_t r = w->len % 512;
+    if (r)
+        tw_raw(w, NULL, 512 - r);
+}
+
+static void fix_checksum(uint8_t *h)
+{
+    memset(h + 148, ' ', 8);
+    unsigned sum = 0;
+    for (int i = 0; i < 512; i++)
+        sum += h[i];
+    snprintf((char *)h + 148, 8, "%06o", sum); /* "NNNNNN\0", then ' ' */
+    h[155] = ' ';
+}
+
+/* Appends a header; returns its offset. prefix may be NULL. */
+static size_t tw_header(tw *w, const char *name, char type, uint64_t size, const char *prefix)
+{
+    uint8_t h[512] = {0};
+    strncpy((char *)h, name, 100);
+    memcpy(h + 100, "0000644", 8);
+    memcpy(h + 108, "0000000", 8);
+    memcpy(h + 116, "0000000", 8);
+    snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)size);
+    memcpy(h + 136, "14000000000", 12);
+    h[156] = (uint8_t)type;
+    memcpy(h + 257, "ustar", 6);
+    memcpy(h + 263, "00", 2);
+    if (prefix)
+        strncpy((char *)h + 345, prefix, 155);
+    fix_checksum(h);
+    size_t at = w->len;
+    tw_raw(w, h, 512);
+    return at;
+}
+
+/* A regular member; returns its data offset. */
+static size_t tw_file(tw *w, const char *name, const void *data, size_t n)
+{
+    tw_header(w, name, '0', n, NULL);
+    size_t at = w->len;
+    tw_raw(w, data, n);
+    tw_pad(w);
+    return at;
+}
+
+static size_t tw_text(tw *w, const char *name, const char *text)
+{
+    return tw_file(w, name, text, strlen(text));
+}
+
+static void pax_record(char *out, size_t *len, const char *key, const char *val)
+{
+    size_t body = strlen(key) + strlen(val) + 3; /* ' ' '=' '\n' */
+    size_t n = body + 1;
+    while (snprintf(NULL, 0, "%zu", n) + body != n)
+        n++;
+    *len += (size_t)sprintf(out + *len, "%zu %s=%s\n", n, key, val);
+}
+
+/* A pax 'x' header for the next member: path (may be NULL), size (< 0: none). */
+static void tw_pax(tw *w, const char *path, long long size)
+{
+    char rec[8192];
+    size_t n = 0;
+    pax_record(rec, &n, "mtime", "1700000000.5");
+    if (path)
+        pax_record(rec, &n, "path", path);
+    if (size >= 0) {
+        char v[32];
+        snprintf(v, sizeof v, "%lld", size);
+        pax_record(rec, &n, "size", v);
+    }
+    tw_header(w, "PaxHeaders/x", 'x', n, NULL);
+    tw_raw(w, rec, n);
+    tw_pad(w);
+}
+
+static void tw_gnu_long(tw *w, char type, const char *name)
+{
+    size_t n = strlen(name) + 1;
+    tw_header(w, "././@LongLink", type, n, NULL);
+    tw_raw(w, name, n);
+    tw_pad(w);
+}
+
+static void tw_end(tw *w)
+{
+    tw_raw(w, NULL, 1024);
+}
+
+static char *dir;
+
+static void setup(void)
+{
+    dir = tu_mkdtemp();
+}
+
+static void teardown(void)
+{
+    tu_rmrf(dir);
+    free(dir);
+}
+
+static char *path_in(const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+/* Writes w to dir/name and frees it; returns the path (caller frees). */
+static char *tw_save(tw *w, const char *name)
+{
+    char *p = path_in(name);
+    tu_write_file(p, w->p, w->len);
+    free(w->p);
+    memset(w, 0, sizeof *w);
+    return p;
+}
+
+static int open_ds(gf__dataset *ds, const char *src, char *why, size_t why_len)
+{
+    return gf__dataset_open(ds, src, why, why_len);
+}
+
+/* ------------------------------------------------------------------------ */
+
+START_TEST(members_are_found_with_offsets_sizes_and_labels)
+{
+    tw w = {0};
+    const char img_a[] = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+    uint8_t img_b[1300];
+    for (size_t i = 0; i < sizeof img_b; i++)
+        img_b[i] = (uint8_t)(i * 7);
+    tw_text(&w, "a.cls", "3");
+    size_t oa = tw_file(&w, "a.jpg", img_a, sizeof img_a);
+    tw_text(&w, "a.json", "{}");
+    size_t ob = tw_file(&w, "./sub/b.png", img_b, sizeof img_b);
+    tw_text(&w, "./sub/b.cls", " 1\n");
+    size_t oc = tw_file(&w, "c.JPEG", "CC", 2);
+    tw_text(&w, "c.cls", "0");
+    tw_end(&w);
+    char *p = tw_save(&w, "x.tar");
+
+    gf__dataset ds;
+    char why[512];
+    ck_assert_msg(open_ds(&ds, p, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(ds.n, 3);
+    ck_assert_uint_eq(ds.n_shards, 1);
+    ck_assert_str_eq(ds.shard_paths[0], p);
+    ck_assert_int_eq(ds.n_classes, 4);
+    ck_assert_int_eq(ds.labels[0], 3);
+    ck_assert_int_eq(ds.labels[1], 1);
+    ck_assert_int_eq(ds.labels[2], 0);
+    ck_assert_str_eq(gf__dataset_path(&ds, 0), "x.tar:a.jpg");
+    ck_assert_str_eq(gf__dataset_path(&ds, 1), "x.tar:sub/b.png");
+    ck_assert_str_eq(gf__dataset_path(&ds, 2), "x.tar:c.JPEG");
+    ck_assert_uint_eq(ds.data_off[0], oa);
+    ck_assert_uint_eq(ds.data_len[0], sizeof img_a);
+    ck_assert_uint_eq(ds.data_off[1], ob);
+    ck_assert_uint_eq(ds.data_len[1], sizeof img_b);
+    ck_assert_uint_eq(ds.data_off[2], oc);
+    ck_assert_uint_eq(ds.skipped_members + ds.skipped_keys + ds.warnings, 0);
+
+    /* The extents read back the member bytes, by pread and by io_uring. */
+    gf__buf b = {0};
+    const char *rel;
+    uint64_t off, len;
+    gf__dataset_extent(&ds, 1, &rel, &off, &len);
+    ck_assert_int_eq(gf__read_range(ds.root_fd, rel, off, len, &b, 0, why, sizeof why), 0);
+    ck_assert_uint_eq(b.len, sizeof img_b);
+    ck_assert(memcmp(b.data, img_b, sizeof img_b) == 0);
+    gf__uring *u = NULL;
+    if (gf__uring_create(&u, 4, 1 << 20, why, sizeof why) == 0) {
+        gf__buf ub = {0};
+        gf__dataset_extent(&ds, 0, &rel, &off, &len);
+        ck_assert_int_eq(gf__uring_submit_range(u, ds.root_fd, rel, off, len, &ub, 5), 0);
+        gf__read_done d;
+        int got = 0;
+        for (int i = 0; i < 1000 && !got; i++) {
+            got = gf__uring_reap(u, &d, 1);
+            if (!got)
+                usleep(1000);
+        }
+        ck_assert_int_eq(got, 1);
+        ck_assert_int_eq(d.err, 0);
+        ck_assert_uint_eq(ub.len, sizeof img_a);
+        ck_assert(memcmp(ub.data, img_a, sizeof img_a) == 0);
+        gf__uring_destroy(u);
+        gf__buf_free(&ub);
+    }
+    gf__buf_free(&b);
+    gf__dataset_close(&ds);
+    free(p);
+}
+END_TEST
+
+START_TEST(range_reads_check_the_range_against_the_file)
+{
+    char *p = path_in("f.bin");
+    tu_write_text(p, "0123456789");
+    gf__buf b = {0};
+    char why[256];
+    ck_assert_int_eq(gf__read_range(AT_FDCWD, p, 2, 5, &b, 0, why, sizeof why), 0);
+    ck_assert_uint_eq(b.len, 5);
+    ck_assert(memcmp(b.data, "23456", 5) == 0);
+    ck_assert_int_eq(gf__read_range(AT_FDCWD, p, 8, 5, &b, 0, why, sizeof why), GF_ETRUNC);
+    ck_assert_msg(strstr(why, "shard ended inside member"), "%s", why);
+    ck_assert_uint_eq(b.len, 0);
+    ck_assert_int_eq(gf__read_range(AT_FDCWD, p, 11, 1, &b, 0, why, sizeof why), GF_ETRUNC);
+    ck_assert_int_eq(gf__read_range(AT_FDCWD, p, 0, 0, &b, 0, why, sizeof why), GF_EEMPTY);
+    ck_assert_int_eq(gf__read_range(AT_FDCWD, p, 0, 6, &b, 5, why, sizeof why), GF_ETOOBIG);
+    ck_assert_int_eq(gf__read_range(AT_FDCWD, p, 0, GF__WHOLE_FILE, &b, 0, why, sizeof why),
+                     0);
+    ck_assert_uint_eq(b.len, 10);
+    gf__uring *u = NULL;
+    if (gf__uring_create(&u, 4, 1 << 20, why, sizeof why) == 0) {
+        gf__buf ub = {0};
+        ck_assert_int_eq(gf__uring_submit_range(u, AT_FDCWD, p, 9, 4, &ub, 1), 0);
+        gf__read_done d;
+        int got = 0;
+        for (int i = 0; i < 1000 && !got; i++)
+            if (!(got = gf__uring_reap(u, &d, 1)))
+                usleep(1000);
+        ck_assert_int_eq(got, 1);
+        ck_assert_int_eq(d.err, GF_ETRUNC);
+        ck_assert_msg(strstr(d.why, "shard ended inside member"), "%s", d.why);
+        gf__uring_destroy(u);
+        gf__buf_free(&ub);
+    }
+    gf__buf_free(&b);
+    free(p);
+}
+END_TEST
+
+START_TEST(long_names_come_from_pax_gnu_and_the_ustar_prefix)
+{
+    char longdir[300];
+    memset(longdir, 'd', 150);
+    longdir[150] = '\0';
+    char pax_img[400], pax_cls[400], gnu_img[400], gnu_cls[400];
+    snprintf(pax_img, sizeof pax_img, "%s/pax-key.jpg", longdir);
+    snprintf(pax_cls, sizeof pax_cls, "%s/pax-key.cls", longdir);
+    snprintf(gnu_img, sizeof gnu_img, "%s/gnu-key.png", longdir);
+    snprintf(gnu_cls, sizeof gnu_cls, "%s/gnu-key.cls", longdir);
+    tw w = {0};
+    tw_pax(&w, pax_img, -1);
+    size_t o1 = tw_file(&w, "truncated-name-ignored.jpg", "P", 1);
+    tw_pax(&w, pax_cls, -1);
+    tw_text(&w, "whatever.cls", "2");
+    tw_gnu_long(&w, 'L', gnu_img);
+    size_t o2 = tw_file(&w, "short.png", "G", 1);
+    tw_gnu_long(&w, 'L', gnu_cls);
+    tw_gnu_long(&w, 'K', "a long link target that is ignored");
+    tw_text(&w, "short.cls", "5");
+    /* ustar prefix + name */
+    tw_header(&w, "pre-key.jpg", '0', 1, "some/prefix/dir");
+    tw_raw(&w, "U", 1);
+    tw_pad(&w);
+    tw_header(&w, "pre-key.cls", '0', 1, "some/prefix/dir");
+    tw_raw(&w, "7", 1);
+    tw_pad(&w);
+    /* a global pax header is skipped */
+    tw_header(&w, "pax_global_header", 'g', 20, NULL);
+    tw_raw(&w, "20 comment=hello12\n", 20);
+    tw_pad(&w);
+    tw_end(&w);
+    char *p = tw_save(&w, "long.tar");
+
+    gf__dataset ds;
+    char why[512];
+    ck_assert_msg(open_ds(&ds, p, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(ds.n, 3);
+    char want[512];
+    snprintf(want, sizeof want, "long.tar:%s", pax_img);
+    ck_assert_str_eq(gf__dataset_path(&ds, 0), want);
+    snprintf(want, sizeof want, "long.tar:%s", gnu_img);
+    ck_assert_str_eq(gf__dataset_path(&ds, 1), want);
+    ck_assert_str_eq(gf__dataset_path(&ds, 2), "long.tar:some/prefix/dir/pre-key.jpg");
+    ck_assert_int_eq(ds.labels[0], 2);
+    ck_assert_int_eq(ds.labels[1], 5);
+    ck_assert_int_eq(ds.labels[2], 7);
+    ck_assert_uint_eq(ds.data_off[0], o1);
+    ck_assert_uint_eq(ds.data_off[1], o2);
+    ck_assert_uint_eq(ds.warnings, 0);
+    gf__dataset_close(&ds);
+    free(p);
+}
+END_TEST
+
+START_TEST(pax_size_base256_size_and_archive_ends_are_honoured)
+{
+    tw w = {0};
+    /* pax size= overrides the header's (here wrong) size */
+    tw_pax(&w, NULL, 3);
+    tw_header(&w, "a.jpg", '0', 0, NULL);
+    size_t oa = w.len;
+    tw_raw(&w, "abc", 3);
+    tw_pad(&w);
+    tw_text(&w, "a.cls", "1");
+    /* GNU base-256 size */
+    size_t h = tw_header(&w, "b.jpg", '0', 0, NULL);
+    memset(w.p + h + 124, 0, 12);
+    w.p[h + 124] = 0x80;
+    w.p[h + 135] = 5;
+    fix_checksum(w.p + h);
+    tw_raw(&w, "bbbbb", 5);
+    tw_pad(&w);
+    tw_text(&w, "b.cls", "0");
+    /* a lone zero block, then more members */
+    tw_raw(&w, NULL, 512);
+    tw_text(&w, "c.jpg", "c");
+    tw_text(&w, "c.cls", "0");
+    /* no end blocks: end of file on a block boundary ends it */
+    char *p = tw_save(&w, "ends.tar");
+
+    gf__dataset ds;
+    char why[512];
+    ck_assert_msg(open_ds(&ds, p, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(ds.n, 3);
+    ck_assert_uint_eq(ds.data_off[0], oa);
+    ck_assert_uint_eq(ds.data_len[0], 3);
+    ck_assert_uint_eq(ds.data_len[1], 5);
+    ck_assert_uint_eq(ds.warnings, 1);
+    ck_assert_msg(strstr(ds.warning, "lone zero block"), "%s", ds.warning);
+    gf__dataset_close(&ds);
+
+    /* Signed checksum variant (a byte >= 0x80 in the name) is accepted. */
+    tw_header(&w, "d\xe9.jpg", '0', 1, NULL);
+    {
+        uint8_t *hd = w.p;
+        memset(hd + 148, ' ', 8);
+        int sum = 0;
+        for (int i = 0; i < 512; i++)
+            sum += (int8_t)hd[i];
+        snprintf((char *)hd + 148, 8, "%06o", sum);
+        hd[155] = ' ';
+    }
+    tw_raw(&w, "d", 1);
+    tw_pad(&w);
+    tw_text(&w, "d\xe9.cls", "4");
+    tw_end(&w);
+    free(p);
+    p = tw_save(&w, "signed.tar");
+    ck_assert_msg(open_ds(&ds, p, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(ds.n, 1);
+    ck_assert_int_eq(ds.labels[0], 4);
+    gf__dataset_close(&ds);
+    free(p);
+}
+END_TEST
+
+/* Opens src expecting GF_EDATASET with every string of `want` in why. */
+static void expect_error(const char *src, const char *want1, const char *want2)
+{
+    gf__dataset ds;
+    char why[512] = "";
+    int rc = open_ds(&ds, src, why, sizeof why);
+    ck_assert_msg(rc == GF_EDATASET, "%s: rc %d, why '%s'", src, rc, why);
+    ck_assert_msg(strstr(why, want1), "'%s' lacks '%s'", why, want1);
+    if (want2)
+        ck_assert_msg(strstr(why, want2), "'%s' lacks '%s'", why, want2);
+    ck_assert_int_eq(ds.root_fd, -1);
+    ck_assert_ptr_null(ds.shard_paths);
+}
+
+static tw two_samples(void)
+{
+    tw w = {0};
+    tw_text(&w, "a.jpg", "a");
+    tw_text(&w, "a.cls", "0");
+    tw_text(&w, "b.jpg", "b");
+    tw_text(&w, "b.cls", "1");
+    return w;
+}
+
+START_TEST(a_bad_checksum_names_the_shard_and_offset)
+{
+    tw w = two_samples();
+    w.p[2048 + 10] ^= 1; /* header of b.jpg, after a.jpg and a.cls */
+    tw_end(&w);
+    char *p = tw_save(&w, "badsum.tar");
+    expect_error(p, "badsum.tar: offset 2048: header checksum mismatch", NULL);
+    free(p);
+}
+END_TEST
+
+START_TEST(a_non_octal_size_is_an_error)
+{
+    tw w = two_samples();
+    memcpy(w.p + 1024 + 124, "0000000009x", 11);
+    fix_checksum(w.p + 1024);
+    tw_end(&w);
+    char *p = tw_save(&w, "octal.tar");
+    expect_error(p, "octal.tar: offset 1024", "not an octal");
+    free(p);
+
+    w = two_samples();
+    memcpy(w.p + 148, "12x456\0 ", 8); /* checksum field itself */
+    tw_end(&w);
+    p = tw_save(&w, "octal2.tar");
+    expect_error(p, "octal2.tar: offset 0", "checksum field is not octal");
+    free(p);
+}
+END_TEST
+
+START_TEST(a_size_past_the_end_of_the_file_is_an_error)
+{
+    tw w = two_samples();
+    snprintf((char *)w.p + 2048 + 124, 12, "%011llo", 1ull << 30);
+    fix_checksum(w.p + 2048);
+    tw_end(&w);
+    char *p = tw_save(&w, "past.tar");
+    expect_error(p, "past.tar: offset 2048", "runs past the end of the file");
+    free(p);
+}
+END_TEST
+
+START_TEST(a_truncated_archive_is_an_error)
+{
+    tw w = two_samples();
+    w.len = 2048 + 512 + 300; /* inside b.jpg's data block */
+    char *p = tw_save(&w, "cut1.tar");
+    expect_error(p, "cut1.tar: offset 2048", "truncated archive");
+    free(p);
+
+    w = two_samples();
+    w.len = 2048 + 100; /* inside b.jpg's header */
+    p = tw_save(&w, "cut2.tar");
+    expect_error(p, "cut2.tar: offset 2048", "truncated header");
+    free(p);
+
+    /* an oversized pax header and GNU long name are refused before allocation */
+    w = (tw){0};
+    tw_header(&w, "PaxHeaders/big", 'x', (2u << 20), NULL);
+    tw_raw(&w, NULL, 2u << 20);
+    tw_end(&w);
+    p = tw_save(&w, "bigpax.tar");
+    expect_error(p, "bigpax.tar: offset 0", "over the 1048576-byte limit");
+    free(p);
+    w = (tw){0};
+    tw_header(&w, "././@LongLink", 'L', 100000, NULL);
+    tw_raw(&w, NULL, 100352);
+    tw_end(&w);
+    p = tw_save(&w, "biglong.tar");
+    expect_error(p, "biglong.tar: offset 0", "over the 65536-byte limit");
+    free(p);
+    /* a malformed pax record */
+    w = (tw){0};
+    tw_header(&w, "PaxHeaders/bad", 'x', 12, NULL);
+    tw_raw(&w, "99 path=x.j\n", 12);
+    tw_pad(&w);
+    tw_text(&w, "x.jpg", "x");
+    tw_end(&w);
+    p = tw_save(&w, "badpax.tar");
+    expect_error(p, "badpax.tar: offset 0", "malformed pax");
+    free(p);
+    /* not a tar at all */
+    p = path_in("text.tar");
+    tu_write_text(p, "hello, this is not a tar file\n");
+    expect_error(p, "text.tar: offset 0", "truncated header");
+    free(p);
+}
+END_TEST
+
+START_TEST(links_devices_fifos_and_directories_are_skipped_and_counted)
+{
+    tw w = {0};
+    const char types[] = "123456";
+    for (int i = 0; types[i]; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "t%c.jpg", types[i]);
+        tw_header(&w, name, types[i], 0, NULL);
+        snprintf(name, sizeof name, "t%c.cls", types[i]);
+        tw_text(&w, name, "0");
+    }
+    /* a symlink whose size field lies: no data blocks follow it anyway */
+    tw_header(&w, "lie.jpg", '2', 5000, NULL);
+    tw_text(&w, "good.jpg", "g");
+    tw_text(&w, "good.cls", "0");
+    tw_end(&w);
+    char *p = tw_save(&w, "types.tar");
+    gf__dataset ds;
+    char why[512];
+    ck_assert_msg(open_ds(&ds, p, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(ds.n, 1);
+    ck_assert_str_eq(gf__dataset_path(&ds, 0), "types.tar:good.jpg");
+    ck_assert_uint_eq(ds.skipped_members, 7);
+    ck_assert_uint_eq(ds.skipped_keys, 6); /* t1..t6: a .cls without an image */
+    ck_assert_uint_eq(ds.warnings, 13);
+    ck_assert_msg(strstr(ds.warning, "types.tar: offset 0: member 't1.jpg' skipped: a hard link"),
+                  "%s", ds.warning);
+    gf__dataset_close(&ds);
+    free(p);
+}
+END_TEST
+
+START_TEST(unsafe_names_are_skipped_and_never_opened)
+{
+    /* A real file where "../evil.jpg" would land relative to the shard. */
+    char *evil = path_in("evil.jpg");
+    tu_write_text(evil, "not to be read");
+    tw w = {0};
+    tw_text(&w, "../evil.jpg", "E");
+    tw_text(&w, "../evil.cls", "0");
+    tw_text(&w, "/abs.jpg", "A");
+    tw_text(&w, "/abs.cls", "0");
+    tw_pax(&w, "a/../../evil.jpg", -1);
+    tw_text(&w, "x.jpg", "X");
+    tw_gnu_long(&w, 'L', "..");
+    tw_text(&w, "y.jpg", "Y");
+    tw_text(&w, "ok.jpg", "O");
+    tw_text(&w, "ok.cls", "1");
+    tw_end(&w);
+    char *p = tw_save(&w, "sub/evil.tar");
+    gf__dataset ds;
+    char why[512];
+    ck_assert_msg(open_ds(&ds, p, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(ds.n, 1);
+    ck_assert_str_eq(gf__dataset_path(&ds, 0), "evil.tar:ok.jpg");
+    ck_assert_uint_eq(ds.skipped_members, 6);
+    ck_assert_msg(strstr(ds.warning, "'../evil.jpg' skipped: '..' in name"), "%s", ds.warning);
+    /* The only file a read can reach is the shard itself. */
+    const char *rel;
+    uint64_t off, len;
+    gf__dataset_extent(&ds, 0, &rel, &off, &len);
+    ck_assert_str_eq(rel, p);
+    gf__dataset_close(&ds);
+    free(p);
+    free(evil);
+}
+END_TEST
+
+START_TEST(keys_without_an_image_or_a_label_are_skipped)
+{
+    tw w = {0};
+    tw_text(&w, "noimg.cls", "1");
+    tw_text(&w, "nocls.jpg", "j");
+    tw_text(&w, "nocls.txt", "caption");
+    tw_text(&w, "badcls.jpg", "j");
+    tw_text(&w, "badcls.cls", "12a");
+    tw_text(&w, "bigcls.jpg", "j");
+    char zeros[69];
+    memset(zeros, '0', sizeof zeros);
+    tw_file(&w, "bigcls.cls", zeros, sizeof zeros);
+    tw_text(&w, "good.jpg", "g");
+    tw_text(&w, "good.cls", "2");
+    tw_text(&w, "good.png", "second image");
+    tw_text(&w, "good.cls", "3");
+    tw_end(&w);
+    char *p = tw_save(&w, "keys.tar");
+    gf__dataset ds;
+    char why[512];
+    ck_assert_msg(open_ds(&ds, p, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(ds.n, 1);
+    ck_assert_int_eq(ds.labels[0], 2);
+    ck_assert_int_eq(ds.n_classes, 3);
+    ck_assert_uint_eq(ds.skipped_keys, 4);
+    ck_assert_uint_eq(ds.skipped_members, 2);
+    ck_assert_msg(strstr(ds.warning, "key 'noimg' skipped: no image member"), "%s", ds.warning);
+    gf__dataset_close(&ds);
+
+    /* Nothing usable at all is an error that says why. */
+    w = (tw){0};
+    tw_text(&w, "only.cls", "1");
+    tw_end(&w);
+    free(p);
+    p = tw_save(&w, "none.tar");
+    expect_error(p, "no samples in 1 shard", "key 'only' skipped: no image member");
+    free(p);
+}
+END_TEST
+
+static char *one_sample_shard(const char *name, int label)
+{
+    tw w = {0};
+    char t[16];
+    snprintf(t, sizeof t, "%d", label);
+    tw_text(&w, "k.jpg", "k");
+    tw_text(&w, "k.cls", t);
+    tw_end(&w);
+    return tw_save(&w, name);
+}
+
+START_TEST(brace_ranges_and_comma_lists_expand_in_order)
+{
+    for (int k = 0; k < 3; k++) {
+        char n[32];
+        snprintf(n, sizeof n, "s-%03d.tar", k);
+        free(one_sample_shard(n, k));
+    }
+    for (int k = 8; k <= 10; k++) {
+        char n[32];
+        snprintf(n, sizeof n, "u-%d.tar", k);
+        free(one_sample_shard(n, k));
+    }
+    gf__dataset ds;
+    char why[512], src[4096];
+    snprintf(src, sizeof src, "%s/s-{000..002}.tar", dir);
+    ck_assert_msg(open_ds(&ds, src, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(ds.n, 3);
+    ck_assert_uint_eq(ds.n_shards, 3);
+    for (int k = 0; k < 3; k++) {
+        ck_assert_int_eq(ds.labels[k], k);
+        ck_assert_uint_eq(ds.shard[k], (uint32_t)k);
+        char want[32];
+        snprintf(want, sizeof want, "s-%03d.tar:k.jpg", k);
+        ck_assert_str_eq(gf__dataset_path(&ds, (uint64_t)k), want);
+    }
+    gf__dataset_close(&ds);
+
+    snprintf(src, sizeof src, "%s/u-{8..10}.tar,%s/s-002.tar,%s/s-{0..0}0{0..1}.tar", dir, dir,
+             dir);
+    ck_assert_msg(open_ds(&ds, src, why, sizeof why) == 0, "%s", why);
+    int want_labels[] = {8, 9, 10, 2, 0, 1};
+    ck_assert_uint_eq(ds.n, 6);
+    for (int k = 0; k < 6; k++)
+        ck_assert_int_eq(ds.labels[k], want_labels[k]);
+    ck_assert_int_eq(ds.n_classes, 11);
+    gf__dataset_close(&ds);
+
+    /* Relative shard paths are relative to the current directory. */
+    char cwd[4096];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    ck_assert_int_eq(chdir(dir), 0);
+    int rc = open_ds(&ds, "s-{001..002}.tar", why, sizeof why);
+    ck_assert_int_eq(chdir(cwd), 0); /* a later chdir does not matter */
+    ck_assert_msg(rc == 0, "%s", why);
+    ck_assert_uint_eq(ds.n, 2);
+    gf__buf b = {0};
+    const char *rel;
+    uint64_t off, len;
+    gf__dataset_extent(&ds, 1, &rel, &off, &len);
+    ck_assert_str_eq(rel, "s-002.tar");
+    ck_assert_int_eq(gf__read_range(ds.root_fd, rel, off, len, &b, 0, why, sizeof why), 0);
+    ck_assert_uint_eq(b.len, 1);
+    gf__buf_free(&b);
+    gf__dataset_close(&ds);
+
+    snprintf(src, sizeof src, "%s/s-{002..000}.tar", dir);
+    expect_error(src, "descending", NULL);
+    snprintf(src, sizeof src, "%s/s-{a,b}.tar", dir);
+    expect_error(src, "bad brace pattern", NULL);
+    snprintf(src, sizeof src, "%s/s-{000..003}.tar", dir);
+    expect_error(src, "s-003.tar: No such file", NULL);
+
+    /* A directory named like a shard is still an ImageFolder. */
+    char *d = path_in("folder.tar");
+    tu_write_png(strcat(strcpy(src, d), "/c/i.png"), 4, 4, 3, 1);
+    ck_assert_msg(open_ds(&ds, d, why, sizeof why) == 0, "%s", why);
+    ck_assert_ptr_null(ds.shard);
+    ck_assert_uint_eq(ds.n, 1);
+    gf__dataset_close(&ds);
+    free(d);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* The loader on shards vs the same images as an ImageFolder */
+
+enum { W = 16, H = 12, CLASSES = 3, PER_CLASS = 7, N = CLASSES * PER_CLASS };
+
+/* Writes root's samples, in its index order, into 3 shards; returns the
+ * brace source (caller frees). */
+static char *folder_to_shards(const char *root)
+{
+    gf__dataset ds;
+    char why[512];
+    ck_assert_msg(gf__dataset_open(&ds, root, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(ds.n, N);
+    for (int s = 0; s < 3; s++) {
+        tw w = {0};
+        for (uint64_t i = (uint64_t)s * N / 3; i < (uint64_t)(s + 1) * N / 3; i++) {
+            const char *rel = gf__dataset_path(&ds, i);
+            char full[4096], name[512], cls[16];
+            snprintf(full, sizeof full, "%s/%s", root, rel);
+            size_t n;
+            uint8_t *data = tu_read_file(full, &n);
+            ck_assert_ptr_nonnull(data);
+            snprintf(name, sizeof name, "%s", rel);
+            tw_file(&w, name, data, n);
+            *strrchr(name, '.') = '\0';
+            strcat(name, ".cls");
+            snprintf(cls, sizeof cls, "%d\n", ds.labels[i]);
+            tw_text(&w, name, cls);
+            free(data);
+        }
+        tw_end(&w);
+        char sn[32];
+        snprintf(sn, sizeof sn, "train-%06d.tar", s);
+        free(tw_save(&w, sn));
+    }
+    gf__dataset_close(&ds);
+    char *src = malloc(4096);
+    snprintf(src, 4096, "%s/train-{000000..000002}.tar", dir);
+    return src;
+}
+
+typedef struct batches {
+    uint8_t *bytes;
+    size_t len, cap;
+    uint64_t epoch[64], position[64];
+    int n;
+} batches;
+
+static void take(batches *r, const gf_batch *b)
+{
+    size_t px = (size_t)b->count * b->height * b->width * b->channels;
+    size_t need = px + (size_t)b->count * (sizeof(int32_t) + sizeof(int64_t));
+    if (r->len + need > r->cap) {
+        r->cap = (r->len + need) * 2;
+        r->bytes = realloc(r->bytes, r->cap);
+    }
+    memcpy(r->bytes + r->len, b->pixels, px);
+    r->len += px;
+    memcpy(r->bytes + r->len, b->labels, (size_t)b->count * sizeof(int32_t));
+    r->len += (size_t)b->count * sizeof(int32_t);
+    memcpy(r->bytes + r->len, b->indices, (size_t)b->count * sizeof(int64_t));
+    r->len += (size_t)b->count * sizeof(int64_t);
+    ck_assert_int_lt(r->n, 64);
+    r->epoch[r->n] = b->epoch;
+    r->position[r->n] = b->position;
+    r->n++;
+}
+
+static void settings(gf_settings *s, const char *data, gf_io io)
+{
+    gf_default_settings(s);
+    s->data = data;
+    s->width = 10;
+    s->height = 9; /* train: random-resized-crop + flip */
+    s->batch_size = 4;
+    s->seed = 11;
+    s->epochs = 2;
+    s->shuffle = 1;
+    s->threads = 2;
+    s->io = io;
+}
+
+/* Runs to the end (or `stop` batches); returns the loader's reader. */
+static gf_io run(const gf_settings *s, batches *r, int stop, uint64_t seek_epoch,
+                 uint64_t seek_pos, int do_seek)
+{
+    gf_loader *l = NULL;
+    int rc = gf_open(&l, s);
+    ck_assert_msg(rc == 0, "gf_open: %s: %s", gf_err_name(rc), gf_last_error(l));
+    if (do_seek)
+        ck_assert_int_eq(gf_seek(l, seek_epoch, seek_pos), 0);
+    gf_batch *b;
+    int k = 0;
+    while ((stop < 0 || k < stop) && (rc = gf_next(l, &b)) == 0) {
+        take(r, b);
+        gf_release(l, b);
+        k++;
+    }
+    if (stop < 0)
+        ck_assert_msg(rc == GF_EOF, "gf_next: %s: %s", gf_err_name(rc), gf_last_error(l));
+    gf_stats st;
+    gf_get_stats(l, &st);
+    ck_assert_uint_eq(st.errors, 0);
+    gf_close(&l);
+    return st.reader;
+}
+
+static int uring_works(void)
+{
+    gf__uring *u = NULL;
+    char why[160];
+    if (gf__uring_create(&u, 4, 1 << 20, why, sizeof why) < 0)
+        return 0;
+    gf__uring_destroy(u);
+    return 1;
+}
+
+START_TEST(shards_give_the_batches_of_the_same_images_as_a_folder)
+{
+    char *root = tu_image_folder(CLASSES, PER_CLASS, W, H, "png");
+    char *src = folder_to_shards(root);
+    gf_settings s;
+    batches want = {0};
+    settings(&s, root, GF_IO_POSIX);
+    run(&s, &want, -1, 0, 0, 0);
+    ck_assert_int_eq(want.n, 2 * ((N + 3) / 4));
+    for (int io = GF_IO_URING; io <= GF_IO_POSIX; io++) {
+        if (io == GF_IO_URING && !uring_works()) {
+            fprintf(stderr, "note: io_uring unavailable here; shards checked with pread only\n");
+            continue;
+        }
+        batches got = {0};
+        settings(&s, src, (gf_io)io);
+        ck_assert_int_eq(run(&s, &got, -1, 0, 0, 0), io);
+        ck_assert_int_eq(got.n, want.n);
+        ck_assert_uint_eq(got.len, want.len);
+        ck_assert_msg(memcmp(got.bytes, want.bytes, want.len) == 0, "io=%d: batches differ", io);
+        free(got.bytes);
+
+        /* Resume after batch 3 (mid-epoch) and after batch 6 (into epoch 1)
+         * in a new loader: the rest is byte for byte the uninterrupted run. */
+        int cuts[] = {3, 6};
+        for (int c = 0; c < 2; c++) {
+            batches head = {0}, tail = {0};
+            run(&s, &head, cuts[c], 0, 0, 0);
+            ck_assert_int_eq(head.n, cuts[c]);
+            run(&s, &tail, -1, head.epoch[cuts[c] - 1], head.position[cuts[c] - 1], 1);
+            ck_assert_int_eq(head.n + tail.n, want.n);
+            ck_assert_uint_eq(head.len + tail.len, want.len);
+            ck_assert(memcmp(head.bytes, want.bytes, head.len) == 0);
+            ck_assert_msg(memcmp(tail.bytes, want.bytes + head.len, tail.len) == 0,
+                          "io=%d: resume after %d differs", io, cuts[c]);
+            free(head.bytes);
+            free(tail.bytes);
+        }
+    }
+    free(want.bytes);
+    free(src);
+    tu_rmrf(root);
+    free(root);
+}
+END_TEST
+
+START_TEST(a_bad_member_is_reported_with_shard_and_member_name)
+{
+    char *root = tu_image_folder(1, 1, W, H, "png");
+    char full[4096];
+    snprintf(full, sizeof full, "%s/class_0/img_000.png", root);
+    size_t n;
+    uint8_t *png = tu_read_file(full, &n);
+    tw w = {0};
+    tw_file(&w, "good.png", png, n);
+    tw_text(&w, "good.cls", "0");
+    tw_text(&w, "bad.png", "this is not a png");
+    tw_text(&w, "bad.cls", "0");
+    tw_end(&w);
+    char *p = tw_save(&w, "mixed.tar");
+    for (int io = GF_IO_URING; io <= GF_IO_POSIX; io++) {
+        if (io == GF_IO_URING && !uring_works())
+            continue;
+        gf_settings s;
+        settings(&s, p, (gf_io)io);
+        s.shuffle = 0;
+        s.epochs = 1;
+        gf_loader *l = NULL;
+        ck_assert_int_eq(gf_open(&l, &s), 0);
+        gf_batch *b;
+        int got = 0, rc;
+        while ((rc = gf_next(l, &b)) == 0) {
+            got += b->count;
+            gf_release(l, b);
+        }
+        ck_assert_int_eq(rc, GF_EOF);
+        ck_assert_int_eq(got, 1);
+        gf_stats st;
+        gf_get_stats(l, &st);
+        ck_assert_uint_eq(st.errors, 1);
+        ck_assert_str_eq(st.recent[0].path, "mixed.tar:bad.png");
+        gf_close(&l);
+    }
+    free(png);
+    free(p);
+    tu_rmrf(root);
+    free(root);
+}
+END_TEST
+
+static Suite *tar_suite(void)
+{
+    Suite *su = suite_create("tar");
+    TCase *tc = tcase_create("index");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, members_are_found_with_offsets_sizes_and_labels);
+    tcase_add_test(tc, range_reads_check_the_range_against_the_file);
+    tcase_add_test(tc, long_names_come_from_pax_gnu_and_the_ustar_prefix);
+    tcase_add_test(tc, pax_size_base256_size_and_archive_ends_are_honoured);
+    tcase_add_test(tc, keys_without_an_image_or_a_label_are_skipped);
+    tcase_add_test(tc, brace_ranges_and_comma_lists_expand_in_order);
+    suite_add_tcase(su, tc);
+
+    tc = tcase_create("hostile");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, a_bad_checksum_names_the_shard_and_offset);
+    tcase_add_test(tc, a_non_octal_size_is_an_error);
+    tcase_add_test(tc, a_size_past_the_end_of_the_file_is_an_error);
+    tcase_add_test(tc, a_truncated_archive_is_an_error);
+    tcase_add_test(tc, links_devices_fifos_and_directories_are_skipped_and_counted);
+    tcase_add_test(tc, unsafe_names_are_skipped_and_never_opened);
+    suite_add_tcase(su, tc);
+
+    tc = tcase_create("loader");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, shards_give_the_batches_of_the_same_images_as_a_folder);
+    tcase_add_test(tc, a_bad_member_is_reported_with_shard_and_member_name);
+    suite_add_tcase(su, tc);
+    return su;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(tar_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
