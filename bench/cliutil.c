@@ -2,6 +2,7 @@
  * Shared helpers for the gpufeed subcommands; see cliutil.h.
  */
 #include "cliutil.h"
+#include "gpufeed.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -230,6 +231,15 @@ uint64_t cli_peak_rss_bytes(void)
     return (uint64_t)ru.ru_maxrss * 1024u; /* Linux reports KiB */
 }
 
+double cli_cpu_seconds(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
 int cli_cores(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -238,7 +248,7 @@ int cli_cores(void)
 
 /* ---- data set walking ---------------------------------------------------- */
 
-static int fl_push(cli_filelist *fl, char *path)
+static int fl_push(cli_filelist *fl, char *path, int32_t label)
 {
     if (fl->n == fl->cap) {
         size_t cap = fl->cap ? fl->cap * 2 : 256;
@@ -246,8 +256,13 @@ static int fl_push(cli_filelist *fl, char *path)
         if (!p)
             return -1;
         fl->paths = p;
+        int32_t *l = realloc(fl->labels, cap * sizeof *l);
+        if (!l)
+            return -1;
+        fl->labels = l;
         fl->cap = cap;
     }
+    fl->labels[fl->n] = label;
     fl->paths[fl->n++] = path;
     return 0;
 }
@@ -257,7 +272,9 @@ void cli_filelist_free(cli_filelist *fl)
     for (size_t i = 0; i < fl->n; i++)
         free(fl->paths[i]);
     free(fl->paths);
+    free(fl->labels);
     fl->paths = NULL;
+    fl->labels = NULL;
     fl->n = fl->cap = 0;
 }
 
@@ -365,7 +382,7 @@ static int list_folder(const char *root, cli_filelist *fl, char *why, size_t why
         }
         for (size_t i = 0; i < nf && rc == 0; i++) {
             char *p = join(cdir, files[i]);
-            if (!p || fl_push(fl, p) < 0) {
+            if (!p || fl_push(fl, p, (int32_t)c) < 0) {
                 free(p);
                 rc = -ENOMEM;
             }
@@ -414,6 +431,7 @@ static int list_file(const char *list, cli_filelist *fl, char *why, size_t why_l
             e--;
         while (e > s && !isspace((unsigned char)e[-1]))
             e--;
+        long label = strtol(e, NULL, 10);
         while (e > s && isspace((unsigned char)e[-1]))
             e--;
         if (e == s)
@@ -421,7 +439,7 @@ static int list_file(const char *list, cli_filelist *fl, char *why, size_t why_l
         *e = '\0';
         {
             char *p = s[0] == '/' ? strdup(s) : join(dir, s);
-            if (!p || fl_push(fl, p) < 0) {
+            if (!p || fl_push(fl, p, (int32_t)label) < 0) {
                 free(p);
                 rc = -1;
                 snprintf(why, why_len, "%s", strerror(ENOMEM));
@@ -521,4 +539,29 @@ double cli_page_cache_fraction(char *const *paths, size_t n)
     }
     free(vec);
     return total ? (double)resident / (double)total : -1;
+}
+
+int cli_read_decode(struct gf_decoder *dec, char *const *paths, const uint64_t *index, int n,
+                    uint64_t epoch, uint8_t *out, size_t cell, uint64_t *errors)
+{
+    char why[256];
+    int good = 0;
+    for (int i = 0; i < n; i++) {
+        uint8_t *buf;
+        size_t len;
+        uint8_t *dst = out + (size_t)i * cell;
+        if (cli_read_file(paths[index[i]], &buf, &len) < 0) {
+            memset(dst, 0, cell);
+            (*errors)++;
+            continue;
+        }
+        if (gf_decoder_decode(dec, buf, len, epoch, index[i], dst, why, sizeof why) < 0) {
+            memset(dst, 0, cell);
+            (*errors)++;
+        } else {
+            good++;
+        }
+        free(buf);
+    }
+    return good;
 }

@@ -54,12 +54,16 @@ void cli_json_double(FILE *f, double v);
 
 double cli_now(void);            /* monotonic seconds */
 uint64_t cli_peak_rss_bytes(void); /* getrusage(RUSAGE_SELF) */
+double cli_cpu_seconds(void);    /* user + system time of the process */
 int cli_cores(void);             /* online CPUs, at least 1 */
 
 /* A data set's files as absolute-or-cwd-relative paths, in index order
- * (ImageFolder: sorted class folders, sorted files; list file: line order). */
+ * (ImageFolder: sorted class folders, sorted files; list file: line order),
+ * with each file's label as the loader assigns it (ImageFolder: the sorted
+ * class folder's number; list file: the line's label field). */
 typedef struct cli_filelist {
     char **paths;
+    int32_t *labels; /* n labels */
     size_t n, cap;
 } cli_filelist;
 
@@ -70,6 +74,15 @@ void cli_filelist_free(cli_filelist *fl);
 
 /* Reads a whole file. Returns 0 and *buf (malloc'd) / *len, or -errno. */
 int cli_read_file(const char *path, uint8_t **buf, size_t *len);
+
+/* The naive input step of a synchronous loop, on the calling thread: for
+ * each of n samples, reads paths[index[i]] (read(2)) and decodes it with
+ * dec as sample index[i] of epoch (the loader's transform for it) into
+ * out + i * cell. A file that cannot be read or decoded is counted in
+ * *errors and its cell zeroed. Returns the samples decoded. */
+struct gf_decoder;
+int cli_read_decode(struct gf_decoder *dec, char *const *paths, const uint64_t *index, int n,
+                    uint64_t epoch, uint8_t *out, size_t cell, uint64_t *errors);
 
 /* Fraction of the pages of the given files resident in the page cache
  * (mincore), or -1 if it cannot be measured. Does not read the files. */
@@ -93,10 +106,19 @@ void cli_cuda_free(void *p);                 /* NULL: no-op */
 int cli_cuda_memcpy_h2d(void *dst, const void *src, size_t bytes); /* blocks */
 const char *cli_cuda_error(void);
 
+/* make-dataset as a call (bench/make_dataset.c): writes classes x
+ * per_class width x height quality-90 JPEGs into dir (made if missing,
+ * refused if not empty) with `threads` workers (0: all cores). Prints its
+ * one-line summary unless quiet. Returns 0, or -1 with the reason printed
+ * as "gpufeed <cmd>: ...". */
+int cli_make_dataset(const char *cmd, const char *dir, int classes, int per_class, int width,
+                     int height, uint64_t seed, int threads, int quiet);
+
 /* Subcommands: argv[0] is the subcommand's name; returns the exit status. */
 int cmd_make_dataset(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_train(int argc, char **argv);
 
 #ifdef __cplusplus
 }

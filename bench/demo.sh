@@ -1,14 +1,44 @@
 #!/usr/bin/env bash
-# The main job until the demo trainer lands: build, make the synthetic data
-# set once (cached), and run the input-pipeline bench on it.
+# The first thing to run: builds, then `gpufeed train` — a small CNN trained
+# by the naive synchronous loop and by gpufeed's prefetching loader, side by
+# side (images/s, input stall, device utilization, held-out accuracy).
+#
+#   bench/demo.sh [train options]    the training demo (default)
+#   bench/demo.sh bench [options]    the input-pipeline bench instead
+#
+# The training data (train/ + val/, 10 classes of 500x375 JPEGs) is made once
+# and cached: by `gpufeed train` itself under
+# ${XDG_CACHE_HOME:-~/.cache}/gpufeed/train-data, or here in
+# $GPUFEED_DEMO_DATA when that is set ($GPUFEED_DEMO_PER_CLASS train images
+# per class, a quarter of that, at least 2, for validation).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-data=${GPUFEED_DEMO_DATA:-${XDG_CACHE_HOME:-$HOME/.cache}/gpufeed/demo-data}
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/gpufeed
 [ -d build ] || meson setup build >/dev/null
 meson compile -C build >/dev/null
-if [ ! -f "$data/.complete" ]; then
-    rm -rf "$data"
-    build/bench/gpufeed make-dataset "$data" --classes 10 --per-class "${GPUFEED_DEMO_PER_CLASS:-100}"
-    touch "$data/.complete"
+g=build/bench/gpufeed
+
+# make_set DIR SUBDIR SEED PER_CLASS: one ImageFolder, once.
+make_set() {
+    if [ ! -f "$1/.complete-$2" ]; then
+        rm -rf "${1:?}/$2"
+        "$g" make-dataset "$1/$2" --classes 10 --per-class "$4" --seed "$3"
+        touch "$1/.complete-$2"
+    fi
+}
+
+if [ "${1:-}" = bench ]; then
+    shift
+    data=${GPUFEED_DEMO_DATA:-$cache/demo-data}
+    make_set "$data" images 0 "${GPUFEED_DEMO_PER_CLASS:-100}"
+    exec "$g" bench --input-only --data "$data/images" "$@"
 fi
-build/bench/gpufeed bench --input-only --data "$data" "$@"
+
+if [ -n "${GPUFEED_DEMO_DATA:-}" ]; then
+    per=${GPUFEED_DEMO_PER_CLASS:-200}
+    val=$((per / 4 < 2 ? 2 : per / 4))
+    make_set "$GPUFEED_DEMO_DATA" train 0 "$per"
+    make_set "$GPUFEED_DEMO_DATA" val 1 "$val"
+    exec "$g" train --data "$GPUFEED_DEMO_DATA" "$@"
+fi
+exec "$g" train "$@"

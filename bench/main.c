@@ -1,6 +1,6 @@
 /*
  * gpufeed — command-line front end: dispatches to one subcommand per file
- * (make_dataset.c, verify.c, bench.c). Each subcommand parses its own
+ * (make_dataset.c, verify.c, bench.c, train.c). Each subcommand parses its own
  * options with getopt_long and returns its exit status: 0 success,
  * 1 the check/benchmark found a failure, 2 usage or setup error.
  */
@@ -21,6 +21,7 @@ static const command commands[] = {
      "write a synthetic, learnable ImageFolder data set"},
     {"verify", cmd_verify, "decode every sample of a data set, list the bad ones"},
     {"bench", cmd_bench, "measure the input pipeline (images/s, efficiency)"},
+    {"train", cmd_train, "demo: train a small CNN, synchronous loop vs gpufeed"},
 };
 
 static void usage(FILE *f)

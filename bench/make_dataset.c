@@ -631,6 +631,87 @@ static int dir_nonempty(const char *dir)
     return found;
 }
 
+/* Renders and writes the set o describes; see cli_make_dataset. */
+static int make(const char *cmd, const md_opts *o, int quiet)
+{
+    int rc;
+
+    rc = dir_nonempty(o->dir);
+    if (rc < 0) {
+        cli_error(cmd, "%s: %s", o->dir, strerror(-rc));
+        return -1;
+    }
+    if (rc > 0 && !o->force) {
+        cli_error(cmd, "%s is not empty (use --force to write into it)", o->dir);
+        return -1;
+    }
+
+    pool p = {.o = o};
+    p.class_width = 2;
+    for (int k = o->classes - 1; k >= 100; k /= 10)
+        p.class_width++;
+    char path[4096];
+    for (int c = 0; c < o->classes; c++) {
+        snprintf(path, sizeof path, "%s/class_%0*d", o->dir, p.class_width, c);
+        if ((rc = mkdir_p(path)) < 0) {
+            cli_error(cmd, "%s: %s", path, strerror(-rc));
+            return -1;
+        }
+    }
+
+    long total = (long)o->classes * (long)o->per_class;
+    int nt = o->threads ? o->threads : cli_cores();
+    if (nt > total)
+        nt = (int)total;
+    pthread_t *tids = calloc((size_t)nt, sizeof *tids);
+    if (!tids) {
+        cli_error(cmd, "out of memory");
+        return -1;
+    }
+    atomic_init(&p.next, 0);
+    atomic_init(&p.stop, 0);
+    pthread_mutex_init(&p.mu, NULL);
+
+    double t0 = cli_now();
+    int started = 0;
+    for (; started < nt; started++)
+        if (pthread_create(&tids[started], NULL, worker, &p) != 0)
+            break;
+    if (started == 0) {
+        cli_error(cmd, "could not start a thread");
+        free(tids);
+        pthread_mutex_destroy(&p.mu);
+        return -1;
+    }
+    for (int i = 0; i < started; i++)
+        pthread_join(tids[i], NULL);
+    double secs = cli_now() - t0;
+    free(tids);
+    pthread_mutex_destroy(&p.mu);
+
+    if (p.err[0]) {
+        cli_error(cmd, "%s", p.err);
+        return -1;
+    }
+    if (quiet)
+        return 0;
+    printf("make-dataset: %llu images (%d classes x %d, %dx%d %s) in %s: mean %.1f KB, "
+           "%.2f s, %d threads\n",
+           (unsigned long long)p.images, o->classes, o->per_class, o->width, o->height,
+           o->format == FMT_JPG ? "jpg" : "png", o->dir,
+           p.images ? (double)p.bytes / (double)p.images / 1000.0 : 0.0, secs, started);
+    return 0;
+}
+
+int cli_make_dataset(const char *cmd, const char *dir, int classes, int per_class, int width,
+                     int height, uint64_t seed, int threads, int quiet)
+{
+    md_opts o = {.dir = dir, .classes = classes, .per_class = per_class, .width = width,
+                 .height = height, .format = FMT_JPG, .quality = 90, .threads = threads,
+                 .seed = seed};
+    return make(cmd, &o, quiet);
+}
+
 int cmd_make_dataset(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -648,7 +729,7 @@ int cmd_make_dataset(int argc, char **argv)
     static const char *const formats[] = {"jpg", "png", NULL};
     md_opts o = {.classes = 10, .per_class = 100, .width = 500, .height = 375,
                  .format = FMT_JPG, .quality = 90, .threads = 0};
-    int ch, rc;
+    int ch;
 
     optind = 1;
     opterr = 0;
@@ -685,67 +766,5 @@ int cmd_make_dataset(int argc, char **argv)
         return CLI_USAGE;
     }
 
-    rc = dir_nonempty(o.dir);
-    if (rc < 0) {
-        cli_error(CMD, "%s: %s", o.dir, strerror(-rc));
-        return CLI_FAIL;
-    }
-    if (rc > 0 && !o.force) {
-        cli_error(CMD, "%s is not empty (use --force to write into it)", o.dir);
-        return CLI_FAIL;
-    }
-
-    pool p = {.o = &o};
-    p.class_width = 2;
-    for (int k = o.classes - 1; k >= 100; k /= 10)
-        p.class_width++;
-    char path[4096];
-    for (int c = 0; c < o.classes; c++) {
-        snprintf(path, sizeof path, "%s/class_%0*d", o.dir, p.class_width, c);
-        if ((rc = mkdir_p(path)) < 0) {
-            cli_error(CMD, "%s: %s", path, strerror(-rc));
-            return CLI_FAIL;
-        }
-    }
-
-    long total = (long)o.classes * (long)o.per_class;
-    int nt = o.threads ? o.threads : cli_cores();
-    if (nt > total)
-        nt = (int)total;
-    pthread_t *tids = calloc((size_t)nt, sizeof *tids);
-    if (!tids) {
-        cli_error(CMD, "out of memory");
-        return CLI_FAIL;
-    }
-    atomic_init(&p.next, 0);
-    atomic_init(&p.stop, 0);
-    pthread_mutex_init(&p.mu, NULL);
-
-    double t0 = cli_now();
-    int started = 0;
-    for (; started < nt; started++)
-        if (pthread_create(&tids[started], NULL, worker, &p) != 0)
-            break;
-    if (started == 0) {
-        cli_error(CMD, "could not start a thread");
-        free(tids);
-        pthread_mutex_destroy(&p.mu);
-        return CLI_FAIL;
-    }
-    for (int i = 0; i < started; i++)
-        pthread_join(tids[i], NULL);
-    double secs = cli_now() - t0;
-    free(tids);
-    pthread_mutex_destroy(&p.mu);
-
-    if (p.err[0]) {
-        cli_error(CMD, "%s", p.err);
-        return CLI_FAIL;
-    }
-    printf("make-dataset: %llu images (%d classes x %d, %dx%d %s) in %s: mean %.1f KB, "
-           "%.2f s, %d threads\n",
-           (unsigned long long)p.images, o.classes, o.per_class, o.width, o.height,
-           o.format == FMT_JPG ? "jpg" : "png", o.dir,
-           p.images ? (double)p.bytes / (double)p.images / 1000.0 : 0.0, secs, started);
-    return CLI_OK;
+    return make(CMD, &o, 0) < 0 ? CLI_FAIL : CLI_OK;
 }

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The CLI end to end: make-dataset, verify (clean, then with bad files),
-# bench --json. Usage: cli.sh PATH/TO/gpufeed
+# bench --json, train --json. Usage: cli.sh PATH/TO/gpufeed
 set -eu
 g=$1
 tmp=$(mktemp -d)
@@ -41,4 +41,19 @@ for k in images_per_s single_thread_images_per_s efficiency threads prefetch_dep
 done
 echo "$json" | grep -q '"samples": *16' || fail "bench delivered the wrong count: $json"
 echo "$json" | grep -q '"errors": *2' || fail "bench counted the wrong errors: $json"
+
+# train: a tiny train/ + val/ set, one epoch, both loops, one JSON object.
+t=$tmp/train-data
+"$g" make-dataset "$t/train" --classes 2 --per-class 8 --size 64x48 --seed 0 >/dev/null
+"$g" make-dataset "$t/val" --classes 2 --per-class 4 --size 64x48 --seed 1 >/dev/null
+json=$("$g" train --data "$t" --epochs 1 --batch-size 4 --image-size 16 --model-width 2 \
+       --threads 1 --device cpu --json) || fail "train: $json"
+for k in device modes loader images_per_s step_ms stall_fraction device_utilization \
+         cpu_utilization compute_alone epochs loss accuracy weights_checksum; do
+    echo "$json" | grep -q "\"$k\":" || fail "train --json lacks $k: $json"
+done
+echo "$json" | grep -q '"loader": *"sync"' || fail "train --json lacks the sync row: $json"
+echo "$json" | grep -q '"loader": *"gpufeed"' || fail "train --json lacks the gpufeed row: $json"
+[ "$(echo "$json" | wc -l)" -eq 1 ] || fail "train --json must print one line: $json"
+"$g" train --data "$tmp/data" 2>/dev/null && fail "train without train/ and val/ must fail"
 echo "cli: ok"

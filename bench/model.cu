@@ -1,0 +1,657 @@
+/*
+ * The demo trainer's model on CUDA: the network of bench/model.c (the
+ * reference; see model.h) with plain kernels of our own, no cuBLAS/cuDNN:
+ * nothing was measured against them. Everything runs on the caller's
+ * stream. A training step waits only for the previous step (whose loss
+ * it returns), never for itself, so the GPU always has work queued.
+ *
+ * Per step:  conv_relu_pool x2 (tiled direct conv fused with bias, ReLU,
+ * 2x2 max-pool and its argmax) -> head (average pool, linear, softmax,
+ * loss, logit and pooled gradients, one block per sample) -> results
+ * (one block: mean loss and correct count into a device slot, copied
+ * into pinned memory) -> linear_grad -> unpool2 (the conv2 output
+ * gradient, dense) -> conv_input_grad (conv2's input gradient) ->
+ * conv_weight_grad x2 -> sgd. All reductions are block tree reductions
+ * in a fixed order, no atomics: a run is deterministic on one GPU.
+ * It is not bit-identical to the CPU reference (other summation order).
+ *
+ * amp is accepted and ignored: everything computes in float32 for now.
+ */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+namespace {
+
+enum { R = GFM_CUDA_AHEAD, T = 16, NT = 256 };
+
+struct result {
+    float loss;
+    int correct;
+};
+
+}  // namespace
+
+struct gfm__cuda {
+    gfm_config cfg;
+    int C, H, W, F1, F2, K, H2, W2, P2, H3, W3, P3;
+    size_t seg[7];
+    float *params, *grads, *vel;
+
+    int cap;
+    float *p1, *p2, *gap, *dlog, *dg, *loss_n, *da2, *dp1;
+    unsigned char *i1, *i2;
+    int *correct_n;
+    int32_t *labels;
+    result *res;          /* device: R train slots + 1 for evaluate */
+
+    int32_t *h_labels;    /* pinned: R slots of cap, then one for evaluate */
+    result *h_res;        /* pinned: R + 1 */
+    cudaEvent_t ev[R];    /* recorded after each slot's result copy */
+    cudaEvent_t ev_switch;
+    long long queued;     /* train steps queued so far; slot = index % R */
+    long long seen;       /* steps whose result has been read (in order) */
+    float last_loss;
+    int last_correct;
+    cudaStream_t stream;  /* the last one used */
+    int have_stream;
+};
+
+static int failf(char *why, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+#define CK(call)                                                                           \
+    do {                                                                                   \
+        cudaError_t e_ = (call);                                                           \
+        if (e_ != cudaSuccess)                                                             \
+            return failf(why, why_len, "model (CUDA): %s: %s", #call, cudaGetErrorString(e_)); \
+    } while (0)
+
+/* ---- kernels ---- */
+
+/* Block tree sum of NV values per thread; thread 0 gets the totals. */
+template <int NV>
+static __device__ void block_sum(float (*red)[NT], float *v)
+{
+    const int t = threadIdx.x + threadIdx.y * blockDim.x;
+    for (int j = 0; j < NV; j++)
+        red[j][t] = v[j];
+    __syncthreads();
+    for (int s = NT / 2; s > 0; s >>= 1) {
+        if (t < s)
+            for (int j = 0; j < NV; j++)
+                red[j][t] += red[j][t + s];
+        __syncthreads();
+    }
+    for (int j = 0; j < NV; j++)
+        v[j] = red[j][0];
+}
+
+/* conv3x3 pad 1 + bias, ReLU, 2x2 max-pool: a T x T tile of pooled
+ * outputs of FB filters for one sample per block, one pooled position
+ * (2x2 conv outputs) per thread; input planes staged in shared memory a
+ * channel at a time. grid (ceil(Wo/T), ceil(Ho/T), n * ceil(F/FB)). */
+template <int FB>
+static __global__ void conv_relu_pool(const float *__restrict__ in, const float *__restrict__ w,
+                                      const float *__restrict__ b, float *__restrict__ out,
+                                      unsigned char *__restrict__ idx, int C, int H, int W, int F)
+{
+    __shared__ float tile[2 * T + 2][2 * T + 3];
+    __shared__ float ws[FB][9];
+    const int Ho = H / 2, Wo = W / 2, groups = (F + FB - 1) / FB;
+    const int n = blockIdx.z / groups, f0 = (blockIdx.z % groups) * FB;
+    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * T + tx;
+    const int iy0 = 2 * blockIdx.y * T - 1, ix0 = 2 * blockIdx.x * T - 1;
+    float acc[FB][4];
+    for (int i = 0; i < FB; i++)
+        for (int j = 0; j < 4; j++)
+            acc[i][j] = 0;
+    for (int c = 0; c < C; c++) {
+        __syncthreads();
+        const float *plane = in + ((size_t)n * C + c) * H * W;
+        for (int i = tid; i < (2 * T + 2) * (2 * T + 2); i += T * T) {
+            int r = i / (2 * T + 2), q = i % (2 * T + 2), y = iy0 + r, x = ix0 + q;
+            tile[r][q] = (y >= 0 && y < H && x >= 0 && x < W) ? plane[(size_t)y * W + x] : 0.0f;
+        }
+        if (tid < FB * 9) {
+            int fb = tid / 9, k = tid % 9;
+            ws[fb][k] = f0 + fb < F ? w[((size_t)(f0 + fb) * C + c) * 9 + k] : 0.0f;
+        }
+        __syncthreads();
+        float v[4][4];
+        for (int r = 0; r < 4; r++)
+            for (int q = 0; q < 4; q++)
+                v[r][q] = tile[2 * ty + r][2 * tx + q];
+        for (int fb = 0; fb < FB; fb++)
+            for (int oy = 0; oy < 2; oy++)
+                for (int ox = 0; ox < 2; ox++) {
+                    float s = acc[fb][oy * 2 + ox];
+                    for (int ky = 0; ky < 3; ky++)
+                        for (int kx = 0; kx < 3; kx++)
+                            s += ws[fb][ky * 3 + kx] * v[oy + ky][ox + kx];
+                    acc[fb][oy * 2 + ox] = s;
+                }
+    }
+    const int py = blockIdx.y * T + ty, px = blockIdx.x * T + tx;
+    if (py >= Ho || px >= Wo)
+        return;
+    for (int fb = 0; fb < FB && f0 + fb < F; fb++) {
+        const float bias = b[f0 + fb];
+        float m = acc[fb][0] + bias;
+        int k = 0;
+        for (int j = 1; j < 4; j++)
+            if (acc[fb][j] + bias > m)
+                m = acc[fb][j] + bias, k = j;
+        size_t o = (((size_t)n * F + f0 + fb) * Ho + py) * Wo + px;
+        out[o] = m > 0 ? m : 0.0f;
+        idx[o] = (unsigned char)k;
+    }
+}
+
+/* Per sample (one block each): average pool, logits, softmax, the loss
+ * and whether it is right; when training also the logit gradient
+ * (softmax - onehot) / n and the pooled gradient dg = dlog W3 / P3.
+ * Dynamic shared memory: F2 floats. */
+static __global__ void head(const float *__restrict__ p2, const float *__restrict__ w3,
+                            const float *__restrict__ b3, const int32_t *__restrict__ labels,
+                            float *__restrict__ gap, float *__restrict__ dlog,
+                            float *__restrict__ dg, float *__restrict__ loss_n,
+                            int *__restrict__ correct_n, int n, int F2, int P3, int K, int train)
+{
+    extern __shared__ float g[];
+    __shared__ float rv[NT];
+    __shared__ int ri[NT];
+    const int s = blockIdx.x, t = threadIdx.x;
+    for (int f = t; f < F2; f += NT) {
+        const float *p = p2 + ((size_t)s * F2 + f) * P3;
+        float sum = 0;
+        for (int q = 0; q < P3; q++)
+            sum += p[q];
+        g[f] = sum / P3;
+        gap[(size_t)s * F2 + f] = g[f];
+    }
+    __syncthreads();
+    float *z = dlog + (size_t)s * K;
+    float zmax = -INFINITY;
+    int arg = 0x7fffffff;
+    for (int k = t; k < K; k += NT) {
+        float v = b3[k];
+        const float *wk = w3 + (size_t)k * F2;
+        for (int f = 0; f < F2; f++)
+            v += wk[f] * g[f];
+        z[k] = v;
+        if (v > zmax)
+            zmax = v, arg = k;
+    }
+    rv[t] = zmax, ri[t] = arg;
+    __syncthreads();
+    for (int h = NT / 2; h > 0; h >>= 1) { /* max, the lowest index on ties */
+        if (t < h && (rv[t + h] > rv[t] || (rv[t + h] == rv[t] && ri[t + h] < ri[t])))
+            rv[t] = rv[t + h], ri[t] = ri[t + h];
+        __syncthreads();
+    }
+    zmax = rv[0], arg = ri[0];
+    __syncthreads();
+    float se = 0;
+    for (int k = t; k < K; k += NT)
+        se += expf(z[k] - zmax);
+    rv[t] = se;
+    __syncthreads();
+    for (int h = NT / 2; h > 0; h >>= 1) {
+        if (t < h)
+            rv[t] += rv[t + h];
+        __syncthreads();
+    }
+    const float lse = zmax + logf(rv[0]);
+    const int y = labels[s];
+    if (t == 0) {
+        loss_n[s] = lse - z[y];
+        correct_n[s] = arg == y;
+    }
+    if (!train)
+        return;
+    __syncthreads(); /* z[y] read before it is overwritten */
+    for (int k = t; k < K; k += NT)
+        z[k] = (expf(z[k] - lse) - (k == y ? 1.0f : 0.0f)) / n;
+    __syncthreads();
+    for (int f = t; f < F2; f += NT) {
+        float d = 0;
+        for (int k = 0; k < K; k++)
+            d += z[k] * w3[(size_t)k * F2 + f];
+        dg[(size_t)s * F2 + f] = d / P3;
+    }
+}
+
+/* One block: the batch's mean loss and correct count into *res. */
+static __global__ void results(const float *__restrict__ loss_n, const int *__restrict__ correct_n,
+                               int n, result *res)
+{
+    __shared__ float red[2][NT];
+    float v[2] = {0, 0};
+    for (int s = threadIdx.x; s < n; s += NT)
+        v[0] += loss_n[s], v[1] += (float)correct_n[s];
+    block_sum<2>(red, v);
+    if (threadIdx.x == 0) {
+        res->loss = v[0] / n;
+        res->correct = (int)(v[1] + 0.5f);
+    }
+}
+
+/* dW3[k][f] = sum_s dlog[s][k] gap[s][f]; f == F2: db3[k]. */
+static __global__ void linear_grad(const float *__restrict__ dlog, const float *__restrict__ gap,
+                                   float *__restrict__ dw3, float *__restrict__ db3, int n, int F2,
+                                   int K)
+{
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (size_t)K * (F2 + 1))
+        return;
+    const int k = (int)(i / (F2 + 1)), f = (int)(i % (F2 + 1));
+    float s = 0;
+    for (int j = 0; j < n; j++)
+        s += dlog[(size_t)j * K + k] * (f < F2 ? gap[(size_t)j * F2 + f] : 1.0f);
+    if (f < F2)
+        dw3[(size_t)k * F2 + f] = s;
+    else
+        db3[k] = s;
+}
+
+/* The conv2 output gradient, dense: dg at each window's argmax where the
+ * pooled value is > 0, else 0. One thread per pooled position. */
+static __global__ void unpool2(const float *__restrict__ p2, const unsigned char *__restrict__ i2,
+                               const float *__restrict__ dg, float *__restrict__ da2, int n,
+                               int F2, int H2, int W2)
+{
+    const int Ho = H2 / 2, Wo = W2 / 2;
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (size_t)n * F2 * Ho * Wo)
+        return;
+    const size_t nf = i / ((size_t)Ho * Wo);
+    const int q = (int)(i % ((size_t)Ho * Wo)), py = q / Wo, px = q % Wo;
+    const float g = p2[i] > 0 ? dg[nf] : 0.0f;
+    const int k = i2[i];
+    float *d = da2 + (nf * H2 + 2 * py) * W2 + 2 * px;
+    d[0] = k == 0 ? g : 0.0f;
+    d[1] = k == 1 ? g : 0.0f;
+    d[W2] = k == 2 ? g : 0.0f;
+    d[W2 + 1] = k == 3 ? g : 0.0f;
+}
+
+/* conv's input gradient: din[s][c][y][x] = sum_f,ky,kx
+ * dout[s][f][y+1-ky][x+1-kx] w[f][c][ky][kx], for CB input channels and
+ * a T x T tile per block. grid (ceil(W/T), ceil(H/T), n * ceil(C/CB)). */
+template <int CB>
+static __global__ void conv_input_grad(const float *__restrict__ dout, const float *__restrict__ w,
+                                       float *__restrict__ din, int C, int F, int H, int W)
+{
+    __shared__ float tile[T + 2][T + 3];
+    __shared__ float ws[CB][9];
+    const int groups = (C + CB - 1) / CB;
+    const int n = blockIdx.z / groups, c0 = (blockIdx.z % groups) * CB;
+    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * T + tx;
+    const int y0 = blockIdx.y * T - 1, x0 = blockIdx.x * T - 1;
+    float acc[CB];
+    for (int i = 0; i < CB; i++)
+        acc[i] = 0;
+    for (int f = 0; f < F; f++) {
+        __syncthreads();
+        const float *plane = dout + ((size_t)n * F + f) * H * W;
+        for (int i = tid; i < (T + 2) * (T + 2); i += T * T) {
+            int r = i / (T + 2), q = i % (T + 2), y = y0 + r, x = x0 + q;
+            tile[r][q] = (y >= 0 && y < H && x >= 0 && x < W) ? plane[(size_t)y * W + x] : 0.0f;
+        }
+        if (tid < CB * 9) {
+            int cb = tid / 9, k = tid % 9;
+            ws[cb][k] = c0 + cb < C ? w[((size_t)f * C + c0 + cb) * 9 + k] : 0.0f;
+        }
+        __syncthreads();
+        for (int ky = 0; ky < 3; ky++)
+            for (int kx = 0; kx < 3; kx++) {
+                const float d = tile[ty + 2 - ky][tx + 2 - kx];
+                for (int cb = 0; cb < CB; cb++)
+                    acc[cb] += ws[cb][ky * 3 + kx] * d;
+            }
+    }
+    const int y = blockIdx.y * T + ty, x = blockIdx.x * T + tx;
+    if (y >= H || x >= W)
+        return;
+    for (int cb = 0; cb < CB && c0 + cb < C; cb++)
+        din[(((size_t)n * C + c0 + cb) * H + y) * W + x] = acc[cb];
+}
+
+/* A conv's weight and bias gradients from its pooled output: block
+ * (c, f) sums, over the batch's pooled positions whose value is > 0, the
+ * gradient d at the argmax times the 3x3 input patch there. d(s, q) =
+ * dsrc[(s*F + f)*dsn + q*dsq]: per position (conv1: the pooled-1
+ * gradient) or per plane (conv2: dg, the average pool's). db[f] is
+ * written by the c == 0 blocks. */
+static __global__ void conv_weight_grad(const float *__restrict__ in,
+                                        const float *__restrict__ pooled,
+                                        const unsigned char *__restrict__ idx,
+                                        const float *__restrict__ dsrc, size_t dsn, size_t dsq,
+                                        float *__restrict__ dw, float *__restrict__ db, int n,
+                                        int C, int F, int H, int W)
+{
+    __shared__ float red[10][NT];
+    const int c = blockIdx.x, f = blockIdx.y, Wo = W / 2, Po = (H / 2) * Wo;
+    float v[10];
+    for (int j = 0; j < 10; j++)
+        v[j] = 0;
+    for (int i = threadIdx.x; i < n * Po; i += NT) {
+        const int s = i / Po, q = i % Po;
+        const size_t o = ((size_t)s * F + f) * Po + q;
+        if (!(pooled[o] > 0))
+            continue;
+        const float d = dsrc[((size_t)s * F + f) * dsn + q * dsq];
+        const int k = idx[o], y = 2 * (q / Wo) + (k >> 1), x = 2 * (q % Wo) + (k & 1);
+        const float *plane = in + ((size_t)s * C + c) * H * W;
+        for (int ky = 0; ky < 3; ky++)
+            for (int kx = 0; kx < 3; kx++) {
+                const int yy = y + ky - 1, xx = x + kx - 1;
+                if (yy >= 0 && yy < H && xx >= 0 && xx < W)
+                    v[ky * 3 + kx] += d * plane[(size_t)yy * W + xx];
+            }
+        v[9] += d;
+    }
+    block_sum<10>(red, v);
+    if (threadIdx.x == 0) {
+        for (int j = 0; j < 9; j++)
+            dw[((size_t)f * C + c) * 9 + j] = v[j];
+        if (c == 0)
+            db[f] = v[9];
+    }
+}
+
+struct segs {
+    size_t s[7];
+};
+
+/* v = mu v + g + wd w (no decay on the biases: segments 1, 3, 5);
+ * w -= lr v. */
+static __global__ void sgd(float *__restrict__ w, float *__restrict__ v,
+                           const float *__restrict__ g, segs seg, float lr, float mu, float wd)
+{
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= seg.s[6])
+        return;
+    const bool bias = (i >= seg.s[1] && i < seg.s[2]) || (i >= seg.s[3] && i < seg.s[4]) ||
+                      i >= seg.s[5];
+    const float vi = mu * v[i] + g[i] + (bias ? 0.0f : wd * w[i]);
+    v[i] = vi;
+    w[i] -= lr * vi;
+}
+
+/* ---- host side ---- */
+
+static void free_batch(gfm__cuda *g)
+{
+    cudaFree(g->p1), cudaFree(g->p2), cudaFree(g->gap), cudaFree(g->dlog), cudaFree(g->dg);
+    cudaFree(g->loss_n), cudaFree(g->da2), cudaFree(g->dp1), cudaFree(g->i1), cudaFree(g->i2);
+    cudaFree(g->correct_n), cudaFree(g->labels);
+    cudaFreeHost(g->h_labels);
+    g->p1 = g->p2 = g->gap = g->dlog = g->dg = g->loss_n = g->da2 = g->dp1 = NULL;
+    g->i1 = g->i2 = NULL;
+    g->correct_n = NULL;
+    g->labels = g->h_labels = NULL;
+    g->cap = 0;
+}
+
+/* Buffers for n samples. Growing waits for the queued work (the old
+ * buffers may still be in use): once per new maximum batch size. */
+static int reserve(gfm__cuda *g, int n, char *why, size_t why_len)
+{
+    if (n <= g->cap)
+        return 0;
+    if (g->have_stream)
+        CK(cudaStreamSynchronize(g->stream));
+    free_batch(g);
+    const size_t a = (size_t)n * g->F1 * g->P2, b = (size_t)n * g->F2 * g->P3;
+    const size_t c2 = (size_t)n * g->F2 * g->P2;
+    CK(cudaMalloc((void **)&g->p1, a * sizeof(float)));
+    CK(cudaMalloc((void **)&g->i1, a));
+    CK(cudaMalloc((void **)&g->dp1, a * sizeof(float)));
+    CK(cudaMalloc((void **)&g->p2, b * sizeof(float)));
+    CK(cudaMalloc((void **)&g->i2, b));
+    CK(cudaMalloc((void **)&g->da2, c2 * sizeof(float)));
+    CK(cudaMalloc((void **)&g->gap, (size_t)n * g->F2 * sizeof(float)));
+    CK(cudaMalloc((void **)&g->dg, (size_t)n * g->F2 * sizeof(float)));
+    CK(cudaMalloc((void **)&g->dlog, (size_t)n * g->K * sizeof(float)));
+    CK(cudaMalloc((void **)&g->loss_n, (size_t)n * sizeof(float)));
+    CK(cudaMalloc((void **)&g->correct_n, (size_t)n * sizeof(int)));
+    CK(cudaMalloc((void **)&g->labels, (size_t)n * sizeof(int32_t)));
+    CK(cudaHostAlloc((void **)&g->h_labels, (size_t)(R + 1) * n * sizeof(int32_t),
+                     cudaHostAllocDefault));
+    g->cap = n;
+    return 0;
+}
+
+extern "C" void gfm__cuda_destroy(gfm__cuda *g)
+{
+    if (!g)
+        return;
+    cudaSetDevice(g->cfg.device_id);
+    if (g->have_stream)
+        cudaStreamSynchronize(g->stream);
+    free_batch(g);
+    cudaFree(g->params), cudaFree(g->grads), cudaFree(g->vel), cudaFree(g->res);
+    cudaFreeHost(g->h_res);
+    for (int i = 0; i < R; i++)
+        if (g->ev[i])
+            cudaEventDestroy(g->ev[i]);
+    if (g->ev_switch)
+        cudaEventDestroy(g->ev_switch);
+    free(g);
+}
+
+extern "C" int gfm__cuda_create(gfm__cuda **out, const gfm_config *c, const float *params,
+                                const size_t seg[7], char *why, size_t why_len)
+{
+    gfm__cuda *g = (gfm__cuda *)calloc(1, sizeof *g);
+    if (!g)
+        return failf(why, why_len, "model: out of memory");
+    *out = NULL;
+    g->cfg = *c;
+    g->C = c->in_c, g->H = c->in_h, g->W = c->in_w;
+    g->F1 = c->width, g->F2 = 2 * c->width, g->K = c->classes;
+    g->H2 = g->H / 2, g->W2 = g->W / 2, g->P2 = g->H2 * g->W2;
+    g->H3 = g->H / 4, g->W3 = g->W / 4, g->P3 = g->H3 * g->W3;
+    memcpy(g->seg, seg, sizeof g->seg);
+    g->last_loss = NAN;
+    g->last_correct = -1;
+    int rc = -1;
+    do {
+        cudaError_t e = cudaSetDevice(c->device_id);
+        if (e != cudaSuccess) {
+            failf(why, why_len, "model (CUDA): device %d: %s", c->device_id, cudaGetErrorString(e));
+            break;
+        }
+        /* a plane of head's dynamic shared memory: F2 floats */
+        if ((size_t)g->F2 * sizeof(float) > 40 * 1024) {
+            failf(why, why_len, "model (CUDA): width %d too large", c->width);
+            break;
+        }
+        const size_t bytes = seg[6] * sizeof(float);
+        if (cudaMalloc((void **)&g->params, bytes) || cudaMalloc((void **)&g->grads, bytes) ||
+            cudaMalloc((void **)&g->vel, bytes) ||
+            cudaMalloc((void **)&g->res, (R + 1) * sizeof(result)) ||
+            cudaHostAlloc((void **)&g->h_res, (R + 1) * sizeof(result), cudaHostAllocDefault) ||
+            cudaMemcpy(g->params, params, bytes, cudaMemcpyHostToDevice) ||
+            cudaMemset(g->vel, 0, bytes) || cudaMemset(g->grads, 0, bytes)) {
+            failf(why, why_len, "model (CUDA): allocating %zu parameters: %s", seg[6],
+                  cudaGetErrorString(cudaGetLastError()));
+            break;
+        }
+        int ok = 1;
+        for (int i = 0; i < R && ok; i++)
+            ok = cudaEventCreateWithFlags(&g->ev[i], cudaEventDisableTiming) == cudaSuccess;
+        if (!ok || cudaEventCreateWithFlags(&g->ev_switch, cudaEventDisableTiming)) {
+            failf(why, why_len, "model (CUDA): events: %s", cudaGetErrorString(cudaGetLastError()));
+            break;
+        }
+        rc = 0;
+    } while (0);
+    if (rc) {
+        gfm__cuda_destroy(g);
+        return -1;
+    }
+    *out = g;
+    return 0;
+}
+
+/* Work on a new stream starts after the old stream's queued work. */
+static int use_stream(gfm__cuda *g, cudaStream_t s, char *why, size_t why_len)
+{
+    if (g->have_stream && s != g->stream) {
+        CK(cudaEventRecord(g->ev_switch, g->stream));
+        CK(cudaStreamWaitEvent(s, g->ev_switch, 0));
+    }
+    g->stream = s;
+    g->have_stream = 1;
+    return 0;
+}
+
+static unsigned blocks(size_t n)
+{
+    return (unsigned)((n + NT - 1) / NT);
+}
+
+/* The forward pass (and, if train, backward and SGD) on the queued
+ * labels in g->labels; the result into res. */
+static int enqueue(gfm__cuda *g, const float *x, int n, int train, result *res, char *why,
+                   size_t why_len)
+{
+    cudaStream_t st = g->stream;
+    const float *w1 = g->params + g->seg[0], *b1 = g->params + g->seg[1];
+    const float *w2 = g->params + g->seg[2], *b2 = g->params + g->seg[3];
+    const float *w3 = g->params + g->seg[4], *b3 = g->params + g->seg[5];
+    enum { FB = 4, CB = 4 };
+    dim3 tb(T, T);
+    dim3 g1((g->W2 + T - 1) / T, (g->H2 + T - 1) / T, n * ((g->F1 + FB - 1) / FB));
+    conv_relu_pool<FB><<<g1, tb, 0, st>>>(x, w1, b1, g->p1, g->i1, g->C, g->H, g->W, g->F1);
+    dim3 g2((g->W3 + T - 1) / T, (g->H3 + T - 1) / T, n * ((g->F2 + FB - 1) / FB));
+    conv_relu_pool<FB><<<g2, tb, 0, st>>>(g->p1, w2, b2, g->p2, g->i2, g->F1, g->H2, g->W2,
+                                          g->F2);
+    head<<<n, NT, g->F2 * sizeof(float), st>>>(g->p2, w3, b3, g->labels, g->gap, g->dlog, g->dg,
+                                               g->loss_n, g->correct_n, n, g->F2, g->P3, g->K,
+                                               train);
+    results<<<1, NT, 0, st>>>(g->loss_n, g->correct_n, n, res);
+    if (train) {
+        float *gw1 = g->grads + g->seg[0], *gb1 = g->grads + g->seg[1];
+        float *gw2 = g->grads + g->seg[2], *gb2 = g->grads + g->seg[3];
+        float *gw3 = g->grads + g->seg[4], *gb3 = g->grads + g->seg[5];
+        linear_grad<<<blocks((size_t)g->K * (g->F2 + 1)), NT, 0, st>>>(g->dlog, g->gap, gw3, gb3,
+                                                                        n, g->F2, g->K);
+        unpool2<<<blocks((size_t)n * g->F2 * g->P3), NT, 0, st>>>(g->p2, g->i2, g->dg, g->da2, n,
+                                                                   g->F2, g->H2, g->W2);
+        dim3 gi((g->W2 + T - 1) / T, (g->H2 + T - 1) / T, n * ((g->F1 + CB - 1) / CB));
+        conv_input_grad<CB><<<gi, tb, 0, st>>>(g->da2, w2, g->dp1, g->F1, g->F2, g->H2, g->W2);
+        conv_weight_grad<<<dim3(g->F1, g->F2), NT, 0, st>>>(g->p1, g->p2, g->i2, g->dg, 1, 0, gw2,
+                                                            gb2, n, g->F1, g->F2, g->H2, g->W2);
+        conv_weight_grad<<<dim3(g->C, g->F1), NT, 0, st>>>(x, g->p1, g->i1, g->dp1,
+                                                           (size_t)g->P2, 1, gw1, gb1, n, g->C,
+                                                           g->F1, g->H, g->W);
+        segs sg;
+        memcpy(sg.s, g->seg, sizeof sg.s);
+        sgd<<<blocks(g->seg[6]), NT, 0, st>>>(g->params, g->vel, g->grads, sg, g->cfg.lr,
+                                              g->cfg.momentum, g->cfg.weight_decay);
+    }
+    CK(cudaGetLastError());
+    return 0;
+}
+
+extern "C" int gfm__cuda_step(gfm__cuda *g, const float *x, const int32_t *labels, int n,
+                              void *stream, int train, float *loss, int *correct, char *why,
+                              size_t why_len)
+{
+    CK(cudaSetDevice(g->cfg.device_id));
+    if ((long long)n * ((g->F2 + 3) / 4) > 65535) /* grid.z of conv_relu_pool */
+        return failf(why, why_len, "model (CUDA): batch %d too large for width %d", n,
+                     g->cfg.width);
+    if (reserve(g, n, why, why_len) || use_stream(g, (cudaStream_t)stream, why, why_len))
+        return -1;
+    cudaStream_t st = g->stream;
+    if (!train) { /* evaluate: its own label and result slot, and wait */
+        int32_t *h = g->h_labels + (size_t)R * g->cap;
+        memcpy(h, labels, (size_t)n * sizeof(int32_t));
+        CK(cudaMemcpyAsync(g->labels, h, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, st));
+        if (enqueue(g, x, n, 0, g->res + R, why, why_len))
+            return -1;
+        CK(cudaMemcpyAsync(g->h_res + R, g->res + R, sizeof(result), cudaMemcpyDeviceToHost, st));
+        CK(cudaStreamSynchronize(st));
+        if (loss)
+            *loss = g->h_res[R].loss;
+        if (correct)
+            *correct = g->h_res[R].correct;
+        return 0;
+    }
+    const int slot = (int)(g->queued % R);
+    if (g->queued >= R) /* the step R ago: long finished (see below) */
+        CK(cudaEventSynchronize(g->ev[slot]));
+    int32_t *h = g->h_labels + (size_t)slot * g->cap;
+    memcpy(h, labels, (size_t)n * sizeof(int32_t));
+    CK(cudaMemcpyAsync(g->labels, h, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, st));
+    if (enqueue(g, x, n, 1, g->res + slot, why, why_len))
+        return -1;
+    CK(cudaMemcpyAsync(g->h_res + slot, g->res + slot, sizeof(result), cudaMemcpyDeviceToHost,
+                       st));
+    CK(cudaEventRecord(g->ev[slot], st));
+    g->queued++;
+    /* The previous step's figures, exactly (train.c tallies them as
+     * such): wait for that step, never this one. This step is queued
+     * behind it, so the GPU does not idle while the host waits; the host
+     * runs at most one step ahead, as a PyTorch loop that reads the
+     * previous step's loss.item(). */
+    if (g->queued >= 2 && g->seen < g->queued - 1) {
+        const int prev = (int)((g->queued - 2) % R);
+        CK(cudaEventSynchronize(g->ev[prev]));
+        g->last_loss = g->h_res[prev].loss;
+        g->last_correct = g->h_res[prev].correct;
+        g->seen = g->queued - 1;
+    } else if (g->seen < g->queued - 1) {
+        g->last_loss = NAN;
+        g->last_correct = -1;
+    }
+    if (loss)
+        *loss = g->last_loss;
+    if (correct)
+        *correct = g->last_correct;
+    return 0;
+}
+
+extern "C" int gfm__cuda_sync(gfm__cuda *g, float *loss, int *correct, char *why, size_t why_len)
+{
+    CK(cudaSetDevice(g->cfg.device_id));
+    if (g->queued > 0) {
+        const int slot = (int)((g->queued - 1) % R);
+        CK(cudaEventSynchronize(g->ev[slot]));
+        g->last_loss = g->h_res[slot].loss;
+        g->last_correct = g->h_res[slot].correct;
+        g->seen = g->queued;
+    }
+    if (g->have_stream)
+        CK(cudaStreamSynchronize(g->stream));
+    if (loss)
+        *loss = g->last_loss;
+    if (correct)
+        *correct = g->last_correct;
+    return 0;
+}
+
+extern "C" int gfm__cuda_params(gfm__cuda *g, float *params, char *why, size_t why_len)
+{
+    CK(cudaSetDevice(g->cfg.device_id));
+    if (g->have_stream)
+        CK(cudaStreamSynchronize(g->stream));
+    CK(cudaMemcpy(params, g->params, g->seg[6] * sizeof(float), cudaMemcpyDeviceToHost));
+    return 0;
+}

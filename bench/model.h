@@ -1,0 +1,114 @@
+/* The demo trainer's model: a small convolutional classifier with a
+ * plain-C reference implementation (the CPU path, and the tests' oracle)
+ * and CUDA kernels (kernels in bench/model.cu, built with CUDA).
+ *
+ *   conv3x3(C -> W) ReLU maxpool2 -> conv3x3(W -> 2W) ReLU maxpool2
+ *   -> global average pool -> linear(2W -> classes) -> softmax
+ *
+ * trained with softmax cross-entropy and SGD with momentum. W is
+ * --model-width: the compute per step, to move a run between input-bound
+ * and compute-bound. Input: float32 NCHW, already normalised (the loader's
+ * output with dtype GF_DTYPE_FLOAT32, layout GF_LAYOUT_NCHW). */
+#ifndef GF_MODEL_H
+#define GF_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { GFM_CPU = 0, GFM_CUDA = 1 };
+
+typedef struct gfm_config {
+    int in_c, in_h, in_w; /* input sample shape; h and w divisible by 4 */
+    int classes;
+    int width;            /* W: channels of the first conv */
+    uint64_t seed;        /* weight initialisation */
+    float lr;             /* SGD learning rate */
+    float momentum;       /* 0.9 */
+    float weight_decay;   /* 5e-4 */
+    int device;           /* GFM_CPU or GFM_CUDA */
+    int device_id;        /* CUDA device */
+    int amp;              /* CUDA: half-precision compute where it is supported */
+} gfm_config;
+
+typedef struct gfm_model gfm_model;
+
+/* Returns 0, or -1 with the reason in why (bad shape, no memory, CUDA). */
+int gfm_create(gfm_model **out, const gfm_config *c, char *why, size_t why_len);
+void gfm_destroy(gfm_model *m);
+
+/* One SGD step on n samples. x: n x C x H x W float32, host memory on the
+ * CPU, device memory on CUDA (ready on `stream`, a cudaStream_t, when this
+ * is called); labels: host, in [0, classes), copied before the return.
+ * On the CPU loss and correct are this step's (before its update). On
+ * CUDA the step is queued on stream and they are the previous call's
+ * (NaN and -1 on the first call; if gfm_sync came in between, the
+ * figures it returned, again):
+ * the host waits for the previous step, never for this one, so the GPU
+ * has this step queued meanwhile; gfm_sync makes them current. x is read
+ * by the queued step: keep it until the stream has run it. Labels and
+ * results travel through GFM_CUDA_AHEAD pinned slots. Use one stream; a
+ * new stream is ordered after the old one's queued work.
+ * Buffers grow on demand to the largest n seen and are then reused.
+ * Returns 0 or -1 (reason: gfm_error). */
+int gfm_train_step(gfm_model *m, const float *x, const int32_t *labels, int n, void *stream,
+                   float *loss, int *correct);
+enum { GFM_CUDA_AHEAD = 4 };
+
+/* Forward only: the loss and correct count on n samples (waits on CUDA). */
+int gfm_evaluate(gfm_model *m, const float *x, const int32_t *labels, int n, void *stream,
+                 float *loss, int *correct);
+
+/* CUDA: waits for the queued steps; then the last loss/correct are final. */
+int gfm_sync(gfm_model *m, float *loss, int *correct);
+
+/* FNV-1a (64-bit) of the parameters' bytes in the order w1 b1 w2 b2 w3
+ * b3, the same layout on CPU and CUDA. On CUDA it waits for the queued
+ * steps and copies the parameters back; 0 if that fails. */
+uint64_t gfm_checksum(gfm_model *m);
+
+/* The reason for the last -1 (a static string for a NULL model); valid
+ * until the next call on m. */
+const char *gfm_error(const gfm_model *m);
+
+/* Multiply-adds of one training step per sample (forward + backward). */
+double gfm_step_flops(const gfm_model *m);
+
+/* --- the reference, for tests: parameters and gradients in place --- */
+typedef struct gfm_params {
+    float *w1, *b1, *w2, *b2, *w3, *b3;  /* conv1, conv2, linear */
+    size_t n_w1, n_b1, n_w2, n_b2, n_w3, n_b3;
+} gfm_params;
+
+/* CPU models only: the parameters, and the gradients of the mean loss on
+ * n samples (computed, not applied). Return 0 or -1.
+ * The pointers point into the model: parameters stay valid (and change in
+ * place with each step) until gfm_destroy; gradient values are those of
+ * the last gfm_gradients or gfm_train_step call, valid until gfm_destroy.
+ * Writing through p's pointers changes the model (tests set weights). */
+int gfm_params_get(gfm_model *m, gfm_params *p);
+int gfm_gradients(gfm_model *m, const float *x, const int32_t *labels, int n, gfm_params *grad,
+                  float *loss);
+
+/* --- internal: the CUDA backend (bench/model.cu), called by model.c ---
+ * model.c validates arguments and initialises the parameters (the same
+ * values as the CPU model: one RNG); the backend uploads and owns them.
+ * seg: offsets of w1 b1 w2 b2 w3 b3 and the total in one float array.
+ * Each returns 0 or -1 with the reason in why. amp: float32 for now. */
+typedef struct gfm__cuda gfm__cuda;
+int gfm__cuda_create(gfm__cuda **out, const gfm_config *c, const float *params,
+                     const size_t seg[7], char *why, size_t why_len);
+void gfm__cuda_destroy(gfm__cuda *g);
+int gfm__cuda_step(gfm__cuda *g, const float *x, const int32_t *labels, int n, void *stream,
+                   int train, float *loss, int *correct, char *why, size_t why_len);
+int gfm__cuda_sync(gfm__cuda *g, float *loss, int *correct, char *why, size_t why_len);
+/* Waits for the queued work, then copies the parameters to params. */
+int gfm__cuda_params(gfm__cuda *g, float *params, char *why, size_t why_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1162 @@
+/*
+ * gpufeed train: the demo a new user runs first. Trains the small CNN of
+ * model.h on an ImageFolder with train/ and val/ sub-folders (with no
+ * --data, a synthetic one made once and cached) and runs the same training
+ * twice from the same initial weights:
+ *
+ *   sync     the naive loop on one thread: read each file, decode and
+ *            transform it (gf_decoder, the loader's transform), convert to
+ *            normalised float32 NCHW, copy it to the device, step, wait;
+ *   gpufeed  the prefetching loader (gf_open, float32 NCHW, normalised on
+ *            the device side of the loader) feeding the same step.
+ *
+ * Before them, "compute alone": the model stepping on one cached batch,
+ * the most the device can be kept busy. Per run it reports images/s, step
+ * time, input stall (time the trainer waited for a batch), device
+ * utilization (CPU: time inside gfm_train_step / wall; CUDA: the steps'
+ * kernel time from events on the trainer's stream / wall) and CPU
+ * utilization (process CPU time / wall / cores), and per epoch the mean
+ * training loss and the held-out accuracy on val/ (gf_open, eval
+ * transform, no shuffle).
+ *
+ * Each epoch of the gpufeed run opens its loader and seeks to the epoch
+ * (gf_seek), so every epoch starts from an empty ring, as the synchronous
+ * loop does; the evaluation between epochs is outside the timed loops.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cliutil.h"
+#include "gpufeed.h"
+#include "model.h"
+
+#define CMD "train"
+
+#ifndef GF_CLI_HAVE_CUDA
+#define GF_CLI_HAVE_CUDA 0
+#endif
+
+/* The default data set: 10 classes, 500x375 photo-like JPEGs (decode cost
+ * as a photo of that size), train and val made with different seeds. */
+#define DEMO_CLASSES 10
+#define DEMO_TRAIN_PER_CLASS 200
+#define DEMO_VAL_PER_CLASS 50
+#define DEMO_W 500
+#define DEMO_H 375
+
+/* The default model width: compute per batch a little above one decode
+ * thread's time per batch at 64x64 on the build machine (bench/README.md,
+ * "gpufeed train"), so the synchronous loop is input-bound. */
+#define DEFAULT_WIDTH 7
+
+/* Compute alone: steps on one cached batch, at least this many and for at
+ * least this long (after two untimed ones). */
+#define ALONE_MIN_STEPS 10
+#define ALONE_MIN_SECONDS 1.0
+
+/* CUDA: step events kept before the host waits once to read them. */
+#define EVENT_PAIRS 256
+
+/* The progress line is redrawn at most this often (seconds). */
+#define PROGRESS_EVERY 0.25
+
+enum { L_SYNC = 0, L_GPUFEED = 1, L_BOTH = 2, L_ALONE = 3 };
+static const char *const loader_names[] = {"sync", "gpufeed", "both", NULL};
+static const char *const device_names[] = {"auto", "cuda", "cpu", NULL};
+
+/* ImageNet's statistics on 0..255 values. */
+static const float MEAN[3] = {123.7f, 116.3f, 103.5f};
+static const float STD[3] = {58.4f, 57.1f, 57.4f};
+
+typedef struct train_opts {
+    const char *data; /* NULL: the cached demo set */
+    int epochs, batch, size, threads, depth, width, amp, json, loader;
+    double lr;
+    uint64_t seed;
+    gf_device device;
+} train_opts;
+
+/* One training run (or compute alone): sums over its timed loops. */
+typedef struct run_result {
+    int loader;
+    uint64_t samples, steps;
+    double wall_s;  /* the training loops, evaluation excluded */
+    double input_s; /* waiting for a batch (sync: reading, decoding,
+                       converting, copying) */
+    double busy_s;  /* device busy with the steps */
+    double cpu_s;   /* process CPU time during the loops */
+    uint64_t errors;
+    uint64_t checksum;
+    double accuracy; /* held-out, after the last epoch */
+} run_result;
+
+typedef struct epoch_row {
+    int loader, epoch;
+    double loss, train_accuracy, val_loss, accuracy, seconds, images_per_s;
+} epoch_row;
+
+/* Loss/correct accumulated over an epoch. On CUDA a step returns the
+ * previous step's figures: pending_n is the size of the step whose
+ * figures are still to come. */
+typedef struct tally {
+    double loss_sum;
+    uint64_t correct, n;
+    int pending_n;
+} tally;
+
+typedef struct trainer {
+    const train_opts *o;
+    char root[4096], train_dir[4112], val_dir[4112];
+    cli_filelist train_files;
+    int classes;
+    uint64_t val_samples;
+    int cuda;      /* the device is CUDA (the loader's choice) */
+    int device_id;
+    char device_note[160];
+    gfm_config mc;
+    void *stream;  /* CUDA: the trainer's stream */
+    void *ev[2 * EVENT_PAIRS];
+    int ev_used;
+    double ev_busy_ms;
+    int tty;
+    double last_progress;
+    epoch_row *rows;
+    int n_rows;
+    run_result alone;
+    double step_flops; /* multiply-adds per sample of one step */
+} trainer;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: gpufeed train [options]\n"
+            "\n"
+            "Trains a small CNN twice from the same initial weights: fed by the naive\n"
+            "synchronous loop (read, decode, copy, compute, one after the other), then\n"
+            "by gpufeed's prefetching loader, and compares images/s, step time, input\n"
+            "stall and device utilization, with held-out accuracy per epoch. With no\n"
+            "--data it makes a synthetic data set once (train/ and val/, 10 classes,\n"
+            "500x375 JPEGs) under ${XDG_CACHE_HOME:-~/.cache}/gpufeed/train-data.\n"
+            "\n"
+            "options:\n"
+            "  --data DIR            ImageFolder root with train/ and val/ sub-folders\n"
+            "  --loader L            sync|gpufeed|both (default both)\n"
+            "  --epochs E            epochs (default 3)\n"
+            "  --batch-size B        samples per batch (default 32)\n"
+            "  --image-size S        model input S x S, a multiple of 4 (default 64)\n"
+            "  --model-width W       channels of the first conv: compute per step\n"
+            "                        (default %d)\n"
+            "  --threads N           decode threads (default: cores - 1, at least 1)\n"
+            "  --prefetch-depth D    batch slots in the ring (default 4)\n"
+            "  --lr X                SGD learning rate (default 0.05)\n"
+            "  --seed S              weights, order and augmentation (default 0)\n"
+            "  --device D            auto|cuda|cpu (default auto: CUDA if there is a GPU)\n"
+            "  --amp                 CUDA: half-precision compute where supported\n"
+            "  --json                print one JSON object\n"
+            "  -h, --help            this text\n",
+            DEFAULT_WIDTH);
+}
+
+/* ---- the data set ------------------------------------------------------- */
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static int is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int mkdir_parents(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        int rc = mkdir(path, 0777);
+        *p = '/';
+        if (rc != 0 && errno != EEXIST)
+            return -1;
+    }
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+/* The cached demo set: made once in a side folder, then renamed into
+ * place, so an interrupted run never leaves a half-made set behind. */
+static int demo_data(trainer *t)
+{
+    const char *cache = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    char parent[4000], part[4100], sub[4200];
+    if (cache && *cache)
+        snprintf(parent, sizeof parent, "%s/gpufeed", cache);
+    else if (home && *home)
+        snprintf(parent, sizeof parent, "%s/.cache/gpufeed", home);
+    else {
+        cli_error(CMD, "neither XDG_CACHE_HOME nor HOME is set: give --data DIR");
+        return CLI_USAGE;
+    }
+    snprintf(t->root, sizeof t->root, "%s/train-data", parent);
+    snprintf(sub, sizeof sub, "%s/train", t->root);
+    if (is_dir(sub))
+        return CLI_OK;
+    if (mkdir_parents(parent) < 0) {
+        cli_error(CMD, "%s: %s", parent, strerror(errno));
+        return CLI_FAIL;
+    }
+    snprintf(part, sizeof part, "%s/train-data.partial", parent);
+    if (is_dir(part))
+        nftw(part, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (!t->o->json) {
+        printf("making the demo data set (once): %d classes, %d train + %d val images, "
+               "%dx%d JPEG, in %s\n",
+               DEMO_CLASSES, DEMO_CLASSES * DEMO_TRAIN_PER_CLASS,
+               DEMO_CLASSES * DEMO_VAL_PER_CLASS, DEMO_W, DEMO_H, t->root);
+        fflush(stdout);
+    }
+    snprintf(sub, sizeof sub, "%s/train", part);
+    if (cli_make_dataset(CMD, sub, DEMO_CLASSES, DEMO_TRAIN_PER_CLASS, DEMO_W, DEMO_H, 0, 0, 1) <
+        0)
+        return CLI_FAIL;
+    snprintf(sub, sizeof sub, "%s/val", part);
+    if (cli_make_dataset(CMD, sub, DEMO_CLASSES, DEMO_VAL_PER_CLASS, DEMO_W, DEMO_H, 1, 0, 1) < 0)
+        return CLI_FAIL;
+    if (rename(part, t->root) != 0) {
+        cli_error(CMD, "%s -> %s: %s (remove %s and run again)", part, t->root, strerror(errno),
+                  t->root);
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
+/* ---- loaders ------------------------------------------------------------- */
+
+static void loader_settings(const trainer *t, gf_settings *s, int eval)
+{
+    const train_opts *o = t->o;
+    gf_default_settings(s);
+    s->data = eval ? t->val_dir : t->train_dir;
+    s->seed = o->seed;
+    s->epochs = 1;
+    s->batch_size = o->batch;
+    s->height = s->width = o->size;
+    s->threads = o->threads;
+    s->prefetch_depth = o->depth;
+    s->device = o->device;
+    s->dtype = GF_DTYPE_FLOAT32;
+    s->layout = GF_LAYOUT_NCHW;
+    for (int c = 0; c < 3; c++) {
+        s->mean[c] = MEAN[c];
+        s->std[c] = STD[c];
+    }
+    if (eval) {
+        s->transform = GF_TRANSFORM_EVAL;
+        s->shuffle = 0;
+    } else {
+        /* Gentler than the default 0.08: the model is small and the
+         * images are small. */
+        s->scale_min = 0.35f;
+        s->scale_max = 1.0f;
+    }
+}
+
+static int open_loader(const gf_settings *s, gf_loader **l)
+{
+    int rc = gf_open(l, s);
+    if (rc < 0) {
+        const char *msg = *l ? gf_last_error(*l) : "";
+        if (*msg)
+            cli_error(CMD, "%s", msg);
+        else
+            cli_error(CMD, "%s: %s", s->data, gf_strerror(rc));
+        gf_close(l);
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
+static int loader_failed(gf_loader *l, int rc)
+{
+    const char *msg = gf_last_error(l);
+    cli_error(CMD, "%s", *msg ? msg : gf_strerror(rc));
+    return CLI_FAIL;
+}
+
+/* ---- timing the steps ---------------------------------------------------- */
+
+#if GF_CLI_HAVE_CUDA
+static int cuda_failed(void)
+{
+    cli_error(CMD, "CUDA: %s", cli_cuda_error());
+    return CLI_FAIL;
+}
+#endif
+
+/* CUDA: reads the step events recorded so far (one host wait). */
+static int events_flush(trainer *t)
+{
+#if GF_CLI_HAVE_CUDA
+    if (!t->cuda || t->ev_used == 0)
+        return CLI_OK;
+    if (cli_cuda_stream_sync(t->stream) < 0)
+        return cuda_failed();
+    for (int i = 0; i < t->ev_used; i++) {
+        double ms;
+        if (cli_cuda_event_ms(t->ev[2 * i], t->ev[2 * i + 1], &ms) < 0)
+            return cuda_failed();
+        t->ev_busy_ms += ms;
+    }
+#endif
+    t->ev_used = 0;
+    return CLI_OK;
+}
+
+static void tally_add(tally *a, float loss, int correct, int n)
+{
+    if (n <= 0)
+        return;
+    a->loss_sum += (double)loss * n;
+    a->correct += (uint64_t)(correct > 0 ? correct : 0);
+    a->n += (uint64_t)n;
+}
+
+/* CUDA: makes the last step's figures current (waits for the stream). */
+static int tally_sync(trainer *t, gfm_model *m, tally *a)
+{
+    float loss = 0;
+    int correct = 0;
+    if (!t->cuda)
+        return CLI_OK;
+    if (gfm_sync(m, &loss, &correct) < 0) {
+        cli_error(CMD, "model: the queued steps failed");
+        return CLI_FAIL;
+    }
+    tally_add(a, loss, correct, a->pending_n);
+    a->pending_n = 0;
+    return CLI_OK;
+}
+
+/* One training step on x (host memory on the CPU, device memory ready on
+ * the trainer's stream on CUDA), its device time added to r->busy_s (CPU)
+ * or to the event pairs (CUDA). wait: the naive loop's per-step wait
+ * for the result (loss.item() in a PyTorch loop). */
+static int step(trainer *t, gfm_model *m, const float *x, const int32_t *labels, int n,
+                int wait, run_result *r, tally *a)
+{
+    float loss = 0;
+    int correct = 0, rc;
+    if (!t->cuda) {
+        double t0 = cli_now();
+        rc = gfm_train_step(m, x, labels, n, NULL, &loss, &correct);
+        r->busy_s += cli_now() - t0;
+        if (rc < 0) {
+            cli_error(CMD, "model: training step failed");
+            return CLI_FAIL;
+        }
+        tally_add(a, loss, correct, n);
+        r->steps++;
+        return CLI_OK;
+    }
+#if GF_CLI_HAVE_CUDA
+    if (t->ev_used == EVENT_PAIRS && events_flush(t) != CLI_OK)
+        return CLI_FAIL;
+    if (cli_cuda_event_record(t->ev[2 * t->ev_used], t->stream) < 0)
+        return cuda_failed();
+    rc = gfm_train_step(m, x, labels, n, t->stream, &loss, &correct);
+    if (cli_cuda_event_record(t->ev[2 * t->ev_used + 1], t->stream) < 0)
+        return cuda_failed();
+    t->ev_used++;
+    if (rc < 0) {
+        cli_error(CMD, "model: training step failed");
+        return CLI_FAIL;
+    }
+    tally_add(a, loss, correct, a->pending_n); /* the previous step's */
+    a->pending_n = n;
+    r->steps++;
+    if (wait)
+        return tally_sync(t, m, a);
+    return CLI_OK;
+#else
+    (void)wait;
+    return CLI_FAIL;
+#endif
+}
+
+/* The device time of a run's steps: CUDA events read at the end of each
+ * loop (CPU: measured around each step as it ran). */
+static int busy_collect(trainer *t, run_result *r)
+{
+    if (!t->cuda)
+        return CLI_OK;
+    if (events_flush(t) != CLI_OK)
+        return CLI_FAIL;
+    r->busy_s += t->ev_busy_ms * 1e-3;
+    t->ev_busy_ms = 0;
+    return CLI_OK;
+}
+
+static void progress(trainer *t, int loader, int epoch, uint64_t step_no, uint64_t steps,
+                     uint64_t samples, double t0, double input_s, int force)
+{
+    double now = cli_now();
+    if (!t->tty || t->o->json || (!force && now - t->last_progress < PROGRESS_EVERY))
+        return;
+    t->last_progress = now;
+    double el = now - t0;
+    printf("\r  %-8s epoch %d/%d  step %" PRIu64 "/%" PRIu64 "  %6.0f images/s  stall %3.0f%%\033[K",
+           loader_names[loader], epoch + 1, t->o->epochs, step_no, steps,
+           el > 0 ? (double)samples / el : 0.0, el > 0 ? 100 * input_s / el : 0.0);
+    fflush(stdout);
+}
+
+static void progress_clear(trainer *t)
+{
+    if (t->tty && !t->o->json) {
+        printf("\r\033[K");
+        fflush(stdout);
+    }
+}
+
+/* ---- the synchronous loop ------------------------------------------------ */
+
+/* uint8 HWC (the decoder's output) -> normalised float32 NCHW. */
+static void to_nchw(const uint8_t *in, int n, int h, int w, float *out)
+{
+    size_t plane = (size_t)h * (size_t)w;
+    for (int i = 0; i < n; i++) {
+        const uint8_t *px = in + (size_t)i * plane * 3;
+        float *o = out + (size_t)i * plane * 3;
+        for (int c = 0; c < 3; c++) {
+            float sc = 1.0f / STD[c], mu = MEAN[c];
+            float *oc = o + (size_t)c * plane;
+            for (size_t k = 0; k < plane; k++)
+                oc[k] = ((float)px[k * 3 + (size_t)c] - mu) * sc;
+        }
+    }
+}
+
+static uint64_t mix64(uint64_t z)
+{
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* The epoch's order for the synchronous loop: a Fisher-Yates shuffle
+ * seeded by (seed, epoch). (The loader's sampler is its own; both are
+ * uniform permutations.) */
+static void shuffle_order(uint64_t *order, uint64_t n, uint64_t seed, uint64_t epoch)
+{
+    uint64_t st = mix64(seed ^ mix64(epoch + 0x5EED));
+    for (uint64_t i = 0; i < n; i++)
+        order[i] = i;
+    for (uint64_t i = n; i > 1; i--) {
+        st = mix64(st);
+        uint64_t j = st % i;
+        uint64_t tmp = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = tmp;
+    }
+}
+
+/* Buffers of the synchronous loop (and of compute alone). */
+typedef struct sync_bufs {
+    gf_decoder *dec;
+    uint8_t *u8;      /* batch x H x W x 3 */
+    float *host;      /* batch x 3 x H x W */
+    float *dev;       /* CUDA: the device copy; else == host */
+    int32_t *labels;
+    uint64_t *order;
+    size_t cell;      /* bytes of one decoded sample */
+    size_t fbytes;    /* bytes of one float batch */
+} sync_bufs;
+
+static void sync_bufs_free(trainer *t, sync_bufs *b)
+{
+    gf_decoder_close(&b->dec);
+#if GF_CLI_HAVE_CUDA
+    if (t->cuda)
+        cli_cuda_free(b->dev);
+#else
+    (void)t;
+#endif
+    free(b->u8);
+    free(b->host);
+    free(b->labels);
+    free(b->order);
+    memset(b, 0, sizeof *b);
+}
+
+static int sync_bufs_init(trainer *t, sync_bufs *b)
+{
+    gf_settings s;
+    size_t n = t->train_files.n;
+    int B = t->o->batch;
+    loader_settings(t, &s, 0);
+    memset(b, 0, sizeof *b);
+    b->cell = (size_t)t->o->size * (size_t)t->o->size * 3;
+    b->fbytes = b->cell * (size_t)B * sizeof(float);
+    b->u8 = malloc(b->cell * (size_t)B);
+    b->host = malloc(b->fbytes);
+    b->labels = malloc((size_t)B * sizeof *b->labels);
+    b->order = malloc((n ? n : 1) * sizeof *b->order);
+    if (!b->u8 || !b->host || !b->labels || !b->order || gf_decoder_open(&b->dec, &s) < 0) {
+        sync_bufs_free(t, b);
+        cli_error(CMD, "out of memory");
+        return CLI_FAIL;
+    }
+    b->dev = b->host;
+#if GF_CLI_HAVE_CUDA
+    if (t->cuda && cli_cuda_malloc((void **)&b->dev, b->fbytes) < 0) {
+        b->dev = NULL;
+        sync_bufs_free(t, b);
+        return cuda_failed();
+    }
+#endif
+    return CLI_OK;
+}
+
+/* The input of one synchronous batch: read + decode + convert + copy. */
+static int sync_input(trainer *t, sync_bufs *b, uint64_t epoch, uint64_t pos, int nb,
+                      uint64_t *errors)
+{
+    cli_read_decode(b->dec, t->train_files.paths, b->order + pos, nb, epoch, b->u8, b->cell,
+                    errors);
+    for (int i = 0; i < nb; i++)
+        b->labels[i] = t->train_files.labels[b->order[pos + (uint64_t)i]];
+    to_nchw(b->u8, nb, t->o->size, t->o->size, b->host);
+#if GF_CLI_HAVE_CUDA
+    if (t->cuda && cli_cuda_memcpy_h2d(b->dev, b->host, b->fbytes / (size_t)t->o->batch *
+                                                         (size_t)nb) < 0)
+        return cuda_failed();
+#endif
+    return CLI_OK;
+}
+
+static int epoch_sync(trainer *t, gfm_model *m, sync_bufs *b, int epoch, run_result *r,
+                      tally *a)
+{
+    uint64_t n = t->train_files.n, B = (uint64_t)t->o->batch;
+    uint64_t steps = (n + B - 1) / B, k = 0;
+    double t0 = cli_now(), input_s = 0;
+    shuffle_order(b->order, n, t->o->seed, (uint64_t)epoch);
+    for (uint64_t pos = 0; pos < n; pos += B, k++) {
+        int nb = (int)(n - pos < B ? n - pos : B);
+        double ti = cli_now();
+        if (sync_input(t, b, (uint64_t)epoch, pos, nb, &r->errors) != CLI_OK)
+            return CLI_FAIL;
+        input_s += cli_now() - ti;
+        if (step(t, m, b->dev, b->labels, nb, 1, r, a) != CLI_OK)
+            return CLI_FAIL;
+        r->samples += (uint64_t)nb;
+        progress(t, L_SYNC, epoch, k + 1, steps, pos + (uint64_t)nb, t0, input_s, 0);
+    }
+    r->input_s += input_s;
+    return CLI_OK;
+}
+
+/* ---- the gpufeed loop ---------------------------------------------------- */
+
+static int epoch_gpufeed(trainer *t, gfm_model *m, int epoch, run_result *r, tally *a,
+                         double *t0_out, double *cpu0_out)
+{
+    gf_settings s;
+    gf_loader *l = NULL;
+    gf_stats st;
+    gf_batch *b;
+    uint64_t steps, k = 0, samples = 0;
+    double input_s = 0, t0;
+    int rc, status = CLI_OK;
+
+    loader_settings(t, &s, 0);
+    s.epochs = (uint64_t)epoch + 1;
+    if ((status = open_loader(&s, &l)) != CLI_OK)
+        return status;
+    if ((rc = gf_seek(l, (uint64_t)epoch, 0)) < 0) {
+        status = loader_failed(l, rc);
+        goto out;
+    }
+    gf_get_stats(l, &st);
+    steps = (st.epoch_samples + (uint64_t)st.batch_size - 1) / (uint64_t)st.batch_size;
+    /* The window opens at the first gf_next: opening (indexing, starting
+     * threads) is a once-per-run cost a trainer pays before its loop. */
+    *cpu0_out = cli_cpu_seconds();
+    t0 = *t0_out = cli_now();
+    for (;;) {
+        double ti = cli_now();
+        rc = gf_next(l, &b);
+        input_s += cli_now() - ti;
+        if (rc == GF_EOF)
+            break;
+        if (rc < 0) {
+            status = loader_failed(l, rc);
+            goto out;
+        }
+        if ((b->device == GF_DEVICE_CUDA) != (t->cuda != 0)) {
+            gf_release(l, b);
+            cli_error(CMD, "a batch arrived on %s, expected %s",
+                      b->device == GF_DEVICE_CUDA ? "cuda" : "cpu", t->cuda ? "cuda" : "cpu");
+            status = CLI_FAIL;
+            goto out;
+        }
+        if (t->cuda && (rc = gf_batch_wait(b, t->stream)) < 0) {
+            gf_release(l, b);
+            status = loader_failed(l, rc);
+            goto out;
+        }
+        int n = b->count;
+        status = step(t, m, b->data, b->labels, n, 0, r, a);
+        rc = t->cuda ? gf_release_stream(l, b, t->stream) : gf_release(l, b);
+        if (status != CLI_OK)
+            goto out;
+        if (rc < 0) {
+            status = loader_failed(l, rc);
+            goto out;
+        }
+        samples += (uint64_t)n;
+        k++;
+        progress(t, L_GPUFEED, epoch, k, steps, samples, t0, input_s, 0);
+    }
+    gf_get_stats(l, &st);
+    r->errors += st.errors;
+    r->samples += samples;
+    r->input_s += input_s;
+out:
+    gf_close(&l);
+    return status;
+}
+
+/* ---- evaluation ---------------------------------------------------------- */
+
+static int evaluate(trainer *t, gfm_model *m, double *loss, double *acc)
+{
+    gf_settings s;
+    gf_loader *l = NULL;
+    gf_batch *b;
+    double loss_sum = 0;
+    uint64_t correct = 0, n = 0;
+    int rc, status;
+
+    loader_settings(t, &s, 1);
+    if ((status = open_loader(&s, &l)) != CLI_OK)
+        return status;
+    while ((rc = gf_next(l, &b)) == 0) {
+        float lo = 0;
+        int c = 0;
+        if (t->cuda && (rc = gf_batch_wait(b, t->stream)) < 0) {
+            gf_release(l, b);
+            break;
+        }
+        int erc = gfm_evaluate(m, b->data, b->labels, b->count, t->stream, &lo, &c);
+        int cnt = b->count;
+        rc = t->cuda ? gf_release_stream(l, b, t->stream) : gf_release(l, b);
+        if (erc < 0) {
+            cli_error(CMD, "model: evaluation failed");
+            gf_close(&l);
+            return CLI_FAIL;
+        }
+        if (rc < 0)
+            break;
+        loss_sum += (double)lo * cnt;
+        correct += (uint64_t)(c > 0 ? c : 0);
+        n += (uint64_t)cnt;
+    }
+    if (rc != GF_EOF) {
+        status = loader_failed(l, rc);
+        gf_close(&l);
+        return status;
+    }
+    gf_close(&l);
+    *loss = n ? loss_sum / (double)n : NAN;
+    *acc = n ? (double)correct / (double)n : 0;
+    return CLI_OK;
+}
+
+/* ---- a run --------------------------------------------------------------- */
+
+static int make_model(trainer *t, gfm_model **m)
+{
+    char why[256] = "";
+    if (gfm_create(m, &t->mc, why, sizeof why) < 0) {
+        cli_error(CMD, "model: %s", *why ? why : "could not be created");
+        *m = NULL;
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
+static int add_row(trainer *t, const epoch_row *row)
+{
+    epoch_row *p = realloc(t->rows, (size_t)(t->n_rows + 1) * sizeof *p);
+    if (!p) {
+        cli_error(CMD, "out of memory");
+        return CLI_FAIL;
+    }
+    t->rows = p;
+    t->rows[t->n_rows++] = *row;
+    return CLI_OK;
+}
+
+static int run(trainer *t, int loader, run_result *r)
+{
+    gfm_model *m = NULL;
+    sync_bufs sb;
+    int status;
+
+    memset(r, 0, sizeof *r);
+    memset(&sb, 0, sizeof sb);
+    r->loader = loader;
+    if ((status = make_model(t, &m)) != CLI_OK)
+        return status;
+    if (loader == L_SYNC && (status = sync_bufs_init(t, &sb)) != CLI_OK)
+        goto out;
+    for (int e = 0; e < t->o->epochs; e++) {
+        tally a = {0};
+        epoch_row row = {.loader = loader, .epoch = e + 1};
+        uint64_t samples0 = r->samples;
+        double cpu0 = cli_cpu_seconds(), t0 = cli_now(), t1;
+        if (loader == L_SYNC)
+            status = epoch_sync(t, m, &sb, e, r, &a);
+        else
+            status = epoch_gpufeed(t, m, e, r, &a, &t0, &cpu0);
+        if (status == CLI_OK)
+            status = tally_sync(t, m, &a); /* CUDA: the epoch's queued work done */
+        t1 = cli_now();
+        r->cpu_s += cli_cpu_seconds() - cpu0;
+        if (status != CLI_OK || (status = busy_collect(t, r)) != CLI_OK)
+            goto out;
+        progress_clear(t);
+        r->wall_s += t1 - t0;
+        row.seconds = t1 - t0;
+        row.images_per_s = row.seconds > 0 ? (double)(r->samples - samples0) / row.seconds : 0;
+        row.loss = a.n ? a.loss_sum / (double)a.n : NAN;
+        row.train_accuracy = a.n ? (double)a.correct / (double)a.n : 0;
+        if ((status = evaluate(t, m, &row.val_loss, &row.accuracy)) != CLI_OK)
+            goto out;
+        r->accuracy = row.accuracy;
+        if ((status = add_row(t, &row)) != CLI_OK)
+            goto out;
+        if (!t->o->json) {
+            printf("  %-8s epoch %d/%d  loss %.3f  train acc %5.1f%%  val acc %5.1f%%  "
+                   "%6.0f images/s  %.1f s\n",
+                   loader_names[loader], e + 1, t->o->epochs, row.loss,
+                   100 * row.train_accuracy, 100 * row.accuracy, row.images_per_s, row.seconds);
+            fflush(stdout);
+        }
+    }
+    r->checksum = gfm_checksum(m);
+out:
+    progress_clear(t);
+    if (loader == L_SYNC)
+        sync_bufs_free(t, &sb);
+    gfm_destroy(m);
+    return status;
+}
+
+/* The model stepping on one cached batch (the first of the synchronous
+ * order, decoded once), on a model of its own so the training runs start
+ * from the same weights: the most the device can be kept busy. */
+static int compute_alone(trainer *t, run_result *r)
+{
+    gfm_model *m = NULL;
+    sync_bufs sb;
+    tally a = {0};
+    int status, nb = t->o->batch;
+    uint64_t steps = 0;
+    double t0, cpu0;
+
+    memset(r, 0, sizeof *r);
+    r->loader = L_ALONE;
+    if ((status = sync_bufs_init(t, &sb)) != CLI_OK)
+        return status;
+    if ((status = make_model(t, &m)) != CLI_OK)
+        goto out;
+    if ((uint64_t)nb > t->train_files.n)
+        nb = (int)t->train_files.n;
+    shuffle_order(sb.order, t->train_files.n, t->o->seed, 0);
+    if ((status = sync_input(t, &sb, 0, 0, nb, &r->errors)) != CLI_OK)
+        goto out;
+    for (int i = 0; i < 2; i++) /* untimed: first-touch, caches, lazy init */
+        if ((status = step(t, m, sb.dev, sb.labels, nb, 0, r, &a)) != CLI_OK)
+            goto out;
+    if ((status = tally_sync(t, m, &a)) != CLI_OK || (status = events_flush(t)) != CLI_OK)
+        goto out;
+    t->ev_busy_ms = 0;
+    memset(r, 0, sizeof *r);
+    r->loader = L_ALONE;
+    cpu0 = cli_cpu_seconds();
+    t0 = cli_now();
+    do {
+        if ((status = step(t, m, sb.dev, sb.labels, nb, 0, r, &a)) != CLI_OK)
+            goto out;
+        steps++;
+        if (t->cuda && steps % 8 == 0 && (status = tally_sync(t, m, &a)) != CLI_OK)
+            goto out; /* the host must not run far ahead of the clock */
+    } while (steps < ALONE_MIN_STEPS || cli_now() - t0 < ALONE_MIN_SECONDS);
+    if ((status = tally_sync(t, m, &a)) != CLI_OK)
+        goto out;
+    r->wall_s = cli_now() - t0;
+    r->cpu_s = cli_cpu_seconds() - cpu0;
+    r->samples = steps * (uint64_t)nb;
+    status = busy_collect(t, r);
+out:
+    gfm_destroy(m);
+    sync_bufs_free(t, &sb);
+    return status;
+}
+
+/* ---- setup --------------------------------------------------------------- */
+
+/* Where the batches are (the loader resolves AUTO), the classes and the
+ * validation set's size: one look at val/ through a loader. */
+static int probe(trainer *t)
+{
+    gf_settings s;
+    gf_loader *l = NULL;
+    gf_stats st;
+    char why[512];
+    int status, train_classes = 0;
+
+    if (cli_list_dataset(t->train_dir, &t->train_files, why, sizeof why) < 0) {
+        cli_error(CMD, "%s", why);
+        return CLI_USAGE;
+    }
+    if (t->train_files.n == 0) {
+        cli_error(CMD, "%s: no images", t->train_dir);
+        return CLI_USAGE;
+    }
+    for (size_t i = 0; i < t->train_files.n; i++)
+        if (t->train_files.labels[i] + 1 > train_classes)
+            train_classes = t->train_files.labels[i] + 1;
+    loader_settings(t, &s, 1);
+    if ((status = open_loader(&s, &l)) != CLI_OK)
+        return status;
+    gf_get_stats(l, &st);
+    gf_close(&l);
+    t->cuda = st.device == GF_DEVICE_CUDA;
+    t->device_id = st.device_id < 0 ? 0 : st.device_id;
+    snprintf(t->device_note, sizeof t->device_note, "%s", st.device_note);
+    t->val_samples = st.epoch_samples;
+    t->classes = st.classes;
+    if (train_classes != st.classes) {
+        cli_error(CMD, "%s has %d classes, %s has %d: they must be the same classes",
+                  t->train_dir, train_classes, t->val_dir, st.classes);
+        return CLI_USAGE;
+    }
+    if (t->cuda) {
+#if GF_CLI_HAVE_CUDA
+        if (cli_cuda_set_device(t->device_id) < 0 || cli_cuda_stream_create(&t->stream) < 0)
+            return cuda_failed();
+        for (int i = 0; i < 2 * EVENT_PAIRS; i++)
+            if (cli_cuda_event_create(&t->ev[i]) < 0)
+                return cuda_failed();
+#else
+        cli_error(CMD, "the loader delivers on CUDA, but this gpufeed was built without CUDA; "
+                       "use --device cpu");
+        return CLI_FAIL;
+#endif
+    }
+    memset(&t->mc, 0, sizeof t->mc);
+    t->mc.in_c = 3;
+    t->mc.in_h = t->mc.in_w = t->o->size;
+    t->mc.classes = t->classes;
+    t->mc.width = t->o->width;
+    t->mc.seed = t->o->seed;
+    t->mc.lr = (float)t->o->lr;
+    t->mc.momentum = 0.9f;
+    t->mc.weight_decay = 5e-4f;
+    t->mc.device = t->cuda ? GFM_CUDA : GFM_CPU;
+    t->mc.device_id = t->device_id;
+    t->mc.amp = t->o->amp;
+    return CLI_OK;
+}
+
+static void trainer_free(trainer *t)
+{
+#if GF_CLI_HAVE_CUDA
+    for (int i = 0; i < 2 * EVENT_PAIRS; i++)
+        cli_cuda_event_destroy(t->ev[i]);
+    cli_cuda_stream_destroy(t->stream);
+#endif
+    cli_filelist_free(&t->train_files);
+    free(t->rows);
+}
+
+/* ---- report -------------------------------------------------------------- */
+
+typedef struct figures {
+    double images_per_s, step_ms, stall, device_util, cpu_util, of_alone;
+} figures;
+
+static figures figures_of(const trainer *t, const run_result *r)
+{
+    figures f = {0};
+    int cores = cli_cores();
+    double alone = t->alone.wall_s > 0 ? t->alone.busy_s / t->alone.wall_s : 0;
+    if (r->wall_s <= 0)
+        return f;
+    f.images_per_s = (double)r->samples / r->wall_s;
+    f.step_ms = r->steps ? r->wall_s * 1e3 / (double)r->steps : 0;
+    f.stall = r->input_s / r->wall_s;
+    f.device_util = r->busy_s / r->wall_s;
+    if (f.device_util > 1)
+        f.device_util = 1;
+    f.cpu_util = r->cpu_s / r->wall_s / cores;
+    f.of_alone = alone > 0 ? f.device_util / alone : 0;
+    return f;
+}
+
+static const char *row_name(int loader)
+{
+    return loader == L_ALONE ? "compute alone" : loader_names[loader];
+}
+
+static void print_table(const trainer *t, const run_result *runs, int n)
+{
+    const run_result *s = NULL, *g = NULL;
+    printf("\n  %-14s %9s %8s %6s %12s %17s %6s\n", "loader", "images/s", "step ms", "stall",
+           "device util", "of compute-alone", "CPU");
+    for (int i = -1; i < n; i++) {
+        const run_result *r = i < 0 ? &t->alone : &runs[i];
+        figures f = figures_of(t, r);
+        printf("  %-14s %9.0f %8.1f %5.0f%% %11.0f%% %16.0f%% %5.0f%%\n", row_name(r->loader),
+               f.images_per_s, f.step_ms, 100 * f.stall, 100 * f.device_util,
+               100 * f.of_alone, 100 * f.cpu_util);
+        if (i >= 0 && r->loader == L_SYNC)
+            s = r;
+        if (i >= 0 && r->loader == L_GPUFEED)
+            g = r;
+    }
+    if (s && g) {
+        figures fs = figures_of(t, s), fg = figures_of(t, g);
+        printf("\n  gpufeed: %.2fx the images/s of the synchronous loop; the %s is busy %.0f%% "
+               "of the time instead of %.0f%%\n",
+               fs.images_per_s > 0 ? fg.images_per_s / fs.images_per_s : 0,
+               t->cuda ? "GPU" : "model's core", 100 * fg.device_util, 100 * fs.device_util);
+        printf("  (compute alone: %.0f%%), and waits for input %.0f%% of the time instead of "
+               "%.0f%%.\n",
+               100 * figures_of(t, &t->alone).device_util, 100 * fg.stall, 100 * fs.stall);
+    }
+    if (!t->cuda)
+        printf("  CPU path: the model steps on the consumer thread; device util = time inside "
+               "the step / wall.\n");
+    for (int i = 0; i < n; i++)
+        if (runs[i].errors)
+            printf("  %s: %" PRIu64 " samples could not be decoded (skipped)\n",
+                   row_name(runs[i].loader), runs[i].errors);
+}
+
+static void json_figures(const trainer *t, const run_result *r)
+{
+    figures f = figures_of(t, r);
+    printf("{\"loader\": \"%s\", \"images_per_s\": ", r->loader == L_ALONE ? "compute-alone"
+                                                                         : loader_names[r->loader]);
+    cli_json_double(stdout, f.images_per_s);
+    printf(", \"step_ms\": ");
+    cli_json_double(stdout, f.step_ms);
+    printf(", \"stall_fraction\": ");
+    cli_json_double(stdout, f.stall);
+    printf(", \"device_utilization\": ");
+    cli_json_double(stdout, f.device_util);
+    printf(", \"of_compute_alone\": ");
+    cli_json_double(stdout, f.of_alone);
+    printf(", \"cpu_utilization\": ");
+    cli_json_double(stdout, f.cpu_util);
+    printf(", \"steps\": %" PRIu64 ", \"samples\": %" PRIu64 ", \"seconds\": ", r->steps,
+           r->samples);
+    cli_json_double(stdout, r->wall_s);
+    if (r->loader != L_ALONE) {
+        printf(", \"accuracy\": ");
+        cli_json_double(stdout, r->accuracy);
+        printf(", \"errors\": %" PRIu64 ", \"weights_checksum\": \"%016" PRIx64 "\"", r->errors,
+               r->checksum);
+    }
+    printf("}");
+}
+
+static void print_json(const trainer *t, const run_result *runs, int n)
+{
+    const train_opts *o = t->o;
+    printf("{\"device\": \"%s\", \"data\": ", t->cuda ? "cuda" : "cpu");
+    cli_json_string(stdout, t->root);
+    printf(", \"train_samples\": %zu, \"val_samples\": %" PRIu64 ", \"classes\": %d",
+           t->train_files.n, t->val_samples, t->classes);
+    printf(", \"batch_size\": %d, \"image_size\": %d, \"model_width\": %d",
+           o->batch, o->size, o->width);
+    printf(", \"threads\": %d, \"prefetch_depth\": %d, \"amp\": %s, \"seed\": %" PRIu64,
+           o->threads ? o->threads : (cli_cores() > 1 ? cli_cores() - 1 : 1),
+           o->depth ? o->depth : 4, o->amp ? "true" : "false", o->seed);
+    printf(", \"lr\": ");
+    cli_json_double(stdout, o->lr);
+    printf(", \"step_flops_per_sample\": ");
+    cli_json_double(stdout, t->step_flops);
+    printf(", \"compute_alone\": ");
+    json_figures(t, &t->alone);
+    printf(", \"modes\": [");
+    for (int i = 0; i < n; i++) {
+        printf(i ? ", " : "");
+        json_figures(t, &runs[i]);
+    }
+    printf("], \"epochs\": [");
+    for (int i = 0; i < t->n_rows; i++) {
+        const epoch_row *e = &t->rows[i];
+        printf("%s{\"loader\": \"%s\", \"epoch\": %d, \"loss\": ", i ? ", " : "",
+               loader_names[e->loader], e->epoch);
+        cli_json_double(stdout, e->loss);
+        printf(", \"train_accuracy\": ");
+        cli_json_double(stdout, e->train_accuracy);
+        printf(", \"val_loss\": ");
+        cli_json_double(stdout, e->val_loss);
+        printf(", \"accuracy\": ");
+        cli_json_double(stdout, e->accuracy);
+        printf(", \"images_per_s\": ");
+        cli_json_double(stdout, e->images_per_s);
+        printf(", \"seconds\": ");
+        cli_json_double(stdout, e->seconds);
+        printf("}");
+    }
+    /* The final weights: of the gpufeed run when there is one. */
+    printf("], \"weights_checksum\": \"%016" PRIx64 "\"}\n", runs[n - 1].checksum);
+}
+
+/* ---- the command ---------------------------------------------------------- */
+
+int cmd_train(int argc, char **argv)
+{
+    enum { O_DATA = 256, O_LOADER, O_EPOCHS, O_BATCH, O_SIZE, O_WIDTH, O_THREADS, O_DEPTH,
+           O_LR, O_SEED, O_DEVICE, O_AMP, O_JSON };
+    static const struct option longopts[] = {
+        {"data", required_argument, NULL, O_DATA},
+        {"loader", required_argument, NULL, O_LOADER},
+        {"epochs", required_argument, NULL, O_EPOCHS},
+        {"batch-size", required_argument, NULL, O_BATCH},
+        {"image-size", required_argument, NULL, O_SIZE},
+        {"model-width", required_argument, NULL, O_WIDTH},
+        {"threads", required_argument, NULL, O_THREADS},
+        {"prefetch-depth", required_argument, NULL, O_DEPTH},
+        {"lr", required_argument, NULL, O_LR},
+        {"seed", required_argument, NULL, O_SEED},
+        {"device", required_argument, NULL, O_DEVICE},
+        {"amp", no_argument, NULL, O_AMP},
+        {"json", no_argument, NULL, O_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    train_opts o = {.epochs = 3, .batch = 32, .size = 64, .width = DEFAULT_WIDTH, .lr = 0.05,
+                    .loader = L_BOTH, .device = GF_DEVICE_AUTO};
+    trainer t;
+    run_result runs[2];
+    int ch, v, n_runs = 0, status = CLI_OK;
+
+    optind = 1;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case O_DATA: o.data = optarg; break;
+        case O_LOADER: if ((o.loader = cli_parse_choice(CMD, "loader", optarg, loader_names)) < 0) return CLI_USAGE; break;
+        case O_EPOCHS: if (cli_parse_int(CMD, "epochs", optarg, 1, 100000, &o.epochs)) return CLI_USAGE; break;
+        case O_BATCH: if (cli_parse_int(CMD, "batch-size", optarg, 1, 65536, &o.batch)) return CLI_USAGE; break;
+        case O_SIZE: if (cli_parse_int(CMD, "image-size", optarg, 4, 4096, &o.size)) return CLI_USAGE; break;
+        case O_WIDTH: if (cli_parse_int(CMD, "model-width", optarg, 1, 4096, &o.width)) return CLI_USAGE; break;
+        case O_THREADS: if (cli_parse_int(CMD, "threads", optarg, 1, 1024, &o.threads)) return CLI_USAGE; break;
+        case O_DEPTH: if (cli_parse_int(CMD, "prefetch-depth", optarg, 1, 1024, &o.depth)) return CLI_USAGE; break;
+        case O_LR: if (cli_parse_double(CMD, "lr", optarg, 1e-9, 100, &o.lr)) return CLI_USAGE; break;
+        case O_SEED: if (cli_parse_u64(CMD, "seed", optarg, &o.seed)) return CLI_USAGE; break;
+        case O_DEVICE: if ((v = cli_parse_choice(CMD, "device", optarg, device_names)) < 0) return CLI_USAGE; o.device = (gf_device)v; break;
+        case O_AMP: o.amp = 1; break;
+        case O_JSON: o.json = 1; break;
+        case 'h': usage(stdout); return CLI_OK;
+        case ':': cli_error(CMD, "%s needs a value", argv[optind - 1]); return CLI_USAGE;
+        default: cli_error(CMD, "unknown option '%s' (try --help)", argv[optind - 1]); return CLI_USAGE;
+        }
+    }
+    if (optind < argc) {
+        cli_error(CMD, "unexpected argument '%s' (the data set goes after --data)", argv[optind]);
+        return CLI_USAGE;
+    }
+    if (o.size % 4) {
+        cli_error(CMD, "--image-size: %d is not a multiple of 4 (the model pools twice)", o.size);
+        return CLI_USAGE;
+    }
+
+    memset(&t, 0, sizeof t);
+    t.o = &o;
+    t.tty = isatty(STDOUT_FILENO);
+    if (o.data) {
+        snprintf(t.root, sizeof t.root, "%s", o.data);
+    } else if ((status = demo_data(&t)) != CLI_OK) {
+        return status;
+    }
+    snprintf(t.train_dir, sizeof t.train_dir, "%s/train", t.root);
+    snprintf(t.val_dir, sizeof t.val_dir, "%s/val", t.root);
+    if (!is_dir(t.train_dir) || !is_dir(t.val_dir)) {
+        cli_error(CMD, "%s: expected an ImageFolder with train/ and val/ sub-folders "
+                       "(gpufeed make-dataset DIR/train --seed 0; ... DIR/val --seed 1)",
+                  t.root);
+        return CLI_USAGE;
+    }
+    if ((status = probe(&t)) != CLI_OK)
+        goto out;
+    {
+        gfm_model *m = NULL;
+        if ((status = make_model(&t, &m)) != CLI_OK)
+            goto out;
+        t.step_flops = gfm_step_flops(m);
+        gfm_destroy(m);
+    }
+    if (!o.json) {
+        int th = o.threads ? o.threads : (cli_cores() > 1 ? cli_cores() - 1 : 1);
+        printf("gpufeed train  %s  (%zu train / %" PRIu64 " val images, %d classes)\n", t.root,
+               t.train_files.n, t.val_samples, t.classes);
+        printf("  %s%s, %dx%d, batch %d, model width %d (%.0f MFLOP/step), %d epoch%s, lr %g, "
+               "%d decode thread%s, prefetch depth %d\n",
+               t.cuda ? "cuda" : "cpu", t.cuda && o.amp ? " (amp)" : "", o.size, o.size,
+               o.batch, o.width, 2 * t.step_flops * o.batch / 1e6, o.epochs,
+               o.epochs == 1 ? "" : "s", o.lr, th, th == 1 ? "" : "s", o.depth ? o.depth : 4);
+        if (t.device_note[0])
+            printf("  note: %s\n", t.device_note);
+        fflush(stdout);
+    }
+    if ((status = compute_alone(&t, &t.alone)) != CLI_OK)
+        goto out;
+    if (!o.json) {
+        figures f = figures_of(&t, &t.alone);
+        printf("  compute alone: %.1f ms/step, %.0f images/s (the model on one cached batch)\n\n",
+               f.step_ms, f.images_per_s);
+        fflush(stdout);
+    }
+    if (o.loader == L_SYNC || o.loader == L_BOTH) {
+        if ((status = run(&t, L_SYNC, &runs[n_runs])) != CLI_OK)
+            goto out;
+        n_runs++;
+    }
+    if (o.loader == L_GPUFEED || o.loader == L_BOTH) {
+        if ((status = run(&t, L_GPUFEED, &runs[n_runs])) != CLI_OK)
+            goto out;
+        n_runs++;
+    }
+    if (o.json)
+        print_json(&t, runs, n_runs);
+    else
+        print_table(&t, runs, n_runs);
+out:
+    trainer_free(&t);
+    return status;
+}
