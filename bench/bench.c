@@ -21,6 +21,15 @@
  * consumer. The OS page cache is not warmed here: run twice and read
  * page_cache_resident (measured with mincore() before the run on the
  * sampled files) to see whether a run read from disk or from memory.
+ *
+ * The sampled files are the library's own: a second, minimal loader on
+ * the same data (one thread, one 16x16 slot, CPU) is opened only for its
+ * index, and the samples are picked by index and read with
+ * gf_read_sample(), so folders, list files and tar shards are handled
+ * alike and the CLI never re-implements the index. Its one prefetched
+ * sample is the only read before the probe. For tar shards the probe is
+ * not taken (page_cache_resident is null): members are ranges of shared
+ * files, and the library does not hand out their offsets.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -28,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cliutil.h"
 #include "gpufeed.h"
@@ -73,6 +83,7 @@ typedef struct input_result {
     uint64_t st_decodes;
     double efficiency;
     double page_cache;      /* fraction resident before the run, -1 unknown */
+    int shards;             /* tar shards in the source (no page-cache probe) */
     uint64_t peak_rss;
 } input_result;
 
@@ -124,7 +135,9 @@ static void usage(FILE *f)
             "  --overlap             measure how well input and compute overlap\n"
             "  --compute-ms X        --overlap: compute per batch, in ms (required)\n"
             "  --batches N           stop after N batches (default: every epoch)\n"
-            "  --data DIR            ImageFolder directory or list file (required)\n"
+            "  --data DIR            ImageFolder directory, list file or tar shards\n"
+            "                        ('dir/train-{000000..000127}.tar', 'a.tar,b.tar')\n"
+            "                        (required)\n"
             "  --threads N           decode threads (default: cores - 1, at least 1)\n"
             "  --prefetch-depth D    batch slots in the ring (default 4)\n"
             "  --batch-size B        samples per batch (default 64)\n"
@@ -142,12 +155,15 @@ static void usage(FILE *f)
             "  -h, --help            this text\n");
 }
 
-/* Up to ST_MAX_FILES files spread evenly over the data set, in memory. */
+/* Up to ST_MAX_FILES samples spread evenly over the data set: their
+ * indices, and once read (sample_set_read), their encoded bytes. */
 typedef struct sample_set {
-    uint8_t **data;
+    gf_loader *index;  /* the minimal loader whose index they come from */
+    uint64_t *ids;     /* data set indices */
+    uint8_t **data;    /* NULL until read, or if the read failed */
     size_t *len;
-    char **paths; /* borrowed from the file list */
     size_t n;
+    int shards;        /* tar shards in the source */
 } sample_set;
 
 static void sample_set_free(sample_set *ss)
@@ -156,27 +172,112 @@ static void sample_set_free(sample_set *ss)
         free(ss->data[i]);
     free(ss->data);
     free(ss->len);
-    free(ss->paths);
+    free(ss->ids);
+    gf_close(&ss->index);
     memset(ss, 0, sizeof *ss);
 }
 
-static int pick_files(const cli_filelist *fl, sample_set *ss)
+/* Opens the index loader on s->data and picks the samples. Returns CLI_OK
+ * or an exit status, message printed. */
+static int sample_set_open(const gf_settings *s, sample_set *ss)
 {
-    size_t n = fl->n < ST_MAX_FILES ? fl->n : ST_MAX_FILES;
-    ss->paths = calloc(n ? n : 1, sizeof *ss->paths);
+    gf_settings is;
+    gf_stats st;
+    gf_default_settings(&is);
+    is.data = s->data;
+    is.max_file_bytes = s->max_file_bytes;
+    is.max_pixels = s->max_pixels;
+    is.batch_size = 1;
+    is.prefetch_depth = 1;
+    is.threads = 1;
+    is.width = is.height = 16;
+    is.transform = GF_TRANSFORM_EVAL;
+    is.shuffle = 0;
+    is.rank = 0;
+    is.world = 1; /* the whole data set, whatever the launcher says */
+    is.device = GF_DEVICE_CPU;
+    is.io = GF_IO_POSIX;
+    int rc = gf_open(&ss->index, &is);
+    if (rc < 0) {
+        const char *msg = ss->index ? gf_last_error(ss->index) : "";
+        if (*msg)
+            cli_error(CMD, "%s", msg); /* the loader's message names the file */
+        else
+            cli_error(CMD, "%s: %s", s->data, gf_strerror(rc));
+        return CLI_USAGE;
+    }
+    gf_get_stats(ss->index, &st);
+    uint64_t total = st.dataset_samples;
+    size_t n = total < ST_MAX_FILES ? (size_t)total : ST_MAX_FILES;
+    ss->shards = st.shards > 0;
+    ss->ids = calloc(n ? n : 1, sizeof *ss->ids);
     ss->data = calloc(n ? n : 1, sizeof *ss->data);
     ss->len = calloc(n ? n : 1, sizeof *ss->len);
-    if (!ss->paths || !ss->data || !ss->len)
-        return -1;
+    if (!ss->ids || !ss->data || !ss->len) {
+        cli_error(CMD, "out of memory");
+        return CLI_FAIL;
+    }
     for (size_t i = 0; i < n; i++)
-        ss->paths[i] = fl->paths[i * fl->n / n];
+        ss->ids[i] = (uint64_t)i * total / n;
     ss->n = n;
-    return 0;
+    return CLI_OK;
 }
 
-/* Times one gf_decoder (what a loader thread runs) over the files in
- * memory, repeated until at least ST_MIN_SECONDS have passed. File reading
- * is not timed. Files that do not decode are left out of the rate. */
+/* Fraction of the sampled files in the page cache, -1 if unknown (tar
+ * shards: see the top of the file). Reads no sample. */
+static double sample_set_page_cache(const sample_set *ss, const char *data)
+{
+    if (ss->shards || ss->n == 0)
+        return -1;
+    /* Sample paths are relative to the folder, or to the list's folder. */
+    struct stat sb;
+    size_t rl; /* the prefix: data[0, rl), then a '/' unless it ends in one */
+    if (stat(data, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        rl = strlen(data);
+    } else {
+        const char *slash = strrchr(data, '/');
+        rl = slash ? (size_t)(slash - data) + 1 : 0;
+    }
+    const char *sep = rl && data[rl - 1] != '/' ? "/" : "";
+    char **paths = calloc(ss->n, sizeof *paths);
+    size_t k = 0;
+    double f = -1;
+    if (!paths)
+        return -1;
+    for (; k < ss->n; k++) {
+        const char *rel = gf_sample_path(ss->index, ss->ids[k]);
+        size_t n = rl + (rel ? strlen(rel) : 0) + 2;
+        if (!rel || (paths[k] = malloc(n)) == NULL)
+            goto out;
+        if (rel[0] == '/')
+            snprintf(paths[k], n, "%s", rel);
+        else
+            snprintf(paths[k], n, "%.*s%s%s", (int)rl, data, sep, rel);
+    }
+    f = cli_page_cache_fraction(paths, ss->n);
+out:
+    for (size_t i = 0; i < k; i++)
+        free(paths[i]);
+    free(paths);
+    return f;
+}
+
+/* Reads the sampled samples' bytes (gf_read_sample); a sample that cannot
+ * be read stays NULL. */
+static void sample_set_read(sample_set *ss)
+{
+    for (size_t i = 0; i < ss->n; i++) {
+        void *p;
+        if (ss->data[i] || gf_read_sample(ss->index, ss->ids[i], &p, &ss->len[i], NULL, 0) < 0)
+            continue;
+        ss->data[i] = p;
+    }
+}
+
+/* Times one gf_decoder (what a loader thread runs) over the sampled
+ * samples in memory (read first with gf_read_sample, untimed), repeated
+ * until at least ST_MIN_SECONDS have passed. Samples that cannot be read
+ * or decoded are left out of the rate. */
 static int single_thread_rate(const gf_settings *s, sample_set *ss, input_result *r)
 {
     size_t out_bytes = (size_t)s->height * (size_t)s->width * (size_t)(s->channels ? s->channels : 3);
@@ -192,11 +293,10 @@ static int single_thread_rate(const gf_settings *s, sample_set *ss, input_result
         free(ok);
         return -1;
     }
+    sample_set_read(ss);
     for (size_t i = 0; i < ss->n; i++) {
-        if (cli_read_file(ss->paths[i], &ss->data[i], &ss->len[i]) < 0) {
-            ss->data[i] = NULL;
+        if (!ss->data[i])
             continue;
-        }
         /* One untimed pass: drops files that fail, warms code and caches. */
         if (gf_decoder_decode(dec, ss->data[i], ss->len[i], 0, i, out, why, sizeof why) == 0) {
             ok[i] = 1;
@@ -516,34 +616,28 @@ out:
 
 /* ---- input-only ------------------------------------------------------------ */
 
-/* The data set's files (our own walk, as the loader's index) and up to
- * ST_MAX_FILES of them spread evenly over it, with the page-cache probe
- * on those. Returns CLI_OK or an exit status, message printed. */
-static int sample_files(const bench_opts *o, cli_filelist *fl, sample_set *ss, double *page_cache)
+/* Up to ST_MAX_FILES samples spread evenly over the data set (the
+ * library's index), with the page-cache probe on those. Returns CLI_OK or
+ * an exit status, message printed. */
+static int sample_files(const bench_opts *o, sample_set *ss, double *page_cache)
 {
-    char why[512];
-    if (cli_list_dataset(o->s.data, fl, why, sizeof why) < 0) {
-        cli_error(CMD, "%s", why);
-        return CLI_USAGE;
-    }
-    if (pick_files(fl, ss) < 0) {
-        cli_error(CMD, "out of memory");
-        return CLI_FAIL;
-    }
-    *page_cache = cli_page_cache_fraction(ss->paths, ss->n);
+    int status = sample_set_open(&o->s, ss);
+    if (status != CLI_OK)
+        return status;
+    *page_cache = sample_set_page_cache(ss, o->s.data);
     return CLI_OK;
 }
 
 static int run_input_only(const bench_opts *o, input_result *r)
 {
-    cli_filelist fl = {0};
     sample_set ss = {0};
     loop_result lr;
     int status;
 
     memset(r, 0, sizeof *r);
-    if ((status = sample_files(o, &fl, &ss, &r->page_cache)) != CLI_OK)
+    if ((status = sample_files(o, &ss, &r->page_cache)) != CLI_OK)
         goto out;
+    r->shards = ss.shards;
     if ((status = run_loader(o, NULL, &lr)) != CLI_OK)
         goto out;
     r->st = lr.st;
@@ -565,7 +659,6 @@ static int run_input_only(const bench_opts *o, input_result *r)
     r->peak_rss = cli_peak_rss_bytes();
 out:
     sample_set_free(&ss);
-    cli_filelist_free(&fl);
     return status;
 }
 
@@ -583,6 +676,7 @@ typedef struct overlap_result {
     int sync_batches;        /* timed, after one untimed warm-up batch */
     uint64_t sync_errors;    /* samples the synchronous loop could not decode */
     double page_cache;
+    int shards;              /* tar shards in the source (no page-cache probe) */
     uint64_t peak_rss;
 } overlap_result;
 
@@ -612,7 +706,8 @@ static int run_compute_alone(consumer *c, int n, double *ms)
 }
 
 /* The loop the articles warn against, on this thread alone: per batch,
- * read each file (read(2)), decode + transform it (gf_decoder, the
+ * read each sample (gf_read_sample: one pread of its file or member),
+ * decode + transform it (gf_decoder, the
  * loader's transform), copy the batch (CUDA: cudaMemcpy from pageable
  * memory; CPU: memcpy into a second buffer), compute, wait for it. The
  * files are the sample set's, in turn. The batch is the decoder's uint8
@@ -657,9 +752,9 @@ static int run_sync(const bench_opts *o, consumer *c, const sample_set *ss, uint
         else if (k > SYNC_MIN_BATCHES && cli_now() - t0 >= SYNC_SECONDS)
             break;
         for (int i = 0; i < o->s.batch_size; i++, next++) {
-            uint8_t *buf;
+            void *buf;
             size_t len;
-            if (cli_read_file(ss->paths[next % ss->n], &buf, &len) < 0) {
+            if (gf_read_sample(ss->index, ss->ids[next % ss->n], &buf, &len, NULL, 0) < 0) {
                 r->sync_errors++;
                 continue;
             }
@@ -700,14 +795,14 @@ out:
 
 static int run_overlap(const bench_opts *o, overlap_result *r)
 {
-    cli_filelist fl = {0};
     sample_set ss = {0};
     consumer c = {0};
     int status;
 
     memset(r, 0, sizeof *r);
-    if ((status = sample_files(o, &fl, &ss, &r->page_cache)) != CLI_OK)
+    if ((status = sample_files(o, &ss, &r->page_cache)) != CLI_OK)
         goto out;
+    r->shards = ss.shards;
     if (ss.n == 0) {
         cli_error(CMD, "%s: no files", o->s.data);
         status = CLI_USAGE;
@@ -748,7 +843,6 @@ static int run_overlap(const bench_opts *o, overlap_result *r)
 out:
     consumer_free(&c);
     sample_set_free(&ss);
-    cli_filelist_free(&fl);
     return status;
 }
 
@@ -831,7 +925,7 @@ static void print_input_human(const bench_opts *o, const input_result *r)
     const double mib = 1024.0 * 1024.0;
     char cache[64];
     if (r->page_cache < 0)
-        snprintf(cache, sizeof cache, "unknown");
+        snprintf(cache, sizeof cache, "%s", r->shards ? "not probed for tar shards" : "unknown");
     else
         snprintf(cache, sizeof cache, "%.0f%% resident before the run%s", r->page_cache * 100,
                  r->page_cache < 0.9 ? " (cold: run again)" : "");
@@ -841,7 +935,7 @@ static void print_input_human(const bench_opts *o, const input_result *r)
            o->s.width, o->s.height, transform_names[o->s.transform], o->s.epochs);
     printf("  %-18s %" PRIu64 " in %.3f s\n", "samples", st->samples, r->elapsed_s);
     printf("  %-18s %.1f\n", "images/s", r->images_per_s);
-    printf("  %-18s %.1f images/s (decode+transform, %zu files in memory)\n", "single thread",
+    printf("  %-18s %.1f images/s (decode+transform, %zu samples in memory)\n", "single thread",
            r->st_images_per_s, r->st_files);
     printf("  %-18s %.2f (%d thread%s)\n", "efficiency", r->efficiency, st->threads,
            st->threads == 1 ? "" : "s");

@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -453,9 +454,39 @@ static int list_file(const char *list, cli_filelist *fl, char *why, size_t why_l
     return rc;
 }
 
+int cli_is_shard_source(const char *data)
+{
+    struct stat st;
+    int depth = 0;
+    size_t start = 0, len = strlen(data);
+    if (len == 0)
+        return 0;
+    for (size_t i = 0; i <= len; i++) {
+        char c = data[i];
+        if (c == '{')
+            depth++;
+        else if (c == '}' && depth > 0)
+            depth--;
+        if ((c == ',' && depth == 0) || c == '\0') {
+            if (i - start < 4 || strncasecmp(data + i - 4, ".tar", 4) != 0)
+                return 0;
+            start = i + 1;
+        }
+    }
+    /* A lone "x.tar" that is a directory is an ImageFolder. */
+    return strpbrk(data, ",{") || stat(data, &st) != 0 || !S_ISDIR(st.st_mode);
+}
+
 int cli_list_dataset(const char *data, cli_filelist *fl, char *why, size_t why_len)
 {
     struct stat st;
+    if (cli_is_shard_source(data)) {
+        snprintf(why, why_len,
+                 "%s: tar shards have no file per sample; open a loader on them and read "
+                 "samples with gf_read_sample()",
+                 data);
+        return -1;
+    }
     if (stat(data, &st) != 0) {
         snprintf(why, why_len, "%s: %s", data, strerror(errno));
         return -1;

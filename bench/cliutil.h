@@ -67,9 +67,18 @@ typedef struct cli_filelist {
     size_t n, cap;
 } cli_filelist;
 
-/* Returns 0, or -1 with the reason in why. Hidden entries are skipped. */
+/* Returns 0, or -1 with the reason in why. Hidden entries are skipped.
+ * Tar shards are refused (-1, why says so): their samples are members, not
+ * files; tools that need samples of any source use a loader's index
+ * (gf_sample_path, gf_read_sample), as bench does. */
 int cli_list_dataset(const char *data, cli_filelist *fl, char *why,
                      size_t why_len);
+
+/* 1 if gf_settings.data would be read as tar shards: every comma-separated
+ * element ends in ".tar" (brace patterns allowed), and it is not a single
+ * directory named *.tar. The library's rule (src/dataset.c), for messages
+ * only: anything that reads data goes through the library. */
+int cli_is_shard_source(const char *data);
 void cli_filelist_free(cli_filelist *fl);
 
 /* Reads a whole file. Returns 0 and *buf (malloc'd) / *len, or -errno. */

@@ -18,7 +18,7 @@ typedef struct command {
 
 static const command commands[] = {
     {"make-dataset", cmd_make_dataset,
-     "write a synthetic, learnable ImageFolder data set"},
+     "write a synthetic, learnable data set (ImageFolder or --shards N tar shards)"},
     {"verify", cmd_verify, "decode every sample of a data set, list the bad ones"},
     {"bench", cmd_bench, "measure the input pipeline (images/s, efficiency)"},
     {"train", cmd_train, "demo: train a small CNN, synchronous loop vs gpufeed"},

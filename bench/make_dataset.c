@@ -11,6 +11,21 @@
  * and lighting, the background (gradient + clouds), a few neutral
  * distractor blobs, and sensor-like noise. Every image is a pure function
  * of (seed, class, index): the output does not depend on the thread count.
+ *
+ * With --shards N the same images (same seed, same pixels) go into N
+ * WebDataset-style ustar archives DIR/train-000000.tar ... instead: each
+ * sample is two members, KEY.jpg and KEY.cls (the class index as decimal
+ * text), KEY = class_XX_img_YYYYY. The samples are put in an order
+ * shuffled by the seed (a seeded permutation of positions) and cut into N
+ * consecutive runs, one per shard, so every shard holds a mix of classes
+ * and the sizes differ by at most one. Archives are byte-for-byte
+ * deterministic too: a worker renders and encodes position p in parallel
+ * with the others, then waits for its turn (position p - 1 written) to
+ * append; positions are handed out in increasing order, so the lowest
+ * unwritten one never waits and the wait is bounded by the thread count.
+ * A shard is opened when its first sample is appended and finished when
+ * its last is, so only the few shards being written are open at a time
+ * (N may be far above the descriptor limit).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -60,8 +75,15 @@ enum { FMT_JPG = 0, FMT_PNG = 1 };
 typedef struct md_opts {
     const char *dir;
     int classes, per_class, width, height, format, quality, threads, force;
+    int shards; /* 0: an ImageFolder; else tar shards */
     uint64_t seed;
 } md_opts;
+
+/* Shard files: DIR/train-NNNNNN.tar, six digits, as WebDataset names them. */
+#define SHARDS_MAX 1000000
+/* Member mtime: fixed (2023-11-14), so the archives are a function of the
+ * options alone. */
+#define TAR_MTIME 1700000000ull
 
 /* ---- randomness: pure functions of their inputs -------------------------- */
 
@@ -94,6 +116,40 @@ static float rng_unit(rng *r) /* [0, 1) */
 static float rng_range(rng *r, float lo, float hi)
 {
     return lo + (hi - lo) * rng_unit(r);
+}
+
+/* A seeded permutation of [0, n) without a table (n may be 1e9): a
+ * 4-round Feistel network on the smallest even number of bits that covers
+ * n, cycle-walked back into range (fewer than 4 steps on average). */
+typedef struct perm {
+    uint64_t n, mask, key[4];
+    int half;
+} perm;
+
+static void perm_init(perm *pm, uint64_t n, uint64_t seed)
+{
+    int bits = 2;
+    while (bits < 64 && (1ull << bits) < n)
+        bits += 2;
+    pm->n = n;
+    pm->half = bits / 2;
+    pm->mask = (1ull << pm->half) - 1;
+    for (int r = 0; r < 4; r++)
+        pm->key[r] = mix64(seed ^ mix64(0x5348415244ull + (uint64_t)r)); /* "SHARD" */
+}
+
+static uint64_t perm_at(const perm *pm, uint64_t x)
+{
+    do {
+        uint64_t l = x >> pm->half, r = x & pm->mask;
+        for (int k = 0; k < 4; k++) {
+            uint64_t t = l ^ (mix64(r ^ pm->key[k]) & pm->mask);
+            l = r;
+            r = t;
+        }
+        x = (l << pm->half) | r;
+    } while (x >= pm->n);
+    return x;
 }
 
 /* ---- colour and noise helpers --------------------------------------------- */
@@ -423,14 +479,26 @@ static void membuf_write(void *ctx, void *data, int size)
     m->n += (size_t)size;
 }
 
+/* One archive: open from its first sample's append to its last's. Only the
+ * worker whose position is the pool's `written` touches it, so the file
+ * needs no lock of its own. */
+typedef struct shard_out {
+    FILE *f;
+} shard_out;
+
 typedef struct pool {
     const md_opts *o;
     int class_width;
     atomic_long next;
     atomic_int stop;
     pthread_mutex_t mu;
+    pthread_cond_t turn; /* shards: `written` moved on */
     char err[4608];
     uint64_t bytes, images;
+    shard_out *shards;   /* o->shards of them, or NULL */
+    long total;          /* images */
+    long written;        /* shards: positions appended (under mu) */
+    perm order;          /* shards: position -> sample */
 } pool;
 
 static void pool_fail(pool *p, const char *fmt, const char *a, const char *b)
@@ -438,8 +506,125 @@ static void pool_fail(pool *p, const char *fmt, const char *a, const char *b)
     pthread_mutex_lock(&p->mu);
     if (!p->err[0])
         snprintf(p->err, sizeof p->err, fmt, a, b);
-    pthread_mutex_unlock(&p->mu);
     atomic_store(&p->stop, 1);
+    pthread_cond_broadcast(&p->turn); /* waiters for a shard's turn give up */
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* ---- ustar writing ---------------------------------------------------------- */
+
+/* A POSIX ustar header for a regular file: mode 0644, owner 0:0, fixed
+ * mtime; checksum as the standard says (six octal digits, NUL, space). */
+static void tar_header(uint8_t h[512], const char *name, uint64_t size)
+{
+    memset(h, 0, 512);
+    snprintf((char *)h, 100, "%s", name); /* names here are < 100 bytes */
+    memcpy(h + 100, "0000644", 8);
+    memcpy(h + 108, "0000000", 8);
+    memcpy(h + 116, "0000000", 8);
+    snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)size);
+    snprintf((char *)h + 136, 12, "%011llo", TAR_MTIME);
+    h[156] = '0';
+    memcpy(h + 257, "ustar", 6); /* magic "ustar\0", version "00" */
+    memcpy(h + 263, "00", 2);
+    memset(h + 148, ' ', 8);
+    unsigned sum = 0;
+    for (int i = 0; i < 512; i++)
+        sum += h[i];
+    snprintf((char *)h + 148, 8, "%06o", sum & 0777777u);
+    h[155] = ' ';
+}
+
+/* One member: header, data, zero padding to the next 512-byte block.
+ * Returns 0 or -errno. */
+static int tar_member(FILE *f, const char *name, const void *data, size_t len)
+{
+    static const uint8_t zeros[512];
+    uint8_t h[512];
+    tar_header(h, name, len);
+    size_t pad = (512 - len % 512) % 512;
+    if (fwrite(h, 1, 512, f) != 512 || fwrite(data, 1, len, f) != len ||
+        fwrite(zeros, 1, pad, f) != pad)
+        return -(errno ? errno : EIO);
+    return 0;
+}
+
+/* Shard k holds positions [shard_first(k), shard_first(k + 1)). */
+static long shard_first(const pool *p, long k)
+{
+    return (long)((uint64_t)k * (uint64_t)p->total / (uint64_t)p->o->shards);
+}
+
+static long shard_of(const pool *p, long pos)
+{
+    long k = (long)((uint64_t)pos * (uint64_t)p->o->shards / (uint64_t)p->total);
+    while (k + 1 < p->o->shards && shard_first(p, k + 1) <= pos)
+        k++;
+    while (k > 0 && shard_first(p, k) > pos)
+        k--;
+    return k;
+}
+
+static void shard_path(const pool *p, long k, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s/train-%06ld.tar", p->o->dir, k);
+}
+
+/* Appends sample (c, i) at position pos, once position pos - 1 is written:
+ * opens its shard at the shard's first position, ends the archive (two
+ * zero blocks) and closes it at its last. Returns 0, or -1 with the pool
+ * failed. */
+static int shard_append(pool *p, long pos, int c, int i, const void *data, size_t len)
+{
+    static const uint8_t end[1024];
+    const md_opts *o = p->o;
+    long k = shard_of(p, pos);
+    shard_out *so = &p->shards[k];
+    char key[64], name[80], cls[16], path[4096];
+    snprintf(key, sizeof key, "class_%0*d_img_%05d", p->class_width, c, i);
+    shard_path(p, k, path, sizeof path);
+
+    pthread_mutex_lock(&p->mu);
+    while (p->written != pos && !atomic_load(&p->stop))
+        pthread_cond_wait(&p->turn, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+    if (atomic_load(&p->stop))
+        return -1;
+
+    /* Our turn: nobody else touches the shards until `written` moves on. */
+    errno = 0;
+    if (pos == shard_first(p, k)) {
+        /* "x": never replace a file, even one that appeared after the
+         * empty-directory check, unless --force. */
+        if ((so->f = fopen(path, o->force ? "wb" : "wbx")) == NULL) {
+            pool_fail(p, "%s: %s", path, strerror(errno));
+            return -1;
+        }
+        setvbuf(so->f, NULL, _IOFBF, 1 << 20);
+    }
+    snprintf(name, sizeof name, "%s.%s", key, o->format == FMT_JPG ? "jpg" : "png");
+    int rc = tar_member(so->f, name, data, len);
+    if (rc == 0) {
+        int n = snprintf(cls, sizeof cls, "%d", c);
+        snprintf(name, sizeof name, "%s.cls", key);
+        rc = tar_member(so->f, name, cls, (size_t)n);
+    }
+    if (rc == 0 && pos + 1 == shard_first(p, k + 1)) {
+        if (fwrite(end, 1, sizeof end, so->f) != sizeof end)
+            rc = -(errno ? errno : EIO);
+        if (fclose(so->f) != 0 && rc == 0)
+            rc = -(errno ? errno : EIO);
+        so->f = NULL;
+    }
+    if (rc < 0) {
+        pool_fail(p, "%s: %s", path, strerror(-rc));
+        return -1;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->written = pos + 1;
+    pthread_cond_broadcast(&p->turn);
+    pthread_mutex_unlock(&p->mu);
+    return 0;
 }
 
 static int write_all(const char *path, const void *data, size_t len)
@@ -501,14 +686,22 @@ static void *worker(void *arg)
         long j = atomic_fetch_add(&p->next, 1);
         if (j >= total)
             break;
+        long pos = j; /* shards: the position; the sample is the permutation's */
+        if (o->shards)
+            j = (long)perm_at(&p->order, (uint64_t)pos);
         int c = (int)(j / o->per_class), i = (int)(j % o->per_class);
         const void *data = NULL;
         size_t len = 0;
         int rc;
 
         render(o, c, i, &sc);
-        snprintf(path, sizeof path, "%s/class_%0*d/img_%05d.%s", o->dir, p->class_width,
-                 c, i, o->format == FMT_JPG ? "jpg" : "png");
+        if (o->shards)
+            snprintf(path, sizeof path, "%s/train-%06ld.tar:class_%0*d_img_%05d.%s", o->dir,
+                     shard_of(p, pos), p->class_width, c, i,
+                     o->format == FMT_JPG ? "jpg" : "png");
+        else
+            snprintf(path, sizeof path, "%s/class_%0*d/img_%05d.%s", o->dir, p->class_width,
+                     c, i, o->format == FMT_JPG ? "jpg" : "png");
         mb.n = 0;
         if (o->format == FMT_JPG) {
 #if GF_CLI_HAVE_TJ
@@ -538,8 +731,10 @@ static void *worker(void *arg)
             data = mb.p;
             len = mb.n;
         }
-        rc = write_all(path, data, len);
-        if (rc < 0) {
+        if (o->shards) {
+            if (shard_append(p, pos, c, i, data, len) < 0)
+                break;
+        } else if ((rc = write_all(path, data, len)) < 0) {
             pool_fail(p, "%s: %s", path, strerror(-rc));
             break;
         }
@@ -578,6 +773,13 @@ static void usage(FILE *f)
             "with different seeds share classes); samples vary in pose, size, lighting,\n"
             "background, distractors and noise. Deterministic from --seed.\n"
             "\n"
+            "With --shards N, the same images go into N tar shards instead,\n"
+            "DIR/train-000000.tar .. DIR/train-{N-1}.tar (six digits), WebDataset\n"
+            "style: per sample KEY.jpg (or .png) and KEY.cls (the class index as\n"
+            "text), KEY = class_XX_img_YYYYY, in an order shuffled by --seed and\n"
+            "cut into N runs of (nearly) equal size. Read them back with --data 'DIR/train-{000000..\n"
+            "0000NN}.tar' (verify, bench, the library).\n"
+            "\n"
             "options:\n"
             "  --classes K      classes (default 10)\n"
             "  --per-class M    images per class (default 100)\n"
@@ -586,7 +788,9 @@ static void usage(FILE *f)
             "  --seed S         seed (default 0)\n"
             "  --quality Q      JPEG quality 1..100 (default 90)\n"
             "  --threads N      worker threads (default: all cores)\n"
-            "  --force          write into a non-empty DIR\n"
+            "  --shards N       write N tar shards (1..1000000, at most one per image)\n"
+            "                   instead of a folder tree\n"
+            "  --force          write into a non-empty DIR (replaces same-named files)\n"
             "  -h, --help       this text\n");
 }
 
@@ -631,6 +835,36 @@ static int dir_nonempty(const char *dir)
     return found;
 }
 
+/* The shard table (files are opened as they are reached). Returns 0, or
+ * -1 with the message printed. */
+static int open_shards(const char *cmd, const md_opts *o, pool *p)
+{
+    int rc = mkdir_p(o->dir);
+    if (rc < 0) {
+        cli_error(cmd, "%s: %s", o->dir, strerror(-rc));
+        return -1;
+    }
+    p->shards = calloc((size_t)o->shards, sizeof *p->shards);
+    if (!p->shards) {
+        cli_error(cmd, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* Closes what a failed run left open (a finished shard is closed by its
+ * last append) and frees the table. */
+static void close_shards(pool *p)
+{
+    if (!p->shards)
+        return;
+    for (int k = 0; k < p->o->shards; k++)
+        if (p->shards[k].f)
+            fclose(p->shards[k].f);
+    free(p->shards);
+    p->shards = NULL;
+}
+
 /* Renders and writes the set o describes; see cli_make_dataset. */
 static int make(const char *cmd, const md_opts *o, int quiet)
 {
@@ -650,8 +884,15 @@ static int make(const char *cmd, const md_opts *o, int quiet)
     p.class_width = 2;
     for (int k = o->classes - 1; k >= 100; k /= 10)
         p.class_width++;
+    long total = (long)o->classes * (long)o->per_class;
     char path[4096];
-    for (int c = 0; c < o->classes; c++) {
+    p.total = total;
+    if (o->shards) {
+        if ((rc = open_shards(cmd, o, &p)) < 0)
+            return -1;
+        perm_init(&p.order, (uint64_t)total, o->seed);
+    }
+    for (int c = 0; c < o->classes && !o->shards; c++) {
         snprintf(path, sizeof path, "%s/class_%0*d", o->dir, p.class_width, c);
         if ((rc = mkdir_p(path)) < 0) {
             cli_error(cmd, "%s: %s", path, strerror(-rc));
@@ -659,18 +900,19 @@ static int make(const char *cmd, const md_opts *o, int quiet)
         }
     }
 
-    long total = (long)o->classes * (long)o->per_class;
     int nt = o->threads ? o->threads : cli_cores();
     if (nt > total)
         nt = (int)total;
     pthread_t *tids = calloc((size_t)nt, sizeof *tids);
     if (!tids) {
         cli_error(cmd, "out of memory");
+        close_shards(&p);
         return -1;
     }
     atomic_init(&p.next, 0);
     atomic_init(&p.stop, 0);
     pthread_mutex_init(&p.mu, NULL);
+    pthread_cond_init(&p.turn, NULL);
 
     double t0 = cli_now();
     int started = 0;
@@ -680,14 +922,18 @@ static int make(const char *cmd, const md_opts *o, int quiet)
     if (started == 0) {
         cli_error(cmd, "could not start a thread");
         free(tids);
+        pthread_cond_destroy(&p.turn);
         pthread_mutex_destroy(&p.mu);
+        close_shards(&p);
         return -1;
     }
     for (int i = 0; i < started; i++)
         pthread_join(tids[i], NULL);
-    double secs = cli_now() - t0;
     free(tids);
+    pthread_cond_destroy(&p.turn);
     pthread_mutex_destroy(&p.mu);
+    close_shards(&p); /* a failed run leaves what it wrote */
+    double secs = cli_now() - t0;
 
     if (p.err[0]) {
         cli_error(cmd, "%s", p.err);
@@ -695,6 +941,15 @@ static int make(const char *cmd, const md_opts *o, int quiet)
     }
     if (quiet)
         return 0;
+    if (o->shards) {
+        printf("make-dataset: %llu images (%d classes x %d, %dx%d %s) in %s as %d tar "
+               "shard%s train-%06d.tar..train-%06d.tar: mean %.1f KB, %.2f s, %d threads\n",
+               (unsigned long long)p.images, o->classes, o->per_class, o->width, o->height,
+               o->format == FMT_JPG ? "jpg" : "png", o->dir, o->shards,
+               o->shards == 1 ? "" : "s", 0, o->shards - 1,
+               p.images ? (double)p.bytes / (double)p.images / 1000.0 : 0.0, secs, started);
+        return 0;
+    }
     printf("make-dataset: %llu images (%d classes x %d, %dx%d %s) in %s: mean %.1f KB, "
            "%.2f s, %d threads\n",
            (unsigned long long)p.images, o->classes, o->per_class, o->width, o->height,
@@ -723,6 +978,7 @@ int cmd_make_dataset(int argc, char **argv)
         {"quality", required_argument, NULL, 'q'},
         {"threads", required_argument, NULL, 't'},
         {"force", no_argument, NULL, 'F'},
+        {"shards", required_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -743,6 +999,7 @@ int cmd_make_dataset(int argc, char **argv)
         case 'q': if (cli_parse_int(CMD, "quality", optarg, 1, 100, &o.quality)) return CLI_USAGE; break;
         case 't': if (cli_parse_int(CMD, "threads", optarg, 1, 1024, &o.threads)) return CLI_USAGE; break;
         case 'F': o.force = 1; break;
+        case 'N': if (cli_parse_int(CMD, "shards", optarg, 1, SHARDS_MAX, &o.shards)) return CLI_USAGE; break;
         case 'h': usage(stdout); return CLI_OK;
         case ':': cli_error(CMD, "%s needs a value", argv[optind - 1]); return CLI_USAGE;
         default: cli_error(CMD, "unknown option '%s' (try --help)", argv[optind - 1]); return CLI_USAGE;
@@ -763,6 +1020,11 @@ int cmd_make_dataset(int argc, char **argv)
     }
     if (o.width < 16 || o.height < 16) {
         cli_error(CMD, "--size: at least 16x16");
+        return CLI_USAGE;
+    }
+    if ((long)o.shards > (long)o.classes * (long)o.per_class) {
+        cli_error(CMD, "--shards %d: more shards than images (%ld): some would be empty",
+                  o.shards, (long)o.classes * (long)o.per_class);
         return CLI_USAGE;
     }
 

@@ -6,6 +6,11 @@
  * collected under a mutex and printed only after the loader is closed, so
  * nothing is printed from a library thread.
  *
+ * Tar shards: bad samples are named "DIR/train-000003.tar:key.jpg"; what
+ * indexing left out (members that cannot be samples, keys without an image
+ * or label) is not a sample, so it does not change the exit status, but it
+ * is reported from the loader's stats.
+ *
  * Exit: 0 every sample decoded, 1 some were bad, 2 usage or open error.
  */
 #include <getopt.h>
@@ -74,16 +79,21 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: gpufeed verify --data DIR [options]\n"
             "\n"
-            "Decodes every sample of the data set (ImageFolder DIR or list file) and\n"
-            "prints 'BAD path: reason' for each one that cannot be used, then\n"
-            "'N samples, K bad'. Exit status: 0 none bad, 1 some bad, 2 usage or\n"
-            "open error.\n"
+            "Decodes every sample of the data set (ImageFolder DIR, list file, or tar\n"
+            "shards such as 'DIR/train-{000000..000127}.tar' or 'a.tar,b.tar') and\n"
+            "prints 'BAD path: reason' for each one that cannot be used (for shards\n"
+            "the path is 'shard.tar:member'), then 'N samples, K bad'. Members and\n"
+            "keys of shards that indexing skipped (links, a key without .cls, ...)\n"
+            "are reported on a 'skipped while indexing' line but are not samples.\n"
+            "Exit status: 0 none bad, 1 some bad, 2 usage or open error.\n"
             "\n"
             "options:\n"
-            "  --data DIR       data set (required)\n"
+            "  --data DIR       data set (required; quote brace patterns)\n"
             "  --threads N      decode threads (default: the loader's, cores - 1)\n"
             "  --json           print one JSON object instead:\n"
-            "                   {\"samples\": N, \"bad\": K, \"bad_samples\": [{\"path\", \"reason\"}]}\n"
+            "                   {\"samples\": N, \"bad\": K, \"bad_samples\": [{\"path\", \"reason\"}],\n"
+            "                    \"skipped_members\", \"skipped_keys\", \"dataset_warnings\",\n"
+            "                    \"dataset_warning\"}\n"
             "  -h, --help       this text\n");
 }
 
@@ -189,12 +199,20 @@ int cmd_verify(int argc, char **argv)
      * the loader threads, so the list is final and no longer shared. */
     gf_close(&l);
 
-    /* Root for printing: DIR itself, or the list file's folder. */
+    /* Root for printing: DIR itself, or the list file's folder. Shard
+     * samples are named by the shard's base name, so the root is the
+     * folder of the pattern when there is one folder (no ',' and no brace
+     * before the last '/'), else nothing. */
     root = strdup(data);
     if (root) {
         struct stat sb;
-        if (stat(data, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-            char *slash = strrchr(root, '/');
+        char *slash = strrchr(root, '/');
+        if (st.shards > 0) {
+            if (slash && !strchr(data, ',') && !memchr(root, '{', (size_t)(slash - root)))
+                slash[1] = '\0';
+            else
+                root[0] = '\0';
+        } else if (stat(data, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
             if (slash)
                 slash[1] = '\0';
             else
@@ -216,13 +234,23 @@ int cmd_verify(int argc, char **argv)
             cli_json_string(stdout, gf_err_name(bl.v[i].code));
             printf(", \"index\": %lld}", (long long)bl.v[i].sample);
         }
-        printf("]}\n");
+        printf("], \"skipped_members\": %llu, \"skipped_keys\": %llu, \"dataset_warnings\": %llu"
+               ", \"dataset_warning\": ",
+               (unsigned long long)st.shard_members_skipped,
+               (unsigned long long)st.shard_keys_skipped, (unsigned long long)st.dataset_warnings);
+        cli_json_string(stdout, st.dataset_warning);
+        printf("}\n");
     } else {
         for (size_t i = 0; i < bl.n; i++) {
             fputs("BAD ", stdout);
             print_path(stdout, root ? root : "", bl.v[i].path, 0);
             printf(": %s\n", bl.v[i].reason);
         }
+        if (st.shard_members_skipped || st.shard_keys_skipped || st.dataset_warnings)
+            printf("skipped while indexing: %llu members, %llu keys (%llu warnings; first: %s)\n",
+                   (unsigned long long)st.shard_members_skipped,
+                   (unsigned long long)st.shard_keys_skipped,
+                   (unsigned long long)st.dataset_warnings, st.dataset_warning);
         printf("%llu samples, %llu bad\n", (unsigned long long)n_samples,
                (unsigned long long)n_bad);
     }

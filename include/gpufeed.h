@@ -232,6 +232,15 @@ typedef struct gf_stats {
     uint64_t device_bytes;     /* device ring memory */
     int rank, world;           /* the share this loader reads */
     double convert_busy_s;     /* CPU twin of the device kernel, summed */
+    /* What indexing left out (tar shards; 0 for a folder or list):
+     * members that cannot be samples (links, devices, unsafe names, a
+     * second image or label of a key), keys without an image or a valid
+     * .cls, and all warnings (those and archive oddities such as a lone
+     * zero block), the first described in dataset_warning ("" if none). */
+    uint64_t shard_members_skipped, shard_keys_skipped, dataset_warnings;
+    char dataset_warning[160];
+    uint64_t shards;           /* tar shards in the source, 0 for a folder
+                                  or list */
 } gf_stats;
 
 typedef struct gf_loader gf_loader;
@@ -308,6 +317,35 @@ GF_API int gf_set_state(gf_loader *l, const gf_state *st);
 
 /* Fills *st. Returns 0 or GF_EINVAL. Safe from any thread. */
 GF_API int gf_get_stats(gf_loader *l, gf_stats *st);
+
+/* The data set's samples by index (list/folder/archive order, as in
+ * batch->indices), for tools that need more than batches: checking,
+ * benchmarking, exporting. These read the index built by gf_open(), never
+ * the loader's queues or stats: safe from any thread, alongside gf_next(),
+ * and they do not change gf_last_error(). index runs from 0 to
+ * stats.dataset_samples - 1. */
+
+/* Reads the encoded bytes of sample `index` (its file, or its image
+ * member in a tar shard), exactly as stored, nothing decoded: *data is
+ * malloc'd (free() it), *len bytes. Files over settings.max_file_bytes are
+ * refused. Returns 0; GF_EINVAL (a NULL argument, or index >=
+ * dataset_samples); or a sample error (GF_ENOENT, GF_EIO, GF_EEMPTY,
+ * GF_ETRUNC: the shard ended inside the member, GF_ETOOBIG, GF_ENOMEM) with
+ * why (may be NULL) = "path: reason", path as gf_sample_path() gives it.
+ * On failure *data = NULL and *len = 0. */
+GF_API int gf_read_sample(gf_loader *l, uint64_t index, void **data, size_t *len, char *why,
+                          size_t why_len);
+
+/* The display path of sample `index`: relative to the data set's root (the
+ * ImageFolder directory or the list file's directory), or for tar shards
+ * "train-000003.tar:key.jpg" (the shard's base name, ':', the member name).
+ * The name bad-sample reports use. NULL if index >= dataset_samples or l is
+ * NULL. Valid until gf_close(). */
+GF_API const char *gf_sample_path(gf_loader *l, uint64_t index);
+
+/* The label of sample `index`, or GF_EINVAL if index >= dataset_samples or
+ * l is NULL. */
+GF_API int32_t gf_sample_label(gf_loader *l, uint64_t index);
 
 /* The message for the loader's last failure (names the sample and
  * reason), or "" if none. Valid until the next call on l. */

@@ -1453,8 +1453,69 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     st->device_bytes = gf__device_bytes(l->dev);
     st->rank = l->s.rank;
     st->world = l->s.world;
+    st->shard_members_skipped = l->ds.skipped_members;
+    st->shard_keys_skipped = l->ds.skipped_keys;
+    st->dataset_warnings = l->ds.warnings;
+    /* The index keeps 256 bytes of it; stats carry the start. */
+    snprintf(st->dataset_warning, sizeof st->dataset_warning, "%.*s",
+             (int)sizeof st->dataset_warning - 1, l->ds.warning);
+    st->shards = l->ds.n_shards;
     pthread_mutex_unlock(&l->mu);
     return 0;
+}
+
+/* The index is immutable from the end of gf_open() to gf_close(), so the
+ * sample accessors below read it without the mutex and touch no loader
+ * state: any thread may call them while the pipeline runs. */
+
+int gf_read_sample(gf_loader *l, uint64_t index, void **data, size_t *len, char *why,
+                   size_t why_len)
+{
+    if (data)
+        *data = NULL;
+    if (len)
+        *len = 0;
+    if (why && why_len)
+        why[0] = '\0';
+    if (!l || !data || !len)
+        return GF_EINVAL;
+    if (index >= l->ds.n) {
+        gf__why(why, why_len, "sample %llu: out of range (%llu samples)",
+                (unsigned long long)index, (unsigned long long)l->ds.n);
+        return GF_EINVAL;
+    }
+    const char *rel;
+    uint64_t off, length;
+    gf__dataset_extent(&l->ds, index, &rel, &off, &length);
+    gf__buf b = {0};
+    char reason[192] = "";
+    int rc = gf__read_range(l->ds.root_fd, rel, off, length, &b, l->s.max_file_bytes, reason,
+                            sizeof reason);
+    if (rc < 0) {
+        gf__buf_free(&b);
+        gf__why(why, why_len, "%s: %s", gf__dataset_path(&l->ds, index),
+                reason[0] ? reason : gf_strerror(rc));
+        return rc;
+    }
+    /* The read buffer grows in powers of two: give back the slack. */
+    if (b.cap > b.len) {
+        uint8_t *p = realloc(b.data, b.len ? b.len : 1);
+        if (p)
+            b.data = p;
+    }
+    *data = b.data;
+    *len = b.len;
+    return 0;
+}
+
+const char *gf_sample_path(gf_loader *l, uint64_t index)
+{
+    return l && index < l->ds.n ? gf__dataset_path(&l->ds, index) : NULL;
+}
+
+int32_t gf_sample_label(gf_loader *l, uint64_t index)
+{
+    return l && index < l->ds.n ? l->ds.labels[index] : GF_EINVAL;
 }
 
 int gf_get_state(gf_loader *l, gf_state *st)

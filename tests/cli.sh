@@ -42,6 +42,68 @@ done
 echo "$json" | grep -q '"samples": *16' || fail "bench delivered the wrong count: $json"
 echo "$json" | grep -q '"errors": *2' || fail "bench counted the wrong errors: $json"
 
+# Tar shards: the same 18 images in 3 WebDataset-style shards.
+sh=$tmp/shards
+"$g" make-dataset "$sh" --shards 3 --classes 3 --per-class 6 --size 96x72 --seed 1 >/dev/null ||
+    fail "make-dataset --shards"
+for k in 0 1 2; do
+    [ -f "$sh/train-00000$k.tar" ] || fail "make-dataset --shards did not write train-00000$k.tar"
+done
+[ "$(ls "$sh" | wc -l)" -eq 3 ] || fail "make-dataset --shards wrote more than the shards: $(ls "$sh")"
+"$g" make-dataset "$sh" --shards 3 --classes 3 --per-class 6 --size 96x72 2>/dev/null &&
+    fail "make-dataset --shards must refuse a non-empty directory"
+if command -v tar >/dev/null 2>&1; then
+    n=$(for k in 0 1 2; do tar -tf "$sh/train-00000$k.tar"; done | grep -c '^class_0[0-2]_img_0000[0-5]\.\(jpg\|cls\)$')
+    [ "$n" -eq 36 ] || fail "tar lists $n of the 36 members"
+fi
+if command -v python3 >/dev/null 2>&1; then
+    python3 - "$sh" "$d" <<'PY' || fail "python tarfile cannot read the shards"
+import sys, tarfile, glob
+sh = sys.argv[1]
+keys = {}
+for f in sorted(glob.glob(sh + "/train-*.tar")):
+    with tarfile.open(f) as t:
+        for m in t.getmembers():
+            assert m.isfile(), m.name
+            keys.setdefault(m.name.rsplit(".", 1)[0], {})[m.name.rsplit(".", 1)[1]] = t.extractfile(m).read()
+assert len(keys) == 18, len(keys)
+for k, v in keys.items():
+    assert v["cls"] == str(int(k.split("_")[1])).encode(), (k, v["cls"])
+    assert v["jpg"][:2] == b"\xff\xd8", k
+PY
+fi
+src="$sh/train-{000000..000002}.tar"
+out=$("$g" verify --data "$src") || fail "verify on clean shards: $out"
+echo "$out" | grep -q '^18 samples, 0 bad$' || fail "verify summary on shards: $out"
+json=$("$g" bench --input-only --data "$src" --threads 2 --image-size 32 --batch-size 4 --json) ||
+    fail "bench on shards: $json"
+echo "$json" | grep -q '"samples": *18' || fail "bench on shards delivered the wrong count: $json"
+echo "$json" | grep -q '"single_thread_files": *18' || fail "bench on shards: single-thread samples: $json"
+echo "$json" | grep -q '"errors": *0' || fail "bench on shards counted errors: $json"
+# A damaged member (its JPEG marker overwritten in place): one bad sample,
+# named shard:member. The first member's data starts at byte 512.
+printf 'XXXX' | dd of="$sh/train-000001.tar" bs=1 seek=512 conv=notrunc 2>/dev/null
+set +e
+out=$("$g" verify --data "$src" 2>&1)
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "verify with a damaged member must exit 1, got $rc: $out"
+echo "$out" | grep -q "^BAD $sh/train-000001\.tar:class_0[0-2]_img_0000[0-5]\.jpg: " ||
+    fail "verify names the damaged member: $out"
+echo "$out" | grep -q '^18 samples, 1 bad$' || fail "verify summary with a damaged member: $out"
+# A shard cut mid-member is a malformed archive: the index refuses it
+# (exit 2), naming the shard and the offset. (Off a 512-byte boundary: a
+# tar cut on one is a shorter valid archive.)
+size=$(wc -c <"$sh/train-000002.tar")
+dd if="$sh/train-000002.tar" of="$tmp/cut.tar" bs=1 count=$((size / 2 + 100)) 2>/dev/null
+mv "$tmp/cut.tar" "$sh/train-000002.tar"
+set +e
+out=$("$g" verify --data "$src" 2>&1)
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "verify on a cut shard must exit 2, got $rc: $out"
+echo "$out" | grep -q 'train-000002\.tar: offset [0-9]*: ' || fail "verify names the cut shard: $out"
+
 # train: a tiny train/ + val/ set, one epoch, both loops, one JSON object.
 t=$tmp/train-data
 "$g" make-dataset "$t/train" --classes 2 --per-class 8 --size 64x48 --seed 0 >/dev/null

@@ -954,6 +954,199 @@ START_TEST(auto_without_a_gpu_runs_on_the_cpu_and_says_why)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------ */
+/* Samples by index: gf_read_sample, gf_sample_path, gf_sample_label. */
+
+/* A minimal ustar writer (as in test_tar.c): regular members and links. */
+typedef struct tarw {
+    uint8_t *p;
+    size_t len, cap;
+} tarw;
+
+static void tarw_raw(tarw *w, const void *d, size_t n)
+{
+    if (w->len + n > w->cap) {
+        w->cap = (w->len + n) * 2 + 4096;
+        w->p = realloc(w->p, w->cap);
+        ck_assert_ptr_nonnull(w->p);
+    }
+    if (d)
+        memcpy(w->p + w->len, d, n);
+    else
+        memset(w->p + w->len, 0, n);
+    w->len += n;
+}
+
+/* Appends a member; returns its data offset. */
+static size_t tarw_member(tarw *w, const char *name, char type, const void *data, size_t n)
+{
+    uint8_t h[512] = {0};
+    strncpy((char *)h, name, 100);
+    memcpy(h + 100, "0000644", 8);
+    memcpy(h + 108, "0000000", 8);
+    memcpy(h + 116, "0000000", 8);
+    snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)(type == '0' ? n : 0));
+    memcpy(h + 136, "14000000000", 12);
+    h[156] = (uint8_t)type;
+    memcpy(h + 257, "ustar", 6);
+    memcpy(h + 263, "00", 2);
+    memset(h + 148, ' ', 8);
+    unsigned sum = 0;
+    for (int i = 0; i < 512; i++)
+        sum += h[i];
+    snprintf((char *)h + 148, 8, "%06o", sum);
+    h[155] = ' ';
+    tarw_raw(w, h, 512);
+    size_t at = w->len;
+    if (type == '0') {
+        tarw_raw(w, data, n);
+        if (w->len % 512)
+            tarw_raw(w, NULL, 512 - w->len % 512);
+    }
+    return at;
+}
+
+static void tarw_save(tarw *w, const char *path)
+{
+    tarw_raw(w, NULL, 1024);
+    tu_write_file(path, w->p, w->len);
+    free(w->p);
+    memset(w, 0, sizeof *w);
+}
+
+/* The fixture's image (class k, index i): its bytes, for use as a member. */
+static uint8_t *fixture_image(int k, int i, size_t *len)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/class_%d/img_%03d.png", root, k, i);
+    uint8_t *b = tu_read_file(path, len);
+    ck_assert_ptr_nonnull(b);
+    return b;
+}
+
+START_TEST(read_sample_on_a_folder_gives_each_files_bytes_path_and_label)
+{
+    gf_settings s;
+    exact_settings(&s, root);
+    gf_loader *l = open_ok(&s);
+    gf_stats st;
+    ck_assert_int_eq(gf_get_stats(l, &st), 0);
+    ck_assert_uint_eq(st.dataset_samples, N);
+    ck_assert_uint_eq(st.shards, 0);
+    ck_assert_uint_eq(st.shard_members_skipped + st.shard_keys_skipped + st.dataset_warnings, 0);
+    ck_assert_str_eq(st.dataset_warning, "");
+    for (uint64_t i = 0; i < N; i++) {
+        int k = (int)(i / PER_CLASS), j = (int)(i % PER_CLASS);
+        char want[64];
+        snprintf(want, sizeof want, "class_%d/img_%03d.png", k, j);
+        ck_assert_str_eq(gf_sample_path(l, i), want);
+        ck_assert_int_eq(gf_sample_label(l, i), k);
+        size_t flen;
+        uint8_t *file = fixture_image(k, j, &flen);
+        void *data = (void *)1;
+        size_t len = 0;
+        char why[256] = "x";
+        ck_assert_int_eq(gf_read_sample(l, i, &data, &len, why, sizeof why), 0);
+        ck_assert_str_eq(why, "");
+        ck_assert_uint_eq(len, flen);
+        ck_assert_mem_eq(data, file, flen);
+        free(data);
+        free(file);
+    }
+    /* Out of range: nothing allocated, the index named. */
+    void *data = (void *)1;
+    size_t len = 7;
+    char why[256];
+    ck_assert_int_eq(gf_read_sample(l, N, &data, &len, why, sizeof why), GF_EINVAL);
+    ck_assert_ptr_null(data);
+    ck_assert_uint_eq(len, 0);
+    ck_assert_msg(strstr(why, "21") != NULL, "%s", why);
+    ck_assert_int_eq(gf_read_sample(l, UINT64_MAX, &data, &len, NULL, 0), GF_EINVAL);
+    ck_assert_int_eq(gf_read_sample(l, 0, NULL, &len, NULL, 0), GF_EINVAL);
+    ck_assert_int_eq(gf_read_sample(NULL, 0, &data, &len, NULL, 0), GF_EINVAL);
+    ck_assert_ptr_null(gf_sample_path(l, N));
+    ck_assert_ptr_null(gf_sample_path(NULL, 0));
+    ck_assert_int_eq(gf_sample_label(l, N), GF_EINVAL);
+    /* A file that went bad after indexing: the sample's error, named. */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/class_1/img_002.png", root);
+    tu_write_file(path, "", 0);
+    ck_assert_int_eq(gf_read_sample(l, PER_CLASS + 2, &data, &len, why, sizeof why), GF_EEMPTY);
+    ck_assert_ptr_null(data);
+    ck_assert_msg(strncmp(why, "class_1/img_002.png: ", 21) == 0, "%s", why);
+    gf_close(&l);
+}
+END_TEST
+
+START_TEST(read_sample_on_shards_gives_each_members_bytes_and_stats_count_what_was_skipped)
+{
+    /* s-0.tar: a (png + cls), a symlink member, b; s-1.tar: c without a
+     * label (a skipped key), d. */
+    size_t la, lb, lc, ld;
+    uint8_t *ia = fixture_image(0, 0, &la), *ib = fixture_image(1, 1, &lb);
+    uint8_t *ic = fixture_image(2, 2, &lc), *id = fixture_image(2, 3, &ld);
+    char p0[4096], p1[4096], src[4096];
+    snprintf(p0, sizeof p0, "%s/s-0.tar", root);
+    snprintf(p1, sizeof p1, "%s/s-1.tar", root);
+    snprintf(src, sizeof src, "%s/s-{0..1}.tar", root);
+    tarw w = {0};
+    tarw_member(&w, "a.png", '0', ia, la);
+    tarw_member(&w, "a.cls", '0', "0", 1);
+    tarw_member(&w, "link.png", '2', NULL, 0);
+    tarw_member(&w, "b.cls", '0', "1\n", 2);
+    tarw_member(&w, "b.png", '0', ib, lb);
+    tarw_save(&w, p0);
+    tarw_member(&w, "c.png", '0', ic, lc);
+    tarw_member(&w, "d.png", '0', id, ld);
+    size_t d_at = tarw_member(&w, "d.cls", '0', "2", 1) - 512 - ((ld + 511) / 512) * 512;
+    tarw_save(&w, p1);
+
+    gf_settings s;
+    exact_settings(&s, src);
+    gf_loader *l = open_ok(&s);
+    gf_stats st;
+    ck_assert_int_eq(gf_get_stats(l, &st), 0);
+    ck_assert_uint_eq(st.dataset_samples, 3);
+    ck_assert_uint_eq(st.shards, 2);
+    ck_assert_uint_eq(st.shard_members_skipped, 1);
+    ck_assert_uint_eq(st.shard_keys_skipped, 1);
+    ck_assert_uint_ge(st.dataset_warnings, 2);
+    ck_assert_msg(strstr(st.dataset_warning, "link.png") != NULL, "%s", st.dataset_warning);
+
+    const char *names[3] = {"s-0.tar:a.png", "s-0.tar:b.png", "s-1.tar:d.png"};
+    const uint8_t *bytes[3] = {ia, ib, id};
+    const size_t lens[3] = {la, lb, ld};
+    const int32_t labels[3] = {0, 1, 2};
+    for (uint64_t i = 0; i < 3; i++) {
+        ck_assert_str_eq(gf_sample_path(l, i), names[i]);
+        ck_assert_int_eq(gf_sample_label(l, i), labels[i]);
+        void *data;
+        size_t len;
+        char why[256];
+        ck_assert_msg(gf_read_sample(l, i, &data, &len, why, sizeof why) == 0, "%s", why);
+        ck_assert_uint_eq(len, lens[i]);
+        ck_assert_mem_eq(data, bytes[i], len);
+        free(data);
+    }
+    void *data;
+    size_t len;
+    char why[256];
+    ck_assert_int_eq(gf_read_sample(l, 3, &data, &len, why, sizeof why), GF_EINVAL);
+    ck_assert_ptr_null(gf_sample_path(l, 3));
+
+    /* The shard cut inside d's image after indexing: truncated, named. */
+    ck_assert_int_eq(truncate(p1, (off_t)(d_at + ld / 2)), 0);
+    ck_assert_int_eq(gf_read_sample(l, 2, &data, &len, why, sizeof why), GF_ETRUNC);
+    ck_assert_ptr_null(data);
+    ck_assert_msg(strncmp(why, "s-1.tar:d.png: ", 15) == 0, "%s", why);
+    gf_close(&l);
+    free(ia);
+    free(ib);
+    free(ic);
+    free(id);
+}
+END_TEST
+
 static Suite *loader_suite(void)
 {
     Suite *s = suite_create("loader");
@@ -997,6 +1190,13 @@ static Suite *loader_suite(void)
     tcase_add_test(t, converted_batches_are_the_cpu_twin_of_the_uint8_ones);
     tcase_add_test(t, flipping_on_the_device_gives_the_same_bytes);
     tcase_add_test(t, auto_without_a_gpu_runs_on_the_cpu_and_says_why);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("samples");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, read_sample_on_a_folder_gives_each_files_bytes_path_and_label);
+    tcase_add_test(t, read_sample_on_shards_gives_each_members_bytes_and_stats_count_what_was_skipped);
     suite_add_tcase(s, t);
     return s;
 }
