@@ -534,6 +534,7 @@ static void backward(gfm_model *m, const float *x, const int32_t *labels, int n)
     }
 }
 
+/* The update with the gradient in m->grads. */
 static void sgd(gfm_model *m)
 {
     const float lr = m->cfg.lr, mu = m->cfg.momentum;
@@ -662,5 +663,86 @@ int gfm_gradients(gfm_model *m, const float *x, const int32_t *labels, int n, gf
     forward(m, x, labels, n, loss, NULL);
     backward(m, x, labels, n);
     *grad = m->g;
+    return 0;
+}
+
+/* ---- data-parallel training and checkpoints ---- */
+
+size_t gfm_param_count(const gfm_model *m)
+{
+    return m ? m->seg[6] : 0;
+}
+
+int gfm_grad_step(gfm_model *m, const float *x, const int32_t *labels, int n, void *stream,
+                  float *grad, float *loss, int *correct)
+{
+    if (!m)
+        return -1;
+    if (!grad)
+        return fail(m, "gfm_grad_step: NULL gradient array");
+    if (check_batch(m, x, labels, n))
+        return -1;
+#if GFM_WITH_CUDA
+    if (m->cuda)
+        return gfm__cuda_grads(m->cuda, x, labels, n, stream, grad, loss, correct, m->err,
+                               sizeof m->err);
+#endif
+    (void)stream;
+    if (reserve(m, n))
+        return -1;
+    forward(m, x, labels, n, loss, correct);
+    backward(m, x, labels, n);
+    memcpy(grad, m->grads, m->seg[6] * sizeof(float));
+    return 0;
+}
+
+int gfm_apply(gfm_model *m, const float *grad, void *stream)
+{
+    if (!m)
+        return -1;
+    if (!grad)
+        return fail(m, "gfm_apply: NULL gradient array");
+#if GFM_WITH_CUDA
+    if (m->cuda)
+        return gfm__cuda_apply(m->cuda, grad, stream, m->err, sizeof m->err);
+#endif
+    (void)stream;
+    if (grad != m->grads)
+        memcpy(m->grads, grad, m->seg[6] * sizeof(float));
+    sgd(m);
+    return 0;
+}
+
+int gfm_state_get(gfm_model *m, float *params, float *momentum)
+{
+    if (!m)
+        return -1;
+    if (!params || !momentum)
+        return fail(m, "gfm_state_get: NULL array");
+#if GFM_WITH_CUDA
+    if (m->cuda)
+        return gfm__cuda_state(m->cuda, params, momentum, 0, m->err, sizeof m->err);
+#endif
+    memcpy(params, m->params, m->seg[6] * sizeof(float));
+    memcpy(momentum, m->vel, m->seg[6] * sizeof(float));
+    return 0;
+}
+
+int gfm_state_set(gfm_model *m, const float *params, const float *momentum)
+{
+    if (!m)
+        return -1;
+    if (!params || !momentum)
+        return fail(m, "gfm_state_set: NULL array");
+    for (size_t i = 0; i < m->seg[6]; i++)
+        if (!isfinite(params[i]) || !isfinite(momentum[i]))
+            return fail(m, "gfm_state_set: value %zu is not finite", i);
+#if GFM_WITH_CUDA
+    if (m->cuda && gfm__cuda_state(m->cuda, (float *)params, (float *)momentum, 1, m->err,
+                                   sizeof m->err))
+        return -1;
+#endif
+    memcpy(m->params, params, m->seg[6] * sizeof(float));
+    memcpy(m->vel, momentum, m->seg[6] * sizeof(float));
     return 0;
 }

@@ -543,7 +543,7 @@ static int enqueue(gfm__cuda *g, const float *x, int n, int train, result *res, 
                                           g->F2);
     head<<<n, NT, g->F2 * sizeof(float), st>>>(g->p2, w3, b3, g->labels, g->gap, g->dlog, g->dg,
                                                g->loss_n, g->correct_n, n, g->F2, g->P3, g->K,
-                                               train);
+                                               train != 0);
     results<<<1, NT, 0, st>>>(g->loss_n, g->correct_n, n, res);
     if (train) {
         float *gw1 = g->grads + g->seg[0], *gb1 = g->grads + g->seg[1];
@@ -562,8 +562,9 @@ static int enqueue(gfm__cuda *g, const float *x, int n, int train, result *res, 
                                                            g->F1, g->H, g->W);
         segs sg;
         memcpy(sg.s, g->seg, sizeof sg.s);
-        sgd<<<blocks(g->seg[6]), NT, 0, st>>>(g->params, g->vel, g->grads, sg, g->cfg.lr,
-                                              g->cfg.momentum, g->cfg.weight_decay);
+        if (train == 1) /* 2: gradients only (gfm__cuda_grads) */
+            sgd<<<blocks(g->seg[6]), NT, 0, st>>>(g->params, g->vel, g->grads, sg, g->cfg.lr,
+                                                  g->cfg.momentum, g->cfg.weight_decay);
     }
     CK(cudaGetLastError());
     return 0;
@@ -653,5 +654,67 @@ extern "C" int gfm__cuda_params(gfm__cuda *g, float *params, char *why, size_t w
     if (g->have_stream)
         CK(cudaStreamSynchronize(g->stream));
     CK(cudaMemcpy(params, g->params, g->seg[6] * sizeof(float), cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+extern "C" int gfm__cuda_grads(gfm__cuda *g, const float *x, const int32_t *labels, int n,
+                               void *stream, float *grad, float *loss, int *correct, char *why,
+                               size_t why_len)
+{
+    CK(cudaSetDevice(g->cfg.device_id));
+    if ((long long)n * ((g->F2 + 3) / 4) > 65535)
+        return failf(why, why_len, "model (CUDA): batch %d too large for width %d", n,
+                     g->cfg.width);
+    if (reserve(g, n, why, why_len) || use_stream(g, (cudaStream_t)stream, why, why_len))
+        return -1;
+    cudaStream_t st = g->stream;
+    /* the evaluation's label and result slot (R): this call waits */
+    int32_t *h = g->h_labels + (size_t)R * g->cap;
+    memcpy(h, labels, (size_t)n * sizeof(int32_t));
+    CK(cudaMemcpyAsync(g->labels, h, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, st));
+    if (enqueue(g, x, n, 2, g->res + R, why, why_len))
+        return -1;
+    CK(cudaMemcpyAsync(g->h_res + R, g->res + R, sizeof(result), cudaMemcpyDeviceToHost, st));
+    CK(cudaMemcpyAsync(grad, g->grads, g->seg[6] * sizeof(float), cudaMemcpyDeviceToHost, st));
+    CK(cudaStreamSynchronize(st));
+    if (loss)
+        *loss = g->h_res[R].loss;
+    if (correct)
+        *correct = g->h_res[R].correct;
+    return 0;
+}
+
+extern "C" int gfm__cuda_apply(gfm__cuda *g, const float *grad, void *stream, char *why,
+                               size_t why_len)
+{
+    CK(cudaSetDevice(g->cfg.device_id));
+    if (use_stream(g, (cudaStream_t)stream, why, why_len))
+        return -1;
+    cudaStream_t st = g->stream;
+    /* grad is pageable host memory: the copy is done when this returns */
+    CK(cudaMemcpyAsync(g->grads, grad, g->seg[6] * sizeof(float), cudaMemcpyHostToDevice, st));
+    CK(cudaStreamSynchronize(st));
+    segs sg;
+    memcpy(sg.s, g->seg, sizeof sg.s);
+    sgd<<<blocks(g->seg[6]), NT, 0, st>>>(g->params, g->vel, g->grads, sg, g->cfg.lr,
+                                          g->cfg.momentum, g->cfg.weight_decay);
+    CK(cudaGetLastError());
+    return 0;
+}
+
+extern "C" int gfm__cuda_state(gfm__cuda *g, float *params, float *vel, int set, char *why,
+                               size_t why_len)
+{
+    const size_t bytes = g->seg[6] * sizeof(float);
+    CK(cudaSetDevice(g->cfg.device_id));
+    if (g->have_stream)
+        CK(cudaStreamSynchronize(g->stream));
+    if (set) {
+        CK(cudaMemcpy(g->params, params, bytes, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(g->vel, vel, bytes, cudaMemcpyHostToDevice));
+    } else {
+        CK(cudaMemcpy(params, g->params, bytes, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(vel, g->vel, bytes, cudaMemcpyDeviceToHost));
+    }
     return 0;
 }

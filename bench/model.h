@@ -77,6 +77,27 @@ const char *gfm_error(const gfm_model *m);
 /* Multiply-adds of one training step per sample (forward + backward). */
 double gfm_step_flops(const gfm_model *m);
 
+/* --- data-parallel training and checkpoints (CPU and CUDA) ---
+ * All parameter arrays here are host float arrays of gfm_param_count()
+ * elements in the layout of gfm_checksum: w1 b1 w2 b2 w3 b3.
+ *
+ * gfm_grad_step: the gradients of the mean loss on n samples into grad,
+ * not applied; loss and correct are this batch's. On CUDA the step runs
+ * on stream and the call waits for it (the gradients are copied back).
+ * gfm_apply: one SGD-with-momentum update with the gradient grad (e.g.
+ * the average over ranks), exactly the update gfm_train_step makes with
+ * its own gradient. gfm_train_step == gfm_grad_step + gfm_apply, bit for
+ * bit on the CPU.
+ * gfm_state_get/set: the parameters and the momentum buffers, everything
+ * that makes the next steps exact (waits for the queued steps on CUDA).
+ * Each returns 0 or -1 (reason: gfm_error). */
+size_t gfm_param_count(const gfm_model *m);
+int gfm_grad_step(gfm_model *m, const float *x, const int32_t *labels, int n, void *stream,
+                  float *grad, float *loss, int *correct);
+int gfm_apply(gfm_model *m, const float *grad, void *stream);
+int gfm_state_get(gfm_model *m, float *params, float *momentum);
+int gfm_state_set(gfm_model *m, const float *params, const float *momentum);
+
 /* --- the reference, for tests: parameters and gradients in place --- */
 typedef struct gfm_params {
     float *w1, *b1, *w2, *b2, *w3, *b3;  /* conv1, conv2, linear */
@@ -107,6 +128,14 @@ int gfm__cuda_step(gfm__cuda *g, const float *x, const int32_t *labels, int n, v
 int gfm__cuda_sync(gfm__cuda *g, float *loss, int *correct, char *why, size_t why_len);
 /* Waits for the queued work, then copies the parameters to params. */
 int gfm__cuda_params(gfm__cuda *g, float *params, char *why, size_t why_len);
+/* Gradients only (no update) of n samples into the host array grad;
+ * waits. */
+int gfm__cuda_grads(gfm__cuda *g, const float *x, const int32_t *labels, int n, void *stream,
+                    float *grad, float *loss, int *correct, char *why, size_t why_len);
+/* Copies the host gradient grad in and queues the SGD update. */
+int gfm__cuda_apply(gfm__cuda *g, const float *grad, void *stream, char *why, size_t why_len);
+/* Waits, then copies parameters and momentum out (set = 0) or in (1). */
+int gfm__cuda_state(gfm__cuda *g, float *params, float *vel, int set, char *why, size_t why_len);
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,23 @@
  * Each epoch of the gpufeed run opens its loader and seeks to the epoch
  * (gf_seek), so every epoch starts from an empty ring, as the synchronous
  * loop does; the evaluation between epochs is outside the timed loops.
+ *
+ * Data-parallel (built with MPI, launched by mpirun or given --mpi): every
+ * rank trains a replica on its share of each epoch (the loader's rank
+ * shard, drop_last, so shares are disjoint and equal; the synchronous loop
+ * takes every world-th sample of its order). Per step each rank computes
+ * its gradient (gfm_grad_step), one MPI_Allreduce sums
+ * [gradient x n, n, correct, loss x n] over the ranks, and every rank
+ * applies the same mean gradient (gfm_apply), so the replicas stay equal.
+ * A rank out of batches joins the all-reduce with n = 0 until every rank
+ * is: the step count need not match. Rank 0 prints and evaluates on val/;
+ * the others are quiet.
+ *
+ * --checkpoint FILE writes, after every epoch of the gpufeed run, the
+ * model's parameters and momentum and the loader's gf_state (rank 0, for
+ * all ranks: their positions are equal); --resume FILE restores them and
+ * continues to --epochs, exactly: the same weights as a run that never
+ * stopped.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -37,6 +54,13 @@
 #include "cliutil.h"
 #include "gpufeed.h"
 #include "model.h"
+
+#ifndef GF_CLI_HAVE_MPI
+#define GF_CLI_HAVE_MPI 0
+#endif
+#if GF_CLI_HAVE_MPI
+#include <mpi.h>
+#endif
 
 #define CMD "train"
 
@@ -78,7 +102,8 @@ static const float STD[3] = {58.4f, 57.1f, 57.4f};
 
 typedef struct train_opts {
     const char *data; /* NULL: the cached demo set */
-    int epochs, batch, size, threads, depth, width, amp, json, loader;
+    const char *checkpoint, *resume, *dump; /* --checkpoint, --resume, --dump-indices */
+    int epochs, batch, size, threads, depth, width, amp, json, loader, mpi;
     double lr;
     uint64_t seed;
     gf_device device;
@@ -96,6 +121,8 @@ typedef struct run_result {
     uint64_t errors;
     uint64_t checksum;
     double accuracy; /* held-out, after the last epoch */
+    double comm_s;   /* data-parallel: inside MPI_Allreduce */
+    uint64_t global_samples; /* data-parallel: all ranks' samples */
 } run_result;
 
 typedef struct epoch_row {
@@ -132,6 +159,25 @@ typedef struct trainer {
     int n_rows;
     run_result alone;
     double step_flops; /* multiply-adds per sample of one step */
+
+    /* data-parallel */
+    int mpi;           /* MPI_Init was called */
+    int dp;            /* steps all-reduce their gradients (mpi) */
+    int dp_on;         /* inside a training run (compute alone is local) */
+    int rank, world;
+    int explicit_rank; /* the launcher's environment names no rank: set
+                          the loader's rank/world from MPI */
+    size_t n_params;
+    float *gbuf;       /* n_params + 3: gradient x n, n, correct, loss x n */
+    FILE *dump;        /* --dump-indices: this rank's first-epoch indices */
+    uint64_t first_epoch_hash, first_epoch_samples;
+    uint64_t *rank_checksums, *rank_samples, *rank_hashes; /* gathered */
+    /* checkpoints */
+    int start_epoch;   /* --resume: the epochs done */
+    gf_state lstate;   /* the loader's state after the last epoch */
+    int have_resume;
+    gf_state rstate;
+    float *rparams, *rvel;
 } trainer;
 
 static void usage(FILE *f)
@@ -161,8 +207,19 @@ static void usage(FILE *f)
             "  --device D            auto|cuda|cpu (default auto: CUDA if there is a GPU)\n"
             "  --amp                 CUDA: half-precision compute where supported\n"
             "  --json                print one JSON object\n"
-            "  -h, --help            this text\n",
-            DEFAULT_WIDTH);
+            "  --checkpoint FILE     after each epoch, save model (parameters, momentum)\n"
+            "                        and loader state (gpufeed loader only)\n"
+            "  --resume FILE         restore a --checkpoint and continue to --epochs\n"
+            "                        (the total), exactly as if never stopped\n"
+            "  --mpi                 data-parallel over MPI ranks even without mpirun's\n"
+            "                        environment (under mpirun it is on by itself)%s\n"
+            "  --dump-indices PREFIX write each rank's first-epoch sample indices (gpufeed\n"
+            "                        loader) to PREFIX.rankN, one per line\n"
+            "  -h, --help            this text\n"
+            "\n"
+            "Data-parallel: mpirun -np N gpufeed train ... trains one replica per rank on\n"
+            "its share of each epoch, gradients averaged with MPI_Allreduce every step.\n",
+            DEFAULT_WIDTH, GF_CLI_HAVE_MPI ? "" : " [not built: -Dmpi=enabled]");
 }
 
 /* ---- the data set ------------------------------------------------------- */
@@ -265,6 +322,20 @@ static void loader_settings(const trainer *t, gf_settings *s, int eval)
         s->mean[c] = MEAN[c];
         s->std[c] = STD[c];
     }
+    /* Evaluation (rank 0 only) and single-process training read the whole
+     * set; data-parallel training reads the rank's share, from the
+     * launcher's environment (world 0) unless it names none. */
+    s->rank = 0;
+    s->world = 1;
+    if (!eval && t->dp) {
+        s->drop_last = 1; /* disjoint, equal shares; full batches */
+        if (t->explicit_rank) {
+            s->rank = t->rank;
+            s->world = t->world;
+        } else {
+            s->world = 0;
+        }
+    }
     if (eval) {
         s->transform = GF_TRANSFORM_EVAL;
         s->shuffle = 0;
@@ -356,11 +427,84 @@ static int tally_sync(trainer *t, gfm_model *m, tally *a)
  * the trainer's stream on CUDA), its device time added to r->busy_s (CPU)
  * or to the event pairs (CUDA). wait: the naive loop's per-step wait
  * for the result (loss.item() in a PyTorch loop). */
+#if GF_CLI_HAVE_MPI
+/* A data-parallel step: this rank's gradient on its n samples (n = 0: it
+ * has no batch left and joins with nothing), summed over the ranks
+ * weighted by their sample counts, the mean applied on every rank. The
+ * tally gets the global figures. *global_n: the samples of the step
+ * over all ranks (0: every rank is done). */
+static int dp_step(trainer *t, gfm_model *m, const float *x, const int32_t *labels, int n,
+                   run_result *r, tally *a, uint64_t *global_n)
+{
+    const size_t P = t->n_params;
+    float *g = t->gbuf, loss = 0;
+    int correct = 0;
+    double t0 = cli_now();
+    if (n > 0) {
+        if (gfm_grad_step(m, x, labels, n, t->stream, g, &loss, &correct) < 0) {
+            cli_error(CMD, "model: %s", gfm_error(m));
+            return CLI_FAIL;
+        }
+        for (size_t i = 0; i < P; i++)
+            g[i] *= (float)n;
+    } else {
+        memset(g, 0, P * sizeof *g);
+    }
+    g[P] = (float)n;
+    g[P + 1] = (float)(correct > 0 ? correct : 0);
+    g[P + 2] = loss * (float)n;
+    double t1 = cli_now();
+    int rc = MPI_Allreduce(MPI_IN_PLACE, g, (int)(P + 3), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    double t2 = cli_now();
+    r->comm_s += t2 - t1;
+    if (rc != MPI_SUCCESS) {
+        cli_error(CMD, "MPI_Allreduce failed (%d)", rc);
+        return CLI_FAIL;
+    }
+    const float total = g[P];
+    *global_n = (uint64_t)total;
+    if (total > 0) {
+        const float inv = 1.0f / total;
+        for (size_t i = 0; i < P; i++)
+            g[i] *= inv;
+        if (gfm_apply(m, g, t->stream) < 0) {
+            cli_error(CMD, "model: %s", gfm_error(m));
+            return CLI_FAIL;
+        }
+        tally_add(a, g[P + 2] * inv, (int)g[P + 1], (int)total);
+        r->steps++;
+    }
+    r->busy_s += (t1 - t0) + (cli_now() - t2);
+    return CLI_OK;
+}
+#endif
+
+/* Data-parallel: after this rank's last batch of an epoch, all-reduces
+ * with nothing until every rank is done. */
+static int dp_drain(trainer *t, gfm_model *m, run_result *r, tally *a)
+{
+#if GF_CLI_HAVE_MPI
+    uint64_t global_n = 1;
+    while (t->dp_on && global_n > 0)
+        if (dp_step(t, m, NULL, NULL, 0, r, a, &global_n) != CLI_OK)
+            return CLI_FAIL;
+#else
+    (void)t, (void)m, (void)r, (void)a;
+#endif
+    return CLI_OK;
+}
+
 static int step(trainer *t, gfm_model *m, const float *x, const int32_t *labels, int n,
                 int wait, run_result *r, tally *a)
 {
     float loss = 0;
     int correct = 0, rc;
+#if GF_CLI_HAVE_MPI
+    if (t->dp_on) {
+        uint64_t global_n;
+        return dp_step(t, m, x, labels, n, r, a, &global_n);
+    }
+#endif
     if (!t->cuda) {
         double t0 = cli_now();
         rc = gfm_train_step(m, x, labels, n, NULL, &loss, &correct);
@@ -554,9 +698,16 @@ static int epoch_sync(trainer *t, gfm_model *m, sync_bufs *b, int epoch, run_res
                       tally *a)
 {
     uint64_t n = t->train_files.n, B = (uint64_t)t->o->batch;
-    uint64_t steps = (n + B - 1) / B, k = 0;
+    uint64_t steps, k = 0;
     double t0 = cli_now(), input_s = 0;
     shuffle_order(b->order, n, t->o->seed, (uint64_t)epoch);
+    if (t->dp_on) { /* the rank's share: every world-th, full batches */
+        uint64_t share = n / (uint64_t)t->world;
+        for (uint64_t i = 0; i < share; i++)
+            b->order[i] = b->order[i * (uint64_t)t->world + (uint64_t)t->rank];
+        n = share - share % B;
+    }
+    steps = (n + B - 1) / B;
     for (uint64_t pos = 0; pos < n; pos += B, k++) {
         int nb = (int)(n - pos < B ? n - pos : B);
         double ti = cli_now();
@@ -569,7 +720,7 @@ static int epoch_sync(trainer *t, gfm_model *m, sync_bufs *b, int epoch, run_res
         progress(t, L_SYNC, epoch, k + 1, steps, pos + (uint64_t)nb, t0, input_s, 0);
     }
     r->input_s += input_s;
-    return CLI_OK;
+    return dp_drain(t, m, r, a);
 }
 
 /* ---- the gpufeed loop ---------------------------------------------------- */
@@ -589,7 +740,30 @@ static int epoch_gpufeed(trainer *t, gfm_model *m, int epoch, run_result *r, tal
     s.epochs = (uint64_t)epoch + 1;
     if ((status = open_loader(&s, &l)) != CLI_OK)
         return status;
-    if ((rc = gf_seek(l, (uint64_t)epoch, 0)) < 0) {
+    gf_get_stats(l, &st);
+    if (t->dp && (st.rank != t->rank || st.world != t->world)) {
+        /* The loader took its share from the launcher's environment. */
+        if (st.world != 1 || t->explicit_rank) {
+            cli_error(CMD, "the loader reads share %d of %d (launcher's environment), MPI says "
+                           "rank %d of %d", st.rank, st.world, t->rank, t->world);
+            status = CLI_FAIL;
+            goto out;
+        }
+        t->explicit_rank = 1; /* no rank in the environment: MPI's */
+        gf_close(&l);
+        loader_settings(t, &s, 0);
+        s.epochs = (uint64_t)epoch + 1;
+        if ((status = open_loader(&s, &l)) != CLI_OK)
+            return status;
+    }
+    if (t->have_resume && epoch == t->start_epoch) {
+        gf_state rs = t->rstate;
+        rs.rank = (uint32_t)t->rank; /* equal positions on every rank */
+        rc = gf_set_state(l, &rs);
+    } else {
+        rc = gf_seek(l, (uint64_t)epoch, 0);
+    }
+    if (rc < 0) {
         status = loader_failed(l, rc);
         goto out;
     }
@@ -622,6 +796,14 @@ static int epoch_gpufeed(trainer *t, gfm_model *m, int epoch, run_result *r, tal
             goto out;
         }
         int n = b->count;
+        if (epoch == t->start_epoch) { /* the run's first epoch: what this rank read */
+            for (int i = 0; i < n; i++) {
+                t->first_epoch_hash += mix64((uint64_t)b->indices[i] + 1);
+                if (t->dump)
+                    fprintf(t->dump, "%" PRId64 "\n", b->indices[i]);
+            }
+            t->first_epoch_samples += (uint64_t)n;
+        }
         status = step(t, m, b->data, b->labels, n, 0, r, a);
         rc = t->cuda ? gf_release_stream(l, b, t->stream) : gf_release(l, b);
         if (status != CLI_OK)
@@ -638,6 +820,16 @@ static int epoch_gpufeed(trainer *t, gfm_model *m, int epoch, run_result *r, tal
     r->errors += st.errors;
     r->samples += samples;
     r->input_s += input_s;
+    if ((rc = gf_get_state(l, &t->lstate)) < 0) {
+        status = loader_failed(l, rc);
+        goto out;
+    }
+    if (t->dump && epoch == t->start_epoch && fflush(t->dump) != 0) {
+        cli_error(CMD, "--dump-indices: %s", strerror(errno));
+        status = CLI_FAIL;
+        goto out;
+    }
+    status = dp_drain(t, m, r, a);
 out:
     gf_close(&l);
     return status;
@@ -654,6 +846,11 @@ static int evaluate(trainer *t, gfm_model *m, double *loss, double *acc)
     uint64_t correct = 0, n = 0;
     int rc, status;
 
+    if (t->rank != 0) { /* rank 0 evaluates, the others go on */
+        *loss = NAN;
+        *acc = NAN;
+        return CLI_OK;
+    }
     loader_settings(t, &s, 1);
     if ((status = open_loader(&s, &l)) != CLI_OK)
         return status;
@@ -687,6 +884,177 @@ static int evaluate(trainer *t, gfm_model *m, double *loss, double *acc)
     *loss = n ? loss_sum / (double)n : NAN;
     *acc = n ? (double)correct / (double)n : 0;
     return CLI_OK;
+}
+
+/* ---- checkpoints ---------------------------------------------------------- */
+
+/* The file, in this machine's byte order:
+ *   "GFTRAIN\0", then u32 version, world, width, image size, classes,
+ *   batch size, 0 (pad); u64 seed, epochs done, parameter count; the
+ *   loader's gf_state as u32 version, rank, world, 0, u64 seed, epoch,
+ *   position; float parameters[count], momentum[count] (the gfm_checksum
+ *   layout); u64 FNV-1a of all the bytes before it. */
+#define CKPT_MAGIC "GFTRAIN"
+#define CKPT_VERSION 1u
+
+typedef struct ckpt_head {
+    char magic[8];
+    uint32_t version, world, width, size, classes, batch, pad;
+    uint64_t seed, epochs_done, n_params;
+    uint32_t st_version, st_rank, st_world, st_pad;
+    uint64_t st_seed, st_epoch, st_position;
+} ckpt_head;
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Written to FILE.tmp, then renamed over FILE: a crash never leaves a
+ * torn checkpoint. */
+static int checkpoint_save(trainer *t, gfm_model *m, int epochs_done)
+{
+    const char *path = t->o->checkpoint;
+    size_t n = t->n_params, bytes = n * sizeof(float);
+    float *params = malloc(bytes ? bytes : 1), *vel = malloc(bytes ? bytes : 1);
+    char tmp[4200];
+    ckpt_head h;
+    FILE *f = NULL;
+    int ok = 0;
+    if (!params || !vel) {
+        cli_error(CMD, "out of memory");
+        goto out;
+    }
+    if (gfm_state_get(m, params, vel) < 0) {
+        cli_error(CMD, "model: %s", gfm_error(m));
+        goto out;
+    }
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, CKPT_MAGIC, sizeof CKPT_MAGIC);
+    h.version = CKPT_VERSION;
+    h.world = (uint32_t)t->world;
+    h.width = (uint32_t)t->o->width;
+    h.size = (uint32_t)t->o->size;
+    h.classes = (uint32_t)t->classes;
+    h.batch = (uint32_t)t->o->batch;
+    h.seed = t->o->seed;
+    h.epochs_done = (uint64_t)epochs_done;
+    h.n_params = n;
+    h.st_version = t->lstate.version;
+    h.st_rank = t->lstate.rank;
+    h.st_world = t->lstate.world;
+    h.st_seed = t->lstate.seed;
+    h.st_epoch = t->lstate.epoch;
+    h.st_position = t->lstate.position;
+    uint64_t sum = fnv1a(0xcbf29ce484222325ull, &h, sizeof h);
+    sum = fnv1a(sum, params, bytes);
+    sum = fnv1a(sum, vel, bytes);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (!(f = fopen(tmp, "wb")) || fwrite(&h, sizeof h, 1, f) != 1 ||
+        (n && (fwrite(params, bytes, 1, f) != 1 || fwrite(vel, bytes, 1, f) != 1)) ||
+        fwrite(&sum, sizeof sum, 1, f) != 1 || fflush(f) != 0 || fsync(fileno(f)) != 0) {
+        cli_error(CMD, "--checkpoint %s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    if (fclose(f) != 0) {
+        f = NULL;
+        cli_error(CMD, "--checkpoint %s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    f = NULL;
+    if (rename(tmp, path) != 0) {
+        cli_error(CMD, "--checkpoint %s -> %s: %s", tmp, path, strerror(errno));
+        goto out;
+    }
+    ok = 1;
+out:
+    if (f) {
+        fclose(f);
+        remove(tmp);
+    }
+    free(params);
+    free(vel);
+    return ok ? CLI_OK : CLI_FAIL;
+}
+
+/* Reads --resume into t (checked against this run's model and world);
+ * the model and the loader get it when the run starts. */
+static int checkpoint_load(trainer *t)
+{
+    const char *path = t->o->resume;
+    ckpt_head h;
+    uint64_t sum, want;
+    size_t n = t->n_params, bytes = n * sizeof(float);
+    FILE *f = fopen(path, "rb");
+    int status = CLI_USAGE;
+    if (!f) {
+        cli_error(CMD, "--resume %s: %s", path, strerror(errno));
+        return CLI_USAGE;
+    }
+    t->rparams = malloc(bytes ? bytes : 1);
+    t->rvel = malloc(bytes ? bytes : 1);
+    if (!t->rparams || !t->rvel) {
+        cli_error(CMD, "out of memory");
+        status = CLI_FAIL;
+        goto out;
+    }
+    if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, CKPT_MAGIC, sizeof CKPT_MAGIC) != 0) {
+        cli_error(CMD, "--resume %s: not a gpufeed train checkpoint", path);
+        goto out;
+    }
+    if (h.version != CKPT_VERSION) {
+        cli_error(CMD, "--resume %s: checkpoint version %u, this gpufeed reads %u", path,
+                  h.version, CKPT_VERSION);
+        goto out;
+    }
+    if (h.n_params != n || h.width != (uint32_t)t->o->width || h.size != (uint32_t)t->o->size ||
+        h.classes != (uint32_t)t->classes) {
+        cli_error(CMD, "--resume %s: saved for model width %u, image size %u, %u classes "
+                       "(%" PRIu64 " parameters); this run has width %d, size %d, %d classes",
+                  path, h.width, h.size, h.classes, h.n_params, t->o->width, t->o->size,
+                  t->classes);
+        goto out;
+    }
+    if (h.world != (uint32_t)t->world || h.seed != t->o->seed) {
+        cli_error(CMD, "--resume %s: saved by %u rank%s with seed %" PRIu64 "; this run has %d "
+                       "with seed %" PRIu64 " (resume with the same --seed and ranks)",
+                  path, h.world, h.world == 1 ? "" : "s", h.seed, t->world, t->o->seed);
+        goto out;
+    }
+    if ((n && (fread(t->rparams, bytes, 1, f) != 1 || fread(t->rvel, bytes, 1, f) != 1)) ||
+        fread(&sum, sizeof sum, 1, f) != 1) {
+        cli_error(CMD, "--resume %s: truncated", path);
+        goto out;
+    }
+    want = fnv1a(0xcbf29ce484222325ull, &h, sizeof h);
+    want = fnv1a(want, t->rparams, bytes);
+    want = fnv1a(want, t->rvel, bytes);
+    if (sum != want) {
+        cli_error(CMD, "--resume %s: checksum mismatch (damaged file)", path);
+        goto out;
+    }
+    if (h.epochs_done > 100000) {
+        cli_error(CMD, "--resume %s: %" PRIu64 " epochs done?", path, h.epochs_done);
+        goto out;
+    }
+    if (h.batch != (uint32_t)t->o->batch && !t->o->json)
+        fprintf(stderr, "gpufeed train: note: the checkpoint was trained with batch size %u, "
+                        "this run uses %d\n", h.batch, t->o->batch);
+    t->rstate.version = h.st_version;
+    t->rstate.rank = h.st_rank;
+    t->rstate.world = h.st_world;
+    t->rstate.seed = h.st_seed;
+    t->rstate.epoch = h.st_epoch;
+    t->rstate.position = h.st_position;
+    t->start_epoch = (int)h.epochs_done;
+    t->have_resume = 1;
+    status = CLI_OK;
+out:
+    fclose(f);
+    return status;
 }
 
 /* ---- a run --------------------------------------------------------------- */
@@ -727,7 +1095,14 @@ static int run(trainer *t, int loader, run_result *r)
         return status;
     if (loader == L_SYNC && (status = sync_bufs_init(t, &sb)) != CLI_OK)
         goto out;
-    for (int e = 0; e < t->o->epochs; e++) {
+    if (t->have_resume && gfm_state_set(m, t->rparams, t->rvel) < 0) {
+        cli_error(CMD, "model: %s", gfm_error(m));
+        status = CLI_FAIL;
+        goto out;
+    }
+    t->dp_on = t->dp;
+    t->first_epoch_hash = t->first_epoch_samples = 0;
+    for (int e = t->start_epoch; e < t->o->epochs; e++) {
         tally a = {0};
         epoch_row row = {.loader = loader, .epoch = e + 1};
         uint64_t samples0 = r->samples;
@@ -755,14 +1130,40 @@ static int run(trainer *t, int loader, run_result *r)
             goto out;
         if (!t->o->json) {
             printf("  %-8s epoch %d/%d  loss %.3f  train acc %5.1f%%  val acc %5.1f%%  "
-                   "%6.0f images/s  %.1f s\n",
+                   "%6.0f images/s%s  %.1f s\n",
                    loader_names[loader], e + 1, t->o->epochs, row.loss,
-                   100 * row.train_accuracy, 100 * row.accuracy, row.images_per_s, row.seconds);
+                   100 * row.train_accuracy, 100 * row.accuracy, row.images_per_s,
+                   t->dp ? " (rank 0)" : "", row.seconds);
             fflush(stdout);
         }
+        if (t->o->checkpoint && loader == L_GPUFEED && t->rank == 0 &&
+            (status = checkpoint_save(t, m, e + 1)) != CLI_OK)
+            goto out;
     }
     r->checksum = gfm_checksum(m);
+    r->global_samples = r->samples;
+#if GF_CLI_HAVE_MPI
+    if (t->dp) { /* every rank's weights, samples and first-epoch hash, on rank 0 */
+        uint64_t mine[3] = {r->checksum, r->samples, t->first_epoch_hash}, *all;
+        all = malloc((size_t)t->world * 3 * sizeof *all);
+        if (!all) {
+            cli_error(CMD, "out of memory");
+            status = CLI_FAIL;
+            goto out;
+        }
+        MPI_Allgather(mine, 3, MPI_UINT64_T, all, 3, MPI_UINT64_T, MPI_COMM_WORLD);
+        r->global_samples = 0;
+        for (int i = 0; i < t->world; i++) {
+            t->rank_checksums[i] = all[3 * i];
+            t->rank_samples[i] = all[3 * i + 1];
+            t->rank_hashes[i] = all[3 * i + 2];
+            r->global_samples += all[3 * i + 1];
+        }
+        free(all);
+    }
+#endif
 out:
+    t->dp_on = 0;
     progress_clear(t);
     if (loader == L_SYNC)
         sync_bufs_free(t, &sb);
@@ -897,6 +1298,14 @@ static void trainer_free(trainer *t)
 #endif
     cli_filelist_free(&t->train_files);
     free(t->rows);
+    free(t->gbuf);
+    free(t->rank_checksums);
+    free(t->rank_samples);
+    free(t->rank_hashes);
+    free(t->rparams);
+    free(t->rvel);
+    if (t->dump)
+        fclose(t->dump);
 }
 
 /* ---- report -------------------------------------------------------------- */
@@ -957,6 +1366,21 @@ static void print_table(const trainer *t, const run_result *runs, int n)
     if (!t->cuda)
         printf("  CPU path: the model steps on the consumer thread; device util = time inside "
                "the step / wall.\n");
+    if (t->dp && n > 0) {
+        const run_result *r = &runs[n - 1];
+        int same = 1;
+        for (int i = 1; i < t->world; i++)
+            same &= t->rank_checksums[i] == t->rank_checksums[0];
+        printf("\n  data-parallel (%s): %d ranks, %" PRIu64 " samples over all ranks "
+               "(%.0f images/s together); MPI_Allreduce of %zu gradients: %.2f ms/step, "
+               "%.0f%% of rank 0's wall\n",
+               row_name(r->loader), t->world, r->global_samples,
+               r->wall_s > 0 ? (double)r->global_samples / r->wall_s : 0.0, t->n_params,
+               r->steps ? 1e3 * r->comm_s / (double)r->steps : 0.0,
+               r->wall_s > 0 ? 100 * r->comm_s / r->wall_s : 0.0);
+        printf("  final weights: %s (checksum %016" PRIx64 " on rank 0)\n",
+               same ? "identical on every rank" : "DIFFER between ranks", t->rank_checksums[0]);
+    }
     for (int i = 0; i < n; i++)
         if (runs[i].errors)
             printf("  %s: %" PRIu64 " samples could not be decoded (skipped)\n",
@@ -1033,7 +1457,24 @@ static void print_json(const trainer *t, const run_result *runs, int n)
         printf("}");
     }
     /* The final weights: of the gpufeed run when there is one. */
-    printf("], \"weights_checksum\": \"%016" PRIx64 "\"}\n", runs[n - 1].checksum);
+    printf("], \"weights_checksum\": \"%016" PRIx64 "\"", runs[n - 1].checksum);
+    printf(", \"world\": %d, \"start_epoch\": %d", t->world, t->start_epoch);
+    if (t->dp) {
+        const run_result *r = &runs[n - 1];
+        printf(", \"global_samples\": %" PRIu64 ", \"allreduce_s\": ", r->global_samples);
+        cli_json_double(stdout, r->comm_s);
+        printf(", \"rank_checksums\": [");
+        for (int i = 0; i < t->world; i++)
+            printf("%s\"%016" PRIx64 "\"", i ? ", " : "", t->rank_checksums[i]);
+        printf("], \"rank_samples\": [");
+        for (int i = 0; i < t->world; i++)
+            printf("%s%" PRIu64, i ? ", " : "", t->rank_samples[i]);
+        printf("], \"rank_samples_hash\": [");
+        for (int i = 0; i < t->world; i++)
+            printf("%s\"%016" PRIx64 "\"", i ? ", " : "", t->rank_hashes[i]);
+        printf("]");
+    }
+    printf("}\n");
 }
 
 /* ---- the command ---------------------------------------------------------- */
@@ -1041,7 +1482,7 @@ static void print_json(const trainer *t, const run_result *runs, int n)
 int cmd_train(int argc, char **argv)
 {
     enum { O_DATA = 256, O_LOADER, O_EPOCHS, O_BATCH, O_SIZE, O_WIDTH, O_THREADS, O_DEPTH,
-           O_LR, O_SEED, O_DEVICE, O_AMP, O_JSON };
+           O_LR, O_SEED, O_DEVICE, O_AMP, O_JSON, O_CKPT, O_RESUME, O_MPI, O_DUMP };
     static const struct option longopts[] = {
         {"data", required_argument, NULL, O_DATA},
         {"loader", required_argument, NULL, O_LOADER},
@@ -1056,6 +1497,10 @@ int cmd_train(int argc, char **argv)
         {"device", required_argument, NULL, O_DEVICE},
         {"amp", no_argument, NULL, O_AMP},
         {"json", no_argument, NULL, O_JSON},
+        {"checkpoint", required_argument, NULL, O_CKPT},
+        {"resume", required_argument, NULL, O_RESUME},
+        {"mpi", no_argument, NULL, O_MPI},
+        {"dump-indices", required_argument, NULL, O_DUMP},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -1063,14 +1508,14 @@ int cmd_train(int argc, char **argv)
                     .loader = L_BOTH, .device = GF_DEVICE_AUTO};
     trainer t;
     run_result runs[2];
-    int ch, v, n_runs = 0, status = CLI_OK;
+    int ch, v, n_runs = 0, status = CLI_OK, loader_given = 0;
 
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (ch) {
         case O_DATA: o.data = optarg; break;
-        case O_LOADER: if ((o.loader = cli_parse_choice(CMD, "loader", optarg, loader_names)) < 0) return CLI_USAGE; break;
+        case O_LOADER: loader_given = 1; if ((o.loader = cli_parse_choice(CMD, "loader", optarg, loader_names)) < 0) return CLI_USAGE; break;
         case O_EPOCHS: if (cli_parse_int(CMD, "epochs", optarg, 1, 100000, &o.epochs)) return CLI_USAGE; break;
         case O_BATCH: if (cli_parse_int(CMD, "batch-size", optarg, 1, 65536, &o.batch)) return CLI_USAGE; break;
         case O_SIZE: if (cli_parse_int(CMD, "image-size", optarg, 4, 4096, &o.size)) return CLI_USAGE; break;
@@ -1082,6 +1527,10 @@ int cmd_train(int argc, char **argv)
         case O_DEVICE: if ((v = cli_parse_choice(CMD, "device", optarg, device_names)) < 0) return CLI_USAGE; o.device = (gf_device)v; break;
         case O_AMP: o.amp = 1; break;
         case O_JSON: o.json = 1; break;
+        case O_CKPT: o.checkpoint = optarg; break;
+        case O_RESUME: o.resume = optarg; break;
+        case O_MPI: o.mpi = 1; break;
+        case O_DUMP: o.dump = optarg; break;
         case 'h': usage(stdout); return CLI_OK;
         case ':': cli_error(CMD, "%s needs a value", argv[optind - 1]); return CLI_USAGE;
         default: cli_error(CMD, "unknown option '%s' (try --help)", argv[optind - 1]); return CLI_USAGE;
@@ -1096,13 +1545,84 @@ int cmd_train(int argc, char **argv)
         return CLI_USAGE;
     }
 
+    if (o.checkpoint || o.resume) {
+        /* The loader's state is the gpufeed loop's. */
+        if (loader_given && o.loader != L_GPUFEED) {
+            cli_error(CMD, "--checkpoint/--resume save and restore the gpufeed loader: use "
+                           "--loader gpufeed");
+            return CLI_USAGE;
+        }
+        o.loader = L_GPUFEED;
+    }
+
     memset(&t, 0, sizeof t);
     t.o = &o;
-    t.tty = isatty(STDOUT_FILENO);
+    t.rank = 0;
+    t.world = 1;
+    {
+        const char *ompi = getenv("OMPI_COMM_WORLD_SIZE");
+        int launched = ompi && atoi(ompi) > 1;
+#if GF_CLI_HAVE_MPI
+        if (launched || o.mpi) {
+            int provided;
+            if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+                cli_error(CMD, "MPI_Init failed");
+                return CLI_FAIL;
+            }
+            t.mpi = t.dp = 1;
+            MPI_Comm_rank(MPI_COMM_WORLD, &t.rank);
+            MPI_Comm_size(MPI_COMM_WORLD, &t.world);
+            /* Rank 0 speaks for all; errors still reach stderr. */
+            if (t.rank != 0 && !freopen("/dev/null", "w", stdout)) {
+                cli_error(CMD, "/dev/null: %s", strerror(errno));
+                status = CLI_FAIL;
+                goto out;
+            }
+        }
+#else
+        if (launched || o.mpi) {
+            cli_error(CMD, "%s, but this gpufeed was built without MPI (install "
+                           "libopenmpi-dev; meson setup -Dmpi=enabled)",
+                      o.mpi ? "--mpi given" : "launched by mpirun with several ranks");
+            return CLI_USAGE;
+        }
+#endif
+    }
+    t.tty = isatty(STDOUT_FILENO) && t.rank == 0;
+    t.rank_checksums = calloc((size_t)t.world, sizeof *t.rank_checksums);
+    t.rank_samples = calloc((size_t)t.world, sizeof *t.rank_samples);
+    t.rank_hashes = calloc((size_t)t.world, sizeof *t.rank_hashes);
+    if (!t.rank_checksums || !t.rank_samples || !t.rank_hashes) {
+        cli_error(CMD, "out of memory");
+        status = CLI_FAIL;
+        goto out;
+    }
+    if (o.dump) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s.rank%d", o.dump, t.rank);
+        if (!(t.dump = fopen(path, "w"))) {
+            cli_error(CMD, "--dump-indices %s: %s", path, strerror(errno));
+            status = CLI_USAGE;
+            goto out;
+        }
+    }
     if (o.data) {
         snprintf(t.root, sizeof t.root, "%s", o.data);
-    } else if ((status = demo_data(&t)) != CLI_OK) {
-        return status;
+    } else {
+        /* Rank 0 makes the demo set; the others find it made. */
+        if (t.rank == 0)
+            status = demo_data(&t);
+#if GF_CLI_HAVE_MPI
+        if (t.mpi) {
+            int st = status;
+            MPI_Bcast(&st, 1, MPI_INT, 0, MPI_COMM_WORLD);
+            status = st;
+        }
+#endif
+        if (status == CLI_OK && t.rank != 0)
+            status = demo_data(&t);
+        if (status != CLI_OK)
+            goto out;
     }
     snprintf(t.train_dir, sizeof t.train_dir, "%s/train", t.root);
     snprintf(t.val_dir, sizeof t.val_dir, "%s/val", t.root);
@@ -1110,7 +1630,8 @@ int cmd_train(int argc, char **argv)
         cli_error(CMD, "%s: expected an ImageFolder with train/ and val/ sub-folders "
                        "(gpufeed make-dataset DIR/train --seed 0; ... DIR/val --seed 1)",
                   t.root);
-        return CLI_USAGE;
+        status = CLI_USAGE;
+        goto out;
     }
     if ((status = probe(&t)) != CLI_OK)
         goto out;
@@ -1119,8 +1640,16 @@ int cmd_train(int argc, char **argv)
         if ((status = make_model(&t, &m)) != CLI_OK)
             goto out;
         t.step_flops = gfm_step_flops(m);
+        t.n_params = gfm_param_count(m);
         gfm_destroy(m);
+        if (!(t.gbuf = malloc((t.n_params + 3) * sizeof *t.gbuf))) {
+            cli_error(CMD, "out of memory");
+            status = CLI_FAIL;
+            goto out;
+        }
     }
+    if (o.resume && (status = checkpoint_load(&t)) != CLI_OK)
+        goto out;
     if (!o.json) {
         int th = o.threads ? o.threads : (cli_cores() > 1 ? cli_cores() - 1 : 1);
         printf("gpufeed train  %s  (%zu train / %" PRIu64 " val images, %d classes)\n", t.root,
@@ -1132,6 +1661,15 @@ int cmd_train(int argc, char **argv)
                o.epochs == 1 ? "" : "s", o.lr, th, th == 1 ? "" : "s", o.depth ? o.depth : 4);
         if (t.device_note[0])
             printf("  note: %s\n", t.device_note);
+        if (t.dp)
+            printf("  data-parallel: %d rank%s (MPI), each on its share of every epoch, "
+                   "gradients averaged with MPI_Allreduce each step\n",
+                   t.world, t.world == 1 ? "" : "s");
+        if (t.have_resume)
+            printf("  resumed from %s: %d epoch%s done, loader at epoch %" PRIu64
+                   " sample %" PRIu64 "\n",
+                   o.resume, t.start_epoch, t.start_epoch == 1 ? "" : "s", t.rstate.epoch,
+                   t.rstate.position);
         fflush(stdout);
     }
     if ((status = compute_alone(&t, &t.alone)) != CLI_OK)
@@ -1156,7 +1694,23 @@ int cmd_train(int argc, char **argv)
         print_json(&t, runs, n_runs);
     else
         print_table(&t, runs, n_runs);
+    if (t.dp) {
+        for (int i = 1; i < t.world; i++)
+            if (t.rank_checksums[i] != t.rank_checksums[0]) {
+                if (t.rank == 0)
+                    cli_error(CMD, "rank %d ended with other weights than rank 0", i);
+                status = CLI_FAIL;
+            }
+    }
 out:
+    fflush(stdout);
     trainer_free(&t);
+#if GF_CLI_HAVE_MPI
+    if (t.mpi) {
+        if (status != CLI_OK && t.world > 1)
+            MPI_Abort(MPI_COMM_WORLD, status); /* the other ranks may wait in a collective */
+        MPI_Finalize();
+    }
+#endif
     return status;
 }
