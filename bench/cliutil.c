@@ -247,6 +247,64 @@ int cli_cores(void)
     return n < 1 ? 1 : (n > 1024 ? 1024 : (int)n);
 }
 
+int cli_parse_int_list(const char *cmd, const char *opt, const char *s, long min, long max,
+                       int *out, int max_n, int *n)
+{
+    const char *p = s;
+    *n = 0;
+    for (;;) {
+        char item[32], *end;
+        long v;
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len >= sizeof item) {
+            cli_error(cmd, "--%s: '%s' is not a list of integers (e.g. 1,2,4)", opt, s);
+            return -1;
+        }
+        memcpy(item, p, len);
+        item[len] = 0;
+        errno = 0;
+        v = strtol(item, &end, 10);
+        if (end == item || *end || errno) {
+            cli_error(cmd, "--%s: '%s' is not an integer", opt, item);
+            return -1;
+        }
+        if (v < min || v > max) {
+            cli_error(cmd, "--%s: %ld is out of range [%ld, %ld]", opt, v, min, max);
+            return -1;
+        }
+        if (*n == max_n) {
+            cli_error(cmd, "--%s: at most %d values", opt, max_n);
+            return -1;
+        }
+        out[(*n)++] = (int)v;
+        p += len;
+        if (!*p)
+            return 0;
+        p++; /* the comma: a trailing one leaves an empty item, refused above */
+    }
+}
+
+void cli_cpu_model(char *buf, size_t len)
+{
+    char line[512];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    snprintf(buf, len, "unknown");
+    if (!f)
+        return;
+    while (fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) != 0 || !colon)
+            continue;
+        colon++;
+        while (*colon == ' ' || *colon == '\t')
+            colon++;
+        colon[strcspn(colon, "\n")] = 0;
+        snprintf(buf, len, "%s", colon);
+        break;
+    }
+    fclose(f);
+}
+
 /* ---- data set walking ---------------------------------------------------- */
 
 static int fl_push(cli_filelist *fl, char *path, int32_t label)

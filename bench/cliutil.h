@@ -46,6 +46,12 @@ int cli_parse_size(const char *cmd, const char *opt, const char *s, int max,
 int cli_parse_choice(const char *cmd, const char *opt, const char *s,
                      const char *const *names);
 
+/* A comma-separated list ("1,2,4") of 1..max_n integers, each in
+ * [min, max], into out[0, *n). On failure prints "gpufeed <cmd>: --<opt>:
+ * ..." and returns -1. A single number is a list of one. */
+int cli_parse_int_list(const char *cmd, const char *opt, const char *s, long min, long max,
+                       int *out, int max_n, int *n);
+
 /* Writes s as a JSON string literal (quotes included). Bytes that are not
  * valid UTF-8 are written as \u00XX of the byte so the output always parses. */
 void cli_json_string(FILE *f, const char *s);
@@ -56,6 +62,8 @@ double cli_now(void);            /* monotonic seconds */
 uint64_t cli_peak_rss_bytes(void); /* getrusage(RUSAGE_SELF) */
 double cli_cpu_seconds(void);    /* user + system time of the process */
 int cli_cores(void);             /* online CPUs, at least 1 */
+/* The CPU's model name (/proc/cpuinfo "model name"), or "unknown". */
+void cli_cpu_model(char *buf, size_t len);
 
 /* A data set's files as absolute-or-cwd-relative paths, in index order
  * (ImageFolder: sorted class folders, sorted files; list file: line order),
@@ -115,6 +123,49 @@ void cli_cuda_free(void *p);                 /* NULL: no-op */
 int cli_cuda_memcpy_h2d(void *dst, const void *src, size_t bytes); /* blocks */
 const char *cli_cuda_error(void);
 
+/* For `gpufeed doctor` (and gpufeed-bandwidth, which links compute.cu
+ * alone). Versions are CUDA's integers: 12040 = 12.4. */
+typedef struct cli_cuda_probe {
+    int driver_version;     /* cudaDriverGetVersion; 0 = no driver loaded */
+    int runtime_version;    /* cudaRuntimeGetVersion: the toolkit built in */
+    int count;              /* devices; 0 when count_error != 0 */
+    int count_error;        /* cudaError_t of cudaGetDeviceCount, 0 = ok */
+    char count_error_name[64];  /* "cudaErrorInsufficientDriver" or "" */
+    char count_error_text[160];
+} cli_cuda_probe;
+void cli_cuda_probe_run(cli_cuda_probe *out); /* never fails */
+
+typedef struct cli_cuda_device {
+    char name[256];
+    int major, minor;       /* compute capability */
+    uint64_t total_bytes;
+    uint64_t free_bytes;    /* needs a context; 0 if kernel_error says why */
+    char pci_bus_id[32];    /* "0000:3B:00.0" */
+    int async_engines;      /* copy engines: 2 = H2D and D2H overlap */
+    int multiprocessors;
+    /* Whether the CLI's kernels (built with the library's -gencode list)
+     * have an image this device can run: "" if so, else the error. */
+    char kernel_error[160];
+    int binary_version, ptx_version; /* of that image: 90 = sm_90 */
+} cli_cuda_device;
+/* Makes device current (creates its context). Returns 0, or -1 with the
+ * reason in cli_cuda_error(). */
+int cli_cuda_device_info(int device, cli_cuda_device *out);
+
+/* Host<->device copy bandwidth on device, timed with CUDA events on a
+ * non-blocking stream, each figure after one untimed copy. */
+typedef struct cli_bandwidth {
+    size_t bytes[2];        /* the two sizes measured: [0] batch, [1] large */
+    int reps[2];
+    double gbs[2][4];       /* GB/s (1e9): pinned H2D, pageable H2D,
+                               pinned D2H, pageable D2H */
+    double seconds;         /* wall time of the whole measurement */
+} cli_bandwidth;
+/* Returns 0, or -1 with the reason in cli_cuda_error(); frees what it
+ * allocated either way. */
+int cli_cuda_bandwidth(int device, size_t batch_bytes, size_t large_bytes, int batch_reps,
+                       int large_reps, cli_bandwidth *out);
+
 /* make-dataset as a call (bench/make_dataset.c): writes classes x
  * per_class width x height quality-90 JPEGs into dir (made if missing,
  * refused if not empty) with `threads` workers (0: all cores). Prints its
@@ -123,11 +174,35 @@ const char *cli_cuda_error(void);
 int cli_make_dataset(const char *cmd, const char *dir, int classes, int per_class, int width,
                      int height, uint64_t seed, int threads, int quiet);
 
+/* bench/plot.c: an SVG line chart of two panels sharing the x axis
+ * (bench --plot). Each series is drawn in both panels (y[0] above, y[1]
+ * below) in its colour and dash pattern (indices into fixed palettes).
+ * The x axis is log2 when every x > 0 and they span a factor of 4 or
+ * more; ticks sit at the x values given. y_max[k] == 0: from the data. */
+enum { CLI_PLOT_MAX_POINTS = 32 };
+typedef struct cli_plot_line {
+    char label[64];
+    int n;
+    double x[CLI_PLOT_MAX_POINTS];
+    double y[2][CLI_PLOT_MAX_POINTS]; /* non-finite: left out */
+    int colour, dash;
+} cli_plot_line;
+typedef struct cli_plot {
+    const char *title, *subtitle; /* subtitle may be NULL */
+    const char *x_label, *y_label[2], *legend_title;
+    double y_max[2];
+    const cli_plot_line *lines;
+    int n_lines;
+} cli_plot;
+/* Writes the chart to path. Returns 0, or -1 with the reason in why. */
+int cli_plot_svg(const char *path, const cli_plot *p, char *why, size_t why_len);
+
 /* Subcommands: argv[0] is the subcommand's name; returns the exit status. */
 int cmd_make_dataset(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,8 @@
 /*
  * gpufeed — command-line front end: dispatches to one subcommand per file
- * (make_dataset.c, verify.c, bench.c, train.c). Each subcommand parses its own
- * options with getopt_long and returns its exit status: 0 success,
- * 1 the check/benchmark found a failure, 2 usage or setup error.
+ * (make_dataset.c, verify.c, bench.c, train.c, doctor.c). Each subcommand
+ * parses its own options with getopt_long and returns its exit status:
+ * 0 success, 1 the check/benchmark found a failure, 2 usage or setup error.
  */
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +22,7 @@ static const command commands[] = {
     {"verify", cmd_verify, "decode every sample of a data set, list the bad ones"},
     {"bench", cmd_bench, "measure the input pipeline (images/s, efficiency)"},
     {"train", cmd_train, "demo: train a small CNN, synchronous loop vs gpufeed"},
+    {"doctor", cmd_doctor, "check CUDA, io_uring, decoders and cores; say what is missing"},
 };
 
 static void usage(FILE *f)

@@ -249,6 +249,41 @@ GF_API const char *gf_version(void);
 GF_API const char *gf_strerror(int code); /* never NULL */
 GF_API const char *gf_err_name(int code); /* "GF_ETRUNC"; never NULL */
 
+/* What this build and machine offer the loader, for diagnostics
+ * (`gpufeed doctor`). CUDA devices are not probed here: the library's
+ * CUDA path reports its own reasons at gf_open() (stats.device_note). */
+typedef struct gf_probe_info {
+    const char *version;     /* gf_version() */
+    /* io_uring, tested the way a loader with the default queue depth
+     * (64) would set it up. */
+    int have_uring_build;    /* 1 if built with liburing */
+    int uring_ok;            /* 1 if GF_IO_AUTO would use io_uring here */
+    int uring_errno;         /* errno of io_uring_queue_init (ENOSYS, EPERM,
+                                EINVAL, ENOMEM...), 0 if it succeeded or
+                                was not tried */
+    int uring_disabled;      /* /proc/sys/kernel/io_uring_disabled, -1 if
+                                absent (kernels before 6.6) */
+    char uring_why[160];     /* why not, as gf_open(GF_IO_URING) says it;
+                                "" when uring_ok */
+    char kernel[65];         /* uname release, "6.8.0-45-generic" */
+    /* Decoders: stb_image is always built in. */
+    int have_turbo;          /* 1 if libjpeg-turbo decodes JPEG */
+    int turbo_version;       /* built against: 2001005 = 2.1.5; 0 if none */
+    int have_cuda_build;     /* 1 if built with CUDA */
+    int cpu_avx2;            /* 1 if the CPU has AVX2 */
+    const char *resample_isa; /* kernels the resampler runs: "avx2", "sse2"
+                                 or "c" (GF_NO_AVX2=1 in the environment
+                                 turns AVX2 off) */
+    int cores;               /* CPUs this process may run on (affinity):
+                                what threads = 0 counts */
+    int cores_online;        /* online CPUs in the machine */
+    uint8_t reserved[64];    /* zero; room for fields without an ABI break */
+} gf_probe_info;
+
+/* Fills *out (every field, also on failure). Costs one io_uring setup and
+ * teardown; thread-safe. Returns 0, or GF_EINVAL if out is NULL. */
+GF_API int gf_probe(gf_probe_info *out);
+
 GF_API void gf_default_settings(gf_settings *s);
 
 /* Indexes the data set, starts the threads and begins prefetching.

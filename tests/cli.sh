@@ -118,4 +118,19 @@ echo "$json" | grep -q '"loader": *"sync"' || fail "train --json lacks the sync 
 echo "$json" | grep -q '"loader": *"gpufeed"' || fail "train --json lacks the gpufeed row: $json"
 [ "$(echo "$json" | wc -l)" -eq 1 ] || fail "train --json must print one line: $json"
 "$g" train --data "$tmp/data" 2>/dev/null && fail "train without train/ and val/ must fail"
+
+# doctor: reports and exits 0 with or without a GPU; the last line is the
+# summary; --json is one object with the same facts.
+out=$("$g" doctor) || fail "doctor must exit 0: $out"
+echo "$out" | tail -n 1 | grep -Eq '^(ok|missing): ' || fail "doctor summary line: $out"
+json=$("$g" doctor --json --no-bandwidth) || fail "doctor --json must exit 0: $json"
+for k in cuda io_uring decoders cores summary; do
+    echo "$json" | grep -q "\"$k\":" || fail "doctor --json lacks $k: $json"
+done
+[ "$(echo "$json" | wc -l)" -eq 1 ] || fail "doctor --json must print one line: $json"
+if command -v python3 >/dev/null 2>&1; then
+    echo "$json" | python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["summary"].split(":")[0] in ("ok", "missing"), d' ||
+        fail "doctor --json does not parse: $json"
+fi
+"$g" doctor --no-such-option 2>/dev/null && fail "doctor with a bad option must fail"
 echo "cli: ok"
