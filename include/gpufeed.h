@@ -162,6 +162,14 @@ typedef struct gf_settings {
                               it, or if pinning fails, slots are pageable
                               and stats.pageable_slots says so */
     uint64_t device_max_bytes; /* device memory budget, 0 = what is free */
+    int autotune;          /* 0; 1: while running, add decode threads (from
+                              `threads`, up to max_threads) and raise the
+                              prefetch depth (from 2, up to prefetch_depth,
+                              whose slots are allocated, and pinned within
+                              pinned_max_bytes, up front) when the consumer
+                              stalls. Batches are the same bytes either way */
+    int max_threads;       /* autotune's ceiling: 0 = cores - 1, leaving a
+                              core to the trainer's thread (at least 1) */
     uint8_t reserved[64];  /* zero; room for fields without an ABI break */
 } gf_settings;
 
@@ -231,6 +239,9 @@ typedef struct gf_stats {
     int pageable_slots;        /* host slots that could not be pinned */
     uint64_t device_bytes;     /* device ring memory */
     int rank, world;           /* the share this loader reads */
+    int autotune;              /* 1 if the loader tunes itself; then
+                                  threads/prefetch_depth are its choice now */
+    uint64_t autotune_changes; /* settings it changed */
     double convert_busy_s;     /* CPU twin of the device kernel, summed */
     /* What indexing left out (tar shards; 0 for a folder or list):
      * members that cannot be samples (links, devices, unsafe names, a

@@ -161,6 +161,9 @@ struct gf_loader {
     gf__read_done *reaped;
     job *js;                     /* jobs made in one pump round: <= D * B */
     bool halted;                 /* a failed batch or an internal error */
+    uv_timer_t tune_timer;       /* autotune: looks at the last window */
+    bool tuning;
+    double tune_t, tune_wait, tune_busy;
 
     /* Shared, under mu. */
     pthread_mutex_t mu;
@@ -173,6 +176,10 @@ struct gf_loader {
     gf__buf **free_bufs;
     int n_bufs, n_free_bufs;
     uint64_t head, tail;         /* next to deliver, next to assign */
+    int active_threads;          /* workers that take jobs (autotune grows it) */
+    int active_depth;            /* batches in flight at most (<= D) */
+    uint64_t tune_changes;
+    double waiting_since;        /* the consumer is inside gf_next since, or 0 */
     int held;
     bool exhausted, stopping, running;
     int fail_code;               /* the consumer's; sticky until gf_seek */
@@ -259,7 +266,7 @@ static void *worker_main(void *arg)
 
     pthread_mutex_lock(&l->mu);
     for (;;) {
-        while (!l->stopping && queue_len(&l->jobs) == 0)
+        while (!l->stopping && (queue_len(&l->jobs) == 0 || w->id >= l->active_threads))
             pthread_cond_wait(&l->job_cv, &l->mu);
         if (l->stopping)
             break;
@@ -381,7 +388,8 @@ static void push_jobs(gf_loader *l, const job *js, int n)
     pthread_mutex_lock(&l->mu);
     for (int i = 0; i < n; i++)
         ((job *)l->jobs.items)[l->jobs.tail++ & l->jobs.mask] = js[i];
-    if (n == 1)
+    /* A signal could wake a parked (inactive) worker and be lost. */
+    if (n == 1 && l->active_threads == l->n_workers)
         pthread_cond_signal(&l->job_cv);
     else
         pthread_cond_broadcast(&l->job_cv);
@@ -740,7 +748,8 @@ static void assign_batches(gf_loader *l, job *js, int *n_jobs)
         normalise_cursor(l);
         pthread_mutex_lock(&l->mu);
         slot *sl = slot_of(l, l->tail);
-        bool can = !l->halted && !l->stopping && sl->host == HOST_FREE;
+        bool can = !l->halted && !l->stopping && sl->host == HOST_FREE &&
+                   l->tail - l->head < (uint64_t)l->active_depth;
         bool more = epochs_left(l, l->cur_epoch);
         if (!more && !l->exhausted) {
             l->exhausted = true;
@@ -875,6 +884,43 @@ static void pump(gf_loader *l)
     }
 }
 
+/* Autotune, every window: when the consumer waited more than 5% of it,
+ * add a decode thread if the active ones were busy (input-bound), else a
+ * batch of depth (jitter, or reads in flight). It never shrinks: a loader
+ * that stopped stalling stays where it got. */
+static void on_tune(uv_timer_t *h)
+{
+    gf_loader *l = h->data;
+    double now = gf__now();
+    pthread_mutex_lock(&l->mu);
+    double wait = l->wait_s + (l->waiting_since > 0 ? now - l->waiting_since : 0);
+    double busy = l->uring_submit_s;
+    for (int i = 0; i < l->n_workers; i++)
+        busy += l->workers[i].read_s + l->workers[i].decode_s + l->workers[i].convert_s;
+    double dt = now - l->tune_t;
+    double stall = dt > 0 ? (wait - l->tune_wait) / dt : 0;
+    double per_thread = dt > 0 ? (busy - l->tune_busy) / (dt * l->active_threads) : 0;
+    bool grew = false;
+    if (stall > 0.05 && !l->exhausted) {
+        if (per_thread > 0.7 && l->active_threads < l->n_workers) {
+            l->active_threads++;
+            pthread_cond_broadcast(&l->job_cv);
+            grew = true;
+        } else if (l->active_depth < l->D) {
+            l->active_depth++;
+            grew = true;
+        }
+    }
+    if (grew)
+        l->tune_changes++;
+    l->tune_t = now;
+    l->tune_wait = wait;
+    l->tune_busy = busy;
+    pthread_mutex_unlock(&l->mu);
+    if (grew)
+        pump(l); /* a deeper ring may take a batch now */
+}
+
 static void on_wake(uv_async_t *h)
 {
     gf_loader *l = h->data;
@@ -885,6 +931,8 @@ static void on_wake(uv_async_t *h)
         uv_close((uv_handle_t *)&l->wake, NULL);
         if (l->uring_polling)
             uv_close((uv_handle_t *)&l->uring_poll, NULL);
+        if (l->tuning)
+            uv_close((uv_handle_t *)&l->tune_timer, NULL);
         return;
     }
     pump(l);
@@ -981,6 +1029,18 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
         uv_poll_start(&l->uring_poll, UV_READABLE, on_uring);
         l->uring_polling = true;
     }
+    l->tuning = l->s.autotune != 0;
+    if (l->tuning) {
+        uv_timer_init(&l->loop, &l->tune_timer);
+        l->tune_timer.data = l;
+        l->tune_t = gf__now();
+        l->tune_wait = l->wait_s;
+        l->tune_busy = 0;
+        for (int i = 0; i < l->n_workers; i++)
+            l->tune_busy += l->workers[i].read_s + l->workers[i].decode_s + l->workers[i].convert_s;
+        l->tune_busy += l->uring_submit_s;
+        uv_timer_start(&l->tune_timer, on_tune, 100, 100);
+    }
 
     l->running = true;
     int started = 0;
@@ -1001,6 +1061,8 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
         uv_close((uv_handle_t *)&l->wake, NULL);
         if (l->uring_polling)
             uv_close((uv_handle_t *)&l->uring_poll, NULL);
+        if (l->tuning)
+            uv_close((uv_handle_t *)&l->tune_timer, NULL);
         uv_run(&l->loop, UV_RUN_DEFAULT);
         uv_loop_close(&l->loop);
         if (l->uring) {
@@ -1056,6 +1118,7 @@ static int check_settings(gf_loader *l, const gf_settings *s)
     validate_or_ret(l, s->crop_fraction > 0 && s->crop_fraction <= 1);
     validate_or_ret(l, s->device >= GF_DEVICE_AUTO && s->device <= GF_DEVICE_CPU);
     validate_or_ret(l, s->device_id >= -1);
+    validate_or_ret(l, s->max_threads >= 0 && s->max_threads <= 1024);
     validate_or_ret(l, s->dtype >= GF_DTYPE_UINT8 && s->dtype <= GF_DTYPE_BFLOAT16);
     validate_or_ret(l, s->layout == GF_LAYOUT_NHWC || s->layout == GF_LAYOUT_NCHW);
     for (int c = 0; c < 4; c++) {
@@ -1227,6 +1290,15 @@ int gf_open(gf_loader **out, const gf_settings *s)
     l->B = s->batch_size;
     l->D = s->prefetch_depth ? s->prefetch_depth : 4;
     l->threads = s->threads ? s->threads : GF__MAX(1, available_cores() - 1);
+    if (s->autotune) {
+        int cap = s->max_threads ? s->max_threads : GF__MAX(1, available_cores() - 1);
+        l->active_threads = s->threads ? GF__MIN(s->threads, cap) : 1;
+        l->threads = GF__MAX(cap, l->active_threads);
+        l->active_depth = GF__MIN(2, l->D);
+    } else {
+        l->active_threads = l->threads;
+        l->active_depth = l->D;
+    }
     l->s.queue_depth = s->queue_depth ? s->queue_depth : 64;
     l->io = s->io;
     l->cell_bytes = (size_t)s->height * (size_t)s->width * (size_t)s->channels;
@@ -1292,6 +1364,7 @@ int gf_next(gf_loader *l, gf_batch **out)
     double t0 = gf__now();
     int rc = 0;
     pthread_mutex_lock(&l->mu);
+    l->waiting_since = t0;
     for (;;) {
         if (l->fail_code) {
             rc = l->fail_code;
@@ -1347,6 +1420,7 @@ int gf_next(gf_loader *l, gf_batch **out)
         pthread_cond_wait(&l->ready_cv, &l->mu);
     }
     l->wait_s += gf__now() - t0;
+    l->waiting_since = 0;
     pthread_mutex_unlock(&l->mu);
     return rc;
 }
@@ -1435,8 +1509,10 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     st->reader = l->io;
     st->decoded_turbo = l->decoded_turbo;
     st->decoded_stb = l->decoded_stb;
-    st->threads = l->threads;
-    st->prefetch_depth = l->D;
+    st->threads = l->active_threads;
+    st->prefetch_depth = l->active_depth;
+    st->autotune = l->s.autotune != 0;
+    st->autotune_changes = l->tune_changes;
     st->queue_depth = l->s.queue_depth;
     st->batch_size = l->B;
     st->ring_bytes = (uint64_t)l->D * ((uint64_t)l->B * (l->cell_bytes + sizeof(int32_t) +

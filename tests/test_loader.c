@@ -589,6 +589,60 @@ START_TEST(a_saved_state_resumes_exactly_and_refuses_another_run)
 }
 END_TEST
 
+/* The first `batches` batches of an unbounded run: their hash, and the
+ * stats at the end. */
+static uint64_t first_batches(const gf_settings *s, int batches, gf_stats *st)
+{
+    gf_loader *l = open_ok(s);
+    uint64_t h = 0xcbf29ce484222325ull;
+    gf_batch *b;
+    for (int i = 0; i < batches; i++) {
+        ck_assert_int_eq(gf_next(l, &b), 0);
+        h = fnv(h, b->pixels, (size_t)b->count * b->height * b->width * b->channels);
+        h = fnv(h, b->indices, (size_t)b->count * sizeof *b->indices);
+        gf_release(l, b);
+    }
+    gf_get_stats(l, st);
+    gf_close(&l);
+    return h;
+}
+
+START_TEST(autotune_adds_threads_when_the_consumer_stalls_and_keeps_the_bytes)
+{
+    /* Big noisy PNGs: decoding, not the consumer, is the bottleneck. */
+    char *big = tu_image_folder(3, 8, 400, 300, "png");
+    gf_settings s;
+    gf_default_settings(&s);
+    s.data = big;
+    s.width = s.height = 32;
+    s.batch_size = 4;
+    s.seed = 12;
+    s.epochs = 0;
+    s.threads = 1;
+    s.prefetch_depth = 6;
+    gf_stats fixed, tuned;
+    uint64_t want = first_batches(&s, 150, &fixed);
+    ck_assert_int_eq(fixed.autotune, 0);
+    ck_assert_int_eq(fixed.threads, 1);
+    ck_assert_int_eq(fixed.prefetch_depth, 6);
+
+    s.autotune = 1;
+    s.max_threads = 3;
+    uint64_t got = first_batches(&s, 150, &tuned);
+    ck_assert_uint_eq(got, want); /* tuning never changes the batches */
+    ck_assert_int_eq(tuned.autotune, 1);
+    ck_assert_msg(tuned.autotune_changes >= 1 && tuned.threads >= 2,
+                  "autotune: %llu changes, %d threads, depth %d",
+                  (unsigned long long)tuned.autotune_changes, tuned.threads,
+                  tuned.prefetch_depth);
+    ck_assert_int_le(tuned.threads, 3);
+    ck_assert_int_ge(tuned.prefetch_depth, 2);
+    ck_assert_int_le(tuned.prefetch_depth, 6);
+    tu_rmrf(big);
+    free(big);
+}
+END_TEST
+
 /* --------------------------------------------------------- bad samples */
 
 typedef struct seen_errors {
@@ -1172,6 +1226,7 @@ static Suite *loader_suite(void)
     tcase_add_test(t, resuming_at_a_batch_position_continues_exactly);
     tcase_add_test(t, a_saved_state_resumes_exactly_and_refuses_another_run);
     tcase_add_test(t, each_launchers_environment_picks_the_share);
+    tcase_add_test(t, autotune_adds_threads_when_the_consumer_stalls_and_keeps_the_bytes);
     suite_add_tcase(s, t);
 
     t = tcase_create("errors");
