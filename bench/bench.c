@@ -194,6 +194,9 @@ static void usage(FILE *f)
             "  --transform T         train|eval (default train)\n"
             "  --on-error E          skip|fail (default skip)\n"
             "  --seed S              seed (default 0)\n"
+            "  --autotune            let the loader add threads and depth while it runs\n"
+            "                        (from --threads, up to cores - 1; depth up to\n"
+            "                        --prefetch-depth) and report what it chose\n"
             "  --json                print one JSON object\n"
             "  -h, --help            this text\n"
             "A sweep shows a progress line on stderr when it is a terminal.\n");
@@ -1710,6 +1713,10 @@ static void print_input_human(const bench_opts *o, const input_result *r)
     printf("  %-18s %" PRIu64 "\n", "errors", st->errors);
     printf("  %-18s %.1f MiB (%d slots)\n", "ring", (double)st->ring_bytes / mib,
            st->prefetch_depth);
+    if (st->autotune)
+        printf("  %-18s chose %d decode thread%s and depth %d (%" PRIu64 " changes)\n",
+               "autotune", st->threads, st->threads == 1 ? "" : "s", st->prefetch_depth,
+               st->autotune_changes);
     printf("  %-18s %.1f MiB\n", "peak RSS", (double)r->peak_rss / mib);
     printf("  %-18s %.1f MB read, %s\n", "page cache", (double)st->bytes_read / 1e6, cache);
 }
@@ -1729,6 +1736,8 @@ static void print_input_json(const bench_opts *o, const input_result *r)
     cli_json_double(stdout, r->efficiency);
     printf(", \"threads\": %d, \"prefetch_depth\": %d, \"batch_size\": %d, \"queue_depth\": %d",
            st->threads, st->prefetch_depth, st->batch_size, st->queue_depth);
+    printf(", \"autotune\": %s, \"autotune_changes\": %" PRIu64, st->autotune ? "true" : "false",
+           st->autotune_changes);
     printf(", \"image_size\": [%d, %d], \"transform\": \"%s\", \"epochs\": %" PRIu64,
            o->s.width, o->s.height, transform_names[o->s.transform], o->s.epochs);
     printf(", \"stall_fraction\": ");
@@ -1753,7 +1762,7 @@ int cmd_bench(int argc, char **argv)
 {
     enum { O_INPUT = 256, O_OVERLAP, O_COMPUTE, O_BATCHES, O_DATA, O_THREADS, O_DEPTH, O_BATCH,
            O_SIZE, O_EPOCHS, O_DEVICE, O_DTYPE, O_LAYOUT, O_IO, O_DECODER, O_TRANSFORM, O_ONERR,
-           O_SEED, O_JSON, O_MODEL, O_CSV, O_PLOT };
+           O_SEED, O_JSON, O_MODEL, O_CSV, O_PLOT, O_AUTOTUNE };
     static const struct option longopts[] = {
         {"input-only", no_argument, NULL, O_INPUT},
         {"overlap", no_argument, NULL, O_OVERLAP},
@@ -1774,6 +1783,7 @@ int cmd_bench(int argc, char **argv)
         {"on-error", required_argument, NULL, O_ONERR},
         {"seed", required_argument, NULL, O_SEED},
         {"json", no_argument, NULL, O_JSON},
+        {"autotune", no_argument, NULL, O_AUTOTUNE},
         {"model-width", required_argument, NULL, O_MODEL},
         {"csv", required_argument, NULL, O_CSV},
         {"plot", required_argument, NULL, O_PLOT},
@@ -1802,6 +1812,7 @@ int cmd_bench(int argc, char **argv)
             if (o.max_batches == 0) { cli_error(CMD, "--batches: at least 1"); return CLI_USAGE; }
             break;
         case O_DATA: o.s.data = optarg; break;
+        case O_AUTOTUNE: o.s.autotune = 1; break;
         case O_THREADS: if (cli_parse_int_list(CMD, "threads", optarg, 1, 1024, o.threads, SWEEP_MAX, &o.n_threads)) return CLI_USAGE; o.s.threads = o.threads[0]; break;
         case O_DEPTH: if (cli_parse_int_list(CMD, "prefetch-depth", optarg, 1, 1024, o.depths, SWEEP_MAX, &o.n_depths)) return CLI_USAGE; o.s.prefetch_depth = o.depths[0]; break;
         case O_BATCH: if (cli_parse_int_list(CMD, "batch-size", optarg, 1, 65536, o.batches, SWEEP_MAX, &o.n_batches)) return CLI_USAGE; o.s.batch_size = o.batches[0]; break;

@@ -103,7 +103,7 @@ static const float STD[3] = {58.4f, 57.1f, 57.4f};
 typedef struct train_opts {
     const char *data; /* NULL: the cached demo set */
     const char *checkpoint, *resume, *dump; /* --checkpoint, --resume, --dump-indices */
-    int epochs, batch, size, threads, depth, width, amp, json, loader, mpi;
+    int epochs, batch, size, threads, depth, width, amp, json, loader, mpi, autotune;
     double lr;
     uint64_t seed;
     gf_device device;
@@ -146,6 +146,9 @@ typedef struct trainer {
     int classes;
     uint64_t val_samples;
     int cuda;      /* the device is CUDA (the loader's choice) */
+    int tuned_threads, tuned_depth; /* --autotune: its choice so far, carried
+                                       from epoch to epoch */
+    uint64_t tune_changes;
     int device_id;
     char device_note[160];
     gfm_config mc;
@@ -206,6 +209,8 @@ static void usage(FILE *f)
             "  --seed S              weights, order and augmentation (default 0)\n"
             "  --device D            auto|cuda|cpu (default auto: CUDA if there is a GPU)\n"
             "  --amp                 CUDA: half-precision compute where supported\n"
+            "  --autotune            the gpufeed loader adds threads and depth while it\n"
+            "                        runs (up to cores - 1 and --prefetch-depth)\n"
             "  --json                print one JSON object\n"
             "  --checkpoint FILE     after each epoch, save model (parameters, momentum)\n"
             "                        and loader state (gpufeed loader only)\n"
@@ -313,8 +318,9 @@ static void loader_settings(const trainer *t, gf_settings *s, int eval)
     s->epochs = 1;
     s->batch_size = o->batch;
     s->height = s->width = o->size;
-    s->threads = o->threads;
+    s->threads = o->autotune && t->tuned_threads ? t->tuned_threads : o->threads;
     s->prefetch_depth = o->depth;
+    s->autotune = o->autotune && !eval;
     s->device = o->device;
     s->dtype = GF_DTYPE_FLOAT32;
     s->layout = GF_LAYOUT_NCHW;
@@ -817,6 +823,11 @@ static int epoch_gpufeed(trainer *t, gfm_model *m, int epoch, run_result *r, tal
         progress(t, L_GPUFEED, epoch, k, steps, samples, t0, input_s, 0);
     }
     gf_get_stats(l, &st);
+    if (st.autotune) {
+        t->tuned_threads = st.threads;
+        t->tuned_depth = st.prefetch_depth;
+        t->tune_changes += st.autotune_changes;
+    }
     r->errors += st.errors;
     r->samples += samples;
     r->input_s += input_s;
@@ -1366,6 +1377,10 @@ static void print_table(const trainer *t, const run_result *runs, int n)
     if (!t->cuda)
         printf("  CPU path: the model steps on the consumer thread; device util = time inside "
                "the step / wall.\n");
+    if (t->o->autotune && t->tuned_threads)
+        printf("  autotune chose %d decode thread%s and prefetch depth %d (%llu changes)\n",
+               t->tuned_threads, t->tuned_threads == 1 ? "" : "s", t->tuned_depth,
+               (unsigned long long)t->tune_changes);
     if (t->dp && n > 0) {
         const run_result *r = &runs[n - 1];
         int same = 1;
@@ -1482,7 +1497,8 @@ static void print_json(const trainer *t, const run_result *runs, int n)
 int cmd_train(int argc, char **argv)
 {
     enum { O_DATA = 256, O_LOADER, O_EPOCHS, O_BATCH, O_SIZE, O_WIDTH, O_THREADS, O_DEPTH,
-           O_LR, O_SEED, O_DEVICE, O_AMP, O_JSON, O_CKPT, O_RESUME, O_MPI, O_DUMP };
+           O_LR, O_SEED, O_DEVICE, O_AMP, O_JSON, O_CKPT, O_RESUME, O_MPI, O_DUMP,
+           O_AUTOTUNE };
     static const struct option longopts[] = {
         {"data", required_argument, NULL, O_DATA},
         {"loader", required_argument, NULL, O_LOADER},
@@ -1496,6 +1512,7 @@ int cmd_train(int argc, char **argv)
         {"seed", required_argument, NULL, O_SEED},
         {"device", required_argument, NULL, O_DEVICE},
         {"amp", no_argument, NULL, O_AMP},
+        {"autotune", no_argument, NULL, O_AUTOTUNE},
         {"json", no_argument, NULL, O_JSON},
         {"checkpoint", required_argument, NULL, O_CKPT},
         {"resume", required_argument, NULL, O_RESUME},
@@ -1526,6 +1543,7 @@ int cmd_train(int argc, char **argv)
         case O_SEED: if (cli_parse_u64(CMD, "seed", optarg, &o.seed)) return CLI_USAGE; break;
         case O_DEVICE: if ((v = cli_parse_choice(CMD, "device", optarg, device_names)) < 0) return CLI_USAGE; o.device = (gf_device)v; break;
         case O_AMP: o.amp = 1; break;
+        case O_AUTOTUNE: o.autotune = 1; break;
         case O_JSON: o.json = 1; break;
         case O_CKPT: o.checkpoint = optarg; break;
         case O_RESUME: o.resume = optarg; break;
