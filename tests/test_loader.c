@@ -1011,58 +1011,9 @@ END_TEST
 /* ------------------------------------------------------------------------ */
 /* Samples by index: gf_read_sample, gf_sample_path, gf_sample_label. */
 
-/* A minimal ustar writer (as in test_tar.c): regular members and links. */
-typedef struct tarw {
-    uint8_t *p;
-    size_t len, cap;
-} tarw;
-
-static void tarw_raw(tarw *w, const void *d, size_t n)
+static void tar_save(tu_tar *w, const char *path)
 {
-    if (w->len + n > w->cap) {
-        w->cap = (w->len + n) * 2 + 4096;
-        w->p = realloc(w->p, w->cap);
-        ck_assert_ptr_nonnull(w->p);
-    }
-    if (d)
-        memcpy(w->p + w->len, d, n);
-    else
-        memset(w->p + w->len, 0, n);
-    w->len += n;
-}
-
-/* Appends a member; returns its data offset. */
-static size_t tarw_member(tarw *w, const char *name, char type, const void *data, size_t n)
-{
-    uint8_t h[512] = {0};
-    strncpy((char *)h, name, 100);
-    memcpy(h + 100, "0000644", 8);
-    memcpy(h + 108, "0000000", 8);
-    memcpy(h + 116, "0000000", 8);
-    snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)(type == '0' ? n : 0));
-    memcpy(h + 136, "14000000000", 12);
-    h[156] = (uint8_t)type;
-    memcpy(h + 257, "ustar", 6);
-    memcpy(h + 263, "00", 2);
-    memset(h + 148, ' ', 8);
-    unsigned sum = 0;
-    for (int i = 0; i < 512; i++)
-        sum += h[i];
-    snprintf((char *)h + 148, 8, "%06o", sum);
-    h[155] = ' ';
-    tarw_raw(w, h, 512);
-    size_t at = w->len;
-    if (type == '0') {
-        tarw_raw(w, data, n);
-        if (w->len % 512)
-            tarw_raw(w, NULL, 512 - w->len % 512);
-    }
-    return at;
-}
-
-static void tarw_save(tarw *w, const char *path)
-{
-    tarw_raw(w, NULL, 1024);
+    tu_tar_end(w);
     tu_write_file(path, w->p, w->len);
     free(w->p);
     memset(w, 0, sizeof *w);
@@ -1143,17 +1094,17 @@ START_TEST(read_sample_on_shards_gives_each_members_bytes_and_stats_count_what_w
     snprintf(p0, sizeof p0, "%s/s-0.tar", root);
     snprintf(p1, sizeof p1, "%s/s-1.tar", root);
     snprintf(src, sizeof src, "%s/s-{0..1}.tar", root);
-    tarw w = {0};
-    tarw_member(&w, "a.png", '0', ia, la);
-    tarw_member(&w, "a.cls", '0', "0", 1);
-    tarw_member(&w, "link.png", '2', NULL, 0);
-    tarw_member(&w, "b.cls", '0', "1\n", 2);
-    tarw_member(&w, "b.png", '0', ib, lb);
-    tarw_save(&w, p0);
-    tarw_member(&w, "c.png", '0', ic, lc);
-    tarw_member(&w, "d.png", '0', id, ld);
-    size_t d_at = tarw_member(&w, "d.cls", '0', "2", 1) - 512 - ((ld + 511) / 512) * 512;
-    tarw_save(&w, p1);
+    tu_tar w = {0};
+    tu_tar_file(&w, "a.png", ia, la);
+    tu_tar_file(&w, "a.cls", "0", 1);
+    tu_tar_header(&w, "link.png", '2', 0, NULL);
+    tu_tar_file(&w, "b.cls", "1\n", 2);
+    tu_tar_file(&w, "b.png", ib, lb);
+    tar_save(&w, p0);
+    tu_tar_file(&w, "c.png", ic, lc);
+    tu_tar_file(&w, "d.png", id, ld);
+    size_t d_at = tu_tar_file(&w, "d.cls", "2", 1) - 512 - ((ld + 511) / 512) * 512;
+    tar_save(&w, p1);
 
     gf_settings s;
     exact_settings(&s, src);

@@ -18,76 +18,12 @@
 /* ------------------------------------------------------------------------ */
 /* A tar writer */
 
-typedef struct tw {
-    uint8_t *p;
-    size_t len, cap;
-} tw;
-
-static void tw_raw(tw *w, const void *d, size_t n)
-{
-    if (w->len + n > w->cap) {
-        w->cap = (w->len + n) * 2 + 4096;
-        w->p = realloc(w->p, w->cap);
-        ck_assert_ptr_nonnull(w->p);
-    }
-    if (d)
-        memcpy(w->p + w->len, d, n);
-    else
-        memset(w->p + w->len, 0, n);
-    w->len += n;
-}
-
-static void tw_pad(tw *w)
-{
-    size_t r = w->len % 512;
-    if (r)
-        tw_raw(w, NULL, 512 - r);
-}
-
-static void fix_checksum(uint8_t *h)
-{
-    memset(h + 148, ' ', 8);
-    unsigned sum = 0;
-    for (int i = 0; i < 512; i++)
-        sum += h[i];
-    snprintf((char *)h + 148, 8, "%06o", sum); /* "NNNNNN\0", then ' ' */
-    h[155] = ' ';
-}
-
-/* Appends a header; returns its offset. prefix may be NULL. */
-static size_t tw_header(tw *w, const char *name, char type, uint64_t size, const char *prefix)
-{
-    uint8_t h[512] = {0};
-    strncpy((char *)h, name, 100);
-    memcpy(h + 100, "0000644", 8);
-    memcpy(h + 108, "0000000", 8);
-    memcpy(h + 116, "0000000", 8);
-    snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)size);
-    memcpy(h + 136, "14000000000", 12);
-    h[156] = (uint8_t)type;
-    memcpy(h + 257, "ustar", 6);
-    memcpy(h + 263, "00", 2);
-    if (prefix)
-        strncpy((char *)h + 345, prefix, 155);
-    fix_checksum(h);
-    size_t at = w->len;
-    tw_raw(w, h, 512);
-    return at;
-}
-
-/* A regular member; returns its data offset. */
-static size_t tw_file(tw *w, const char *name, const void *data, size_t n)
-{
-    tw_header(w, name, '0', n, NULL);
-    size_t at = w->len;
-    tw_raw(w, data, n);
-    tw_pad(w);
-    return at;
-}
+/* The writer is tests/testutil's tu_tar; tar-specific extras follow. */
+typedef tu_tar tw;
 
 static size_t tw_text(tw *w, const char *name, const char *text)
 {
-    return tw_file(w, name, text, strlen(text));
+    return tu_tar_file(w, name, text, strlen(text));
 }
 
 static void pax_record(char *out, size_t *len, const char *key, const char *val)
@@ -112,23 +48,19 @@ static void tw_pax(tw *w, const char *path, long long size)
         snprintf(v, sizeof v, "%lld", size);
         pax_record(rec, &n, "size", v);
     }
-    tw_header(w, "PaxHeaders/x", 'x', n, NULL);
-    tw_raw(w, rec, n);
-    tw_pad(w);
+    tu_tar_header(w, "PaxHeaders/x", 'x', n, NULL);
+    tu_tar_raw(w, rec, n);
+    tu_tar_pad(w);
 }
 
 static void tw_gnu_long(tw *w, char type, const char *name)
 {
     size_t n = strlen(name) + 1;
-    tw_header(w, "././@LongLink", type, n, NULL);
-    tw_raw(w, name, n);
-    tw_pad(w);
+    tu_tar_header(w, "././@LongLink", type, n, NULL);
+    tu_tar_raw(w, name, n);
+    tu_tar_pad(w);
 }
 
-static void tw_end(tw *w)
-{
-    tw_raw(w, NULL, 1024);
-}
 
 static char *dir;
 
@@ -176,13 +108,13 @@ START_TEST(members_are_found_with_offsets_sizes_and_labels)
     for (size_t i = 0; i < sizeof img_b; i++)
         img_b[i] = (uint8_t)(i * 7);
     tw_text(&w, "a.cls", "3");
-    size_t oa = tw_file(&w, "a.jpg", img_a, sizeof img_a);
+    size_t oa = tu_tar_file(&w, "a.jpg", img_a, sizeof img_a);
     tw_text(&w, "a.json", "{}");
-    size_t ob = tw_file(&w, "./sub/b.png", img_b, sizeof img_b);
+    size_t ob = tu_tar_file(&w, "./sub/b.png", img_b, sizeof img_b);
     tw_text(&w, "./sub/b.cls", " 1\n");
-    size_t oc = tw_file(&w, "c.JPEG", "CC", 2);
+    size_t oc = tu_tar_file(&w, "c.JPEG", "CC", 2);
     tw_text(&w, "c.cls", "0");
-    tw_end(&w);
+    tu_tar_end(&w);
     char *p = tw_save(&w, "x.tar");
 
     gf__dataset ds;
@@ -288,26 +220,26 @@ START_TEST(long_names_come_from_pax_gnu_and_the_ustar_prefix)
     snprintf(gnu_cls, sizeof gnu_cls, "%s/gnu-key.cls", longdir);
     tw w = {0};
     tw_pax(&w, pax_img, -1);
-    size_t o1 = tw_file(&w, "truncated-name-ignored.jpg", "P", 1);
+    size_t o1 = tu_tar_file(&w, "truncated-name-ignored.jpg", "P", 1);
     tw_pax(&w, pax_cls, -1);
     tw_text(&w, "whatever.cls", "2");
     tw_gnu_long(&w, 'L', gnu_img);
-    size_t o2 = tw_file(&w, "short.png", "G", 1);
+    size_t o2 = tu_tar_file(&w, "short.png", "G", 1);
     tw_gnu_long(&w, 'L', gnu_cls);
     tw_gnu_long(&w, 'K', "a long link target that is ignored");
     tw_text(&w, "short.cls", "5");
     /* ustar prefix + name */
-    tw_header(&w, "pre-key.jpg", '0', 1, "some/prefix/dir");
-    tw_raw(&w, "U", 1);
-    tw_pad(&w);
-    tw_header(&w, "pre-key.cls", '0', 1, "some/prefix/dir");
-    tw_raw(&w, "7", 1);
-    tw_pad(&w);
+    tu_tar_header(&w, "pre-key.jpg", '0', 1, "some/prefix/dir");
+    tu_tar_raw(&w, "U", 1);
+    tu_tar_pad(&w);
+    tu_tar_header(&w, "pre-key.cls", '0', 1, "some/prefix/dir");
+    tu_tar_raw(&w, "7", 1);
+    tu_tar_pad(&w);
     /* a global pax header is skipped */
-    tw_header(&w, "pax_global_header", 'g', 20, NULL);
-    tw_raw(&w, "20 comment=hello12\n", 20);
-    tw_pad(&w);
-    tw_end(&w);
+    tu_tar_header(&w, "pax_global_header", 'g', 20, NULL);
+    tu_tar_raw(&w, "20 comment=hello12\n", 20);
+    tu_tar_pad(&w);
+    tu_tar_end(&w);
     char *p = tw_save(&w, "long.tar");
 
     gf__dataset ds;
@@ -336,22 +268,22 @@ START_TEST(pax_size_base256_size_and_archive_ends_are_honoured)
     tw w = {0};
     /* pax size= overrides the header's (here wrong) size */
     tw_pax(&w, NULL, 3);
-    tw_header(&w, "a.jpg", '0', 0, NULL);
+    tu_tar_header(&w, "a.jpg", '0', 0, NULL);
     size_t oa = w.len;
-    tw_raw(&w, "abc", 3);
-    tw_pad(&w);
+    tu_tar_raw(&w, "abc", 3);
+    tu_tar_pad(&w);
     tw_text(&w, "a.cls", "1");
     /* GNU base-256 size */
-    size_t h = tw_header(&w, "b.jpg", '0', 0, NULL);
+    size_t h = tu_tar_header(&w, "b.jpg", '0', 0, NULL);
     memset(w.p + h + 124, 0, 12);
     w.p[h + 124] = 0x80;
     w.p[h + 135] = 5;
-    fix_checksum(w.p + h);
-    tw_raw(&w, "bbbbb", 5);
-    tw_pad(&w);
+    tu_tar_checksum(w.p + h);
+    tu_tar_raw(&w, "bbbbb", 5);
+    tu_tar_pad(&w);
     tw_text(&w, "b.cls", "0");
     /* a lone zero block, then more members */
-    tw_raw(&w, NULL, 512);
+    tu_tar_raw(&w, NULL, 512);
     tw_text(&w, "c.jpg", "c");
     tw_text(&w, "c.cls", "0");
     /* no end blocks: end of file on a block boundary ends it */
@@ -369,7 +301,7 @@ START_TEST(pax_size_base256_size_and_archive_ends_are_honoured)
     gf__dataset_close(&ds);
 
     /* Signed checksum variant (a byte >= 0x80 in the name) is accepted. */
-    tw_header(&w, "d\xe9.jpg", '0', 1, NULL);
+    tu_tar_header(&w, "d\xe9.jpg", '0', 1, NULL);
     {
         uint8_t *hd = w.p;
         memset(hd + 148, ' ', 8);
@@ -379,10 +311,10 @@ START_TEST(pax_size_base256_size_and_archive_ends_are_honoured)
         snprintf((char *)hd + 148, 8, "%06o", sum);
         hd[155] = ' ';
     }
-    tw_raw(&w, "d", 1);
-    tw_pad(&w);
+    tu_tar_raw(&w, "d", 1);
+    tu_tar_pad(&w);
     tw_text(&w, "d\xe9.cls", "4");
-    tw_end(&w);
+    tu_tar_end(&w);
     free(p);
     p = tw_save(&w, "signed.tar");
     ck_assert_msg(open_ds(&ds, p, why, sizeof why) == 0, "%s", why);
@@ -421,7 +353,7 @@ START_TEST(a_bad_checksum_names_the_shard_and_offset)
 {
     tw w = two_samples();
     w.p[2048 + 10] ^= 1; /* header of b.jpg, after a.jpg and a.cls */
-    tw_end(&w);
+    tu_tar_end(&w);
     char *p = tw_save(&w, "badsum.tar");
     expect_error(p, "badsum.tar: offset 2048: header checksum mismatch", NULL);
     free(p);
@@ -432,15 +364,15 @@ START_TEST(a_non_octal_size_is_an_error)
 {
     tw w = two_samples();
     memcpy(w.p + 1024 + 124, "0000000009x", 11);
-    fix_checksum(w.p + 1024);
-    tw_end(&w);
+    tu_tar_checksum(w.p + 1024);
+    tu_tar_end(&w);
     char *p = tw_save(&w, "octal.tar");
     expect_error(p, "octal.tar: offset 1024", "not an octal");
     free(p);
 
     w = two_samples();
     memcpy(w.p + 148, "12x456\0 ", 8); /* checksum field itself */
-    tw_end(&w);
+    tu_tar_end(&w);
     p = tw_save(&w, "octal2.tar");
     expect_error(p, "octal2.tar: offset 0", "checksum field is not octal");
     free(p);
@@ -451,8 +383,8 @@ START_TEST(a_size_past_the_end_of_the_file_is_an_error)
 {
     tw w = two_samples();
     snprintf((char *)w.p + 2048 + 124, 12, "%011llo", 1ull << 30);
-    fix_checksum(w.p + 2048);
-    tw_end(&w);
+    tu_tar_checksum(w.p + 2048);
+    tu_tar_end(&w);
     char *p = tw_save(&w, "past.tar");
     expect_error(p, "past.tar: offset 2048", "runs past the end of the file");
     free(p);
@@ -475,26 +407,26 @@ START_TEST(a_truncated_archive_is_an_error)
 
     /* an oversized pax header and GNU long name are refused before allocation */
     w = (tw){0};
-    tw_header(&w, "PaxHeaders/big", 'x', (2u << 20), NULL);
-    tw_raw(&w, NULL, 2u << 20);
-    tw_end(&w);
+    tu_tar_header(&w, "PaxHeaders/big", 'x', (2u << 20), NULL);
+    tu_tar_raw(&w, NULL, 2u << 20);
+    tu_tar_end(&w);
     p = tw_save(&w, "bigpax.tar");
     expect_error(p, "bigpax.tar: offset 0", "over the 1048576-byte limit");
     free(p);
     w = (tw){0};
-    tw_header(&w, "././@LongLink", 'L', 100000, NULL);
-    tw_raw(&w, NULL, 100352);
-    tw_end(&w);
+    tu_tar_header(&w, "././@LongLink", 'L', 100000, NULL);
+    tu_tar_raw(&w, NULL, 100352);
+    tu_tar_end(&w);
     p = tw_save(&w, "biglong.tar");
     expect_error(p, "biglong.tar: offset 0", "over the 65536-byte limit");
     free(p);
     /* a malformed pax record */
     w = (tw){0};
-    tw_header(&w, "PaxHeaders/bad", 'x', 12, NULL);
-    tw_raw(&w, "99 path=x.j\n", 12);
-    tw_pad(&w);
+    tu_tar_header(&w, "PaxHeaders/bad", 'x', 12, NULL);
+    tu_tar_raw(&w, "99 path=x.j\n", 12);
+    tu_tar_pad(&w);
     tw_text(&w, "x.jpg", "x");
-    tw_end(&w);
+    tu_tar_end(&w);
     p = tw_save(&w, "badpax.tar");
     expect_error(p, "badpax.tar: offset 0", "malformed pax");
     free(p);
@@ -513,15 +445,15 @@ START_TEST(links_devices_fifos_and_directories_are_skipped_and_counted)
     for (int i = 0; types[i]; i++) {
         char name[32];
         snprintf(name, sizeof name, "t%c.jpg", types[i]);
-        tw_header(&w, name, types[i], 0, NULL);
+        tu_tar_header(&w, name, types[i], 0, NULL);
         snprintf(name, sizeof name, "t%c.cls", types[i]);
         tw_text(&w, name, "0");
     }
     /* a symlink whose size field lies: no data blocks follow it anyway */
-    tw_header(&w, "lie.jpg", '2', 5000, NULL);
+    tu_tar_header(&w, "lie.jpg", '2', 5000, NULL);
     tw_text(&w, "good.jpg", "g");
     tw_text(&w, "good.cls", "0");
-    tw_end(&w);
+    tu_tar_end(&w);
     char *p = tw_save(&w, "types.tar");
     gf__dataset ds;
     char why[512];
@@ -554,7 +486,7 @@ START_TEST(unsafe_names_are_skipped_and_never_opened)
     tw_text(&w, "y.jpg", "Y");
     tw_text(&w, "ok.jpg", "O");
     tw_text(&w, "ok.cls", "1");
-    tw_end(&w);
+    tu_tar_end(&w);
     char *p = tw_save(&w, "sub/evil.tar");
     gf__dataset ds;
     char why[512];
@@ -585,12 +517,12 @@ START_TEST(keys_without_an_image_or_a_label_are_skipped)
     tw_text(&w, "bigcls.jpg", "j");
     char zeros[69];
     memset(zeros, '0', sizeof zeros);
-    tw_file(&w, "bigcls.cls", zeros, sizeof zeros);
+    tu_tar_file(&w, "bigcls.cls", zeros, sizeof zeros);
     tw_text(&w, "good.jpg", "g");
     tw_text(&w, "good.cls", "2");
     tw_text(&w, "good.png", "second image");
     tw_text(&w, "good.cls", "3");
-    tw_end(&w);
+    tu_tar_end(&w);
     char *p = tw_save(&w, "keys.tar");
     gf__dataset ds;
     char why[512];
@@ -606,7 +538,7 @@ START_TEST(keys_without_an_image_or_a_label_are_skipped)
     /* Nothing usable at all is an error that says why. */
     w = (tw){0};
     tw_text(&w, "only.cls", "1");
-    tw_end(&w);
+    tu_tar_end(&w);
     free(p);
     p = tw_save(&w, "none.tar");
     expect_error(p, "no samples in 1 shard", "key 'only' skipped: no image member");
@@ -621,7 +553,7 @@ static char *one_sample_shard(const char *name, int label)
     snprintf(t, sizeof t, "%d", label);
     tw_text(&w, "k.jpg", "k");
     tw_text(&w, "k.cls", t);
-    tw_end(&w);
+    tu_tar_end(&w);
     return tw_save(&w, name);
 }
 
@@ -721,14 +653,14 @@ static char *folder_to_shards(const char *root)
             uint8_t *data = tu_read_file(full, &n);
             ck_assert_ptr_nonnull(data);
             snprintf(name, sizeof name, "%s", rel);
-            tw_file(&w, name, data, n);
+            tu_tar_file(&w, name, data, n);
             *strrchr(name, '.') = '\0';
             strcat(name, ".cls");
             snprintf(cls, sizeof cls, "%d\n", ds.labels[i]);
             tw_text(&w, name, cls);
             free(data);
         }
-        tw_end(&w);
+        tu_tar_end(&w);
         char sn[32];
         snprintf(sn, sizeof sn, "train-%06d.tar", s);
         free(tw_save(&w, sn));
@@ -869,11 +801,11 @@ START_TEST(a_bad_member_is_reported_with_shard_and_member_name)
     size_t n;
     uint8_t *png = tu_read_file(full, &n);
     tw w = {0};
-    tw_file(&w, "good.png", png, n);
+    tu_tar_file(&w, "good.png", png, n);
     tw_text(&w, "good.cls", "0");
     tw_text(&w, "bad.png", "this is not a png");
     tw_text(&w, "bad.cls", "0");
-    tw_end(&w);
+    tu_tar_end(&w);
     char *p = tw_save(&w, "mixed.tar");
     for (int io = GF_IO_URING; io <= GF_IO_POSIX; io++) {
         if (io == GF_IO_URING && !uring_works())

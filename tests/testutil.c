@@ -266,3 +266,71 @@ void tu_fill_smooth(uint8_t *px, int w, int h, int c, uint32_t seed)
                 px[((size_t)y * w + x) * c + k] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
             }
 }
+
+void tu_tar_raw(tu_tar *w, const void *d, size_t n)
+{
+    if (w->len + n > w->cap) {
+        w->cap = (w->len + n) * 2 + 4096;
+        w->p = realloc(w->p, w->cap);
+        if (!w->p) {
+            perror("tu_tar_raw");
+            exit(1);
+        }
+    }
+    if (d)
+        memcpy(w->p + w->len, d, n);
+    else
+        memset(w->p + w->len, 0, n);
+    w->len += n;
+}
+
+void tu_tar_pad(tu_tar *w)
+{
+    size_t r = w->len % 512;
+    if (r)
+        tu_tar_raw(w, NULL, 512 - r);
+}
+
+void tu_tar_checksum(uint8_t *h)
+{
+    memset(h + 148, ' ', 8);
+    unsigned sum = 0;
+    for (int i = 0; i < 512; i++)
+        sum += h[i];
+    snprintf((char *)h + 148, 8, "%06o", sum); /* "NNNNNN\0", then ' ' */
+    h[155] = ' ';
+}
+
+size_t tu_tar_header(tu_tar *w, const char *name, char type, uint64_t size, const char *prefix)
+{
+    uint8_t h[512] = {0};
+    strncpy((char *)h, name, 100);
+    memcpy(h + 100, "0000644", 8);
+    memcpy(h + 108, "0000000", 8);
+    memcpy(h + 116, "0000000", 8);
+    snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)size);
+    memcpy(h + 136, "14000000000", 12);
+    h[156] = (uint8_t)type;
+    memcpy(h + 257, "ustar", 6);
+    memcpy(h + 263, "00", 2);
+    if (prefix)
+        strncpy((char *)h + 345, prefix, 155);
+    tu_tar_checksum(h);
+    size_t at = w->len;
+    tu_tar_raw(w, h, 512);
+    return at;
+}
+
+size_t tu_tar_file(tu_tar *w, const char *name, const void *data, size_t n)
+{
+    tu_tar_header(w, name, '0', n, NULL);
+    size_t at = w->len;
+    tu_tar_raw(w, data, n);
+    tu_tar_pad(w);
+    return at;
+}
+
+void tu_tar_end(tu_tar *w)
+{
+    tu_tar_raw(w, NULL, 1024);
+}

@@ -23,6 +23,24 @@ char *tu_image_folder(int classes, int per_class, int w, int h, const char *ext)
 /* Reads a whole file; caller frees. */
 uint8_t *tu_read_file(const char *path, size_t *len);
 
+/* A tar archive built in memory (ustar headers, correct checksums). */
+typedef struct tu_tar {
+    uint8_t *p;
+    size_t len, cap;
+} tu_tar;
+/* Appends n bytes (zeros when d is NULL). */
+void tu_tar_raw(tu_tar *w, const void *d, size_t n);
+/* Pads to a 512-byte block. */
+void tu_tar_pad(tu_tar *w);
+/* Recomputes the checksum of the header at h. */
+void tu_tar_checksum(uint8_t *h);
+/* Appends a header; returns its offset. prefix may be NULL. */
+size_t tu_tar_header(tu_tar *w, const char *name, char type, uint64_t size, const char *prefix);
+/* Appends a regular member; returns its data offset. */
+size_t tu_tar_file(tu_tar *w, const char *name, const void *data, size_t n);
+/* Appends the two zero blocks that end an archive. */
+void tu_tar_end(tu_tar *w);
+
 /* In-memory encoders (added for test_decode). Caller frees the result. */
 uint8_t *tu_png_mem(const uint8_t *px, int w, int h, int c, size_t *len);
 uint8_t *tu_jpg_mem(const uint8_t *px, int w, int h, int c, int quality, size_t *len);
