@@ -228,23 +228,8 @@ static void sample_set_free(sample_set *ss)
  * or an exit status, message printed. */
 static int sample_set_open(const gf_settings *s, sample_set *ss)
 {
-    gf_settings is;
     gf_stats st;
-    gf_default_settings(&is);
-    is.data = s->data;
-    is.max_file_bytes = s->max_file_bytes;
-    is.max_pixels = s->max_pixels;
-    is.batch_size = 1;
-    is.prefetch_depth = 1;
-    is.threads = 1;
-    is.width = is.height = 16;
-    is.transform = GF_TRANSFORM_EVAL;
-    is.shuffle = 0;
-    is.rank = 0;
-    is.world = 1; /* the whole data set, whatever the launcher says */
-    is.device = GF_DEVICE_CPU;
-    is.io = GF_IO_POSIX;
-    int rc = gf_open(&ss->index, &is);
+    int rc = cli_open_index(s->data, &ss->index);
     if (rc < 0) {
         const char *msg = ss->index ? gf_last_error(ss->index) : "";
         if (*msg)
@@ -944,13 +929,13 @@ static int run_sync(const bench_opts *o, consumer *c, const sample_set *ss, uint
                   (size_t)(o->s.channels ? o->s.channels : 3);
     size_t bytes = cell * (size_t)o->s.batch_size;
     uint8_t *host = malloc(bytes), *dst = NULL;
+    uint64_t *batch_ids = malloc((size_t)o->s.batch_size * sizeof *batch_ids);
     gf_decoder *dec = NULL;
-    char why[256];
     double t0 = 0;
     uint64_t k, next = 0;
     int status = CLI_OK;
 
-    if (!host || gf_decoder_open(&dec, &o->s) < 0) {
+    if (!host || !batch_ids || gf_decoder_open(&dec, &o->s) < 0) {
         cli_error(CMD, "out of memory");
         status = CLI_FAIL;
         goto out;
@@ -974,18 +959,10 @@ static int run_sync(const bench_opts *o, consumer *c, const sample_set *ss, uint
             t0 = cli_now();
         else if (k > SYNC_MIN_BATCHES && cli_now() - t0 >= SYNC_SECONDS)
             break;
-        for (int i = 0; i < o->s.batch_size; i++, next++) {
-            void *buf;
-            size_t len;
-            if (gf_read_sample(ss->index, ss->ids[next % ss->n], &buf, &len, NULL, 0) < 0) {
-                r->sync_errors++;
-                continue;
-            }
-            if (gf_decoder_decode(dec, buf, len, 0, next, host + (size_t)i * cell, why,
-                                  sizeof why) < 0)
-                r->sync_errors++;
-            free(buf);
-        }
+        for (int i = 0; i < o->s.batch_size; i++, next++)
+            batch_ids[i] = ss->ids[next % ss->n];
+        cli_read_decode(ss->index, dec, batch_ids, o->s.batch_size, 0, host, cell,
+                        &r->sync_errors);
 #if GF_CLI_HAVE_CUDA
         if (c->device == GF_DEVICE_CUDA) {
             if (cli_cuda_memcpy_h2d(dst, host, bytes) < 0 ||
@@ -1012,6 +989,7 @@ out:
 #endif
     free(dst);
     free(host);
+    free(batch_ids);
     gf_decoder_close(&dec);
     return status;
 }

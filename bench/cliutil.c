@@ -305,287 +305,6 @@ void cli_cpu_model(char *buf, size_t len)
     fclose(f);
 }
 
-/* ---- data set walking ---------------------------------------------------- */
-
-static int fl_push(cli_filelist *fl, char *path, int32_t label)
-{
-    if (fl->n == fl->cap) {
-        size_t cap = fl->cap ? fl->cap * 2 : 256;
-        char **p = realloc(fl->paths, cap * sizeof *p);
-        if (!p)
-            return -1;
-        fl->paths = p;
-        int32_t *l = realloc(fl->labels, cap * sizeof *l);
-        if (!l)
-            return -1;
-        fl->labels = l;
-        fl->cap = cap;
-    }
-    fl->labels[fl->n] = label;
-    fl->paths[fl->n++] = path;
-    return 0;
-}
-
-void cli_filelist_free(cli_filelist *fl)
-{
-    for (size_t i = 0; i < fl->n; i++)
-        free(fl->paths[i]);
-    free(fl->paths);
-    free(fl->labels);
-    fl->paths = NULL;
-    fl->labels = NULL;
-    fl->n = fl->cap = 0;
-}
-
-static char *join(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    int slash = la > 0 && a[la - 1] != '/';
-    char *p = malloc(la + (size_t)slash + lb + 1);
-    if (!p)
-        return NULL;
-    memcpy(p, a, la);
-    if (slash)
-        p[la] = '/';
-    memcpy(p + la + (size_t)slash, b, lb + 1);
-    return p;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Sorted names of the visible entries of dir of the wanted kind
- * (want_dir: sub-directories; else regular files). */
-static int sorted_entries(const char *dir, int want_dir, char ***out, size_t *n_out)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char **v = NULL;
-    size_t n = 0, cap = 0;
-    if (!d)
-        return -errno;
-    while ((e = readdir(d)) != NULL) {
-        struct stat st;
-        char *full;
-        int is_dir;
-        if (e->d_name[0] == '.')
-            continue;
-        full = join(dir, e->d_name);
-        if (!full)
-            goto nomem;
-        if (stat(full, &st) != 0) {
-            free(full);
-            continue;
-        }
-        free(full);
-        is_dir = S_ISDIR(st.st_mode);
-        if (want_dir ? !is_dir : !S_ISREG(st.st_mode))
-            continue;
-        if (n == cap) {
-            size_t c2 = cap ? cap * 2 : 64;
-            char **p = realloc(v, c2 * sizeof *p);
-            if (!p)
-                goto nomem;
-            v = p;
-            cap = c2;
-        }
-        if (!(v[n] = strdup(e->d_name)))
-            goto nomem;
-        n++;
-    }
-    closedir(d);
-    qsort(v, n, sizeof *v, cmp_str);
-    *out = v;
-    *n_out = n;
-    return 0;
-nomem:
-    closedir(d);
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-    return -ENOMEM;
-}
-
-static void free_names(char **v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
-static int list_folder(const char *root, cli_filelist *fl, char *why, size_t why_len)
-{
-    char **classes;
-    size_t nc;
-    int rc = sorted_entries(root, 1, &classes, &nc);
-    if (rc < 0) {
-        snprintf(why, why_len, "%s: %s", root, strerror(-rc));
-        return -1;
-    }
-    for (size_t c = 0; c < nc; c++) {
-        char *cdir = join(root, classes[c]);
-        char **files;
-        size_t nf;
-        if (!cdir) {
-            rc = -ENOMEM;
-            break;
-        }
-        rc = sorted_entries(cdir, 0, &files, &nf);
-        if (rc < 0) {
-            snprintf(why, why_len, "%s: %s", cdir, strerror(-rc));
-            free(cdir);
-            free_names(classes, nc);
-            return -1;
-        }
-        for (size_t i = 0; i < nf && rc == 0; i++) {
-            char *p = join(cdir, files[i]);
-            if (!p || fl_push(fl, p, (int32_t)c) < 0) {
-                free(p);
-                rc = -ENOMEM;
-            }
-        }
-        free_names(files, nf);
-        free(cdir);
-        if (rc < 0)
-            break;
-    }
-    free_names(classes, nc);
-    if (rc < 0) {
-        snprintf(why, why_len, "%s", strerror(-rc));
-        return -1;
-    }
-    return 0;
-}
-
-/* "relative/path label" per line, paths relative to the list file's folder;
- * '#' comments and blank lines skipped (the loader's list format). */
-static int list_file(const char *list, cli_filelist *fl, char *why, size_t why_len)
-{
-    FILE *f = fopen(list, "r");
-    char *line = NULL, *dir;
-    size_t cap = 0;
-    const char *slash = strrchr(list, '/');
-    int rc = 0;
-    if (!f) {
-        snprintf(why, why_len, "%s: %s", list, strerror(errno));
-        return -1;
-    }
-    dir = slash ? strndup(list, (size_t)(slash - list + 1)) : strdup("");
-    if (!dir) {
-        fclose(f);
-        snprintf(why, why_len, "%s", strerror(ENOMEM));
-        return -1;
-    }
-    while (getline(&line, &cap, f) >= 0) {
-        char *s = line, *e;
-        while (isspace((unsigned char)*s))
-            s++;
-        if (!*s || *s == '#')
-            continue;
-        /* The label is the last field; the path is everything before it. */
-        e = s + strlen(s);
-        while (e > s && isspace((unsigned char)e[-1]))
-            e--;
-        while (e > s && !isspace((unsigned char)e[-1]))
-            e--;
-        long label = strtol(e, NULL, 10);
-        while (e > s && isspace((unsigned char)e[-1]))
-            e--;
-        if (e == s)
-            continue;
-        *e = '\0';
-        {
-            char *p = s[0] == '/' ? strdup(s) : join(dir, s);
-            if (!p || fl_push(fl, p, (int32_t)label) < 0) {
-                free(p);
-                rc = -1;
-                snprintf(why, why_len, "%s", strerror(ENOMEM));
-                break;
-            }
-        }
-    }
-    free(line);
-    free(dir);
-    fclose(f);
-    return rc;
-}
-
-int cli_is_shard_source(const char *data)
-{
-    struct stat st;
-    int depth = 0;
-    size_t start = 0, len = strlen(data);
-    if (len == 0)
-        return 0;
-    for (size_t i = 0; i <= len; i++) {
-        char c = data[i];
-        if (c == '{')
-            depth++;
-        else if (c == '}' && depth > 0)
-            depth--;
-        if ((c == ',' && depth == 0) || c == '\0') {
-            if (i - start < 4 || strncasecmp(data + i - 4, ".tar", 4) != 0)
-                return 0;
-            start = i + 1;
-        }
-    }
-    /* A lone "x.tar" that is a directory is an ImageFolder. */
-    return strpbrk(data, ",{") || stat(data, &st) != 0 || !S_ISDIR(st.st_mode);
-}
-
-int cli_list_dataset(const char *data, cli_filelist *fl, char *why, size_t why_len)
-{
-    struct stat st;
-    if (cli_is_shard_source(data)) {
-        snprintf(why, why_len,
-                 "%s: tar shards have no file per sample; open a loader on them and read "
-                 "samples with gf_read_sample()",
-                 data);
-        return -1;
-    }
-    if (stat(data, &st) != 0) {
-        snprintf(why, why_len, "%s: %s", data, strerror(errno));
-        return -1;
-    }
-    if (S_ISDIR(st.st_mode))
-        return list_folder(data, fl, why, why_len);
-    return list_file(data, fl, why, why_len);
-}
-
-int cli_read_file(const char *path, uint8_t **buf, size_t *len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    uint8_t *p;
-    size_t got = 0;
-    if (fd < 0)
-        return -errno;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return -e;
-    }
-    p = malloc(st.st_size > 0 ? (size_t)st.st_size : 1);
-    if (!p) {
-        close(fd);
-        return -ENOMEM;
-    }
-    while (got < (size_t)st.st_size) {
-        ssize_t r = read(fd, p + got, (size_t)st.st_size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break; /* shrank under us: keep what we have */
-        got += (size_t)r;
-    }
-    close(fd);
-    *buf = p;
-    *len = got;
-    return 0;
-}
-
 double cli_page_cache_fraction(char *const *paths, size_t n)
 {
     long page = sysconf(_SC_PAGESIZE);
@@ -630,21 +349,40 @@ double cli_page_cache_fraction(char *const *paths, size_t n)
     return total ? (double)resident / (double)total : -1;
 }
 
-int cli_read_decode(struct gf_decoder *dec, char *const *paths, const uint64_t *index, int n,
-                    uint64_t epoch, uint8_t *out, size_t cell, uint64_t *errors)
+/* ---- samples through a loader's index ------------------------------------- */
+
+int cli_open_index(const char *data, gf_loader **out)
+{
+    gf_settings s;
+    gf_default_settings(&s);
+    s.data = data;
+    s.batch_size = 1;
+    s.prefetch_depth = 1;
+    s.threads = 1;
+    s.width = s.height = 16;
+    s.transform = GF_TRANSFORM_EVAL;
+    s.shuffle = 0;
+    s.world = 1; /* the whole data set, whatever the launcher says */
+    s.device = GF_DEVICE_CPU;
+    s.io = GF_IO_POSIX;
+    return gf_open(out, &s);
+}
+
+int cli_read_decode(gf_loader *index, gf_decoder *dec, const uint64_t *ids, int n, uint64_t epoch,
+                    uint8_t *out, size_t cell, uint64_t *errors)
 {
     char why[256];
     int good = 0;
     for (int i = 0; i < n; i++) {
-        uint8_t *buf;
+        void *buf;
         size_t len;
         uint8_t *dst = out + (size_t)i * cell;
-        if (cli_read_file(paths[index[i]], &buf, &len) < 0) {
+        if (gf_read_sample(index, ids[i], &buf, &len, NULL, 0) < 0) {
             memset(dst, 0, cell);
             (*errors)++;
             continue;
         }
-        if (gf_decoder_decode(dec, buf, len, epoch, index[i], dst, why, sizeof why) < 0) {
+        if (gf_decoder_decode(dec, buf, len, epoch, ids[i], dst, why, sizeof why) < 0) {
             memset(dst, 0, cell);
             (*errors)++;
         } else {

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "gpufeed.h"
+
 #ifdef __cplusplus
 extern "C" { /* bench/compute.cu implements part of this in C++ */
 #endif
@@ -65,41 +67,19 @@ int cli_cores(void);             /* online CPUs, at least 1 */
 /* The CPU's model name (/proc/cpuinfo "model name"), or "unknown". */
 void cli_cpu_model(char *buf, size_t len);
 
-/* A data set's files as absolute-or-cwd-relative paths, in index order
- * (ImageFolder: sorted class folders, sorted files; list file: line order),
- * with each file's label as the loader assigns it (ImageFolder: the sorted
- * class folder's number; list file: the line's label field). */
-typedef struct cli_filelist {
-    char **paths;
-    int32_t *labels; /* n labels */
-    size_t n, cap;
-} cli_filelist;
-
-/* Returns 0, or -1 with the reason in why. Hidden entries are skipped.
- * Tar shards are refused (-1, why says so): their samples are members, not
- * files; tools that need samples of any source use a loader's index
- * (gf_sample_path, gf_read_sample), as bench does. */
-int cli_list_dataset(const char *data, cli_filelist *fl, char *why,
-                     size_t why_len);
-
-/* 1 if gf_settings.data would be read as tar shards: every comma-separated
- * element ends in ".tar" (brace patterns allowed), and it is not a single
- * directory named *.tar. The library's rule (src/dataset.c), for messages
- * only: anything that reads data goes through the library. */
-int cli_is_shard_source(const char *data);
-void cli_filelist_free(cli_filelist *fl);
-
-/* Reads a whole file. Returns 0 and *buf (malloc'd) / *len, or -errno. */
-int cli_read_file(const char *path, uint8_t **buf, size_t *len);
+/* Opens a loader for its index only (gf_read_sample, gf_sample_path,
+ * gf_sample_label, gf_get_stats): the whole data set, one thread, one
+ * 16x16 slot, so it does next to no decoding. Returns gf_open's code;
+ * *out is set as gf_open sets it. */
+int cli_open_index(const char *data, gf_loader **out);
 
 /* The naive input step of a synchronous loop, on the calling thread: for
- * each of n samples, reads paths[index[i]] (read(2)) and decodes it with
- * dec as sample index[i] of epoch (the loader's transform for it) into
- * out + i * cell. A file that cannot be read or decoded is counted in
- * *errors and its cell zeroed. Returns the samples decoded. */
-struct gf_decoder;
-int cli_read_decode(struct gf_decoder *dec, char *const *paths, const uint64_t *index, int n,
-                    uint64_t epoch, uint8_t *out, size_t cell, uint64_t *errors);
+ * each of n samples, reads sample ids[i] through the index loader and
+ * decodes it with dec as sample ids[i] of epoch (the loader's transform for
+ * it) into out + i * cell. A sample that cannot be read or decoded is
+ * counted in *errors and its cell zeroed. Returns the samples decoded. */
+int cli_read_decode(gf_loader *index, gf_decoder *dec, const uint64_t *ids, int n, uint64_t epoch,
+                    uint8_t *out, size_t cell, uint64_t *errors);
 
 /* Fraction of the pages of the given files resident in the page cache
  * (mincore), or -1 if it cannot be measured. Does not read the files. */

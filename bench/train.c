@@ -142,7 +142,8 @@ typedef struct tally {
 typedef struct trainer {
     const train_opts *o;
     char root[4096], train_dir[4112], val_dir[4112];
-    cli_filelist train_files;
+    gf_loader *train_index; /* train/'s index: the synchronous loop reads through it */
+    uint64_t train_n;
     int classes;
     uint64_t val_samples;
     int cuda;      /* the device is CUDA (the loader's choice) */
@@ -657,7 +658,7 @@ static void sync_bufs_free(trainer *t, sync_bufs *b)
 static int sync_bufs_init(trainer *t, sync_bufs *b)
 {
     gf_settings s;
-    size_t n = t->train_files.n;
+    size_t n = (size_t)t->train_n;
     int B = t->o->batch;
     loader_settings(t, &s, 0);
     memset(b, 0, sizeof *b);
@@ -687,10 +688,9 @@ static int sync_bufs_init(trainer *t, sync_bufs *b)
 static int sync_input(trainer *t, sync_bufs *b, uint64_t epoch, uint64_t pos, int nb,
                       uint64_t *errors)
 {
-    cli_read_decode(b->dec, t->train_files.paths, b->order + pos, nb, epoch, b->u8, b->cell,
-                    errors);
+    cli_read_decode(t->train_index, b->dec, b->order + pos, nb, epoch, b->u8, b->cell, errors);
     for (int i = 0; i < nb; i++)
-        b->labels[i] = t->train_files.labels[b->order[pos + (uint64_t)i]];
+        b->labels[i] = gf_sample_label(t->train_index, b->order[pos + (uint64_t)i]);
     to_nchw(b->u8, nb, t->o->size, t->o->size, b->host);
 #if GF_CLI_HAVE_CUDA
     if (t->cuda && cli_cuda_memcpy_h2d(b->dev, b->host, b->fbytes / (size_t)t->o->batch *
@@ -703,7 +703,7 @@ static int sync_input(trainer *t, sync_bufs *b, uint64_t epoch, uint64_t pos, in
 static int epoch_sync(trainer *t, gfm_model *m, sync_bufs *b, int epoch, run_result *r,
                       tally *a)
 {
-    uint64_t n = t->train_files.n, B = (uint64_t)t->o->batch;
+    uint64_t n = t->train_n, B = (uint64_t)t->o->batch;
     uint64_t steps, k = 0;
     double t0 = cli_now(), input_s = 0;
     shuffle_order(b->order, n, t->o->seed, (uint64_t)epoch);
@@ -1200,9 +1200,9 @@ static int compute_alone(trainer *t, run_result *r)
         return status;
     if ((status = make_model(t, &m)) != CLI_OK)
         goto out;
-    if ((uint64_t)nb > t->train_files.n)
-        nb = (int)t->train_files.n;
-    shuffle_order(sb.order, t->train_files.n, t->o->seed, 0);
+    if ((uint64_t)nb > t->train_n)
+        nb = (int)t->train_n;
+    shuffle_order(sb.order, t->train_n, t->o->seed, 0);
     if ((status = sync_input(t, &sb, 0, 0, nb, &r->errors)) != CLI_OK)
         goto out;
     for (int i = 0; i < 2; i++) /* untimed: first-touch, caches, lazy init */
@@ -1243,20 +1243,17 @@ static int probe(trainer *t)
     gf_settings s;
     gf_loader *l = NULL;
     gf_stats st;
-    char why[512];
     int status, train_classes = 0;
 
-    if (cli_list_dataset(t->train_dir, &t->train_files, why, sizeof why) < 0) {
-        cli_error(CMD, "%s", why);
+    int rc = cli_open_index(t->train_dir, &t->train_index);
+    if (rc < 0) {
+        const char *msg = t->train_index ? gf_last_error(t->train_index) : "";
+        cli_error(CMD, "%s", *msg ? msg : gf_strerror(rc));
         return CLI_USAGE;
     }
-    if (t->train_files.n == 0) {
-        cli_error(CMD, "%s: no images", t->train_dir);
-        return CLI_USAGE;
-    }
-    for (size_t i = 0; i < t->train_files.n; i++)
-        if (t->train_files.labels[i] + 1 > train_classes)
-            train_classes = t->train_files.labels[i] + 1;
+    gf_get_stats(t->train_index, &st);
+    t->train_n = st.dataset_samples;
+    train_classes = st.classes;
     loader_settings(t, &s, 1);
     if ((status = open_loader(&s, &l)) != CLI_OK)
         return status;
@@ -1307,7 +1304,7 @@ static void trainer_free(trainer *t)
         cli_cuda_event_destroy(t->ev[i]);
     cli_cuda_stream_destroy(t->stream);
 #endif
-    cli_filelist_free(&t->train_files);
+    gf_close(&t->train_index);
     free(t->rows);
     free(t->gbuf);
     free(t->rank_checksums);
@@ -1436,7 +1433,7 @@ static void print_json(const trainer *t, const run_result *runs, int n)
     printf("{\"device\": \"%s\", \"data\": ", t->cuda ? "cuda" : "cpu");
     cli_json_string(stdout, t->root);
     printf(", \"train_samples\": %zu, \"val_samples\": %" PRIu64 ", \"classes\": %d",
-           t->train_files.n, t->val_samples, t->classes);
+           t->train_n, t->val_samples, t->classes);
     printf(", \"batch_size\": %d, \"image_size\": %d, \"model_width\": %d",
            o->batch, o->size, o->width);
     printf(", \"threads\": %d, \"prefetch_depth\": %d, \"amp\": %s, \"seed\": %" PRIu64,
@@ -1671,7 +1668,7 @@ int cmd_train(int argc, char **argv)
     if (!o.json) {
         int th = o.threads ? o.threads : (cli_cores() > 1 ? cli_cores() - 1 : 1);
         printf("gpufeed train  %s  (%zu train / %" PRIu64 " val images, %d classes)\n", t.root,
-               t.train_files.n, t.val_samples, t.classes);
+               t.train_n, t.val_samples, t.classes);
         printf("  %s%s, %dx%d, batch %d, model width %d (%.0f MFLOP/step), %d epoch%s, lr %g, "
                "%d decode thread%s, prefetch depth %d\n",
                t.cuda ? "cuda" : "cpu", t.cuda && o.amp ? " (amp)" : "", o.size, o.size,
