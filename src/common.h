@@ -8,7 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #define GF__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define GF__MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -37,6 +39,16 @@ static inline uint64_t gf__mix64(uint64_t x)
 static inline uint64_t gf__sample_key(uint64_t seed, uint64_t epoch, uint64_t index)
 {
     return gf__mix64(gf__mix64(gf__mix64(seed) ^ epoch) ^ index);
+}
+
+/* Cores this process may run on (its affinity mask), else those online. */
+static inline int gf__available_cores(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
 }
 
 static inline double gf__now(void)

@@ -230,15 +230,6 @@ static inline uint32_t queue_len(const queue *q)
     return q->tail - q->head;
 }
 
-static int available_cores(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
-        return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
 static inline slot *slot_of(gf_loader *l, uint64_t seq)
 {
     return &l->slots[seq % (uint64_t)l->D];
@@ -1289,9 +1280,9 @@ int gf_open(gf_loader **out, const gf_settings *s)
     l->s.data = l->data_path;
     l->B = s->batch_size;
     l->D = s->prefetch_depth ? s->prefetch_depth : 4;
-    l->threads = s->threads ? s->threads : GF__MAX(1, available_cores() - 1);
+    l->threads = s->threads ? s->threads : GF__MAX(1, gf__available_cores() - 1);
     if (s->autotune) {
-        int cap = s->max_threads ? s->max_threads : GF__MAX(1, available_cores() - 1);
+        int cap = s->max_threads ? s->max_threads : GF__MAX(1, gf__available_cores() - 1);
         l->active_threads = s->threads ? GF__MIN(s->threads, cap) : 1;
         l->threads = GF__MAX(cap, l->active_threads);
         l->active_depth = GF__MIN(2, l->D);

@@ -27,16 +27,6 @@
 /* The queue depth a default loader asks for (gf_settings.queue_depth 0). */
 #define PROBE_QUEUE_DEPTH 64
 
-/* The loader's rule for threads = 0 (loader.c available_cores). */
-static int affinity_cores(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
-        return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
 static int read_int_file(const char *path, int fallback)
 {
     int v = fallback;
@@ -108,7 +98,7 @@ int gf_probe(gf_probe_info *out)
         break;
     }
 
-    out->cores = affinity_cores();
+    out->cores = gf__available_cores();
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     out->cores_online = n > 0 ? (int)n : out->cores;
     return 0;
