@@ -713,6 +713,35 @@ int gfm_apply(gfm_model *m, const float *grad, void *stream)
     return 0;
 }
 
+int gfm_grad_pack(gfm_model *m, const float *x, const int32_t *labels, int n, void *stream,
+                  float **packed)
+{
+    if (!m)
+        return -1;
+    if (!packed || n < 0 || (n > 0 && check_batch(m, x, labels, n)))
+        return fail(m, "gfm_grad_pack: bad arguments");
+#if GFM_WITH_CUDA
+    if (m->cuda)
+        return gfm__cuda_grad_pack(m->cuda, x, labels, n, stream, packed, m->err, sizeof m->err);
+#endif
+    (void)stream;
+    return fail(m, "gfm_grad_pack: CUDA models only (the CPU all-reduces gfm_grad_step's array)");
+}
+
+int gfm_apply_packed(gfm_model *m, void *stream, float totals[3])
+{
+    if (!m)
+        return -1;
+    if (!totals)
+        return fail(m, "gfm_apply_packed: NULL totals");
+#if GFM_WITH_CUDA
+    if (m->cuda)
+        return gfm__cuda_apply_packed(m->cuda, stream, totals, m->err, sizeof m->err);
+#endif
+    (void)stream;
+    return fail(m, "gfm_apply_packed: CUDA models only");
+}
+
 int gfm_state_get(gfm_model *m, float *params, float *momentum)
 {
     if (!m)

@@ -60,6 +60,10 @@ struct gfm__cuda {
     int last_correct;
     cudaStream_t stream;  /* the last one used */
     int have_stream;
+
+    float *packed;        /* data-parallel on the device: seg[6] + 3 floats */
+    float *h_totals;      /* pinned: the packed array's last 3 */
+    int pack_pending;     /* packed, not yet applied (slot R's labels in use) */
 };
 
 static int failf(char *why, size_t len, const char *fmt, ...)
@@ -391,6 +395,35 @@ static __global__ void sgd(float *__restrict__ w, float *__restrict__ v,
     w[i] -= lr * vi;
 }
 
+/* The data-parallel array (model.h, gfm_grad_pack): what train.c packs
+ * on the host for MPI, [gradient x n, n, correct, loss x n], the same
+ * float products. */
+static __global__ void pack_grads(const float *__restrict__ grads, const result *__restrict__ res,
+                                  float *__restrict__ packed, size_t P, int n)
+{
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const float fn = (float)n;
+    if (i < P) {
+        packed[i] = grads[i] * fn;
+    } else if (i == P) {
+        packed[P] = fn;
+        packed[P + 1] = (float)(res->correct > 0 ? res->correct : 0);
+        packed[P + 2] = res->loss * fn;
+    }
+}
+
+/* The mean gradient from the summed array: as the host does, one
+ * reciprocal of the summed n, then a product. */
+static __global__ void unpack_grads(const float *__restrict__ packed, float *__restrict__ grads,
+                                    size_t P)
+{
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < P) {
+        const float inv = 1.0f / packed[P];
+        grads[i] = packed[i] * inv;
+    }
+}
+
 /* ---- host side ---- */
 
 static void free_batch(gfm__cuda *g)
@@ -444,7 +477,9 @@ extern "C" void gfm__cuda_destroy(gfm__cuda *g)
         cudaStreamSynchronize(g->stream);
     free_batch(g);
     cudaFree(g->params), cudaFree(g->grads), cudaFree(g->vel), cudaFree(g->res);
+    cudaFree(g->packed);
     cudaFreeHost(g->h_res);
+    cudaFreeHost(g->h_totals);
     for (int i = 0; i < R; i++)
         if (g->ev[i])
             cudaEventDestroy(g->ev[i]);
@@ -699,6 +734,69 @@ extern "C" int gfm__cuda_apply(gfm__cuda *g, const float *grad, void *stream, ch
     sgd<<<blocks(g->seg[6]), NT, 0, st>>>(g->params, g->vel, g->grads, sg, g->cfg.lr,
                                           g->cfg.momentum, g->cfg.weight_decay);
     CK(cudaGetLastError());
+    return 0;
+}
+
+extern "C" int gfm__cuda_grad_pack(gfm__cuda *g, const float *x, const int32_t *labels, int n,
+                                   void *stream, float **packed, char *why, size_t why_len)
+{
+    const size_t P = g->seg[6];
+    CK(cudaSetDevice(g->cfg.device_id));
+    if (g->pack_pending)
+        return failf(why, why_len, "model (CUDA): gfm_grad_pack twice without gfm_apply_packed");
+    if (!g->packed) {
+        CK(cudaMalloc((void **)&g->packed, (P + 3) * sizeof(float)));
+        CK(cudaHostAlloc((void **)&g->h_totals, 3 * sizeof(float), cudaHostAllocDefault));
+    }
+    if (n > 0 && (long long)n * ((g->F2 + 3) / 4) > 65535)
+        return failf(why, why_len, "model (CUDA): batch %d too large for width %d", n,
+                     g->cfg.width);
+    if ((n > 0 && reserve(g, n, why, why_len)) ||
+        use_stream(g, (cudaStream_t)stream, why, why_len))
+        return -1;
+    cudaStream_t st = g->stream;
+    if (n > 0) {
+        /* the evaluation's label and result slot (R): free, since
+         * gfm__cuda_apply_packed waited for the previous pack */
+        int32_t *h = g->h_labels + (size_t)R * g->cap;
+        memcpy(h, labels, (size_t)n * sizeof(int32_t));
+        CK(cudaMemcpyAsync(g->labels, h, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice,
+                           st));
+        if (enqueue(g, x, n, 2, g->res + R, why, why_len))
+            return -1;
+        pack_grads<<<blocks(P + 1), NT, 0, st>>>(g->grads, g->res + R, g->packed, P, n);
+    } else {
+        CK(cudaMemsetAsync(g->packed, 0, (P + 3) * sizeof(float), st));
+    }
+    CK(cudaGetLastError());
+    *packed = g->packed;
+    g->pack_pending = 1;
+    return 0;
+}
+
+extern "C" int gfm__cuda_apply_packed(gfm__cuda *g, void *stream, float totals[3], char *why,
+                                      size_t why_len)
+{
+    const size_t P = g->seg[6];
+    CK(cudaSetDevice(g->cfg.device_id));
+    if (!g->pack_pending)
+        return failf(why, why_len, "model (CUDA): gfm_apply_packed without gfm_grad_pack");
+    g->pack_pending = 0;
+    if (use_stream(g, (cudaStream_t)stream, why, why_len))
+        return -1;
+    cudaStream_t st = g->stream;
+    CK(cudaMemcpyAsync(g->h_totals, g->packed + P, 3 * sizeof(float), cudaMemcpyDeviceToHost,
+                       st));
+    CK(cudaStreamSynchronize(st));
+    memcpy(totals, g->h_totals, 3 * sizeof(float));
+    if (totals[0] > 0) {
+        segs sg;
+        memcpy(sg.s, g->seg, sizeof sg.s);
+        unpack_grads<<<blocks(P), NT, 0, st>>>(g->packed, g->grads, P);
+        sgd<<<blocks(P), NT, 0, st>>>(g->params, g->vel, g->grads, sg, g->cfg.lr,
+                                      g->cfg.momentum, g->cfg.weight_decay);
+        CK(cudaGetLastError());
+    }
     return 0;
 }
 

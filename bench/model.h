@@ -98,6 +98,24 @@ int gfm_apply(gfm_model *m, const float *grad, void *stream);
 int gfm_state_get(gfm_model *m, float *params, float *momentum);
 int gfm_state_set(gfm_model *m, const float *params, const float *momentum);
 
+/* --- data-parallel on the device (CUDA models, for NCCL) ---
+ * The gradient travels in one device array of gfm_param_count() + 3
+ * floats, the layout train.c all-reduces on the host over MPI:
+ * [gradient x n, n, correct, loss x n], so its sum over the ranks divided
+ * by the summed n is the sample-weighted mean.
+ * gfm_grad_pack: queues this rank's gradient on n samples (n = 0: zeros)
+ * into the array and sets *packed to it: device memory owned by the
+ * model, valid until gfm_destroy; does not wait. The caller sums it over
+ * the ranks in place, on stream, then calls gfm_apply_packed before the
+ * next gfm_grad_pack.
+ * gfm_apply_packed: waits for stream, returns the summed n, correct and
+ * loss x n in totals and, if n > 0, queues the update with the mean
+ * gradient: the update gfm_apply makes with it, the same float products.
+ * CPU models: -1. Each returns 0 or -1 (reason: gfm_error). */
+int gfm_grad_pack(gfm_model *m, const float *x, const int32_t *labels, int n, void *stream,
+                  float **packed);
+int gfm_apply_packed(gfm_model *m, void *stream, float totals[3]);
+
 /* --- the reference, for tests: parameters and gradients in place --- */
 typedef struct gfm_params {
     float *w1, *b1, *w2, *b2, *w3, *b3;  /* conv1, conv2, linear */
@@ -134,6 +152,10 @@ int gfm__cuda_grads(gfm__cuda *g, const float *x, const int32_t *labels, int n, 
                     float *grad, float *loss, int *correct, char *why, size_t why_len);
 /* Copies the host gradient grad in and queues the SGD update. */
 int gfm__cuda_apply(gfm__cuda *g, const float *grad, void *stream, char *why, size_t why_len);
+int gfm__cuda_grad_pack(gfm__cuda *g, const float *x, const int32_t *labels, int n,
+                        void *stream, float **packed, char *why, size_t why_len);
+int gfm__cuda_apply_packed(gfm__cuda *g, void *stream, float totals[3], char *why,
+                           size_t why_len);
 /* Waits, then copies parameters and momentum out (set = 0) or in (1). */
 int gfm__cuda_state(gfm__cuda *g, float *params, float *vel, int set, char *why, size_t why_len);
 
