@@ -58,8 +58,14 @@
 #ifndef GF_CLI_HAVE_MPI
 #define GF_CLI_HAVE_MPI 0
 #endif
+#ifndef GF_CLI_HAVE_NCCL
+#define GF_CLI_HAVE_NCCL 0
+#endif
 #if GF_CLI_HAVE_MPI
 #include <mpi.h>
+#endif
+#if GF_CLI_HAVE_NCCL
+#include "nccl_dl.h"
 #endif
 
 #define CMD "train"
@@ -95,6 +101,8 @@
 enum { L_SYNC = 0, L_GPUFEED = 1, L_BOTH = 2, L_ALONE = 3 };
 static const char *const loader_names[] = {"sync", "gpufeed", "both", NULL};
 static const char *const device_names[] = {"auto", "cuda", "cpu", NULL};
+enum { AR_AUTO = 0, AR_MPI = 1, AR_NCCL = 2 };
+static const char *const allreduce_names[] = {"auto", "mpi", "nccl", NULL};
 
 /* ImageNet's statistics on 0..255 values. */
 static const float MEAN[3] = {123.7f, 116.3f, 103.5f};
@@ -103,7 +111,7 @@ static const float STD[3] = {58.4f, 57.1f, 57.4f};
 typedef struct train_opts {
     const char *data; /* NULL: the cached demo set */
     const char *checkpoint, *resume, *dump; /* --checkpoint, --resume, --dump-indices */
-    int epochs, batch, size, threads, depth, width, amp, json, loader, mpi, autotune;
+    int epochs, batch, size, threads, depth, width, amp, json, loader, mpi, autotune, allreduce;
     double lr;
     uint64_t seed;
     gf_device device;
@@ -121,7 +129,8 @@ typedef struct run_result {
     uint64_t errors;
     uint64_t checksum;
     double accuracy; /* held-out, after the last epoch */
-    double comm_s;   /* data-parallel: inside MPI_Allreduce */
+    double comm_s;   /* data-parallel: in the all-reduce (MPI: the call; NCCL:
+                        its time on the stream, from events) */
     uint64_t global_samples; /* data-parallel: all ranks' samples */
 } run_result;
 
@@ -166,13 +175,16 @@ typedef struct trainer {
 
     /* data-parallel */
     int mpi;           /* MPI_Init was called */
-    int dp;            /* steps all-reduce their gradients (mpi) */
+    int dp;            /* steps all-reduce their gradients (MPI, or NCCL) */
     int dp_on;         /* inside a training run (compute alone is local) */
     int rank, world;
     int explicit_rank; /* the launcher's environment names no rank: set
                           the loader's rank/world from MPI */
     size_t n_params;
     float *gbuf;       /* n_params + 3: gradient x n, n, correct, loss x n */
+    void *nccl;        /* cli_nccl: the gradients are summed on the devices */
+    void *nccl_ev[2];  /* around the all-reduce on the stream */
+    char allreduce_desc[600];
     FILE *dump;        /* --dump-indices: this rank's first-epoch indices */
     uint64_t first_epoch_hash, first_epoch_samples;
     uint64_t *rank_checksums, *rank_samples, *rank_hashes; /* gathered */
@@ -219,13 +231,18 @@ static void usage(FILE *f)
             "                        (the total), exactly as if never stopped\n"
             "  --mpi                 data-parallel over MPI ranks even without mpirun's\n"
             "                        environment (under mpirun it is on by itself)%s\n"
+            "  --allreduce A         auto|mpi|nccl: how data-parallel ranks sum their\n"
+            "                        gradients (default auto: NCCL on CUDA devices where\n"
+            "                        libnccl.so.2 loads on every rank, else MPI through host\n"
+            "                        memory); nccl without mpirun trains one rank%s\n"
             "  --dump-indices PREFIX write each rank's first-epoch sample indices (gpufeed\n"
             "                        loader) to PREFIX.rankN, one per line\n"
             "  -h, --help            this text\n"
             "\n"
             "Data-parallel: mpirun -np N gpufeed train ... trains one replica per rank on\n"
-            "its share of each epoch, gradients averaged with MPI_Allreduce every step.\n",
-            DEFAULT_WIDTH, GF_CLI_HAVE_MPI ? "" : " [not built: -Dmpi=enabled]");
+            "its share of each epoch, gradients averaged over the ranks every step.\n",
+            DEFAULT_WIDTH, GF_CLI_HAVE_MPI ? "" : " [not built: -Dmpi=enabled]",
+            GF_CLI_HAVE_NCCL ? "" : " [nccl not built: needs CUDA and nccl.h]");
 }
 
 /* ---- the data set ------------------------------------------------------- */
@@ -434,15 +451,15 @@ static int tally_sync(trainer *t, gfm_model *m, tally *a)
  * the trainer's stream on CUDA), its device time added to r->busy_s (CPU)
  * or to the event pairs (CUDA). wait: the naive loop's per-step wait
  * for the result (loss.item() in a PyTorch loop). */
-#if GF_CLI_HAVE_MPI
-/* A data-parallel step: this rank's gradient on its n samples (n = 0: it
- * has no batch left and joins with nothing), summed over the ranks
- * weighted by their sample counts, the mean applied on every rank. The
- * tally gets the global figures. *global_n: the samples of the step
- * over all ranks (0: every rank is done). */
-static int dp_step(trainer *t, gfm_model *m, const float *x, const int32_t *labels, int n,
-                   run_result *r, tally *a, uint64_t *global_n)
+#define HAVE_DP (GF_CLI_HAVE_MPI || GF_CLI_HAVE_NCCL)
+#if HAVE_DP
+/* The sums of a data-parallel step: [gradient x n, n, correct, loss x n]
+ * over the ranks, on the host (MPI) or on the devices (NCCL, in the
+ * model's packed array); *totals gets the last three. */
+static int dp_sum_host(trainer *t, gfm_model *m, const float *x, const int32_t *labels, int n,
+                       run_result *r, float totals[3])
 {
+#if GF_CLI_HAVE_MPI
     const size_t P = t->n_params;
     float *g = t->gbuf, loss = 0;
     int correct = 0;
@@ -468,20 +485,79 @@ static int dp_step(trainer *t, gfm_model *m, const float *x, const int32_t *labe
         cli_error(CMD, "MPI_Allreduce failed (%d)", rc);
         return CLI_FAIL;
     }
-    const float total = g[P];
-    *global_n = (uint64_t)total;
-    if (total > 0) {
-        const float inv = 1.0f / total;
+    if (g[P] > 0) {
+        const float inv = 1.0f / g[P];
         for (size_t i = 0; i < P; i++)
             g[i] *= inv;
         if (gfm_apply(m, g, t->stream) < 0) {
             cli_error(CMD, "model: %s", gfm_error(m));
             return CLI_FAIL;
         }
-        tally_add(a, g[P + 2] * inv, (int)g[P + 1], (int)total);
+    }
+    memcpy(totals, g + P, 3 * sizeof *totals);
+    r->busy_s += (t1 - t0) + (cli_now() - t2);
+    return CLI_OK;
+#else
+    (void)t, (void)m, (void)x, (void)labels, (void)n, (void)r, (void)totals;
+    cli_error(CMD, "built without MPI");
+    return CLI_FAIL;
+#endif
+}
+
+static int dp_sum_device(trainer *t, gfm_model *m, const float *x, const int32_t *labels,
+                         int n, run_result *r, float totals[3])
+{
+#if GF_CLI_HAVE_NCCL
+    char why[512];
+    float *packed;
+    double comm_ms = 0, t0 = cli_now();
+    if (gfm_grad_pack(m, x, labels, n, t->stream, &packed) < 0) {
+        cli_error(CMD, "model: %s", gfm_error(m));
+        return CLI_FAIL;
+    }
+    if (cli_cuda_event_record(t->nccl_ev[0], t->stream) < 0)
+        return cuda_failed();
+    if (cli_nccl_sum(t->nccl, packed, t->n_params + 3, t->stream, why, sizeof why) < 0) {
+        cli_error(CMD, "%s", why);
+        return CLI_FAIL;
+    }
+    if (cli_cuda_event_record(t->nccl_ev[1], t->stream) < 0)
+        return cuda_failed();
+    if (gfm_apply_packed(m, t->stream, totals) < 0) { /* waits for the sum */
+        cli_error(CMD, "model: %s", gfm_error(m));
+        return CLI_FAIL;
+    }
+    if (cli_cuda_event_ms(t->nccl_ev[0], t->nccl_ev[1], &comm_ms) < 0)
+        return cuda_failed();
+    r->comm_s += comm_ms * 1e-3;
+    double busy = cli_now() - t0 - comm_ms * 1e-3;
+    r->busy_s += busy > 0 ? busy : 0;
+    return CLI_OK;
+#else
+    (void)t, (void)m, (void)x, (void)labels, (void)n, (void)r, (void)totals;
+    cli_error(CMD, "built without NCCL");
+    return CLI_FAIL;
+#endif
+}
+
+/* A data-parallel step: this rank's gradient on its n samples (n = 0: it
+ * has no batch left and joins with nothing), summed over the ranks
+ * weighted by their sample counts, the mean applied on every rank. The
+ * tally gets the global figures. *global_n: the samples of the step
+ * over all ranks (0: every rank is done). */
+static int dp_step(trainer *t, gfm_model *m, const float *x, const int32_t *labels, int n,
+                   run_result *r, tally *a, uint64_t *global_n)
+{
+    float tot[3];
+    int rc = t->nccl ? dp_sum_device(t, m, x, labels, n, r, tot)
+                     : dp_sum_host(t, m, x, labels, n, r, tot);
+    if (rc != CLI_OK)
+        return rc;
+    *global_n = (uint64_t)tot[0];
+    if (tot[0] > 0) {
+        tally_add(a, tot[2] * (1.0f / tot[0]), (int)tot[1], (int)tot[0]);
         r->steps++;
     }
-    r->busy_s += (t1 - t0) + (cli_now() - t2);
     return CLI_OK;
 }
 #endif
@@ -490,7 +566,7 @@ static int dp_step(trainer *t, gfm_model *m, const float *x, const int32_t *labe
  * with nothing until every rank is done. */
 static int dp_drain(trainer *t, gfm_model *m, run_result *r, tally *a)
 {
-#if GF_CLI_HAVE_MPI
+#if HAVE_DP
     uint64_t global_n = 1;
     while (t->dp_on && global_n > 0)
         if (dp_step(t, m, NULL, NULL, 0, r, a, &global_n) != CLI_OK)
@@ -506,7 +582,7 @@ static int step(trainer *t, gfm_model *m, const float *x, const int32_t *labels,
 {
     float loss = 0;
     int correct = 0, rc;
-#if GF_CLI_HAVE_MPI
+#if HAVE_DP
     if (t->dp_on) {
         uint64_t global_n;
         return dp_step(t, m, x, labels, n, r, a, &global_n);
@@ -1153,8 +1229,11 @@ static int run(trainer *t, int loader, run_result *r)
     }
     r->checksum = gfm_checksum(m);
     r->global_samples = r->samples;
+    t->rank_checksums[0] = r->checksum; /* one rank: its own */
+    t->rank_samples[0] = r->samples;
+    t->rank_hashes[0] = t->first_epoch_hash;
 #if GF_CLI_HAVE_MPI
-    if (t->dp) { /* every rank's weights, samples and first-epoch hash, on rank 0 */
+    if (t->dp && t->mpi) { /* every rank's weights, samples and first-epoch hash, on rank 0 */
         uint64_t mine[3] = {r->checksum, r->samples, t->first_epoch_hash}, *all;
         all = malloc((size_t)t->world * 3 * sizeof *all);
         if (!all) {
@@ -1299,6 +1378,11 @@ static int probe(trainer *t)
 
 static void trainer_free(trainer *t)
 {
+#if GF_CLI_HAVE_NCCL
+    cli_nccl_destroy(t->nccl);
+    cli_cuda_event_destroy(t->nccl_ev[0]);
+    cli_cuda_event_destroy(t->nccl_ev[1]);
+#endif
 #if GF_CLI_HAVE_CUDA
     for (int i = 0; i < 2 * EVENT_PAIRS; i++)
         cli_cuda_event_destroy(t->ev[i]);
@@ -1314,6 +1398,78 @@ static void trainer_free(trainer *t)
     free(t->rvel);
     if (t->dump)
         fclose(t->dump);
+}
+
+/* Data-parallel: how the ranks sum their gradients. NCCL (--allreduce
+ * nccl, or auto on CUDA) where libnccl loads on every rank, bootstrapped
+ * over MPI (rank 0's id, broadcast); else MPI through host memory. */
+static int allreduce_setup(trainer *t)
+{
+    const int want = t->o->allreduce;
+    snprintf(t->allreduce_desc, sizeof t->allreduce_desc, "MPI_Allreduce (host memory)");
+#if GF_CLI_HAVE_NCCL
+    char why[512] = "", desc[560];
+    int ok = want == AR_NCCL || (want == AR_AUTO && t->cuda);
+    if (ok && cli_nccl_load(why, sizeof why) < 0) {
+        if (want == AR_NCCL) {
+            cli_error(CMD, "--allreduce nccl: %s", why);
+            return CLI_FAIL;
+        }
+        ok = 0;
+    }
+    if (want == AR_NCCL && !t->cuda) {
+        cli_error(CMD, "--allreduce nccl sums gradients on CUDA devices; the loader delivers "
+                       "on the CPU%s%s",
+                  t->device_note[0] ? ": " : "", t->device_note);
+        return CLI_USAGE;
+    }
+#if GF_CLI_HAVE_MPI
+    if (t->mpi && want == AR_AUTO) { /* every rank the same way, or none */
+        int all = ok;
+        MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        ok = all;
+    }
+#endif
+    if (!ok) {
+        if (want == AR_AUTO && t->cuda && why[0])
+            snprintf(t->allreduce_desc, sizeof t->allreduce_desc,
+                     "MPI_Allreduce (host memory; NCCL: %s)", why);
+        if (!t->mpi) { /* one rank without MPI: only for --allreduce nccl */
+            cli_error(CMD, "--allreduce nccl: NCCL is not usable here%s%s", why[0] ? ": " : "",
+                      why);
+            return CLI_FAIL;
+        }
+        return CLI_OK;
+    }
+    unsigned char id[CLI_NCCL_ID_BYTES];
+    int rc = t->rank == 0 ? cli_nccl_unique_id(id, why, sizeof why) : 0;
+#if GF_CLI_HAVE_MPI
+    if (t->mpi) {
+        int st = rc;
+        MPI_Bcast(&st, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        if (st == 0)
+            MPI_Bcast(id, CLI_NCCL_ID_BYTES, MPI_BYTE, 0, MPI_COMM_WORLD);
+        else if (rc == 0)
+            snprintf(why, sizeof why, "rank 0 could not make an NCCL id");
+        rc = st;
+    }
+#endif
+    cli_nccl *c = NULL;
+    if (rc == 0)
+        rc = cli_nccl_init(&c, t->world, t->rank, id, why, sizeof why);
+    if (rc < 0) {
+        cli_error(CMD, "NCCL: %s", why);
+        return CLI_FAIL;
+    }
+    t->nccl = c;
+    if (cli_cuda_event_create(&t->nccl_ev[0]) < 0 || cli_cuda_event_create(&t->nccl_ev[1]) < 0)
+        return cuda_failed();
+    snprintf(t->allreduce_desc, sizeof t->allreduce_desc, "ncclAllReduce on the GPUs, %s",
+             cli_nccl_describe(desc, sizeof desc));
+#else
+    (void)want;
+#endif
+    return CLI_OK;
 }
 
 /* ---- report -------------------------------------------------------------- */
@@ -1383,11 +1539,12 @@ static void print_table(const trainer *t, const run_result *runs, int n)
         int same = 1;
         for (int i = 1; i < t->world; i++)
             same &= t->rank_checksums[i] == t->rank_checksums[0];
-        printf("\n  data-parallel (%s): %d ranks, %" PRIu64 " samples over all ranks "
-               "(%.0f images/s together); MPI_Allreduce of %zu gradients: %.2f ms/step, "
+        printf("\n  data-parallel (%s): %d rank%s, %" PRIu64 " samples over all ranks "
+               "(%.0f images/s together); %s all-reduce of %zu gradients: %.2f ms/step, "
                "%.0f%% of rank 0's wall\n",
-               row_name(r->loader), t->world, r->global_samples,
-               r->wall_s > 0 ? (double)r->global_samples / r->wall_s : 0.0, t->n_params,
+               row_name(r->loader), t->world, t->world == 1 ? "" : "s", r->global_samples,
+               r->wall_s > 0 ? (double)r->global_samples / r->wall_s : 0.0,
+               t->nccl ? "NCCL" : "MPI", t->n_params,
                r->steps ? 1e3 * r->comm_s / (double)r->steps : 0.0,
                r->wall_s > 0 ? 100 * r->comm_s / r->wall_s : 0.0);
         printf("  final weights: %s (checksum %016" PRIx64 " on rank 0)\n",
@@ -1473,6 +1630,7 @@ static void print_json(const trainer *t, const run_result *runs, int n)
     printf(", \"world\": %d, \"start_epoch\": %d", t->world, t->start_epoch);
     if (t->dp) {
         const run_result *r = &runs[n - 1];
+        printf(", \"allreduce\": \"%s\"", t->nccl ? "nccl" : "mpi");
         printf(", \"global_samples\": %" PRIu64 ", \"allreduce_s\": ", r->global_samples);
         cli_json_double(stdout, r->comm_s);
         printf(", \"rank_checksums\": [");
@@ -1495,7 +1653,7 @@ int cmd_train(int argc, char **argv)
 {
     enum { O_DATA = 256, O_LOADER, O_EPOCHS, O_BATCH, O_SIZE, O_WIDTH, O_THREADS, O_DEPTH,
            O_LR, O_SEED, O_DEVICE, O_AMP, O_JSON, O_CKPT, O_RESUME, O_MPI, O_DUMP,
-           O_AUTOTUNE };
+           O_AUTOTUNE, O_ALLREDUCE };
     static const struct option longopts[] = {
         {"data", required_argument, NULL, O_DATA},
         {"loader", required_argument, NULL, O_LOADER},
@@ -1514,6 +1672,7 @@ int cmd_train(int argc, char **argv)
         {"checkpoint", required_argument, NULL, O_CKPT},
         {"resume", required_argument, NULL, O_RESUME},
         {"mpi", no_argument, NULL, O_MPI},
+        {"allreduce", required_argument, NULL, O_ALLREDUCE},
         {"dump-indices", required_argument, NULL, O_DUMP},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -1545,6 +1704,7 @@ int cmd_train(int argc, char **argv)
         case O_CKPT: o.checkpoint = optarg; break;
         case O_RESUME: o.resume = optarg; break;
         case O_MPI: o.mpi = 1; break;
+        case O_ALLREDUCE: if ((o.allreduce = cli_parse_choice(CMD, "allreduce", optarg, allreduce_names)) < 0) return CLI_USAGE; break;
         case O_DUMP: o.dump = optarg; break;
         case 'h': usage(stdout); return CLI_OK;
         case ':': cli_error(CMD, "%s needs a value", argv[optind - 1]); return CLI_USAGE;
@@ -1568,6 +1728,19 @@ int cmd_train(int argc, char **argv)
             return CLI_USAGE;
         }
         o.loader = L_GPUFEED;
+    }
+
+    if (o.allreduce == AR_NCCL) {
+        if (!GF_CLI_HAVE_NCCL) {
+            cli_error(CMD, "--allreduce nccl: this gpufeed was built without NCCL (it needs "
+                           "the cuda feature and nccl.h; meson setup -Dnccl=enabled)");
+            return CLI_USAGE;
+        }
+        if (o.device == GF_DEVICE_CPU) {
+            cli_error(CMD, "--allreduce nccl sums gradients on CUDA devices: not with "
+                           "--device cpu");
+            return CLI_USAGE;
+        }
     }
 
     memset(&t, 0, sizeof t);
@@ -1595,13 +1768,19 @@ int cmd_train(int argc, char **argv)
             }
         }
 #else
-        if (launched || o.mpi) {
+        if (launched || o.mpi || o.allreduce == AR_MPI) {
             cli_error(CMD, "%s, but this gpufeed was built without MPI (install "
                            "libopenmpi-dev; meson setup -Dmpi=enabled)",
-                      o.mpi ? "--mpi given" : "launched by mpirun with several ranks");
+                      o.mpi                    ? "--mpi given"
+                      : o.allreduce == AR_MPI ? "--allreduce mpi given"
+                                               : "launched by mpirun with several ranks");
             return CLI_USAGE;
         }
 #endif
+        /* NCCL needs no MPI for one rank: a one-rank data-parallel run,
+         * the same steps through the all-reduce path. */
+        if (!t.dp && o.allreduce == AR_NCCL)
+            t.dp = 1;
     }
     t.tty = isatty(STDOUT_FILENO) && t.rank == 0;
     t.rank_checksums = calloc((size_t)t.world, sizeof *t.rank_checksums);
@@ -1650,6 +1829,8 @@ int cmd_train(int argc, char **argv)
     }
     if ((status = probe(&t)) != CLI_OK)
         goto out;
+    if (t.dp && (status = allreduce_setup(&t)) != CLI_OK)
+        goto out;
     {
         gfm_model *m = NULL;
         if ((status = make_model(&t, &m)) != CLI_OK)
@@ -1677,9 +1858,9 @@ int cmd_train(int argc, char **argv)
         if (t.device_note[0])
             printf("  note: %s\n", t.device_note);
         if (t.dp)
-            printf("  data-parallel: %d rank%s (MPI), each on its share of every epoch, "
-                   "gradients averaged with MPI_Allreduce each step\n",
-                   t.world, t.world == 1 ? "" : "s");
+            printf("  data-parallel: %d rank%s, each on its share of every epoch, "
+                   "gradients averaged each step with %s\n",
+                   t.world, t.world == 1 ? "" : "s", t.allreduce_desc);
         if (t.have_resume)
             printf("  resumed from %s: %d epoch%s done, loader at epoch %" PRIu64
                    " sample %" PRIu64 "\n",

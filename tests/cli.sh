@@ -119,6 +119,26 @@ echo "$json" | grep -q '"loader": *"gpufeed"' || fail "train --json lacks the gp
 [ "$(echo "$json" | wc -l)" -eq 1 ] || fail "train --json must print one line: $json"
 "$g" train --data "$tmp/data" 2>/dev/null && fail "train without train/ and val/ must fail"
 
+# --allreduce nccl: refused with the reason where it cannot run (built
+# without NCCL, --device cpu, no library, no CUDA device), never a crash.
+tr="$g train --data $t --epochs 1 --batch-size 4 --image-size 16 --model-width 2 --threads 1"
+rc=0
+err=$($tr --allreduce nccl --device cpu 2>&1 >/dev/null) || rc=$?
+[ $rc -eq 2 ] || fail "--allreduce nccl --device cpu: exit $rc, want 2: $err"
+echo "$err" | grep -q -- "--allreduce nccl" || fail "--allreduce nccl --device cpu: $err"
+err=$(GPUFEED_NCCL_LIBRARY=$tmp/no-such-libnccl.so $tr --allreduce nccl 2>&1 >/dev/null) &&
+    fail "--allreduce nccl with a missing library must fail"
+case $err in
+*"built without NCCL"* | *"$tmp/no-such-libnccl.so"*) ;;
+*) fail "--allreduce nccl with a missing library must name it: $err" ;;
+esac
+if [ -z "$(nvidia-smi -L 2>/dev/null)" ]; then # no GPU: refused, whatever the library
+    $tr --allreduce nccl >/dev/null 2>&1 && fail "--allreduce nccl without a CUDA device must fail"
+fi
+rc=0
+"$g" train --allreduce rings 2>/dev/null || rc=$?
+[ $rc -eq 2 ] || fail "--allreduce rings must be a usage error (exit $rc)"
+
 # doctor: reports and exits 0 with or without a GPU; the last line is the
 # summary; --json is one object with the same facts.
 out=$("$g" doctor) || fail "doctor must exit 0: $out"
