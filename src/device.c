@@ -10,14 +10,27 @@
  *   i: the GPU runs the consumer's work on the batch before the copy that
  *   overwrites it. The host never blocks on either.
  * - The consumer's stream waits on slot i's ready event before reading it.
- * The caller's current device is never changed, except on the controller
- * thread, which binds to the loader's device.
+ * - done() runs for every enqueued batch, also when the stream has failed
+ *   (cudaStreamAddCallback passes the error; a host function would be
+ *   skipped and the slot never freed): the loader halts with the error
+ *   instead of waiting for a slot forever.
+ * - Close waits for the copy stream and for every recorded release event
+ *   before freeing device memory the consumer may still be reading.
+ *
+ * The caller's current device is never changed: setup, teardown and
+ * pinned allocations run on a short-lived thread bound to the loader's
+ * device (on_device), and the controller thread binds to it. Saving and
+ * restoring the caller's device instead would create a context on device
+ * 0 in every process whose thread had none (cudaGetDevice says 0 then),
+ * hundreds of MB on GPU 0 per rank under mpirun.
  */
 #include "device.h"
 
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +53,8 @@ typedef struct dslot {
     uint8_t *flips;
     cudaEvent_t ready, released;
     int release_recorded;
+    void (*done)(void *, int); /* the batch in flight's */
+    void *done_arg;
 } dslot;
 
 struct gf__device {
@@ -58,8 +73,95 @@ static int cuda_fail(cudaError_t e, const char *what, char *why, size_t why_len)
     return e == cudaErrorMemoryAllocation ? GF_ENOMEM : GF_ENODEV;
 }
 
-int gf__device_open(gf__device **out, const gf_settings *s, int depth, size_t in_bytes,
-                    size_t out_bytes, size_t flip_bytes, char *why, size_t why_len)
+typedef struct on_device_call {
+    int id;
+    void (*fn)(void *);
+    void *arg;
+    cudaError_t set;
+} on_device_call;
+
+static void *on_device_main(void *p)
+{
+    on_device_call *c = p;
+    if ((c->set = cudaSetDevice(c->id)) == cudaSuccess)
+        c->fn(c->arg);
+    return NULL;
+}
+
+/* fn(arg) on a thread whose current device is id, so the caller's is
+ * left alone (see the top). Returns the cudaSetDevice error, if any;
+ * without a thread, fn runs here (the caller's device may then change). */
+static cudaError_t on_device(int id, void (*fn)(void *), void *arg)
+{
+    on_device_call c = {.id = id, .fn = fn, .arg = arg};
+    pthread_t t;
+    if (pthread_create(&t, NULL, on_device_main, &c) != 0) {
+        on_device_main(&c);
+        return c.set;
+    }
+    pthread_join(t, NULL);
+    return c.set;
+}
+
+typedef struct open_call {
+    gf__device *d;
+    const gf_settings *s;
+    char *why;
+    size_t why_len;
+    int rc;
+} open_call;
+
+/* On the loader's device: checks the budget, creates the stream, and
+ * allocates the slots. */
+static void open_main(void *p)
+{
+    open_call *c = p;
+    gf__device *d = c->d;
+    cudaError_t e;
+    uint64_t per_slot = (uint64_t)d->in_bytes + d->out_bytes + d->flip_bytes;
+    uint64_t need = per_slot * (uint64_t)d->depth;
+    size_t free_b = 0, total_b = 0;
+    if ((e = cudaMemGetInfo(&free_b, &total_b)) != cudaSuccess) {
+        c->rc = cuda_fail(e, "cudaMemGetInfo", c->why, c->why_len);
+        return;
+    }
+    uint64_t budget = c->s->device_max_bytes
+                          ? GF__MIN(c->s->device_max_bytes, (uint64_t)free_b)
+                          : (uint64_t)free_b;
+    if (need > budget) {
+        gf__why(c->why, c->why_len,
+                "device %d: the ring needs %.1f MiB (%d slots x %.1f MiB) but %.1f MiB are "
+                "available (%.1f MiB free of %.1f MiB%s)",
+                d->id, need / 1048576.0, d->depth, per_slot / 1048576.0, budget / 1048576.0,
+                free_b / 1048576.0, total_b / 1048576.0,
+                c->s->device_max_bytes ? ", device_max_bytes set" : "");
+        c->rc = GF_ENOMEM;
+        return;
+    }
+    if ((e = cudaStreamCreateWithFlags(&d->copy, cudaStreamNonBlocking)) != cudaSuccess) {
+        c->rc = cuda_fail(e, "cudaStreamCreate", c->why, c->why_len);
+        return;
+    }
+    for (int i = 0; i < d->depth; i++) {
+        dslot *sl = &d->slots[i];
+        if ((d->in_bytes && (e = cudaMalloc(&sl->in, d->in_bytes)) != cudaSuccess) ||
+            (e = cudaMalloc(&sl->out, d->out_bytes ? d->out_bytes : 1)) != cudaSuccess ||
+            (d->flip_bytes &&
+             (e = cudaMalloc((void **)&sl->flips, d->flip_bytes)) != cudaSuccess) ||
+            (e = cudaEventCreateWithFlags(&sl->ready, cudaEventDisableTiming)) != cudaSuccess ||
+            (e = cudaEventCreateWithFlags(&sl->released, cudaEventDisableTiming)) !=
+                cudaSuccess) {
+            c->rc = cuda_fail(e, "allocating the device ring", c->why, c->why_len);
+            return;
+        }
+    }
+    d->device_bytes = need;
+    c->rc = 0;
+}
+
+int gf__device_open(gf__device **out, const gf_settings *s, int id_from_env, int depth,
+                    size_t in_bytes, size_t out_bytes, size_t flip_bytes, char *why,
+                    size_t why_len)
 {
     *out = NULL;
     int n = 0;
@@ -67,20 +169,20 @@ int gf__device_open(gf__device **out, const gf_settings *s, int depth, size_t in
     if (e != cudaSuccess)
         return cuda_fail(e, "no usable CUDA driver or device", why, why_len);
     int id = s->device_id >= 0 ? s->device_id : 0; /* the loader resolved -1 */
+    /* A local rank past the visible devices: the launcher gave each rank
+     * its own (CUDA_VISIBLE_DEVICES per rank), numbered from 0. */
+    if (id_from_env && n > 0 && id >= n)
+        id %= n;
     if (n == 0 || id >= n) {
         gf__why(why, why_len, "CUDA device %d requested, %d present", id, n);
         return GF_ENODEV;
     }
-    int prev = 0;
-    cudaGetDevice(&prev);
-    if ((e = cudaSetDevice(id)) != cudaSuccess)
-        return cuda_fail(e, "cudaSetDevice", why, why_len);
 
     gf__device *d = calloc(1, sizeof *d);
-    int rc = GF_ENOMEM;
     if (!d || !(d->slots = calloc((size_t)depth, sizeof *d->slots))) {
+        free(d);
         gf__why(why, why_len, "out of host memory");
-        goto fail;
+        return GF_ENOMEM;
     }
     d->id = id;
     d->depth = depth;
@@ -88,64 +190,28 @@ int gf__device_open(gf__device **out, const gf_settings *s, int depth, size_t in
     d->out_bytes = out_bytes;
     d->flip_bytes = flip_bytes;
     d->pinned_max = s->pinned_max_bytes;
-
-    uint64_t per_slot = (uint64_t)in_bytes + out_bytes + flip_bytes;
-    uint64_t need = per_slot * (uint64_t)depth;
-    size_t free_b = 0, total_b = 0;
-    if ((e = cudaMemGetInfo(&free_b, &total_b)) != cudaSuccess) {
-        rc = cuda_fail(e, "cudaMemGetInfo", why, why_len);
-        goto fail;
+    open_call c = {.d = d, .s = s, .why = why, .why_len = why_len, .rc = GF_ENODEV};
+    if ((e = on_device(id, open_main, &c)) != cudaSuccess)
+        c.rc = cuda_fail(e, "cudaSetDevice", why, why_len);
+    if (c.rc != 0) {
+        gf__device_close(d);
+        return c.rc;
     }
-    uint64_t budget = s->device_max_bytes ? GF__MIN(s->device_max_bytes, (uint64_t)free_b)
-                                          : (uint64_t)free_b;
-    if (need > budget) {
-        gf__why(why, why_len,
-                "device %d: the ring needs %.1f MiB (%d slots x %.1f MiB) but %.1f MiB are "
-                "available (%.1f MiB free of %.1f MiB%s)",
-                id, need / 1048576.0, depth, per_slot / 1048576.0, budget / 1048576.0,
-                free_b / 1048576.0, total_b / 1048576.0,
-                s->device_max_bytes ? ", device_max_bytes set" : "");
-        rc = GF_ENOMEM;
-        goto fail;
-    }
-    if ((e = cudaStreamCreateWithFlags(&d->copy, cudaStreamNonBlocking)) != cudaSuccess) {
-        rc = cuda_fail(e, "cudaStreamCreate", why, why_len);
-        goto fail;
-    }
-    for (int i = 0; i < depth; i++) {
-        dslot *sl = &d->slots[i];
-        if ((in_bytes && (e = cudaMalloc(&sl->in, in_bytes)) != cudaSuccess) ||
-            (e = cudaMalloc(&sl->out, out_bytes ? out_bytes : 1)) != cudaSuccess ||
-            (flip_bytes && (e = cudaMalloc((void **)&sl->flips, flip_bytes)) != cudaSuccess) ||
-            (e = cudaEventCreateWithFlags(&sl->ready, cudaEventDisableTiming)) != cudaSuccess ||
-            (e = cudaEventCreateWithFlags(&sl->released, cudaEventDisableTiming)) !=
-                cudaSuccess) {
-            rc = cuda_fail(e, "allocating the device ring", why, why_len);
-            goto fail;
-        }
-    }
-    d->device_bytes = need;
-    cudaSetDevice(prev);
     *out = d;
     return 0;
-fail:
-    gf__device_close(d);
-    cudaSetDevice(prev);
-    return rc;
 }
 
-void gf__device_close(gf__device *d)
+static void close_main(void *p)
 {
-    if (!d)
-        return;
-    int prev = 0;
-    cudaGetDevice(&prev);
-    cudaSetDevice(d->id);
+    gf__device *d = p;
     if (d->copy)
         cudaStreamSynchronize(d->copy);
     if (d->slots) {
         for (int i = 0; i < d->depth; i++) {
             dslot *sl = &d->slots[i];
+            /* the consumer's work on the slot, queued before its release */
+            if (sl->release_recorded)
+                cudaEventSynchronize(sl->released);
             cudaFree(sl->in);
             cudaFree(sl->out);
             cudaFree(sl->flips);
@@ -157,7 +223,13 @@ void gf__device_close(gf__device *d)
     }
     if (d->copy)
         cudaStreamDestroy(d->copy);
-    cudaSetDevice(prev);
+}
+
+void gf__device_close(gf__device *d)
+{
+    if (!d)
+        return;
+    on_device(d->id, close_main, d);
     free(d->slots);
     free(d);
 }
@@ -177,6 +249,24 @@ int gf__device_bind(gf__device *d)
     return d && cudaSetDevice(d->id) != cudaSuccess ? GF_ENODEV : 0;
 }
 
+typedef struct host_call {
+    void *p;
+    size_t bytes;
+    cudaError_t e;
+} host_call;
+
+static void host_alloc_main(void *p)
+{
+    host_call *c = p;
+    c->e = cudaHostAlloc(&c->p, c->bytes ? c->bytes : 1, cudaHostAllocPortable);
+}
+
+static void host_free_main(void *p)
+{
+    host_call *c = p;
+    c->e = cudaFreeHost(c->p);
+}
+
 void *gf__host_alloc(gf__device *d, size_t bytes, int *pinned, char *why, size_t why_len)
 {
     *pinned = 0;
@@ -185,16 +275,14 @@ void *gf__host_alloc(gf__device *d, size_t bytes, int *pinned, char *why, size_t
             gf__why(why, why_len, "pinned memory cap of %.1f MiB reached: slots are pageable",
                     d->pinned_max / 1048576.0);
         } else {
-            void *p = NULL;
-            int prev = 0;
-            cudaGetDevice(&prev);
-            cudaSetDevice(d->id);
-            cudaError_t e = cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable);
-            cudaSetDevice(prev);
+            host_call c = {.bytes = bytes};
+            cudaError_t e = on_device(d->id, host_alloc_main, &c);
+            if (e == cudaSuccess)
+                e = c.e;
             if (e == cudaSuccess) {
                 d->pinned_now += bytes;
                 *pinned = 1;
-                return p;
+                return c.p;
             }
             gf__why(why, why_len, "cudaHostAlloc of %.1f MiB failed (%s): slots are pageable",
                     bytes / 1048576.0, cudaGetErrorName(e));
@@ -205,16 +293,26 @@ void *gf__host_alloc(gf__device *d, size_t bytes, int *pinned, char *why, size_t
 
 void gf__host_free(gf__device *d, void *p, int pinned)
 {
-    (void)d;
-    if (pinned)
-        cudaFreeHost(p);
-    else
+    if (pinned) {
+        host_call c = {.p = p};
+        on_device(d->id, host_free_main, &c);
+    } else {
         free(p);
+    }
+}
+
+/* A CUDA thread, after the batch's copy and kernel, or with the error
+ * that stopped the stream. No CUDA calls here. */
+static void CUDART_CB copied(cudaStream_t stream, cudaError_t status, void *arg)
+{
+    (void)stream;
+    dslot *sl = arg;
+    sl->done(sl->done_arg, status == cudaSuccess ? 0 : (int)status);
 }
 
 int gf__device_enqueue(gf__device *d, int i, const uint8_t *pixels, const uint8_t *flips,
-                       int count, size_t cell_bytes, const gf__convert *cv, void (*done)(void *),
-                       void *arg, char *why, size_t why_len)
+                       int count, size_t cell_bytes, const gf__convert *cv,
+                       void (*done)(void *, int), void *arg, char *why, size_t why_len)
 {
     dslot *sl = &d->slots[i];
     cudaError_t e;
@@ -236,8 +334,10 @@ int gf__device_enqueue(gf__device *d, int i, const uint8_t *pixels, const uint8_
             return rc;
         }
     }
+    sl->done = done;
+    sl->done_arg = arg;
     if ((e = cudaEventRecord(sl->ready, d->copy)) != cudaSuccess ||
-        (e = cudaLaunchHostFunc(d->copy, done, arg)) != cudaSuccess)
+        (e = cudaStreamAddCallback(d->copy, copied, sl, 0)) != cudaSuccess)
         goto fail;
     nvtxRangePop();
     return 0;
@@ -259,7 +359,17 @@ void *gf__device_ready_event(const gf__device *d, int i)
 int gf__device_release(gf__device *d, int i, void *stream)
 {
     dslot *sl = &d->slots[i];
-    if (cudaEventRecord(sl->released, (cudaStream_t)stream) != cudaSuccess)
+    cudaError_t e;
+    int prev = d->id;
+    /* NULL: the legacy default stream of the loader's device, which the
+     * calling thread need not have current. */
+    if (!stream && cudaGetDevice(&prev) == cudaSuccess && prev != d->id &&
+        cudaSetDevice(d->id) != cudaSuccess)
+        return GF_ENODEV;
+    e = cudaEventRecord(sl->released, (cudaStream_t)stream);
+    if (prev != d->id)
+        cudaSetDevice(prev);
+    if (e != cudaSuccess)
         return GF_ENODEV;
     sl->release_recorded = 1;
     return 0;
@@ -297,10 +407,11 @@ void gf__range_pop(void)
 
 #else /* !GF_HAVE_CUDA: the CPU path only */
 
-int gf__device_open(gf__device **out, const gf_settings *s, int depth, size_t in_bytes,
-                    size_t out_bytes, size_t flip_bytes, char *why, size_t why_len)
+int gf__device_open(gf__device **out, const gf_settings *s, int id_from_env, int depth,
+                    size_t in_bytes, size_t out_bytes, size_t flip_bytes, char *why,
+                    size_t why_len)
 {
-    (void)s, (void)depth, (void)in_bytes, (void)out_bytes, (void)flip_bytes;
+    (void)s, (void)id_from_env, (void)depth, (void)in_bytes, (void)out_bytes, (void)flip_bytes;
     *out = NULL;
     gf__why(why, why_len, "this build has no CUDA (meson -Dcuda=enabled)");
     return GF_ENODEV;
@@ -343,8 +454,8 @@ void gf__host_free(gf__device *d, void *p, int pinned)
 }
 
 int gf__device_enqueue(gf__device *d, int i, const uint8_t *pixels, const uint8_t *flips,
-                       int count, size_t cell_bytes, const gf__convert *cv, void (*done)(void *),
-                       void *arg, char *why, size_t why_len)
+                       int count, size_t cell_bytes, const gf__convert *cv,
+                       void (*done)(void *, int), void *arg, char *why, size_t why_len)
 {
     (void)d, (void)i, (void)pixels, (void)flips, (void)count, (void)cell_bytes, (void)cv;
     (void)done, (void)arg;

@@ -10,14 +10,17 @@
 
 typedef struct gf__device gf__device;
 
-/* Picks the device (s->device_id, or $LOCAL_RANK, or 0), creates the copy
- * stream and allocates `depth` device slots of in_bytes (uint8 staging,
- * 0 = copy straight to out) + out_bytes + flip_bytes, checking the budget
- * (s->device_max_bytes, or free memory) first. The caller's current device
- * is left as it was. Returns 0; GF_ENODEV (built without CUDA, no driver,
- * no device) or GF_ENOMEM (over budget or cudaMalloc failed), with why. */
-int gf__device_open(gf__device **out, const gf_settings *s, int depth, size_t in_bytes,
-                    size_t out_bytes, size_t flip_bytes, char *why, size_t why_len);
+/* Opens device s->device_id (the loader resolved it; id_from_env: it is
+ * the launcher's local rank, taken modulo the visible devices when past
+ * them), creates the copy stream and allocates `depth` device slots of
+ * in_bytes (uint8 staging, 0 = copy straight to out) + out_bytes +
+ * flip_bytes, checking the budget (s->device_max_bytes, or free memory)
+ * first. The caller's current device is never touched. Returns 0;
+ * GF_ENODEV (built without CUDA, no driver, no device) or GF_ENOMEM (over
+ * budget or cudaMalloc failed), with why. */
+int gf__device_open(gf__device **out, const gf_settings *s, int id_from_env, int depth,
+                    size_t in_bytes, size_t out_bytes, size_t flip_bytes, char *why,
+                    size_t why_len);
 void gf__device_close(gf__device *d);
 int gf__device_id(const gf__device *d);
 uint64_t gf__device_bytes(const gf__device *d);
@@ -34,15 +37,19 @@ void gf__host_free(gf__device *d, void *p, int pinned);
 /* Controller thread. Queues on the copy stream, in this order: a wait for
  * the event recorded when device slot i was last released; the copy of
  * count samples (and their flips) in; the conversion into slot i's output;
- * the ready event; then done(arg) on a CUDA thread, after which the host
- * memory may be reused. Returns 0 or GF_ENODEV with why. */
+ * the ready event; then done(arg, cuda_error) on a CUDA thread, after
+ * which the host memory may be reused; cuda_error is 0, or the
+ * cudaError_t that stopped the stream. pixels and flips should be pinned
+ * (gf__host_alloc): a copy from pageable memory may wait for the stream,
+ * i.e. for the consumer's release. Returns 0 or GF_ENODEV with why. */
 int gf__device_enqueue(gf__device *d, int i, const uint8_t *pixels, const uint8_t *flips,
-                       int count, size_t cell_bytes, const gf__convert *cv, void (*done)(void *),
-                       void *arg, char *why, size_t why_len);
+                       int count, size_t cell_bytes, const gf__convert *cv,
+                       void (*done)(void *, int), void *arg, char *why, size_t why_len);
 void *gf__device_out(const gf__device *d, int i);
 void *gf__device_ready_event(const gf__device *d, int i);
 
-/* Consumer thread: records slot i's release event on stream. */
+/* Consumer thread: records slot i's release event on stream (NULL: the
+ * legacy default stream of the loader's device). */
 int gf__device_release(gf__device *d, int i, void *stream);
 /* stream waits for event (cudaStreamWaitEvent). */
 int gf__device_wait(void *event, void *stream);

@@ -140,6 +140,7 @@ struct gf_loader {
     bool convert;                /* CPU path: batches need the CPU twin */
     gf__device *dev;             /* NULL: the CPU path */
     gf_device device;
+    bool device_id_from_env; /* s.device_id is the launcher's local rank */
     char device_note[160];
     int pageable_slots;
     uint64_t pinned_bytes, out_bytes;
@@ -657,15 +658,28 @@ static bool finalise_oldest(gf_loader *l, job *js, int *n_jobs)
     return status == 0;
 }
 
-/* CUDA thread: the copy out of a host slot has run; it may be refilled. */
-static void host_slot_copied(void *arg)
+/* CUDA thread: the copy out of a host slot has run, or the copy stream
+ * failed (cuda_error, a cudaError_t); the slot may be refilled. While
+ * stopping, the controller is gone or going: stop_pipeline waits for
+ * these callbacks after joining it, so nothing wakes it. */
+static void host_slot_copied(void *arg, int cuda_error)
 {
     slot *sl = arg;
     gf_loader *l = sl->l;
     pthread_mutex_lock(&l->mu);
     sl->host = HOST_FREE;
+    bool stopping = l->stopping;
     pthread_mutex_unlock(&l->mu);
-    wake_controller(l);
+    if (cuda_error) {
+        char why[160];
+        snprintf(why, sizeof why,
+                 "the CUDA copy stream failed with cudaError_t %d (an earlier kernel or copy "
+                 "of this process may have faulted)",
+                 cuda_error);
+        halt(l, GF_ENODEV, why);
+    }
+    if (!stopping)
+        wake_controller(l);
 }
 
 /* Hands finalised batches, in order, to the consumer's side: on the CPU
@@ -961,9 +975,11 @@ static void stop_pipeline(gf_loader *l)
     pthread_mutex_unlock(&l->mu);
     for (int i = 0; i < l->n_workers; i++)
         pthread_join(l->workers[i].thread, NULL);
-    gf__device_sync(l->dev); /* its callbacks wake the controller: still running */
     uv_async_send(&l->wake);
     pthread_join(l->controller, NULL);
+    /* After the join: nothing queues a copy any more, and the callbacks of
+     * those queued see `stopping` and leave the closed loop alone. */
+    gf__device_sync(l->dev);
     uv_loop_close(&l->loop);
     if (l->uring) {
         gf__uring_destroy(l->uring); /* waits for reads still in flight */
@@ -1139,11 +1155,15 @@ static int alloc_ring(gf_loader *l)
         slot *sl = &l->slots[i];
         sl->l = l;
         char why[192] = "";
-        sl->pixels = gf__host_alloc(l->dev, pix, &sl->pinned, why, sizeof why);
+        /* The flips live after the pixels: pinned with them, so their copy
+         * to the device cannot block the controller either. */
+        sl->pixels = gf__host_alloc(l->dev, pix + B, &sl->pinned, why, sizeof why);
         if (!sl->pixels)
-            return fail(l, GF_ENOMEM, "cannot allocate a %zu-byte batch slot", pix);
+            return fail(l, GF_ENOMEM, "cannot allocate a %zu-byte batch slot", pix + B);
+        sl->flips = sl->pixels + pix;
+        memset(sl->flips, 0, B);
         if (sl->pinned) {
-            l->pinned_bytes += pix;
+            l->pinned_bytes += pix + B;
         } else if (l->dev) {
             l->pageable_slots++;
             snprintf(l->device_note, sizeof l->device_note, "%s", why);
@@ -1152,9 +1172,8 @@ static int alloc_ring(gf_loader *l)
             return fail(l, GF_ENOMEM, "cannot allocate a %zu-byte converted batch", out);
         sl->labels = calloc(B, sizeof *sl->labels);
         sl->indices = calloc(B, sizeof *sl->indices);
-        sl->flips = calloc(B, 1);
         sl->cells = calloc(B, sizeof *sl->cells);
-        if (!sl->labels || !sl->indices || !sl->flips || !sl->cells)
+        if (!sl->labels || !sl->indices || !sl->cells)
             return GF_ENOMEM;
         if (l->dev) {
             sl->out_labels = calloc(B, sizeof *sl->out_labels);
@@ -1225,6 +1244,7 @@ static int resolve_launcher(gf_loader *l)
     if (l->s.device_id < 0) {
         long lr = env_first(locals);
         l->s.device_id = lr >= 0 ? (int)lr : 0;
+        l->device_id_from_env = lr >= 0;
     }
     return 0;
 }
@@ -1241,7 +1261,8 @@ static int open_device(gf_loader *l)
     size_t out = B * gf__convert_sample_bytes(&l->cv);
     size_t flips = l->s.flip_on_device ? B : 0;
     char why[256] = "";
-    int rc = gf__device_open(&l->dev, &l->s, l->D, in, out, flips, why, sizeof why);
+    int rc = gf__device_open(&l->dev, &l->s, l->device_id_from_env, l->D, in, out, flips, why,
+                             sizeof why);
     if (rc == 0) {
         l->device = GF_DEVICE_CUDA;
         return 0;
@@ -1640,7 +1661,6 @@ void gf_close(gf_loader **lp)
             free(sl->out);
             free(sl->labels);
             free(sl->indices);
-            free(sl->flips);
             free(sl->out_labels);
             free(sl->out_indices);
             free(sl->cells);
