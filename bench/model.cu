@@ -616,6 +616,9 @@ extern "C" int gfm__cuda_step(gfm__cuda *g, const float *x, const int32_t *label
     if (reserve(g, n, why, why_len) || use_stream(g, (cudaStream_t)stream, why, why_len))
         return -1;
     cudaStream_t st = g->stream;
+    if (!train && g->pack_pending)
+        return failf(why, why_len, "model (CUDA): evaluate between gfm_grad_pack and "
+                                   "gfm_apply_packed");
     if (!train) { /* evaluate: its own label and result slot, and wait */
         int32_t *h = g->h_labels + (size_t)R * g->cap;
         memcpy(h, labels, (size_t)n * sizeof(int32_t));
@@ -703,6 +706,9 @@ extern "C" int gfm__cuda_grads(gfm__cuda *g, const float *x, const int32_t *labe
     if (reserve(g, n, why, why_len) || use_stream(g, (cudaStream_t)stream, why, why_len))
         return -1;
     cudaStream_t st = g->stream;
+    if (g->pack_pending)
+        return failf(why, why_len, "model (CUDA): gfm_grad_step between gfm_grad_pack and "
+                                   "gfm_apply_packed");
     /* the evaluation's label and result slot (R): this call waits */
     int32_t *h = g->h_labels + (size_t)R * g->cap;
     memcpy(h, labels, (size_t)n * sizeof(int32_t));

@@ -41,9 +41,12 @@ static void teardown(void)
     free(root);
 }
 
+/* Widths 11 (the general kernel), 12 and 16 (the 4-pixel fast one). */
+static const int twin_widths[] = {11, 12, 16};
+
 START_TEST(kernel_matches_the_cpu_twin_bit_for_bit)
 {
-    const int n = 7, h = 13, w = 11;
+    const int n = 7, h = 13, w = twin_widths[_i];
     for (int c = 1; c <= 4; c += (c == 1 ? 2 : 1)) {
         size_t in_bytes = (size_t)n * h * w * c;
         uint8_t *in = malloc(in_bytes), flips[7] = {0, 1, 1, 0, 1, 0, 0};
@@ -82,7 +85,8 @@ START_TEST(kernel_matches_the_cpu_twin_bit_for_bit)
                                      0);
                     CK_CUDA(cudaMemcpy(got, d_out, out_bytes, cudaMemcpyDeviceToHost));
                     ck_assert_msg(memcmp(want, got, out_bytes) == 0,
-                                  "c=%d dtype=%d layout=%d flip=%d differ", c, dt, lay, fl);
+                                  "w=%d c=%d dtype=%d layout=%d flip=%d differ", w, c, dt, lay,
+                                  fl);
                     CK_CUDA(cudaFree(d_out));
                     free(want);
                     free(got);
@@ -294,7 +298,8 @@ int main(void)
     TCase *t = tcase_create("gpu");
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_set_timeout(t, 120);
-    tcase_add_test(t, kernel_matches_the_cpu_twin_bit_for_bit);
+    tcase_add_loop_test(t, kernel_matches_the_cpu_twin_bit_for_bit, 0,
+                        (int)(sizeof twin_widths / sizeof twin_widths[0]));
     tcase_add_test(t, device_batches_equal_the_cpu_path);
     tcase_add_test(t, a_slow_consumer_never_sees_its_batch_overwritten);
     tcase_add_test(t, ready_events_complete_and_default_stream_works);
