@@ -67,6 +67,9 @@
 #if GF_CLI_HAVE_NCCL
 #include "nccl_dl.h"
 #endif
+#if GF_CLI_HAVE_CUDA
+#include "nvml.h"
+#endif
 
 #define CMD "train"
 
@@ -132,6 +135,8 @@ typedef struct run_result {
     double comm_s;   /* data-parallel: in the all-reduce (MPI: the call; NCCL:
                         its time on the stream, from events) */
     uint64_t global_samples; /* data-parallel: all ranks' samples */
+    double nvml_util;        /* NVML's mean over the timed loops; -1: none */
+    int nvml_readings;
 } run_result;
 
 typedef struct epoch_row {
@@ -183,6 +188,8 @@ typedef struct trainer {
     size_t n_params;
     float *gbuf;       /* n_params + 3: gradient x n, n, correct, loss x n */
     void *nccl;        /* cli_nccl: the gradients are summed on the devices */
+    void *nvml;        /* cli_nvml: sampling the device's utilization (CUDA) */
+    char nvml_note[320];
     void *nccl_ev[2];  /* around the all-reduce on the stream */
     char allreduce_desc[600];
     FILE *dump;        /* --dump-indices: this rank's first-epoch indices */
@@ -394,6 +401,39 @@ static int loader_failed(gf_loader *l, int rc)
 }
 
 /* ---- timing the steps ---------------------------------------------------- */
+
+/* NVML sampling on during the timed loops only (CUDA, where it loaded). */
+static void nvml_on(trainer *t)
+{
+#if GF_CLI_HAVE_CUDA
+    if (t->nvml)
+        cli_nvml_resume(t->nvml);
+#else
+    (void)t;
+#endif
+}
+
+static void nvml_off(trainer *t)
+{
+#if GF_CLI_HAVE_CUDA
+    if (t->nvml)
+        cli_nvml_pause(t->nvml);
+#else
+    (void)t;
+#endif
+}
+
+static void nvml_take(trainer *t, run_result *r)
+{
+    r->nvml_util = -1;
+    r->nvml_readings = 0;
+#if GF_CLI_HAVE_CUDA
+    if (t->nvml)
+        cli_nvml_take(t->nvml, &r->nvml_util, &r->nvml_readings);
+#else
+    (void)t;
+#endif
+}
 
 #if GF_CLI_HAVE_CUDA
 static int cuda_failed(void)
@@ -1178,6 +1218,7 @@ static int run(trainer *t, int loader, run_result *r)
     memset(r, 0, sizeof *r);
     memset(&sb, 0, sizeof sb);
     r->loader = loader;
+    nvml_take(t, r); /* readings from before: dropped */
     if ((status = make_model(t, &m)) != CLI_OK)
         return status;
     if (loader == L_SYNC && (status = sync_bufs_init(t, &sb)) != CLI_OK)
@@ -1194,6 +1235,7 @@ static int run(trainer *t, int loader, run_result *r)
         epoch_row row = {.loader = loader, .epoch = e + 1};
         uint64_t samples0 = r->samples;
         double cpu0 = cli_cpu_seconds(), t0 = cli_now(), t1;
+        nvml_on(t);
         if (loader == L_SYNC)
             status = epoch_sync(t, m, &sb, e, r, &a);
         else
@@ -1201,6 +1243,7 @@ static int run(trainer *t, int loader, run_result *r)
         if (status == CLI_OK)
             status = tally_sync(t, m, &a); /* CUDA: the epoch's queued work done */
         t1 = cli_now();
+        nvml_off(t);
         r->cpu_s += cli_cpu_seconds() - cpu0;
         if (status != CLI_OK || (status = busy_collect(t, r)) != CLI_OK)
             goto out;
@@ -1227,6 +1270,7 @@ static int run(trainer *t, int loader, run_result *r)
             (status = checkpoint_save(t, m, e + 1)) != CLI_OK)
             goto out;
     }
+    nvml_take(t, r);
     r->checksum = gfm_checksum(m);
     r->global_samples = r->samples;
     t->rank_checksums[0] = r->checksum; /* one rank: its own */
@@ -1292,8 +1336,10 @@ static int compute_alone(trainer *t, run_result *r)
     t->ev_busy_ms = 0;
     memset(r, 0, sizeof *r);
     r->loader = L_ALONE;
+    nvml_take(t, r); /* readings from before: dropped */
     cpu0 = cli_cpu_seconds();
     t0 = cli_now();
+    nvml_on(t);
     do {
         if ((status = step(t, m, sb.dev, sb.labels, nb, 0, r, &a)) != CLI_OK)
             goto out;
@@ -1304,10 +1350,13 @@ static int compute_alone(trainer *t, run_result *r)
     if ((status = tally_sync(t, m, &a)) != CLI_OK)
         goto out;
     r->wall_s = cli_now() - t0;
+    nvml_off(t);
+    nvml_take(t, r);
     r->cpu_s = cli_cpu_seconds() - cpu0;
     r->samples = steps * (uint64_t)nb;
     status = busy_collect(t, r);
 out:
+    nvml_off(t);
     gfm_destroy(m);
     sync_bufs_free(t, &sb);
     return status;
@@ -1355,6 +1404,13 @@ static int probe(trainer *t)
         for (int i = 0; i < 2 * EVENT_PAIRS; i++)
             if (cli_cuda_event_create(&t->ev[i]) < 0)
                 return cuda_failed();
+        cli_cuda_device info;
+        char why[256] = "";
+        if (cli_cuda_device_info(t->device_id, &info) < 0)
+            snprintf(t->nvml_note, sizeof t->nvml_note, "NVML: no PCI bus id for device %d",
+                     t->device_id);
+        else if (cli_nvml_open((cli_nvml **)&t->nvml, info.pci_bus_id, why, sizeof why) < 0)
+            snprintf(t->nvml_note, sizeof t->nvml_note, "NVML: %s", why);
 #else
         cli_error(CMD, "the loader delivers on CUDA, but this gpufeed was built without CUDA; "
                        "use --device cpu");
@@ -1378,6 +1434,9 @@ static int probe(trainer *t)
 
 static void trainer_free(trainer *t)
 {
+#if GF_CLI_HAVE_CUDA
+    cli_nvml_close(t->nvml);
+#endif
 #if GF_CLI_HAVE_NCCL
     cli_nccl_destroy(t->nccl);
     cli_cuda_event_destroy(t->nccl_ev[0]);
@@ -1504,14 +1563,19 @@ static const char *row_name(int loader)
 static void print_table(const trainer *t, const run_result *runs, int n)
 {
     const run_result *s = NULL, *g = NULL;
-    printf("\n  %-14s %9s %8s %6s %12s %17s %6s\n", "loader", "images/s", "step ms", "stall",
-           "device util", "of compute-alone", "CPU");
+    printf("\n  %-14s %9s %8s %6s %12s %17s %6s%s\n", "loader", "images/s", "step ms", "stall",
+           "device util", "of compute-alone", "CPU", t->nvml ? "  NVML util" : "");
     for (int i = -1; i < n; i++) {
         const run_result *r = i < 0 ? &t->alone : &runs[i];
         figures f = figures_of(t, r);
-        printf("  %-14s %9.0f %8.1f %5.0f%% %11.0f%% %16.0f%% %5.0f%%\n", row_name(r->loader),
+        printf("  %-14s %9.0f %8.1f %5.0f%% %11.0f%% %16.0f%% %5.0f%%", row_name(r->loader),
                f.images_per_s, f.step_ms, 100 * f.stall, 100 * f.device_util,
                100 * f.of_alone, 100 * f.cpu_util);
+        if (t->nvml && r->nvml_readings > 0)
+            printf(" %10.0f%%", 100 * r->nvml_util);
+        else if (t->nvml)
+            printf(" %11s", "-");
+        printf("\n");
         if (i >= 0 && r->loader == L_SYNC)
             s = r;
         if (i >= 0 && r->loader == L_GPUFEED)
@@ -1530,6 +1594,12 @@ static void print_table(const trainer *t, const run_result *runs, int n)
     if (!t->cuda)
         printf("  CPU path: the model steps on the consumer thread; device util = time inside "
                "the step / wall.\n");
+    else
+        printf("  device util: the steps' kernel time (CUDA events) / wall%s%s\n",
+               t->nvml ? "; NVML util: nvidia-smi's figure, sampled every 100 ms during the "
+                         "loops"
+                       : "; ",
+               t->nvml ? "" : t->nvml_note);
     if (t->o->autotune && t->tuned_threads)
         printf("  autotune chose %d decode thread%s and prefetch depth %d (%llu changes)\n",
                t->tuned_threads, t->tuned_threads == 1 ? "" : "s", t->tuned_depth,
@@ -1575,6 +1645,12 @@ static void json_figures(const trainer *t, const run_result *r)
     printf(", \"steps\": %" PRIu64 ", \"samples\": %" PRIu64 ", \"seconds\": ", r->steps,
            r->samples);
     cli_json_double(stdout, r->wall_s);
+    printf(", \"nvml_utilization\": ");
+    if (r->nvml_readings > 0)
+        cli_json_double(stdout, r->nvml_util);
+    else
+        printf("null");
+    printf(", \"nvml_readings\": %d", r->nvml_readings);
     if (r->loader != L_ALONE) {
         printf(", \"accuracy\": ");
         cli_json_double(stdout, r->accuracy);
@@ -1628,6 +1704,11 @@ static void print_json(const trainer *t, const run_result *runs, int n)
     /* The final weights: of the gpufeed run when there is one. */
     printf("], \"weights_checksum\": \"%016" PRIx64 "\"", runs[n - 1].checksum);
     printf(", \"world\": %d, \"start_epoch\": %d", t->world, t->start_epoch);
+    printf(", \"nvml\": ");
+    if (t->nvml)
+        printf("\"sampled\"");
+    else
+        cli_json_string(stdout, t->cuda ? t->nvml_note : "not on the CPU path");
     if (t->dp) {
         const run_result *r = &runs[n - 1];
         printf(", \"allreduce\": \"%s\"", t->nccl ? "nccl" : "mpi");
