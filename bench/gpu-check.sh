@@ -1,13 +1,21 @@
 #!/bin/sh
-# The device check: on a GPU machine, from a build made elsewhere (cudart is
-# linked statically), in a few minutes: the gpu test suite, host<->device
-# bandwidth, the input pipeline, and the overlap benchmark on CUDA. Prints a
-# short table last.
+# The device check: on a GPU machine, from a build made elsewhere, in a few
+# minutes: the gpu test suites, gpufeed doctor, host<->device bandwidth, the
+# input pipeline, the overlap benchmark on CUDA, gpufeed train (the demo, and
+# at a width where the GPU outruns one decode thread but not the loader),
+# and the NCCL all-reduce path against the plain step. Prints a short table
+# last.
 #
 #   bench/gpu-check.sh [BUILD_DIR (build)] [OUT_DIR (.)]
 #
-# Needs a CUDA driver; nothing else beyond the build folder. Exits non-zero
-# if the gpu suite fails or any step cannot run.
+# The build to carry (only libc, libm and libstdc++ stay dynamic; cudart is
+# static; MPI is left out, NCCL and NVML are loaded at run time):
+#   PATH=/usr/local/cuda/bin:$PATH meson setup build-gpu -Dcuda=enabled \
+#     -Dmpi=disabled -Dprefer_static=true -Ddefault_library=static \
+#     -Db_pie=false -Dbuildtype=release && ninja -C build-gpu
+# Needs a CUDA driver (CUDA 13's cudart: 580 or newer). NCCL is looked up
+# in $GPUFEED_NCCL_LIBRARY, the loader's path, then Python's nvidia-nccl
+# wheel. Exits non-zero if a suite fails or any step cannot run.
 set -u
 build=${1:-build}
 out=${2:-.}
@@ -20,31 +28,54 @@ say() { echo "$*" | tee -a "$log"; }
 field() { # field NAME < json  -> the number after "NAME":
     sed -n "s/.*\"$1\": *\([-0-9.e+]*\).*/\1/p" | head -n 1
 }
+mode_field() { # mode_field LOADER NAME < train json -> NAME of that loader's row
+    tr '{' '\n' | grep "\"loader\": \"$1\"" | head -n 1 | field "$2"
+}
+pct() { awk -v x="${1:-}" 'BEGIN { if (x == "" || x == "null") print "-"; else printf "%.0f%%", 100 * x }'; }
 
 say "== machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee -a "$log"
 nproc | sed 's/^/cores: /' | tee -a "$log"
 
-say "== gpu suite"
-if "$build/tests/test_gpu" >"$out/gpu-suite.txt" 2>&1; then
-    suite="passed"
-else
-    rc=$?
-    suite=$([ $rc -eq 77 ] && echo "SKIPPED" || echo "FAILED (rc $rc)")
-    status=1
+say "== binaries"
+missing=$(ldd "$g" "$build/tests/test_gpu" "$build/tests/test_model_gpu" 2>&1 | grep 'not found')
+if [ -n "$missing" ]; then
+    say "libraries missing on this machine (build with the flags above):"
+    say "$missing"
+    exit 1
 fi
-tail -n 5 "$out/gpu-suite.txt" | tee -a "$log"
+
+say "== doctor"
+"$g" doctor >"$out/doctor.txt" 2>&1 || status=1
+tail -n 12 "$out/doctor.txt" | tee -a "$log"
+
+suite() { # suite NAME -> passed | SKIPPED | FAILED (rc N)
+    if "$build/tests/$1" >"$out/$1.txt" 2>&1; then
+        echo passed
+    else
+        rc=$?
+        [ $rc -eq 77 ] && echo SKIPPED || echo "FAILED (rc $rc)"
+    fi
+}
+say "== gpu suites"
+suite_gpu=$(suite test_gpu)
+suite_model=$(suite test_model_gpu)
+tail -n 3 "$out/test_gpu.txt" "$out/test_model_gpu.txt" | tee -a "$log"
+[ "$suite_gpu" = passed ] && [ "$suite_model" = passed ] || status=1
 
 say "== bandwidth"
-"$build/bench/gpufeed-bandwidth" | tee -a "$log"
 bw=$("$build/bench/gpufeed-bandwidth" --json) || status=1
 echo "$bw" >"$out/bandwidth.json"
+"$build/bench/gpufeed-bandwidth" | tee -a "$log"
 
 data=${GPUFEED_CHECK_DATA:-/tmp/gpufeed-check-data}
 if [ ! -f "$data/.complete" ]; then
     rm -rf "$data"
-    "$g" make-dataset "$data" --classes 10 --per-class 200 >>"$log" 2>&1 || status=1
-    touch "$data/.complete"
+    if "$g" make-dataset "$data" --classes 10 --per-class 200 >>"$log" 2>&1; then
+        touch "$data/.complete"
+    else
+        status=1
+    fi
 fi
 threads=$(( $(nproc) - 2 ))
 [ "$threads" -ge 1 ] || threads=1
@@ -57,7 +88,7 @@ eff=$(echo "$in" | field efficiency)
 say "images/s $ips, efficiency $eff"
 
 # Compute at 0.5x, 1x and 2x the input time per batch, at depth 2 and 4.
-in_ms=$(awk -v ips="$ips" 'BEGIN { printf "%.2f", (ips > 0 ? 128000 / ips : 10) }')
+in_ms=$(awk -v ips="${ips:-0}" 'BEGIN { printf "%.2f", (ips > 0 ? 128000 / ips : 10) }')
 rows=""
 for depth in 2 4; do
     for f in 0.5 1 2; do
@@ -74,6 +105,70 @@ for depth in 2 4; do
     done
 done
 
+# gpufeed train: the demo as a new user runs it (its data set made once),
+# then at the narrowest model width whose step is slower than the loader's
+# input (bench's verdict mode), so the GPU can be kept busy.
+export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/gpufeed-check-cache}
+say "== gpufeed train (defaults, --device cuda)"
+demo=$("$g" train --device cuda --json 2>>"$log") || status=1
+echo "$demo" >"$out/train-default.json"
+tdata=$XDG_CACHE_HOME/gpufeed/train-data
+width=""
+for w in 16 32 48 64 96 128; do
+    j=$("$g" bench --data "$tdata/train" --device cuda --model-width "$w" --image-size 64 \
+        --batch-size 32 --threads "$threads" --batches 120 --json 2>>"$log") || { status=1; break; }
+    echo "$j" >>"$out/width.jsonl"
+    c=$(echo "$j" | field compute_ms)
+    i=$(echo "$j" | field input_ms)
+    say "width $w: compute $c ms/batch, input $i ms/batch"
+    width=$w
+    awk -v c="$c" -v i="$i" 'BEGIN { exit !(c >= 1.2 * i) }' && break
+done
+tuned=""
+if [ -n "$width" ]; then
+    say "== gpufeed train (--model-width $width, --device cuda)"
+    tuned=$("$g" train --device cuda --model-width "$width" --threads "$threads" --json \
+        2>>"$log") || status=1
+    echo "$tuned" >"$out/train-width.json"
+fi
+train_row() { # train_row LABEL JSON
+    [ -n "$2" ] || return 0
+    for l in sync gpufeed; do
+        printf '%-18s %-8s %9s %7s %6s %6s %6s %8s\n' "$1" "$l" \
+            "$(echo "$2" | mode_field $l images_per_s | awk '{ printf "%.0f", $1 }')" \
+            "$(echo "$2" | mode_field $l step_ms | awk '{ printf "%.2f", $1 }')" \
+            "$(pct "$(echo "$2" | mode_field $l stall_fraction)")" \
+            "$(pct "$(echo "$2" | mode_field $l device_utilization)")" \
+            "$(pct "$(echo "$2" | mode_field $l nvml_utilization)")" \
+            "$(pct "$(echo "$2" | mode_field $l of_compute_alone)")"
+    done
+}
+
+# NCCL: one rank through the all-reduce path must end with the plain
+# step's weights (batch 16 divides the 2000 images: no partial batch).
+say "== NCCL all-reduce (one rank) against the plain step"
+if [ -z "${GPUFEED_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q libnccl.so.2; then
+    nccl_dir=$(python3 -c 'import nvidia.nccl as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null)
+    [ -f "$nccl_dir/libnccl.so.2" ] && export GPUFEED_NCCL_LIBRARY="$nccl_dir/libnccl.so.2"
+fi
+one="--device cuda --loader gpufeed --epochs 1 --batch-size 16 --threads $threads --json"
+plain=$("$g" train $one 2>>"$log") || status=1
+viaccl=$("$g" train $one --allreduce nccl 2>"$out/nccl.err")
+rc=$?
+cat "$out/nccl.err" >>"$log"
+sum_plain=$(echo "$plain" | sed -n 's/.*"weights_checksum": "\([0-9a-f]*\)".*/\1/p' | tail -n 1)
+sum_nccl=$(echo "$viaccl" | sed -n 's/.*"weights_checksum": "\([0-9a-f]*\)".*/\1/p' | tail -n 1)
+if [ $rc -ne 0 ]; then
+    nccl="not run: $(tail -n 1 "$out/nccl.err")"
+    status=1
+elif [ -n "$sum_plain" ] && [ "$sum_plain" = "$sum_nccl" ]; then
+    nccl="same weights ($sum_nccl), all-reduce $(echo "$viaccl" | field allreduce_s) s"
+else
+    nccl="DIFFERENT weights: plain $sum_plain, nccl $sum_nccl"
+    status=1
+fi
+say "$nccl"
+
 peak=$(echo "$bw" | sed -n 's/.*"large": {"pinned_h2d_gbs": \([0-9.]*\).*/\1/p')
 batch_pin=$(echo "$bw" | sed -n 's/.*"batch": {"pinned_h2d_gbs": \([0-9.]*\).*/\1/p')
 batch_page=$(echo "$bw" | sed -n 's/.*"batch": {[^}]*"pageable_h2d_gbs": \([0-9.]*\).*/\1/p')
@@ -81,7 +176,8 @@ of_peak=$(echo "$bw" | field batch_pinned_h2d_of_peak)
 {
     echo
     echo "== gpufeed device check"
-    echo "gpu suite:               $suite"
+    echo "gpu suite:               $suite_gpu"
+    echo "model_gpu suite:         $suite_model"
     echo "H2D pinned, large:       $peak GB/s (peak)"
     echo "H2D pinned, batch:       $batch_pin GB/s ($of_peak of peak; goal >= 0.90)"
     echo "H2D pageable, batch:     $batch_page GB/s"
@@ -89,5 +185,10 @@ of_peak=$(echo "$bw" | field batch_pinned_h2d_of_peak)
     echo "overlap (CUDA, f16 NCHW, batch 128; goal ratio <= 1.05 at depth >= 2):"
     echo "depth  compute  input_ms compute_ms  step_ms   sync_ms   ratio"
     printf '%s' "$rows"
+    echo "train (64x64, batch 32; goal: sync < 50% busy, gpufeed >= 95% of compute alone):"
+    printf '%-18s %-8s %9s %7s %6s %6s %6s %8s\n' run loader images/s step_ms stall busy NVML "of alone"
+    train_row "default (width 7)" "$demo"
+    train_row "width ${width:-?}" "$tuned"
+    echo "NCCL (1 rank):           $nccl"
 } | tee -a "$log"
 exit $status

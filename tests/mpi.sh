@@ -46,6 +46,7 @@ json=$(mpi "$g" train $common --epochs 1 --loader gpufeed --dump-indices "$tmp/i
     fail "mpirun train: $json"
 [ "$(echo "$json" | wc -l)" -eq 1 ] || fail "only rank 0 may print: $json"
 [ "$(scalar world "$json")" = 2 ] || fail "world != 2: $json"
+[ "$(scalar allreduce "$json")" = mpi ] || fail "on the CPU the ranks sum over MPI: $json"
 [ "$(field rank_samples "$json")" = "24,24" ] || fail "rank_samples: $json"
 sums=$(field rank_checksums "$json")
 same_pair "$sums" || fail "ranks ended with different weights: $sums"
