@@ -115,7 +115,7 @@ echo "$demo" >"$out/train-default.json"
 tdata=$XDG_CACHE_HOME/gpufeed/train-data
 width=""
 for w in 16 32 48 64 96 128; do
-    j=$("$g" bench --data "$tdata/train" --device cuda --model-width "$w" --image-size 64 \
+    j=$("$g" bench --data "$tdata/train" --device cuda --model-width "$w" --image-size 60 \
         --batch-size 32 --threads "$threads" --batches 120 --json 2>>"$log") || { status=1; break; }
     echo "$j" >>"$out/width.jsonl"
     c=$(echo "$j" | field compute_ms)
@@ -185,7 +185,7 @@ of_peak=$(echo "$bw" | field batch_pinned_h2d_of_peak)
     echo "overlap (CUDA, f16 NCHW, batch 128; goal ratio <= 1.05 at depth >= 2):"
     echo "depth  compute  input_ms compute_ms  step_ms   sync_ms   ratio"
     printf '%s' "$rows"
-    echo "train (64x64, batch 32; goal: sync < 50% busy, gpufeed >= 95% of compute alone):"
+    echo "train (60x60, batch 32; goal: sync < 50% busy, gpufeed >= 95% of compute alone):"
     printf '%-18s %-8s %9s %7s %6s %6s %6s %8s\n' run loader images/s step_ms stall busy NVML "of alone"
     train_row "default (width 7)" "$demo"
     train_row "width ${width:-?}" "$tuned"

@@ -85,10 +85,12 @@
 #define DEMO_W 500
 #define DEMO_H 375
 
-/* The default model width: compute per batch a little above one decode
- * thread's time per batch at 64x64 on the build machine (bench/README.md,
- * "gpufeed train"), so the synchronous loop is input-bound. */
+/* The default model: width 7 at 60x60, a step a little shorter than one
+ * decode thread's batch on the build machine (input / compute ~1.06), so
+ * the synchronous loop is input-bound and one decode thread still keeps
+ * the model ~94% busy (bench/README.md, "gpufeed train"). */
 #define DEFAULT_WIDTH 7
+#define DEFAULT_SIZE 60
 
 /* Compute alone: steps on one cached batch, at least this many and for at
  * least this long (after two untimed ones). */
@@ -220,7 +222,7 @@ static void usage(FILE *f)
             "  --loader L            sync|gpufeed|both (default both)\n"
             "  --epochs E            epochs (default 3)\n"
             "  --batch-size B        samples per batch (default 32)\n"
-            "  --image-size S        model input S x S, a multiple of 4 (default 64)\n"
+            "  --image-size S        model input S x S, a multiple of 4 (default %d)\n"
             "  --model-width W       channels of the first conv: compute per step\n"
             "                        (default %d)\n"
             "  --threads N           decode threads (default: cores - 1, at least 1)\n"
@@ -248,7 +250,7 @@ static void usage(FILE *f)
             "\n"
             "Data-parallel: mpirun -np N gpufeed train ... trains one replica per rank on\n"
             "its share of each epoch, gradients averaged over the ranks every step.\n",
-            DEFAULT_WIDTH, GF_CLI_HAVE_MPI ? "" : " [not built: -Dmpi=enabled]",
+            DEFAULT_SIZE, DEFAULT_WIDTH, GF_CLI_HAVE_MPI ? "" : " [not built: -Dmpi=enabled]",
             GF_CLI_HAVE_NCCL ? "" : " [nccl not built: needs CUDA and nccl.h]");
 }
 
@@ -1758,7 +1760,7 @@ int cmd_train(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    train_opts o = {.epochs = 3, .batch = 32, .size = 64, .width = DEFAULT_WIDTH, .lr = 0.05,
+    train_opts o = {.epochs = 3, .batch = 32, .size = DEFAULT_SIZE, .width = DEFAULT_WIDTH, .lr = 0.05,
                     .loader = L_BOTH, .device = GF_DEVICE_AUTO};
     trainer t;
     run_result runs[2];
