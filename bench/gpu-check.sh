@@ -121,6 +121,7 @@ for w in 16 32 48 64 96 128; do
     c=$(echo "$j" | field compute_ms)
     i=$(echo "$j" | field input_ms)
     say "width $w: compute $c ms/batch, input $i ms/batch"
+    [ -n "$c" ] && [ -n "$i" ] || { status=1; break; }
     width=$w
     awk -v c="$c" -v i="$i" 'BEGIN { exit !(c >= 1.2 * i) }' && break
 done

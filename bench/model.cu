@@ -750,10 +750,10 @@ extern "C" int gfm__cuda_grad_pack(gfm__cuda *g, const float *x, const int32_t *
     CK(cudaSetDevice(g->cfg.device_id));
     if (g->pack_pending)
         return failf(why, why_len, "model (CUDA): gfm_grad_pack twice without gfm_apply_packed");
-    if (!g->packed) {
+    if (!g->packed)
         CK(cudaMalloc((void **)&g->packed, (P + 3) * sizeof(float)));
+    if (!g->h_totals)
         CK(cudaHostAlloc((void **)&g->h_totals, 3 * sizeof(float), cudaHostAllocDefault));
-    }
     if (n > 0 && (long long)n * ((g->F2 + 3) / 4) > 65535)
         return failf(why, why_len, "model (CUDA): batch %d too large for width %d", n,
                      g->cfg.width);

@@ -1490,6 +1490,40 @@ static int allreduce_setup(trainer *t)
         MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         ok = all;
     }
+    if (ok && t->mpi && t->world > 1) {
+        /* NCCL refuses two ranks on one GPU (its init fails on every
+         * rank); find that first, by host and PCI bus id. */
+        enum { KEY = 320 };
+        char key[KEY] = "", host[256] = "", *all = malloc((size_t)t->world * KEY);
+        cli_cuda_device info;
+        if (!all) {
+            cli_error(CMD, "out of memory");
+            return CLI_FAIL;
+        }
+        gethostname(host, sizeof host - 1);
+        if (cli_cuda_device_info(t->device_id, &info) == 0)
+            snprintf(key, sizeof key, "%s/%s", host, info.pci_bus_id);
+        else
+            snprintf(key, sizeof key, "%s/device %d", host, t->device_id);
+        MPI_Allgather(key, KEY, MPI_CHAR, all, KEY, MPI_CHAR, MPI_COMM_WORLD);
+        int a = -1, b = -1;
+        for (int i = 0; i < t->world && a < 0; i++)
+            for (int j = i + 1; j < t->world; j++)
+                if (strncmp(all + (size_t)i * KEY, all + (size_t)j * KEY, KEY) == 0) {
+                    a = i, b = j;
+                    break;
+                }
+        if (a >= 0) {
+            snprintf(why, sizeof why, "ranks %d and %d share GPU %.200s: NCCL needs one GPU per "
+                     "rank", a, b, all + (size_t)a * KEY);
+            ok = 0;
+        }
+        free(all);
+        if (!ok && want == AR_NCCL) {
+            cli_error(CMD, "--allreduce nccl: %s (use --allreduce mpi, or fewer ranks)", why);
+            return CLI_USAGE;
+        }
+    }
 #endif
     if (!ok) {
         if (want == AR_AUTO && t->cuda && why[0])
@@ -1983,13 +2017,16 @@ int cmd_train(int argc, char **argv)
     }
 out:
     fflush(stdout);
+#if GF_CLI_HAVE_MPI
+    /* Before anything that may wait for the other ranks (an NCCL
+     * communicator's teardown): they may be waiting in a collective. */
+    if (t.mpi && status != CLI_OK && t.world > 1)
+        MPI_Abort(MPI_COMM_WORLD, status);
+#endif
     trainer_free(&t);
 #if GF_CLI_HAVE_MPI
-    if (t.mpi) {
-        if (status != CLI_OK && t.world > 1)
-            MPI_Abort(MPI_COMM_WORLD, status); /* the other ranks may wait in a collective */
+    if (t.mpi)
         MPI_Finalize();
-    }
 #endif
     return status;
 }

@@ -356,19 +356,34 @@ void *gf__device_ready_event(const gf__device *d, int i)
     return d->slots[i].ready;
 }
 
+typedef struct release_call {
+    dslot *sl;
+    cudaError_t e;
+} release_call;
+
+static void release_main(void *p)
+{
+    release_call *c = p;
+    c->e = cudaEventRecord(c->sl->released, 0);
+}
+
 int gf__device_release(gf__device *d, int i, void *stream)
 {
     dslot *sl = &d->slots[i];
     cudaError_t e;
-    int prev = d->id;
-    /* NULL: the legacy default stream of the loader's device, which the
-     * calling thread need not have current. */
-    if (!stream && cudaGetDevice(&prev) == cudaSuccess && prev != d->id &&
-        cudaSetDevice(d->id) != cudaSuccess)
-        return GF_ENODEV;
-    e = cudaEventRecord(sl->released, (cudaStream_t)stream);
-    if (prev != d->id)
-        cudaSetDevice(prev);
+    int cur = -1;
+    /* NULL: the legacy default stream of the loader's device. From a
+     * thread whose current device is another (or none: cudaGetDevice
+     * says 0 then), record it from a device-bound thread rather than
+     * switch this one's device (see the top). */
+    if (stream || (cudaGetDevice(&cur) == cudaSuccess && cur == d->id)) {
+        e = cudaEventRecord(sl->released, (cudaStream_t)stream);
+    } else {
+        release_call c = {.sl = sl, .e = cudaErrorUnknown};
+        e = on_device(d->id, release_main, &c);
+        if (e == cudaSuccess)
+            e = c.e;
+    }
     if (e != cudaSuccess)
         return GF_ENODEV;
     sl->release_recorded = 1;

@@ -183,6 +183,7 @@ struct gf_loader {
     double waiting_since;        /* the consumer is inside gf_next since, or 0 */
     int held;
     bool exhausted, stopping, running;
+    int copies_in_flight;        /* CUDA: callbacks still to run (under mu) */
     int fail_code;               /* the consumer's; sticky until gf_seek */
     int halt_code;               /* the controller's own failure */
     uint64_t samples, batches, errors, errors_by_kind[GF_SAMPLE_ERROR_KINDS];
@@ -659,27 +660,29 @@ static bool finalise_oldest(gf_loader *l, job *js, int *n_jobs)
 }
 
 /* CUDA thread: the copy out of a host slot has run, or the copy stream
- * failed (cuda_error, a cudaError_t); the slot may be refilled. While
- * stopping, the controller is gone or going: stop_pipeline waits for
- * these callbacks after joining it, so nothing wakes it. */
+ * failed (cuda_error, a cudaError_t); the slot may be refilled. Everything
+ * happens under mu and the count of callbacks in flight drops last:
+ * stop_pipeline waits for it to reach 0 (a failed stream's synchronize
+ * may return before its callbacks have run) and then may free l. While
+ * stopping, the controller is gone or going: nothing wakes it. */
 static void host_slot_copied(void *arg, int cuda_error)
 {
     slot *sl = arg;
     gf_loader *l = sl->l;
     pthread_mutex_lock(&l->mu);
     sl->host = HOST_FREE;
-    bool stopping = l->stopping;
-    pthread_mutex_unlock(&l->mu);
-    if (cuda_error) {
-        char why[160];
-        snprintf(why, sizeof why,
-                 "the CUDA copy stream failed with cudaError_t %d (an earlier kernel or copy "
-                 "of this process may have faulted)",
-                 cuda_error);
-        halt(l, GF_ENODEV, why);
+    if (cuda_error && !l->halted) {
+        l->halted = true;
+        l->halt_code = fail(l, GF_ENODEV,
+                            "the CUDA copy stream failed with cudaError_t %d (an earlier "
+                            "kernel or copy of this process may have faulted)",
+                            cuda_error);
     }
-    if (!stopping)
+    if (!l->stopping)
         wake_controller(l);
+    l->copies_in_flight--;
+    pthread_cond_broadcast(&l->ready_cv);
+    pthread_mutex_unlock(&l->mu);
 }
 
 /* Hands finalised batches, in order, to the consumer's side: on the CPU
@@ -708,10 +711,16 @@ static void deliver(gf_loader *l, job *js, int *n_jobs)
                 memcpy(sl->out_labels, sl->labels, (size_t)sl->count * sizeof *sl->labels);
                 memcpy(sl->out_indices, sl->indices, (size_t)sl->count * sizeof *sl->indices);
                 char why[256] = "";
+                pthread_mutex_lock(&l->mu);
+                l->copies_in_flight++;
+                pthread_mutex_unlock(&l->mu);
                 if (gf__device_enqueue(l->dev, (int)idx, sl->pixels,
                                        l->s.flip_on_device ? sl->flips : NULL, sl->count,
                                        l->cell_bytes, &l->cv, host_slot_copied, sl, why,
                                        sizeof why) < 0) {
+                    pthread_mutex_lock(&l->mu);
+                    l->copies_in_flight--; /* its callback was not queued */
+                    pthread_mutex_unlock(&l->mu);
                     halt(l, GF_ENODEV, why);
                     return;
                 }
@@ -978,8 +987,13 @@ static void stop_pipeline(gf_loader *l)
     uv_async_send(&l->wake);
     pthread_join(l->controller, NULL);
     /* After the join: nothing queues a copy any more, and the callbacks of
-     * those queued see `stopping` and leave the closed loop alone. */
+     * those queued see `stopping` and leave the closed loop alone. Every
+     * callback runs, errors included; wait for each, not only the stream. */
     gf__device_sync(l->dev);
+    pthread_mutex_lock(&l->mu);
+    while (l->copies_in_flight > 0)
+        pthread_cond_wait(&l->ready_cv, &l->mu);
+    pthread_mutex_unlock(&l->mu);
     uv_loop_close(&l->loop);
     if (l->uring) {
         gf__uring_destroy(l->uring); /* waits for reads still in flight */
