@@ -64,6 +64,8 @@ double cli_now(void);            /* monotonic seconds */
 uint64_t cli_peak_rss_bytes(void); /* getrusage(RUSAGE_SELF) */
 double cli_cpu_seconds(void);    /* user + system time of the process */
 int cli_cores(void);             /* online CPUs, at least 1 */
+/* IEEE binary16 bits of f, rounded to nearest even (as __float2half_rn). */
+uint16_t cli_f16_bits(float f);
 /* The CPU's model name (/proc/cpuinfo "model name"), or "unknown". */
 void cli_cpu_model(char *buf, size_t len);
 

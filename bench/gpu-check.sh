@@ -126,11 +126,16 @@ for w in 16 32 48 64 96 128; do
     awk -v c="$c" -v i="$i" 'BEGIN { exit !(c >= 1.2 * i) }' && break
 done
 tuned=""
+amp=""
 if [ -n "$width" ]; then
     say "== gpufeed train (--model-width $width, --device cuda)"
     tuned=$("$g" train --device cuda --model-width "$width" --threads "$threads" --json \
         2>>"$log") || status=1
     echo "$tuned" >"$out/train-width.json"
+    say "== gpufeed train (--model-width $width --amp: float16 batches)"
+    amp=$("$g" train --device cuda --model-width "$width" --threads "$threads" --amp --json \
+        2>>"$log") || status=1
+    echo "$amp" >"$out/train-amp.json"
 fi
 train_row() { # train_row LABEL JSON
     [ -n "$2" ] || return 0
@@ -190,6 +195,7 @@ of_peak=$(echo "$bw" | field batch_pinned_h2d_of_peak)
     printf '%-18s %-8s %9s %7s %6s %6s %6s %8s\n' run loader images/s step_ms stall busy NVML "of alone"
     train_row "default (width 7)" "$demo"
     train_row "width ${width:-?}" "$tuned"
+    train_row "width ${width:-?} --amp" "$amp"
     echo "NCCL (1 rank):           $nccl"
 } | tee -a "$log"
 exit $status

@@ -139,6 +139,10 @@ int gfm_create(gfm_model **out, const gfm_config *c, char *why, size_t why_len)
         snprintf(why, why_len, "model: unknown device %d", c->device);
         return -1;
     }
+    if (c->amp && c->device != GFM_CUDA) {
+        snprintf(why, why_len, "model: amp (float16 input) is for CUDA models only");
+        return -1;
+    }
 #if !GFM_WITH_CUDA
     if (c->device == GFM_CUDA) {
         snprintf(why, why_len, "model: built without CUDA");

@@ -15,8 +15,13 @@
  * in a fixed order, no atomics: a run is deterministic on one GPU.
  * It is not bit-identical to the CPU reference (other summation order).
  *
- * amp is accepted and ignored: everything computes in float32 for now.
+ * amp: the input batch is float16 (the loader's GF_DTYPE_FLOAT16), read
+ * as such by the first conv and its weight gradient: half the bytes
+ * copied and stored per batch. The arithmetic stays float32 (a half
+ * converts to float exactly), so an amp step on x equals the float32
+ * step on x rounded to float16.
  */
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdarg.h>
@@ -84,6 +89,16 @@ static int failf(char *why, size_t len, const char *fmt, ...)
 
 /* ---- kernels ---- */
 
+static __device__ __forceinline__ float to_f(float v)
+{
+    return v;
+}
+
+static __device__ __forceinline__ float to_f(__half v)
+{
+    return __half2float(v);
+}
+
 /* Block tree sum of NV values per thread; thread 0 gets the totals. */
 template <int NV>
 static __device__ void block_sum(float (*red)[NT], float *v)
@@ -106,8 +121,8 @@ static __device__ void block_sum(float (*red)[NT], float *v)
  * outputs of FB filters for one sample per block, one pooled position
  * (2x2 conv outputs) per thread; input planes staged in shared memory a
  * channel at a time. grid (ceil(Wo/T), ceil(Ho/T), n * ceil(F/FB)). */
-template <int FB>
-static __global__ void conv_relu_pool(const float *__restrict__ in, const float *__restrict__ w,
+template <int FB, typename TIn>
+static __global__ void conv_relu_pool(const TIn *__restrict__ in, const float *__restrict__ w,
                                       const float *__restrict__ b, float *__restrict__ out,
                                       unsigned char *__restrict__ idx, int C, int H, int W, int F)
 {
@@ -123,10 +138,11 @@ static __global__ void conv_relu_pool(const float *__restrict__ in, const float 
             acc[i][j] = 0;
     for (int c = 0; c < C; c++) {
         __syncthreads();
-        const float *plane = in + ((size_t)n * C + c) * H * W;
+        const TIn *plane = in + ((size_t)n * C + c) * H * W;
         for (int i = tid; i < (2 * T + 2) * (2 * T + 2); i += T * T) {
             int r = i / (2 * T + 2), q = i % (2 * T + 2), y = iy0 + r, x = ix0 + q;
-            tile[r][q] = (y >= 0 && y < H && x >= 0 && x < W) ? plane[(size_t)y * W + x] : 0.0f;
+            tile[r][q] =
+                (y >= 0 && y < H && x >= 0 && x < W) ? to_f(plane[(size_t)y * W + x]) : 0.0f;
         }
         if (tid < FB * 9) {
             int fb = tid / 9, k = tid % 9;
@@ -339,7 +355,8 @@ static __global__ void conv_input_grad(const float *__restrict__ dout, const flo
  * dsrc[(s*F + f)*dsn + q*dsq]: per position (conv1: the pooled-1
  * gradient) or per plane (conv2: dg, the average pool's). db[f] is
  * written by the c == 0 blocks. */
-static __global__ void conv_weight_grad(const float *__restrict__ in,
+template <typename TIn>
+static __global__ void conv_weight_grad(const TIn *__restrict__ in,
                                         const float *__restrict__ pooled,
                                         const unsigned char *__restrict__ idx,
                                         const float *__restrict__ dsrc, size_t dsn, size_t dsq,
@@ -358,12 +375,12 @@ static __global__ void conv_weight_grad(const float *__restrict__ in,
             continue;
         const float d = dsrc[((size_t)s * F + f) * dsn + q * dsq];
         const int k = idx[o], y = 2 * (q / Wo) + (k >> 1), x = 2 * (q % Wo) + (k & 1);
-        const float *plane = in + ((size_t)s * C + c) * H * W;
+        const TIn *plane = in + ((size_t)s * C + c) * H * W;
         for (int ky = 0; ky < 3; ky++)
             for (int kx = 0; kx < 3; kx++) {
                 const int yy = y + ky - 1, xx = x + kx - 1;
                 if (yy >= 0 && yy < H && xx >= 0 && xx < W)
-                    v[ky * 3 + kx] += d * plane[(size_t)yy * W + xx];
+                    v[ky * 3 + kx] += d * to_f(plane[(size_t)yy * W + xx]);
             }
         v[9] += d;
     }
@@ -572,10 +589,16 @@ static int enqueue(gfm__cuda *g, const float *x, int n, int train, result *res, 
     enum { FB = 4, CB = 4 };
     dim3 tb(T, T);
     dim3 g1((g->W2 + T - 1) / T, (g->H2 + T - 1) / T, n * ((g->F1 + FB - 1) / FB));
-    conv_relu_pool<FB><<<g1, tb, 0, st>>>(x, w1, b1, g->p1, g->i1, g->C, g->H, g->W, g->F1);
+    const __half *xh = (const __half *)(const void *)x; /* amp: x holds float16 */
+    if (g->cfg.amp)
+        conv_relu_pool<FB, __half><<<g1, tb, 0, st>>>(xh, w1, b1, g->p1, g->i1, g->C, g->H,
+                                                      g->W, g->F1);
+    else
+        conv_relu_pool<FB, float><<<g1, tb, 0, st>>>(x, w1, b1, g->p1, g->i1, g->C, g->H, g->W,
+                                                     g->F1);
     dim3 g2((g->W3 + T - 1) / T, (g->H3 + T - 1) / T, n * ((g->F2 + FB - 1) / FB));
-    conv_relu_pool<FB><<<g2, tb, 0, st>>>(g->p1, w2, b2, g->p2, g->i2, g->F1, g->H2, g->W2,
-                                          g->F2);
+    conv_relu_pool<FB, float><<<g2, tb, 0, st>>>(g->p1, w2, b2, g->p2, g->i2, g->F1, g->H2,
+                                                 g->W2, g->F2);
     head<<<n, NT, g->F2 * sizeof(float), st>>>(g->p2, w3, b3, g->labels, g->gap, g->dlog, g->dg,
                                                g->loss_n, g->correct_n, n, g->F2, g->P3, g->K,
                                                train != 0);
@@ -590,11 +613,14 @@ static int enqueue(gfm__cuda *g, const float *x, int n, int train, result *res, 
                                                                    g->F2, g->H2, g->W2);
         dim3 gi((g->W2 + T - 1) / T, (g->H2 + T - 1) / T, n * ((g->F1 + CB - 1) / CB));
         conv_input_grad<CB><<<gi, tb, 0, st>>>(g->da2, w2, g->dp1, g->F1, g->F2, g->H2, g->W2);
-        conv_weight_grad<<<dim3(g->F1, g->F2), NT, 0, st>>>(g->p1, g->p2, g->i2, g->dg, 1, 0, gw2,
-                                                            gb2, n, g->F1, g->F2, g->H2, g->W2);
-        conv_weight_grad<<<dim3(g->C, g->F1), NT, 0, st>>>(x, g->p1, g->i1, g->dp1,
-                                                           (size_t)g->P2, 1, gw1, gb1, n, g->C,
-                                                           g->F1, g->H, g->W);
+        conv_weight_grad<float><<<dim3(g->F1, g->F2), NT, 0, st>>>(
+            g->p1, g->p2, g->i2, g->dg, 1, 0, gw2, gb2, n, g->F1, g->F2, g->H2, g->W2);
+        if (g->cfg.amp)
+            conv_weight_grad<__half><<<dim3(g->C, g->F1), NT, 0, st>>>(
+                xh, g->p1, g->i1, g->dp1, (size_t)g->P2, 1, gw1, gb1, n, g->C, g->F1, g->H, g->W);
+        else
+            conv_weight_grad<float><<<dim3(g->C, g->F1), NT, 0, st>>>(
+                x, g->p1, g->i1, g->dp1, (size_t)g->P2, 1, gw1, gb1, n, g->C, g->F1, g->H, g->W);
         segs sg;
         memcpy(sg.s, g->seg, sizeof sg.s);
         if (train == 1) /* 2: gradients only (gfm__cuda_grads) */

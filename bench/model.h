@@ -31,7 +31,11 @@ typedef struct gfm_config {
     float weight_decay;   /* 5e-4 */
     int device;           /* GFM_CPU or GFM_CUDA */
     int device_id;        /* CUDA device */
-    int amp;              /* CUDA: half-precision compute where it is supported */
+    int amp;              /* CUDA only: x is float16 (the loader's
+                             GF_DTYPE_FLOAT16 NCHW), read as such by the
+                             first conv and its weight gradient; the
+                             arithmetic stays float32, so a step equals
+                             the float32 step on x rounded to float16 */
 } gfm_config;
 
 typedef struct gfm_model gfm_model;
@@ -40,7 +44,8 @@ typedef struct gfm_model gfm_model;
 int gfm_create(gfm_model **out, const gfm_config *c, char *why, size_t why_len);
 void gfm_destroy(gfm_model *m);
 
-/* One SGD step on n samples. x: n x C x H x W float32, host memory on the
+/* One SGD step on n samples. x: n x C x H x W float32 (float16 with
+ * amp, through the same pointer type), host memory on the
  * CPU, device memory on CUDA (ready on `stream`, a cudaStream_t, when this
  * is called); labels: host, in [0, classes), copied before the return.
  * On the CPU loss and correct are this step's (before its update). On
@@ -136,7 +141,8 @@ int gfm_gradients(gfm_model *m, const float *x, const int32_t *labels, int n, gf
  * model.c validates arguments and initialises the parameters (the same
  * values as the CPU model: one RNG); the backend uploads and owns them.
  * seg: offsets of w1 b1 w2 b2 w3 b3 and the total in one float array.
- * Each returns 0 or -1 with the reason in why. amp: float32 for now. */
+ * Each returns 0 or -1 with the reason in why. With amp, x points to
+ * float16 values (passed as const float *). */
 typedef struct gfm__cuda gfm__cuda;
 int gfm__cuda_create(gfm__cuda **out, const gfm_config *c, const float *params,
                      const size_t seg[7], char *why, size_t why_len);

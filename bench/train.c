@@ -163,6 +163,7 @@ typedef struct trainer {
     int classes;
     uint64_t val_samples;
     int cuda;      /* the device is CUDA (the loader's choice) */
+    int amp;       /* --amp on CUDA: float16 batches into the model */
     int tuned_threads, tuned_depth; /* --autotune: its choice so far, carried
                                        from epoch to epoch */
     uint64_t tune_changes;
@@ -230,7 +231,8 @@ static void usage(FILE *f)
             "  --lr X                SGD learning rate (default 0.05)\n"
             "  --seed S              weights, order and augmentation (default 0)\n"
             "  --device D            auto|cuda|cpu (default auto: CUDA if there is a GPU)\n"
-            "  --amp                 CUDA: half-precision compute where supported\n"
+            "  --amp                 CUDA: float16 batches (half the bytes copied and\n"
+            "                        stored); the model reads them and computes in float32\n"
             "  --autotune            the gpufeed loader adds threads and depth while it\n"
             "                        runs (up to cores - 1 and --prefetch-depth)\n"
             "  --json                print one JSON object\n"
@@ -349,7 +351,7 @@ static void loader_settings(const trainer *t, gf_settings *s, int eval)
     s->prefetch_depth = o->depth;
     s->autotune = o->autotune && !eval;
     s->device = o->device;
-    s->dtype = GF_DTYPE_FLOAT32;
+    s->dtype = t->amp ? GF_DTYPE_FLOAT16 : GF_DTYPE_FLOAT32;
     s->layout = GF_LAYOUT_NCHW;
     for (int c = 0; c < 3; c++) {
         s->mean[c] = MEAN[c];
@@ -750,11 +752,12 @@ typedef struct sync_bufs {
     gf_decoder *dec;
     uint8_t *u8;      /* batch x H x W x 3 */
     float *host;      /* batch x 3 x H x W */
-    float *dev;       /* CUDA: the device copy; else == host */
+    uint16_t *half;   /* --amp: host as float16 */
+    float *dev;       /* CUDA: the device copy (float16 with --amp); else == host */
     int32_t *labels;
     uint64_t *order;
     size_t cell;      /* bytes of one decoded sample */
-    size_t fbytes;    /* bytes of one float batch */
+    size_t fbytes;    /* bytes of one batch as the model reads it */
 } sync_bufs;
 
 static void sync_bufs_free(trainer *t, sync_bufs *b)
@@ -768,6 +771,7 @@ static void sync_bufs_free(trainer *t, sync_bufs *b)
 #endif
     free(b->u8);
     free(b->host);
+    free(b->half);
     free(b->labels);
     free(b->order);
     memset(b, 0, sizeof *b);
@@ -781,12 +785,14 @@ static int sync_bufs_init(trainer *t, sync_bufs *b)
     loader_settings(t, &s, 0);
     memset(b, 0, sizeof *b);
     b->cell = (size_t)t->o->size * (size_t)t->o->size * 3;
-    b->fbytes = b->cell * (size_t)B * sizeof(float);
+    b->fbytes = b->cell * (size_t)B * (t->amp ? sizeof(uint16_t) : sizeof(float));
     b->u8 = malloc(b->cell * (size_t)B);
-    b->host = malloc(b->fbytes);
+    b->host = malloc(b->cell * (size_t)B * sizeof(float));
+    b->half = t->amp ? malloc(b->fbytes) : NULL;
     b->labels = malloc((size_t)B * sizeof *b->labels);
     b->order = malloc((n ? n : 1) * sizeof *b->order);
-    if (!b->u8 || !b->host || !b->labels || !b->order || gf_decoder_open(&b->dec, &s) < 0) {
+    if (!b->u8 || !b->host || (t->amp && !b->half) || !b->labels || !b->order ||
+        gf_decoder_open(&b->dec, &s) < 0) {
         sync_bufs_free(t, b);
         cli_error(CMD, "out of memory");
         return CLI_FAIL;
@@ -810,10 +816,19 @@ static int sync_input(trainer *t, sync_bufs *b, uint64_t epoch, uint64_t pos, in
     for (int i = 0; i < nb; i++)
         b->labels[i] = gf_sample_label(t->train_index, b->order[pos + (uint64_t)i]);
     to_nchw(b->u8, nb, t->o->size, t->o->size, b->host);
+    const void *src = b->host;
+    if (t->amp) { /* as the loader's float16: one rounding of the float */
+        size_t count = b->cell * (size_t)nb;
+        for (size_t i = 0; i < count; i++)
+            b->half[i] = cli_f16_bits(b->host[i]);
+        src = b->half;
+    }
 #if GF_CLI_HAVE_CUDA
-    if (t->cuda && cli_cuda_memcpy_h2d(b->dev, b->host, b->fbytes / (size_t)t->o->batch *
-                                                         (size_t)nb) < 0)
+    if (t->cuda &&
+        cli_cuda_memcpy_h2d(b->dev, src, b->fbytes / (size_t)t->o->batch * (size_t)nb) < 0)
         return cuda_failed();
+#else
+    (void)src;
 #endif
     return CLI_OK;
 }
@@ -1430,7 +1445,8 @@ static int probe(trainer *t)
     t->mc.weight_decay = 5e-4f;
     t->mc.device = t->cuda ? GFM_CUDA : GFM_CPU;
     t->mc.device_id = t->device_id;
-    t->mc.amp = t->o->amp;
+    t->amp = t->o->amp && t->cuda;
+    t->mc.amp = t->amp;
     return CLI_OK;
 }
 
@@ -1707,7 +1723,7 @@ static void print_json(const trainer *t, const run_result *runs, int n)
            o->batch, o->size, o->width);
     printf(", \"threads\": %d, \"prefetch_depth\": %d, \"amp\": %s, \"seed\": %" PRIu64,
            o->threads ? o->threads : (cli_cores() > 1 ? cli_cores() - 1 : 1),
-           o->depth ? o->depth : 4, o->amp ? "true" : "false", o->seed);
+           o->depth ? o->depth : 4, t->amp ? "true" : "false", o->seed);
     printf(", \"lr\": ");
     cli_json_double(stdout, o->lr);
     printf(", \"step_flops_per_sample\": ");
@@ -1969,9 +1985,11 @@ int cmd_train(int argc, char **argv)
                t.train_n, t.val_samples, t.classes);
         printf("  %s%s, %dx%d, batch %d, model width %d (%.0f MFLOP/step), %d epoch%s, lr %g, "
                "%d decode thread%s, prefetch depth %d\n",
-               t.cuda ? "cuda" : "cpu", t.cuda && o.amp ? " (amp)" : "", o.size, o.size,
+               t.cuda ? "cuda" : "cpu", t.amp ? " (amp: float16 batches)" : "", o.size, o.size,
                o.batch, o.width, 2 * t.step_flops * o.batch / 1e6, o.epochs,
                o.epochs == 1 ? "" : "s", o.lr, th, th == 1 ? "" : "s", o.depth ? o.depth : 4);
+        if (o.amp && !t.cuda)
+            printf("  note: --amp is for CUDA (float16 batches); the CPU path reads float32\n");
         if (t.device_note[0])
             printf("  note: %s\n", t.device_note);
         if (t.dp)

@@ -337,6 +337,10 @@ START_TEST(bad_arguments_are_refused)
     cfg.device = GFM_CUDA; /* this test builds the model without CUDA */
     ck_assert_int_eq(gfm_create(&m, &cfg, why, sizeof why), -1);
     ck_assert_ptr_nonnull(strstr(why, "CUDA"));
+    cfg = config(3, 8, 8, 3, 2, 1);
+    cfg.amp = 1; /* float16 input: CUDA models only */
+    ck_assert_int_eq(gfm_create(&m, &cfg, why, sizeof why), -1);
+    ck_assert_ptr_nonnull(strstr(why, "amp"));
 
     cfg = config(3, 8, 8, 3, 2, 1);
     m = make(&cfg);

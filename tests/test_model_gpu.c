@@ -38,18 +38,24 @@ static double nrand(void)
     return sqrt(-2 * log(urand())) * cos(6.283185307179586 * urand());
 }
 
-static gfm_model *make(int device, uint64_t seed)
+static gfm_model *make_amp(int device, uint64_t seed, int amp)
 {
     gfm_config cfg = {0};
     cfg.in_c = C, cfg.in_h = S, cfg.in_w = S;
     cfg.classes = K, cfg.width = WIDTH, cfg.seed = seed;
     cfg.lr = 0.05f, cfg.momentum = 0.9f, cfg.weight_decay = 5e-4f;
     cfg.device = device;
+    cfg.amp = amp;
     gfm_model *m = NULL;
     char why[256];
     int rc = gfm_create(&m, &cfg, why, sizeof why);
     ck_assert_msg(rc == 0, "gfm_create: %s", why);
     return m;
+}
+
+static gfm_model *make(int device, uint64_t seed)
+{
+    return make_amp(device, seed, 0);
 }
 
 /* A batch: host x and labels, and x on the device. */
@@ -206,6 +212,47 @@ START_TEST(packed_step_is_the_train_step_bit_for_bit)
 }
 END_TEST
 
+/* amp reads float16 input and computes in float32: its steps are the
+ * float32 model's on the same values, bit for bit (a half converts to
+ * float exactly). */
+START_TEST(amp_steps_are_float32_steps_on_rounded_input)
+{
+    rng_state = 29;
+    gfm_model *f = make(GFM_CUDA, 6), *h = make_amp(GFM_CUDA, 6, 1);
+    batch *b = calloc(1, sizeof *b);
+    _Float16 *xh = malloc(N * PIX * sizeof *xh);
+    void *dxh = NULL;
+    ck_assert(b && xh);
+    CK_CUDA(cudaMalloc((void **)&b->dx, sizeof b->x));
+    CK_CUDA(cudaMalloc(&dxh, N * PIX * sizeof *xh));
+    for (int step = 0; step < 5; step++) {
+        for (int i = 0; i < N * PIX; i++) {
+            xh[i] = (_Float16)(float)nrand();
+            b->x[i] = (float)xh[i];
+        }
+        for (int i = 0; i < N; i++)
+            b->labels[i] = (int32_t)(urand() * K);
+        CK_CUDA(cudaMemcpy(b->dx, b->x, sizeof b->x, cudaMemcpyHostToDevice));
+        CK_CUDA(cudaMemcpy(dxh, xh, N * PIX * sizeof *xh, cudaMemcpyHostToDevice));
+        float lf, lh;
+        int cf, ch;
+        ck_assert_int_eq(gfm_train_step(f, b->dx, b->labels, N, stream, &lf, &cf), 0);
+        ck_assert_msg(gfm_train_step(h, (const float *)dxh, b->labels, N, stream, &lh, &ch) == 0,
+                      "%s", gfm_error(h));
+        ck_assert_int_eq(gfm_sync(f, &lf, &cf), 0);
+        ck_assert_int_eq(gfm_sync(h, &lh, &ch), 0);
+        ck_assert_msg(lf == lh, "step %d: loss %.9g (float32) vs %.9g (amp)", step, lf, lh);
+        ck_assert_int_eq(cf, ch);
+        ck_assert_uint_eq(gfm_checksum(f), gfm_checksum(h));
+    }
+    cudaFree(dxh);
+    cudaFree(b->dx);
+    free(b), free(xh);
+    gfm_destroy(f);
+    gfm_destroy(h);
+}
+END_TEST
+
 int main(void)
 {
     int n = 0;
@@ -222,6 +269,7 @@ int main(void)
     tcase_add_test(t, loss_and_gradients_match_the_reference);
     tcase_add_test(t, training_tracks_the_reference);
     tcase_add_test(t, packed_step_is_the_train_step_bit_for_bit);
+    tcase_add_test(t, amp_steps_are_float32_steps_on_rounded_input);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK); /* CUDA does not survive fork() */
