@@ -631,25 +631,45 @@ static int enqueue(gfm__cuda *g, const float *x, int n, int train, result *res, 
     return 0;
 }
 
+/* Every entry that queues a batch of n (0: none) on stream: the device,
+ * the grid limit, buffers for n, and the stream switch. */
+static int begin_batch(gfm__cuda *g, int n, void *stream, char *why, size_t why_len)
+{
+    CK(cudaSetDevice(g->cfg.device_id));
+    if (n > 0 && (long long)n * ((g->F2 + 3) / 4) > 65535) /* grid.z of conv_relu_pool */
+        return failf(why, why_len, "model (CUDA): batch %d too large for width %d", n,
+                     g->cfg.width);
+    if ((n > 0 && reserve(g, n, why, why_len)) ||
+        use_stream(g, (cudaStream_t)stream, why, why_len))
+        return -1;
+    return 0;
+}
+
+/* labels into pinned slot `slot` (free: the caller made sure), then to
+ * the device on the current stream. */
+static int upload_labels(gfm__cuda *g, int slot, const int32_t *labels, int n, char *why,
+                         size_t why_len)
+{
+    int32_t *h = g->h_labels + (size_t)slot * g->cap;
+    memcpy(h, labels, (size_t)n * sizeof(int32_t));
+    CK(cudaMemcpyAsync(g->labels, h, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice,
+                       g->stream));
+    return 0;
+}
+
 extern "C" int gfm__cuda_step(gfm__cuda *g, const float *x, const int32_t *labels, int n,
                               void *stream, int train, float *loss, int *correct, char *why,
                               size_t why_len)
 {
-    CK(cudaSetDevice(g->cfg.device_id));
-    if ((long long)n * ((g->F2 + 3) / 4) > 65535) /* grid.z of conv_relu_pool */
-        return failf(why, why_len, "model (CUDA): batch %d too large for width %d", n,
-                     g->cfg.width);
-    if (reserve(g, n, why, why_len) || use_stream(g, (cudaStream_t)stream, why, why_len))
+    if (begin_batch(g, n, stream, why, why_len))
         return -1;
     cudaStream_t st = g->stream;
     if (!train && g->pack_pending)
         return failf(why, why_len, "model (CUDA): evaluate between gfm_grad_pack and "
                                    "gfm_apply_packed");
     if (!train) { /* evaluate: its own label and result slot, and wait */
-        int32_t *h = g->h_labels + (size_t)R * g->cap;
-        memcpy(h, labels, (size_t)n * sizeof(int32_t));
-        CK(cudaMemcpyAsync(g->labels, h, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, st));
-        if (enqueue(g, x, n, 0, g->res + R, why, why_len))
+        if (upload_labels(g, R, labels, n, why, why_len) ||
+            enqueue(g, x, n, 0, g->res + R, why, why_len))
             return -1;
         CK(cudaMemcpyAsync(g->h_res + R, g->res + R, sizeof(result), cudaMemcpyDeviceToHost, st));
         CK(cudaStreamSynchronize(st));
@@ -662,10 +682,8 @@ extern "C" int gfm__cuda_step(gfm__cuda *g, const float *x, const int32_t *label
     const int slot = (int)(g->queued % R);
     if (g->queued >= R) /* the step R ago: long finished (see below) */
         CK(cudaEventSynchronize(g->ev[slot]));
-    int32_t *h = g->h_labels + (size_t)slot * g->cap;
-    memcpy(h, labels, (size_t)n * sizeof(int32_t));
-    CK(cudaMemcpyAsync(g->labels, h, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, st));
-    if (enqueue(g, x, n, 1, g->res + slot, why, why_len))
+    if (upload_labels(g, slot, labels, n, why, why_len) ||
+        enqueue(g, x, n, 1, g->res + slot, why, why_len))
         return -1;
     CK(cudaMemcpyAsync(g->h_res + slot, g->res + slot, sizeof(result), cudaMemcpyDeviceToHost,
                        st));
@@ -725,21 +743,15 @@ extern "C" int gfm__cuda_grads(gfm__cuda *g, const float *x, const int32_t *labe
                                void *stream, float *grad, float *loss, int *correct, char *why,
                                size_t why_len)
 {
-    CK(cudaSetDevice(g->cfg.device_id));
-    if ((long long)n * ((g->F2 + 3) / 4) > 65535)
-        return failf(why, why_len, "model (CUDA): batch %d too large for width %d", n,
-                     g->cfg.width);
-    if (reserve(g, n, why, why_len) || use_stream(g, (cudaStream_t)stream, why, why_len))
+    if (begin_batch(g, n, stream, why, why_len))
         return -1;
     cudaStream_t st = g->stream;
     if (g->pack_pending)
         return failf(why, why_len, "model (CUDA): gfm_grad_step between gfm_grad_pack and "
                                    "gfm_apply_packed");
     /* the evaluation's label and result slot (R): this call waits */
-    int32_t *h = g->h_labels + (size_t)R * g->cap;
-    memcpy(h, labels, (size_t)n * sizeof(int32_t));
-    CK(cudaMemcpyAsync(g->labels, h, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, st));
-    if (enqueue(g, x, n, 2, g->res + R, why, why_len))
+    if (upload_labels(g, R, labels, n, why, why_len) ||
+        enqueue(g, x, n, 2, g->res + R, why, why_len))
         return -1;
     CK(cudaMemcpyAsync(g->h_res + R, g->res + R, sizeof(result), cudaMemcpyDeviceToHost, st));
     CK(cudaMemcpyAsync(grad, g->grads, g->seg[6] * sizeof(float), cudaMemcpyDeviceToHost, st));
@@ -773,28 +785,20 @@ extern "C" int gfm__cuda_grad_pack(gfm__cuda *g, const float *x, const int32_t *
                                    void *stream, float **packed, char *why, size_t why_len)
 {
     const size_t P = g->seg[6];
-    CK(cudaSetDevice(g->cfg.device_id));
+    if (begin_batch(g, n, stream, why, why_len))
+        return -1;
+    cudaStream_t st = g->stream;
     if (g->pack_pending)
         return failf(why, why_len, "model (CUDA): gfm_grad_pack twice without gfm_apply_packed");
     if (!g->packed)
         CK(cudaMalloc((void **)&g->packed, (P + 3) * sizeof(float)));
     if (!g->h_totals)
         CK(cudaHostAlloc((void **)&g->h_totals, 3 * sizeof(float), cudaHostAllocDefault));
-    if (n > 0 && (long long)n * ((g->F2 + 3) / 4) > 65535)
-        return failf(why, why_len, "model (CUDA): batch %d too large for width %d", n,
-                     g->cfg.width);
-    if ((n > 0 && reserve(g, n, why, why_len)) ||
-        use_stream(g, (cudaStream_t)stream, why, why_len))
-        return -1;
-    cudaStream_t st = g->stream;
     if (n > 0) {
         /* the evaluation's label and result slot (R): free, since
          * gfm__cuda_apply_packed waited for the previous pack */
-        int32_t *h = g->h_labels + (size_t)R * g->cap;
-        memcpy(h, labels, (size_t)n * sizeof(int32_t));
-        CK(cudaMemcpyAsync(g->labels, h, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice,
-                           st));
-        if (enqueue(g, x, n, 2, g->res + R, why, why_len))
+        if (upload_labels(g, R, labels, n, why, why_len) ||
+            enqueue(g, x, n, 2, g->res + R, why, why_len))
             return -1;
         pack_grads<<<blocks(P + 1), NT, 0, st>>>(g->grads, g->res + R, g->packed, P, n);
     } else {

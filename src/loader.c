@@ -407,14 +407,20 @@ static int record_error(slot *sl, int c, int code, char *why)
     return 0;
 }
 
-static GF__COLD void halt(gf_loader *l, int code, const char *what)
+/* The first halt wins; with mu held. */
+static GF__COLD void halt_locked(gf_loader *l, int code, const char *what)
 {
-    pthread_mutex_lock(&l->mu);
     if (!l->halted) {
         l->halted = true;
         l->halt_code = fail(l, code, "%s", what);
     }
     pthread_cond_broadcast(&l->ready_cv);
+}
+
+static GF__COLD void halt(gf_loader *l, int code, const char *what)
+{
+    pthread_mutex_lock(&l->mu);
+    halt_locked(l, code, what);
     pthread_mutex_unlock(&l->mu);
 }
 
@@ -669,15 +675,16 @@ static void host_slot_copied(void *arg, int cuda_error)
 {
     slot *sl = arg;
     gf_loader *l = sl->l;
+    char why[160];
+    if (cuda_error)
+        snprintf(why, sizeof why,
+                 "the CUDA copy stream failed with cudaError_t %d (an earlier kernel or copy "
+                 "of this process may have faulted)",
+                 cuda_error);
     pthread_mutex_lock(&l->mu);
     sl->host = HOST_FREE;
-    if (cuda_error && !l->halted) {
-        l->halted = true;
-        l->halt_code = fail(l, GF_ENODEV,
-                            "the CUDA copy stream failed with cudaError_t %d (an earlier "
-                            "kernel or copy of this process may have faulted)",
-                            cuda_error);
-    }
+    if (cuda_error)
+        halt_locked(l, GF_ENODEV, why);
     if (!l->stopping)
         wake_controller(l);
     l->copies_in_flight--;
@@ -720,8 +727,8 @@ static void deliver(gf_loader *l, job *js, int *n_jobs)
                                        sizeof why) < 0) {
                     pthread_mutex_lock(&l->mu);
                     l->copies_in_flight--; /* its callback was not queued */
+                    halt_locked(l, GF_ENODEV, why);
                     pthread_mutex_unlock(&l->mu);
-                    halt(l, GF_ENODEV, why);
                     return;
                 }
                 copying = true;
