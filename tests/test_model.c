@@ -7,22 +7,7 @@
 #include <string.h>
 
 #include "model.h"
-
-static uint64_t rng_state;
-
-static double urand(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return ((z >> 11) + 0.5) * 0x1p-53;
-}
-
-static double nrand(void)
-{
-    return sqrt(-2 * log(urand())) * cos(6.283185307179586 * urand());
-}
+#include "model_rng.h"
 
 static gfm_config config(int c, int h, int w, int classes, int width, uint64_t seed)
 {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "model_rng.h"
 
 #define CK_CUDA(x)                                                                         \
     do {                                                                                   \
@@ -21,22 +22,7 @@
 
 enum { C = 3, S = 16, K = 5, WIDTH = 4, N = 8, PIX = C * S * S };
 
-static uint64_t rng_state;
 static cudaStream_t stream;
-
-static double urand(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return ((z >> 11) + 0.5) * 0x1p-53;
-}
-
-static double nrand(void)
-{
-    return sqrt(-2 * log(urand())) * cos(6.283185307179586 * urand());
-}
 
 static gfm_model *make_amp(int device, uint64_t seed, int amp)
 {
