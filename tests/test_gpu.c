@@ -20,6 +20,7 @@ int main(void)
 
 #include <check.h>
 #include <cuda_runtime_api.h>
+#include "cuda_present.h"
 #include <string.h>
 
 #define CK_CUDA(x)                                                                           \
@@ -288,12 +289,9 @@ END_TEST
 
 int main(void)
 {
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n == 0) {
-        printf("SKIP: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorName(e) : "0 devices");
-        return 77;
-    }
+    int present = tu_cuda_present();
+    if (present != 0)
+        return present;
     Suite *s = suite_create("gpu");
     TCase *t = tcase_create("gpu");
     tcase_add_checked_fixture(t, setup, teardown);

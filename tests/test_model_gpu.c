@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "cuda_present.h"
 #include "model_rng.h"
 
 #define CK_CUDA(x)                                                                         \
@@ -241,12 +242,9 @@ END_TEST
 
 int main(void)
 {
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n == 0) {
-        printf("SKIP: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorName(e) : "0 devices");
-        return 77;
-    }
+    int present = tu_cuda_present();
+    if (present != 0)
+        return present;
     Suite *s = suite_create("model_gpu");
     TCase *t = tcase_create("model_gpu");
     tcase_add_checked_fixture(t, setup, teardown);
