@@ -38,6 +38,7 @@
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define CV_X86 1
 #define CV_AVX2_FN __attribute__((target("avx2,fma,f16c")))
+#include <cpuid.h>
 #include <immintrin.h>
 #else
 #define CV_X86 0
@@ -547,6 +548,21 @@ static void convert_generic(const gf__convert *cv, const uint8_t *in, void *out,
 }
 
 #if CV_X86
+/* F16C from cpuid: clang's __builtin_cpu_supports does not know "f16c".
+ * Cached (0 unknown, 1 no, 2 yes): cpuid traps to the hypervisor in VMs. */
+static int have_avx2_fma_f16c(void)
+{
+    static int cached;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v == 0) {
+        unsigned a, b, c = 0, d;
+        int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c ? 2 : 1;
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v == 2;
+}
+
 CV_AVX2_FN static void convert_avx2(const gf__convert *cv, const uint8_t *in, void *out,
                                     const uint8_t *flips, int first, int count)
 {
@@ -572,8 +588,7 @@ void gf__convert_cpu(const gf__convert *cv, const uint8_t *in, void *out, const 
     if (count <= 0 || cv->h <= 0 || cv->w <= 0 || cv->c < 1 || cv->c > 4)
         return;
 #if CV_X86
-    if (!force_generic && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c")) {
+    if (!force_generic && have_avx2_fma_f16c()) {
         convert_avx2(cv, in, out, flips, first, count);
         return;
     }
