@@ -243,6 +243,65 @@ static uint32_t be32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+/* Byte i of p, or 0 past the end (what stb_image's reader returns). */
+static uint8_t byte_at(const uint8_t *p, size_t n, size_t i)
+{
+    return i < n ? p[i] : 0;
+}
+
+/* 1 if the DHT segment whose length field starts at p[i] declares a table
+ * of more than 256 codes, read as stb_image reads it (it stops at a bad
+ * table class or id, and each table shortens the segment by >= 17). */
+static int dht_overfull(const uint8_t *p, size_t n, size_t i)
+{
+    long left = (long)((unsigned)byte_at(p, n, i) << 8 | byte_at(p, n, i + 1)) - 2;
+    for (i += 2; left > 0 && i < n;) {
+        uint8_t q = p[i++];
+        if (q >> 4 > 1 || (q & 15) > 3)
+            return 0;
+        unsigned codes = 0;
+        for (int k = 0; k < 16; k++)
+            codes += byte_at(p, n, i++);
+        if (codes > 256)
+            return 1;
+        i += codes;
+        left -= 17 + (long)codes;
+    }
+    return 0;
+}
+
+/* Debian's stb_image (2.27) writes past its Huffman tables when a DHT
+ * table declares more than 256 codes (fixed upstream later: nothings/stb
+ * #1289). 1 if p has such a table wherever stb_image could read one: in
+ * the segments before the first scan, walked as stb_image walks them (a
+ * segment it accepts is exactly its length long), and, from the first
+ * scan on, at every FF C4 (a marker it may find in or after entropy-coded
+ * data). */
+static int jpeg_dht_overfull(const uint8_t *p, size_t n)
+{
+    size_t pos = 2;
+    for (;;) {
+        while (pos < n && p[pos] != 0xff) /* stb_image skips such bytes */
+            pos++;
+        while (pos < n && p[pos] == 0xff)
+            pos++;
+        if (pos + 2 > n)
+            return 0;
+        uint8_t m = p[pos++];
+        if (m == 0xc4 && dht_overfull(p, n, pos))
+            return 1;
+        if (m == 0xda)
+            break;
+        if (m == 0xd8 || m == 0xd9 || m == 0x01 || (m >= 0xd0 && m <= 0xd7))
+            return 0; /* no length: stb_image gives up here */
+        pos += (size_t)p[pos] << 8 | p[pos + 1];
+    }
+    for (; pos + 1 < n; pos++)
+        if (p[pos] == 0xff && p[pos + 1] == 0xc4 && dht_overfull(p, n, pos + 2))
+            return 1;
+    return 0;
+}
+
 /* 1 if the PNG's chunk chain runs out before IEND. */
 static int png_truncated(const uint8_t *p, size_t n)
 {
@@ -499,6 +558,11 @@ static int stb_decode(gf__decoder *d, const uint8_t *data, size_t len, int fmt,
     uint64_t hw, hh;
     if (header_dims(fmt, data, len, &hw, &hh) && too_big(t, fmt, hw, hh, why, why_len))
         return GF_ETOOBIG;
+    /* Any FF D8 start: stbi_info tries the JPEG reader whatever sniff says. */
+    if (len >= 2 && data[0] == 0xff && data[1] == 0xd8 && jpeg_dht_overfull(data, len)) {
+        gf__why(why, why_len, "JPEG: corrupt data (a Huffman table with more than 256 codes)");
+        return GF_ECORRUPT;
+    }
     int W, H, n;
     if (!stbi_info_from_memory(data, (int)len, &W, &H, &n)) {
         /* info tried every format and kept the last one's complaint; for a

@@ -719,6 +719,60 @@ START_TEST(truncated_png_is_etrunc)
 }
 END_TEST
 
+/* A DHT table declaring more than 256 codes (16 counts of 255): Debian's
+ * stb_image would write past its tables (found by tests/fuzz). Refused
+ * before stb_image sees it, in the header and after the scan starts;
+ * libjpeg-turbo refuses it on its own. The untouched file still decodes. */
+START_TEST(overfull_huffman_table_is_ecorrupt_for_both_decoders)
+{
+    const int w = 40, h = 24;
+    uint8_t *px = malloc(w * h * 3);
+    tu_fill_smooth(px, w, h, 3, 9);
+    size_t len;
+    uint8_t *jpg = tu_jpg_mem(px, w, h, 3, 90, &len);
+    size_t dht = 0, sos = 0;
+    for (size_t i = 2; i + 1 < len && !sos; i++) {
+        if (jpg[i] == 0xff && jpg[i + 1] == 0xc4 && !dht)
+            dht = i;
+        if (jpg[i] == 0xff && jpg[i + 1] == 0xda)
+            sos = i;
+    }
+    ck_assert(dht && sos);
+    char why[256];
+    for (int where = 0; where < 3; where++) {
+        uint8_t *bad = malloc(len + 32);
+        size_t n = len;
+        memcpy(bad, jpg, len);
+        if (where == 1) { /* the first table's counts */
+            memset(bad + dht + 5, 255, 16);
+        } else if (where == 2) { /* a DHT marker inside the scan's data */
+            static const uint8_t seg[] = {0xff, 0xc4, 0x00, 0x13, 0x00};
+            size_t at = sos + (len - sos) / 2;
+            memmove(bad + at + 21, bad + at, len - at);
+            memcpy(bad + at, seg, sizeof seg);
+            memset(bad + at + sizeof seg, 255, 16);
+            n = len + 21;
+        }
+        for (int dcd = 0; dcd < 2; dcd++) {
+            gf__transform t = eval_t(16, 16, 3, 1.0f);
+            t.decoder = dcd ? GF_DECODER_STB : GF_DECODER_AUTO;
+            int rc = dec_rc(bad, n, &t, why, sizeof why);
+            if (where == 0) {
+                ck_assert_msg(rc == 0, "rc %d (%s)", rc, why);
+            } else {
+                ck_assert_msg(rc == GF_ECORRUPT, "where %d, decoder %d: rc %d (%s)", where, dcd,
+                              rc, why);
+                if (dcd)
+                    ck_assert_msg(strstr(why, "more than 256 codes") != NULL, "why: %s", why);
+            }
+        }
+        free(bad);
+    }
+    free(jpg);
+    free(px);
+}
+END_TEST
+
 /* Bytes flipped in the entropy-coded data: libjpeg-turbo reports corrupt
  * data (GF_ECORRUPT) or, when the damage decodes silently (or lies below
  * the rows a crop needs), returns pixels; stb_image rarely notices and
@@ -886,6 +940,7 @@ static Suite *decode_suite(void)
     tcase_add_test(bad, truncated_jpeg_is_etrunc_for_both_decoders);
     tcase_add_test(bad, truncated_png_is_etrunc);
     tcase_add_test(bad, corrupt_jpeg_middle_never_crashes);
+    tcase_add_test(bad, overfull_huffman_table_is_ecorrupt_for_both_decoders);
     tcase_add_test(bad, huge_png_header_is_etoobig_before_allocating);
     tcase_add_test(bad, huge_jpeg_header_is_etoobig_for_both_decoders);
     tcase_add_test(bad, bad_arguments_are_einval);
