@@ -130,7 +130,8 @@ typedef struct gf_settings {
     gf_on_error on_error;  /* GF_ON_ERROR_SKIP */
     int shuffle;           /* 1 */
     int drop_last;         /* 0: a final short batch; 1: drop it and the
-                              rank padding (shares become floor(n/world)) */
+                              rank padding (shares become floor(n/world));
+                              a share under one batch is GF_EINVAL */
     int rank, world;       /* this process reads share `rank` of `world`.
                               world 0 (default): from the launcher's
                               environment (RANK/WORLD_SIZE of torchrun,
@@ -309,7 +310,10 @@ GF_API int gf_open(gf_loader **out, const gf_settings *s);
 /* The next batch in sampler order; blocks until it is ready.
  * Returns 0 and *out, GF_EOF after the last epoch, or (on_error = fail)
  * the failed sample's code with gf_last_error() naming it; the loader
- * then stays failed until gf_seek(). GF_EBUSY when the slot the next batch
+ * then stays failed until gf_seek(). GF_EDATASET (failed the same way)
+ * when a whole epoch delivered no batch because every sample failed
+ * (on_error = skip): otherwise an unbounded run would never return.
+ * GF_EBUSY when the slot the next batch
  * needs is still held (slot = batch number mod prefetch_depth: release
  * batches in order to keep the ring full).
  * The batch and its arrays live in a ring slot: valid until

@@ -194,6 +194,11 @@ struct gf_loader {
     double ctl_submit_s;
     size_t ctl_buf_bytes, buf_bytes; /* io_uring buffers: controller's, shared */
     uint64_t next_epoch, next_pos; /* where the next delivered batch starts */
+    /* The last epoch that delivered a batch, or the one a seek entered
+     * part-way (live_any): an empty batch of a later epoch means a whole
+     * epoch delivered nothing, which would repeat forever. */
+    bool live_any;
+    uint64_t live_epoch;
     gf_sample_error recent[GF_RECENT_ERRORS];
     int n_recent, recent_at;
     char msg[512];
@@ -1023,6 +1028,8 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
     normalise_cursor(l);
     l->next_epoch = l->cur_epoch;
     l->next_pos = l->cur_pos;
+    l->live_any = l->cur_pos > 0;
+    l->live_epoch = l->cur_epoch;
     l->perm_valid = false;
     l->head = l->tail = l->fin = l->xfer = 0;
     l->held = 0;
@@ -1350,6 +1357,11 @@ int gf_open(gf_loader **out, const gf_settings *s)
     if (rc < 0)
         return fail(l, rc, "%s: %llu samples cannot be split into %d shares", l->data_path,
                     (unsigned long long)l->ds.n, l->s.world);
+    if (s->drop_last && l->sampler.len < (uint64_t)l->B)
+        return fail(l, GF_EINVAL,
+                    "%s: drop_last drops every batch: this rank's share is %llu samples, "
+                    "under one batch of %d",
+                    l->data_path, (unsigned long long)l->sampler.len, l->B);
 
     if ((rc = open_device(l)) < 0)
         return rc;
@@ -1389,6 +1401,22 @@ static void free_out(gf_loader *l, slot *sl)
         sl->host = HOST_FREE;
 }
 
+/* A whole epoch gave no batch: every sample failed (on_error = skip) or a
+ * short last batch was dropped. Under mu. */
+static GF__COLD int no_sample_in_epoch(gf_loader *l, uint64_t epoch)
+{
+    if (l->n_recent == 0)
+        return fail(l, GF_EDATASET, "epoch %llu delivered no batch: its %llu samples are "
+                    "fewer than a batch of %d, and drop_last drops them",
+                    (unsigned long long)epoch, (unsigned long long)l->sampler.len, l->B);
+    const gf_sample_error *e =
+        &l->recent[(l->recent_at - 1 + GF_RECENT_ERRORS) % GF_RECENT_ERRORS];
+    return fail(l, GF_EDATASET, "epoch %llu delivered no batch: none of its %llu samples "
+                "could be used (%llu sample errors so far; the last: %s: %s)",
+                (unsigned long long)epoch, (unsigned long long)l->sampler.len,
+                (unsigned long long)l->errors, e->path, e->reason);
+}
+
 int gf_next(gf_loader *l, gf_batch **out)
 {
     if (!l || !out)
@@ -1413,6 +1441,8 @@ int gf_next(gf_loader *l, gf_batch **out)
         if (here) {
             if (sl->out_state == OUT_EMPTY || sl->batch.status < 0) {
                 rc = sl->batch.status;
+                if (rc == 0 && (!l->live_any || sl->epoch > l->live_epoch))
+                    rc = no_sample_in_epoch(l, sl->epoch);
                 free_out(l, sl);
                 l->head++;
                 wake_controller(l);
@@ -1427,6 +1457,8 @@ int gf_next(gf_loader *l, gf_batch **out)
             l->head++;
             l->samples += (uint64_t)sl->batch.count;
             l->batches++;
+            l->live_any = true;
+            l->live_epoch = sl->epoch;
             l->next_epoch = sl->epoch;
             l->next_pos = sl->end_pos;
             if (l->next_pos >= l->sampler.len) {

@@ -851,7 +851,10 @@ START_TEST(on_error_fail_names_the_sample_after_the_good_batches)
 }
 END_TEST
 
-START_TEST(an_all_bad_data_set_ends_without_batches)
+/* An epoch that delivers nothing would do so forever with unbounded
+ * epochs: gf_next says so, naming a sample and its reason, instead of
+ * spinning through the data. Bounded or not, the same error. */
+START_TEST(an_all_bad_data_set_is_an_error_not_an_endless_loop)
 {
     char *dir = tu_mkdtemp();
     char p[4096];
@@ -859,16 +862,47 @@ START_TEST(an_all_bad_data_set_ends_without_batches)
         snprintf(p, sizeof p, "%s/c/%d.jpg", dir, i);
         tu_write_text(p, "garbage");
     }
-    gf_settings s;
-    exact_settings(&s, dir);
-    run_result *r = malloc(sizeof *r);
-    run_all(&s, r);
-    ck_assert_int_eq(r->n, 0);
-    ck_assert_int_eq(r->batches, 0);
-    ck_assert_uint_eq(r->stats.errors, 5);
-    free(r);
+    for (int epochs = 0; epochs <= 2; epochs += 2) {
+        gf_settings s;
+        exact_settings(&s, dir);
+        s.epochs = (uint64_t)epochs;
+        gf_loader *l = open_ok(&s);
+        gf_batch *b = NULL;
+        ck_assert_int_eq(gf_next(l, &b), GF_EDATASET);
+        ck_assert_ptr_null(b);
+        const char *msg = gf_last_error(l);
+        ck_assert_msg(strstr(msg, "epoch 0 delivered no batch: none of its 5 samples") &&
+                          strstr(msg, "/4.jpg: not an image"),
+                      "%s", msg);
+        gf_stats st;
+        gf_get_stats(l, &st);
+        ck_assert_uint_ge(st.errors, 5); /* and what prefetching met after */
+        ck_assert_uint_eq(st.batches, 0);
+        ck_assert_int_eq(gf_next(l, &b), GF_EDATASET); /* it stays failed */
+        gf_close(&l);
+    }
     tu_rmrf(dir);
     free(dir);
+}
+END_TEST
+
+/* drop_last with a share under one batch would drop every batch. */
+START_TEST(drop_last_with_a_share_under_a_batch_is_refused)
+{
+    gf_settings s;
+    exact_settings(&s, root);
+    s.drop_last = 1;
+    s.world = 2;
+    s.rank = 1;
+    s.batch_size = N / 2 + 1;
+    gf_loader *l = NULL;
+    ck_assert_int_eq(gf_open(&l, &s), GF_EINVAL);
+    ck_assert_msg(strstr(gf_last_error(l), "drop_last drops every batch") != NULL, "%s",
+                  gf_last_error(l));
+    gf_close(&l);
+    s.batch_size = N / 2; /* a share of 10: one batch */
+    l = open_ok(&s);
+    gf_close(&l);
 }
 END_TEST
 
@@ -1187,7 +1221,8 @@ static Suite *loader_suite(void)
     tcase_add_test(t, bad_samples_are_skipped_counted_and_named);
     tcase_add_test(t, bad_samples_with_shuffle_are_deterministic_and_resumable);
     tcase_add_test(t, on_error_fail_names_the_sample_after_the_good_batches);
-    tcase_add_test(t, an_all_bad_data_set_ends_without_batches);
+    tcase_add_test(t, an_all_bad_data_set_is_an_error_not_an_endless_loop);
+    tcase_add_test(t, drop_last_with_a_share_under_a_batch_is_refused);
     suite_add_tcase(s, t);
 
     t = tcase_create("device");
