@@ -1,0 +1,96 @@
+/* gf__decode on any bytes: the first two bytes choose the decoder, the
+ * transform, the channels and the output size; the rest is the file. An
+ * error must say why; a success must write exactly the output. */
+#include "fuzz.h"
+#include "decode.h"
+#include "testutil.h"
+
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static gf__decoder *dec;
+    if (!dec)
+        FUZZ_CHECK(gf__decoder_create(&dec) == 0);
+    if (size < 2)
+        return 0;
+    static const int channels[] = {1, 3, 4, 3};
+    gf_settings s;
+    gf_default_settings(&s);
+    s.decoder = (gf_decoder_kind)(data[0] % 3);
+    s.transform = data[0] & 4 ? GF_TRANSFORM_TRAIN : GF_TRANSFORM_EVAL;
+    s.channels = channels[data[0] >> 3 & 3];
+    s.width = 1 + (data[1] & 31);
+    s.height = 1 + (data[1] >> 5) * 9;
+    s.max_pixels = 1u << 22; /* 4 Mi pixels: a fuzzer's memory, not a limit test */
+    gf__transform t;
+    gf__transform_from_settings(&t, &s);
+    t.full_decode = data[0] >> 5 & 1;
+
+    size_t out = (size_t)s.width * s.height * s.channels;
+    uint8_t *dst = malloc(out + 16);
+    FUZZ_CHECK(dst);
+    memset(dst, 0xa5, out + 16);
+    char why[256] = "";
+    int used = 0;
+    int rc = gf__decode(dec, data + 2, size - 2, &t, size, dst, &used, why, sizeof why);
+    if (rc == 0)
+        FUZZ_CHECK(used & (GF__USED_STB | GF__USED_TURBO));
+    else if (rc != GF_ENODEV) /* TURBO asked of a build without it */
+        FUZZ_CHECK(rc < 0 && why[0] != '\0');
+    for (int i = 0; i < 16; i++)
+        FUZZ_CHECK(dst[out + i] == 0xa5); /* nothing past the output */
+    free(dst);
+    return 0;
+}
+
+static void emit_image(fuzz_emit emit, const char *name, uint8_t mode, uint8_t size,
+                       const uint8_t *file, size_t len)
+{
+    uint8_t *buf = malloc(len + 2);
+    buf[0] = mode;
+    buf[1] = size;
+    memcpy(buf + 2, file, len);
+    emit(name, buf, len + 2);
+    free(buf);
+}
+
+void fuzz_seeds(fuzz_emit emit)
+{
+    enum { W = 23, H = 17 };
+    uint8_t px[W * H * 4];
+    size_t len;
+    for (int c = 1; c <= 4; c++) {
+        char name[64];
+        tu_fill_smooth(px, W, H, c, (uint32_t)c);
+        uint8_t *png = tu_png_mem(px, W, H, c, &len);
+        snprintf(name, sizeof name, "png-c%d", c);
+        emit_image(emit, name, (uint8_t)(c == 1 ? 0x04 : 0x0c), 0x2f, png, len);
+        free(png);
+        if (c == 2 || c == 4)
+            continue;
+        uint8_t *jpg = tu_jpg_mem(px, W, H, c, 85, &len);
+        snprintf(name, sizeof name, "jpg-c%d", c);
+        emit_image(emit, name, (uint8_t)(c == 1 ? 0x00 : 0x0c), 0x2f, jpg, len);
+        snprintf(name, sizeof name, "jpg-c%d-stb", c);
+        emit_image(emit, name, (uint8_t)(c == 1 ? 0x01 : 0x0d), 0x47, jpg, len);
+        free(jpg);
+    }
+    /* 16-bit RGB and 4-entry palette PNGs (stb_image_write makes neither). */
+    uint8_t raw16[4 * 3 * 6], rawp[4 * 3], plte[12] = {0, 0, 0, 255, 0, 0, 0, 255, 0, 9, 9, 9};
+    for (size_t i = 0; i < sizeof raw16; i++)
+        raw16[i] = (uint8_t)(i * 37);
+    for (size_t i = 0; i < sizeof rawp; i++)
+        rawp[i] = (uint8_t)(i % 4);
+    uint8_t *p16 = tu_png_raw(4, 3, 16, 2, raw16, 4 * 6, NULL, 0, NULL, 0, &len);
+    emit_image(emit, "png-16bit", 0x09, 0x23, p16, len);
+    free(p16);
+    uint8_t trns[1] = {0};
+    uint8_t *pp = tu_png_raw(4, 3, 8, 3, rawp, 4, plte, 4, trns, 1, &len);
+    emit_image(emit, "png-palette", 0x19, 0x23, pp, len);
+    free(pp);
+    static const char ppm[] = "P6\n3 2\n255\n"
+                              "\x10\x20\x30\x40\x50\x60\x70\x80\x90\xa0\xb0\xc0"
+                              "\xd0\xe0\xf0\x01\x02\x03";
+    emit_image(emit, "ppm", 0x09, 0x22, (const uint8_t *)ppm, sizeof ppm - 1);
+}

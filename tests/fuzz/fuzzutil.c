@@ -1,0 +1,64 @@
+#include "fuzz.h"
+#include "testutil.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+static char *dir;
+
+static void remove_dir(void)
+{
+    tu_rmrf(dir);
+    free(dir);
+    dir = NULL;
+}
+
+const char *fuzz_dir(void)
+{
+    if (!dir) {
+        dir = tu_mkdtemp();
+        atexit(remove_dir);
+    }
+    return dir;
+}
+
+const char *fuzz_file(const char *name, const void *data, size_t size)
+{
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/%s", fuzz_dir(), name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    FUZZ_CHECK(fd >= 0);
+    const uint8_t *p = data;
+    while (size) {
+        ssize_t w = write(fd, p, size);
+        FUZZ_CHECK(w > 0);
+        p += w;
+        size -= (size_t)w;
+    }
+    close(fd);
+    return path;
+}
+
+#ifdef GF_LIBFUZZER
+/* libFuzzer calls this before it reads the corpus: with
+ * GPUFEED_FUZZ_SEEDS=DIR the target's seeds are written there first. */
+static const char *seed_dir;
+
+static void write_seed(const char *name, const void *data, size_t size)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", seed_dir, name);
+    FILE *f = fopen(path, "wb");
+    FUZZ_CHECK(f && fwrite(data, 1, size, f) == size && fclose(f) == 0);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    seed_dir = getenv("GPUFEED_FUZZ_SEEDS");
+    if (seed_dir && *seed_dir)
+        fuzz_seeds(write_seed);
+    return 0;
+}
+#endif
