@@ -294,7 +294,7 @@ static int jpeg_dht_overfull(const uint8_t *p, size_t n)
             break;
         if (m == 0xd8 || m == 0xd9 || m == 0x01 || (m >= 0xd0 && m <= 0xd7))
             return 0; /* no length: stb_image gives up here */
-        pos += (size_t)p[pos] << 8 | p[pos + 1];
+        pos += (size_t)byte_at(p, n, pos) << 8 | byte_at(p, n, pos + 1);
     }
     for (; pos + 1 < n; pos++)
         if (p[pos] == 0xff && p[pos + 1] == 0xc4 && dht_overfull(p, n, pos + 2))
