@@ -637,7 +637,11 @@ static int open_folder(gf__dataset *ds, const char *src, char *why, size_t why_l
 /* ------------------------------------------------------------------------ */
 /* Tar shards (WebDataset) */
 
-#define SHARDS_MAX ((size_t)1 << 24)
+/* Bounds on what a pattern may expand to, checked as it expands: a short
+ * pattern such as "{0..999}{0..999}{0..999}.tar" must not take the
+ * memory of a billion names before the first one is found missing. */
+#define SHARDS_MAX ((size_t)1 << 20)
+#define SHARD_NAMES_MAX_BYTES ((size_t)64 << 20)
 #define CLS_MAX 64
 
 static void ds_warn(gf__dataset *ds, const char *fmt, ...)
@@ -685,6 +689,11 @@ static int expand_braces(const char *pat, size_t len, char *buf, size_t blen, na
         buf[blen + len] = '\0';
         if (out->n >= SHARDS_MAX) {
             gf__why(why, why_len, "%s: more than %zu shards", src, SHARDS_MAX);
+            return GF_EDATASET;
+        }
+        if (out->len + blen + len + 1 > SHARD_NAMES_MAX_BYTES) {
+            gf__why(why, why_len, "%s: its shard names take more than %zu MiB", src,
+                    SHARD_NAMES_MAX_BYTES >> 20);
             return GF_EDATASET;
         }
         return names_add(out, buf);

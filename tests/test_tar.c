@@ -618,6 +618,12 @@ START_TEST(brace_ranges_and_comma_lists_expand_in_order)
     expect_error(src, "bad brace pattern", NULL);
     snprintf(src, sizeof src, "%s/s-{000..003}.tar", dir);
     expect_error(src, "s-003.tar: No such file", NULL);
+    /* What a pattern may expand to is bounded before anything is opened:
+     * a billion names, or a million long ones, fail with a message. */
+    snprintf(src, sizeof src, "%s/s-{0..999}{0..999}{0..999}.tar", dir);
+    expect_error(src, "more than 1048576 shards", NULL);
+    snprintf(src, sizeof src, "%s/s-%0100d-{0..999}{0..999}.tar", dir, 0);
+    expect_error(src, "shard names take more than 64 MiB", NULL);
 
     /* A directory named like a shard is still an ImageFolder. */
     char *d = path_in("folder.tar");
