@@ -272,14 +272,20 @@ static int dht_overfull(const uint8_t *p, size_t n, size_t i)
 
 /* Debian's stb_image (2.27) writes past its Huffman tables when a DHT
  * table declares more than 256 codes (fixed upstream later: nothings/stb
- * #1289). 1 if p has such a table wherever stb_image could read one: in
- * the segments before the first scan, walked as stb_image walks them (a
- * segment it accepts is exactly its length long), and, from the first
- * scan on, at every FF C4 (a marker it may find in or after entropy-coded
- * data). */
+ * #1289). 1 if p (a JPEG to stb_image: FF fill bytes, then SOI) has such
+ * a table wherever stb_image could read one: in the segments before the
+ * first scan, walked as stb_image walks them (a segment it accepts is
+ * exactly its length long), and, from the first scan on, at every FF C4
+ * (a marker it may find in or after entropy-coded data). */
 static int jpeg_dht_overfull(const uint8_t *p, size_t n)
 {
-    size_t pos = 2;
+    /* stb_image's SOI: any run of FF fill bytes, then D8. */
+    size_t pos = 0;
+    while (pos < n && p[pos] == 0xff)
+        pos++;
+    if (pos == 0 || pos >= n || p[pos] != 0xd8)
+        return 0;
+    pos++;
     for (;;) {
         while (pos < n && p[pos] != 0xff) /* stb_image skips such bytes */
             pos++;
@@ -558,8 +564,8 @@ static int stb_decode(gf__decoder *d, const uint8_t *data, size_t len, int fmt,
     uint64_t hw, hh;
     if (header_dims(fmt, data, len, &hw, &hh) && too_big(t, fmt, hw, hh, why, why_len))
         return GF_ETOOBIG;
-    /* Any FF D8 start: stbi_info tries the JPEG reader whatever sniff says. */
-    if (len >= 2 && data[0] == 0xff && data[1] == 0xd8 && jpeg_dht_overfull(data, len)) {
+    /* stbi_info tries the JPEG reader on anything, whatever sniff says. */
+    if (jpeg_dht_overfull(data, len)) {
         gf__why(why, why_len, "JPEG: corrupt data (a Huffman table with more than 256 codes)");
         return GF_ECORRUPT;
     }
