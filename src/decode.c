@@ -308,6 +308,33 @@ static int jpeg_dht_overfull(const uint8_t *p, size_t n)
     return 0;
 }
 
+/* stb_image reads a PNM header's width, height and maximum value into an
+ * int with no overflow check (undefined behaviour; fixed upstream after
+ * 2.27). 1 if one of them, read as stb_image reads the header (whitespace
+ * and '#' comments between them, for any data starting P5 or P6), is over
+ * INT_MAX. */
+static int pnm_number_overflows(const uint8_t *p, size_t n)
+{
+    if (n < 2 || p[0] != 'P' || (p[1] != '5' && p[1] != '6'))
+        return 0;
+    size_t pos = 2;
+    for (int k = 0; k < 3; k++) {
+        for (;;) {
+            while (pos < n && (p[pos] == ' ' || (p[pos] >= '\t' && p[pos] <= '\r')))
+                pos++;
+            if (pos >= n || p[pos] != '#')
+                break;
+            while (pos < n && p[pos] != '\n' && p[pos] != '\r')
+                pos++;
+        }
+        uint64_t v = 0;
+        for (; pos < n && p[pos] >= '0' && p[pos] <= '9'; pos++)
+            if ((v = v * 10 + (unsigned)(p[pos] - '0')) > INT32_MAX)
+                return 1;
+    }
+    return 0;
+}
+
 /* 1 if the PNG's chunk chain runs out before IEND. */
 static int png_truncated(const uint8_t *p, size_t n)
 {
@@ -564,9 +591,13 @@ static int stb_decode(gf__decoder *d, const uint8_t *data, size_t len, int fmt,
     uint64_t hw, hh;
     if (header_dims(fmt, data, len, &hw, &hh) && too_big(t, fmt, hw, hh, why, why_len))
         return GF_ETOOBIG;
-    /* stbi_info tries the JPEG reader on anything, whatever sniff says. */
+    /* stbi_info tries every reader on anything, whatever sniff says. */
     if (jpeg_dht_overfull(data, len)) {
         gf__why(why, why_len, "JPEG: corrupt data (a Huffman table with more than 256 codes)");
+        return GF_ECORRUPT;
+    }
+    if (pnm_number_overflows(data, len)) {
+        gf__why(why, why_len, "PNM: corrupt header (a number over 2147483647)");
         return GF_ECORRUPT;
     }
     int W, H, n;

@@ -773,6 +773,29 @@ START_TEST(overfull_huffman_table_is_ecorrupt_for_both_decoders)
 }
 END_TEST
 
+/* PNM header numbers over INT_MAX (width, height or maximum value, after
+ * comments too) would overflow stb_image's int: refused by name. */
+START_TEST(pnm_header_numbers_over_int_max_are_ecorrupt)
+{
+    static const char *const bad[] = {
+        "P6\n99999999999 2\n255\n",
+        "P5 3 2147483648 255 ",
+        "P5\n# a comment 9999999999999\n3 2\n# another\n55555555555555555555\nxyz",
+    };
+    gf__transform t = eval_t(4, 4, 3, 1.0f);
+    char why[256];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = dec_rc((const uint8_t *)bad[i], strlen(bad[i]), &t, why, sizeof why);
+        ck_assert_msg(rc == GF_ECORRUPT && strstr(why, "PNM: corrupt header"), "%zu: rc %d (%s)",
+                      i, rc, why);
+    }
+    /* The largest allowed numbers pass this check (and fail later, as too big). */
+    static const char edge[] = "P5 2147483647 1 255 ";
+    int rc = dec_rc((const uint8_t *)edge, strlen(edge), &t, why, sizeof why);
+    ck_assert_msg(rc != 0 && !strstr(why, "PNM: corrupt header"), "rc %d (%s)", rc, why);
+}
+END_TEST
+
 /* Bytes flipped in the entropy-coded data: libjpeg-turbo reports corrupt
  * data (GF_ECORRUPT) or, when the damage decodes silently (or lies below
  * the rows a crop needs), returns pixels; stb_image rarely notices and
@@ -941,6 +964,7 @@ static Suite *decode_suite(void)
     tcase_add_test(bad, truncated_png_is_etrunc);
     tcase_add_test(bad, corrupt_jpeg_middle_never_crashes);
     tcase_add_test(bad, overfull_huffman_table_is_ecorrupt_for_both_decoders);
+    tcase_add_test(bad, pnm_header_numbers_over_int_max_are_ecorrupt);
     tcase_add_test(bad, huge_png_header_is_etoobig_before_allocating);
     tcase_add_test(bad, huge_jpeg_header_is_etoobig_for_both_decoders);
     tcase_add_test(bad, bad_arguments_are_einval);
