@@ -871,8 +871,9 @@ START_TEST(an_all_bad_data_set_is_an_error_not_an_endless_loop)
         ck_assert_int_eq(gf_next(l, &b), GF_EDATASET);
         ck_assert_ptr_null(b);
         const char *msg = gf_last_error(l);
+        /* The last error met may be from the epoch prefetched after it. */
         ck_assert_msg(strstr(msg, "epoch 0 delivered no batch: none of its 5 samples") &&
-                          strstr(msg, "/4.jpg: not an image"),
+                          strstr(msg, ".jpg: not an image of a known format"),
                       "%s", msg);
         gf_stats st;
         gf_get_stats(l, &st);
