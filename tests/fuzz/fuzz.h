@@ -28,6 +28,8 @@ void fuzz_seeds(fuzz_emit emit);
 
 /* A private directory for this process's files, removed at exit. */
 const char *fuzz_dir(void);
+/* Removes the tree at path (malloc'd; freed then) when the process exits. */
+void fuzz_remove_at_exit(char *path);
 /* Writes data to fuzz_dir()/name; returns the path (static buffer). */
 const char *fuzz_file(const char *name, const void *data, size_t size);
 

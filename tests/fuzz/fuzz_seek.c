@@ -19,19 +19,12 @@ static uint64_t u64_at(const uint8_t *p)
     return v;
 }
 
-static char *root;
-
-static void remove_root(void)
-{
-    tu_rmrf(root);
-    free(root);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    static char *root;
     if (!root) {
         root = tu_image_folder(CLASSES, PER_CLASS, 8, 6, "png");
-        atexit(remove_root);
+        fuzz_remove_at_exit(root);
     }
     if (size < 20)
         return 0;

@@ -49,16 +49,9 @@ static uint64_t a_u64(reader *r)
     return edge[b % (sizeof edge / sizeof edge[0])];
 }
 
-static char *root;
-
-static void remove_root(void)
-{
-    tu_rmrf(root);
-    free(root);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    static char *root;
     if (!root) {
         root = tu_mkdtemp();
         static const int dims[][2] = {{1, 1}, {1, 200}, {200, 1}, {17, 13}};
@@ -75,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             else
                 tu_write_png(p, dims[i][1], dims[i][0], 4, (uint32_t)i);
         }
-        atexit(remove_root);
+        fuzz_remove_at_exit(root);
     }
     reader r = {data, size};
     gf_settings s;

@@ -5,20 +5,32 @@
 #include <string.h>
 #include <unistd.h>
 
-static char *dir;
+enum { MAX_TREES = 4 };
+static char *trees[MAX_TREES];
+static int n_trees;
 
-static void remove_dir(void)
+static void remove_trees(void)
 {
-    tu_rmrf(dir);
-    free(dir);
-    dir = NULL;
+    while (n_trees > 0) {
+        tu_rmrf(trees[--n_trees]);
+        free(trees[n_trees]);
+    }
+}
+
+void fuzz_remove_at_exit(char *path)
+{
+    FUZZ_CHECK(n_trees < MAX_TREES);
+    if (n_trees == 0)
+        atexit(remove_trees);
+    trees[n_trees++] = path;
 }
 
 const char *fuzz_dir(void)
 {
+    static char *dir;
     if (!dir) {
         dir = tu_mkdtemp();
-        atexit(remove_dir);
+        fuzz_remove_at_exit(dir);
     }
     return dir;
 }
