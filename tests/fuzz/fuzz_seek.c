@@ -3,7 +3,8 @@
  * a message, or batches that start exactly where asked (the next epoch's
  * start after an epoch's end), with labels and indices in range. Input:
  * 4 bytes of settings, then epoch and position (u64 each), then, for
- * gf_set_state, version, seed, rank and world. */
+ * gf_set_state, version, seed, rank and world. Each input runs twice, on 1
+ * and 3 decode threads: the same bytes must come out. */
 #include "fuzz.h"
 #include "testutil.h"
 #include "gpufeed.h"
@@ -17,6 +18,84 @@ static uint64_t u64_at(const uint8_t *p)
     uint64_t v;
     memcpy(&v, p, sizeof v);
     return v;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Opens s, seeks (or restores a state) and checks up to three batches.
+ * Returns a hash of all it delivered, pixels included; 0 if refused. */
+static uint64_t seek_and_read(const gf_settings *s, const uint8_t *data, size_t size,
+                              uint64_t epoch, uint64_t position)
+{
+    gf_loader *l = NULL;
+    int rc = gf_open(&l, s);
+    if (rc != 0) { /* e.g. drop_last with a share under one batch */
+        FUZZ_CHECK(rc == GF_EINVAL && gf_last_error(l)[0] != '\0');
+        gf_close(&l);
+        return 0;
+    }
+    gf_stats st;
+    FUZZ_CHECK(gf_get_stats(l, &st) == 0);
+    const uint64_t len = st.epoch_samples, B = (uint64_t)s->batch_size;
+
+    if (data[3] & 2 && size >= 20 + 24) {
+        gf_state state = {.version = data[20] & 1 ? GF_STATE_VERSION : data[20],
+                          .seed = data[21] & 1 ? s->seed : u64_at(data + 24),
+                          .rank = data[22] & 1 ? (uint32_t)s->rank : data[22],
+                          .world = data[23] & 1 ? (uint32_t)s->world : data[23],
+                          .epoch = epoch,
+                          .position = position};
+        rc = gf_set_state(l, &state);
+    } else {
+        rc = gf_seek(l, epoch, position);
+    }
+    if (rc != 0) {
+        FUZZ_CHECK(rc == GF_EINVAL && gf_last_error(l)[0] != '\0');
+        gf_close(&l);
+        return 0;
+    }
+    FUZZ_CHECK(position <= len);
+
+    /* Where the next batch must start. */
+    uint64_t e = epoch, p = position, h = 0xcbf29ce484222325ull;
+    for (int k = 0; k < 3; k++) {
+        if (p == len || (s->drop_last && len - p < B)) {
+            if (e == UINT64_MAX)
+                break;
+            e++, p = 0;
+        }
+        gf_batch *b = NULL;
+        rc = gf_next(l, &b);
+        if (s->epochs && e >= s->epochs) {
+            FUZZ_CHECK(rc == GF_EOF && b == NULL);
+            break;
+        }
+        FUZZ_CHECK(rc == 0 && b != NULL);
+        uint64_t count = len - p < B ? len - p : B;
+        FUZZ_CHECK(b->epoch == e && (uint64_t)b->count == count && b->position == p + count);
+        for (int i = 0; i < b->count; i++) {
+            FUZZ_CHECK(b->labels[i] >= 0 && b->labels[i] < CLASSES);
+            FUZZ_CHECK(b->indices[i] >= 0 && b->indices[i] < CLASSES * PER_CLASS);
+        }
+        h = fnv(h, b->labels, count * sizeof *b->labels);
+        h = fnv(h, b->indices, count * sizeof *b->indices);
+        h = fnv(h, b->pixels, count * (size_t)b->height * b->width * b->channels);
+        FUZZ_CHECK(gf_release(l, b) == 0);
+        gf_state now;
+        FUZZ_CHECK(gf_get_state(l, &now) == 0);
+        /* The end of an epoch reads as the start of the next. */
+        FUZZ_CHECK((now.epoch == e && now.position == p + count) ||
+                   (p + count == len && now.epoch == e + 1 && now.position == 0));
+        p += count;
+    }
+    gf_close(&l);
+    return h;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -46,65 +125,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (data[3] & 1) /* mostly in range */
         epoch %= 5, position %= 8;
 
-    gf_loader *l = NULL;
-    int rc = gf_open(&l, &s);
-    if (rc != 0) { /* e.g. drop_last with a share under one batch */
-        FUZZ_CHECK(rc == GF_EINVAL && gf_last_error(l)[0] != '\0');
-        gf_close(&l);
-        return 0;
-    }
-    gf_stats st;
-    FUZZ_CHECK(gf_get_stats(l, &st) == 0);
-    const uint64_t len = st.epoch_samples, B = (uint64_t)s.batch_size;
-
-    if (data[3] & 2 && size >= 20 + 24) {
-        gf_state state = {.version = data[20] & 1 ? GF_STATE_VERSION : data[20],
-                          .seed = data[21] & 1 ? s.seed : u64_at(data + 24),
-                          .rank = data[22] & 1 ? (uint32_t)s.rank : data[22],
-                          .world = data[23] & 1 ? (uint32_t)s.world : data[23],
-                          .epoch = epoch,
-                          .position = position};
-        rc = gf_set_state(l, &state);
-    } else {
-        rc = gf_seek(l, epoch, position);
-    }
-    if (rc != 0) {
-        FUZZ_CHECK(rc == GF_EINVAL && gf_last_error(l)[0] != '\0');
-        gf_close(&l);
-        return 0;
-    }
-    FUZZ_CHECK(position <= len);
-
-    /* Where the next batch must start. */
-    uint64_t e = epoch, p = position;
-    for (int k = 0; k < 3; k++) {
-        if (p == len || (s.drop_last && len - p < B)) {
-            if (e == UINT64_MAX)
-                break;
-            e++, p = 0;
-        }
-        gf_batch *b = NULL;
-        rc = gf_next(l, &b);
-        if (s.epochs && e >= s.epochs) {
-            FUZZ_CHECK(rc == GF_EOF && b == NULL);
-            break;
-        }
-        FUZZ_CHECK(rc == 0 && b != NULL);
-        uint64_t count = len - p < B ? len - p : B;
-        FUZZ_CHECK(b->epoch == e && (uint64_t)b->count == count && b->position == p + count);
-        for (int i = 0; i < b->count; i++) {
-            FUZZ_CHECK(b->labels[i] >= 0 && b->labels[i] < CLASSES);
-            FUZZ_CHECK(b->indices[i] >= 0 && b->indices[i] < CLASSES * PER_CLASS);
-        }
-        FUZZ_CHECK(gf_release(l, b) == 0);
-        gf_state now;
-        FUZZ_CHECK(gf_get_state(l, &now) == 0);
-        /* The end of an epoch reads as the start of the next. */
-        FUZZ_CHECK((now.epoch == e && now.position == p + count) ||
-                   (p + count == len && now.epoch == e + 1 && now.position == 0));
-        p += count;
-    }
-    gf_close(&l);
+    /* The same batches, bytes and all, from another thread count and ring. */
+    uint64_t one = seek_and_read(&s, data, size, epoch, position);
+    s.threads = 3;
+    s.prefetch_depth = 3;
+    FUZZ_CHECK(seek_and_read(&s, data, size, epoch, position) == one);
     return 0;
 }
 
