@@ -18,6 +18,7 @@
 
 #include "config.h"
 #include "resample.h"
+#include "stb_image_impl.h"
 
 #include <math.h>
 #include <setjmp.h>
@@ -30,30 +31,6 @@
 #include <jerror.h>
 #endif
 
-#define STB_IMAGE_IMPLEMENTATION
-#define STB_IMAGE_STATIC
-#define STBI_NO_STDIO
-#define STBI_NO_HDR
-#define STBI_NO_PIC
-#define STBI_NO_LINEAR
-#define STBI_ASSERT(x) ((void)(x))
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#pragma GCC diagnostic ignored "-Wunused-value"
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#pragma GCC diagnostic ignored "-Wtype-limits"
-#pragma GCC diagnostic ignored "-Wshadow"
-#include <stb_image.h>
-/* stb_image 2.27 declares this but never defines it; with STB_IMAGE_STATIC
- * gcc warns "declared static but never defined". A no-op we never call. */
-__attribute__((unused)) static void stbi_set_unpremultiply_on_load_thread(int flag)
-{
-    (void)flag;
-}
-#pragma GCC diagnostic pop
 
 #define DEFAULT_MAX_PIXELS (64ull << 20)
 
@@ -561,7 +538,7 @@ static int set_axes(gf__decoder *d, int sw, int sh, double f, const crop *c,
 
 static int stb_error(int fmt, char *why, size_t why_len)
 {
-    const char *r = stbi_failure_reason();
+    const char *r = gf__stb_failure_reason();
     r = r ? r : "unknown error";
     int code = GF_ECORRUPT;
     if (!strcmp(r, "outofmem"))
@@ -601,14 +578,14 @@ static int stb_decode(gf__decoder *d, const uint8_t *data, size_t len, int fmt,
         return GF_ECORRUPT;
     }
     int W, H, n;
-    if (!stbi_info_from_memory(data, (int)len, &W, &H, &n)) {
+    if (!gf__stb_info(data, (int)len, &W, &H, &n)) {
         /* info tried every format and kept the last one's complaint; for a
          * known format its own loader says what is wrong (in the header:
          * what info rejected, so nothing big is allocated) */
         if (fmt != F_UNKNOWN) {
-            void *px = stbi_load_from_memory(data, (int)len, &W, &H, &n, 0);
+            void *px = gf__stb_load(data, (int)len, &W, &H, &n);
             if (px) { /* info and load disagree: trust neither */
-                stbi_image_free(px);
+                gf__stb_free(px);
                 gf__why(why, why_len, "%s: corrupt header", fmt_name[fmt]);
                 return GF_ECORRUPT;
             }
@@ -617,9 +594,9 @@ static int stb_decode(gf__decoder *d, const uint8_t *data, size_t len, int fmt,
     }
     if (too_big(t, fmt, (uint64_t)W, (uint64_t)H, why, why_len))
         return GF_ETOOBIG;
-    int is16 = stbi_is_16_bit_from_memory(data, (int)len);
-    uint8_t *px = is16 ? (uint8_t *)stbi_load_16_from_memory(data, (int)len, &W, &H, &n, 0)
-                       : stbi_load_from_memory(data, (int)len, &W, &H, &n, 0);
+    int is16 = gf__stb_is_16_bit(data, (int)len);
+    uint8_t *px = is16 ? (uint8_t *)gf__stb_load_16(data, (int)len, &W, &H, &n)
+                       : gf__stb_load(data, (int)len, &W, &H, &n);
     if (!px)
         return stb_error(fmt, why, why_len);
     if (is16) { /* narrow in place, rounded: v * 255 / 65535 */
@@ -639,7 +616,7 @@ static int stb_decode(gf__decoder *d, const uint8_t *data, size_t len, int fmt,
         const uint8_t *src = px + stride * d->rs.v.lo + (size_t)d->rs.h.lo * n;
         rc = finish(d, src, stride, n, t, c.flip, dst, why, why_len);
     }
-    stbi_image_free(px);
+    gf__stb_free(px);
     return rc;
 }
 

@@ -1,0 +1,65 @@
+/* Debian's stb_image, compiled here alone:
+ * - static (STB_IMAGE_STATIC), so no stbi_ symbol of ours clashes with a
+ *   program that links its own copy;
+ * - without two UBSan checks its PNG reader trips on valid files: a
+ *   zero-length IDAT chunk makes it add 0 to a NULL buffer and memcpy 0
+ *   bytes into it (meson.build), so sanitizer builds of gpufeed, and of
+ *   programs that embed it, report only real faults. The two bugs of 2.27
+ *   that are real (Huffman tables, PNM numbers) are refused before the
+ *   data gets here: decode.c. */
+#include "stb_image_impl.h"
+
+#define STB_IMAGE_IMPLEMENTATION
+#define STB_IMAGE_STATIC
+#define STBI_NO_STDIO
+#define STBI_NO_HDR
+#define STBI_NO_PIC
+#define STBI_NO_LINEAR
+#define STBI_ASSERT(x) ((void)(x))
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wunused-value"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#pragma GCC diagnostic ignored "-Wtype-limits"
+#pragma GCC diagnostic ignored "-Wshadow"
+#include <stb_image.h>
+/* stb_image 2.27 declares this but never defines it; with STB_IMAGE_STATIC
+ * gcc warns "declared static but never defined". A no-op we never call. */
+__attribute__((unused)) static void stbi_set_unpremultiply_on_load_thread(int flag)
+{
+    (void)flag;
+}
+#pragma GCC diagnostic pop
+
+int gf__stb_info(const uint8_t *data, int len, int *w, int *h, int *comp)
+{
+    return stbi_info_from_memory(data, len, w, h, comp);
+}
+
+int gf__stb_is_16_bit(const uint8_t *data, int len)
+{
+    return stbi_is_16_bit_from_memory(data, len);
+}
+
+uint8_t *gf__stb_load(const uint8_t *data, int len, int *w, int *h, int *comp)
+{
+    return stbi_load_from_memory(data, len, w, h, comp, 0);
+}
+
+uint16_t *gf__stb_load_16(const uint8_t *data, int len, int *w, int *h, int *comp)
+{
+    return stbi_load_16_from_memory(data, len, w, h, comp, 0);
+}
+
+void gf__stb_free(void *pixels)
+{
+    stbi_image_free(pixels);
+}
+
+const char *gf__stb_failure_reason(void)
+{
+    return stbi_failure_reason();
+}
