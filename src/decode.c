@@ -10,7 +10,10 @@
  * leaves the crop at least as large as the output (never upsampling from
  * a reduced decode), crops columns with jpeg_crop_scanline, skips rows
  * above with jpeg_skip_scanlines and stops after the last row needed.
- * Everything else (and JPEG with decoder = STB) goes through stb_image.
+ * Everything else (and JPEG with decoder = STB) goes through stb_image
+ * (stb_image_impl.c), after two checks for inputs that Debian's 2.27
+ * mishandles: JPEG Huffman tables of over 256 codes (an out-of-bounds
+ * write) and PNM header numbers over INT_MAX (signed overflow).
  *
  * Nothing here prints, exits or aborts: libjpeg's error_exit longjmps back
  * to turbo_decode, its messages are captured into the reason. */
