@@ -566,8 +566,9 @@ static int check_batch(gfm_model *m, const float *x, const int32_t *labels, int 
     return 0;
 }
 
-int gfm_train_step(gfm_model *m, const float *x, const int32_t *labels, int n, void *stream,
-                   float *loss, int *correct)
+/* One batch forward; with train, backward and the SGD update too. */
+static int step(gfm_model *m, const float *x, const int32_t *labels, int n, void *stream,
+                int train, float *loss, int *correct)
 {
     if (!m)
         return -1;
@@ -575,35 +576,30 @@ int gfm_train_step(gfm_model *m, const float *x, const int32_t *labels, int n, v
         return -1;
 #if GFM_WITH_CUDA
     if (m->cuda)
-        return gfm__cuda_step(m->cuda, x, labels, n, stream, 1, loss, correct, m->err,
+        return gfm__cuda_step(m->cuda, x, labels, n, stream, train, loss, correct, m->err,
                               sizeof m->err);
 #endif
     (void)stream;
     if (reserve(m, n))
         return -1;
     forward(m, x, labels, n, loss, correct);
-    backward(m, x, labels, n);
-    sgd(m);
+    if (train) {
+        backward(m, x, labels, n);
+        sgd(m);
+    }
     return 0;
+}
+
+int gfm_train_step(gfm_model *m, const float *x, const int32_t *labels, int n, void *stream,
+                   float *loss, int *correct)
+{
+    return step(m, x, labels, n, stream, 1, loss, correct);
 }
 
 int gfm_evaluate(gfm_model *m, const float *x, const int32_t *labels, int n, void *stream,
                  float *loss, int *correct)
 {
-    if (!m)
-        return -1;
-    if (check_batch(m, x, labels, n))
-        return -1;
-#if GFM_WITH_CUDA
-    if (m->cuda)
-        return gfm__cuda_step(m->cuda, x, labels, n, stream, 0, loss, correct, m->err,
-                              sizeof m->err);
-#endif
-    (void)stream;
-    if (reserve(m, n))
-        return -1;
-    forward(m, x, labels, n, loss, correct);
-    return 0;
+    return step(m, x, labels, n, stream, 0, loss, correct);
 }
 
 int gfm_sync(gfm_model *m, float *loss, int *correct)
