@@ -1,10 +1,12 @@
-/* Whether the CUDA suites can run here (test_gpu.c, test_model_gpu.c).
+/* Whether the CUDA suites can run here (test_gpu.c, test_model_gpu.c),
+ * and how they run.
  * No GPU or no driver is a skip (exit 77); a machine whose driver is there
  * but fails in any other way is a failure, so a broken GPU machine never
  * reads as "skipped". */
 #ifndef GF_TEST_CUDA_PRESENT_H
 #define GF_TEST_CUDA_PRESENT_H
 
+#include <check.h>
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 
@@ -24,6 +26,17 @@ static int tu_cuda_present(void)
     printf("FAIL: CUDA driver %d.%d is present but unusable: %s (%s)\n", driver / 1000,
            driver % 1000 / 10, cudaGetErrorName(e), cudaGetErrorString(e));
     return 1;
+}
+
+/* Runs s in this process (CUDA does not survive fork()); the exit code. */
+static int tu_run_cuda_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
 }
 
 #endif

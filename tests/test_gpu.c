@@ -305,11 +305,6 @@ int main(void)
     tcase_add_test(t, over_the_pinned_cap_slots_are_pageable_and_it_still_runs);
     tcase_add_test(t, local_rank_picks_the_device);
     suite_add_tcase(s, t);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK); /* CUDA does not survive fork() */
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_cuda_suite(s);
 }
 #endif

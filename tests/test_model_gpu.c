@@ -255,10 +255,5 @@ int main(void)
     tcase_add_test(t, packed_step_is_the_train_step_bit_for_bit);
     tcase_add_test(t, amp_steps_are_float32_steps_on_rounded_input);
     suite_add_tcase(s, t);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK); /* CUDA does not survive fork() */
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_cuda_suite(s);
 }
