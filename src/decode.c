@@ -282,9 +282,12 @@ static int jpeg_dht_overfull(const uint8_t *p, size_t n)
             return 0; /* no length: stb_image gives up here */
         pos += (size_t)byte_at(p, n, pos) << 8 | byte_at(p, n, pos + 1);
     }
-    for (; pos + 1 < n; pos++)
-        if (p[pos] == 0xff && p[pos + 1] == 0xc4 && dht_overfull(p, n, pos + 2))
+    for (const uint8_t *ff; pos + 1 < n; pos = (size_t)(ff - p) + 1) {
+        if (!(ff = memchr(p + pos, 0xff, n - 1 - pos)))
+            break;
+        if (ff[1] == 0xc4 && dht_overfull(p, n, (size_t)(ff - p) + 2))
             return 1;
+    }
     return 0;
 }
 
