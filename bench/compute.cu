@@ -42,9 +42,13 @@ extern "C" const char *cli_cuda_error(void)
 
 static __device__ __forceinline__ unsigned long long globaltimer_ns(void)
 {
+#ifdef GF_CUDA_EMU
+    return GF_CUDAEMU_GLOBALTIMER();
+#else
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
+#endif
 }
 
 /* One thread that watches the GPU's nanosecond clock: the stream is busy

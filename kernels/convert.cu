@@ -188,13 +188,22 @@ void launch(bool fast, dim3 grid_fast, dim3 grid, cudaStream_t st, const uint8_t
     }
 }
 
+__device__ __forceinline__ uint64_t globaltimer_ns()
+{
+#ifdef GF_CUDA_EMU
+    return GF_CUDAEMU_GLOBALTIMER();
+#else
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+#endif
+}
+
 __global__ void spin(uint64_t ns)
 {
-    uint64_t t0, t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    do {
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    } while (t - t0 < ns);
+    const uint64_t t0 = globaltimer_ns();
+    while (globaltimer_ns() - t0 < ns) {
+    }
 }
 
 unsigned blocks_for(size_t items)

@@ -1,0 +1,112 @@
+/* cudaemu: the runtime API, and in C++ the device side that kernels see
+ * (built-in indices, __syncthreads, qualifiers). cu2cpp.py rewrites each
+ * kernel<<<grid, block, shared, stream>>>(args) into a launcher call. */
+#ifndef GF_CUDAEMU_RUNTIME_H
+#define GF_CUDAEMU_RUNTIME_H
+
+#include "cuda_runtime_api.h"
+
+#ifdef __cplusplus
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <functional>
+#include <tuple>
+#include <utility>
+
+struct uint3 {
+    unsigned x, y, z;
+};
+
+/* Vector types keep CUDA's alignment, so UBSan sees a misaligned vector
+ * access, which faults on a GPU. */
+#define GF_CUDAEMU_VEC(name, T, align)                                                      \
+    struct alignas(align) name##2 { T x, y; };                                               \
+    struct alignas(align * 2) name##4 { T x, y, z, w; };                                     \
+    static inline name##2 make_##name##2(T x, T y) { return name##2{x, y}; }                \
+    static inline name##4 make_##name##4(T x, T y, T z, T w) { return name##4{x, y, z, w}; }
+GF_CUDAEMU_VEC(float, float, 8)
+GF_CUDAEMU_VEC(uint, unsigned, 8)
+GF_CUDAEMU_VEC(int, int, 8)
+GF_CUDAEMU_VEC(ushort, unsigned short, 4)
+GF_CUDAEMU_VEC(uchar, unsigned char, 2)
+#undef GF_CUDAEMU_VEC
+
+/* #pragma unroll and friends mean nothing here. */
+#pragma GCC diagnostic ignored "-Wunknown-pragmas"
+
+struct dim3 {
+    unsigned x, y, z;
+    constexpr dim3(unsigned vx = 1, unsigned vy = 1, unsigned vz = 1) : x(vx), y(vy), z(vz) {}
+};
+
+namespace gf_cudaemu {
+
+extern thread_local uint3 thread_idx, block_idx;
+extern thread_local dim3 block_dim, grid_dim;
+
+void syncthreads();
+void *dynamic_shared();
+unsigned long long globaltimer_ns();
+void launch(const char *name, dim3 grid, dim3 block, size_t shared, cudaStream_t stream,
+            std::function<void()> body);
+
+/* Arguments are converted to the kernel's parameter types and copied at
+ * the launch, as CUDA does. */
+struct launcher {
+    dim3 grid, block;
+    size_t shared;
+    cudaStream_t stream;
+    launcher(dim3 g, dim3 b, size_t sh = 0, cudaStream_t s = 0)
+        : grid(g), block(b), shared(sh), stream(s)
+    {
+    }
+    template <class... P, class... A> void run(const char *name, void (*kernel)(P...), A &&...a)
+    {
+        static_assert(sizeof...(P) == sizeof...(A), "kernel argument count");
+        auto args = std::make_tuple(static_cast<std::decay_t<P>>(std::forward<A>(a))...);
+        launch(name, grid, block, shared, stream, [kernel, args]() { std::apply(kernel, args); });
+    }
+};
+
+} // namespace gf_cudaemu
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+/* One copy per block: a block's threads run on one OS thread (fibers),
+ * blocks on other streams on others. */
+#define __shared__ static thread_local
+#define threadIdx (::gf_cudaemu::thread_idx)
+#define blockIdx (::gf_cudaemu::block_idx)
+#define blockDim (::gf_cudaemu::block_dim)
+#define gridDim (::gf_cudaemu::grid_dim)
+#define __syncthreads() ::gf_cudaemu::syncthreads()
+#define GF_CUDAEMU_GLOBALTIMER() ::gf_cudaemu::globaltimer_ns()
+
+template <class T> static inline T __ldg(const T *p)
+{
+    return *p;
+}
+static inline float __fmaf_rn(float a, float b, float c)
+{
+    return fmaf(a, b, c);
+}
+static inline float __int_as_float(int i)
+{
+    float f;
+    memcpy(&f, &i, sizeof f);
+    return f;
+}
+static inline int __float_as_int(float f)
+{
+    int i;
+    memcpy(&i, &f, sizeof i);
+    return i;
+}
+#endif
+
+#endif
