@@ -32,6 +32,7 @@ static void teardown(void)
 static void exact_settings(gf_settings *s, const char *data)
 {
     gf_default_settings(s);
+    s->device = GF_DEVICE_CPU; /* host bytes; the gpu suite covers CUDA */
     s->data = data;
     s->width = W;
     s->height = H;
@@ -193,6 +194,7 @@ START_TEST(batches_are_identical_for_any_thread_count_and_reader)
 {
     gf_settings s;
     gf_default_settings(&s);
+    s.device = GF_DEVICE_CPU; /* host bytes; the gpu suite covers CUDA */
     s.data = root;
     s.width = 10;
     s.height = 9; /* train: random-resized-crop + flip */
@@ -379,6 +381,7 @@ START_TEST(resuming_at_a_batch_position_continues_exactly)
 {
     gf_settings s;
     gf_default_settings(&s);
+    s.device = GF_DEVICE_CPU; /* host bytes; the gpu suite covers CUDA */
     s.data = root;
     s.width = 8;
     s.height = 8;
@@ -541,6 +544,7 @@ START_TEST(a_saved_state_resumes_exactly_and_refuses_another_run)
 {
     gf_settings s;
     gf_default_settings(&s);
+    s.device = GF_DEVICE_CPU; /* host bytes; the gpu suite covers CUDA */
     s.data = root;
     s.width = s.height = 8;
     s.batch_size = 3;
@@ -613,6 +617,7 @@ START_TEST(autotune_adds_threads_when_the_consumer_stalls_and_keeps_the_bytes)
     char *big = tu_image_folder(3, 8, 400, 300, "png");
     gf_settings s;
     gf_default_settings(&s);
+    s.device = GF_DEVICE_CPU; /* host bytes; the gpu suite covers CUDA */
     s.data = big;
     s.width = s.height = 32;
     s.batch_size = 4;
