@@ -278,12 +278,21 @@ START_TEST(local_rank_picks_the_device)
     gf_get_stats(l, &st);
     ck_assert_int_eq(st.device_id, 0);
     gf_close(&l);
+    /* A local rank past the visible devices wraps: the launcher gave each
+     * rank its own devices (CUDA_VISIBLE_DEVICES), numbered from 0. */
     char v[16];
-    snprintf(v, sizeof v, "%d", count); /* one past the last device */
+    snprintf(v, sizeof v, "%d", count + 1);
     setenv("LOCAL_RANK", v, 1);
-    ck_assert_int_eq(gf_open(&l, &s), GF_ENODEV);
+    ck_assert_int_eq(gf_open(&l, &s), 0);
+    gf_get_stats(l, &st);
+    ck_assert_int_eq(st.device_id, (count + 1) % count);
     gf_close(&l);
     unsetenv("LOCAL_RANK");
+    /* A device the settings name must exist. */
+    s.device_id = count;
+    ck_assert_int_eq(gf_open(&l, &s), GF_ENODEV);
+    ck_assert_msg(strstr(gf_last_error(l), "present"), "message: %s", gf_last_error(l));
+    gf_close(&l);
 }
 END_TEST
 
