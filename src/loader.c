@@ -723,8 +723,11 @@ static void deliver(gf_loader *l, job *js, int *n_jobs)
                 memcpy(sl->out_labels, sl->labels, (size_t)sl->count * sizeof *sl->labels);
                 memcpy(sl->out_indices, sl->indices, (size_t)sl->count * sizeof *sl->indices);
                 char why[256] = "";
+                /* Before the enqueue: its callback may free the host slot
+                 * before this thread takes mu again. */
                 pthread_mutex_lock(&l->mu);
                 l->copies_in_flight++;
+                sl->host = HOST_OUT;
                 pthread_mutex_unlock(&l->mu);
                 if (gf__device_enqueue(l->dev, (int)idx, sl->pixels,
                                        l->s.flip_on_device ? sl->flips : NULL, sl->count,
@@ -755,12 +758,13 @@ static void deliver(gf_loader *l, job *js, int *n_jobs)
         pthread_mutex_lock(&l->mu);
         sl->out_seq = l->xfer;
         sl->out_state = out;
-        /* CUDA: the host slot is free once copied (or now, if nothing to
-         * copy); CPU: it is the batch, free when the consumer is done. */
-        if (l->dev && !copying)
-            sl->host = HOST_FREE;
-        else
+        /* CUDA: the host slot is free once copied (host_slot_copied), or
+         * now if there is nothing to copy; CPU: it is the batch, free when
+         * the consumer is done. */
+        if (!l->dev)
             sl->host = HOST_OUT;
+        else if (!copying)
+            sl->host = HOST_FREE;
         l->xfer++;
         pthread_cond_broadcast(&l->ready_cv);
         pthread_mutex_unlock(&l->mu);
