@@ -43,8 +43,11 @@ struct dim3 {
 
 namespace gf_cudaemu {
 
-extern thread_local uint3 thread_idx, block_idx;
-extern thread_local dim3 block_dim, grid_dim;
+/* initial-exec: no __tls_get_addr call, which ASan's interceptor gets
+ * wrong on a fiber's stack. */
+#define GF_CUDAEMU_TLS thread_local __attribute__((tls_model("initial-exec")))
+extern GF_CUDAEMU_TLS uint3 thread_idx, block_idx;
+extern GF_CUDAEMU_TLS dim3 block_dim, grid_dim;
 
 void syncthreads();
 void *dynamic_shared();
@@ -80,10 +83,22 @@ struct launcher {
 /* One copy per block: a block's threads run on one OS thread (fibers),
  * blocks on other streams on others. */
 #define __shared__ static thread_local
-#define threadIdx (::gf_cudaemu::thread_idx)
-#define blockIdx (::gf_cudaemu::block_idx)
-#define blockDim (::gf_cudaemu::block_dim)
-#define gridDim (::gf_cudaemu::grid_dim)
+/* By value, through functions UBSan leaves alone: GCC 12's null check on
+ * a thread-local address tests stale flags (lea sets none) and reports
+ * a null pointer at random. */
+namespace gf_cudaemu {
+#define GF_CUDAEMU_GET(T, name, var)                                                         \
+    __attribute__((no_sanitize("undefined"))) static inline T name() { return var; }
+GF_CUDAEMU_GET(uint3, get_thread_idx, thread_idx)
+GF_CUDAEMU_GET(uint3, get_block_idx, block_idx)
+GF_CUDAEMU_GET(dim3, get_block_dim, block_dim)
+GF_CUDAEMU_GET(dim3, get_grid_dim, grid_dim)
+#undef GF_CUDAEMU_GET
+} // namespace gf_cudaemu
+#define threadIdx (::gf_cudaemu::get_thread_idx())
+#define blockIdx (::gf_cudaemu::get_block_idx())
+#define blockDim (::gf_cudaemu::get_block_dim())
+#define gridDim (::gf_cudaemu::get_grid_dim())
 #define __syncthreads() ::gf_cudaemu::syncthreads()
 #define GF_CUDAEMU_GLOBALTIMER() ::gf_cudaemu::globaltimer_ns()
 

@@ -63,8 +63,8 @@
 
 namespace gf_cudaemu {
 
-thread_local uint3 thread_idx, block_idx;
-thread_local dim3 block_dim, grid_dim;
+GF_CUDAEMU_TLS uint3 thread_idx, block_idx;
+GF_CUDAEMU_TLS dim3 block_dim, grid_dim;
 
 namespace {
 
@@ -524,7 +524,7 @@ struct block_runner {
     }
 };
 
-thread_local block_runner *runner;
+GF_CUDAEMU_TLS block_runner *runner;
 
 block_runner &get_runner()
 {
