@@ -1621,6 +1621,10 @@ static void print_overlap_human(const bench_opts *o, const overlap_result *r)
         printf("  errors: %" PRIu64 " bad samples in the loader, %" PRIu64
                " in the synchronous loop\n",
                st->errors, r->sync_errors);
+    if (r->device == GF_DEVICE_CUDA && st->pageable_slots)
+        printf("  note: %d of %d host slots are pageable, not pinned (%s): their copies are "
+               "staged by the driver and slower\n",
+               st->pageable_slots, st->prefetch_depth, st->device_note);
 }
 
 static void print_overlap_json(const bench_opts *o, const overlap_result *r)
@@ -1656,6 +1660,8 @@ static void print_overlap_json(const bench_opts *o, const overlap_result *r)
     printf(", \"step_stall_fraction\": ");
     cli_json_double(stdout, r->step_stall);
     printf(", \"errors\": %" PRIu64 ", \"sync_errors\": %" PRIu64, st->errors, r->sync_errors);
+    printf(", \"pinned_bytes\": %" PRIu64 ", \"pageable_slots\": %d", st->pinned_bytes,
+           st->pageable_slots);
     printf(", \"reader\": \"%s\", \"decoder\": \"%s\", \"peak_rss_bytes\": %" PRIu64,
            reader_name(st->reader), decoder_used(st), r->peak_rss);
     printf(", \"page_cache_resident\": ");
