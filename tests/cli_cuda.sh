@@ -1,0 +1,62 @@
+#!/bin/sh
+# The CLI's CUDA paths end to end on cudaemu (tests/cudaemu): doctor, bench
+# --overlap on the device, train on the device against the CPU, --amp,
+# checkpoint and resume on the device, and refused pinned and device
+# memory. Usage: cli_cuda.sh PATH/TO/gpufeed (a -Dcudaemu=true build)
+set -eu
+g=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+field() { # field NAME < json -> the first value of NAME, quotes removed
+    sed -n "s/.*\"$1\": *\"\{0,1\}\([^,\"}]*\).*/\1/p" | head -n 1
+}
+losses() { # losses < train json -> one "loss accuracy" line per epoch
+    tr '{' '\n' | grep '"epoch":' | sed 's/.*"loss": \([^,]*\),.*"accuracy": \([^,]*\),.*/\1 \2/'
+}
+
+"$g" doctor | grep -q 'GPU 0 .*cudaemu' || fail "doctor does not list the emulated device"
+
+d=$tmp/data
+"$g" make-dataset "$d/train" --classes 4 --per-class 12 --size 48x48 >/dev/null
+"$g" make-dataset "$d/val" --classes 4 --per-class 4 --size 48x48 --seed 1 >/dev/null
+
+o="bench --overlap --device cuda --compute-ms 1 --data $d/train --batch-size 8 --image-size 32"
+j=$("$g" $o --json)
+[ "$(echo "$j" | field device)" = cuda ] || fail "bench --overlap ran on: $j"
+[ "$(echo "$j" | field pageable_slots)" = 0 ] || fail "slots should be pinned: $j"
+[ "$(echo "$j" | field pinned_bytes)" -gt 0 ] || fail "no pinned bytes: $j"
+
+out=$(GF_CUDAEMU_PINNED_MB=0 "$g" $o) || fail "bench must run on pageable slots: $out"
+echo "$out" | grep -q 'note: 4 of 4 host slots are pageable, not pinned (cudaHostAlloc' ||
+    fail "no pageable note: $out"
+
+out=$(GF_CUDAEMU_MEM_MB=0 "$g" $o 2>&1) && fail "a ring over device memory must be refused"
+echo "$out" | grep -q 'the ring needs .* MiB (4 slots x .* MiB) but 0.0 MiB are available' ||
+    fail "device memory message: $out"
+
+# The same model on the device and on the CPU: the same loss and accuracy
+# per epoch (to the 3 decimals the human output prints).
+t="train --data $d --loader gpufeed --epochs 2 --batch-size 8 --image-size 32 --json"
+cpu=$("$g" $t --device cpu)
+cuda=$("$g" $t --device cuda)
+[ "$(echo "$cuda" | field device)" = cuda ] || fail "train ran on: $cuda"
+rounded() { awk '{ printf "%.3f %.3f\n", $1, $2 }'; }
+[ "$(echo "$cpu" | losses | rounded)" = "$(echo "$cuda" | losses | rounded)" ] ||
+    fail "CUDA and CPU training differ: cpu $(echo "$cpu" | losses) cuda $(echo "$cuda" | losses)"
+[ "$(echo "$cuda" | losses | wc -l)" -eq 2 ] || fail "expected 2 epochs: $cuda"
+
+# Checkpoint after epoch 1 and resume on the device: the weights of the
+# uninterrupted run.
+"$g" $t --device cuda --epochs 1 --checkpoint "$tmp/ck" >/dev/null
+resumed=$("$g" $t --device cuda --resume "$tmp/ck")
+want=$(echo "$cuda" | field weights_checksum)
+[ -n "$want" ] && [ "$(echo "$resumed" | field weights_checksum)" = "$want" ] ||
+    fail "resumed on CUDA: $(echo "$resumed" | field weights_checksum), uninterrupted $want"
+
+# --amp: float16 batches through the device's conversion kernel.
+amp=$("$g" $t --device cuda --amp)
+[ "$(echo "$amp" | field amp)" = true ] || fail "--amp not reported: $amp"
+echo "$amp" | losses | awk '$1 != $1 + 0 || $1 <= 0 || $1 > 10 { exit 1 }' ||
+    fail "--amp losses: $(echo "$amp" | losses)"
+echo "cli_cuda: ok (per epoch, loss and accuracy: $(echo "$cuda" | losses | rounded | tr "\n" " "); weights $want)"
