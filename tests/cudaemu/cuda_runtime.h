@@ -50,6 +50,7 @@ extern GF_CUDAEMU_TLS uint3 thread_idx, block_idx;
 extern GF_CUDAEMU_TLS dim3 block_dim, grid_dim;
 
 void syncthreads();
+[[noreturn]] void trap(); /* the context is lost: every later call fails */
 void *dynamic_shared();
 unsigned long long globaltimer_ns();
 void launch(const char *name, dim3 grid, dim3 block, size_t shared, cudaStream_t stream,
@@ -100,6 +101,7 @@ GF_CUDAEMU_GET(dim3, get_grid_dim, grid_dim)
 #define blockDim (::gf_cudaemu::get_block_dim())
 #define gridDim (::gf_cudaemu::get_grid_dim())
 #define __syncthreads() ::gf_cudaemu::syncthreads()
+#define __trap() ::gf_cudaemu::trap()
 #define GF_CUDAEMU_GLOBALTIMER() ::gf_cudaemu::globaltimer_ns()
 
 template <class T> static inline T __ldg(const T *p)

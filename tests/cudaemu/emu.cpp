@@ -53,6 +53,7 @@
 #include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #define EMU_ASAN 1
 #endif
@@ -130,10 +131,14 @@ struct allocation {
 std::map<uintptr_t, allocation> &allocations = *new std::map<uintptr_t, allocation>; /* by start */
 size_t device_used[64];
 size_t pinned_used;
+cudaError_t sticky[64]; /* a device's fault: every later call fails with it */
 
+/* After a device fault (sticky[device]) work and waits are skipped, and
+ * records and callbacks still run, callbacks with the fault, as CUDA's. */
+enum op_kind { WORK, WAIT, RECORD, CALLBACK };
 struct op {
-    std::function<void()> run;
-    bool is_wait; /* a dependency, not work: no injected delay */
+    std::function<void(cudaError_t)> run; /* the device's fault, or cudaSuccess */
+    op_kind kind;
 };
 
 }  // namespace
@@ -202,10 +207,12 @@ void worker_main(CUstream_st *s)
             break; /* destroyed and drained */
         op o = std::move(s->queue.front());
         s->queue.pop_front();
+        const cudaError_t fault = sticky[s->device];
         lk.unlock();
-        if (!o.is_wait && cfg().delay_us > 0)
+        if (o.kind == WORK && cfg().delay_us > 0)
             usleep((useconds_t)cfg().delay_us);
-        o.run();
+        if (!fault || o.kind == RECORD || o.kind == CALLBACK)
+            o.run(fault);
         lk.lock();
         s->finished++;
         changed.notify_all();
@@ -238,14 +245,23 @@ CUstream_st *resolve(cudaStream_t h)
     return streams.count(h) ? h : NULL;
 }
 
+/* Whether any device has faulted (mu held): waits give up then. */
+bool sticky_any()
+{
+    for (cudaError_t e : sticky)
+        if (e)
+            return true;
+    return false;
+}
+
 /* A wait op: runs on s's worker until pred holds. */
 op wait_op(std::function<bool()> pred)
 {
-    return op{[pred] {
+    return op{[pred](cudaError_t) {
                   std::unique_lock<std::mutex> lk(mu);
-                  changed.wait(lk, pred);
+                  changed.wait(lk, [&pred] { return pred() || sticky_any(); });
               },
-              true};
+              WAIT};
 }
 
 /* Queues o on s with mu held, after the implicit dependencies of the
@@ -365,6 +381,8 @@ cudaError_t check_copy(void *dst, const void *src, size_t n, cudaMemcpyKind kind
 
 /* ---- fibers: the threads of one block ---- */
 
+struct trap_signal {};
+
 /* A context switch: on x86-64 six callee-saved registers and the stack
  * pointer (swapcontext also saves the signal mask, a system call per
  * switch, which made the model's kernels 3x slower); elsewhere ucontext. */
@@ -455,6 +473,7 @@ struct block_runner {
     unsigned threads = 0, started = 0;
     bool reverse = false;
     std::vector<unsigned char> shared;
+    bool trapped = false; /* a thread called __trap(): the grid stops */
 
     ~block_runner()
     {
@@ -533,6 +552,10 @@ struct block_runner {
     void start(fiber *f)
     {
         f->finished = false;
+#ifdef EMU_ASAN
+        /* frames a trap abandoned may have left poisoned */
+        __asan_unpoison_memory_region(f->stack, f->stack_size);
+#endif
         context_make(&f->ctx, f->stack, f->stack_size, fiber_main);
         f->tid = started; /* for resume(); fiber_main takes its own */
         resume(f);
@@ -557,18 +580,26 @@ struct block_runner {
         started = 0;
         reverse = rev;
         parked.clear();
-        while (started < threads)
+        while (started < threads && !trapped)
             start(get_fiber());
-        for (int phase = 1; !parked.empty(); phase++) {
+        for (int phase = 1; !parked.empty() && !trapped; phase++) {
             std::vector<fiber *> waiting;
             waiting.swap(parked);
             if (phase % 2 != (int)rev)
                 std::reverse(waiting.begin(), waiting.end());
-            for (fiber *f : waiting) {
-                resume(f);
-                if (f->finished)
-                    idle.push_back(f);
+            for (size_t i = 0; i < waiting.size(); i++) {
+                resume(waiting[i]);
+                if (waiting[i]->finished)
+                    idle.push_back(waiting[i]);
+                if (trapped) { /* the other threads are abandoned */
+                    idle.insert(idle.end(), waiting.begin() + (long)i + 1, waiting.end());
+                    break;
+                }
             }
+        }
+        if (trapped) {
+            idle.insert(idle.end(), parked.begin(), parked.end());
+            parked.clear();
         }
     }
 
@@ -612,16 +643,23 @@ void block_runner::fiber_main()
     while (r.take(&t)) {
         f->tid = t;
         r.set_thread(t);
-        (*r.body)();
+        try {
+            (*r.body)();
+        } catch (const trap_signal &) {
+            r.trapped = true;
+            r.started = r.threads;
+        }
     }
     f->finished = true;
     r.to_scheduler(f, true);
     violation("cudaemu: a finished fiber was resumed");
 }
 
-void run_grid(dim3 grid, dim3 block, size_t shared, const std::function<void()> &body)
+void run_grid(int device, dim3 grid, dim3 block, size_t shared,
+              const std::function<void()> &body)
 {
     block_runner &r = get_runner();
+    r.trapped = false;
     grid_dim = grid;
     block_dim = block;
     const unsigned n = block.x * block.y * block.z;
@@ -632,6 +670,12 @@ void run_grid(dim3 grid, dim3 block, size_t shared, const std::function<void()> 
                 block_idx = uint3{x, y, z};
                 r.shared.assign(shared, 0xff); /* NaN as float: reading unwritten shows */
                 r.run_block(body, n, linear % 2 == 1);
+                if (r.trapped) { /* CUDA: the context is lost, every later call fails */
+                    std::lock_guard<std::mutex> lk(mu);
+                    sticky[device] = cudaErrorLaunchFailure;
+                    changed.notify_all();
+                    return;
+                }
             }
 }
 
@@ -642,6 +686,13 @@ void syncthreads()
     if (!runner)
         violation("__syncthreads outside a kernel");
     runner->barrier();
+}
+
+void trap()
+{
+    if (!runner || !runner->current)
+        violation("__trap outside a kernel");
+    throw trap_signal{};
 }
 
 void *dynamic_shared()
@@ -681,7 +732,11 @@ void launch(const char *name, dim3 grid, dim3 block, size_t shared, cudaStream_t
         fail(cudaErrorInvalidResourceHandle);
         return;
     }
-    enqueue(s, op{[grid, block, shared, body] { run_grid(grid, block, shared, body); }, false});
+    const int device = s->device;
+    enqueue(s, op{[device, grid, block, shared, body](cudaError_t) {
+                      run_grid(device, grid, block, shared, body);
+                  },
+                  WORK});
     settle(lk, s);
 }
 
@@ -689,12 +744,28 @@ void launch(const char *name, dim3 grid, dim3 block, size_t shared, cudaStream_t
 
 using namespace gf_cudaemu;
 
+/* Entry of a call that does nothing after a device fault, and of one
+ * (freeing, destroying) that still releases what it was given. */
 #define ENTER()                                                                              \
     do {                                                                                     \
         enter(__func__);                                                                     \
         if (!have_devices())                                                                 \
             return fail(cudaErrorNoDevice);                                                  \
+        if (cudaError_t fault_ = sticky_of(current_device))                                  \
+            return fail(fault_);                                                             \
     } while (0)
+#define ENTER_RELEASE()                                                                      \
+    do {                                                                                     \
+        enter(__func__);                                                                     \
+        if (!have_devices())                                                                 \
+            return fail(cudaErrorNoDevice);                                                  \
+    } while (0)
+
+static cudaError_t sticky_of(int device)
+{
+    std::lock_guard<std::mutex> lk(mu);
+    return sticky[device];
+}
 
 extern "C" {
 
@@ -735,12 +806,15 @@ const char *cudaGetErrorString(cudaError_t e)
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
     case cudaErrorNotReady: return "device not ready";
+    case cudaErrorLaunchFailure: return "unspecified launch failure";
     default: return "unknown error (cudaemu)";
     }
 }
 
 cudaError_t cudaGetLastError(void)
 {
+    if (cudaError_t fault = have_devices() ? sticky_of(current_device) : cudaSuccess)
+        return fault; /* sticky: never cleared */
     cudaError_t e = last_error;
     last_error = cudaSuccess;
     return e;
@@ -748,6 +822,8 @@ cudaError_t cudaGetLastError(void)
 
 cudaError_t cudaPeekAtLastError(void)
 {
+    if (cudaError_t fault = have_devices() ? sticky_of(current_device) : cudaSuccess)
+        return fault;
     return last_error;
 }
 
@@ -774,14 +850,14 @@ cudaError_t cudaGetDeviceCount(int *count)
 
 cudaError_t cudaGetDevice(int *device)
 {
-    ENTER();
+    ENTER_RELEASE();
     *device = current_device;
     return cudaSuccess;
 }
 
 cudaError_t cudaSetDevice(int device)
 {
-    ENTER();
+    ENTER_RELEASE();
     if (device < 0 || device >= cfg().devices || device >= 64)
         return fail(cudaErrorInvalidDevice);
     current_device = device;
@@ -825,7 +901,7 @@ cudaError_t cudaDeviceSynchronize(void)
     ENTER();
     std::unique_lock<std::mutex> lk(mu);
     drain_device(lk, current_device);
-    return cudaSuccess;
+    return fail(sticky[current_device]); /* a fault in what it waited for */
 }
 
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
@@ -860,7 +936,7 @@ cudaError_t cudaMalloc(void **ptr, size_t size)
 
 cudaError_t cudaFree(void *ptr)
 {
-    ENTER();
+    ENTER_RELEASE();
     if (!ptr)
         return cudaSuccess;
     std::unique_lock<std::mutex> lk(mu);
@@ -873,7 +949,7 @@ cudaError_t cudaFree(void *ptr)
     device_used[dev] -= (it->second.size + 255) & ~(size_t)255;
     allocations.erase(it);
     free(ptr);
-    return cudaSuccess;
+    return fail(sticky[current_device]); /* released, and still failed */
 }
 
 cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flags)
@@ -902,7 +978,7 @@ cudaError_t cudaMallocHost(void **ptr, size_t size)
 
 cudaError_t cudaFreeHost(void *ptr)
 {
-    ENTER();
+    ENTER_RELEASE();
     if (!ptr)
         return cudaSuccess;
     std::unique_lock<std::mutex> lk(mu);
@@ -914,7 +990,7 @@ cudaError_t cudaFreeHost(void *ptr)
     pinned_used -= it->second.size;
     allocations.erase(it);
     free(ptr);
-    return cudaSuccess;
+    return fail(sticky[current_device]); /* released, and still failed */
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
@@ -935,9 +1011,9 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcp
         std::shared_ptr<unsigned char> staged(new unsigned char[n],
                                               std::default_delete<unsigned char[]>());
         memcpy(staged.get(), src, n);
-        enqueue(s, op{[dst, staged, n] { memcpy(dst, staged.get(), n); }, false});
+        enqueue(s, op{[dst, staged, n](cudaError_t) { memcpy(dst, staged.get(), n); }, WORK});
     } else {
-        enqueue(s, op{[dst, src, n] { memcpy(dst, src, n); }, false});
+        enqueue(s, op{[dst, src, n](cudaError_t) { memcpy(dst, src, n); }, WORK});
     }
     if (host_dst && !is_pinned(dst, n))
         drain(lk, s); /* pageable destination: returns when the copy is done */
@@ -953,7 +1029,7 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind
         return e;
     std::unique_lock<std::mutex> lk(mu);
     drain(lk, resolve(0));
-    return cudaSuccess;
+    return fail(sticky[current_device]); /* a fault in what it waited for */
 }
 
 cudaError_t cudaMemsetAsync(void *ptr, int value, size_t n, cudaStream_t stream)
@@ -967,7 +1043,7 @@ cudaError_t cudaMemsetAsync(void *ptr, int value, size_t n, cudaStream_t stream)
         return cudaSuccess;
     if (!is_device(ptr, n))
         violation("cudaMemset of %zu bytes at %p: not device memory", n, ptr);
-    enqueue(s, op{[ptr, value, n] { memset(ptr, value, n); }, false});
+    enqueue(s, op{[ptr, value, n](cudaError_t) { memset(ptr, value, n); }, WORK});
     settle(lk, s);
     return cudaSuccess;
 }
@@ -980,7 +1056,7 @@ cudaError_t cudaMemset(void *ptr, int value, size_t n)
         return e;
     std::unique_lock<std::mutex> lk(mu);
     drain(lk, resolve(0));
-    return cudaSuccess;
+    return fail(sticky[current_device]); /* a fault in what it waited for */
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags)
@@ -1002,7 +1078,7 @@ cudaError_t cudaStreamCreate(cudaStream_t *stream)
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
-    ENTER();
+    ENTER_RELEASE();
     std::unique_lock<std::mutex> lk(mu);
     if (!stream || !streams.count(stream))
         return fail(cudaErrorInvalidResourceHandle);
@@ -1011,7 +1087,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream)
     streams.erase(stream);
     stream->destroyed = true;
     changed.notify_all();
-    return cudaSuccess;
+    return fail(sticky[current_device]); /* released, and still failed */
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream)
@@ -1022,7 +1098,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream)
     if (!s)
         return fail(cudaErrorInvalidResourceHandle);
     drain(lk, s);
-    return cudaSuccess;
+    return fail(sticky[current_device]); /* a fault in what it waited for */
 }
 
 cudaError_t cudaStreamQuery(cudaStream_t stream)
@@ -1045,12 +1121,12 @@ cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t call
     CUstream_st *s = resolve(stream);
     if (!s)
         return fail(cudaErrorInvalidResourceHandle);
-    enqueue(s, op{[stream, callback, user] {
+    enqueue(s, op{[stream, callback, user](cudaError_t fault) {
                       in_callback = true;
-                      callback(stream, cudaSuccess, user);
+                      callback(stream, fault, user);
                       in_callback = false;
                   },
-                  false});
+                  CALLBACK});
     settle(lk, s);
     return cudaSuccess;
 }
@@ -1075,11 +1151,12 @@ cudaError_t cudaEventCreate(cudaEvent_t *event)
 
 cudaError_t cudaEventDestroy(cudaEvent_t event)
 {
-    ENTER();
+    ENTER_RELEASE();
     std::unique_lock<std::mutex> lk(mu);
     if (!events.erase(event))
         return fail(cudaErrorInvalidResourceHandle);
-    return cudaSuccess; /* queued records and waits keep it alive */
+    /* queued records and waits keep it alive */
+    return fail(sticky[current_device]); /* released, and still failed */
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
@@ -1091,7 +1168,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
     if (!e || !s)
         return fail(cudaErrorInvalidResourceHandle);
     const uint64_t gen = ++e->recorded;
-    enqueue(s, op{[e, gen] {
+    enqueue(s, op{[e, gen](cudaError_t) {
                       std::lock_guard<std::mutex> g(mu);
                       if (gen > e->reached) {
                           e->reached = gen;
@@ -1099,7 +1176,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
                       }
                       changed.notify_all();
                   },
-                  true});
+                  RECORD});
     settle(lk, s);
     return cudaSuccess;
 }
@@ -1123,7 +1200,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event)
         return fail(cudaErrorInvalidResourceHandle);
     const uint64_t gen = e->recorded;
     changed.wait(lk, [&e, gen] { return e->reached >= gen; });
-    return cudaSuccess;
+    return fail(sticky[current_device]); /* a fault in what it waited for */
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
