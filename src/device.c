@@ -367,7 +367,7 @@ static void release_main(void *p)
     c->e = cudaEventRecord(c->sl->released, 0);
 }
 
-int gf__device_release(gf__device *d, int i, void *stream)
+int gf__device_release(gf__device *d, int i, void *stream, char *why, size_t why_len)
 {
     dslot *sl = &d->slots[i];
     cudaError_t e;
@@ -385,7 +385,7 @@ int gf__device_release(gf__device *d, int i, void *stream)
             e = c.e;
     }
     if (e != cudaSuccess)
-        return GF_ENODEV;
+        return cuda_fail(e, "recording a batch's release event", why, why_len);
     sl->release_recorded = 1;
     return 0;
 }
@@ -490,9 +490,9 @@ void *gf__device_ready_event(const gf__device *d, int i)
     return NULL;
 }
 
-int gf__device_release(gf__device *d, int i, void *stream)
+int gf__device_release(gf__device *d, int i, void *stream, char *why, size_t why_len)
 {
-    (void)d, (void)i, (void)stream;
+    (void)d, (void)i, (void)stream, (void)why, (void)why_len;
     return 0;
 }
 

@@ -50,7 +50,7 @@ void *gf__device_ready_event(const gf__device *d, int i);
 
 /* Consumer thread: records slot i's release event on stream (NULL: the
  * legacy default stream of the loader's device). */
-int gf__device_release(gf__device *d, int i, void *stream);
+int gf__device_release(gf__device *d, int i, void *stream, char *why, size_t why_len);
 /* stream waits for event (cudaStreamWaitEvent). */
 int gf__device_wait(void *event, void *stream);
 /* Blocks until everything queued on the copy stream has run. */

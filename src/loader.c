@@ -733,9 +733,14 @@ static void deliver(gf_loader *l, job *js, int *n_jobs)
                                        l->s.flip_on_device ? sl->flips : NULL, sl->count,
                                        l->cell_bytes, &l->cv, host_slot_copied, sl, why,
                                        sizeof why) < 0) {
+                    char msg[320];
+                    snprintf(msg, sizeof msg,
+                             "the CUDA device failed: %s (an earlier kernel or copy of this "
+                             "process may have faulted)",
+                             why);
                     pthread_mutex_lock(&l->mu);
                     l->copies_in_flight--; /* its callback was not queued */
-                    halt_locked(l, GF_ENODEV, why);
+                    halt_locked(l, GF_ENODEV, msg);
                     pthread_mutex_unlock(&l->mu);
                     return;
                 }
@@ -1506,8 +1511,16 @@ int gf_release_stream(gf_loader *l, gf_batch *b, void *stream)
         return GF_EINVAL;
     /* Only the consumer moves a held slot on, so the state cannot change
      * while the event is recorded outside the lock. */
-    if (l->dev && gf__device_release(l->dev, (int)b->slot_, stream) < 0)
-        return fail(l, GF_ENODEV, "gf_release_stream: cannot record an event on the stream");
+    char why[256];
+    if (l->dev && gf__device_release(l->dev, (int)b->slot_, stream, why, sizeof why) < 0) {
+        /* The device is lost (a fault) or the stream is bad: the slot
+         * cannot be reused safely, and gf_next says why, not "held". */
+        char msg[320];
+        snprintf(msg, sizeof msg, "gf_release_stream: the CUDA device or stream failed: %s",
+                 why);
+        halt(l, GF_ENODEV, msg);
+        return GF_ENODEV;
+    }
     pthread_mutex_lock(&l->mu);
     free_out(l, sl);
     l->held--;
