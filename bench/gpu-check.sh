@@ -38,7 +38,8 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 nproc | sed 's/^/cores: /' | tee -a "$log"
 
 say "== binaries"
-missing=$(ldd "$g" "$build/tests/test_gpu" "$build/tests/test_model_gpu" 2>&1 | grep 'not found')
+missing=$(ldd "$g" "$build/tests/test_gpu" "$build/tests/test_model_gpu" "$build/tests/test_gpu_fault" 2>&1 |
+    grep 'not found')
 if [ -n "$missing" ]; then
     say "libraries missing on this machine (build with the flags above):"
     say "$missing"
@@ -60,8 +61,9 @@ suite() { # suite NAME -> passed | SKIPPED | FAILED (rc N)
 say "== gpu suites"
 suite_gpu=$(suite test_gpu)
 suite_model=$(suite test_model_gpu)
-tail -n 3 "$out/test_gpu.txt" "$out/test_model_gpu.txt" | tee -a "$log"
-[ "$suite_gpu" = passed ] && [ "$suite_model" = passed ] || status=1
+suite_fault=$(suite test_gpu_fault)
+tail -n 3 "$out/test_gpu.txt" "$out/test_model_gpu.txt" "$out/test_gpu_fault.txt" | tee -a "$log"
+[ "$suite_gpu" = passed ] && [ "$suite_model" = passed ] && [ "$suite_fault" = passed ] || status=1
 
 say "== bandwidth"
 bw=$("$build/bench/gpufeed-bandwidth" --json) || status=1
@@ -184,6 +186,7 @@ of_peak=$(echo "$bw" | field batch_pinned_h2d_of_peak)
     echo "== gpufeed device check"
     echo "gpu suite:               $suite_gpu"
     echo "model_gpu suite:         $suite_model"
+    echo "gpu_fault suite:         $suite_fault"
     echo "H2D pinned, large:       $peak GB/s (peak)"
     echo "H2D pinned, batch:       $batch_pin GB/s ($of_peak of peak; goal >= 0.90)"
     echo "H2D pageable, batch:     $batch_page GB/s"
