@@ -16,6 +16,10 @@
 # Needs a CUDA driver (CUDA 13's cudart: 580 or newer). NCCL is looked up
 # in $GPUFEED_NCCL_LIBRARY, the loader's path, then Python's nvidia-nccl
 # wheel. Exits non-zero if a suite fails or any step cannot run.
+#
+# GPUFEED_CHECK_QUICK=1 rehearses the script with tiny workloads, e.g. on a
+# -Dcudaemu=true build (tests/cudaemu) where there is no GPU: every step
+# and the table run, and the figures mean nothing.
 set -u
 build=${1:-build}
 out=${2:-.}
@@ -24,6 +28,13 @@ mkdir -p "$out"
 log=$out/gpu-check.log
 : >"$log"
 status=0
+quick=${GPUFEED_CHECK_QUICK:-0}
+if [ "$quick" = 1 ]; then
+    per_class=12 batch=16 widths="16 32" width_batches=8
+    small="--epochs 1 --image-size 32 --batch-size 16"
+else
+    per_class=200 batch=128 widths="16 32 48 64 96 128" width_batches=120 small=""
+fi
 say() { echo "$*" | tee -a "$log"; }
 field() { # field NAME < json  -> the number after "NAME":
     sed -n "s/.*\"$1\": *\([-0-9.e+]*\).*/\1/p" | head -n 1
@@ -73,7 +84,7 @@ echo "$bw" >"$out/bandwidth.json"
 data=${GPUFEED_CHECK_DATA:-/tmp/gpufeed-check-data}
 if [ ! -f "$data/.complete" ]; then
     rm -rf "$data"
-    if "$g" make-dataset "$data" --classes 10 --per-class 200 >>"$log" 2>&1; then
+    if "$g" make-dataset "$data" --classes 10 --per-class "$per_class" >>"$log" 2>&1; then
         touch "$data/.complete"
     else
         status=1
@@ -83,20 +94,20 @@ threads=$(( $(nproc) - 2 ))
 [ "$threads" -ge 1 ] || threads=1
 
 say "== input pipeline (threads $threads)"
-in=$("$g" bench --input-only --data "$data" --threads "$threads" --batch-size 128 --json) || status=1
+in=$("$g" bench --input-only --data "$data" --threads "$threads" --batch-size "$batch" --json) || status=1
 echo "$in" >"$out/input.json"
 ips=$(echo "$in" | field images_per_s)
 eff=$(echo "$in" | field efficiency)
 say "images/s $ips, efficiency $eff"
 
 # Compute at 0.5x, 1x and 2x the input time per batch, at depth 2 and 4.
-in_ms=$(awk -v ips="${ips:-0}" 'BEGIN { printf "%.2f", (ips > 0 ? 128000 / ips : 10) }')
+in_ms=$(awk -v ips="${ips:-0}" -v b="$batch" 'BEGIN { printf "%.2f", (ips > 0 ? 1000 * b / ips : 10) }')
 rows=""
 for depth in 2 4; do
     for f in 0.5 1 2; do
         ms=$(awk -v a="$in_ms" -v f="$f" 'BEGIN { printf "%.2f", a * f }')
         j=$("$g" bench --overlap --device cuda --compute-ms "$ms" --data "$data" --threads "$threads" \
-            --batch-size 128 --prefetch-depth "$depth" --dtype f16 --layout nchw --epochs 2 --json) ||
+            --batch-size "$batch" --prefetch-depth "$depth" --dtype f16 --layout nchw --epochs 2 --json) ||
             { status=1; continue; }
         echo "$j" >>"$out/overlap.jsonl"
         rows="$rows$(printf '%5s %8s %9s %10s %8s %9s %7s' "$depth" "$ms" \
@@ -112,13 +123,14 @@ done
 # input (bench's verdict mode), so the GPU can be kept busy.
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/gpufeed-check-cache}
 say "== gpufeed train (defaults, --device cuda)"
-demo=$("$g" train --device cuda --json 2>>"$log") || status=1
+demo=$("$g" train --device cuda $small --json 2>>"$log") || status=1
 echo "$demo" >"$out/train-default.json"
 tdata=$XDG_CACHE_HOME/gpufeed/train-data
 width=""
-for w in 16 32 48 64 96 128; do
+for w in $widths; do
     j=$("$g" bench --data "$tdata/train" --device cuda --model-width "$w" --image-size 60 \
-        --batch-size 32 --threads "$threads" --batches 120 --json 2>>"$log") || { status=1; break; }
+        --batch-size 32 --threads "$threads" --batches "$width_batches" --json 2>>"$log") ||
+        { status=1; break; }
     echo "$j" >>"$out/width.jsonl"
     c=$(echo "$j" | field compute_ms)
     i=$(echo "$j" | field input_ms)
@@ -131,12 +143,12 @@ tuned=""
 amp=""
 if [ -n "$width" ]; then
     say "== gpufeed train (--model-width $width, --device cuda)"
-    tuned=$("$g" train --device cuda --model-width "$width" --threads "$threads" --json \
+    tuned=$("$g" train --device cuda --model-width "$width" --threads "$threads" $small --json \
         2>>"$log") || status=1
     echo "$tuned" >"$out/train-width.json"
     say "== gpufeed train (--model-width $width --amp: float16 batches)"
-    amp=$("$g" train --device cuda --model-width "$width" --threads "$threads" --amp --json \
-        2>>"$log") || status=1
+    amp=$("$g" train --device cuda --model-width "$width" --threads "$threads" --amp $small \
+        --json 2>>"$log") || status=1
     echo "$amp" >"$out/train-amp.json"
 fi
 train_row() { # train_row LABEL JSON
@@ -160,6 +172,7 @@ if [ -z "${GPUFEED_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q lib
     [ -f "$nccl_dir/libnccl.so.2" ] && export GPUFEED_NCCL_LIBRARY="$nccl_dir/libnccl.so.2"
 fi
 one="--device cuda --loader gpufeed --epochs 1 --batch-size 16 --threads $threads --json"
+[ "$quick" = 1 ] && one="$one --image-size 32"
 plain=$("$g" train $one 2>>"$log") || status=1
 viaccl=$("$g" train $one --allreduce nccl 2>"$out/nccl.err")
 rc=$?
@@ -191,10 +204,12 @@ of_peak=$(echo "$bw" | field batch_pinned_h2d_of_peak)
     echo "H2D pinned, batch:       $batch_pin GB/s ($of_peak of peak; goal >= 0.90)"
     echo "H2D pageable, batch:     $batch_page GB/s"
     echo "input pipeline:          $ips images/s, efficiency $eff ($threads threads)"
-    echo "overlap (CUDA, f16 NCHW, batch 128; goal ratio <= 1.05 at depth >= 2):"
+    [ "$quick" = 1 ] && echo "QUICK REHEARSAL: tiny workloads, the figures mean nothing"
+    echo "overlap (CUDA, f16 NCHW, batch $batch; goal ratio <= 1.05 at depth >= 2):"
     echo "depth  compute  input_ms compute_ms  step_ms   sync_ms   ratio"
     printf '%s' "$rows"
-    echo "train (60x60, batch 32; goal: sync < 50% busy, gpufeed >= 95% of compute alone):"
+    echo "train ($([ "$quick" = 1 ] && echo "32x32, batch 16, 1 epoch" || echo "60x60, batch 32");" \
+        "goal: sync < 50% busy, gpufeed >= 95% of compute alone):"
     printf '%-18s %-8s %9s %7s %6s %6s %6s %8s\n' run loader images/s step_ms stall busy NVML "of alone"
     train_row "default (width 7)" "$demo"
     train_row "width ${width:-?}" "$tuned"
