@@ -2,9 +2,11 @@
 # The CLI's CUDA paths end to end on cudaemu (tests/cudaemu): doctor, bench
 # --overlap on the device, train on the device against the CPU, --amp,
 # checkpoint and resume on the device, and refused pinned and device
-# memory. Usage: cli_cuda.sh PATH/TO/gpufeed (a -Dcudaemu=true build)
+# memory, and the NCCL path on one rank. Usage: cli_cuda.sh PATH/TO/gpufeed
+# [PATH/TO/libnccl_emu.so] (a -Dcudaemu=true build)
 set -eu
 g=$1
+nccl=${2:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -53,6 +55,14 @@ resumed=$("$g" $t --device cuda --resume "$tmp/ck")
 want=$(echo "$cuda" | field weights_checksum)
 [ -n "$want" ] && [ "$(echo "$resumed" | field weights_checksum)" = "$want" ] ||
     fail "resumed on CUDA: $(echo "$resumed" | field weights_checksum), uninterrupted $want"
+
+# The NCCL path on one rank (tests/cudaemu/nccl.c): the gradients packed,
+# summed in place on the stream and unpacked give the plain step's weights.
+if [ -n "$nccl" ]; then
+    one=$(GPUFEED_NCCL_LIBRARY=$nccl "$g" $t --device cuda --allreduce nccl)
+    [ "$(echo "$one" | field weights_checksum)" = "$want" ] ||
+        fail "--allreduce nccl: $(echo "$one" | field weights_checksum), plain $want: $one"
+fi
 
 # --amp: float16 batches through the device's conversion kernel.
 amp=$("$g" $t --device cuda --amp)
