@@ -1,6 +1,7 @@
 #!/bin/sh
 # gpufeed train, data-parallel over 2 MPI ranks on this machine, and
 # checkpoint/resume (single process). Usage: mpi.sh PATH/TO/gpufeed PATH/TO/mpirun
+# [DEVICE (cpu; cuda on a cudaemu build: each rank its own emulated GPU)]
 #  - the ranks' first-epoch samples (--dump-indices) are disjoint and their
 #    union is the epoch (48 samples, 2 ranks, batch 4: nothing dropped);
 #  - both ranks end with identical weights (rank_checksums), with the
@@ -10,6 +11,7 @@
 set -eu
 g=$1
 mpirun=$2
+device=${3:-cpu}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -30,7 +32,7 @@ mpi() {
 d=$tmp/data
 "$g" make-dataset "$d/train" --classes 4 --per-class 12 --size 96x72 --seed 0 >/dev/null
 "$g" make-dataset "$d/val" --classes 4 --per-class 4 --size 96x72 --seed 1 >/dev/null
-common="--data $d --batch-size 4 --image-size 32 --model-width 4 --device cpu --threads 1 --json"
+common="--data $d --batch-size 4 --image-size 32 --model-width 4 --device $device --threads 1 --json"
 
 # field NAME JSON: the text of a JSON array field, without brackets and quotes
 field() { echo "$2" | sed -n "s/.*\"$1\": *\[\([^]]*\)\].*/\1/p" | tr -d '" '; }
@@ -46,7 +48,8 @@ json=$(mpi "$g" train $common --epochs 1 --loader gpufeed --dump-indices "$tmp/i
     fail "mpirun train: $json"
 [ "$(echo "$json" | wc -l)" -eq 1 ] || fail "only rank 0 may print: $json"
 [ "$(scalar world "$json")" = 2 ] || fail "world != 2: $json"
-[ "$(scalar allreduce "$json")" = mpi ] || fail "on the CPU the ranks sum over MPI: $json"
+[ "$(scalar device "$json")" = "$device" ] || fail "device != $device: $json"
+[ "$(scalar allreduce "$json")" = mpi ] || fail "without NCCL the ranks sum over MPI: $json"
 [ "$(field rank_samples "$json")" = "24,24" ] || fail "rank_samples: $json"
 sums=$(field rank_checksums "$json")
 same_pair "$sums" || fail "ranks ended with different weights: $sums"
