@@ -187,6 +187,95 @@ static void run_slow_consumer(uint64_t spin_ns, int depth)
     free(want);
 }
 
+/* Every batch's bytes after an optional seek, read back to the host. On
+ * CUDA the consumer works on `stream` (NULL: the legacy default stream),
+ * for spin_ns before it reads each batch, and releases it there. */
+static uint8_t *collect(gf_settings s, int seek, cudaStream_t stream, uint64_t spin_ns,
+                        size_t *len)
+{
+    gf_loader *l = NULL;
+    int rc = gf_open(&l, &s);
+    ck_assert_msg(rc == 0, "%s", gf_last_error(l));
+    gf_batch *b;
+    if (seek) { /* two batches in, then back to sample 5 of epoch 0 */
+        for (int i = 0; i < 2; i++) {
+            ck_assert_int_eq(gf_next(l, &b), 0);
+            ck_assert_int_eq(gf_release_stream(l, b, stream), 0);
+        }
+        ck_assert_int_eq(gf_seek(l, 0, 5), 0);
+    }
+    size_t cap = 1 << 20;
+    uint8_t *all = NULL;
+    if (s.device == GF_DEVICE_CUDA)
+        CK_CUDA(cudaMallocHost((void **)&all, cap));
+    else
+        all = malloc(cap);
+    *len = 0;
+    while ((rc = gf_next(l, &b)) == 0) {
+        size_t n = (size_t)b->count * b->height * b->width * b->channels * gf_dtype_size(b->dtype);
+        ck_assert_uint_le(*len + n, cap);
+        if (b->device == GF_DEVICE_CUDA) {
+            ck_assert_int_eq(gf_batch_wait(b, stream), 0);
+            if (spin_ns)
+                ck_assert_int_eq(gf__cuda_spin(spin_ns, stream), 0);
+            CK_CUDA(cudaMemcpyAsync(all + *len, b->data, n, cudaMemcpyDeviceToHost, stream));
+        } else {
+            memcpy(all + *len, b->data, n);
+        }
+        *len += n;
+        ck_assert_int_eq(gf_release_stream(l, b, stream), 0);
+    }
+    ck_assert_int_eq(rc, GF_EOF);
+    if (s.device == GF_DEVICE_CUDA)
+        CK_CUDA(cudaStreamSynchronize(stream));
+    gf_close(&l);
+    return all;
+}
+
+static void free_collected(const gf_settings *s, uint8_t *p)
+{
+    if (s->device == GF_DEVICE_CUDA)
+        cudaFreeHost(p);
+    else
+        free(p);
+}
+
+/* Depths 1 to 6, 1 and 3 threads, consumers on the legacy default stream
+ * and on their own, from the start and after a seek: the bytes of the CPU
+ * path every time. */
+static const int ring_depths[] = {1, 2, 3, 6};
+
+START_TEST(every_depth_thread_count_stream_and_seek_gives_the_cpu_bytes)
+{
+    cudaStream_t own;
+    CK_CUDA(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking));
+    for (int threads = 1; threads <= 3; threads += 2)
+        for (int seek = 0; seek < 2; seek++) {
+            gf_settings s;
+            gpu_settings(&s);
+            s.prefetch_depth = ring_depths[_i];
+            s.threads = threads;
+            s.device = GF_DEVICE_CPU;
+            size_t want_len, got_len;
+            uint8_t *want = collect(s, seek, NULL, 0, &want_len);
+            s.device = GF_DEVICE_CUDA;
+            for (int on_own = 0; on_own < 2; on_own++) {
+                /* a slow consumer on its own stream, a quick one on the default */
+                uint8_t *got = collect(s, seek, on_own ? own : NULL, on_own ? 200000 : 0,
+                                       &got_len);
+                ck_assert_uint_eq(got_len, want_len);
+                ck_assert_msg(memcmp(got, want, want_len) == 0,
+                              "depth %d, %d threads, seek %d, %s stream: bytes differ",
+                              s.prefetch_depth, threads, seek, on_own ? "own" : "default");
+                free_collected(&s, got);
+            }
+            s.device = GF_DEVICE_CPU;
+            free_collected(&s, want);
+        }
+    CK_CUDA(cudaStreamDestroy(own));
+}
+END_TEST
+
 START_TEST(device_batches_equal_the_cpu_path)
 {
     run_slow_consumer(0, 4);
@@ -308,6 +397,8 @@ int main(void)
     tcase_add_loop_test(t, kernel_matches_the_cpu_twin_bit_for_bit, 0,
                         (int)(sizeof twin_widths / sizeof twin_widths[0]));
     tcase_add_test(t, device_batches_equal_the_cpu_path);
+    tcase_add_loop_test(t, every_depth_thread_count_stream_and_seek_gives_the_cpu_bytes, 0,
+                        (int)(sizeof ring_depths / sizeof ring_depths[0]));
     tcase_add_test(t, a_slow_consumer_never_sees_its_batch_overwritten);
     tcase_add_test(t, ready_events_complete_and_default_stream_works);
     tcase_add_test(t, a_ring_over_the_device_budget_is_refused_with_sizes);
