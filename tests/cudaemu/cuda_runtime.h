@@ -49,6 +49,14 @@ namespace gf_cudaemu {
 extern GF_CUDAEMU_TLS uint3 thread_idx, block_idx;
 extern GF_CUDAEMU_TLS dim3 block_dim, grid_dim;
 
+/* A static __shared__ array (cu2cpp.py): one copy per block, poisoned when
+ * the block starts, so reading what no thread of the block wrote shows. */
+struct shared_site {
+    unsigned long long block = 0;
+    void *ptr = nullptr;
+    void *get(size_t bytes);
+};
+
 void syncthreads();
 [[noreturn]] void trap(); /* the context is lost: every later call fails */
 void *dynamic_shared();
@@ -81,8 +89,8 @@ struct launcher {
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
-/* One copy per block: a block's threads run on one OS thread (fibers),
- * blocks on other streams on others. */
+/* What cu2cpp.py leaves: one copy per OS thread (a block's threads are
+ * fibers on one; blocks on other streams run on others). */
 #define __shared__ static thread_local
 /* By value, through functions UBSan leaves alone: GCC 12's null check on
  * a thread-local address tests stale flags (lea sets none) and reports

@@ -473,6 +473,10 @@ struct block_runner {
     unsigned threads = 0, started = 0;
     bool reverse = false;
     std::vector<unsigned char> shared;
+    /* static __shared__ arrays: carved from `arena` per block */
+    unsigned long long block_serial = 0;
+    std::vector<unsigned char> arena = std::vector<unsigned char>(48 * 1024);
+    size_t arena_used = 0;
     bool trapped = false; /* a thread called __trap(): the grid stops */
 
     ~block_runner()
@@ -583,9 +587,12 @@ struct block_runner {
         while (started < threads && !trapped)
             start(get_fiber());
         for (int phase = 1; !parked.empty() && !trapped; phase++) {
+            /* Thread order alternates per phase, and per block. */
             std::vector<fiber *> waiting;
             waiting.swap(parked);
-            if (phase % 2 != (int)rev)
+            std::sort(waiting.begin(), waiting.end(),
+                      [](const fiber *a, const fiber *b) { return a->tid < b->tid; });
+            if ((phase + (int)rev) % 2 == 1)
                 std::reverse(waiting.begin(), waiting.end());
             for (size_t i = 0; i < waiting.size(); i++) {
                 resume(waiting[i]);
@@ -668,7 +675,11 @@ void run_grid(int device, dim3 grid, dim3 block, size_t shared,
         for (unsigned y = 0; y < grid.y; y++)
             for (unsigned x = 0; x < grid.x; x++, linear++) {
                 block_idx = uint3{x, y, z};
-                r.shared.assign(shared, 0xff); /* NaN as float: reading unwritten shows */
+                /* 0x7f7f7f7f: 3.4e38 as a float, huge as an int; a sum or a
+                 * max that reads a value no thread wrote goes wrong */
+                r.shared.assign(shared, 0x7f);
+                r.block_serial++;
+                r.arena_used = 0;
                 r.run_block(body, n, linear % 2 == 1);
                 if (r.trapped) { /* CUDA: the context is lost, every later call fails */
                     std::lock_guard<std::mutex> lk(mu);
@@ -686,6 +697,23 @@ void syncthreads()
     if (!runner)
         violation("__syncthreads outside a kernel");
     runner->barrier();
+}
+
+void *shared_site::get(size_t bytes)
+{
+    if (!runner || !runner->current)
+        violation("__shared__ outside a kernel");
+    block_runner &r = *runner;
+    if (block != r.block_serial) {
+        const size_t at = (r.arena_used + 15) & ~(size_t)15;
+        if (bytes > r.arena.size() - at)
+            violation("static __shared__ arrays over 48 KiB in one block");
+        ptr = r.arena.data() + at;
+        memset(ptr, 0x7f, bytes);
+        r.arena_used = at + bytes;
+        block = r.block_serial;
+    }
+    return ptr;
 }
 
 void trap()
