@@ -328,7 +328,9 @@ GF_API int gf_release(gf_loader *l, gf_batch *b);
  * cudaStream_t; NULL = the legacy default stream) so far has run: an event
  * is recorded on it and the next copy into this device slot waits for it
  * on the GPU. The host does not block. On the CPU, stream is ignored.
- * Returns 0, GF_EINVAL, or GF_ENODEV if the event cannot be recorded. */
+ * Returns 0; GF_EINVAL (not a held batch, or not a stream: the batch stays
+ * held); or GF_ENODEV if the device failed (a kernel fault): the loader
+ * stops, and gf_next returns GF_ENODEV saying why. */
 GF_API int gf_release_stream(gf_loader *l, gf_batch *b, void *stream);
 
 /* CUDA: makes `stream` (NULL = legacy default) wait for the batch's copy

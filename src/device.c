@@ -384,6 +384,10 @@ int gf__device_release(gf__device *d, int i, void *stream, char *why, size_t why
         if (e == cudaSuccess)
             e = c.e;
     }
+    if (e == cudaErrorInvalidResourceHandle || e == cudaErrorInvalidValue) {
+        gf__why(why, why_len, "not a stream of device %d: %s", d->id, cudaGetErrorName(e));
+        return GF_EINVAL; /* the caller's mistake: the loader is fine */
+    }
     if (e != cudaSuccess)
         return cuda_fail(e, "recording a batch's release event", why, why_len);
     sl->release_recorded = 1;

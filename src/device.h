@@ -49,7 +49,8 @@ void *gf__device_out(const gf__device *d, int i);
 void *gf__device_ready_event(const gf__device *d, int i);
 
 /* Consumer thread: records slot i's release event on stream (NULL: the
- * legacy default stream of the loader's device). */
+ * legacy default stream of the loader's device). GF_EINVAL: stream is not
+ * a stream; GF_ENODEV: the device failed. */
 int gf__device_release(gf__device *d, int i, void *stream, char *why, size_t why_len);
 /* stream waits for event (cudaStreamWaitEvent). */
 int gf__device_wait(void *event, void *stream);

@@ -1512,12 +1512,18 @@ int gf_release_stream(gf_loader *l, gf_batch *b, void *stream)
     /* Only the consumer moves a held slot on, so the state cannot change
      * while the event is recorded outside the lock. */
     char why[256];
-    if (l->dev && gf__device_release(l->dev, (int)b->slot_, stream, why, sizeof why) < 0) {
-        /* The device is lost (a fault) or the stream is bad: the slot
-         * cannot be reused safely, and gf_next says why, not "held". */
+    int rc = l->dev ? gf__device_release(l->dev, (int)b->slot_, stream, why, sizeof why) : 0;
+    if (rc == GF_EINVAL) { /* a bad stream: still held, release it again */
+        pthread_mutex_lock(&l->mu);
+        fail(l, GF_EINVAL, "gf_release_stream: %s", why);
+        pthread_mutex_unlock(&l->mu);
+        return GF_EINVAL;
+    }
+    if (rc < 0) {
+        /* The device is lost (a fault): the slot cannot be reused safely,
+         * and gf_next says why, not "held". */
         char msg[320];
-        snprintf(msg, sizeof msg, "gf_release_stream: the CUDA device or stream failed: %s",
-                 why);
+        snprintf(msg, sizeof msg, "gf_release_stream: the CUDA device failed: %s", why);
         halt(l, GF_ENODEV, msg);
         return GF_ENODEV;
     }

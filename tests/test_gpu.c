@@ -309,6 +309,36 @@ START_TEST(ready_events_complete_and_default_stream_works)
 }
 END_TEST
 
+#ifdef GF_CUDA_EMU
+/* A stream that is no stream (here one already destroyed: undefined
+ * behaviour on a real GPU, so only on cudaemu) is the caller's mistake:
+ * GF_EINVAL, the batch stays held, and the loader goes on. */
+START_TEST(a_bad_stream_is_refused_and_the_batch_stays_held)
+{
+    gf_settings s;
+    gpu_settings(&s);
+    s.device = GF_DEVICE_CUDA;
+    gf_loader *l = NULL;
+    ck_assert_int_eq(gf_open(&l, &s), 0);
+    cudaStream_t gone;
+    CK_CUDA(cudaStreamCreateWithFlags(&gone, cudaStreamNonBlocking));
+    CK_CUDA(cudaStreamDestroy(gone));
+    gf_batch *b;
+    ck_assert_int_eq(gf_next(l, &b), 0);
+    ck_assert_int_eq(gf_release_stream(l, b, gone), GF_EINVAL);
+    ck_assert_msg(strstr(gf_last_error(l), "not a stream"), "message: %s", gf_last_error(l));
+    ck_assert_int_eq(gf_release_stream(l, b, NULL), 0);
+    int n = 0;
+    while (gf_next(l, &b) == 0) {
+        n++;
+        ck_assert_int_eq(gf_release(l, b), 0);
+    }
+    ck_assert_int_eq(n, 2 * 9 - 1); /* 2 epochs of 9 batches (33 samples, batch 4) */
+    gf_close(&l);
+}
+END_TEST
+#endif
+
 START_TEST(a_ring_over_the_device_budget_is_refused_with_sizes)
 {
     gf_settings s;
@@ -402,6 +432,9 @@ int main(void)
     tcase_add_test(t, a_slow_consumer_never_sees_its_batch_overwritten);
     tcase_add_test(t, ready_events_complete_and_default_stream_works);
     tcase_add_test(t, a_ring_over_the_device_budget_is_refused_with_sizes);
+#ifdef GF_CUDA_EMU
+    tcase_add_test(t, a_bad_stream_is_refused_and_the_batch_stays_held);
+#endif
     tcase_add_test(t, over_the_pinned_cap_slots_are_pageable_and_it_still_runs);
     tcase_add_test(t, local_rank_picks_the_device);
     suite_add_tcase(s, t);
