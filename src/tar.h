@@ -14,7 +14,8 @@ typedef struct gf__tar gf__tar; /* one scan in progress */
 typedef struct gf__tar_member {
     const char *name;       /* NUL-terminated, leading "./" removed; only a key,
                                never a file-system path */
-    size_t name_len;
+    size_t name_len;        /* strlen(name), except in a skipped member whose
+                               (pax) name holds a NUL: skip says so */
     uint64_t header_offset; /* its (first) header block */
     uint64_t offset, size;  /* its data: size bytes at offset, inside the file */
     char type;              /* typeflag ('0' for a regular file) */

@@ -430,6 +430,16 @@ START_TEST(a_truncated_archive_is_an_error)
     p = tw_save(&w, "badpax.tar");
     expect_error(p, "badpax.tar: offset 0", "malformed pax");
     free(p);
+    /* a pax path with a NUL inside: that member is skipped and named */
+    w = (tw){0};
+    tu_tar_header(&w, "PaxHeaders/nul", 'x', 16, NULL);
+    tu_tar_raw(&w, "16 path=a.j\0g/b\n", 16);
+    tu_tar_pad(&w);
+    tw_text(&w, "x.jpg", "x");
+    tu_tar_end(&w);
+    p = tw_save(&w, "nulpax.tar");
+    expect_error(p, "nulpax.tar: offset 1024: member 'a.j' skipped", "NUL byte in name");
+    free(p);
     /* not a tar at all */
     p = path_in("text.tar");
     tu_write_text(p, "hello, this is not a tar file\n");
