@@ -33,9 +33,6 @@ GF_CUDAEMU_VEC(ushort, unsigned short, 4)
 GF_CUDAEMU_VEC(uchar, unsigned char, 2)
 #undef GF_CUDAEMU_VEC
 
-/* #pragma unroll and friends mean nothing here. */
-#pragma GCC diagnostic ignored "-Wunknown-pragmas"
-
 struct dim3 {
     unsigned x, y, z;
     constexpr dim3(unsigned vx = 1, unsigned vy = 1, unsigned vz = 1) : x(vx), y(vy), z(vz) {}

@@ -117,8 +117,8 @@ const config &cfg()
 }
 
 /* One lock and one condition for all stream and event state: simple, and
- * the emulator's speed is not the point. */
-/* Never destroyed: detached stream workers wait on them until exit. */
+ * the emulator's speed is not the point. Never destroyed: detached stream
+ * workers wait on them until exit. */
 std::mutex &mu = *new std::mutex;
 std::condition_variable &changed = *new std::condition_variable;
 
@@ -163,6 +163,9 @@ namespace gf_cudaemu {
 namespace {
 
 std::set<CUstream_st *> &streams = *new std::set<CUstream_st *>; /* live handles */
+/* Destroyed streams, drained, kept: a wait another thread queued or is in
+ * (cudaFree's drain) may still read their counters. */
+std::vector<CUstream_st *> &retired = *new std::vector<CUstream_st *>;
 std::map<CUevent_st *, std::shared_ptr<CUevent_st>> &events =
     *new std::map<CUevent_st *, std::shared_ptr<CUevent_st>>;
 
@@ -217,9 +220,9 @@ void worker_main(CUstream_st *s)
         s->finished++;
         changed.notify_all();
     }
+    retired.push_back(s);
     lk.unlock();
     release_runner();
-    delete s;
 }
 
 CUstream_st *new_stream(int device, unsigned flags, bool legacy)
@@ -385,7 +388,7 @@ struct trap_signal {};
 
 /* A context switch: on x86-64 six callee-saved registers and the stack
  * pointer (swapcontext also saves the signal mask, a system call per
- * switch, which made the model's kernels 3x slower); elsewhere ucontext. */
+ * switch, which made gpufeed train 6x slower); elsewhere ucontext. */
 #if defined(__x86_64__)
 extern "C" void gf_cudaemu_switch(void **save_sp, void *load_sp);
 asm(".text\n"
@@ -472,11 +475,11 @@ struct block_runner {
     const std::function<void()> *body = NULL;
     unsigned threads = 0, started = 0;
     bool reverse = false;
-    std::vector<unsigned char> shared;
-    /* static __shared__ arrays: carved from `arena` per block */
-    unsigned long long block_serial = 0;
+    /* A block's shared memory, 48 KiB as on CUDA: the dynamic part (extern
+     * __shared__) first, then each static __shared__ array in turn. */
     std::vector<unsigned char> arena = std::vector<unsigned char>(48 * 1024);
     size_t arena_used = 0;
+    unsigned long long block_serial = 0;
     bool trapped = false; /* a thread called __trap(): the grid stops */
 
     ~block_runner()
@@ -561,8 +564,7 @@ struct block_runner {
         __asan_unpoison_memory_region(f->stack, f->stack_size);
 #endif
         context_make(&f->ctx, f->stack, f->stack_size, fiber_main);
-        f->tid = started; /* for resume(); fiber_main takes its own */
-        resume(f);
+        resume(f); /* fiber_main takes its thread */
         if (f->finished)
             idle.push_back(f);
     }
@@ -677,9 +679,9 @@ void run_grid(int device, dim3 grid, dim3 block, size_t shared,
                 block_idx = uint3{x, y, z};
                 /* 0x7f7f7f7f: 3.4e38 as a float, huge as an int; a sum or a
                  * max that reads a value no thread wrote goes wrong */
-                r.shared.assign(shared, 0x7f);
+                memset(r.arena.data(), 0x7f, shared);
+                r.arena_used = shared;
                 r.block_serial++;
-                r.arena_used = 0;
                 r.run_block(body, n, linear % 2 == 1);
                 if (r.trapped) { /* CUDA: the context is lost, every later call fails */
                     std::lock_guard<std::mutex> lk(mu);
@@ -706,8 +708,8 @@ void *shared_site::get(size_t bytes)
     block_runner &r = *runner;
     if (block != r.block_serial) {
         const size_t at = (r.arena_used + 15) & ~(size_t)15;
-        if (bytes > r.arena.size() - at)
-            violation("static __shared__ arrays over 48 KiB in one block");
+        if (at > r.arena.size() || bytes > r.arena.size() - at)
+            violation("over 48 KiB of shared memory in one block");
         ptr = r.arena.data() + at;
         memset(ptr, 0x7f, bytes);
         r.arena_used = at + bytes;
@@ -727,7 +729,7 @@ void *dynamic_shared()
 {
     if (!runner || !runner->current)
         violation("extern __shared__ outside a kernel");
-    return runner->shared.data();
+    return runner->arena.data();
 }
 
 unsigned long long globaltimer_ns()
@@ -1111,7 +1113,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream)
     if (!stream || !streams.count(stream))
         return fail(cudaErrorInvalidResourceHandle);
     /* CUDA returns at once and lets queued work finish: so does the
-     * worker, which then frees the stream. */
+     * worker, which then retires the stream. */
     streams.erase(stream);
     stream->destroyed = true;
     changed.notify_all();
