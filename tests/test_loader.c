@@ -31,8 +31,7 @@ static void teardown(void)
 /* Eval at the source size with crop_fraction 1 is the identity. */
 static void exact_settings(gf_settings *s, const char *data)
 {
-    gf_default_settings(s);
-    s->device = GF_DEVICE_CPU; /* host bytes; the gpu suite covers CUDA */
+    tu_cpu_settings(s);
     s->data = data;
     s->width = W;
     s->height = H;
@@ -193,8 +192,7 @@ END_TEST
 START_TEST(batches_are_identical_for_any_thread_count_and_reader)
 {
     gf_settings s;
-    gf_default_settings(&s);
-    s.device = GF_DEVICE_CPU; /* host bytes; the gpu suite covers CUDA */
+    tu_cpu_settings(&s);
     s.data = root;
     s.width = 10;
     s.height = 9; /* train: random-resized-crop + flip */
@@ -380,8 +378,7 @@ END_TEST
 START_TEST(resuming_at_a_batch_position_continues_exactly)
 {
     gf_settings s;
-    gf_default_settings(&s);
-    s.device = GF_DEVICE_CPU; /* host bytes; the gpu suite covers CUDA */
+    tu_cpu_settings(&s);
     s.data = root;
     s.width = 8;
     s.height = 8;
@@ -543,8 +540,7 @@ END_TEST
 START_TEST(a_saved_state_resumes_exactly_and_refuses_another_run)
 {
     gf_settings s;
-    gf_default_settings(&s);
-    s.device = GF_DEVICE_CPU; /* host bytes; the gpu suite covers CUDA */
+    tu_cpu_settings(&s);
     s.data = root;
     s.width = s.height = 8;
     s.batch_size = 3;
@@ -616,8 +612,7 @@ START_TEST(autotune_adds_threads_when_the_consumer_stalls_and_keeps_the_bytes)
     /* Big noisy PNGs: decoding, not the consumer, is the bottleneck. */
     char *big = tu_image_folder(3, 8, 400, 300, "png");
     gf_settings s;
-    gf_default_settings(&s);
-    s.device = GF_DEVICE_CPU; /* host bytes; the gpu suite covers CUDA */
+    tu_cpu_settings(&s);
     s.data = big;
     s.width = s.height = 32;
     s.batch_size = 4;

@@ -29,8 +29,7 @@ static void teardown(void)
 static uint64_t run(int threads, int depth, int batch, gf_io io, int *samples)
 {
     gf_settings s;
-    gf_default_settings(&s);
-    s.device = GF_DEVICE_CPU; /* host bytes; the gpu suite covers CUDA */
+    tu_cpu_settings(&s);
     s.data = root;
     s.width = 12;
     s.height = 10;
@@ -96,8 +95,7 @@ START_TEST(open_and_close_repeatedly_mid_stream)
 {
     for (int i = 0; i < 30; i++) {
         gf_settings s;
-        gf_default_settings(&s);
-        s.device = GF_DEVICE_CPU; /* host bytes; the gpu suite covers CUDA */
+        tu_cpu_settings(&s);
         s.data = root;
         s.width = 8;
         s.height = 8;

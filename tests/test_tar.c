@@ -716,8 +716,7 @@ static void take(batches *r, const gf_batch *b)
 
 static void settings(gf_settings *s, const char *data, gf_io io)
 {
-    gf_default_settings(s);
-    s->device = GF_DEVICE_CPU; /* host bytes; the gpu suite covers CUDA */
+    tu_cpu_settings(s);
     s->data = data;
     s->width = 10;
     s->height = 9; /* train: random-resized-crop + flip */

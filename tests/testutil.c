@@ -8,6 +8,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+void tu_cpu_settings(gf_settings *s)
+{
+    gf_default_settings(s);
+    s->device = GF_DEVICE_CPU;
+}
+
 /* The implementation lives in stb_write_impl.c, built without UBSan. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"

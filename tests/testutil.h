@@ -5,6 +5,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpufeed.h"
+
+/* gf_default_settings on the CPU path: the suites that read batches as
+ * host bytes (the gpu suites cover CUDA). */
+void tu_cpu_settings(gf_settings *s);
+
 /* A fresh directory under $TMPDIR; the caller frees the string. */
 char *tu_mkdtemp(void);
 void tu_rmrf(const char *path);

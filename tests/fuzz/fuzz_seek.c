@@ -108,8 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 20)
         return 0;
     gf_settings s;
-    gf_default_settings(&s);
-    s.device = GF_DEVICE_CPU; /* host bytes; the gpu suite covers CUDA */
+    tu_cpu_settings(&s);
     s.data = root;
     s.width = 4;
     s.height = 3;
