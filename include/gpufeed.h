@@ -9,6 +9,7 @@
  *   gf_settings s;
  *   gf_default_settings(&s);
  *   s.data = "train/";
+ *   s.device = GF_DEVICE_CPU;   // host pixels; AUTO: device batches on a GPU
  *   gf_loader *l;
  *   if (gf_open(&l, &s) < 0) ...                  // message: gf_last_error(l)
  *   for (gf_batch *b; gf_next(l, &b) == 0; gf_release(l, b))
