@@ -8,11 +8,18 @@
 #
 #   bench/gpu-check.sh [BUILD_DIR (build)] [OUT_DIR (.)]
 #
-# The build to carry (only libc, libm and libstdc++ stay dynamic; cudart is
-# static; MPI is left out, NCCL and NVML are loaded at run time):
+# OUT_DIR gets three files: gpu-check.log, gpu-check-table.txt and
+# gpu-check-files.tar.gz (each step's output and JSON).
+#
+# The build (only libc, libm and libstdc++ stay dynamic; cudart is static;
+# MPI is left out, NCCL and NVML are loaded at run time), and the five
+# binaries the check runs copied out of it to carry (the whole build folder
+# is over the device tool's 64 MiB):
 #   PATH=/usr/local/cuda/bin:$PATH meson setup build-gpu -Dcuda=enabled \
 #     -Dmpi=disabled -Dprefer_static=true -Ddefault_library=static \
 #     -Db_pie=false -Dbuildtype=release && ninja -C build-gpu
+#   bench/gpu-check.sh --pack build-gpu build-gpu-pack
+#   then on the device: bench/gpu-check.sh build-gpu-pack "$OUT"
 # Needs a CUDA driver (CUDA 13's cudart: 580 or newer). NCCL is looked up
 # in $GPUFEED_NCCL_LIBRARY, the loader's path, then Python's nvidia-nccl
 # wheel. Exits non-zero if a suite fails or any step cannot run.
@@ -21,12 +28,32 @@
 # -Dcudaemu=true build (tests/cudaemu) where there is no GPU: every step
 # and the table run, and the figures mean nothing.
 set -u
+# What the check runs from the build: all a device run needs to carry.
+binaries="bench/gpufeed bench/gpufeed-bandwidth tests/test_gpu tests/test_model_gpu tests/test_gpu_fault"
+if [ "${1:-}" = --pack ]; then
+    build=${2:?usage: bench/gpu-check.sh --pack BUILD_DIR DEST}
+    dest=${3:?usage: bench/gpu-check.sh --pack BUILD_DIR DEST}
+    rm -rf "$dest"
+    for b in $binaries; do
+        mkdir -p "$dest/${b%/*}" && cp "$build/$b" "$dest/$b" || exit 1
+    done
+    # The device tool sends the working tree and the carried paths, 64 MiB
+    # at most; the whole build folder is over that.
+    tree=$(git ls-files -co --exclude-standard -z | du -cb --files0-from=- | tail -n 1 | cut -f 1)
+    packed=$(du -sb "$dest" | cut -f 1)
+    echo "$dest: $packed bytes; with the working tree $((tree + packed)) of 67108864 that may travel"
+    [ $((tree + packed)) -le 67108864 ] || { echo "too large to travel" >&2; exit 1; }
+    exit 0
+fi
 build=${1:-build}
 out=${2:-.}
 g=$build/bench/gpufeed
 mkdir -p "$out"
 log=$out/gpu-check.log
 : >"$log"
+# Each step's output, bundled into one file at the end: a device run
+# brings back at most 8 files.
+work=$(mktemp -d)
 status=0
 quick=${GPUFEED_CHECK_QUICK:-0}
 if [ "$quick" = 1 ]; then
@@ -49,8 +76,10 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 nproc | sed 's/^/cores: /' | tee -a "$log"
 
 say "== binaries"
-missing=$(ldd "$g" "$build/tests/test_gpu" "$build/tests/test_model_gpu" "$build/tests/test_gpu_fault" 2>&1 |
-    grep 'not found')
+missing=$(for b in $binaries; do
+    [ -x "$build/$b" ] || echo "$build/$b: not found"
+    ldd "$build/$b" 2>/dev/null | grep 'not found'
+done)
 if [ -n "$missing" ]; then
     say "libraries missing on this machine (build with the flags above):"
     say "$missing"
@@ -58,11 +87,11 @@ if [ -n "$missing" ]; then
 fi
 
 say "== doctor"
-"$g" doctor >"$out/doctor.txt" 2>&1 || status=1
-tail -n 12 "$out/doctor.txt" | tee -a "$log"
+"$g" doctor >"$work/doctor.txt" 2>&1 || status=1
+tail -n 12 "$work/doctor.txt" | tee -a "$log"
 
 suite() { # suite NAME -> passed | SKIPPED | FAILED (rc N)
-    if "$build/tests/$1" >"$out/$1.txt" 2>&1; then
+    if "$build/tests/$1" >"$work/$1.txt" 2>&1; then
         echo passed
     else
         rc=$?
@@ -73,12 +102,12 @@ say "== gpu suites"
 suite_gpu=$(suite test_gpu)
 suite_model=$(suite test_model_gpu)
 suite_fault=$(suite test_gpu_fault)
-tail -n 3 "$out/test_gpu.txt" "$out/test_model_gpu.txt" "$out/test_gpu_fault.txt" | tee -a "$log"
+tail -n 3 "$work/test_gpu.txt" "$work/test_model_gpu.txt" "$work/test_gpu_fault.txt" | tee -a "$log"
 [ "$suite_gpu" = passed ] && [ "$suite_model" = passed ] && [ "$suite_fault" = passed ] || status=1
 
 say "== bandwidth"
 bw=$("$build/bench/gpufeed-bandwidth" --json) || status=1
-echo "$bw" >"$out/bandwidth.json"
+echo "$bw" >"$work/bandwidth.json"
 "$build/bench/gpufeed-bandwidth" | tee -a "$log"
 
 data=${GPUFEED_CHECK_DATA:-/tmp/gpufeed-check-data}
@@ -95,7 +124,7 @@ threads=$(( $(nproc) - 2 ))
 
 say "== input pipeline (threads $threads)"
 in=$("$g" bench --input-only --data "$data" --threads "$threads" --batch-size "$batch" --json) || status=1
-echo "$in" >"$out/input.json"
+echo "$in" >"$work/input.json"
 ips=$(echo "$in" | field images_per_s)
 eff=$(echo "$in" | field efficiency)
 say "images/s $ips, efficiency $eff"
@@ -109,7 +138,7 @@ for depth in 2 4; do
         j=$("$g" bench --overlap --device cuda --compute-ms "$ms" --data "$data" --threads "$threads" \
             --batch-size "$batch" --prefetch-depth "$depth" --dtype f16 --layout nchw --epochs 2 --json) ||
             { status=1; continue; }
-        echo "$j" >>"$out/overlap.jsonl"
+        echo "$j" >>"$work/overlap.jsonl"
         rows="$rows$(printf '%5s %8s %9s %10s %8s %9s %7s' "$depth" "$ms" \
             "$(echo "$j" | field input_ms)" "$(echo "$j" | field compute_ms)" \
             "$(echo "$j" | field step_ms)" "$(echo "$j" | field sync_step_ms)" \
@@ -124,14 +153,14 @@ done
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/gpufeed-check-cache}
 say "== gpufeed train (defaults, --device cuda)"
 demo=$("$g" train --device cuda $small --json 2>>"$log") || status=1
-echo "$demo" >"$out/train-default.json"
+echo "$demo" >"$work/train-default.json"
 tdata=$XDG_CACHE_HOME/gpufeed/train-data
 width=""
 for w in $widths; do
     j=$("$g" bench --data "$tdata/train" --device cuda --model-width "$w" --image-size 60 \
         --batch-size 32 --threads "$threads" --batches "$width_batches" --json 2>>"$log") ||
         { status=1; break; }
-    echo "$j" >>"$out/width.jsonl"
+    echo "$j" >>"$work/width.jsonl"
     c=$(echo "$j" | field compute_ms)
     i=$(echo "$j" | field input_ms)
     say "width $w: compute $c ms/batch, input $i ms/batch"
@@ -145,11 +174,11 @@ if [ -n "$width" ]; then
     say "== gpufeed train (--model-width $width, --device cuda)"
     tuned=$("$g" train --device cuda --model-width "$width" --threads "$threads" $small --json \
         2>>"$log") || status=1
-    echo "$tuned" >"$out/train-width.json"
+    echo "$tuned" >"$work/train-width.json"
     say "== gpufeed train (--model-width $width --amp: float16 batches)"
     amp=$("$g" train --device cuda --model-width "$width" --threads "$threads" --amp $small \
         --json 2>>"$log") || status=1
-    echo "$amp" >"$out/train-amp.json"
+    echo "$amp" >"$work/train-amp.json"
 fi
 train_row() { # train_row LABEL JSON
     [ -n "$2" ] || return 0
@@ -174,13 +203,13 @@ fi
 one="--device cuda --loader gpufeed --epochs 1 --batch-size 16 --threads $threads --json"
 [ "$quick" = 1 ] && one="$one --image-size 32"
 plain=$("$g" train $one 2>>"$log") || status=1
-viaccl=$("$g" train $one --allreduce nccl 2>"$out/nccl.err")
+viaccl=$("$g" train $one --allreduce nccl 2>"$work/nccl.err")
 rc=$?
-cat "$out/nccl.err" >>"$log"
+cat "$work/nccl.err" >>"$log"
 sum_plain=$(echo "$plain" | sed -n 's/.*"weights_checksum": "\([0-9a-f]*\)".*/\1/p' | tail -n 1)
 sum_nccl=$(echo "$viaccl" | sed -n 's/.*"weights_checksum": "\([0-9a-f]*\)".*/\1/p' | tail -n 1)
 if [ $rc -ne 0 ]; then
-    nccl="not run: $(tail -n 1 "$out/nccl.err")"
+    nccl="not run: $(tail -n 1 "$work/nccl.err")"
     status=1
 elif [ -n "$sum_plain" ] && [ "$sum_plain" = "$sum_nccl" ]; then
     nccl="same weights ($sum_nccl), all-reduce $(echo "$viaccl" | field allreduce_s) s"
@@ -215,5 +244,6 @@ of_peak=$(echo "$bw" | field batch_pinned_h2d_of_peak)
     train_row "width ${width:-?}" "$tuned"
     train_row "width ${width:-?} --amp" "$amp"
     echo "NCCL (1 rank):           $nccl"
-} | tee -a "$log"
+} | tee "$out/gpu-check-table.txt" | tee -a "$log"
+tar -czf "$out/gpu-check-files.tar.gz" -C "$work" . && rm -rf "$work"
 exit $status
