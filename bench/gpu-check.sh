@@ -24,6 +24,11 @@
 # in $GPUFEED_NCCL_LIBRARY, the loader's path, then Python's nvidia-nccl
 # wheel. Exits non-zero if a suite fails or any step cannot run.
 #
+# A device command is killed at 600 s. So each step is killed after
+# GPUFEED_CHECK_STEP_S (150) s, and the train and NCCL steps start only
+# within GPUFEED_CHECK_DEADLINE_S (420) s of the start; a step left out is
+# named, counts as a failure, and the table still prints.
+#
 # GPUFEED_CHECK_QUICK=1 rehearses the script with tiny workloads, e.g. on a
 # -Dcudaemu=true build (tests/cudaemu) where there is no GPU: every step
 # and the table run, and the figures mean nothing.
@@ -47,13 +52,24 @@ if [ "${1:-}" = --pack ]; then
 fi
 build=${1:-build}
 out=${2:-.}
-g=$build/bench/gpufeed
 mkdir -p "$out"
 log=$out/gpu-check.log
 : >"$log"
 # Each step's output, bundled into one file at the end: a device run
 # brings back at most 8 files.
 work=$(mktemp -d)
+# A device command is killed at 600 s, and its table with it: each step is
+# capped, and the train and NCCL steps start only within the deadline.
+t0=$(date +%s)
+step_s=${GPUFEED_CHECK_STEP_S:-150}
+deadline_s=${GPUFEED_CHECK_DEADLINE_S:-420}
+gf() { timeout -k 10 "$step_s" "$build/bench/gpufeed" "$@"; }
+in_time() {
+    [ $(($(date +%s) - t0)) -lt "$deadline_s" ] && return 0
+    say "not run: $1 (past the check's ${deadline_s} s deadline)"
+    status=1
+    return 1
+}
 status=0
 quick=${GPUFEED_CHECK_QUICK:-0}
 if [ "$quick" = 1 ]; then
@@ -87,15 +103,19 @@ if [ -n "$missing" ]; then
 fi
 
 say "== doctor"
-"$g" doctor >"$work/doctor.txt" 2>&1 || status=1
+gf doctor >"$work/doctor.txt" 2>&1 || status=1
 tail -n 12 "$work/doctor.txt" | tee -a "$log"
 
 suite() { # suite NAME -> passed | SKIPPED | FAILED (rc N)
-    if "$build/tests/$1" >"$work/$1.txt" 2>&1; then
+    if timeout -k 10 240 "$build/tests/$1" >"$work/$1.txt" 2>&1; then
         echo passed
     else
         rc=$?
-        [ $rc -eq 77 ] && echo SKIPPED || echo "FAILED (rc $rc)"
+        case $rc in
+        77) echo SKIPPED ;;
+        124 | 137) echo "TIMED OUT (240 s)" ;;
+        *) echo "FAILED (rc $rc)" ;;
+        esac
     fi
 }
 say "== gpu suites"
@@ -106,14 +126,14 @@ tail -n 3 "$work/test_gpu.txt" "$work/test_model_gpu.txt" "$work/test_gpu_fault.
 [ "$suite_gpu" = passed ] && [ "$suite_model" = passed ] && [ "$suite_fault" = passed ] || status=1
 
 say "== bandwidth"
-bw=$("$build/bench/gpufeed-bandwidth" --json) || status=1
+bw=$(timeout -k 10 "$step_s" "$build/bench/gpufeed-bandwidth" --json) || status=1
 echo "$bw" >"$work/bandwidth.json"
-"$build/bench/gpufeed-bandwidth" | tee -a "$log"
+echo "$bw" | tee -a "$log"
 
 data=${GPUFEED_CHECK_DATA:-/tmp/gpufeed-check-data}
 if [ ! -f "$data/.complete" ]; then
     rm -rf "$data"
-    if "$g" make-dataset "$data" --classes 10 --per-class "$per_class" >>"$log" 2>&1; then
+    if gf make-dataset "$data" --classes 10 --per-class "$per_class" >>"$log" 2>&1; then
         touch "$data/.complete"
     else
         status=1
@@ -123,7 +143,7 @@ threads=$(( $(nproc) - 2 ))
 [ "$threads" -ge 1 ] || threads=1
 
 say "== input pipeline (threads $threads)"
-in=$("$g" bench --input-only --data "$data" --threads "$threads" --batch-size "$batch" --json) || status=1
+in=$(gf bench --input-only --data "$data" --threads "$threads" --batch-size "$batch" --json) || status=1
 echo "$in" >"$work/input.json"
 ips=$(echo "$in" | field images_per_s)
 eff=$(echo "$in" | field efficiency)
@@ -135,9 +155,16 @@ rows=""
 for depth in 2 4; do
     for f in 0.5 1 2; do
         ms=$(awk -v a="$in_ms" -v f="$f" 'BEGIN { printf "%.2f", a * f }')
-        j=$("$g" bench --overlap --device cuda --compute-ms "$ms" --data "$data" --threads "$threads" \
-            --batch-size "$batch" --prefetch-depth "$depth" --dtype f16 --layout nchw --epochs 2 --json) ||
-            { status=1; continue; }
+        j=$(gf bench --overlap --device cuda --compute-ms "$ms" --data "$data" --threads "$threads" \
+            --batch-size "$batch" --prefetch-depth "$depth" --dtype f16 --layout nchw --epochs 2 --json)
+        rc=$?
+        if [ $rc -ne 0 ]; then
+            status=1
+            rows="$rows$(printf '%5s %8s   failed (rc %s%s)' "$depth" "$ms" $rc \
+                "$([ $rc -eq 124 ] || [ $rc -eq 137 ] && echo ": over $step_s s")")
+"
+            continue
+        fi
         echo "$j" >>"$work/overlap.jsonl"
         rows="$rows$(printf '%5s %8s %9s %10s %8s %9s %7s' "$depth" "$ms" \
             "$(echo "$j" | field input_ms)" "$(echo "$j" | field compute_ms)" \
@@ -152,12 +179,46 @@ done
 # input (bench's verdict mode), so the GPU can be kept busy.
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/gpufeed-check-cache}
 say "== gpufeed train (defaults, --device cuda)"
-demo=$("$g" train --device cuda $small --json 2>>"$log") || status=1
-echo "$demo" >"$work/train-default.json"
+demo=""
+if in_time "gpufeed train (defaults)"; then
+    demo=$(gf train --device cuda $small --json 2>>"$log") || status=1
+    echo "$demo" >"$work/train-default.json"
+fi
+
+# NCCL: one rank through the all-reduce path must end with the plain
+# step's weights (batch 16 divides the 2000 images: no partial batch).
+say "== NCCL all-reduce (one rank) against the plain step"
+if [ -z "${GPUFEED_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q libnccl.so.2; then
+    nccl_dir=$(python3 -c 'import nvidia.nccl as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null)
+    [ -f "$nccl_dir/libnccl.so.2" ] && export GPUFEED_NCCL_LIBRARY="$nccl_dir/libnccl.so.2"
+fi
+nccl="not run (past the check's ${deadline_s} s deadline)"
+if in_time "the NCCL all-reduce"; then
+    one="--device cuda --loader gpufeed --epochs 1 --batch-size 16 --threads $threads --json"
+    [ "$quick" = 1 ] && one="$one --image-size 32"
+    plain=$(gf train $one 2>>"$log") || status=1
+    viaccl=$(gf train $one --allreduce nccl 2>"$work/nccl.err")
+    rc=$?
+    cat "$work/nccl.err" >>"$log"
+    sum_plain=$(echo "$plain" | sed -n 's/.*"weights_checksum": "\([0-9a-f]*\)".*/\1/p' | tail -n 1)
+    sum_nccl=$(echo "$viaccl" | sed -n 's/.*"weights_checksum": "\([0-9a-f]*\)".*/\1/p' | tail -n 1)
+    if [ $rc -ne 0 ]; then
+        nccl="not run: $(tail -n 1 "$work/nccl.err")"
+        status=1
+    elif [ -n "$sum_plain" ] && [ "$sum_plain" = "$sum_nccl" ]; then
+        nccl="same weights ($sum_nccl), all-reduce $(echo "$viaccl" | field allreduce_s) s"
+    else
+        nccl="DIFFERENT weights: plain $sum_plain, nccl $sum_nccl"
+        status=1
+    fi
+    say "$nccl"
+fi
+
 tdata=$XDG_CACHE_HOME/gpufeed/train-data
 width=""
 for w in $widths; do
-    j=$("$g" bench --data "$tdata/train" --device cuda --model-width "$w" --image-size 60 \
+    in_time "the width sweep from width $w" || break
+    j=$(gf bench --data "$tdata/train" --device cuda --model-width "$w" --image-size 60 \
         --batch-size 32 --threads "$threads" --batches "$width_batches" --json 2>>"$log") ||
         { status=1; break; }
     echo "$j" >>"$work/width.jsonl"
@@ -170,13 +231,15 @@ for w in $widths; do
 done
 tuned=""
 amp=""
-if [ -n "$width" ]; then
+if [ -n "$width" ] && in_time "gpufeed train --model-width $width"; then
     say "== gpufeed train (--model-width $width, --device cuda)"
-    tuned=$("$g" train --device cuda --model-width "$width" --threads "$threads" $small --json \
+    tuned=$(gf train --device cuda --model-width "$width" --threads "$threads" $small --json \
         2>>"$log") || status=1
     echo "$tuned" >"$work/train-width.json"
+fi
+if [ -n "$width" ] && in_time "gpufeed train --model-width $width --amp"; then
     say "== gpufeed train (--model-width $width --amp: float16 batches)"
-    amp=$("$g" train --device cuda --model-width "$width" --threads "$threads" --amp $small \
+    amp=$(gf train --device cuda --model-width "$width" --threads "$threads" --amp $small \
         --json 2>>"$log") || status=1
     echo "$amp" >"$work/train-amp.json"
 fi
@@ -193,32 +256,6 @@ train_row() { # train_row LABEL JSON
     done
 }
 
-# NCCL: one rank through the all-reduce path must end with the plain
-# step's weights (batch 16 divides the 2000 images: no partial batch).
-say "== NCCL all-reduce (one rank) against the plain step"
-if [ -z "${GPUFEED_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q libnccl.so.2; then
-    nccl_dir=$(python3 -c 'import nvidia.nccl as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null)
-    [ -f "$nccl_dir/libnccl.so.2" ] && export GPUFEED_NCCL_LIBRARY="$nccl_dir/libnccl.so.2"
-fi
-one="--device cuda --loader gpufeed --epochs 1 --batch-size 16 --threads $threads --json"
-[ "$quick" = 1 ] && one="$one --image-size 32"
-plain=$("$g" train $one 2>>"$log") || status=1
-viaccl=$("$g" train $one --allreduce nccl 2>"$work/nccl.err")
-rc=$?
-cat "$work/nccl.err" >>"$log"
-sum_plain=$(echo "$plain" | sed -n 's/.*"weights_checksum": "\([0-9a-f]*\)".*/\1/p' | tail -n 1)
-sum_nccl=$(echo "$viaccl" | sed -n 's/.*"weights_checksum": "\([0-9a-f]*\)".*/\1/p' | tail -n 1)
-if [ $rc -ne 0 ]; then
-    nccl="not run: $(tail -n 1 "$work/nccl.err")"
-    status=1
-elif [ -n "$sum_plain" ] && [ "$sum_plain" = "$sum_nccl" ]; then
-    nccl="same weights ($sum_nccl), all-reduce $(echo "$viaccl" | field allreduce_s) s"
-else
-    nccl="DIFFERENT weights: plain $sum_plain, nccl $sum_nccl"
-    status=1
-fi
-say "$nccl"
-
 peak=$(echo "$bw" | sed -n 's/.*"large": {"pinned_h2d_gbs": \([0-9.]*\).*/\1/p')
 batch_pin=$(echo "$bw" | sed -n 's/.*"batch": {"pinned_h2d_gbs": \([0-9.]*\).*/\1/p')
 batch_page=$(echo "$bw" | sed -n 's/.*"batch": {[^}]*"pageable_h2d_gbs": \([0-9.]*\).*/\1/p')
@@ -229,9 +266,13 @@ of_peak=$(echo "$bw" | field batch_pinned_h2d_of_peak)
     echo "gpu suite:               $suite_gpu"
     echo "model_gpu suite:         $suite_model"
     echo "gpu_fault suite:         $suite_fault"
-    echo "H2D pinned, large:       $peak GB/s (peak)"
-    echo "H2D pinned, batch:       $batch_pin GB/s ($of_peak of peak; goal >= 0.90)"
-    echo "H2D pageable, batch:     $batch_page GB/s"
+    if [ -n "$peak" ]; then
+        echo "H2D pinned, large:       $peak GB/s (peak)"
+        echo "H2D pinned, batch:       $batch_pin GB/s ($of_peak of peak; goal >= 0.90)"
+        echo "H2D pageable, batch:     $batch_page GB/s"
+    else
+        echo "H2D:                     not measured (gpufeed-bandwidth failed; see the log)"
+    fi
     echo "input pipeline:          $ips images/s, efficiency $eff ($threads threads)"
     [ "$quick" = 1 ] && echo "QUICK REHEARSAL: tiny workloads, the figures mean nothing"
     echo "overlap (CUDA, f16 NCHW, batch $batch; goal ratio <= 1.05 at depth >= 2):"
