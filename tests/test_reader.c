@@ -85,6 +85,35 @@ static int count_fds(void)
 
 static const size_t sizes[] = {1, 4096, MIB + 7};
 
+/* A file whose size says more than reading it gives, as a file cut short
+ * while it is read does: sysfs attributes say 4096 bytes and hold a few.
+ * NULL if there is none (the tests then say they skipped). */
+static const char *short_file(size_t *size, size_t *holds)
+{
+    static const char *const candidates[] = {"/sys/devices/system/cpu/online",
+                                             "/sys/devices/system/cpu/possible",
+                                             "/sys/kernel/mm/transparent_hugepage/enabled"};
+    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+        struct stat st;
+        int fd = open(candidates[i], O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        char tmp[8192];
+        ssize_t n, got = 0;
+        while ((n = read(fd, tmp, sizeof tmp)) > 0)
+            got += n;
+        int regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+        close(fd);
+        if (regular && got > 0 && got < st.st_size) {
+            *size = (size_t)st.st_size;
+            *holds = (size_t)got;
+            return candidates[i];
+        }
+    }
+    printf("SKIP: no file whose size is over what it holds (sysfs)\n");
+    return NULL;
+}
+
 /* ------------------------------------------------------------------ posix */
 
 START_TEST(read_file_returns_files_of_1_4096_and_1MiB_plus_7_bytes_exactly)
@@ -247,6 +276,29 @@ START_TEST(read_file_follows_openat_rules_for_absolute_paths)
 }
 END_TEST
 
+START_TEST(read_file_reports_a_file_that_shrinks_while_read)
+{
+    size_t size, holds;
+    const char *path = short_file(&size, &holds);
+    if (!path)
+        return;
+    gf__buf b = {0};
+    char why[160], want[160];
+    ck_assert_int_eq(gf__read_file(AT_FDCWD, path, &b, 0, why, sizeof why), GF_EIO);
+    snprintf(want, sizeof want, "file shrank while reading: %zu of %zu bytes", holds, size);
+    ck_assert_str_eq(why, want);
+    ck_assert_uint_eq(b.len, 0);
+    /* A member's range that the file no longer holds: the shard shrank. */
+    ck_assert_int_eq(gf__read_range(AT_FDCWD, path, 0, holds + 1, &b, 0, why, sizeof why),
+                     GF_ETRUNC);
+    snprintf(want, sizeof want, "shard ended inside member: %zu of %zu bytes at offset 0",
+             holds, holds + 1);
+    ck_assert_str_eq(why, want);
+    ck_assert_uint_eq(b.len, 0);
+    gf__buf_free(&b);
+}
+END_TEST
+
 START_TEST(read_file_rejects_NULL_arguments_and_tolerates_a_NULL_why)
 {
     make_free("x", 5, 1);
@@ -289,6 +341,7 @@ static Suite *posix_suite(void)
     tcase_add_test(tc, read_file_reports_an_unreadable_file_as_GF_EIO);
     tcase_add_test(tc, read_file_reuses_its_buffer_and_only_grows_it);
     tcase_add_test(tc, read_file_follows_openat_rules_for_absolute_paths);
+    tcase_add_test(tc, read_file_reports_a_file_that_shrinks_while_read);
     tcase_add_test(tc, read_file_rejects_NULL_arguments_and_tolerates_a_NULL_why);
     suite_add_tcase(s, tc);
     TCase *tb = tcase_create("build");
@@ -641,6 +694,40 @@ START_TEST(uring_create_rejects_a_bad_queue_depth)
 }
 END_TEST
 
+START_TEST(uring_reports_a_file_that_shrinks_while_read)
+{
+    size_t size, holds;
+    const char *path = short_file(&size, &holds);
+    if (!path)
+        return;
+    gf__uring *u = make_ring(2, 0);
+    gf__buf whole = {0}, range = {0};
+    ck_assert_int_eq(gf__uring_submit(u, AT_FDCWD, path, &whole, 1), 0);
+    ck_assert_int_eq(gf__uring_submit_range(u, AT_FDCWD, path, 0, holds + 1, &range, 2), 0);
+    gf__read_done done[2];
+    ck_assert_int_eq(reap_n(u, done, 2), 2);
+    for (int i = 0; i < 2; i++) {
+        char want[160];
+        if (done[i].user == 1) {
+            ck_assert_int_eq(done[i].err, GF_EIO);
+            snprintf(want, sizeof want, "file shrank while reading: %zu of %zu bytes", holds,
+                     size);
+        } else {
+            ck_assert_int_eq(done[i].err, GF_ETRUNC);
+            snprintf(want, sizeof want,
+                     "shard ended inside member: %zu of %zu bytes at offset 0", holds,
+                     holds + 1);
+        }
+        ck_assert_str_eq(done[i].why, want);
+        ck_assert_uint_eq(done[i].buf->len, 0);
+    }
+    ck_assert_uint_eq(gf__uring_room(u), 2);
+    gf__uring_destroy(u);
+    gf__buf_free(&whole);
+    gf__buf_free(&range);
+}
+END_TEST
+
 START_TEST(uring_submit_rejects_NULL_arguments)
 {
     gf__uring *u = make_ring(2, 0);
@@ -673,6 +760,7 @@ static Suite *uring_suite(void)
     tcase_add_test(tc, uring_reuses_buffers_across_reads_without_growing);
     tcase_add_test(tc, uring_destroy_with_reads_in_flight_waits_and_closes_every_file);
     tcase_add_test(tc, uring_create_rejects_a_bad_queue_depth);
+    tcase_add_test(tc, uring_reports_a_file_that_shrinks_while_read);
     tcase_add_test(tc, uring_submit_rejects_NULL_arguments);
     suite_add_tcase(s, tc);
     return s;
