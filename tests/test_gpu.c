@@ -21,7 +21,10 @@ int main(void)
 #include <check.h>
 #include <cuda_runtime_api.h>
 #include "cuda_present.h"
+#include <fcntl.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define CK_CUDA(x)                                                                           \
     do {                                                                                     \
@@ -339,6 +342,51 @@ START_TEST(a_bad_stream_is_refused_and_the_batch_stays_held)
 END_TEST
 #endif
 
+#ifdef GF_CUDA_EMU
+/* 1 if a child process that reads *p dies (its report goes nowhere). */
+static int dies_reading(const volatile uint8_t *p)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 2);
+        uint8_t x = p[0];
+        (void)x;
+        _exit(0);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    return !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* On a GPU, host code that reads b->data crashes. The emulator's device
+ * addresses must fault the same way, or such code passes here. */
+START_TEST(host_reads_of_device_memory_fault_as_on_a_gpu)
+{
+    gf_settings s;
+    gpu_settings(&s);
+    s.device = GF_DEVICE_CUDA;
+    gf_loader *l = NULL;
+    ck_assert_int_eq(gf_open(&l, &s), 0);
+    gf_batch *b;
+    ck_assert_int_eq(gf_next(l, &b), 0);
+    ck_assert_int_eq(b->device, GF_DEVICE_CUDA);
+    ck_assert_msg(dies_reading(b->data), "the host read a device batch");
+    uint8_t first;
+    CK_CUDA(cudaMemcpy(&first, b->data, 1, cudaMemcpyDeviceToHost)); /* the right way */
+    ck_assert_int_eq(gf_release(l, b), 0);
+    gf_close(&l);
+
+    uint8_t *raw;
+    CK_CUDA(cudaMalloc((void **)&raw, 16));
+    ck_assert_msg(dies_reading(raw), "the host read cudaMalloc memory");
+    CK_CUDA(cudaFree(raw));
+}
+END_TEST
+#endif
+
 START_TEST(a_ring_over_the_device_budget_is_refused_with_sizes)
 {
     gf_settings s;
@@ -434,6 +482,7 @@ int main(void)
     tcase_add_test(t, a_ring_over_the_device_budget_is_refused_with_sizes);
 #ifdef GF_CUDA_EMU
     tcase_add_test(t, a_bad_stream_is_refused_and_the_batch_stays_held);
+    tcase_add_test(t, host_reads_of_device_memory_fault_as_on_a_gpu);
 #endif
     tcase_add_test(t, over_the_pinned_cap_slots_are_pageable_and_it_still_runs);
     tcase_add_test(t, local_rank_picks_the_device);

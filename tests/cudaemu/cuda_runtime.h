@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 struct uint3 {
@@ -60,9 +61,20 @@ void *dynamic_shared();
 unsigned long long globaltimer_ns();
 void launch(const char *name, dim3 grid, dim3 block, size_t shared, cudaStream_t stream,
             std::function<void()> body);
+/* Where the kernel reaches the bytes at device address p (p itself for
+ * host memory): device addresses fault on the host (emu.cpp). */
+void *kernel_pointer(const void *p);
+
+template <class T> T kernel_arg(T v)
+{
+    if constexpr (std::is_pointer_v<T> && std::is_object_v<std::remove_pointer_t<T>>)
+        return static_cast<T>(kernel_pointer(v));
+    else
+        return v;
+}
 
 /* Arguments are converted to the kernel's parameter types and copied at
- * the launch, as CUDA does. */
+ * the launch, as CUDA does; pointers are translated then. */
 struct launcher {
     dim3 grid, block;
     size_t shared;
@@ -74,7 +86,8 @@ struct launcher {
     template <class... P, class... A> void run(const char *name, void (*kernel)(P...), A &&...a)
     {
         static_assert(sizeof...(P) == sizeof...(A), "kernel argument count");
-        auto args = std::make_tuple(static_cast<std::decay_t<P>>(std::forward<A>(a))...);
+        auto args =
+            std::make_tuple(kernel_arg(static_cast<std::decay_t<P>>(std::forward<A>(a)))...);
         launch(name, grid, block, shared, stream, [kernel, args]() { std::apply(kernel, args); });
     }
 };

@@ -19,8 +19,11 @@
  *   lacks tends to compute something else.
  * - Device memory is host memory from posix_memalign, of exactly the size
  *   asked, so ASan sees a kernel or copy that goes past an allocation.
- *   Copies and memsets check that their pointers lie inside allocations
- *   of the kind the direction says.
+ *   Its address, what cudaMalloc returns, lies in a reserved range no
+ *   thread may touch, so host code that dereferences a device pointer
+ *   faults as on a GPU; kernel arguments, copies and memsets are
+ *   translated to the host bytes. Copies and memsets check that their
+ *   pointers lie inside allocations of the kind the direction says.
  * - Misuse that CUDA leaves undefined (wrong copy direction, a CUDA call
  *   from a stream callback, __syncthreads outside a kernel) aborts with a
  *   message: the tests that use the emulator must not get past it.
@@ -127,8 +130,40 @@ struct allocation {
     size_t size;
     alloc_kind kind;
     int device;
+    unsigned char *bytes; /* where the memory is: for device memory not
+                             the address the program sees (the key) */
 };
 std::map<uintptr_t, allocation> &allocations = *new std::map<uintptr_t, allocation>; /* by start */
+
+/* Device addresses: a range mapped PROT_NONE. Each allocation gets a
+ * stretch of it of its own, never reused, with a page's gap after it, so
+ * a stale or overrun device pointer is caught when it is translated. */
+constexpr size_t device_window = (size_t)256 << 30;
+uintptr_t window_base, window_next;
+
+bool in_window(uintptr_t a)
+{
+    return window_base && a >= window_base && a - window_base < device_window;
+}
+
+/* A fresh device address for size bytes. Under mu. */
+uintptr_t device_address(size_t size)
+{
+    if (!window_base) {
+        void *w = mmap(NULL, device_window, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (w == MAP_FAILED)
+            violation("cannot reserve %zu GiB of addresses for device memory", device_window >> 30);
+        window_base = window_next = (uintptr_t)w;
+    }
+    const size_t span = ((size ? size : 1) + 4096 + 255) & ~(size_t)255;
+    if (span > device_window - (window_next - window_base))
+        violation("the %zu GiB of device addresses are used up: addresses are never reused",
+                  device_window >> 30);
+    const uintptr_t d = window_next;
+    window_next += span;
+    return d;
+}
 size_t device_used[64];
 size_t pinned_used;
 cudaError_t sticky[64]; /* a device's fault: every later call fails with it */
@@ -334,6 +369,23 @@ const allocation *find(const void *p, size_t n)
         violation("%zu bytes at %p run %zu bytes past the end of an allocation of %zu bytes", n, p,
                   n - (it->second.size - (a - it->first)), it->second.size);
     return &it->second;
+}
+
+/* Where the bytes at device address p are (p itself if it is not a
+ * device address). A pointer one past an allocation's end is allowed, as
+ * in C. Under mu. */
+void *host_view(const void *p)
+{
+    const uintptr_t a = (uintptr_t)p;
+    if (!in_window(a))
+        return const_cast<void *>(p);
+    auto it = allocations.upper_bound(a);
+    if (it != allocations.begin()) {
+        --it;
+        if (it->second.kind == DEVICE_MEM && a - it->first <= it->second.size)
+            return it->second.bytes + (a - it->first);
+    }
+    violation("device address %p is in no live allocation (freed, or past the end of one)", p);
 }
 
 bool is_device(const void *p, size_t n)
@@ -742,6 +794,12 @@ unsigned long long globaltimer_ns()
     return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 }
 
+void *kernel_pointer(const void *p)
+{
+    std::unique_lock<std::mutex> lk(mu);
+    return host_view(p);
+}
+
 void launch(const char *name, dim3 grid, dim3 block, size_t shared, cudaStream_t stream,
             std::function<void()> body)
 {
@@ -958,9 +1016,10 @@ cudaError_t cudaMalloc(void **ptr, size_t size)
     if (posix_memalign(&p, 256, size ? size : 1) != 0)
         return fail(cudaErrorMemoryAllocation);
     memset(p, 0xff, size);
-    allocations[(uintptr_t)p] = allocation{size, DEVICE_MEM, current_device};
+    const uintptr_t d = device_address(size);
+    allocations[d] = allocation{size, DEVICE_MEM, current_device, (unsigned char *)p};
     device_used[current_device] += charged;
-    *ptr = p;
+    *ptr = (void *)d;
     return cudaSuccess;
 }
 
@@ -977,8 +1036,8 @@ cudaError_t cudaFree(void *ptr)
     drain_device(lk, dev); /* cudaFree synchronises the device */
     it = allocations.find((uintptr_t)ptr);
     device_used[dev] -= (it->second.size + 255) & ~(size_t)255;
+    free(it->second.bytes);
     allocations.erase(it);
-    free(ptr);
     return fail(sticky[current_device]); /* released, and still failed */
 }
 
@@ -995,7 +1054,7 @@ cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flags)
     void *p = NULL;
     if (posix_memalign(&p, 4096, size ? size : 1) != 0)
         return fail(cudaErrorMemoryAllocation);
-    allocations[(uintptr_t)p] = allocation{size, PINNED_MEM, current_device};
+    allocations[(uintptr_t)p] = allocation{size, PINNED_MEM, current_device, (unsigned char *)p};
     pinned_used += size;
     *ptr = p;
     return cudaSuccess;
@@ -1035,15 +1094,17 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcp
     if (e != cudaSuccess || n == 0)
         return fail(e);
     const bool host_src = !is_device(src, n), host_dst = !is_device(dst, n);
+    void *to = host_view(dst);
+    const void *from = host_view(src);
     if (host_src && !is_pinned(src, n)) {
         /* Pageable source: CUDA stages it before returning, so the caller
          * may reuse it at once. */
         std::shared_ptr<unsigned char> staged(new unsigned char[n],
                                               std::default_delete<unsigned char[]>());
         memcpy(staged.get(), src, n);
-        enqueue(s, op{[dst, staged, n](cudaError_t) { memcpy(dst, staged.get(), n); }, WORK});
+        enqueue(s, op{[to, staged, n](cudaError_t) { memcpy(to, staged.get(), n); }, WORK});
     } else {
-        enqueue(s, op{[dst, src, n](cudaError_t) { memcpy(dst, src, n); }, WORK});
+        enqueue(s, op{[to, from, n](cudaError_t) { memcpy(to, from, n); }, WORK});
     }
     if (host_dst && !is_pinned(dst, n))
         drain(lk, s); /* pageable destination: returns when the copy is done */
@@ -1073,7 +1134,8 @@ cudaError_t cudaMemsetAsync(void *ptr, int value, size_t n, cudaStream_t stream)
         return cudaSuccess;
     if (!is_device(ptr, n))
         violation("cudaMemset of %zu bytes at %p: not device memory", n, ptr);
-    enqueue(s, op{[ptr, value, n](cudaError_t) { memset(ptr, value, n); }, WORK});
+    void *at = host_view(ptr);
+    enqueue(s, op{[at, value, n](cudaError_t) { memset(at, value, n); }, WORK});
     settle(lk, s);
     return cudaSuccess;
 }
