@@ -123,6 +123,7 @@ static const char *const on_error_names[] = {"skip", "fail", NULL};
 static const char *const device_names[] = {"auto", "cuda", "cpu", NULL};
 static const char *const dtype_names[] = {"u8", "f32", "f16", "bf16", NULL};
 static const char *const layout_names[] = {"nhwc", "nchw", NULL};
+static const char *const copy_stream_names[] = {"one", "slot", NULL};
 
 static const char *reader_name(gf_io io)
 {
@@ -189,6 +190,8 @@ static void usage(FILE *f)
             "  --device D            auto|cuda|cpu (default auto: CUDA if there is a GPU)\n"
             "  --dtype T             u8|f32|f16|bf16 (default u8)\n"
             "  --layout L            nhwc|nchw (default nhwc; u8 is always nhwc)\n"
+            "  --copy-streams S      CUDA: one|slot, one copy stream for the ring or one\n"
+            "                        per slot (default one)\n"
             "  --io MODE             auto|uring|posix (default auto)\n"
             "  --decoder D           auto|stb|turbo (default auto)\n"
             "  --transform T         train|eval (default train)\n"
@@ -1594,11 +1597,13 @@ static void print_overlap_human(const bench_opts *o, const overlap_result *r)
 {
     const gf_stats *st = &r->step.st;
     printf("gpufeed bench --overlap  %s\n", o->s.data);
-    printf("  %s, %s %s, batch %d x %dx%d, %s transform, %d thread%s, prefetch depth %d\n",
+    printf("  %s, %s %s, batch %d x %dx%d, %s transform, %d thread%s, prefetch depth %d%s\n",
            where(r->device), dtype_names[o->s.dtype],
            o->s.dtype == GF_DTYPE_UINT8 ? "nhwc" : layout_names[o->s.layout], st->batch_size,
            o->s.width, o->s.height, transform_names[o->s.transform], st->threads,
-           st->threads == 1 ? "" : "s", st->prefetch_depth);
+           st->threads == 1 ? "" : "s", st->prefetch_depth,
+           r->device == GF_DEVICE_CUDA && o->s.copy_stream_per_slot ? ", a copy stream per slot"
+                                                                     : "");
     printf("  %-17s %9s %8s\n", "", "ms/batch", "batches");
     printf("  %-17s %9.2f %8" PRIu64 "   the loader alone, steady state\n", "input",
            r->input_ms, r->input.timed);
@@ -1662,6 +1667,7 @@ static void print_overlap_json(const bench_opts *o, const overlap_result *r)
     printf(", \"errors\": %" PRIu64 ", \"sync_errors\": %" PRIu64, st->errors, r->sync_errors);
     printf(", \"pinned_bytes\": %" PRIu64 ", \"pageable_slots\": %d", st->pinned_bytes,
            st->pageable_slots);
+    printf(", \"copy_streams\": \"%s\"", copy_stream_names[o->s.copy_stream_per_slot]);
     printf(", \"reader\": \"%s\", \"decoder\": \"%s\", \"peak_rss_bytes\": %" PRIu64,
            reader_name(st->reader), decoder_used(st), r->peak_rss);
     printf(", \"page_cache_resident\": ");
@@ -1746,7 +1752,7 @@ int cmd_bench(int argc, char **argv)
 {
     enum { O_INPUT = 256, O_OVERLAP, O_COMPUTE, O_BATCHES, O_DATA, O_THREADS, O_DEPTH, O_BATCH,
            O_SIZE, O_EPOCHS, O_DEVICE, O_DTYPE, O_LAYOUT, O_IO, O_DECODER, O_TRANSFORM, O_ONERR,
-           O_SEED, O_JSON, O_MODEL, O_CSV, O_PLOT, O_AUTOTUNE };
+           O_SEED, O_JSON, O_MODEL, O_CSV, O_PLOT, O_AUTOTUNE, O_COPY_STREAMS };
     static const struct option longopts[] = {
         {"input-only", no_argument, NULL, O_INPUT},
         {"overlap", no_argument, NULL, O_OVERLAP},
@@ -1761,6 +1767,7 @@ int cmd_bench(int argc, char **argv)
         {"device", required_argument, NULL, O_DEVICE},
         {"dtype", required_argument, NULL, O_DTYPE},
         {"layout", required_argument, NULL, O_LAYOUT},
+        {"copy-streams", required_argument, NULL, O_COPY_STREAMS},
         {"io", required_argument, NULL, O_IO},
         {"decoder", required_argument, NULL, O_DECODER},
         {"transform", required_argument, NULL, O_TRANSFORM},
@@ -1812,6 +1819,7 @@ int cmd_bench(int argc, char **argv)
         case O_DEVICE: if ((v = cli_parse_choice(CMD, "device", optarg, device_names)) < 0) return CLI_USAGE; o.s.device = (gf_device)v; break;
         case O_DTYPE: if ((v = cli_parse_choice(CMD, "dtype", optarg, dtype_names)) < 0) return CLI_USAGE; o.s.dtype = (gf_dtype)v; have_dtype = 1; break;
         case O_LAYOUT: if ((v = cli_parse_choice(CMD, "layout", optarg, layout_names)) < 0) return CLI_USAGE; o.s.layout = (gf_layout)v; have_layout = 1; break;
+        case O_COPY_STREAMS: if ((v = cli_parse_choice(CMD, "copy-streams", optarg, copy_stream_names)) < 0) return CLI_USAGE; o.s.copy_stream_per_slot = v; break;
         case O_IO: if ((v = cli_parse_choice(CMD, "io", optarg, io_names)) < 0) return CLI_USAGE; o.s.io = (gf_io)v; break;
         case O_DECODER: if ((v = cli_parse_choice(CMD, "decoder", optarg, decoder_names)) < 0) return CLI_USAGE; o.s.decoder = (gf_decoder_kind)v; break;
         case O_TRANSFORM: if ((v = cli_parse_choice(CMD, "transform", optarg, transform_names)) < 0) return CLI_USAGE; o.s.transform = (gf_transform)v; break;

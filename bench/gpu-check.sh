@@ -1,7 +1,8 @@
 #!/bin/sh
 # The device check: on a GPU machine, from a build made elsewhere, in a few
 # minutes: the gpu test suites, gpufeed doctor, host<->device bandwidth, the
-# input pipeline, the overlap benchmark on CUDA, gpufeed train (the demo, and
+# input pipeline, the overlap benchmark on CUDA (with one copy stream, and
+# with one per slot), gpufeed train (the demo, and
 # at a width where the GPU outruns one decode thread but not the loader),
 # and the NCCL all-reduce path against the plain step. Prints a short table
 # last.
@@ -151,27 +152,30 @@ say "images/s $ips, efficiency $eff"
 
 # Compute at 0.5x, 1x and 2x the input time per batch, at depth 2 and 4.
 in_ms=$(awk -v ips="${ips:-0}" -v b="$batch" 'BEGIN { printf "%.2f", (ips > 0 ? 1000 * b / ips : 10) }')
+# The copy streams too (one for the ring, the default, or one per slot):
+# the same run at 1x with a stream per slot.
 rows=""
-for depth in 2 4; do
-    for f in 0.5 1 2; do
-        ms=$(awk -v a="$in_ms" -v f="$f" 'BEGIN { printf "%.2f", a * f }')
-        j=$(gf bench --overlap --device cuda --compute-ms "$ms" --data "$data" --threads "$threads" \
-            --batch-size "$batch" --prefetch-depth "$depth" --dtype f16 --layout nchw --epochs 2 --json)
-        rc=$?
-        if [ $rc -ne 0 ]; then
-            status=1
-            rows="$rows$(printf '%5s %8s   failed (rc %s%s)' "$depth" "$ms" $rc \
-                "$([ $rc -eq 124 ] || [ $rc -eq 137 ] && echo ": over $step_s s")")
+for run in "2 0.5 one" "2 1 one" "2 2 one" "4 0.5 one" "4 1 one" "4 2 one" "2 1 slot" "4 1 slot"; do
+    set -- $run
+    depth=$1 streams=$3
+    ms=$(awk -v a="$in_ms" -v f="$2" 'BEGIN { printf "%.2f", a * f }')
+    j=$(gf bench --overlap --device cuda --compute-ms "$ms" --data "$data" --threads "$threads" \
+        --batch-size "$batch" --prefetch-depth "$depth" --copy-streams "$streams" --dtype f16 \
+        --layout nchw --epochs 2 --json)
+    rc=$?
+    if [ $rc -ne 0 ]; then
+        status=1
+        rows="$rows$(printf '%5s %7s %8s   failed (rc %s%s)' "$depth" "$streams" "$ms" $rc \
+            "$([ $rc -eq 124 ] || [ $rc -eq 137 ] && echo ": over $step_s s")")
 "
-            continue
-        fi
-        echo "$j" >>"$work/overlap.jsonl"
-        rows="$rows$(printf '%5s %8s %9s %10s %8s %9s %7s' "$depth" "$ms" \
-            "$(echo "$j" | field input_ms)" "$(echo "$j" | field compute_ms)" \
-            "$(echo "$j" | field step_ms)" "$(echo "$j" | field sync_step_ms)" \
-            "$(echo "$j" | field overlap_ratio)")
+        continue
+    fi
+    echo "$j" >>"$work/overlap.jsonl"
+    rows="$rows$(printf '%5s %7s %8s %9s %10s %8s %9s %7s' "$depth" "$streams" "$ms" \
+        "$(echo "$j" | field input_ms)" "$(echo "$j" | field compute_ms)" \
+        "$(echo "$j" | field step_ms)" "$(echo "$j" | field sync_step_ms)" \
+        "$(echo "$j" | field overlap_ratio)")
 "
-    done
 done
 
 # gpufeed train: the demo as a new user runs it (its data set made once),
@@ -276,7 +280,7 @@ of_peak=$(echo "$bw" | field batch_pinned_h2d_of_peak)
     echo "input pipeline:          $ips images/s, efficiency $eff ($threads threads)"
     [ "$quick" = 1 ] && echo "QUICK REHEARSAL: tiny workloads, the figures mean nothing"
     echo "overlap (CUDA, f16 NCHW, batch $batch; goal ratio <= 1.05 at depth >= 2):"
-    echo "depth  compute  input_ms compute_ms  step_ms   sync_ms   ratio"
+    echo "depth streams  compute  input_ms compute_ms  step_ms   sync_ms   ratio"
     printf '%s' "$rows"
     echo "train ($([ "$quick" = 1 ] && echo "32x32, batch 16, 1 epoch" || echo "60x60, batch 32");" \
         "goal: sync < 50% busy, gpufeed >= 95% of compute alone):"

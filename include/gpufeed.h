@@ -172,7 +172,12 @@ typedef struct gf_settings {
                               stalls. Batches are the same bytes either way */
     int max_threads;       /* autotune's ceiling: 0 = cores - 1, leaving a
                               core to the trainer's thread (at least 1) */
-    uint8_t reserved[64];  /* zero; room for fields without an ABI break */
+    int copy_stream_per_slot; /* CUDA. 0: one copy stream carries every
+                              batch's copy and kernel, in order; 1: a stream
+                              per slot, so one batch's copy may overlap
+                              another's kernel or copy. Same bytes either
+                              way; `bench --overlap --copy-streams` measures */
+    uint8_t reserved[60];  /* zero; room for fields without an ABI break */
 } gf_settings;
 
 typedef struct gf_batch {

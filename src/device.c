@@ -2,7 +2,10 @@
  * The CUDA transfer stage.
  *
  * Invariants (no reuse race by construction):
- * - One copy stream carries every copy and conversion, in batch order.
+ * - A copy stream carries each batch's copy, conversion, ready event and
+ *   done() in that order: one stream for the ring (the default, batches
+ *   in order), or slot i's own (copy_stream_per_slot: batches of
+ *   different slots may overlap; nothing below needs their order).
  * - A host slot is reused only after done() has run, and done() is queued
  *   on the copy stream after its copy: the GPU has read the host memory.
  * - A device slot i is written only by work queued after a wait on the
@@ -14,7 +17,7 @@
  *   (cudaStreamAddCallback passes the error; a host function would be
  *   skipped and the slot never freed): the loader halts with the error
  *   instead of waiting for a slot forever.
- * - Close waits for the copy stream and for every recorded release event
+ * - Close waits for the copy streams and for every recorded release event
  *   before freeing device memory the consumer may still be reading.
  *
  * The caller's current device is never changed: setup, teardown and
@@ -60,7 +63,8 @@ typedef struct dslot {
 struct gf__device {
     int id;
     int depth;
-    cudaStream_t copy;
+    cudaStream_t *copy; /* n_copy streams: 1, or depth (one per slot) */
+    int n_copy;
     dslot *slots;
     size_t in_bytes, out_bytes, flip_bytes;
     uint64_t pinned_max, pinned_now;
@@ -138,9 +142,12 @@ static void open_main(void *p)
         c->rc = GF_ENOMEM;
         return;
     }
-    if ((e = cudaStreamCreateWithFlags(&d->copy, cudaStreamNonBlocking)) != cudaSuccess) {
-        c->rc = cuda_fail(e, "cudaStreamCreate", c->why, c->why_len);
-        return;
+    for (int i = 0; i < d->n_copy; i++) {
+        if ((e = cudaStreamCreateWithFlags(&d->copy[i], cudaStreamNonBlocking)) != cudaSuccess) {
+            d->copy[i] = NULL;
+            c->rc = cuda_fail(e, "cudaStreamCreate", c->why, c->why_len);
+            return;
+        }
     }
     for (int i = 0; i < d->depth; i++) {
         dslot *sl = &d->slots[i];
@@ -179,11 +186,16 @@ int gf__device_open(gf__device **out, const gf_settings *s, int id_from_env, int
     }
 
     gf__device *d = calloc(1, sizeof *d);
-    if (!d || !(d->slots = calloc((size_t)depth, sizeof *d->slots))) {
+    const int n_copy = s->copy_stream_per_slot ? depth : 1;
+    if (!d || !(d->slots = calloc((size_t)depth, sizeof *d->slots)) ||
+        !(d->copy = calloc((size_t)n_copy, sizeof *d->copy))) {
+        if (d)
+            free(d->slots);
         free(d);
         gf__why(why, why_len, "out of host memory");
         return GF_ENOMEM;
     }
+    d->n_copy = n_copy;
     d->id = id;
     d->depth = depth;
     d->in_bytes = in_bytes;
@@ -204,8 +216,9 @@ int gf__device_open(gf__device **out, const gf_settings *s, int id_from_env, int
 static void close_main(void *p)
 {
     gf__device *d = p;
-    if (d->copy)
-        cudaStreamSynchronize(d->copy);
+    for (int i = 0; i < d->n_copy; i++)
+        if (d->copy[i])
+            cudaStreamSynchronize(d->copy[i]);
     if (d->slots) {
         for (int i = 0; i < d->depth; i++) {
             dslot *sl = &d->slots[i];
@@ -221,8 +234,9 @@ static void close_main(void *p)
                 cudaEventDestroy(sl->released);
         }
     }
-    if (d->copy)
-        cudaStreamDestroy(d->copy);
+    for (int i = 0; i < d->n_copy; i++)
+        if (d->copy[i])
+            cudaStreamDestroy(d->copy[i]);
 }
 
 void gf__device_close(gf__device *d)
@@ -230,6 +244,7 @@ void gf__device_close(gf__device *d)
     if (!d)
         return;
     on_device(d->id, close_main, d);
+    free(d->copy);
     free(d->slots);
     free(d);
 }
@@ -315,20 +330,21 @@ int gf__device_enqueue(gf__device *d, int i, const uint8_t *pixels, const uint8_
                        void (*done)(void *, int), void *arg, char *why, size_t why_len)
 {
     dslot *sl = &d->slots[i];
+    cudaStream_t copy = d->copy[d->n_copy > 1 ? i : 0];
     cudaError_t e;
     nvtxRangePushA("gf copy+convert");
-    if (sl->release_recorded && (e = cudaStreamWaitEvent(d->copy, sl->released, 0)) != cudaSuccess)
+    if (sl->release_recorded && (e = cudaStreamWaitEvent(copy, sl->released, 0)) != cudaSuccess)
         goto fail;
     void *dst = sl->in ? sl->in : sl->out;
     if ((e = cudaMemcpyAsync(dst, pixels, (size_t)count * cell_bytes, cudaMemcpyHostToDevice,
-                             d->copy)) != cudaSuccess)
+                             copy)) != cudaSuccess)
         goto fail;
     if (sl->flips && flips &&
-        (e = cudaMemcpyAsync(sl->flips, flips, (size_t)count, cudaMemcpyHostToDevice, d->copy)) !=
+        (e = cudaMemcpyAsync(sl->flips, flips, (size_t)count, cudaMemcpyHostToDevice, copy)) !=
             cudaSuccess)
         goto fail;
     if (sl->in) {
-        int rc = gf__convert_cuda(cv, sl->in, sl->out, sl->flips, count, d->copy, why, why_len);
+        int rc = gf__convert_cuda(cv, sl->in, sl->out, sl->flips, count, copy, why, why_len);
         if (rc < 0) {
             nvtxRangePop();
             return rc;
@@ -336,8 +352,8 @@ int gf__device_enqueue(gf__device *d, int i, const uint8_t *pixels, const uint8_
     }
     sl->done = done;
     sl->done_arg = arg;
-    if ((e = cudaEventRecord(sl->ready, d->copy)) != cudaSuccess ||
-        (e = cudaStreamAddCallback(d->copy, copied, sl, 0)) != cudaSuccess)
+    if ((e = cudaEventRecord(sl->ready, copy)) != cudaSuccess ||
+        (e = cudaStreamAddCallback(copy, copied, sl, 0)) != cudaSuccess)
         goto fail;
     nvtxRangePop();
     return 0;
@@ -405,8 +421,9 @@ int gf__device_wait(void *event, void *stream)
 
 void gf__device_sync(gf__device *d)
 {
-    if (d && d->copy)
-        cudaStreamSynchronize(d->copy);
+    for (int i = 0; d && i < d->n_copy; i++)
+        if (d->copy[i])
+            cudaStreamSynchronize(d->copy[i]);
 }
 
 void gf__range_init(void)

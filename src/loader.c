@@ -1163,6 +1163,7 @@ static int check_settings(gf_loader *l, const gf_settings *s)
     validate_or_ret(l, s->device >= GF_DEVICE_AUTO && s->device <= GF_DEVICE_CPU);
     validate_or_ret(l, s->device_id >= -1);
     validate_or_ret(l, s->max_threads >= 0 && s->max_threads <= 1024);
+    validate_or_ret(l, s->copy_stream_per_slot == 0 || s->copy_stream_per_slot == 1);
     validate_or_ret(l, s->dtype >= GF_DTYPE_UINT8 && s->dtype <= GF_DTYPE_BFLOAT16);
     validate_or_ret(l, s->layout == GF_LAYOUT_NHWC || s->layout == GF_LAYOUT_NCHW);
     for (int c = 0; c < 4; c++) {

@@ -145,12 +145,13 @@ static uint8_t *cpu_reference(gf_settings s, size_t *len)
  * the host), then releases it on its stream: if the loader reused a device
  * slot before the consumer's work on it had run, the bytes read would be a
  * later batch's. Depth 2 and a fast input make that reuse likely. */
-static void run_slow_consumer(uint64_t spin_ns, int depth)
+static void run_slow_consumer(uint64_t spin_ns, int depth, int per_slot)
 {
     gf_settings s;
     gpu_settings(&s);
     s.device = GF_DEVICE_CUDA;
     s.prefetch_depth = depth;
+    s.copy_stream_per_slot = per_slot;
     size_t want_len;
     uint8_t *want = cpu_reference(s, &want_len);
 
@@ -262,16 +263,21 @@ START_TEST(every_depth_thread_count_stream_and_seek_gives_the_cpu_bytes)
             size_t want_len, got_len;
             uint8_t *want = collect(s, seek, NULL, 0, &want_len);
             s.device = GF_DEVICE_CUDA;
-            for (int on_own = 0; on_own < 2; on_own++) {
-                /* a slow consumer on its own stream, a quick one on the default */
-                uint8_t *got = collect(s, seek, on_own ? own : NULL, on_own ? 200000 : 0,
-                                       &got_len);
-                ck_assert_uint_eq(got_len, want_len);
-                ck_assert_msg(memcmp(got, want, want_len) == 0,
-                              "depth %d, %d threads, seek %d, %s stream: bytes differ",
-                              s.prefetch_depth, threads, seek, on_own ? "own" : "default");
-                free_collected(&s, got);
-            }
+            for (int on_own = 0; on_own < 2; on_own++)
+                for (int per_slot = 0; per_slot < 2; per_slot++) {
+                    /* a slow consumer on its own stream, a quick one on the default */
+                    s.copy_stream_per_slot = per_slot;
+                    uint8_t *got = collect(s, seek, on_own ? own : NULL, on_own ? 200000 : 0,
+                                           &got_len);
+                    ck_assert_uint_eq(got_len, want_len);
+                    ck_assert_msg(memcmp(got, want, want_len) == 0,
+                                  "depth %d, %d threads, seek %d, %s stream, %s copy stream: "
+                                  "bytes differ",
+                                  s.prefetch_depth, threads, seek, on_own ? "own" : "default",
+                                  per_slot ? "per-slot" : "one");
+                    free_collected(&s, got);
+                }
+            s.copy_stream_per_slot = 0;
             s.device = GF_DEVICE_CPU;
             free_collected(&s, want);
         }
@@ -281,14 +287,15 @@ END_TEST
 
 START_TEST(device_batches_equal_the_cpu_path)
 {
-    run_slow_consumer(0, 4);
+    run_slow_consumer(0, 4, 0);
 }
 END_TEST
 
 START_TEST(a_slow_consumer_never_sees_its_batch_overwritten)
 {
-    run_slow_consumer(2000000, 2); /* 2 ms of GPU work per batch */
-    run_slow_consumer(500000, 1);
+    run_slow_consumer(2000000, 2, 0); /* 2 ms of GPU work per batch */
+    run_slow_consumer(500000, 1, 0);
+    run_slow_consumer(2000000, 3, 1); /* a copy stream per slot */
 }
 END_TEST
 
