@@ -45,10 +45,11 @@ if [ "${1:-}" = --pack ]; then
     done
     # The device tool sends the working tree and the carried paths, 64 MiB
     # at most; the whole build folder is over that.
+    limit=67108864
     tree=$(git ls-files -co --exclude-standard -z | du -cb --files0-from=- | tail -n 1 | cut -f 1)
     packed=$(du -sb "$dest" | cut -f 1)
-    echo "$dest: $packed bytes; with the working tree $((tree + packed)) of 67108864 that may travel"
-    [ $((tree + packed)) -le 67108864 ] || { echo "too large to travel" >&2; exit 1; }
+    echo "$dest: $packed bytes; with the working tree $((tree + packed)) of $limit that may travel"
+    [ $((tree + packed)) -le $limit ] || { echo "too large to travel" >&2; exit 1; }
     exit 0
 fi
 build=${1:-build}
@@ -59,6 +60,7 @@ log=$out/gpu-check.log
 # Each step's output, bundled into one file at the end: a device run
 # brings back at most 8 files.
 work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 # A device command is killed at 600 s, and its table with it: each step is
 # capped, and the train and NCCL steps start only within the deadline.
 t0=$(date +%s)
@@ -290,5 +292,5 @@ of_peak=$(echo "$bw" | field batch_pinned_h2d_of_peak)
     train_row "width ${width:-?} --amp" "$amp"
     echo "NCCL (1 rank):           $nccl"
 } | tee "$out/gpu-check-table.txt" | tee -a "$log"
-tar -czf "$out/gpu-check-files.tar.gz" -C "$work" . && rm -rf "$work"
+tar -czf "$out/gpu-check-files.tar.gz" -C "$work" .
 exit $status

@@ -6,6 +6,7 @@
 # print the same batches.
 #
 #   tests/install.sh BUILD_DIR
+# shellcheck disable=SC2046,SC2086 # pkg-config's flags are meant to split
 set -euo pipefail
 build=${1:?usage: tests/install.sh BUILD_DIR}
 src=$(cd "$(dirname "$0")" && pwd)
@@ -25,14 +26,11 @@ gpufeed=$(find "$root" -path '*/bin/gpufeed')
 
 cflags=$(pkg-config --cflags gpufeed)
 warn=(-Wall -Wextra -Wpedantic -Werror)
-# shellcheck disable=SC2086
-{
 cc -std=c11 "${warn[@]}" "$src/consumer.c" $cflags $(pkg-config --libs gpufeed) -o "$tmp/c-shared"
 c++ -x c++ -std=c++11 "${warn[@]}" "$src/consumer.c" $cflags $(pkg-config --libs gpufeed) \
     -o "$tmp/cxx-shared"
 cc -std=c11 "${warn[@]}" "$src/consumer.c" $cflags \
     $(pkg-config --static --libs gpufeed | sed 's/-lgpufeed\b/-l:libgpufeed.a/') -o "$tmp/c-static"
-}
 if ldd "$tmp/c-static" | grep -q libgpufeed; then
     echo "install: the static consumer still loads libgpufeed.so" >&2
     exit 1

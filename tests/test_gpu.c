@@ -347,9 +347,7 @@ START_TEST(a_bad_stream_is_refused_and_the_batch_stays_held)
     gf_close(&l);
 }
 END_TEST
-#endif
 
-#ifdef GF_CUDA_EMU
 /* 1 if a child process that reads *p dies (its report goes nowhere). */
 static int dies_reading(const volatile uint8_t *p)
 {

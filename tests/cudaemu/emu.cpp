@@ -356,14 +356,18 @@ void drain_device(std::unique_lock<std::mutex> &lk, int device)
 }
 
 /* The allocation holding [p, p + n), or NULL. */
+/* The allocation that starts at or before address a, or end(). Under mu. */
+std::map<uintptr_t, allocation>::iterator at_or_before(uintptr_t a)
+{
+    auto it = allocations.upper_bound(a);
+    return it == allocations.begin() ? allocations.end() : std::prev(it);
+}
+
 const allocation *find(const void *p, size_t n)
 {
-    auto it = allocations.upper_bound((uintptr_t)p);
-    if (it == allocations.begin())
-        return NULL;
-    --it;
     const uintptr_t a = (uintptr_t)p;
-    if (a < it->first || a - it->first >= (it->second.size ? it->second.size : 1))
+    auto it = at_or_before(a);
+    if (it == allocations.end() || a - it->first >= (it->second.size ? it->second.size : 1))
         return NULL;
     if (n > it->second.size - (a - it->first))
         violation("%zu bytes at %p run %zu bytes past the end of an allocation of %zu bytes", n, p,
@@ -379,12 +383,9 @@ void *host_view(const void *p)
     const uintptr_t a = (uintptr_t)p;
     if (!in_window(a))
         return const_cast<void *>(p);
-    auto it = allocations.upper_bound(a);
-    if (it != allocations.begin()) {
-        --it;
-        if (it->second.kind == DEVICE_MEM && a - it->first <= it->second.size)
-            return it->second.bytes + (a - it->first);
-    }
+    auto it = at_or_before(a);
+    if (it != allocations.end() && it->second.kind == DEVICE_MEM && a - it->first <= it->second.size)
+        return it->second.bytes + (a - it->first);
     violation("device address %p is in no live allocation (freed, or past the end of one)", p);
 }
 
