@@ -638,7 +638,11 @@ static bool finalise_oldest(gf_loader *l, job *js, int *n_jobs)
                 dispatch_cell(l, js, n_jobs, sl, c, l->cur_pos++);
                 continue;
             }
-            break; /* the epoch has no more samples: a short batch */
+            /* The epoch has no more samples: a short batch, and every
+             * position is spent, whichever batch had dispatched the
+             * last ones (deeper rings dispatch them to later batches). */
+            sl->end_pos = l->sampler.len;
+            break;
         }
         if (sl->pending > 0)
             return false;
