@@ -106,37 +106,40 @@ void print_input_human(const bench_opts *o, const input_result *r)
 void print_input_json(const bench_opts *o, const input_result *r)
 {
     const gf_stats *st = &r->st;
-    printf("{\"mode\": \"input-only\", \"data\": ");
-    cli_json_string(stdout, o->s.data);
-    printf(", \"samples\": %" PRIu64 ", \"elapsed_s\": ", st->samples);
-    cli_json_double(stdout, r->elapsed_s);
-    printf(", \"images_per_s\": ");
-    cli_json_double(stdout, r->images_per_s);
-    printf(", \"single_thread_images_per_s\": ");
-    cli_json_double(stdout, r->st_images_per_s);
-    printf(", \"single_thread_files\": %zu, \"efficiency\": ", r->st_files);
-    cli_json_double(stdout, r->efficiency);
-    printf(", \"threads\": %d, \"prefetch_depth\": %d, \"batch_size\": %d, \"queue_depth\": %d",
-           st->threads, st->prefetch_depth, st->batch_size, st->queue_depth);
-    printf(", \"autotune\": %s, \"autotune_changes\": %" PRIu64, st->autotune ? "true" : "false",
-           st->autotune_changes);
-    printf(", \"image_size\": [%d, %d], \"transform\": \"%s\", \"epochs\": %" PRIu64,
-           o->s.width, o->s.height, cli_transform_names[o->s.transform], o->s.epochs);
-    printf(", \"stall_fraction\": ");
-    cli_json_double(stdout, r->stall_fraction);
-    printf(", \"wait_s\": ");
-    cli_json_double(stdout, st->wait_s);
-    printf(", \"read_busy_s\": ");
-    cli_json_double(stdout, st->read_busy_s);
-    printf(", \"decode_busy_s\": ");
-    cli_json_double(stdout, st->decode_busy_s);
-    printf(", \"reader\": \"%s\", \"decoder\": \"%s\", \"decoded_turbo\": %" PRIu64
-           ", \"decoded_stb\": %" PRIu64,
-           reader_name(st->reader), decoder_used(st), st->decoded_turbo, st->decoded_stb);
-    printf(", \"errors\": %" PRIu64 ", \"bytes_read\": %" PRIu64 ", \"ring_bytes\": %" PRIu64
-           ", \"peak_rss_bytes\": %" PRIu64 ", \"page_cache_resident\": ",
-           st->errors, st->bytes_read, st->ring_bytes, r->peak_rss);
-    cli_json_double(stdout, r->page_cache >= 0 ? r->page_cache : NAN);
-    printf("}\n");
+    cli_json j;
+    cli_json_init(&j, stdout);
+    cli_json_object(&j);
+    cli_json_kstr(&j, "mode", "input-only");
+    cli_json_kstr(&j, "data", o->s.data);
+    cli_json_kuint(&j, "samples", st->samples);
+    cli_json_knum(&j, "elapsed_s", r->elapsed_s);
+    cli_json_knum(&j, "images_per_s", r->images_per_s);
+    cli_json_knum(&j, "single_thread_images_per_s", r->st_images_per_s);
+    cli_json_kuint(&j, "single_thread_files", r->st_files);
+    cli_json_knum(&j, "efficiency", r->efficiency);
+    cli_json_kint(&j, "threads", st->threads);
+    cli_json_kint(&j, "prefetch_depth", st->prefetch_depth);
+    cli_json_kint(&j, "batch_size", st->batch_size);
+    cli_json_kint(&j, "queue_depth", st->queue_depth);
+    cli_json_kbool(&j, "autotune", st->autotune);
+    cli_json_kuint(&j, "autotune_changes", st->autotune_changes);
+    cli_json_kints(&j, "image_size", (const int[]){o->s.width, o->s.height}, 2);
+    cli_json_kstr(&j, "transform", cli_transform_names[o->s.transform]);
+    cli_json_kuint(&j, "epochs", o->s.epochs);
+    cli_json_knum(&j, "stall_fraction", r->stall_fraction);
+    cli_json_knum(&j, "wait_s", st->wait_s);
+    cli_json_knum(&j, "read_busy_s", st->read_busy_s);
+    cli_json_knum(&j, "decode_busy_s", st->decode_busy_s);
+    cli_json_kstr(&j, "reader", reader_name(st->reader));
+    cli_json_kstr(&j, "decoder", decoder_used(st));
+    cli_json_kuint(&j, "decoded_turbo", st->decoded_turbo);
+    cli_json_kuint(&j, "decoded_stb", st->decoded_stb);
+    cli_json_kuint(&j, "errors", st->errors);
+    cli_json_kuint(&j, "bytes_read", st->bytes_read);
+    cli_json_kuint(&j, "ring_bytes", st->ring_bytes);
+    cli_json_kuint(&j, "peak_rss_bytes", r->peak_rss);
+    cli_json_knum(&j, "page_cache_resident", r->page_cache >= 0 ? r->page_cache : NAN);
+    cli_json_object_end(&j);
+    cli_json_end(&j);
 }
 

@@ -255,43 +255,43 @@ void print_overlap_human(const bench_opts *o, const overlap_result *r)
 void print_overlap_json(const bench_opts *o, const overlap_result *r)
 {
     const gf_stats *st = &r->step.st;
-    printf("{\"mode\": \"overlap\", \"data\": ");
-    cli_json_string(stdout, o->s.data);
-    printf(", \"device\": \"%s\", \"dtype\": \"%s\", \"layout\": \"%s\"", where(r->device),
-           cli_dtype_names[o->s.dtype],
-           o->s.dtype == GF_DTYPE_UINT8 ? "nhwc" : cli_layout_names[o->s.layout]);
-    printf(", \"step_ms\": ");
-    cli_json_double(stdout, r->step_ms);
-    printf(", \"input_ms\": ");
-    cli_json_double(stdout, r->input_ms);
-    printf(", \"compute_ms\": ");
-    cli_json_double(stdout, r->compute_ms);
-    printf(", \"sync_step_ms\": ");
-    cli_json_double(stdout, r->sync_step_ms);
-    printf(", \"overlap_ratio\": ");
-    cli_json_double(stdout, r->overlap_ratio);
-    printf(", \"prefetch_saving\": ");
-    cli_json_double(stdout, r->saved);
-    printf(", \"compute_ms_setting\": ");
-    cli_json_double(stdout, o->compute_ms);
-    printf(", \"threads\": %d, \"prefetch_depth\": %d, \"batch_size\": %d", st->threads,
-           st->prefetch_depth, st->batch_size);
-    printf(", \"image_size\": [%d, %d], \"transform\": \"%s\"", o->s.width, o->s.height,
-           cli_transform_names[o->s.transform]);
-    printf(", \"batches\": %" PRIu64 ", \"timed_batches\": %" PRIu64 ", \"skipped_batches\": %" PRIu64,
-           r->step.batches, r->step.timed, r->step.skipped);
-    printf(", \"input_timed_batches\": %" PRIu64 ", \"compute_replays\": %d, \"sync_batches\": %d",
-           r->input.timed, r->compute_replays, r->sync_batches);
-    printf(", \"step_stall_fraction\": ");
-    cli_json_double(stdout, r->step_stall);
-    printf(", \"errors\": %" PRIu64 ", \"sync_errors\": %" PRIu64, st->errors, r->sync_errors);
-    printf(", \"pinned_bytes\": %" PRIu64 ", \"pageable_slots\": %d", st->pinned_bytes,
-           st->pageable_slots);
-    printf(", \"copy_streams\": \"%s\"", cli_copy_stream_names[o->s.copy_stream_per_slot]);
-    printf(", \"reader\": \"%s\", \"decoder\": \"%s\", \"peak_rss_bytes\": %" PRIu64,
-           reader_name(st->reader), decoder_used(st), r->peak_rss);
-    printf(", \"page_cache_resident\": ");
-    cli_json_double(stdout, r->page_cache >= 0 ? r->page_cache : NAN);
-    printf("}\n");
+    cli_json j;
+    cli_json_init(&j, stdout);
+    cli_json_object(&j);
+    cli_json_kstr(&j, "mode", "overlap");
+    cli_json_kstr(&j, "data", o->s.data);
+    cli_json_kstr(&j, "device", where(r->device));
+    cli_json_kstr(&j, "dtype", cli_dtype_names[o->s.dtype]);
+    cli_json_kstr(&j, "layout", o->s.dtype == GF_DTYPE_UINT8 ? "nhwc" : cli_layout_names[o->s.layout]);
+    cli_json_knum(&j, "step_ms", r->step_ms);
+    cli_json_knum(&j, "input_ms", r->input_ms);
+    cli_json_knum(&j, "compute_ms", r->compute_ms);
+    cli_json_knum(&j, "sync_step_ms", r->sync_step_ms);
+    cli_json_knum(&j, "overlap_ratio", r->overlap_ratio);
+    cli_json_knum(&j, "prefetch_saving", r->saved);
+    cli_json_knum(&j, "compute_ms_setting", o->compute_ms);
+    cli_json_kint(&j, "threads", st->threads);
+    cli_json_kint(&j, "prefetch_depth", st->prefetch_depth);
+    cli_json_kint(&j, "batch_size", st->batch_size);
+    cli_json_kints(&j, "image_size", (const int[]){o->s.width, o->s.height}, 2);
+    cli_json_kstr(&j, "transform", cli_transform_names[o->s.transform]);
+    cli_json_kuint(&j, "batches", r->step.batches);
+    cli_json_kuint(&j, "timed_batches", r->step.timed);
+    cli_json_kuint(&j, "skipped_batches", r->step.skipped);
+    cli_json_kuint(&j, "input_timed_batches", r->input.timed);
+    cli_json_kint(&j, "compute_replays", r->compute_replays);
+    cli_json_kint(&j, "sync_batches", r->sync_batches);
+    cli_json_knum(&j, "step_stall_fraction", r->step_stall);
+    cli_json_kuint(&j, "errors", st->errors);
+    cli_json_kuint(&j, "sync_errors", r->sync_errors);
+    cli_json_kuint(&j, "pinned_bytes", st->pinned_bytes);
+    cli_json_kint(&j, "pageable_slots", st->pageable_slots);
+    cli_json_kstr(&j, "copy_streams", cli_copy_stream_names[o->s.copy_stream_per_slot]);
+    cli_json_kstr(&j, "reader", reader_name(st->reader));
+    cli_json_kstr(&j, "decoder", decoder_used(st));
+    cli_json_kuint(&j, "peak_rss_bytes", r->peak_rss);
+    cli_json_knum(&j, "page_cache_resident", r->page_cache >= 0 ? r->page_cache : NAN);
+    cli_json_object_end(&j);
+    cli_json_end(&j);
 }
 

@@ -361,97 +361,95 @@ void print_verdict_human(const bench_opts *o, const verdict_result *v)
                r->step.timed, r->depth);
 }
 
-static void json_ints(const int *v, int n)
-{
-    putchar('[');
-    for (int i = 0; i < n; i++)
-        printf("%s%d", i ? ", " : "", v[i]);
-    putchar(']');
-}
 
 void print_verdict_json(const bench_opts *o, const verdict_result *v)
 {
     const verdict_row *rec = &v->rows[v->rec];
-    printf("{\"mode\": \"verdict\", \"machine\": {\"cores\": %d, \"cpu\": ", v->cores);
-    cli_json_string(stdout, v->cpu);
-    printf(", \"device\": \"%s\", \"device_id\": %d}", where(v->device), v->device_id);
-    printf(", \"settings\": {\"data\": ");
-    cli_json_string(stdout, o->s.data);
-    printf(", \"compute\": \"%s\", \"compute_ms_setting\": ",
-           o->model_width > 0 ? "model" : v->device == GF_DEVICE_CUDA ? "spin-kernel" : "busy-loop");
-    cli_json_double(stdout, o->model_width > 0 ? NAN : o->compute_ms);
-    printf(", \"model_width\": ");
+    cli_json j;
+    cli_json_init(&j, stdout);
+    cli_json_object(&j);
+    cli_json_kstr(&j, "mode", "verdict");
+    cli_json_key(&j, "machine");
+    cli_json_object(&j);
+    cli_json_kint(&j, "cores", v->cores);
+    cli_json_kstr(&j, "cpu", v->cpu);
+    cli_json_kstr(&j, "device", where(v->device));
+    cli_json_kint(&j, "device_id", v->device_id);
+    cli_json_object_end(&j);
+
+    cli_json_key(&j, "settings");
+    cli_json_object(&j);
+    cli_json_kstr(&j, "data", o->s.data);
+    cli_json_kstr(&j, "compute",
+                  o->model_width > 0 ? "model" : v->device == GF_DEVICE_CUDA ? "spin-kernel" : "busy-loop");
+    cli_json_knum(&j, "compute_ms_setting", o->model_width > 0 ? NAN : o->compute_ms);
     if (o->model_width > 0)
-        printf("%d", o->model_width);
+        cli_json_kint(&j, "model_width", o->model_width);
     else
-        printf("null");
-    printf(", \"threads\": ");
-    json_ints(o->threads, o->n_threads);
-    printf(", \"prefetch_depth\": ");
-    json_ints(o->depths, o->n_depths);
-    printf(", \"batch_size\": ");
-    json_ints(o->batches, o->n_batches);
-    printf(", \"image_size\": [%d, %d], \"dtype\": \"%s\", \"layout\": \"%s\", \"transform\": "
-           "\"%s\", \"epochs\": %" PRIu64 ", \"batches\": ",
-           o->s.width, o->s.height, cli_dtype_names[o->s.dtype],
-           o->s.dtype == GF_DTYPE_UINT8 ? "nhwc" : cli_layout_names[o->s.layout],
-           cli_transform_names[o->s.transform], o->s.epochs);
+        cli_json_knull(&j, "model_width");
+    cli_json_kints(&j, "threads", o->threads, o->n_threads);
+    cli_json_kints(&j, "prefetch_depth", o->depths, o->n_depths);
+    cli_json_kints(&j, "batch_size", o->batches, o->n_batches);
+    cli_json_kints(&j, "image_size", (const int[]){o->s.width, o->s.height}, 2);
+    cli_json_kstr(&j, "dtype", cli_dtype_names[o->s.dtype]);
+    cli_json_kstr(&j, "layout", o->s.dtype == GF_DTYPE_UINT8 ? "nhwc" : cli_layout_names[o->s.layout]);
+    cli_json_kstr(&j, "transform", cli_transform_names[o->s.transform]);
+    cli_json_kuint(&j, "epochs", o->s.epochs);
     if (o->max_batches)
-        printf("%" PRIu64, o->max_batches);
+        cli_json_kuint(&j, "batches", o->max_batches);
     else
-        printf("null");
-    printf(", \"input_bound_above\": %.1f, \"compute_bound_below\": %.1f}", INPUT_BOUND,
-           COMPUTE_BOUND);
-    printf(", \"rows\": [");
+        cli_json_knull(&j, "batches");
+    cli_json_key(&j, "input_bound_above");
+    cli_json_fixed(&j, INPUT_BOUND, 1);
+    cli_json_key(&j, "compute_bound_below");
+    cli_json_fixed(&j, COMPUTE_BOUND, 1);
+    cli_json_object_end(&j);
+
+    cli_json_key(&j, "rows");
+    cli_json_array(&j);
     for (int i = 0; i < v->n; i++) {
         const verdict_row *r = &v->rows[i];
-        printf("%s{\"threads\": %d, \"prefetch_depth\": %d, \"batch_size\": %d, \"input_ms\": ",
-               i ? ", " : "", r->threads, r->depth, r->batch);
-        cli_json_double(stdout, r->input_ms);
-        printf(", \"compute_ms\": ");
-        cli_json_double(stdout, r->compute_ms);
-        printf(", \"step_ms\": ");
-        cli_json_double(stdout, r->step_ms);
-        printf(", \"images_per_s\": ");
-        cli_json_double(stdout, r->images_per_s);
-        printf(", \"stall_fraction\": ");
-        cli_json_double(stdout, r->stall);
-        printf(", \"device_utilization\": ");
-        cli_json_double(stdout, r->utilization);
-        printf(", \"device_time_lost_to_input\": ");
-        cli_json_double(stdout, r->lost);
-        printf(", \"input_factor\": ");
-        cli_json_double(stdout, r->factor);
-        printf(", \"verdict\": \"%s\", \"decode_busy\": ", verdict_names[r->verdict]);
-        cli_json_double(stdout, r->decode_busy);
-        printf(", \"read_busy\": ");
-        cli_json_double(stdout, r->read_busy);
-        printf(", \"pinned_bytes\": %" PRIu64 ", \"ring_bytes\": %" PRIu64
-               ", \"input_timed_batches\": %" PRIu64 ", \"timed_batches\": %" PRIu64
-               ", \"compute_replays\": %d, \"errors\": %" PRIu64
-               ", \"best\": %s, \"recommended\": %s}",
-               r->pinned_bytes, r->ring_bytes, r->input.timed, r->step.timed, r->compute_replays,
-               r->step.st.errors, i == v->best ? "true" : "false",
-               i == v->rec ? "true" : "false");
+        cli_json_object(&j);
+        cli_json_kint(&j, "threads", r->threads);
+        cli_json_kint(&j, "prefetch_depth", r->depth);
+        cli_json_kint(&j, "batch_size", r->batch);
+        cli_json_knum(&j, "input_ms", r->input_ms);
+        cli_json_knum(&j, "compute_ms", r->compute_ms);
+        cli_json_knum(&j, "step_ms", r->step_ms);
+        cli_json_knum(&j, "images_per_s", r->images_per_s);
+        cli_json_knum(&j, "stall_fraction", r->stall);
+        cli_json_knum(&j, "device_utilization", r->utilization);
+        cli_json_knum(&j, "device_time_lost_to_input", r->lost);
+        cli_json_knum(&j, "input_factor", r->factor);
+        cli_json_kstr(&j, "verdict", verdict_names[r->verdict]);
+        cli_json_knum(&j, "decode_busy", r->decode_busy);
+        cli_json_knum(&j, "read_busy", r->read_busy);
+        cli_json_kuint(&j, "pinned_bytes", r->pinned_bytes);
+        cli_json_kuint(&j, "ring_bytes", r->ring_bytes);
+        cli_json_kuint(&j, "input_timed_batches", r->input.timed);
+        cli_json_kuint(&j, "timed_batches", r->step.timed);
+        cli_json_kint(&j, "compute_replays", r->compute_replays);
+        cli_json_kuint(&j, "errors", r->step.st.errors);
+        cli_json_kbool(&j, "best", i == v->best);
+        cli_json_kbool(&j, "recommended", i == v->rec);
+        cli_json_object_end(&j);
     }
-    printf("], \"best\": %d, \"recommended\": %d, \"verdict\": \"%s\", \"input_factor\": ",
-           v->best, v->rec, verdict_names[rec->verdict]);
-    cli_json_double(stdout, rec->factor);
-    printf(", \"device_time_lost_to_input\": ");
-    cli_json_double(stdout, rec->lost);
-    printf(", \"input_ms\": ");
-    cli_json_double(stdout, rec->input_ms);
-    printf(", \"compute_ms\": ");
-    cli_json_double(stdout, rec->compute_ms);
-    printf(", \"step_ms\": ");
-    cli_json_double(stdout, rec->step_ms);
-    printf(", \"recommendation\": ");
-    cli_json_string(stdout, v->advice);
-    printf(", \"reader\": \"%s\", \"decoder\": \"%s\", \"peak_rss_bytes\": %" PRIu64,
-           reader_name(rec->step.st.reader), decoder_used(&rec->step.st), v->peak_rss);
-    printf(", \"page_cache_resident\": ");
-    cli_json_double(stdout, v->page_cache >= 0 ? v->page_cache : NAN);
-    printf("}\n");
+    cli_json_array_end(&j);
+    cli_json_kint(&j, "best", v->best);
+    cli_json_kint(&j, "recommended", v->rec);
+    cli_json_kstr(&j, "verdict", verdict_names[rec->verdict]);
+    cli_json_knum(&j, "input_factor", rec->factor);
+    cli_json_knum(&j, "device_time_lost_to_input", rec->lost);
+    cli_json_knum(&j, "input_ms", rec->input_ms);
+    cli_json_knum(&j, "compute_ms", rec->compute_ms);
+    cli_json_knum(&j, "step_ms", rec->step_ms);
+    cli_json_kstr(&j, "recommendation", v->advice);
+    cli_json_kstr(&j, "reader", reader_name(rec->step.st.reader));
+    cli_json_kstr(&j, "decoder", decoder_used(&rec->step.st));
+    cli_json_kuint(&j, "peak_rss_bytes", v->peak_rss);
+    cli_json_knum(&j, "page_cache_resident", v->page_cache >= 0 ? v->page_cache : NAN);
+    cli_json_object_end(&j);
+    cli_json_end(&j);
 }
 
 int write_verdict_csv(const char *path, const verdict_result *v)
