@@ -6,8 +6,8 @@
 #
 #   bench/compare_torch.sh DIR
 #
-# Environment: GPUFEED (the gpufeed binary; default build-cli/bench/gpufeed,
-# then build/bench/gpufeed, then PATH), PYTHON (default /usr/bin/python3,
+# Environment: GPUFEED (the gpufeed binary; default build-cli/src/cli/gpufeed,
+# then build/src/cli/gpufeed, then PATH), PYTHON (default /usr/bin/python3,
 # where Debian's python3-torch lives), THREADS (2), SIZE (224), BATCH (64),
 # RUNS (3: timed runs of each, alternating; the median is reported).
 # Each loader gets an untimed warm-up pass first, after the files have been
@@ -27,7 +27,7 @@ SIZE=${SIZE:-224}
 BATCH=${BATCH:-64}
 RUNS=${RUNS:-3}
 if [ -z "${GPUFEED:-}" ]; then
-    for g in "$root/build-cli/bench/gpufeed" "$root/build/bench/gpufeed"; do
+    for g in "$root/build-cli/src/cli/gpufeed" "$root/build/src/cli/gpufeed"; do
         if [ -x "$g" ]; then GPUFEED=$g; break; fi
     done
     GPUFEED=${GPUFEED:-$(command -v gpufeed || true)}

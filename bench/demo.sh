@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/gpufeed
 [ -d build ] || meson setup build >/dev/null
 meson compile -C build >/dev/null
-g=build/bench/gpufeed
+g=build/src/cli/gpufeed
 
 # make_set DIR SUBDIR SEED PER_CLASS: one ImageFolder, once.
 make_set() {

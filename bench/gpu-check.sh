@@ -35,7 +35,7 @@
 # and the table run, and the figures mean nothing.
 set -u
 # What the check runs from the build: all a device run needs to carry.
-binaries="bench/gpufeed bench/gpufeed-bandwidth tests/test_gpu tests/test_model_gpu tests/test_gpu_fault"
+binaries="src/cli/gpufeed bench/micro/gpufeed-bandwidth tests/test_gpu tests/test_model_gpu tests/test_gpu_fault"
 if [ "${1:-}" = --pack ]; then
     build=${2:?usage: bench/gpu-check.sh --pack BUILD_DIR DEST}
     dest=${3:?usage: bench/gpu-check.sh --pack BUILD_DIR DEST}
@@ -66,7 +66,7 @@ trap 'rm -rf "$work"' EXIT
 t0=$(date +%s)
 step_s=${GPUFEED_CHECK_STEP_S:-150}
 deadline_s=${GPUFEED_CHECK_DEADLINE_S:-420}
-gf() { timeout -k 10 "$step_s" "$build/bench/gpufeed" "$@"; }
+gf() { timeout -k 10 "$step_s" "$build/src/cli/gpufeed" "$@"; }
 in_time() {
     [ $(($(date +%s) - t0)) -lt "$deadline_s" ] && return 0
     say "not run: $1 (past the check's ${deadline_s} s deadline)"
@@ -129,7 +129,7 @@ tail -n 3 "$work/test_gpu.txt" "$work/test_model_gpu.txt" "$work/test_gpu_fault.
 [ "$suite_gpu" = passed ] && [ "$suite_model" = passed ] && [ "$suite_fault" = passed ] || status=1
 
 say "== bandwidth"
-bw=$(timeout -k 10 "$step_s" "$build/bench/gpufeed-bandwidth" --json) || status=1
+bw=$(timeout -k 10 "$step_s" "$build/bench/micro/gpufeed-bandwidth" --json) || status=1
 echo "$bw" >"$work/bandwidth.json"
 echo "$bw" | tee -a "$log"
 

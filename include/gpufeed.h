@@ -437,6 +437,40 @@ GF_API int gf_decode_image(const gf_settings *s, const void *data, size_t len,
                            uint64_t epoch, uint64_t index, uint8_t *out,
                            char *why, size_t why_len);
 
+/* ---- The index alone ----------------------------------------------------
+ * A data set's index without a loader: what the loader would deliver,
+ * before any thread, ring or device exists (verify's and bench's
+ * sampling, a trainer's own synchronous loop). It indexes settings.data
+ * exactly as gf_open() does (same sources, same order, same labels and
+ * paths) but the WHOLE data set: rank and world are ignored, so index i
+ * here is index i of gf_sample_path()/gf_read_sample() on any rank. Only
+ * data and max_file_bytes are read from the settings. Read-only after
+ * open: every call but gf_index_read() and gf_index_close() may be made
+ * from several threads at once. */
+typedef struct gf_index gf_index;
+
+/* Returns 0, or GF_EINVAL (s or s->data NULL), GF_EDATASET (the message
+ * names the file and the reason, as gf_open's does), GF_ENOMEM. *out is
+ * set even on failure (unless the handle itself could not be allocated)
+ * so gf_index_last_error() can say why: gf_index_close() it either way. */
+GF_API int gf_index_open(gf_index **out, const gf_settings *s);
+/* Samples in the data set; 0 for NULL. */
+GF_API uint64_t gf_index_count(const gf_index *ix);
+/* Tar shards in the source; 0 for a folder or a list file. */
+GF_API uint32_t gf_index_shards(const gf_index *ix);
+/* As gf_sample_path(): NULL if i is out of range. Valid until close. */
+GF_API const char *gf_index_path(const gf_index *ix, uint64_t i);
+/* As gf_sample_label(): GF_EINVAL if i is out of range. */
+GF_API int32_t gf_index_label(const gf_index *ix, uint64_t i);
+/* As gf_read_sample(), codes and why included. Not thread-safe on one
+ * handle (it records the failure for gf_index_last_error()). */
+GF_API int gf_index_read(gf_index *ix, uint64_t i, void **data, size_t *len, char *why,
+                         size_t why_len);
+/* The last failure's message, "" if none (never NULL). */
+GF_API const char *gf_index_last_error(const gf_index *ix);
+/* Frees ix and sets *ix = NULL; NULL is a no-op. */
+GF_API void gf_index_close(gf_index **ix);
+
 #ifdef __cplusplus
 }
 #endif

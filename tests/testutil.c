@@ -297,31 +297,10 @@ void tu_tar_pad(tu_tar *w)
         tu_tar_raw(w, NULL, 512 - r);
 }
 
-void tu_tar_checksum(uint8_t *h)
-{
-    memset(h + 148, ' ', 8);
-    unsigned sum = 0;
-    for (int i = 0; i < 512; i++)
-        sum += h[i];
-    snprintf((char *)h + 148, 8, "%06o", sum); /* "NNNNNN\0", then ' ' */
-    h[155] = ' ';
-}
-
 size_t tu_tar_header(tu_tar *w, const char *name, char type, uint64_t size, const char *prefix)
 {
-    uint8_t h[512] = {0};
-    strncpy((char *)h, name, 100);
-    memcpy(h + 100, "0000644", 8);
-    memcpy(h + 108, "0000000", 8);
-    memcpy(h + 116, "0000000", 8);
-    snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)size);
-    memcpy(h + 136, "14000000000", 12);
-    h[156] = (uint8_t)type;
-    memcpy(h + 257, "ustar", 6);
-    memcpy(h + 263, "00", 2);
-    if (prefix)
-        strncpy((char *)h + 345, prefix, 155);
-    tu_tar_checksum(h);
+    uint8_t h[512];
+    tar_write_header(h, name, type, size, 014000000000ull, prefix);
     size_t at = w->len;
     tu_tar_raw(w, h, 512);
     return at;

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "gpufeed.h"
+#include "tar_write.h"
 
 /* gf_default_settings on the CPU path: the suites that read batches as
  * host bytes (the gpu suites cover CUDA). */
@@ -38,8 +39,9 @@ typedef struct tu_tar {
 void tu_tar_raw(tu_tar *w, const void *d, size_t n);
 /* Pads to a 512-byte block. */
 void tu_tar_pad(tu_tar *w);
-/* Recomputes the checksum of the header at h. */
-void tu_tar_checksum(uint8_t *h);
+/* Recomputes the checksum of the header at h (src/cli/tar_write.c, the
+ * one ustar writer, which make-dataset uses too). */
+#define tu_tar_checksum tar_write_checksum
 /* Appends a header; returns its offset. prefix may be NULL. */
 size_t tu_tar_header(tu_tar *w, const char *name, char type, uint64_t size, const char *prefix);
 /* Appends a regular member; returns its data offset. */

@@ -6,7 +6,11 @@
  * Without a file it encodes a 500x375 photo-like JPEG (quality 90). Prints
  * per-sample milliseconds for a 224x224 RGB train transform (random
  * resized crop + flip), the resample share of it, and the speed-up of the
- * DCT-scaled + cropped decode over a full-size decode. */
+ * DCT-scaled + cropped decode over a full-size decode.
+ *
+ * INTERNAL: includes the library's private headers (src/decode.h, src/resample.h) and
+ * links gpufeed_core; it moves with them.
+ */
 #include "decode.h"
 #include "resample.h"
 

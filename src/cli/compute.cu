@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cliutil.h"
+#include "compute.h"
 
 static char last_error[256];
 

@@ -11,6 +11,9 @@
  * sample (ds->bytes / n) and the process's peak RSS. The file is removed
  * afterwards. The files named in the list need not exist: only the index
  * is built.
+ *
+ * INTERNAL: includes the library's private headers (src/dataset.h) and
+ * links gpufeed_core; it moves with them.
  */
 #include "dataset.h"
 

@@ -1,7 +1,8 @@
 /* gpufeed-bandwidth: host<->device copy bandwidth, pinned vs pageable, at
  * the size of a batch and at a large size (the peak), timed with CUDA
  * events. The device check script runs it; `gpufeed doctor` runs the same
- * measurement (cli_cuda_bandwidth in compute.cu), shorter.
+ * measurement (cli_cuda_bandwidth in src/cli/compute.cu), shorter. No
+ * internal header: it links compute.cu alone.
  *
  *   gpufeed-bandwidth [--batch-bytes N] [--large-bytes N] [--device D] [--json]
  */
@@ -10,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cliutil.h"
+#include "compute.h"
 
 int main(int argc, char **argv)
 {

@@ -5,7 +5,7 @@
  * right. Written by hand so the CLI needs no plotting library; the output
  * is plain SVG 1.1 that librsvg, browsers and Inkscape render alike.
  */
-#include "cliutil.h"
+#include "plot.h"
 
 #include <errno.h>
 #include <math.h>

@@ -19,7 +19,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cliutil.h"
+#include "cli.h"
+#include "compute.h"
+#include "json.h"
+#include "sysinfo.h"
 #include "gpufeed.h"
 
 #define CMD "doctor"
@@ -500,146 +503,145 @@ static void print_text(const report *r)
     printf("\n\n%s\n", r->summary);
 }
 
-static void json_kv_str(const char *k, const char *v, int comma)
-{
-    printf("%s\"%s\": ", comma ? ", " : "", k);
-    cli_json_string(stdout, v);
-}
-
 static void print_json(const report *r)
 {
     const gf_probe_info *p = &r->lib;
     char a[16];
-    printf("{\"version\": ");
-    cli_json_string(stdout, p->version);
+    cli_json j;
+    cli_json_init(&j, stdout);
+    cli_json_object(&j);
+    cli_json_kstr(&j, "version", p->version);
 
-    printf(", \"cuda\": {\"built\": %s", r->cuda_built ? "true" : "false");
+    cli_json_key(&j, "cuda");
+    cli_json_object(&j);
+    cli_json_kbool(&j, "built", r->cuda_built);
     if (r->cuda_built) {
-        printf(", \"driver_version\": ");
-        if (r->driver)
-            cli_json_string(stdout, cuda_ver(r->driver, a, sizeof a));
+        cli_json_kstr_or_null(&j, "driver_version", r->driver ? cuda_ver(r->driver, a, sizeof a) : NULL);
+        cli_json_kstr(&j, "runtime_version", cuda_ver(r->runtime, a, sizeof a));
+        if (r->compatible < 0)
+            cli_json_knull(&j, "compatible");
         else
-            printf("null");
-        json_kv_str("runtime_version", cuda_ver(r->runtime, a, sizeof a), 1);
-        printf(", \"compatible\": %s",
-               r->compatible < 0 ? "null" : r->compatible ? "true" : "false");
-        json_kv_str("compatibility", r->compat_note, 1);
-        json_kv_str("compatibility_rule", COMPAT_RULE, 1);
-        printf(", \"device_count\": %d", r->count);
-        printf(", \"error\": ");
-        if (r->count_error[0])
-            cli_json_string(stdout, r->count_error);
-        else
-            printf("null");
+            cli_json_kbool(&j, "compatible", r->compatible);
+        cli_json_kstr(&j, "compatibility", r->compat_note);
+        cli_json_kstr(&j, "compatibility_rule", COMPAT_RULE);
+        cli_json_kint(&j, "device_count", r->count);
+        cli_json_kstr_or_null(&j, "error", r->count_error);
     }
-    printf(", \"note\": ");
-    if (r->cuda_note[0])
-        cli_json_string(stdout, r->cuda_note);
-    else
-        printf("null");
-    printf(", \"devices\": [");
+    cli_json_kstr_or_null(&j, "note", r->cuda_note);
+    cli_json_key(&j, "devices");
+    cli_json_array(&j);
 #if GF_CLI_HAVE_CUDA
     for (int i = 0; i < r->ndev; i++) {
         const cli_cuda_device *d = &r->devs[i];
-        printf("%s{\"index\": %d", i ? ", " : "", i);
-        json_kv_str("name", d->name, 1);
-        printf(", \"compute_capability\": \"%d.%d\", \"multiprocessors\": %d", d->major,
-               d->minor, d->multiprocessors);
-        printf(", \"total_bytes\": %" PRIu64 ", \"free_bytes\": %" PRIu64, d->total_bytes,
-               d->free_bytes);
-        json_kv_str("pci_bus_id", d->pci_bus_id, 1);
-        printf(", \"async_engines\": %d, \"kernels_ok\": %s", d->async_engines,
-               d->kernel_error[0] ? "false" : "true");
-        if (d->kernel_error[0])
-            json_kv_str("kernel_error", d->kernel_error, 1);
-        else
-            printf(", \"kernel_binary\": %d, \"kernel_ptx\": %d", d->binary_version,
-                   d->ptx_version);
-        printf("}");
+        char cc[32];
+        snprintf(cc, sizeof cc, "%d.%d", d->major, d->minor);
+        cli_json_object(&j);
+        cli_json_kint(&j, "index", i);
+        cli_json_kstr(&j, "name", d->name);
+        cli_json_kstr(&j, "compute_capability", cc);
+        cli_json_kint(&j, "multiprocessors", d->multiprocessors);
+        cli_json_kuint(&j, "total_bytes", d->total_bytes);
+        cli_json_kuint(&j, "free_bytes", d->free_bytes);
+        cli_json_kstr(&j, "pci_bus_id", d->pci_bus_id);
+        cli_json_kint(&j, "async_engines", d->async_engines);
+        cli_json_kbool(&j, "kernels_ok", !d->kernel_error[0]);
+        if (d->kernel_error[0]) {
+            cli_json_kstr(&j, "kernel_error", d->kernel_error);
+        } else {
+            cli_json_kint(&j, "kernel_binary", d->binary_version);
+            cli_json_kint(&j, "kernel_ptx", d->ptx_version);
+        }
+        cli_json_object_end(&j);
     }
 #endif
-    printf("], \"bandwidth\": ");
+    cli_json_array_end(&j);
+    cli_json_key(&j, "bandwidth");
 #if GF_CLI_HAVE_CUDA
     if (r->bw_done) {
         const char *names[2] = {"batch", "large"};
-        printf("{\"device\": %d, \"seconds\": ", r->bw_device);
-        cli_json_double(stdout, r->bw.seconds);
+        cli_json_object(&j);
+        cli_json_kint(&j, "device", r->bw_device);
+        cli_json_knum(&j, "seconds", r->bw.seconds);
         for (int k = 0; k < 2; k++) {
-            printf(", \"%s\": {\"bytes\": %zu, \"pinned_h2d_gbs\": ", names[k], r->bw.bytes[k]);
-            cli_json_double(stdout, r->bw.gbs[k][0]);
-            printf(", \"pageable_h2d_gbs\": ");
-            cli_json_double(stdout, r->bw.gbs[k][1]);
-            printf(", \"pinned_d2h_gbs\": ");
-            cli_json_double(stdout, r->bw.gbs[k][2]);
-            printf(", \"pageable_d2h_gbs\": ");
-            cli_json_double(stdout, r->bw.gbs[k][3]);
-            printf("}");
+            cli_json_key(&j, names[k]);
+            cli_json_object(&j);
+            cli_json_kuint(&j, "bytes", r->bw.bytes[k]);
+            cli_json_knum(&j, "pinned_h2d_gbs", r->bw.gbs[k][0]);
+            cli_json_knum(&j, "pageable_h2d_gbs", r->bw.gbs[k][1]);
+            cli_json_knum(&j, "pinned_d2h_gbs", r->bw.gbs[k][2]);
+            cli_json_knum(&j, "pageable_d2h_gbs", r->bw.gbs[k][3]);
+            cli_json_object_end(&j);
         }
-        printf("}");
+        cli_json_object_end(&j);
     } else
 #endif
     if (r->bw_error[0]) {
-        printf("{\"error\": ");
-        cli_json_string(stdout, r->bw_error);
-        printf("}");
+        cli_json_object(&j);
+        cli_json_kstr(&j, "error", r->bw_error);
+        cli_json_object_end(&j);
     } else {
-        printf("null");
+        cli_json_null(&j);
     }
-    printf("}");
+    cli_json_object_end(&j);
 
-    printf(", \"io_uring\": {\"built\": %s, \"available\": %s", p->have_uring_build ? "true" : "false",
-           p->uring_ok ? "true" : "false");
-    printf(", \"why\": ");
+    cli_json_key(&j, "io_uring");
+    cli_json_object(&j);
+    cli_json_kbool(&j, "built", p->have_uring_build);
+    cli_json_kbool(&j, "available", p->uring_ok);
     if (p->uring_ok)
-        printf("null");
+        cli_json_knull(&j, "why");
     else
-        cli_json_string(stdout, p->uring_why);
-    printf(", \"errno\": %d", p->uring_errno);
-    json_kv_str("kernel", p->kernel, 1);
-    printf(", \"io_uring_disabled\": ");
+        cli_json_kstr(&j, "why", p->uring_why);
+    cli_json_kint(&j, "errno", p->uring_errno);
+    cli_json_kstr(&j, "kernel", p->kernel);
     if (p->uring_disabled >= 0)
-        printf("%d", p->uring_disabled);
+        cli_json_kint(&j, "io_uring_disabled", p->uring_disabled);
     else
-        printf("null");
-    printf("}");
+        cli_json_knull(&j, "io_uring_disabled");
+    cli_json_object_end(&j);
 
     char tv[32];
     turbo_version(p->turbo_version, tv, sizeof tv);
-    printf(", \"decoders\": {\"libjpeg_turbo\": %s, \"libjpeg_turbo_version\": ",
-           p->have_turbo ? "true" : "false");
-    if (p->have_turbo && p->turbo_version > 0)
-        cli_json_string(stdout, tv);
-    else
-        printf("null");
-    printf(", \"stb_image\": true, \"jpeg\": \"%s\"", p->have_turbo ? "libjpeg-turbo" : "stb_image");
-    json_kv_str("resample_isa", p->resample_isa, 1);
-    printf(", \"cpu_avx2\": %s}", p->cpu_avx2 ? "true" : "false");
+    cli_json_key(&j, "decoders");
+    cli_json_object(&j);
+    cli_json_kbool(&j, "libjpeg_turbo", p->have_turbo);
+    cli_json_kstr_or_null(&j, "libjpeg_turbo_version",
+                          p->have_turbo && p->turbo_version > 0 ? tv : NULL);
+    cli_json_kbool(&j, "stb_image", 1);
+    cli_json_kstr(&j, "jpeg", p->have_turbo ? "libjpeg-turbo" : "stb_image");
+    cli_json_kstr(&j, "resample_isa", p->resample_isa);
+    cli_json_kbool(&j, "cpu_avx2", p->cpu_avx2);
+    cli_json_object_end(&j);
 
-    printf(", \"cores\": {\"affinity\": %d, \"online\": %d, \"cgroup_quota\": ", p->cores,
-           p->cores_online);
+    cli_json_key(&j, "cores");
+    cli_json_object(&j);
+    cli_json_kint(&j, "affinity", p->cores);
+    cli_json_kint(&j, "online", p->cores_online);
     if (r->cpu_quota > 0)
-        cli_json_double(stdout, r->cpu_quota);
+        cli_json_knum(&j, "cgroup_quota", r->cpu_quota);
     else
-        printf("null");
-    printf(", \"default_threads\": %d}", p->cores > 1 ? p->cores - 1 : 1);
-    printf(", \"memory\": {\"total_bytes\": %" PRIu64 ", \"available_bytes\": %" PRIu64
-           ", \"cgroup_limit_bytes\": ",
-           r->mem_total, r->mem_available);
+        cli_json_knull(&j, "cgroup_quota");
+    cli_json_kint(&j, "default_threads", p->cores > 1 ? p->cores - 1 : 1);
+    cli_json_object_end(&j);
+    cli_json_key(&j, "memory");
+    cli_json_object(&j);
+    cli_json_kuint(&j, "total_bytes", r->mem_total);
+    cli_json_kuint(&j, "available_bytes", r->mem_available);
     if (r->mem_limit)
-        printf("%" PRIu64, r->mem_limit);
+        cli_json_kuint(&j, "cgroup_limit_bytes", r->mem_limit);
     else
-        printf("null");
-    printf("}");
+        cli_json_knull(&j, "cgroup_limit_bytes");
+    cli_json_object_end(&j);
 
-    printf(", \"missing\": [");
-    for (int i = 0; i < r->nissues; i++) {
-        if (i)
-            printf(", ");
-        cli_json_string(stdout, r->issues[i]);
-    }
-    printf("], \"ok\": %s", r->nissues ? "false" : "true");
-    json_kv_str("summary", r->summary, 1);
-    printf("}\n");
+    cli_json_key(&j, "missing");
+    cli_json_array(&j);
+    for (int i = 0; i < r->nissues; i++)
+        cli_json_str(&j, r->issues[i]);
+    cli_json_array_end(&j);
+    cli_json_kbool(&j, "ok", !r->nissues);
+    cli_json_kstr(&j, "summary", r->summary);
+    cli_json_object_end(&j);
+    cli_json_end(&j);
 }
 
 int cmd_doctor(int argc, char **argv)

@@ -40,7 +40,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cliutil.h"
+#include "cli.h"
+#include "sysinfo.h"
+#include "tar_write.h"
 
 #if GF_CLI_HAVE_TJ
 #include <turbojpeg.h>
@@ -511,44 +513,6 @@ static void pool_fail(pool *p, const char *fmt, const char *a, const char *b)
     pthread_mutex_unlock(&p->mu);
 }
 
-/* ---- ustar writing ---------------------------------------------------------- */
-
-/* A POSIX ustar header for a regular file: mode 0644, owner 0:0, fixed
- * mtime; checksum as the standard says (six octal digits, NUL, space). */
-static void tar_header(uint8_t h[512], const char *name, uint64_t size)
-{
-    memset(h, 0, 512);
-    snprintf((char *)h, 100, "%s", name); /* names here are < 100 bytes */
-    memcpy(h + 100, "0000644", 8);
-    memcpy(h + 108, "0000000", 8);
-    memcpy(h + 116, "0000000", 8);
-    snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)size);
-    snprintf((char *)h + 136, 12, "%011llo", TAR_MTIME);
-    h[156] = '0';
-    memcpy(h + 257, "ustar", 6); /* magic "ustar\0", version "00" */
-    memcpy(h + 263, "00", 2);
-    memset(h + 148, ' ', 8);
-    unsigned sum = 0;
-    for (int i = 0; i < 512; i++)
-        sum += h[i];
-    snprintf((char *)h + 148, 8, "%06o", sum & 0777777u);
-    h[155] = ' ';
-}
-
-/* One member: header, data, zero padding to the next 512-byte block.
- * Returns 0 or -errno. */
-static int tar_member(FILE *f, const char *name, const void *data, size_t len)
-{
-    static const uint8_t zeros[512];
-    uint8_t h[512];
-    tar_header(h, name, len);
-    size_t pad = (512 - len % 512) % 512;
-    if (fwrite(h, 1, 512, f) != 512 || fwrite(data, 1, len, f) != len ||
-        fwrite(zeros, 1, pad, f) != pad)
-        return -(errno ? errno : EIO);
-    return 0;
-}
-
 /* Shard k holds positions [shard_first(k), shard_first(k + 1)). */
 static long shard_first(const pool *p, long k)
 {
@@ -603,11 +567,11 @@ static int shard_append(pool *p, long pos, int c, int i, const void *data, size_
         setvbuf(so->f, NULL, _IOFBF, 1 << 20);
     }
     snprintf(name, sizeof name, "%s.%s", key, o->format == FMT_JPG ? "jpg" : "png");
-    int rc = tar_member(so->f, name, data, len);
+    int rc = tar_write_member(so->f, name, data, len, TAR_MTIME);
     if (rc == 0) {
         int n = snprintf(cls, sizeof cls, "%d", c);
         snprintf(name, sizeof name, "%s.cls", key);
-        rc = tar_member(so->f, name, cls, (size_t)n);
+        rc = tar_write_member(so->f, name, cls, (size_t)n, TAR_MTIME);
     }
     if (rc == 0 && pos + 1 == shard_first(p, k + 1)) {
         if (fwrite(end, 1, sizeof end, so->f) != sizeof end)

@@ -20,10 +20,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cliutil.h"
+#include "cli.h"
+#include "json.h"
+#include "loader_options.h"
 #include "gpufeed.h"
 
 #define CMD "verify"
+/* The shared loader options verify takes (loader_options.h). */
+#define VERIFY_LOPTS CLI_LOPT(THREADS)
 
 typedef struct bad_sample {
     int64_t sample;
@@ -88,18 +92,19 @@ static void usage(FILE *f)
             "Exit status: 0 none bad, 1 some bad, 2 usage or open error.\n"
             "\n"
             "options:\n"
-            "  --data DIR       data set (required; quote brace patterns)\n"
-            "  --threads N      decode threads (default: the loader's, cores - 1)\n"
-            "  --json           print one JSON object instead:\n"
-            "                   {\"samples\": N, \"bad\": K, \"bad_samples\": [{\"path\", \"reason\"}],\n"
-            "                    \"skipped_members\", \"skipped_keys\", \"dataset_warnings\",\n"
-            "                    \"dataset_warning\"}\n"
-            "  -h, --help       this text\n");
+            "  --data DIR            data set (required; quote brace patterns)\n");
+    cli_loader_help(f, VERIFY_LOPTS, 0, 24);
+    fprintf(f,
+            "  --json                print one JSON object instead:\n"
+            "                        {\"samples\": N, \"bad\": K, \"bad_samples\": [{\"path\",\n"
+            "                         \"reason\"}], \"skipped_members\", \"skipped_keys\",\n"
+            "                         \"dataset_warnings\", \"dataset_warning\"}\n"
+            "  -h, --help            this text\n");
 }
 
 /* The path as the user can act on it: the loader reports paths relative to
  * the data set's root (the folder, or the list file's folder). */
-static void print_path(FILE *f, const char *root, const char *path, int json)
+static void print_path(FILE *f, cli_json *j, const char *root, const char *path)
 {
     char *full = NULL;
     if (path[0] != '/' && root[0]) {
@@ -109,8 +114,8 @@ static void print_path(FILE *f, const char *root, const char *path, int json)
         if (full)
             sprintf(full, "%s%s%s", root, slash ? "/" : "", path);
     }
-    if (json)
-        cli_json_string(f, full ? full : path);
+    if (j)
+        cli_json_str(j, full ? full : path);
     else
         fputs(full ? full : path, f);
     free(full);
@@ -118,31 +123,41 @@ static void print_path(FILE *f, const char *root, const char *path, int json)
 
 int cmd_verify(int argc, char **argv)
 {
-    static const struct option longopts[] = {
+    struct option longopts[4 + CLI_LOPT_COUNT] = {
         {"data", required_argument, NULL, 'd'},
-        {"threads", required_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
     };
+    int nopts = 3;
+    cli_loader_longopts(VERIFY_LOPTS, longopts, &nopts);
+    longopts[nopts] = (struct option){NULL, 0, NULL, 0};
     const char *data = NULL;
-    int threads = 0, json = 0, ch, rc, status = CLI_OK;
+    int json = 0, ch, rc, status = CLI_OK;
     gf_settings s;
     gf_loader *l = NULL;
     gf_stats st;
     bad_list bl = {.n = 0};
     char *root = NULL;
 
+    /* The table's options land in s; verify's own choices follow. */
+    gf_default_settings(&s);
+    cli_loader_args la = {.s = &s};
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (ch) {
         case 'd': data = optarg; break;
-        case 't': if (cli_parse_int(CMD, "threads", optarg, 1, 1024, &threads)) return CLI_USAGE; break;
         case 'j': json = 1; break;
         case 'h': usage(stdout); return CLI_OK;
         case ':': cli_error(CMD, "%s needs a value", argv[optind - 1]); return CLI_USAGE;
-        default: cli_error(CMD, "unknown option '%s' (try --help)", argv[optind - 1]); return CLI_USAGE;
+        default:
+            if ((rc = cli_loader_parse(CMD, ch, optarg, &la)) < 0)
+                return CLI_USAGE;
+            if (rc == 0) {
+                cli_error(CMD, "unknown option '%s' (try --help)", argv[optind - 1]);
+                return CLI_USAGE;
+            }
+            break;
         }
     }
     if (optind < argc) {
@@ -154,7 +169,6 @@ int cmd_verify(int argc, char **argv)
         return CLI_USAGE;
     }
 
-    gf_default_settings(&s);
     s.data = data;
     s.transform = GF_TRANSFORM_EVAL;
     s.shuffle = 0;
@@ -162,7 +176,6 @@ int cmd_verify(int argc, char **argv)
     s.on_error = GF_ON_ERROR_SKIP;
     s.height = s.width = 32; /* decoding is the check; keep the resize cheap */
     s.batch_size = 64;
-    s.threads = threads;
     s.on_sample_error = on_bad;
     s.on_sample_error_user = &bl;
     pthread_mutex_init(&bl.mu, NULL);
@@ -223,27 +236,33 @@ int cmd_verify(int argc, char **argv)
     uint64_t n_samples = st.epoch_samples ? st.epoch_samples : st.dataset_samples;
     uint64_t n_bad = bl.count > st.errors ? bl.count : st.errors;
     if (json) {
-        printf("{\"samples\": %llu, \"bad\": %llu, \"bad_samples\": [",
-               (unsigned long long)n_samples, (unsigned long long)n_bad);
+        cli_json j;
+        cli_json_init(&j, stdout);
+        cli_json_object(&j);
+        cli_json_kuint(&j, "samples", n_samples);
+        cli_json_kuint(&j, "bad", n_bad);
+        cli_json_key(&j, "bad_samples");
+        cli_json_array(&j);
         for (size_t i = 0; i < bl.n; i++) {
-            printf("%s{\"path\": ", i ? ", " : "");
-            print_path(stdout, root ? root : "", bl.v[i].path, 1);
-            printf(", \"reason\": ");
-            cli_json_string(stdout, bl.v[i].reason);
-            printf(", \"error\": ");
-            cli_json_string(stdout, gf_err_name(bl.v[i].code));
-            printf(", \"index\": %lld}", (long long)bl.v[i].sample);
+            cli_json_object(&j);
+            cli_json_key(&j, "path");
+            print_path(stdout, &j, root ? root : "", bl.v[i].path);
+            cli_json_kstr(&j, "reason", bl.v[i].reason);
+            cli_json_kstr(&j, "error", gf_err_name(bl.v[i].code));
+            cli_json_kint(&j, "index", bl.v[i].sample);
+            cli_json_object_end(&j);
         }
-        printf("], \"skipped_members\": %llu, \"skipped_keys\": %llu, \"dataset_warnings\": %llu"
-               ", \"dataset_warning\": ",
-               (unsigned long long)st.shard_members_skipped,
-               (unsigned long long)st.shard_keys_skipped, (unsigned long long)st.dataset_warnings);
-        cli_json_string(stdout, st.dataset_warning);
-        printf("}\n");
+        cli_json_array_end(&j);
+        cli_json_kuint(&j, "skipped_members", st.shard_members_skipped);
+        cli_json_kuint(&j, "skipped_keys", st.shard_keys_skipped);
+        cli_json_kuint(&j, "dataset_warnings", st.dataset_warnings);
+        cli_json_kstr(&j, "dataset_warning", st.dataset_warning);
+        cli_json_object_end(&j);
+        cli_json_end(&j);
     } else {
         for (size_t i = 0; i < bl.n; i++) {
             fputs("BAD ", stdout);
-            print_path(stdout, root ? root : "", bl.v[i].path, 0);
+            print_path(stdout, NULL, root ? root : "", bl.v[i].path);
             printf(": %s\n", bl.v[i].reason);
         }
         if (st.shard_members_skipped || st.shard_keys_skipped || st.dataset_warnings)

@@ -11,6 +11,9 @@
  * REPEATS, default 3; the shards are in the page cache, just written) and
  * prints the seconds, the index's heap bytes per sample (ds->bytes / n) and
  * the peak RSS. The directory is removed afterwards unless -k.
+ *
+ * INTERNAL: includes the library's private headers (src/dataset.h) and
+ * links gpufeed_core; it moves with them.
  */
 #include "dataset.h"
 

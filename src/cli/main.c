@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cliutil.h"
+#include "cli.h"
 #include "gpufeed.h"
 
 typedef struct command {

@@ -1,0 +1,145 @@
+/*
+ * gpufeed bench --input-only: the loader alone, images/s, and the
+ * single-thread decode+transform rate on the same files (efficiency).
+ * Main thread.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "compute.h"
+#include "json.h"
+#include "plot.h"
+#include "samples.h"
+#include "sysinfo.h"
+
+/* ---- input-only ------------------------------------------------------------ */
+
+/* Up to ST_MAX_FILES samples spread evenly over the data set (the
+ * library's index), with the page-cache probe on those. Returns CLI_OK or
+ * an exit status, message printed. */
+int sample_files(const bench_opts *o, sample_set *ss, double *page_cache)
+{
+    int status = sample_set_open(&o->s, ss);
+    if (status != CLI_OK)
+        return status;
+    *page_cache = sample_set_page_cache(ss, o->s.data);
+    return CLI_OK;
+}
+
+int run_input_only(const bench_opts *o, input_result *r)
+{
+    sample_set ss = {0};
+    loop_result lr;
+    int status;
+
+    memset(r, 0, sizeof *r);
+    if ((status = sample_files(o, &ss, &r->page_cache)) != CLI_OK)
+        goto out;
+    r->shards = ss.shards;
+    if ((status = run_loader(o, NULL, &lr)) != CLI_OK)
+        goto out;
+    r->st = lr.st;
+    r->elapsed_s = lr.elapsed_s;
+    r->images_per_s = r->elapsed_s > 0 ? (double)r->st.samples / r->elapsed_s : 0;
+    r->stall_fraction = r->elapsed_s > 0 ? r->st.wait_s / r->elapsed_s : 0;
+    if (r->stall_fraction > 1)
+        r->stall_fraction = 1;
+
+    /* After the loader is closed, so its threads do not compete. */
+    if (single_thread_rate(&o->s, &ss, r) < 0) {
+        cli_error(CMD, "out of memory");
+        status = CLI_FAIL;
+        goto out;
+    }
+    r->efficiency = r->st_images_per_s > 0 && r->st.threads > 0
+                        ? r->images_per_s / ((double)r->st.threads * r->st_images_per_s)
+                        : 0;
+    r->peak_rss = cli_peak_rss_bytes();
+out:
+    sample_set_free(&ss);
+    return status;
+}
+
+void print_input_human(const bench_opts *o, const input_result *r)
+{
+    const gf_stats *st = &r->st;
+    const double mib = 1024.0 * 1024.0;
+    char cache[64];
+    if (r->page_cache < 0)
+        snprintf(cache, sizeof cache, "%s", r->shards ? "not probed for tar shards" : "unknown");
+    else
+        snprintf(cache, sizeof cache, "%.0f%% resident before the run%s", r->page_cache * 100,
+                 r->page_cache < 0.9 ? " (cold: run again)" : "");
+
+    printf("gpufeed bench --input-only  %s\n", o->s.data);
+    printf("  %-18s %d x %dx%d, %s transform, %" PRIu64 " epoch(s)\n", "batches", st->batch_size,
+           o->s.width, o->s.height, cli_transform_names[o->s.transform], o->s.epochs);
+    printf("  %-18s %" PRIu64 " in %.3f s\n", "samples", st->samples, r->elapsed_s);
+    printf("  %-18s %.1f\n", "images/s", r->images_per_s);
+    printf("  %-18s %.1f images/s (decode+transform, %zu samples in memory)\n", "single thread",
+           r->st_images_per_s, r->st_files);
+    printf("  %-18s %.2f (%d thread%s)\n", "efficiency", r->efficiency, st->threads,
+           st->threads == 1 ? "" : "s");
+    printf("  %-18s %.2f (waiting in gf_next; ~1 when nothing consumes)\n", "stall fraction",
+           r->stall_fraction);
+    printf("  %-18s %s, queue depth %d\n", "reader", reader_name(st->reader), st->queue_depth);
+    printf("  %-18s %s (turbo %" PRIu64 ", stb %" PRIu64 ")\n", "decoder", decoder_used(st),
+           st->decoded_turbo, st->decoded_stb);
+    printf("  %-18s %" PRIu64 "\n", "errors", st->errors);
+    printf("  %-18s %.1f MiB (%d slots)\n", "ring", (double)st->ring_bytes / mib,
+           st->prefetch_depth);
+    if (st->autotune)
+        printf("  %-18s chose %d decode thread%s and depth %d (%" PRIu64 " changes)\n",
+               "autotune", st->threads, st->threads == 1 ? "" : "s", st->prefetch_depth,
+               st->autotune_changes);
+    printf("  %-18s %.1f MiB\n", "peak RSS", (double)r->peak_rss / mib);
+    printf("  %-18s %.1f MB read, %s\n", "page cache", (double)st->bytes_read / 1e6, cache);
+}
+
+void print_input_json(const bench_opts *o, const input_result *r)
+{
+    const gf_stats *st = &r->st;
+    cli_json j;
+    cli_json_init(&j, stdout);
+    cli_json_object(&j);
+    cli_json_kstr(&j, "mode", "input-only");
+    cli_json_kstr(&j, "data", o->s.data);
+    cli_json_kuint(&j, "samples", st->samples);
+    cli_json_knum(&j, "elapsed_s", r->elapsed_s);
+    cli_json_knum(&j, "images_per_s", r->images_per_s);
+    cli_json_knum(&j, "single_thread_images_per_s", r->st_images_per_s);
+    cli_json_kuint(&j, "single_thread_files", r->st_files);
+    cli_json_knum(&j, "efficiency", r->efficiency);
+    cli_json_kint(&j, "threads", st->threads);
+    cli_json_kint(&j, "prefetch_depth", st->prefetch_depth);
+    cli_json_kint(&j, "batch_size", st->batch_size);
+    cli_json_kint(&j, "queue_depth", st->queue_depth);
+    cli_json_kbool(&j, "autotune", st->autotune);
+    cli_json_kuint(&j, "autotune_changes", st->autotune_changes);
+    cli_json_kints(&j, "image_size", (const int[]){o->s.width, o->s.height}, 2);
+    cli_json_kstr(&j, "transform", cli_transform_names[o->s.transform]);
+    cli_json_kuint(&j, "epochs", o->s.epochs);
+    cli_json_knum(&j, "stall_fraction", r->stall_fraction);
+    cli_json_knum(&j, "wait_s", st->wait_s);
+    cli_json_knum(&j, "read_busy_s", st->read_busy_s);
+    cli_json_knum(&j, "decode_busy_s", st->decode_busy_s);
+    cli_json_kstr(&j, "reader", reader_name(st->reader));
+    cli_json_kstr(&j, "decoder", decoder_used(st));
+    cli_json_kuint(&j, "decoded_turbo", st->decoded_turbo);
+    cli_json_kuint(&j, "decoded_stb", st->decoded_stb);
+    cli_json_kuint(&j, "errors", st->errors);
+    cli_json_kuint(&j, "bytes_read", st->bytes_read);
+    cli_json_kuint(&j, "ring_bytes", st->ring_bytes);
+    cli_json_kuint(&j, "peak_rss_bytes", r->peak_rss);
+    cli_json_knum(&j, "page_cache_resident", r->page_cache >= 0 ? r->page_cache : NAN);
+    cli_json_object_end(&j);
+    cli_json_end(&j);
+}
+

@@ -1,0 +1,167 @@
+/*
+ * The shared loader options' table and its parser and help; see
+ * loader_options.h.
+ */
+#include "loader_options.h"
+
+#include <string.h>
+
+#include "cli.h"
+
+const char *const cli_io_names[] = {"auto", "uring", "posix", NULL};
+const char *const cli_decoder_names[] = {"auto", "stb", "turbo", NULL};
+const char *const cli_transform_names[] = {"train", "eval", NULL};
+const char *const cli_on_error_names[] = {"skip", "fail", NULL};
+/* In enum order (gf_device, gf_dtype, gf_layout). */
+const char *const cli_device_names[] = {"auto", "cuda", "cpu", NULL};
+const char *const cli_dtype_names[] = {"u8", "f32", "f16", "bf16", NULL};
+const char *const cli_layout_names[] = {"nhwc", "nchw", NULL};
+const char *const cli_copy_stream_names[] = {"one", "slot", NULL};
+
+typedef struct lopt_def {
+    const char *name;
+    const char *arg;       /* NULL: a flag */
+    const char *list_arg;  /* the argument when it sweeps */
+    const char *help;      /* lines after the first start with '\n' */
+    int (*set)(const char *cmd, const struct lopt_def *d, const char *arg, cli_loader_args *a);
+    long min, max;         /* integers */
+    const char *const *names; /* choices */
+} lopt_def;
+
+static int set_int(const char *cmd, const lopt_def *d, const char *arg, cli_loader_args *a);
+static int set_size(const char *cmd, const lopt_def *d, const char *arg, cli_loader_args *a);
+static int set_u64(const char *cmd, const lopt_def *d, const char *arg, cli_loader_args *a);
+static int set_choice(const char *cmd, const lopt_def *d, const char *arg, cli_loader_args *a);
+static int set_flag(const char *cmd, const lopt_def *d, const char *arg, cli_loader_args *a);
+
+/* In cli_lopt order. */
+static const lopt_def table[CLI_LOPT_COUNT] = {
+    [CLI_LOPT_THREADS] = {"threads", "N", "N[,N...]", "decode threads (default: cores - 1, at least 1)", set_int, 1, 1024, NULL},
+    [CLI_LOPT_PREFETCH_DEPTH] = {"prefetch-depth", "D", "D[,D...]", "batch slots in the ring (default 4)", set_int, 1, 1024, NULL},
+    [CLI_LOPT_BATCH_SIZE] = {"batch-size", "B", "B[,B...]", "samples per batch (default 64)", set_int, 1, 65536, NULL},
+    [CLI_LOPT_IMAGE_SIZE] = {"image-size", "S", NULL, "output size, S or WxH (default 224)", set_size, 1, 16384, NULL},
+    [CLI_LOPT_EPOCHS] = {"epochs", "E", NULL, "epochs (default 1)", set_u64, 1, 0, NULL},
+    [CLI_LOPT_DEVICE] = {"device", "D", NULL, "auto|cuda|cpu (default auto: CUDA if there is a GPU)", set_choice, 0, 0, cli_device_names},
+    [CLI_LOPT_DTYPE] = {"dtype", "T", NULL, "u8|f32|f16|bf16 (default u8)", set_choice, 0, 0, cli_dtype_names},
+    [CLI_LOPT_LAYOUT] = {"layout", "L", NULL, "nhwc|nchw (default nhwc; u8 is always nhwc)", set_choice, 0, 0, cli_layout_names},
+    [CLI_LOPT_COPY_STREAMS] = {"copy-streams", "S", NULL, "CUDA: one|slot, one copy stream for the ring or one\nper slot (default one)", set_choice, 0, 0, cli_copy_stream_names},
+    [CLI_LOPT_IO] = {"io", "MODE", NULL, "auto|uring|posix (default auto)", set_choice, 0, 0, cli_io_names},
+    [CLI_LOPT_DECODER] = {"decoder", "D", NULL, "auto|stb|turbo (default auto)", set_choice, 0, 0, cli_decoder_names},
+    [CLI_LOPT_TRANSFORM] = {"transform", "T", NULL, "train|eval (default train)", set_choice, 0, 0, cli_transform_names},
+    [CLI_LOPT_ON_ERROR] = {"on-error", "E", NULL, "skip|fail (default skip)", set_choice, 0, 0, cli_on_error_names},
+    [CLI_LOPT_SEED] = {"seed", "S", NULL, "seed (default 0)", set_u64, 0, 0, NULL},
+    [CLI_LOPT_AUTOTUNE] = {"autotune", NULL, NULL, "let the loader add threads and depth while it runs\n(from --threads, up to cores - 1; depth up to\n--prefetch-depth) and report what it chose", set_flag, 0, 0, NULL},
+};
+
+static int index_of(const lopt_def *d)
+{
+    return (int)(d - table);
+}
+
+static int set_int(const char *cmd, const lopt_def *d, const char *arg, cli_loader_args *a)
+{
+    int k = index_of(d), v;
+    if (a->sweep & (1u << k)) {
+        if (cli_parse_int_list(cmd, d->name, arg, d->min, d->max, a->list[k], CLI_LOPT_LIST_MAX,
+                               &a->n_list[k]))
+            return -1;
+        v = a->list[k][0];
+    } else if (cli_parse_int(cmd, d->name, arg, d->min, d->max, &v)) {
+        return -1;
+    }
+    if (k == CLI_LOPT_THREADS)
+        a->s->threads = v;
+    else if (k == CLI_LOPT_PREFETCH_DEPTH)
+        a->s->prefetch_depth = v;
+    else
+        a->s->batch_size = v;
+    return 0;
+}
+
+static int set_size(const char *cmd, const lopt_def *d, const char *arg, cli_loader_args *a)
+{
+    return cli_parse_size(cmd, d->name, arg, (int)d->max, &a->s->width, &a->s->height);
+}
+
+static int set_u64(const char *cmd, const lopt_def *d, const char *arg, cli_loader_args *a)
+{
+    uint64_t u;
+    if (cli_parse_u64(cmd, d->name, arg, &u))
+        return -1;
+    if (u < (uint64_t)d->min) {
+        cli_error(cmd, "--%s: at least %ld", d->name, d->min);
+        return -1;
+    }
+    if (index_of(d) == CLI_LOPT_EPOCHS)
+        a->s->epochs = u;
+    else
+        a->s->seed = u;
+    return 0;
+}
+
+static int set_choice(const char *cmd, const lopt_def *d, const char *arg, cli_loader_args *a)
+{
+    int v = cli_parse_choice(cmd, d->name, arg, d->names);
+    if (v < 0)
+        return -1;
+    switch (index_of(d)) {
+    case CLI_LOPT_DEVICE: a->s->device = (gf_device)v; break;
+    case CLI_LOPT_DTYPE: a->s->dtype = (gf_dtype)v; break;
+    case CLI_LOPT_LAYOUT: a->s->layout = (gf_layout)v; break;
+    case CLI_LOPT_COPY_STREAMS: a->s->copy_stream_per_slot = v; break;
+    case CLI_LOPT_IO: a->s->io = (gf_io)v; break;
+    case CLI_LOPT_DECODER: a->s->decoder = (gf_decoder_kind)v; break;
+    case CLI_LOPT_TRANSFORM: a->s->transform = (gf_transform)v; break;
+    default: a->s->on_error = (gf_on_error)v; break;
+    }
+    return 0;
+}
+
+static int set_flag(const char *cmd, const lopt_def *d, const char *arg, cli_loader_args *a)
+{
+    (void)cmd, (void)d, (void)arg;
+    a->s->autotune = 1;
+    return 0;
+}
+
+void cli_loader_longopts(unsigned which, struct option *opts, int *n)
+{
+    for (int k = 0; k < CLI_LOPT_COUNT; k++)
+        if (which & (1u << k))
+            opts[(*n)++] = (struct option){table[k].name,
+                                           table[k].arg ? required_argument : no_argument, NULL,
+                                           CLI_LOPT_VAL + k};
+}
+
+int cli_loader_parse(const char *cmd, int ch, const char *arg, cli_loader_args *a)
+{
+    if (ch < CLI_LOPT_VAL || ch >= CLI_LOPT_VAL + CLI_LOPT_COUNT)
+        return 0;
+    const lopt_def *d = &table[ch - CLI_LOPT_VAL];
+    a->given |= 1u << (ch - CLI_LOPT_VAL);
+    return d->set(cmd, d, arg, a) < 0 ? -1 : 1;
+}
+
+void cli_loader_help(FILE *f, unsigned which, unsigned sweep, int col)
+{
+    for (int k = 0; k < CLI_LOPT_COUNT; k++) {
+        const lopt_def *d = &table[k];
+        char head[64];
+        if (!(which & (1u << k)))
+            continue;
+        const char *arg = (sweep & (1u << k)) && d->list_arg ? d->list_arg : d->arg;
+        snprintf(head, sizeof head, "--%s%s%s", d->name, arg ? " " : "", arg ? arg : "");
+        /* A head that overflows the column pushes the text along by two. */
+        int pad = col - 2 - (int)strlen(head);
+        fprintf(f, "  %s%*s", head, pad < 1 ? 2 : pad, "");
+        for (const char *p = d->help; *p;) {
+            size_t len = strcspn(p, "\n");
+            fprintf(f, "%.*s\n", (int)len, p);
+            p += len;
+            if (*p == '\n') {
+                p++;
+                fprintf(f, "%*s", col, "");
+            }
+        }
+    }
+}

@@ -1,0 +1,70 @@
+/*
+ * The loader options that several commands share (bench, verify; train
+ * next): ONE table of {name, argument, help, setter} used both to parse
+ * them (getopt_long entries, then one call per option seen) and to print
+ * their --help lines, so a command cannot drift from another in what
+ * --threads or --io accepts. Values land in a gf_settings. Main thread.
+ *
+ * A command picks the options it takes with a mask of CLI_LOPT(NAME) bits;
+ * those it lets sweep (bench's default mode: --threads 1,2,4) take
+ * comma-separated lists, kept in cli_loader_args.list (the first value
+ * also goes into the settings).
+ */
+#ifndef GF_CLI_LOADER_OPTIONS_H
+#define GF_CLI_LOADER_OPTIONS_H
+
+#include <getopt.h>
+#include <stdio.h>
+
+#include "gpufeed.h"
+
+typedef enum cli_lopt {
+    CLI_LOPT_THREADS,        /* the three that may sweep come first */
+    CLI_LOPT_PREFETCH_DEPTH,
+    CLI_LOPT_BATCH_SIZE,
+    CLI_LOPT_IMAGE_SIZE,
+    CLI_LOPT_EPOCHS,
+    CLI_LOPT_DEVICE,
+    CLI_LOPT_DTYPE,
+    CLI_LOPT_LAYOUT,
+    CLI_LOPT_COPY_STREAMS,
+    CLI_LOPT_IO,
+    CLI_LOPT_DECODER,
+    CLI_LOPT_TRANSFORM,
+    CLI_LOPT_ON_ERROR,
+    CLI_LOPT_SEED,
+    CLI_LOPT_AUTOTUNE,
+    CLI_LOPT_COUNT
+} cli_lopt;
+#define CLI_LOPT(name) (1u << CLI_LOPT_##name)
+#define CLI_LOPT_SWEEPABLE (CLI_LOPT(THREADS) | CLI_LOPT(PREFETCH_DEPTH) | CLI_LOPT(BATCH_SIZE))
+/* getopt_long's val for option k: keep the command's own vals below it. */
+#define CLI_LOPT_VAL 0x4000
+enum { CLI_LOPT_LIST_MAX = 16 };
+
+typedef struct cli_loader_args {
+    gf_settings *s;
+    unsigned sweep;  /* options that take lists (a subset of CLI_LOPT_SWEEPABLE) */
+    unsigned given;  /* options seen on the command line */
+    /* Swept options' values, indexed by cli_lopt (THREADS .. BATCH_SIZE). */
+    int list[3][CLI_LOPT_LIST_MAX];
+    int n_list[3];
+} cli_loader_args;
+
+/* The getopt_long entries of the options in `which`, written at
+ * opts[*n...] (*n advanced; the caller leaves room for CLI_LOPT_COUNT). */
+void cli_loader_longopts(unsigned which, struct option *opts, int *n);
+/* ch is getopt_long's return: for one of the table's options, parses arg
+ * into a and returns 1, or -1 with "gpufeed <cmd>: --<opt>: ..." printed;
+ * 0 if ch is not one of them. */
+int cli_loader_parse(const char *cmd, int ch, const char *arg, cli_loader_args *a);
+/* The --help lines of the options in `which` (lists shown for `sweep`),
+ * the description starting at column `col`. */
+void cli_loader_help(FILE *f, unsigned which, unsigned sweep, int col);
+
+/* Choice names, in enum order, for commands that print them back. */
+extern const char *const cli_io_names[], *const cli_decoder_names[],
+    *const cli_transform_names[], *const cli_on_error_names[], *const cli_device_names[],
+    *const cli_dtype_names[], *const cli_layout_names[], *const cli_copy_stream_names[];
+
+#endif /* GF_CLI_LOADER_OPTIONS_H */

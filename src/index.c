@@ -1,0 +1,108 @@
+/*
+ * The public index handle (gf_index, gpufeed.h): a data set's index over
+ * the dataset module, without a loader. Any thread may call it; a handle
+ * is read-only after open except for its error message (gf_index_read).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "dataset.h"
+#include "reader.h"
+
+struct gf_index {
+    gf__dataset ds;
+    size_t max_file_bytes;
+    char msg[384];
+};
+
+int gf_index_open(gf_index **out, const gf_settings *s)
+{
+    if (!out)
+        return GF_EINVAL;
+    *out = calloc(1, sizeof **out);
+    gf_index *ix = *out;
+    if (!ix)
+        return GF_ENOMEM;
+    if (!s || !s->data) {
+        gf__why(ix->msg, sizeof ix->msg, "gf_index_open: %s is NULL", s ? "settings.data" : "settings");
+        return GF_EINVAL;
+    }
+    ix->max_file_bytes = s->max_file_bytes ? (size_t)s->max_file_bytes : (size_t)256 << 20;
+    return gf__dataset_open(&ix->ds, s->data, ix->msg, sizeof ix->msg);
+}
+
+uint64_t gf_index_count(const gf_index *ix)
+{
+    return ix ? ix->ds.n : 0;
+}
+
+uint32_t gf_index_shards(const gf_index *ix)
+{
+    return ix ? ix->ds.n_shards : 0;
+}
+
+const char *gf_index_path(const gf_index *ix, uint64_t i)
+{
+    return ix && i < ix->ds.n ? gf__dataset_path(&ix->ds, i) : NULL;
+}
+
+int32_t gf_index_label(const gf_index *ix, uint64_t i)
+{
+    return ix && i < ix->ds.n ? ix->ds.labels[i] : GF_EINVAL;
+}
+
+int gf_index_read(gf_index *ix, uint64_t i, void **data, size_t *len, char *why, size_t why_len)
+{
+    if (data)
+        *data = NULL;
+    if (len)
+        *len = 0;
+    if (why && why_len)
+        why[0] = '\0';
+    if (!ix || !data || !len)
+        return GF_EINVAL;
+    if (i >= ix->ds.n) {
+        gf__why(ix->msg, sizeof ix->msg, "sample %llu: out of range (%llu samples)",
+                (unsigned long long)i, (unsigned long long)ix->ds.n);
+        gf__why(why, why_len, "%s", ix->msg);
+        return GF_EINVAL;
+    }
+    const char *rel;
+    uint64_t off, length;
+    gf__dataset_extent(&ix->ds, i, &rel, &off, &length);
+    gf__buf b = {0};
+    char reason[192] = "";
+    int rc = gf__read_range(ix->ds.root_fd, rel, off, length, &b, ix->max_file_bytes, reason,
+                            sizeof reason);
+    if (rc < 0) {
+        gf__buf_free(&b);
+        gf__why(ix->msg, sizeof ix->msg, "%s: %s", gf__dataset_path(&ix->ds, i),
+                reason[0] ? reason : gf_strerror(rc));
+        gf__why(why, why_len, "%s", ix->msg);
+        return rc;
+    }
+    /* The read buffer grows in powers of two: give back the slack. */
+    if (b.cap > b.len) {
+        uint8_t *p = realloc(b.data, b.len ? b.len : 1);
+        if (p)
+            b.data = p;
+    }
+    *data = b.data;
+    *len = b.len;
+    return 0;
+}
+
+const char *gf_index_last_error(const gf_index *ix)
+{
+    return ix ? ix->msg : "";
+}
+
+void gf_index_close(gf_index **ix)
+{
+    if (!ix || !*ix)
+        return;
+    gf__dataset_close(&(*ix)->ds);
+    free(*ix);
+    *ix = NULL;
+}
