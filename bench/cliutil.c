@@ -417,7 +417,7 @@ int cli_read_decode(gf_loader *index, gf_decoder *dec, const uint64_t *ids, int 
         } else {
             good++;
         }
-        free(buf);
+        gf_free(buf);
     }
     return good;
 }

@@ -501,8 +501,8 @@ static void report_errors(gf_loader *l, slot *sl)
             l->s.on_sample_error(l->s.on_sample_error_user, e->sample, path, e->code, e->why);
         pthread_mutex_lock(&l->mu);
         l->errors++;
-        int kind = -e->code + GF_ENOENT;
-        if (kind >= 0 && kind < GF_SAMPLE_ERROR_KINDS)
+        int kind = gf_sample_error_kind(e->code);
+        if (kind >= 0)
             l->errors_by_kind[kind]++;
         gf_sample_error *r = &l->recent[l->recent_at];
         l->recent_at = (l->recent_at + 1) % GF_RECENT_ERRORS;
@@ -715,7 +715,6 @@ static void deliver(gf_loader *l, job *js, int *n_jobs)
         b->count = sl->count;
         b->epoch = sl->epoch;
         b->position = sl->end_pos;
-        b->status = sl->status;
         int out = sl->empty ? OUT_EMPTY : OUT_READY;
         bool copying = false;
         if (!sl->empty && sl->status == 0) {
@@ -1449,8 +1448,10 @@ int gf_next(gf_loader *l, gf_batch **out)
         bool here = sl->out_seq == l->head &&
                     (sl->out_state == OUT_READY || sl->out_state == OUT_EMPTY);
         if (here) {
-            if (sl->out_state == OUT_EMPTY || sl->batch.status < 0) {
-                rc = sl->batch.status;
+            /* The host side's status is still this batch's: the slot
+             * is not refilled before head moves past it. */
+            if (sl->out_state == OUT_EMPTY || sl->status < 0) {
+                rc = sl->status;
                 if (rc == 0 && (!l->live_any || sl->epoch > l->live_epoch))
                     rc = no_sample_in_epoch(l, sl->epoch);
                 free_out(l, sl);
@@ -1591,7 +1592,7 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
         st->buffer_bytes += w->scratch;
     }
     st->errors = l->errors;
-    memcpy(st->errors_by_kind, l->errors_by_kind, sizeof st->errors_by_kind);
+    memcpy(st->errors_by_kind, l->errors_by_kind, sizeof l->errors_by_kind);
     for (int i = 0; i < l->n_recent; i++)
         st->recent[i] = l->recent[(l->recent_at - 1 - i + 2 * GF_RECENT_ERRORS) % GF_RECENT_ERRORS];
     st->n_recent = l->n_recent;

@@ -1090,7 +1090,7 @@ START_TEST(read_sample_on_a_folder_gives_each_files_bytes_path_and_label)
         ck_assert_str_eq(why, "");
         ck_assert_uint_eq(len, flen);
         ck_assert_mem_eq(data, file, flen);
-        free(data);
+        gf_free(data);
         free(file);
     }
     /* Out of range: nothing allocated, the index named. */
@@ -1166,7 +1166,7 @@ START_TEST(read_sample_on_shards_gives_each_members_bytes_and_stats_count_what_w
         ck_assert_msg(gf_read_sample(l, i, &data, &len, why, sizeof why) == 0, "%s", why);
         ck_assert_uint_eq(len, lens[i]);
         ck_assert_mem_eq(data, bytes[i], len);
-        free(data);
+        gf_free(data);
     }
     void *data;
     size_t len;
