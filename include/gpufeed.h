@@ -19,7 +19,26 @@
  * Every function returns 0 (or a non-negative count) on success and a
  * negative GF_E* code on failure; gf_strerror() and gf_err_name() name it.
  * The library never prints, exits or aborts; all threads it starts are
- * joined, and everything it allocates freed, by gf_close().
+ * joined, and everything it allocates freed, by gf_close(). Memory it
+ * hands over (gf_read_sample) is freed with gf_free().
+ *
+ * Threads. A loader's calls come in three groups:
+ * - The consumer's: gf_next, gf_release, gf_release_stream. gf_next from
+ *   one thread at a time (calls on one loader must not overlap); a held
+ *   batch may be released from any thread, also while gf_next blocks in
+ *   another, but each batch once.
+ * - The lifecycle's: gf_open, gf_seek, gf_set_state, gf_close. Each needs
+ *   the loader to itself: no other call on it may overlap them (they stop
+ *   and restart its threads), and gf_seek / gf_set_state need every batch
+ *   released first.
+ * - The observers': gf_get_stats, gf_get_state, gf_last_error,
+ *   gf_sample_path, gf_sample_label, gf_read_sample. From any thread, any
+ *   number at once, also while gf_next blocks.
+ * gf_batch_wait, gf_version, gf_strerror, gf_err_name, gf_sample_error_kind,
+ * gf_dtype_size, gf_default_settings, gf_probe, gf_free and gf_decode_image
+ * touch no loader: any thread. A gf_decoder is one thread's at a time.
+ * settings.on_sample_error runs on the loader's controller thread (see
+ * gf_sample_error_fn for what it may call).
  */
 #ifndef GPUFEED_H
 #define GPUFEED_H
@@ -129,7 +148,15 @@ typedef enum gf_layout {
     GF_LAYOUT_NCHW = 1,
 } gf_layout;
 
-/* Called on a loader thread, in sampler order, for every bad sample. */
+/* Called for every bad sample, in sampler order, on the loader's
+ * controller thread (the one thread that runs the callback: calls never
+ * overlap), with no lock held; path and reason are valid during the call.
+ * It delays the batches behind it, so keep it short. It may call the
+ * observers (gf_get_stats: which counts this sample once the callback has
+ * returned, gf_get_state, gf_last_error, gf_sample_path, gf_sample_label,
+ * gf_read_sample) and anything that touches no loader; not gf_next (which
+ * waits for this thread), gf_release*, gf_seek, gf_set_state or gf_close
+ * (which join it). */
 typedef void (*gf_sample_error_fn)(void *user, int64_t sample, const char *path,
                                    int code, const char *reason);
 
@@ -393,7 +420,7 @@ typedef struct gf_state {
 #define GF_STATE_VERSION 1
 
 /* The state after the last batch gf_next() returned (or at the start).
- * Returns 0 or GF_EINVAL. */
+ * Returns 0 or GF_EINVAL. An observer: safe from any thread. */
 GF_API int gf_get_state(gf_loader *l, gf_state *st);
 
 /* Resumes from a saved state: the following batches are exactly those the
@@ -436,7 +463,10 @@ GF_API const char *gf_sample_path(gf_loader *l, uint64_t index);
 GF_API int32_t gf_sample_label(gf_loader *l, uint64_t index);
 
 /* The message for the loader's last failure (names the sample and
- * reason), or "" if none. Valid until the next call on l. */
+ * reason), or "" if none. An observer: safe from any thread, also while a
+ * loader thread sets a new message. The text is a copy in a buffer of the
+ * calling thread, valid until that thread calls gf_last_error() again (on
+ * any loader) or ends. */
 GF_API const char *gf_last_error(const gf_loader *l);
 
 /* Stops and joins every thread, frees everything, sets *l = NULL.

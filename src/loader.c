@@ -1555,14 +1555,17 @@ int gf_seek(gf_loader *l, uint64_t epoch, uint64_t position)
         return GF_EINVAL;
     if (!l->slots)
         return GF_EINVAL;
+    /* Under mu: the controller may be writing the message too. */
+    int rc = 0;
     pthread_mutex_lock(&l->mu);
-    int held = l->held;
+    if (l->held)
+        rc = fail(l, GF_EBUSY, "gf_seek: %d batches are still held", l->held);
+    else if (position > l->sampler.len)
+        rc = fail(l, GF_EINVAL, "gf_seek: position %llu is past the epoch's %llu samples",
+                  (unsigned long long)position, (unsigned long long)l->sampler.len);
     pthread_mutex_unlock(&l->mu);
-    if (held)
-        return fail(l, GF_EBUSY, "gf_seek: %d batches are still held", held);
-    if (position > l->sampler.len)
-        return fail(l, GF_EINVAL, "gf_seek: position %llu is past the epoch's %llu samples",
-                    (unsigned long long)position, (unsigned long long)l->sampler.len);
+    if (rc < 0)
+        return rc;
     stop_pipeline(l);
     l->msg[0] = '\0';
     return start_pipeline(l, epoch, position);
@@ -1703,22 +1706,35 @@ int gf_set_state(gf_loader *l, const gf_state *st)
 {
     if (!l || !st)
         return GF_EINVAL;
+    /* Under mu: the controller may be writing the message too. */
+    int rc = 0;
+    pthread_mutex_lock(&l->mu);
     if (st->version != GF_STATE_VERSION)
-        return fail(l, GF_EINVAL, "gf_set_state: state version %u, this library writes %u",
-                    st->version, GF_STATE_VERSION);
-    if (st->seed != l->s.seed || st->rank != (uint32_t)l->s.rank ||
-        st->world != (uint32_t)l->s.world)
-        return fail(l, GF_EINVAL,
-                    "gf_set_state: saved by seed %llu, rank %u of %u; this loader has seed "
-                    "%llu, rank %d of %d",
-                    (unsigned long long)st->seed, st->rank, st->world,
-                    (unsigned long long)l->s.seed, l->s.rank, l->s.world);
-    return gf_seek(l, st->epoch, st->position);
+        rc = fail(l, GF_EINVAL, "gf_set_state: state version %u, this library writes %u",
+                  st->version, GF_STATE_VERSION);
+    else if (st->seed != l->s.seed || st->rank != (uint32_t)l->s.rank ||
+             st->world != (uint32_t)l->s.world)
+        rc = fail(l, GF_EINVAL,
+                  "gf_set_state: saved by seed %llu, rank %u of %u; this loader has seed "
+                  "%llu, rank %d of %d",
+                  (unsigned long long)st->seed, st->rank, st->world,
+                  (unsigned long long)l->s.seed, l->s.rank, l->s.world);
+    pthread_mutex_unlock(&l->mu);
+    return rc < 0 ? rc : gf_seek(l, st->epoch, st->position);
 }
 
+/* A loader thread may rewrite l->msg (under mu) while any thread asks:
+ * each caller gets its own copy, taken under mu. */
 const char *gf_last_error(const gf_loader *l)
 {
-    return l ? l->msg : "";
+    static _Thread_local char copy[sizeof l->msg];
+    if (!l)
+        return "";
+    pthread_mutex_t *mu = (pthread_mutex_t *)&l->mu; /* l is the caller's, not const */
+    pthread_mutex_lock(mu);
+    memcpy(copy, l->msg, sizeof copy);
+    pthread_mutex_unlock(mu);
+    return copy;
 }
 
 void gf_close(gf_loader **lp)
