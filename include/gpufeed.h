@@ -23,10 +23,10 @@
  * hands over (gf_read_sample) is freed with gf_free().
  *
  * Threads. A loader's calls come in three groups:
- * - The consumer's: gf_next, gf_release, gf_release_stream. gf_next from
- *   one thread at a time (calls on one loader must not overlap); a held
- *   batch may be released from any thread, also while gf_next blocks in
- *   another, but each batch once.
+ * - The consumer's: gf_next, gf_release, gf_release_stream. Calls of
+ *   gf_next must not overlap one another (one consumer thread at a time);
+ *   a held batch may be released from any thread, also while gf_next
+ *   blocks in another, but each batch once.
  * - The lifecycle's: gf_open, gf_seek, gf_set_state, gf_close. Each needs
  *   the loader to itself: no other call on it may overlap them (they stop
  *   and restart its threads), and gf_seek / gf_set_state need every batch
@@ -46,13 +46,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
 /* GF_VERSION_MAJOR, _MINOR, _PATCH, GF_VERSION ("0.1.0") and
  * GF_VERSION_HEX (0x000100): generated from meson.build's project version. */
 #include "gpufeed_version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #if defined(_WIN32)
 #define GF_API
