@@ -19,7 +19,26 @@
  * Every function returns 0 (or a non-negative count) on success and a
  * negative GF_E* code on failure; gf_strerror() and gf_err_name() name it.
  * The library never prints, exits or aborts; all threads it starts are
- * joined, and everything it allocates freed, by gf_close().
+ * joined, and everything it allocates freed, by gf_close(). Memory it
+ * hands over (gf_read_sample) is freed with gf_free().
+ *
+ * Threads. A loader's calls come in three groups:
+ * - The consumer's: gf_next, gf_release, gf_release_stream. Calls of
+ *   gf_next must not overlap one another (one consumer thread at a time);
+ *   a held batch may be released from any thread, also while gf_next
+ *   blocks in another, but each batch once.
+ * - The lifecycle's: gf_open, gf_seek, gf_set_state, gf_close. Each needs
+ *   the loader to itself: no other call on it may overlap them (they stop
+ *   and restart its threads), and gf_seek / gf_set_state need every batch
+ *   released first.
+ * - The observers': gf_get_stats, gf_get_state, gf_last_error,
+ *   gf_sample_path, gf_sample_label, gf_read_sample. From any thread, any
+ *   number at once, also while gf_next blocks.
+ * gf_batch_wait, gf_version, gf_strerror, gf_err_name, gf_sample_error_kind,
+ * gf_dtype_size, gf_default_settings, gf_probe, gf_free and gf_decode_image
+ * touch no loader: any thread. A gf_decoder is one thread's at a time.
+ * settings.on_sample_error runs on the loader's controller thread (see
+ * gf_sample_error_fn for what it may call).
  */
 #ifndef GPUFEED_H
 #define GPUFEED_H
@@ -27,13 +46,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* GF_VERSION_MAJOR, _MINOR, _PATCH, GF_VERSION ("0.1.0") and
+ * GF_VERSION_HEX (0x000100): generated from meson.build's project version. */
+#include "gpufeed_version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define GF_VERSION_MAJOR 0
-#define GF_VERSION_MINOR 1
-#define GF_VERSION_PATCH 0
 
 #if defined(_WIN32)
 #define GF_API
@@ -41,18 +60,28 @@ extern "C" {
 #define GF_API __attribute__((visibility("default")))
 #endif
 
-/* One table, so a code and its texts cannot drift apart. */
-#define GF_ERRNO_MAP(X)                                                        \
-    X(EOF, -4001, "end of data: every requested epoch was delivered")          \
-    X(EINVAL, -4002, "invalid argument")                                        \
-    X(ENOMEM, -4003, "out of memory")                                           \
+/* One table, so a code and its texts cannot drift apart: it makes the
+ * gf_errno constants, gf_strerror's and gf_err_name's texts, the sample
+ * error kinds and gf_sample_error_kind(). X(name, value, text).
+ *
+ * Sample errors: what one bad sample fails with (skipped or failed by
+ * settings.on_error, counted per kind in stats.errors_by_kind). Their
+ * values run down from GF_ENOENT without a gap, so a kind is also
+ * GF_ENOENT - code; a new kind goes at the end of this list. */
+#define GF_SAMPLE_ERRNO_MAP(X)                                                 \
     X(ENOENT, -4004, "no such file")                                            \
     X(EIO, -4005, "read error")                                                 \
     X(EEMPTY, -4006, "file is empty")                                           \
     X(ETRUNC, -4007, "truncated image data")                                    \
     X(ECORRUPT, -4008, "corrupt image data")                                    \
     X(EFORMAT, -4009, "not an image, or an unsupported format")                 \
-    X(ETOOBIG, -4010, "image or file over the configured limit")                \
+    X(ETOOBIG, -4010, "image or file over the configured limit")
+
+#define GF_ERRNO_MAP(X)                                                        \
+    X(EOF, -4001, "end of data: every requested epoch was delivered")          \
+    X(EINVAL, -4002, "invalid argument")                                        \
+    X(ENOMEM, -4003, "out of memory")                                           \
+    GF_SAMPLE_ERRNO_MAP(X)                                                      \
     X(EDATASET, -4011, "bad data set: unreadable, empty or malformed")          \
     X(EBUSY, -4012, "batches are still held by the caller")                     \
     X(ENODEV, -4013, "backend not available on this build or machine")         \
@@ -64,8 +93,18 @@ typedef enum gf_errno {
 #undef GF_ERRNO_ENUM_
 } gf_errno;
 
-/* Sample errors are GF_ENOENT .. GF_ETOOBIG; counted per kind in stats. */
-#define GF_SAMPLE_ERROR_KINDS 8
+/* A sample error's index in stats.errors_by_kind: GF_KIND_ENOENT = 0, ...;
+ * GF_SAMPLE_ERROR_KINDS counts them. */
+typedef enum gf_error_kind {
+#define GF_SAMPLE_KIND_ENUM_(name, value, text) GF_KIND_##name,
+    GF_SAMPLE_ERRNO_MAP(GF_SAMPLE_KIND_ENUM_)
+#undef GF_SAMPLE_KIND_ENUM_
+    GF_SAMPLE_ERROR_KINDS
+} gf_error_kind;
+
+/* errors_by_kind's length: fixed, so that a new kind (up to this many) is
+ * not an ABI break; entries from GF_SAMPLE_ERROR_KINDS on stay 0. */
+#define GF_SAMPLE_ERROR_KINDS_MAX 8
 
 typedef enum gf_io {
     GF_IO_AUTO = 0,  /* io_uring when the kernel allows it, else POSIX */
@@ -109,7 +148,15 @@ typedef enum gf_layout {
     GF_LAYOUT_NCHW = 1,
 } gf_layout;
 
-/* Called on a loader thread, in sampler order, for every bad sample. */
+/* Called for every bad sample, in sampler order, on the loader's
+ * controller thread (the one thread that runs the callback: calls never
+ * overlap), with no lock held; path and reason are valid during the call.
+ * It delays the batches behind it, so keep it short. It may call the
+ * observers (gf_get_stats: which counts this sample once the callback has
+ * returned, gf_get_state, gf_last_error, gf_sample_path, gf_sample_label,
+ * gf_read_sample) and anything that touches no loader; not gf_next (which
+ * waits for this thread), gf_release*, gf_seek, gf_set_state or gf_close
+ * (which join it). */
 typedef void (*gf_sample_error_fn)(void *user, int64_t sample, const char *path,
                                    int code, const char *reason);
 
@@ -180,6 +227,9 @@ typedef struct gf_settings {
     uint8_t reserved[60];  /* zero; room for fields without an ABI break */
 } gf_settings;
 
+/* The library's (gf_next hands out a pointer into its ring): fields may be
+ * added at the end. A delivered batch is whole; a failure is gf_next()'s
+ * return code, so there is no per-batch status. */
 typedef struct gf_batch {
     /* The batch as the trainer consumes it: count samples of dtype and
      * layout, in device memory when device == GF_DEVICE_CUDA (wait for
@@ -204,7 +254,6 @@ typedef struct gf_batch {
     uint64_t position;   /* gf_seek(epoch, position) resumes right after
                             this batch; == epoch_samples after an epoch's
                             last batch (gf_seek rolls it to the next) */
-    int status;          /* 0 */
     uint32_t slot_;      /* private */
 } gf_batch;
 
@@ -228,7 +277,8 @@ typedef struct gf_stats {
     double decode_busy_s;      /* decode + transform, summed over threads */
     uint64_t bytes_read;
     uint64_t errors;                            /* bad samples, all kinds */
-    uint64_t errors_by_kind[GF_SAMPLE_ERROR_KINDS]; /* [GF_ENOENT - code] */
+    uint64_t errors_by_kind[GF_SAMPLE_ERROR_KINDS_MAX];
+                       /* [gf_sample_error_kind(code)], = [GF_ENOENT - code] */
     gf_sample_error recent[GF_RECENT_ERRORS];   /* newest first */
     int n_recent;
     gf_io reader;              /* backend in use */
@@ -259,6 +309,9 @@ typedef struct gf_stats {
     char dataset_warning[160];
     uint64_t shards;           /* tar shards in the source, 0 for a folder
                                   or list */
+    uint8_t reserved[512];     /* zero; room for fields without an ABI break:
+                                  gf_get_stats writes sizeof(gf_stats) bytes,
+                                  a new field takes its place from here */
 } gf_stats;
 
 typedef struct gf_loader gf_loader;
@@ -266,6 +319,9 @@ typedef struct gf_loader gf_loader;
 GF_API const char *gf_version(void);
 GF_API const char *gf_strerror(int code); /* never NULL */
 GF_API const char *gf_err_name(int code); /* "GF_ETRUNC"; never NULL */
+/* A sample error's index in stats.errors_by_kind (GF_KIND_*), or -1 when
+ * code is not a sample error. */
+GF_API int gf_sample_error_kind(int code);
 
 /* What this build and machine offer the loader, for diagnostics
  * (`gpufeed doctor`). CUDA devices are not probed here: the library's
@@ -364,7 +420,7 @@ typedef struct gf_state {
 #define GF_STATE_VERSION 1
 
 /* The state after the last batch gf_next() returned (or at the start).
- * Returns 0 or GF_EINVAL. */
+ * Returns 0 or GF_EINVAL. An observer: safe from any thread. */
 GF_API int gf_get_state(gf_loader *l, gf_state *st);
 
 /* Resumes from a saved state: the following batches are exactly those the
@@ -373,7 +429,8 @@ GF_API int gf_get_state(gf_loader *l, gf_state *st);
  * (the message says which); GF_EBUSY if a batch is held. */
 GF_API int gf_set_state(gf_loader *l, const gf_state *st);
 
-/* Fills *st. Returns 0 or GF_EINVAL. Safe from any thread. */
+/* Fills *st, every byte (reserved ones 0). Returns 0 or GF_EINVAL. An
+ * observer: safe from any thread. */
 GF_API int gf_get_stats(gf_loader *l, gf_stats *st);
 
 /* The data set's samples by index (list/folder/archive order, as in
@@ -384,9 +441,9 @@ GF_API int gf_get_stats(gf_loader *l, gf_stats *st);
  * stats.dataset_samples - 1. */
 
 /* Reads the encoded bytes of sample `index` (its file, or its image
- * member in a tar shard), exactly as stored, nothing decoded: *data is
- * malloc'd (free() it), *len bytes. Files over settings.max_file_bytes are
- * refused. Returns 0; GF_EINVAL (a NULL argument, or index >=
+ * member in a tar shard), exactly as stored, nothing decoded: *data, *len
+ * bytes, is the caller's: free it with gf_free(). Files over
+ * settings.max_file_bytes are refused. Returns 0; GF_EINVAL (a NULL argument, or index >=
  * dataset_samples); or a sample error (GF_ENOENT, GF_EIO, GF_EEMPTY,
  * GF_ETRUNC: the shard ended inside the member, GF_ETOOBIG, GF_ENOMEM) with
  * why (may be NULL) = "path: reason", path as gf_sample_path() gives it.
@@ -406,7 +463,10 @@ GF_API const char *gf_sample_path(gf_loader *l, uint64_t index);
 GF_API int32_t gf_sample_label(gf_loader *l, uint64_t index);
 
 /* The message for the loader's last failure (names the sample and
- * reason), or "" if none. Valid until the next call on l. */
+ * reason), or "" if none. An observer: safe from any thread, also while a
+ * loader thread sets a new message. The text is a copy in a buffer of the
+ * calling thread, valid until that thread calls gf_last_error() again (on
+ * any loader) or ends. */
 GF_API const char *gf_last_error(const gf_loader *l);
 
 /* Stops and joins every thread, frees everything, sets *l = NULL.
@@ -431,6 +491,10 @@ GF_API int gf_decoder_decode(gf_decoder *d, const void *data, size_t len, uint64
 
 /* Frees d and sets *d = NULL; NULL is a no-op. */
 GF_API void gf_decoder_close(gf_decoder **d);
+
+/* Frees memory the library handed to the caller (gf_read_sample's *data);
+ * NULL is a no-op. Any thread. */
+GF_API void gf_free(void *p);
 
 /* One-shot gf_decoder_open + decode + close. Thread-safe. */
 GF_API int gf_decode_image(const gf_settings *s, const void *data, size_t len,
@@ -462,7 +526,8 @@ GF_API uint32_t gf_index_shards(const gf_index *ix);
 GF_API const char *gf_index_path(const gf_index *ix, uint64_t i);
 /* As gf_sample_label(): GF_EINVAL if i is out of range. */
 GF_API int32_t gf_index_label(const gf_index *ix, uint64_t i);
-/* As gf_read_sample(), codes and why included. Not thread-safe on one
+/* As gf_read_sample(), codes and why included; free *data with gf_free().
+ * Not thread-safe on one
  * handle (it records the failure for gf_index_last_error()). */
 GF_API int gf_index_read(gf_index *ix, uint64_t i, void **data, size_t *len, char *why,
                          size_t why_len);

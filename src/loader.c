@@ -501,8 +501,8 @@ static void report_errors(gf_loader *l, slot *sl)
             l->s.on_sample_error(l->s.on_sample_error_user, e->sample, path, e->code, e->why);
         pthread_mutex_lock(&l->mu);
         l->errors++;
-        int kind = -e->code + GF_ENOENT;
-        if (kind >= 0 && kind < GF_SAMPLE_ERROR_KINDS)
+        int kind = gf_sample_error_kind(e->code);
+        if (kind >= 0)
             l->errors_by_kind[kind]++;
         gf_sample_error *r = &l->recent[l->recent_at];
         l->recent_at = (l->recent_at + 1) % GF_RECENT_ERRORS;
@@ -719,7 +719,6 @@ static void deliver(gf_loader *l, job *js, int *n_jobs)
         b->count = sl->count;
         b->epoch = sl->epoch;
         b->position = sl->end_pos;
-        b->status = sl->status;
         int out = sl->empty ? OUT_EMPTY : OUT_READY;
         bool copying = false;
         if (!sl->empty && sl->status == 0) {
@@ -1453,8 +1452,10 @@ int gf_next(gf_loader *l, gf_batch **out)
         bool here = sl->out_seq == l->head &&
                     (sl->out_state == OUT_READY || sl->out_state == OUT_EMPTY);
         if (here) {
-            if (sl->out_state == OUT_EMPTY || sl->batch.status < 0) {
-                rc = sl->batch.status;
+            /* The host side's status is still this batch's: the slot
+             * is not refilled before head moves past it. */
+            if (sl->out_state == OUT_EMPTY || sl->status < 0) {
+                rc = sl->status;
                 if (rc == 0 && (!l->live_any || sl->epoch > l->live_epoch))
                     rc = no_sample_in_epoch(l, sl->epoch);
                 free_out(l, sl);
@@ -1558,14 +1559,17 @@ int gf_seek(gf_loader *l, uint64_t epoch, uint64_t position)
         return GF_EINVAL;
     if (!l->slots)
         return GF_EINVAL;
+    /* Under mu: the controller may be writing the message too. */
+    int rc = 0;
     pthread_mutex_lock(&l->mu);
-    int held = l->held;
+    if (l->held)
+        rc = fail(l, GF_EBUSY, "gf_seek: %d batches are still held", l->held);
+    else if (position > l->sampler.len)
+        rc = fail(l, GF_EINVAL, "gf_seek: position %llu is past the epoch's %llu samples",
+                  (unsigned long long)position, (unsigned long long)l->sampler.len);
     pthread_mutex_unlock(&l->mu);
-    if (held)
-        return fail(l, GF_EBUSY, "gf_seek: %d batches are still held", held);
-    if (position > l->sampler.len)
-        return fail(l, GF_EINVAL, "gf_seek: position %llu is past the epoch's %llu samples",
-                    (unsigned long long)position, (unsigned long long)l->sampler.len);
+    if (rc < 0)
+        return rc;
     stop_pipeline(l);
     l->msg[0] = '\0';
     return start_pipeline(l, epoch, position);
@@ -1595,7 +1599,7 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
         st->buffer_bytes += w->scratch;
     }
     st->errors = l->errors;
-    memcpy(st->errors_by_kind, l->errors_by_kind, sizeof st->errors_by_kind);
+    memcpy(st->errors_by_kind, l->errors_by_kind, sizeof l->errors_by_kind);
     for (int i = 0; i < l->n_recent; i++)
         st->recent[i] = l->recent[(l->recent_at - 1 - i + 2 * GF_RECENT_ERRORS) % GF_RECENT_ERRORS];
     st->n_recent = l->n_recent;
@@ -1706,22 +1710,35 @@ int gf_set_state(gf_loader *l, const gf_state *st)
 {
     if (!l || !st)
         return GF_EINVAL;
+    /* Under mu: the controller may be writing the message too. */
+    int rc = 0;
+    pthread_mutex_lock(&l->mu);
     if (st->version != GF_STATE_VERSION)
-        return fail(l, GF_EINVAL, "gf_set_state: state version %u, this library writes %u",
-                    st->version, GF_STATE_VERSION);
-    if (st->seed != l->s.seed || st->rank != (uint32_t)l->s.rank ||
-        st->world != (uint32_t)l->s.world)
-        return fail(l, GF_EINVAL,
-                    "gf_set_state: saved by seed %llu, rank %u of %u; this loader has seed "
-                    "%llu, rank %d of %d",
-                    (unsigned long long)st->seed, st->rank, st->world,
-                    (unsigned long long)l->s.seed, l->s.rank, l->s.world);
-    return gf_seek(l, st->epoch, st->position);
+        rc = fail(l, GF_EINVAL, "gf_set_state: state version %u, this library writes %u",
+                  st->version, GF_STATE_VERSION);
+    else if (st->seed != l->s.seed || st->rank != (uint32_t)l->s.rank ||
+             st->world != (uint32_t)l->s.world)
+        rc = fail(l, GF_EINVAL,
+                  "gf_set_state: saved by seed %llu, rank %u of %u; this loader has seed "
+                  "%llu, rank %d of %d",
+                  (unsigned long long)st->seed, st->rank, st->world,
+                  (unsigned long long)l->s.seed, l->s.rank, l->s.world);
+    pthread_mutex_unlock(&l->mu);
+    return rc < 0 ? rc : gf_seek(l, st->epoch, st->position);
 }
 
+/* A loader thread may rewrite l->msg (under mu) while any thread asks:
+ * each caller gets its own copy, taken under mu. */
 const char *gf_last_error(const gf_loader *l)
 {
-    return l ? l->msg : "";
+    static _Thread_local char copy[sizeof l->msg];
+    if (!l)
+        return "";
+    pthread_mutex_t *mu = (pthread_mutex_t *)&l->mu; /* l is the caller's, not const */
+    pthread_mutex_lock(mu);
+    memcpy(copy, l->msg, sizeof copy);
+    pthread_mutex_unlock(mu);
+    return copy;
 }
 
 void gf_close(gf_loader **lp)

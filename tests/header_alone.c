@@ -1,9 +1,97 @@
-/* Compiles the installed header with nothing before it. */
+/*
+ * Compiles the installed header with nothing before it (as C99, pedantic),
+ * and pins the ABI: the size and key offsets of every struct a caller
+ * allocates (gf_settings, gf_stats, gf_sample_error, gf_state,
+ * gf_probe_info) or reads fields of (gf_batch). A change that moves one
+ * fails this build. If it was meant, it is an ABI break: update the
+ * numbers and the library's version (meson.build) together; a new field
+ * takes its bytes from the struct's reserved[] instead.
+ */
 #include "gpufeed.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define ABI_CHECK(cond) _Static_assert(cond, #cond)
+#else /* C99: an array of negative size when cond is false */
+#define ABI_CHECK_AT_(cond, line) typedef char abi_check_##line[(cond) ? 1 : -1]
+#define ABI_CHECK_LINE_(cond, line) ABI_CHECK_AT_(cond, line)
+#define ABI_CHECK(cond) ABI_CHECK_LINE_(cond, __LINE__)
+#endif
+
+/* The numbers are those of LP64 Linux (x86_64, aarch64). */
+#if defined(__LP64__) && (defined(__x86_64__) || defined(__aarch64__))
+#define SIZE(T, n) ABI_CHECK(sizeof(T) == (n))
+#define AT(T, f, n) ABI_CHECK(offsetof(T, f) == (n))
+
+SIZE(gf_settings, 288);
+AT(gf_settings, data, 0);
+AT(gf_settings, seed, 8);
+AT(gf_settings, batch_size, 24);
+AT(gf_settings, max_pixels, 88);
+AT(gf_settings, on_sample_error, 128);
+AT(gf_settings, device, 144);
+AT(gf_settings, mean, 160);
+AT(gf_settings, copy_stream_per_slot, 224);
+AT(gf_settings, reserved, 228);
+
+SIZE(gf_sample_error, 432);
+AT(gf_sample_error, code, 8);
+AT(gf_sample_error, path, 12);
+AT(gf_sample_error, reason, 268);
+
+SIZE(gf_stats, 4608);
+AT(gf_stats, samples, 0);
+AT(gf_stats, errors_by_kind, 80);
+AT(gf_stats, recent, 144);
+AT(gf_stats, n_recent, 3600);
+AT(gf_stats, device_note, 3684);
+AT(gf_stats, dataset_warning, 3928);
+AT(gf_stats, shards, 4088);
+AT(gf_stats, reserved, 4096);
+
+SIZE(gf_state, 40);
+AT(gf_state, seed, 16);
+AT(gf_state, epoch, 24);
+AT(gf_state, position, 32);
+
+SIZE(gf_probe_info, 352);
+AT(gf_probe_info, uring_why, 24);
+AT(gf_probe_info, kernel, 184);
+AT(gf_probe_info, resample_isa, 272);
+AT(gf_probe_info, reserved, 288);
+
+/* The library's, but callers read these fields where they are. */
+AT(gf_batch, data, 0);
+AT(gf_batch, ready_event, 24);
+AT(gf_batch, pixels, 32);
+AT(gf_batch, labels, 40);
+AT(gf_batch, indices, 48);
+AT(gf_batch, count, 56);
+AT(gf_batch, channels, 68);
+AT(gf_batch, epoch, 72);
+AT(gf_batch, position, 80);
+#endif
+
+/* Fixed, whatever the number of kinds. */
+ABI_CHECK(GF_SAMPLE_ERROR_KINDS <= GF_SAMPLE_ERROR_KINDS_MAX);
+ABI_CHECK(GF_VERSION_HEX ==
+          (GF_VERSION_MAJOR << 16 | GF_VERSION_MINOR << 8 | GF_VERSION_PATCH));
 
 int main(void)
 {
     gf_settings s;
     gf_default_settings(&s);
-    return s.batch_size > 0 ? 0 : 1;
+    if (s.batch_size <= 0)
+        return 1;
+    /* The library and the header it was built with agree. */
+    if (strcmp(gf_version(), GF_VERSION) != 0)
+        return 2;
+    /* The documented index and the function give the same kind. */
+    if (gf_sample_error_kind(GF_ETOOBIG) != GF_ENOENT - GF_ETOOBIG ||
+        gf_sample_error_kind(GF_ENOENT) != GF_KIND_ENOENT || gf_sample_error_kind(GF_EOF) != -1)
+        return 3;
+    gf_free(NULL);
+    return 0;
 }

@@ -7,6 +7,9 @@
 #include "testutil.h"
 
 #include <check.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -851,6 +854,77 @@ START_TEST(on_error_fail_names_the_sample_after_the_good_batches)
 }
 END_TEST
 
+/* The observers from other threads while the controller writes the
+ * message of a failing batch (on_error = fail), and from the error
+ * callback on the controller itself: gf_last_error is a copy taken under
+ * the loader's lock each time (TSan names the race otherwise). */
+typedef struct error_watch {
+    gf_loader *l;
+    atomic_int stop;
+    atomic_int named; /* a reader saw the failure's message */
+    int in_callback;  /* the callback's observer calls that returned */
+} error_watch;
+
+static void *watch_last_error(void *arg)
+{
+    error_watch *w = arg;
+    while (!atomic_load(&w->stop)) {
+        const char *m = gf_last_error(w->l);
+        if (strstr(m, "missing.png") && strstr(m, "sample 1"))
+            atomic_store(&w->named, 1);
+    }
+    return NULL;
+}
+
+static void observe_from_callback(void *user, int64_t sample, const char *path, int code,
+                                  const char *reason)
+{
+    (void)sample, (void)path, (void)code, (void)reason;
+    error_watch *w = user;
+    gf_stats st;
+    if (gf_get_stats(w->l, &st) == 0 && strlen(gf_last_error(w->l)) < 512)
+        w->in_callback++;
+}
+
+START_TEST(last_error_may_be_read_from_any_thread_while_the_loader_halts)
+{
+    char *list;
+    char *dir = bad_list(&list);
+    gf_settings s;
+    seen_errors e = {0};
+    bad_settings(&s, list, &e);
+    s.on_error = GF_ON_ERROR_FAIL;
+    s.batch_size = 1;
+    s.threads = 4;
+    for (int round = 0; round < 8; round++) {
+        error_watch w = {0};
+        s.on_sample_error = observe_from_callback;
+        s.on_sample_error_user = &w;
+        /* gf_open sets w.l before it starts a thread. */
+        ck_assert_int_eq(gf_open(&w.l, &s), 0);
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++)
+            ck_assert_int_eq(pthread_create(&t[i], NULL, watch_last_error, &w), 0);
+        gf_batch *b;
+        int rc;
+        while ((rc = gf_next(w.l, &b)) == 0)
+            gf_release(w.l, b);
+        ck_assert_int_eq(rc, GF_ENOENT);
+        ck_assert_ptr_nonnull(strstr(gf_last_error(w.l), "missing.png"));
+        while (!atomic_load(&w.named)) /* a reader's next copy has it */
+            sched_yield();
+        atomic_store(&w.stop, 1);
+        for (int i = 0; i < 2; i++)
+            pthread_join(t[i], NULL);
+        gf_close(&w.l);
+        ck_assert_int_ge(w.in_callback, 1);
+    }
+    tu_rmrf(dir);
+    free(dir);
+    free(list);
+}
+END_TEST
+
 /* An epoch that delivers nothing would do so forever with unbounded
  * epochs: gf_next says so, naming a sample and its reason, instead of
  * spinning through the data. Bounded or not, the same error. */
@@ -1090,7 +1164,7 @@ START_TEST(read_sample_on_a_folder_gives_each_files_bytes_path_and_label)
         ck_assert_str_eq(why, "");
         ck_assert_uint_eq(len, flen);
         ck_assert_mem_eq(data, file, flen);
-        free(data);
+        gf_free(data);
         free(file);
     }
     /* Out of range: nothing allocated, the index named. */
@@ -1166,7 +1240,7 @@ START_TEST(read_sample_on_shards_gives_each_members_bytes_and_stats_count_what_w
         ck_assert_msg(gf_read_sample(l, i, &data, &len, why, sizeof why) == 0, "%s", why);
         ck_assert_uint_eq(len, lens[i]);
         ck_assert_mem_eq(data, bytes[i], len);
-        free(data);
+        gf_free(data);
     }
     void *data;
     size_t len;
@@ -1222,6 +1296,7 @@ static Suite *loader_suite(void)
     tcase_add_test(t, bad_samples_are_skipped_counted_and_named);
     tcase_add_test(t, bad_samples_with_shuffle_are_deterministic_and_resumable);
     tcase_add_test(t, on_error_fail_names_the_sample_after_the_good_batches);
+    tcase_add_test(t, last_error_may_be_read_from_any_thread_while_the_loader_halts);
     tcase_add_test(t, an_all_bad_data_set_is_an_error_not_an_endless_loop);
     tcase_add_test(t, drop_last_with_a_share_under_a_batch_is_refused);
     suite_add_tcase(s, t);

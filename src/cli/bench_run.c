@@ -42,7 +42,7 @@ const char *decoder_used(const gf_stats *st)
 void sample_set_free(sample_set *ss)
 {
     for (size_t i = 0; i < ss->n; i++)
-        free(ss->data[i]);
+        gf_free(ss->data[i]);
     free(ss->data);
     free(ss->len);
     free(ss->ids);

@@ -39,7 +39,7 @@ static int read_decode(read_fn read, void *src, gf_decoder *dec, const uint64_t 
         } else {
             good++;
         }
-        free(buf);
+        gf_free(buf);
     }
     return good;
 }
