@@ -527,8 +527,8 @@ GF_API const char *gf_index_path(const gf_index *ix, uint64_t i);
 /* As gf_sample_label(): GF_EINVAL if i is out of range. */
 GF_API int32_t gf_index_label(const gf_index *ix, uint64_t i);
 /* As gf_read_sample(), codes and why included; free *data with gf_free().
- * Not thread-safe on one
- * handle (it records the failure for gf_index_last_error()). */
+ * Not thread-safe on one handle (it records the failure for
+ * gf_index_last_error()). */
 GF_API int gf_index_read(gf_index *ix, uint64_t i, void **data, size_t *len, char *why,
                          size_t why_len);
 /* The last failure's message, "" if none (never NULL). */
