@@ -1,7 +1,7 @@
 /*
- * The demo trainer's model (bench/model.h): argument checking, parameter
+ * The demo trainer's model (src/demo/model.h): argument checking, parameter
  * initialisation, the plain-C reference (forward, backward, SGD) and the
- * dispatch to the CUDA backend (bench/model.cu) when the CLI was built
+ * dispatch to the CUDA backend (src/demo/model.cu) when the CLI was built
  * with CUDA. The reference is single-threaded on purpose: in the demo it
  * runs on the consumer thread, the CPU stand-in for a GPU.
  *
