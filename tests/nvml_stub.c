@@ -1,4 +1,4 @@
-/* A stand-in for libnvidia-ml.so.1 (the five entry points bench/nvml.c
+/* A stand-in for libnvidia-ml.so.1 (the five entry points src/demo/nvml.c
  * uses): one device at PCI 0000:65:00.0 whose utilization is
  * $STUB_NVML_GPU percent (default 73). stub_nvml_reads counts the
  * utilization reads. */

@@ -1,4 +1,4 @@
-/* bench/nvml.c, gpufeed train's NVML sampler, against a stub library
+/* src/demo/nvml.c, gpufeed train's NVML sampler, against a stub library
  * (nvml_stub.c): readings only while on, their mean, errors that name
  * the library or the device, and a close that does not hang. */
 #include <check.h>

@@ -1,4 +1,4 @@
-/* NCCL, loaded at run time (bench/nccl_dl.c says why), for gpufeed
+/* NCCL, loaded at run time (src/demo/nccl_dl.c says why), for gpufeed
  * train's gradient all-reduce on CUDA devices. Built with the `nccl`
  * feature (nccl.h found); the library is looked up when first needed:
  * $GPUFEED_NCCL_LIBRARY, else libnccl.so.2 on the loader's path.

@@ -1,0 +1,185 @@
+/*
+ * gpufeed train --checkpoint / --resume, on the command's thread (rank 0
+ * writes; every rank reads): the file's format, its writing (atomic:
+ * FILE.tmp renamed over FILE) and its checks on reading.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cliutil.h"
+#include "train.h"
+
+/* ---- checkpoints ---------------------------------------------------------- */
+
+/* The file, in this machine's byte order:
+ *   "GFTRAIN\0", then u32 version, world, width, image size, classes,
+ *   batch size, 0 (pad); u64 seed, epochs done, parameter count; the
+ *   loader's gf_state as u32 version, rank, world, 0, u64 seed, epoch,
+ *   position; float parameters[count], momentum[count] (the gfm_checksum
+ *   layout); u64 FNV-1a of all the bytes before it. */
+#define CKPT_MAGIC "GFTRAIN"
+#define CKPT_VERSION 1u
+
+typedef struct ckpt_head {
+    char magic[8];
+    uint32_t version, world, width, size, classes, batch, pad;
+    uint64_t seed, epochs_done, n_params;
+    uint32_t st_version, st_rank, st_world, st_pad;
+    uint64_t st_seed, st_epoch, st_position;
+} ckpt_head;
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Written to FILE.tmp, then renamed over FILE: a crash never leaves a
+ * torn checkpoint. */
+int checkpoint_save(trainer *t, gfm_model *m, int epochs_done)
+{
+    const char *path = t->o->checkpoint;
+    size_t n = t->n_params, bytes = n * sizeof(float);
+    float *params = malloc(bytes ? bytes : 1), *vel = malloc(bytes ? bytes : 1);
+    char tmp[4200];
+    ckpt_head h;
+    FILE *f = NULL;
+    int ok = 0;
+    if (!params || !vel) {
+        cli_error(CMD, "out of memory");
+        goto out;
+    }
+    if (gfm_state_get(m, params, vel) < 0) {
+        cli_error(CMD, "model: %s", gfm_error(m));
+        goto out;
+    }
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, CKPT_MAGIC, sizeof CKPT_MAGIC);
+    h.version = CKPT_VERSION;
+    h.world = (uint32_t)t->world;
+    h.width = (uint32_t)t->o->width;
+    h.size = (uint32_t)t->o->size;
+    h.classes = (uint32_t)t->classes;
+    h.batch = (uint32_t)t->o->batch;
+    h.seed = t->o->seed;
+    h.epochs_done = (uint64_t)epochs_done;
+    h.n_params = n;
+    h.st_version = t->lstate.version;
+    h.st_rank = t->lstate.rank;
+    h.st_world = t->lstate.world;
+    h.st_seed = t->lstate.seed;
+    h.st_epoch = t->lstate.epoch;
+    h.st_position = t->lstate.position;
+    uint64_t sum = fnv1a(0xcbf29ce484222325ull, &h, sizeof h);
+    sum = fnv1a(sum, params, bytes);
+    sum = fnv1a(sum, vel, bytes);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (!(f = fopen(tmp, "wb")) || fwrite(&h, sizeof h, 1, f) != 1 ||
+        (n && (fwrite(params, bytes, 1, f) != 1 || fwrite(vel, bytes, 1, f) != 1)) ||
+        fwrite(&sum, sizeof sum, 1, f) != 1 || fflush(f) != 0 || fsync(fileno(f)) != 0) {
+        cli_error(CMD, "--checkpoint %s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    if (fclose(f) != 0) {
+        f = NULL;
+        cli_error(CMD, "--checkpoint %s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    f = NULL;
+    if (rename(tmp, path) != 0) {
+        cli_error(CMD, "--checkpoint %s -> %s: %s", tmp, path, strerror(errno));
+        goto out;
+    }
+    ok = 1;
+out:
+    if (f) {
+        fclose(f);
+        remove(tmp);
+    }
+    free(params);
+    free(vel);
+    return ok ? CLI_OK : CLI_FAIL;
+}
+
+/* Reads --resume into t (checked against this run's model and world);
+ * the model and the loader get it when the run starts. */
+int checkpoint_load(trainer *t)
+{
+    const char *path = t->o->resume;
+    ckpt_head h;
+    uint64_t sum, want;
+    size_t n = t->n_params, bytes = n * sizeof(float);
+    FILE *f = fopen(path, "rb");
+    int status = CLI_USAGE;
+    if (!f) {
+        cli_error(CMD, "--resume %s: %s", path, strerror(errno));
+        return CLI_USAGE;
+    }
+    t->rparams = malloc(bytes ? bytes : 1);
+    t->rvel = malloc(bytes ? bytes : 1);
+    if (!t->rparams || !t->rvel) {
+        cli_error(CMD, "out of memory");
+        status = CLI_FAIL;
+        goto out;
+    }
+    if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, CKPT_MAGIC, sizeof CKPT_MAGIC) != 0) {
+        cli_error(CMD, "--resume %s: not a gpufeed train checkpoint", path);
+        goto out;
+    }
+    if (h.version != CKPT_VERSION) {
+        cli_error(CMD, "--resume %s: checkpoint version %u, this gpufeed reads %u", path,
+                  h.version, CKPT_VERSION);
+        goto out;
+    }
+    if (h.n_params != n || h.width != (uint32_t)t->o->width || h.size != (uint32_t)t->o->size ||
+        h.classes != (uint32_t)t->classes) {
+        cli_error(CMD, "--resume %s: saved for model width %u, image size %u, %u classes "
+                       "(%" PRIu64 " parameters); this run has width %d, size %d, %d classes",
+                  path, h.width, h.size, h.classes, h.n_params, t->o->width, t->o->size,
+                  t->classes);
+        goto out;
+    }
+    if (h.world != (uint32_t)t->world || h.seed != t->o->seed) {
+        cli_error(CMD, "--resume %s: saved by %u rank%s with seed %" PRIu64 "; this run has %d "
+                       "with seed %" PRIu64 " (resume with the same --seed and ranks)",
+                  path, h.world, h.world == 1 ? "" : "s", h.seed, t->world, t->o->seed);
+        goto out;
+    }
+    if ((n && (fread(t->rparams, bytes, 1, f) != 1 || fread(t->rvel, bytes, 1, f) != 1)) ||
+        fread(&sum, sizeof sum, 1, f) != 1) {
+        cli_error(CMD, "--resume %s: truncated", path);
+        goto out;
+    }
+    want = fnv1a(0xcbf29ce484222325ull, &h, sizeof h);
+    want = fnv1a(want, t->rparams, bytes);
+    want = fnv1a(want, t->rvel, bytes);
+    if (sum != want) {
+        cli_error(CMD, "--resume %s: checksum mismatch (damaged file)", path);
+        goto out;
+    }
+    if (h.epochs_done > 100000) {
+        cli_error(CMD, "--resume %s: %" PRIu64 " epochs done?", path, h.epochs_done);
+        goto out;
+    }
+    if (h.batch != (uint32_t)t->o->batch && !t->o->json)
+        fprintf(stderr, "gpufeed train: note: the checkpoint was trained with batch size %u, "
+                        "this run uses %d\n", h.batch, t->o->batch);
+    t->rstate.version = h.st_version;
+    t->rstate.rank = h.st_rank;
+    t->rstate.world = h.st_world;
+    t->rstate.seed = h.st_seed;
+    t->rstate.epoch = h.st_epoch;
+    t->rstate.position = h.st_position;
+    t->start_epoch = (int)h.epochs_done;
+    t->have_resume = 1;
+    status = CLI_OK;
+out:
+    fclose(f);
+    return status;
+}

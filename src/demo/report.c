@@ -1,0 +1,287 @@
+/*
+ * What gpufeed train prints, on the command's thread (rank 0's output;
+ * the other ranks' stdout is /dev/null): the progress line, the set-up
+ * lines, a line per epoch, and at the end the table or the --json object.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "cliutil.h"
+#include "train.h"
+
+/* The progress line is redrawn at most this often (seconds). */
+#define PROGRESS_EVERY 0.25
+
+void report_progress(trainer *t, int loader, int epoch, uint64_t step_no, uint64_t steps,
+                     uint64_t samples, double t0, double input_s, int force)
+{
+    double now = cli_now();
+    if (!t->tty || t->o->json || (!force && now - t->last_progress < PROGRESS_EVERY))
+        return;
+    t->last_progress = now;
+    double el = now - t0;
+    printf("\r  %-8s epoch %d/%d  step %" PRIu64 "/%" PRIu64 "  %6.0f images/s  stall %3.0f%%\033[K",
+           train_loader_names[loader], epoch + 1, t->o->epochs, step_no, steps,
+           el > 0 ? (double)samples / el : 0.0, el > 0 ? 100 * input_s / el : 0.0);
+    fflush(stdout);
+}
+
+void report_progress_clear(trainer *t)
+{
+    if (t->tty && !t->o->json) {
+        printf("\r\033[K");
+        fflush(stdout);
+    }
+}
+
+/* ---- report -------------------------------------------------------------- */
+
+typedef struct figures {
+    double images_per_s, step_ms, stall, device_util, cpu_util, of_alone;
+} figures;
+
+static figures figures_of(const trainer *t, const run_result *r)
+{
+    figures f = {0};
+    int cores = cli_cores();
+    double alone = t->alone.wall_s > 0 ? t->alone.busy_s / t->alone.wall_s : 0;
+    if (r->wall_s <= 0)
+        return f;
+    f.images_per_s = (double)r->samples / r->wall_s;
+    f.step_ms = r->steps ? r->wall_s * 1e3 / (double)r->steps : 0;
+    f.stall = r->input_s / r->wall_s;
+    f.device_util = r->busy_s / r->wall_s;
+    if (f.device_util > 1)
+        f.device_util = 1;
+    f.cpu_util = r->cpu_s / r->wall_s / cores;
+    f.of_alone = alone > 0 ? f.device_util / alone : 0;
+    return f;
+}
+
+static const char *row_name(int loader)
+{
+    return loader == L_ALONE ? "compute alone" : train_loader_names[loader];
+}
+
+/* ---- the lines as it goes -------------------------------------------------- */
+
+/* What this run is, before compute alone. */
+void report_intro(const trainer *t)
+{
+    const train_opts *o = t->o;
+    if (o->json)
+        return;
+    int th = o->threads ? o->threads : (cli_cores() > 1 ? cli_cores() - 1 : 1);
+    printf("gpufeed train  %s  (%zu train / %" PRIu64 " val images, %d classes)\n", t->root,
+           t->train_n, t->val_samples, t->classes);
+    printf("  %s%s, %dx%d, batch %d, model width %d (%.0f MFLOP/step), %d epoch%s, lr %g, "
+           "%d decode thread%s, prefetch depth %d\n",
+           t->cuda ? "cuda" : "cpu", t->amp ? " (amp: float16 batches)" : "", o->size, o->size,
+           o->batch, o->width, 2 * t->step_flops * o->batch / 1e6, o->epochs,
+           o->epochs == 1 ? "" : "s", o->lr, th, th == 1 ? "" : "s", o->depth ? o->depth : 4);
+    if (o->amp && !t->cuda)
+        printf("  note: --amp is for CUDA (float16 batches); the CPU path reads float32\n");
+    if (t->device_note[0])
+        printf("  note: %s\n", t->device_note);
+    if (t->dp)
+        printf("  data-parallel: %d rank%s, each on its share of every epoch, "
+               "gradients averaged each step with %s\n",
+               t->world, t->world == 1 ? "" : "s", t->allreduce_desc);
+    if (t->have_resume)
+        printf("  resumed from %s: %d epoch%s done, loader at epoch %" PRIu64
+               " sample %" PRIu64 "\n",
+               o->resume, t->start_epoch, t->start_epoch == 1 ? "" : "s", t->rstate.epoch,
+               t->rstate.position);
+    fflush(stdout);
+}
+
+void report_alone(const trainer *t)
+{
+    if (t->o->json)
+        return;
+    figures f = figures_of(t, &t->alone);
+    printf("  compute alone: %.1f ms/step, %.0f images/s (the model on one cached batch)\n\n",
+           f.step_ms, f.images_per_s);
+    fflush(stdout);
+}
+
+/* One epoch done (rank 0 prints; the others' stdout is /dev/null). */
+void report_epoch(const trainer *t, int loader, int e, const epoch_row *row)
+{
+    if (t->o->json)
+        return;
+    printf("  %-8s epoch %d/%d  loss %.3f  train acc %5.1f%%  val acc %5.1f%%  "
+           "%6.0f images/s%s  %.1f s\n",
+           train_loader_names[loader], e + 1, t->o->epochs, row->loss,
+           100 * row->train_accuracy, 100 * row->accuracy, row->images_per_s,
+           t->dp ? " (rank 0)" : "", row->seconds);
+    fflush(stdout);
+}
+
+void report_table(const trainer *t, const run_result *runs, int n)
+{
+    const run_result *s = NULL, *g = NULL;
+    printf("\n  %-14s %9s %8s %6s %12s %17s %6s%s\n", "loader", "images/s", "step ms", "stall",
+           "device util", "of compute-alone", "CPU", t->nvml ? "  NVML util" : "");
+    for (int i = -1; i < n; i++) {
+        const run_result *r = i < 0 ? &t->alone : &runs[i];
+        figures f = figures_of(t, r);
+        printf("  %-14s %9.0f %8.1f %5.0f%% %11.0f%% %16.0f%% %5.0f%%", row_name(r->loader),
+               f.images_per_s, f.step_ms, 100 * f.stall, 100 * f.device_util,
+               100 * f.of_alone, 100 * f.cpu_util);
+        if (t->nvml && r->nvml_readings > 0)
+            printf(" %10.0f%%", 100 * r->nvml_util);
+        else if (t->nvml)
+            printf(" %11s", "-");
+        printf("\n");
+        if (i >= 0 && r->loader == L_SYNC)
+            s = r;
+        if (i >= 0 && r->loader == L_GPUFEED)
+            g = r;
+    }
+    if (s && g) {
+        figures fs = figures_of(t, s), fg = figures_of(t, g);
+        printf("\n  gpufeed: %.2fx the images/s of the synchronous loop; the %s is busy %.0f%% "
+               "of the time instead of %.0f%%\n",
+               fs.images_per_s > 0 ? fg.images_per_s / fs.images_per_s : 0,
+               t->cuda ? "GPU" : "model's core", 100 * fg.device_util, 100 * fs.device_util);
+        printf("  (compute alone: %.0f%%), and waits for input %.0f%% of the time instead of "
+               "%.0f%%.\n",
+               100 * figures_of(t, &t->alone).device_util, 100 * fg.stall, 100 * fs.stall);
+    }
+    if (!t->cuda)
+        printf("  CPU path: the model steps on the consumer thread; device util = time inside "
+               "the step / wall.\n");
+    else
+        printf("  device util: the steps' kernel time (CUDA events) / wall%s%s\n",
+               t->nvml ? "; NVML util: nvidia-smi's figure, sampled every 100 ms during the "
+                         "loops"
+                       : "; ",
+               t->nvml ? "" : t->nvml_note);
+    if (t->o->autotune && t->tuned_threads)
+        printf("  autotune chose %d decode thread%s and prefetch depth %d (%llu changes)\n",
+               t->tuned_threads, t->tuned_threads == 1 ? "" : "s", t->tuned_depth,
+               (unsigned long long)t->tune_changes);
+    if (t->dp && n > 0) {
+        const run_result *r = &runs[n - 1];
+        int same = 1;
+        for (int i = 1; i < t->world; i++)
+            same &= t->rank_checksums[i] == t->rank_checksums[0];
+        printf("\n  data-parallel (%s): %d rank%s, %" PRIu64 " samples over all ranks "
+               "(%.0f images/s together); %s all-reduce of %zu gradients: %.2f ms/step, "
+               "%.0f%% of rank 0's wall\n",
+               row_name(r->loader), t->world, t->world == 1 ? "" : "s", r->global_samples,
+               r->wall_s > 0 ? (double)r->global_samples / r->wall_s : 0.0,
+               t->nccl ? "NCCL" : "MPI", t->n_params,
+               r->steps ? 1e3 * r->comm_s / (double)r->steps : 0.0,
+               r->wall_s > 0 ? 100 * r->comm_s / r->wall_s : 0.0);
+        printf("  final weights: %s (checksum %016" PRIx64 " on rank 0)\n",
+               same ? "identical on every rank" : "DIFFER between ranks", t->rank_checksums[0]);
+    }
+    for (int i = 0; i < n; i++)
+        if (runs[i].errors)
+            printf("  %s: %" PRIu64 " samples could not be decoded (skipped)\n",
+                   row_name(runs[i].loader), runs[i].errors);
+}
+
+static void json_figures(const trainer *t, const run_result *r)
+{
+    figures f = figures_of(t, r);
+    printf("{\"loader\": \"%s\", \"images_per_s\": ",
+           r->loader == L_ALONE ? "compute-alone" : train_loader_names[r->loader]);
+    cli_json_double(stdout, f.images_per_s);
+    printf(", \"step_ms\": ");
+    cli_json_double(stdout, f.step_ms);
+    printf(", \"stall_fraction\": ");
+    cli_json_double(stdout, f.stall);
+    printf(", \"device_utilization\": ");
+    cli_json_double(stdout, f.device_util);
+    printf(", \"of_compute_alone\": ");
+    cli_json_double(stdout, f.of_alone);
+    printf(", \"cpu_utilization\": ");
+    cli_json_double(stdout, f.cpu_util);
+    printf(", \"steps\": %" PRIu64 ", \"samples\": %" PRIu64 ", \"seconds\": ", r->steps,
+           r->samples);
+    cli_json_double(stdout, r->wall_s);
+    printf(", \"nvml_utilization\": ");
+    if (r->nvml_readings > 0)
+        cli_json_double(stdout, r->nvml_util);
+    else
+        printf("null");
+    printf(", \"nvml_readings\": %d", r->nvml_readings);
+    if (r->loader != L_ALONE) {
+        printf(", \"accuracy\": ");
+        cli_json_double(stdout, r->accuracy);
+        printf(", \"errors\": %" PRIu64 ", \"weights_checksum\": \"%016" PRIx64 "\"", r->errors,
+               r->checksum);
+    }
+    printf("}");
+}
+
+void report_json(const trainer *t, const run_result *runs, int n)
+{
+    const train_opts *o = t->o;
+    printf("{\"device\": \"%s\", \"data\": ", t->cuda ? "cuda" : "cpu");
+    cli_json_string(stdout, t->root);
+    printf(", \"train_samples\": %zu, \"val_samples\": %" PRIu64 ", \"classes\": %d",
+           t->train_n, t->val_samples, t->classes);
+    printf(", \"batch_size\": %d, \"image_size\": %d, \"model_width\": %d",
+           o->batch, o->size, o->width);
+    printf(", \"threads\": %d, \"prefetch_depth\": %d, \"amp\": %s, \"seed\": %" PRIu64,
+           o->threads ? o->threads : (cli_cores() > 1 ? cli_cores() - 1 : 1),
+           o->depth ? o->depth : 4, t->amp ? "true" : "false", o->seed);
+    printf(", \"lr\": ");
+    cli_json_double(stdout, o->lr);
+    printf(", \"step_flops_per_sample\": ");
+    cli_json_double(stdout, t->step_flops);
+    printf(", \"compute_alone\": ");
+    json_figures(t, &t->alone);
+    printf(", \"modes\": [");
+    for (int i = 0; i < n; i++) {
+        printf(i ? ", " : "");
+        json_figures(t, &runs[i]);
+    }
+    printf("], \"epochs\": [");
+    for (int i = 0; i < t->n_rows; i++) {
+        const epoch_row *e = &t->rows[i];
+        printf("%s{\"loader\": \"%s\", \"epoch\": %d, \"loss\": ", i ? ", " : "",
+               train_loader_names[e->loader], e->epoch);
+        cli_json_double(stdout, e->loss);
+        printf(", \"train_accuracy\": ");
+        cli_json_double(stdout, e->train_accuracy);
+        printf(", \"val_loss\": ");
+        cli_json_double(stdout, e->val_loss);
+        printf(", \"accuracy\": ");
+        cli_json_double(stdout, e->accuracy);
+        printf(", \"images_per_s\": ");
+        cli_json_double(stdout, e->images_per_s);
+        printf(", \"seconds\": ");
+        cli_json_double(stdout, e->seconds);
+        printf("}");
+    }
+    /* The final weights: of the gpufeed run when there is one. */
+    printf("], \"weights_checksum\": \"%016" PRIx64 "\"", runs[n - 1].checksum);
+    printf(", \"world\": %d, \"start_epoch\": %d", t->world, t->start_epoch);
+    printf(", \"nvml\": ");
+    if (t->nvml)
+        printf("\"sampled\"");
+    else
+        cli_json_string(stdout, t->cuda ? t->nvml_note : "not on the CPU path");
+    if (t->dp) {
+        const run_result *r = &runs[n - 1];
+        printf(", \"allreduce\": \"%s\"", t->nccl ? "nccl" : "mpi");
+        printf(", \"global_samples\": %" PRIu64 ", \"allreduce_s\": ", r->global_samples);
+        cli_json_double(stdout, r->comm_s);
+        printf(", \"rank_checksums\": [");
+        for (int i = 0; i < t->world; i++)
+            printf("%s\"%016" PRIx64 "\"", i ? ", " : "", t->rank_checksums[i]);
+        printf("], \"rank_samples\": [");
+        for (int i = 0; i < t->world; i++)
+            printf("%s%" PRIu64, i ? ", " : "", t->rank_samples[i]);
+        printf("], \"rank_samples_hash\": [");
+        for (int i = 0; i < t->world; i++)
+            printf("%s\"%016" PRIx64 "\"", i ? ", " : "", t->rank_hashes[i]);
+        printf("]");
+    }
+    printf("}\n");
+}

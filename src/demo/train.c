@@ -1,0 +1,472 @@
+/*
+ * gpufeed train: the demo a new user runs first. Trains the small CNN of
+ * model.h on an ImageFolder with train/ and val/ sub-folders (with no
+ * --data, a synthetic one made once and cached) and runs the same training
+ * twice from the same initial weights:
+ *
+ *   sync     the naive loop on one thread: read each file, decode and
+ *            transform it (gf_decoder, the loader's transform), convert to
+ *            normalised float32 NCHW, copy it to the device, step, wait;
+ *   gpufeed  the prefetching loader (gf_open, float32 NCHW, normalised on
+ *            the device side of the loader) feeding the same step.
+ *
+ * Before them, "compute alone": the model stepping on one cached batch,
+ * the most the device can be kept busy. Per run it reports images/s, step
+ * time, input stall (time the trainer waited for a batch), device
+ * utilization (CPU: time inside gfm_train_step / wall; CUDA: the steps'
+ * kernel time from events on the trainer's stream / wall) and CPU
+ * utilization (process CPU time / wall / cores), and per epoch the mean
+ * training loss and the held-out accuracy on val/ (gf_open, eval
+ * transform, no shuffle).
+ *
+ * Each epoch of the gpufeed run opens its loader and seeks to the epoch
+ * (gf_seek), so every epoch starts from an empty ring, as the synchronous
+ * loop does; the evaluation between epochs is outside the timed loops.
+ *
+ * Data-parallel (built with MPI, launched by mpirun or given --mpi): every
+ * rank trains a replica on its share of each epoch (the loader's rank
+ * shard, drop_last, so shares are disjoint and equal; the synchronous loop
+ * takes every world-th sample of its order). Per step each rank computes
+ * its gradient (gfm_grad_step), one MPI_Allreduce sums
+ * [gradient x n, n, correct, loss x n] over the ranks, and every rank
+ * applies the same mean gradient (gfm_apply), so the replicas stay equal.
+ * A rank out of batches joins the all-reduce with n = 0 until every rank
+ * is: the step count need not match. Rank 0 prints and evaluates on val/;
+ * the others are quiet.
+ *
+ * --checkpoint FILE writes, after every epoch of the gpufeed run, the
+ * model's parameters and momentum and the loader's gf_state (rank 0, for
+ * all ranks: their positions are equal); --resume FILE restores them and
+ * continues to --epochs, exactly: the same weights as a run that never
+ * stopped.
+ *
+ * This file is the command: its options, the order of the set-up, and
+ * the runs' driver (compute alone, then each loader's epochs). It all
+ * runs on one thread, the loader's consumer; train.h lists the other
+ * files and what each owns.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cliutil.h"
+#include "train.h"
+
+/* The default model: width 7 at 60x60, a step a little shorter than one
+ * decode thread's batch on the build machine (input / compute ~1.06), so
+ * the synchronous loop is input-bound and one decode thread still keeps
+ * the model ~94% busy (bench/README.md, "gpufeed train"). */
+#define DEFAULT_WIDTH 7
+#define DEFAULT_SIZE 60
+
+/* Compute alone: steps on one cached batch, at least this many and for at
+ * least this long (after two untimed ones). */
+#define ALONE_MIN_STEPS 10
+#define ALONE_MIN_SECONDS 1.0
+
+const char *const train_loader_names[] = {"sync", "gpufeed", "both", NULL};
+static const char *const device_names[] = {"auto", "cuda", "cpu", NULL};
+static const char *const allreduce_names[] = {"auto", "mpi", "nccl", NULL};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: gpufeed train [options]\n"
+            "\n"
+            "Trains a small CNN twice from the same initial weights: fed by the naive\n"
+            "synchronous loop (read, decode, copy, compute, one after the other), then\n"
+            "by gpufeed's prefetching loader, and compares images/s, step time, input\n"
+            "stall and device utilization, with held-out accuracy per epoch. With no\n"
+            "--data it makes a synthetic data set once (train/ and val/, 10 classes,\n"
+            "500x375 JPEGs) under ${XDG_CACHE_HOME:-~/.cache}/gpufeed/train-data.\n"
+            "\n"
+            "options:\n"
+            "  --data DIR            ImageFolder root with train/ and val/ sub-folders\n"
+            "  --loader L            sync|gpufeed|both (default both)\n"
+            "  --epochs E            epochs (default 3)\n"
+            "  --batch-size B        samples per batch (default 32)\n"
+            "  --image-size S        model input S x S, a multiple of 4 (default %d)\n"
+            "  --model-width W       channels of the first conv: compute per step\n"
+            "                        (default %d)\n"
+            "  --threads N           decode threads (default: cores - 1, at least 1)\n"
+            "  --prefetch-depth D    batch slots in the ring (default 4)\n"
+            "  --lr X                SGD learning rate (default 0.05)\n"
+            "  --seed S              weights, order and augmentation (default 0)\n"
+            "  --device D            auto|cuda|cpu (default auto: CUDA if there is a GPU)\n"
+            "  --amp                 CUDA: float16 batches (half the bytes copied and\n"
+            "                        stored); the model reads them and computes in float32\n"
+            "  --autotune            the gpufeed loader adds threads and depth while it\n"
+            "                        runs (up to cores - 1 and --prefetch-depth)\n"
+            "  --json                print one JSON object\n"
+            "  --checkpoint FILE     after each epoch, save model (parameters, momentum)\n"
+            "                        and loader state (gpufeed loader only)\n"
+            "  --resume FILE         restore a --checkpoint and continue to --epochs\n"
+            "                        (the total), exactly as if never stopped\n"
+            "  --mpi                 data-parallel over MPI ranks even without mpirun's\n"
+            "                        environment (under mpirun it is on by itself)%s\n"
+            "  --allreduce A         auto|mpi|nccl: how data-parallel ranks sum their\n"
+            "                        gradients (default auto: NCCL on CUDA devices where\n"
+            "                        libnccl.so.2 loads on every rank, else MPI through host\n"
+            "                        memory); nccl without mpirun trains one rank%s\n"
+            "  --dump-indices PREFIX write each rank's first-epoch sample indices (gpufeed\n"
+            "                        loader) to PREFIX.rankN, one per line\n"
+            "  -h, --help            this text\n"
+            "\n"
+            "Data-parallel: mpirun -np N gpufeed train ... trains one replica per rank on\n"
+            "its share of each epoch, gradients averaged over the ranks every step.\n",
+            DEFAULT_SIZE, DEFAULT_WIDTH, GF_CLI_HAVE_MPI ? "" : " [not built: -Dmpi=enabled]",
+            GF_CLI_HAVE_NCCL ? "" : " [nccl not built: needs CUDA and nccl.h]");
+}
+
+/* ---- a run --------------------------------------------------------------- */
+
+static int make_model(trainer *t, gfm_model **m)
+{
+    char why[256] = "";
+    if (gfm_create(m, &t->mc, why, sizeof why) < 0) {
+        cli_error(CMD, "model: %s", *why ? why : "could not be created");
+        *m = NULL;
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
+static int add_row(trainer *t, const epoch_row *row)
+{
+    epoch_row *p = realloc(t->rows, (size_t)(t->n_rows + 1) * sizeof *p);
+    if (!p) {
+        cli_error(CMD, "out of memory");
+        return CLI_FAIL;
+    }
+    t->rows = p;
+    t->rows[t->n_rows++] = *row;
+    return CLI_OK;
+}
+
+static int run(trainer *t, int loader, run_result *r)
+{
+    gfm_model *m = NULL;
+    sync_bufs sb;
+    int status;
+
+    memset(r, 0, sizeof *r);
+    memset(&sb, 0, sizeof sb);
+    r->loader = loader;
+    train_nvml_take(t, r); /* readings from before: dropped */
+    if ((status = make_model(t, &m)) != CLI_OK)
+        return status;
+    if (loader == L_SYNC && (status = train_sync_bufs_init(t, &sb)) != CLI_OK)
+        goto out;
+    if (t->have_resume && gfm_state_set(m, t->rparams, t->rvel) < 0) {
+        cli_error(CMD, "model: %s", gfm_error(m));
+        status = CLI_FAIL;
+        goto out;
+    }
+    t->dp_on = t->dp;
+    t->first_epoch_hash = t->first_epoch_samples = 0;
+    for (int e = t->start_epoch; e < t->o->epochs; e++) {
+        tally a = {0};
+        epoch_row row = {.loader = loader, .epoch = e + 1};
+        uint64_t samples0 = r->samples;
+        double cpu0 = cli_cpu_seconds(), t0 = cli_now(), t1;
+        train_nvml_on(t);
+        if (loader == L_SYNC)
+            status = train_epoch_sync(t, m, &sb, e, r, &a);
+        else
+            status = train_epoch_gpufeed(t, m, e, r, &a, &t0, &cpu0);
+        if (status == CLI_OK)
+            status = train_tally_sync(t, m, &a); /* CUDA: the epoch's queued work done */
+        t1 = cli_now();
+        train_nvml_off(t);
+        r->cpu_s += cli_cpu_seconds() - cpu0;
+        if (status != CLI_OK || (status = train_busy_collect(t, r)) != CLI_OK)
+            goto out;
+        report_progress_clear(t);
+        r->wall_s += t1 - t0;
+        row.seconds = t1 - t0;
+        row.images_per_s = row.seconds > 0 ? (double)(r->samples - samples0) / row.seconds : 0;
+        row.loss = a.n ? a.loss_sum / (double)a.n : NAN;
+        row.train_accuracy = a.n ? (double)a.correct / (double)a.n : 0;
+        if ((status = train_evaluate(t, m, &row.val_loss, &row.accuracy)) != CLI_OK)
+            goto out;
+        r->accuracy = row.accuracy;
+        if ((status = add_row(t, &row)) != CLI_OK)
+            goto out;
+        report_epoch(t, loader, e, &row);
+        if (t->o->checkpoint && loader == L_GPUFEED && t->rank == 0 &&
+            (status = checkpoint_save(t, m, e + 1)) != CLI_OK)
+            goto out;
+    }
+    train_nvml_take(t, r);
+    r->checksum = gfm_checksum(m);
+    r->global_samples = r->samples;
+    t->rank_checksums[0] = r->checksum; /* one rank: its own */
+    t->rank_samples[0] = r->samples;
+    t->rank_hashes[0] = t->first_epoch_hash;
+    status = dp_gather(t, r);
+out:
+    t->dp_on = 0;
+    report_progress_clear(t);
+    if (loader == L_SYNC)
+        train_sync_bufs_free(t, &sb);
+    gfm_destroy(m);
+    return status;
+}
+
+/* The model stepping on one cached batch (the first of the synchronous
+ * order, decoded once), on a model of its own so the training runs start
+ * from the same weights: the most the device can be kept busy. */
+static int compute_alone(trainer *t, run_result *r)
+{
+    gfm_model *m = NULL;
+    sync_bufs sb;
+    tally a = {0};
+    int status, nb = t->o->batch;
+    uint64_t steps = 0;
+    double t0, cpu0;
+
+    memset(r, 0, sizeof *r);
+    r->loader = L_ALONE;
+    if ((status = train_sync_bufs_init(t, &sb)) != CLI_OK)
+        return status;
+    if ((status = make_model(t, &m)) != CLI_OK)
+        goto out;
+    if ((uint64_t)nb > t->train_n)
+        nb = (int)t->train_n;
+    train_shuffle_order(sb.order, t->train_n, t->o->seed, 0);
+    if ((status = train_sync_input(t, &sb, 0, 0, nb, &r->errors)) != CLI_OK)
+        goto out;
+    for (int i = 0; i < 2; i++) /* untimed: first-touch, caches, lazy init */
+        if ((status = train_step(t, m, sb.dev, sb.labels, nb, 0, r, &a)) != CLI_OK)
+            goto out;
+    if ((status = train_tally_sync(t, m, &a)) != CLI_OK || (status = train_events_flush(t)) != CLI_OK)
+        goto out;
+    t->ev_busy_ms = 0;
+    memset(r, 0, sizeof *r);
+    r->loader = L_ALONE;
+    train_nvml_take(t, r); /* readings from before: dropped */
+    cpu0 = cli_cpu_seconds();
+    t0 = cli_now();
+    train_nvml_on(t);
+    do {
+        if ((status = train_step(t, m, sb.dev, sb.labels, nb, 0, r, &a)) != CLI_OK)
+            goto out;
+        steps++;
+        if (t->cuda && steps % 8 == 0 && (status = train_tally_sync(t, m, &a)) != CLI_OK)
+            goto out; /* the host must not run far ahead of the clock */
+    } while (steps < ALONE_MIN_STEPS || cli_now() - t0 < ALONE_MIN_SECONDS);
+    if ((status = train_tally_sync(t, m, &a)) != CLI_OK)
+        goto out;
+    r->wall_s = cli_now() - t0;
+    train_nvml_off(t);
+    train_nvml_take(t, r);
+    r->cpu_s = cli_cpu_seconds() - cpu0;
+    r->samples = steps * (uint64_t)nb;
+    status = train_busy_collect(t, r);
+out:
+    train_nvml_off(t);
+    gfm_destroy(m);
+    train_sync_bufs_free(t, &sb);
+    return status;
+}
+
+/* ---- the command ---------------------------------------------------------- */
+
+int cmd_train(int argc, char **argv)
+{
+    enum { O_DATA = 256, O_LOADER, O_EPOCHS, O_BATCH, O_SIZE, O_WIDTH, O_THREADS, O_DEPTH,
+           O_LR, O_SEED, O_DEVICE, O_AMP, O_JSON, O_CKPT, O_RESUME, O_MPI, O_DUMP,
+           O_AUTOTUNE, O_ALLREDUCE };
+    static const struct option longopts[] = {
+        {"data", required_argument, NULL, O_DATA},
+        {"loader", required_argument, NULL, O_LOADER},
+        {"epochs", required_argument, NULL, O_EPOCHS},
+        {"batch-size", required_argument, NULL, O_BATCH},
+        {"image-size", required_argument, NULL, O_SIZE},
+        {"model-width", required_argument, NULL, O_WIDTH},
+        {"threads", required_argument, NULL, O_THREADS},
+        {"prefetch-depth", required_argument, NULL, O_DEPTH},
+        {"lr", required_argument, NULL, O_LR},
+        {"seed", required_argument, NULL, O_SEED},
+        {"device", required_argument, NULL, O_DEVICE},
+        {"amp", no_argument, NULL, O_AMP},
+        {"autotune", no_argument, NULL, O_AUTOTUNE},
+        {"json", no_argument, NULL, O_JSON},
+        {"checkpoint", required_argument, NULL, O_CKPT},
+        {"resume", required_argument, NULL, O_RESUME},
+        {"mpi", no_argument, NULL, O_MPI},
+        {"allreduce", required_argument, NULL, O_ALLREDUCE},
+        {"dump-indices", required_argument, NULL, O_DUMP},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    train_opts o = {.epochs = 3, .batch = 32, .size = DEFAULT_SIZE, .width = DEFAULT_WIDTH, .lr = 0.05,
+                    .loader = L_BOTH, .device = GF_DEVICE_AUTO};
+    trainer t;
+    run_result runs[2];
+    int ch, v, n_runs = 0, status = CLI_OK, loader_given = 0;
+
+    optind = 1;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case O_DATA: o.data = optarg; break;
+        case O_LOADER: loader_given = 1; if ((o.loader = cli_parse_choice(CMD, "loader", optarg, train_loader_names)) < 0) return CLI_USAGE; break;
+        case O_EPOCHS: if (cli_parse_int(CMD, "epochs", optarg, 1, 100000, &o.epochs)) return CLI_USAGE; break;
+        case O_BATCH: if (cli_parse_int(CMD, "batch-size", optarg, 1, 65536, &o.batch)) return CLI_USAGE; break;
+        case O_SIZE: if (cli_parse_int(CMD, "image-size", optarg, 4, 4096, &o.size)) return CLI_USAGE; break;
+        case O_WIDTH: if (cli_parse_int(CMD, "model-width", optarg, 1, 4096, &o.width)) return CLI_USAGE; break;
+        case O_THREADS: if (cli_parse_int(CMD, "threads", optarg, 1, 1024, &o.threads)) return CLI_USAGE; break;
+        case O_DEPTH: if (cli_parse_int(CMD, "prefetch-depth", optarg, 1, 1024, &o.depth)) return CLI_USAGE; break;
+        case O_LR: if (cli_parse_double(CMD, "lr", optarg, 1e-9, 100, &o.lr)) return CLI_USAGE; break;
+        case O_SEED: if (cli_parse_u64(CMD, "seed", optarg, &o.seed)) return CLI_USAGE; break;
+        case O_DEVICE: if ((v = cli_parse_choice(CMD, "device", optarg, device_names)) < 0) return CLI_USAGE; o.device = (gf_device)v; break;
+        case O_AMP: o.amp = 1; break;
+        case O_AUTOTUNE: o.autotune = 1; break;
+        case O_JSON: o.json = 1; break;
+        case O_CKPT: o.checkpoint = optarg; break;
+        case O_RESUME: o.resume = optarg; break;
+        case O_MPI: o.mpi = 1; break;
+        case O_ALLREDUCE: if ((o.allreduce = cli_parse_choice(CMD, "allreduce", optarg, allreduce_names)) < 0) return CLI_USAGE; break;
+        case O_DUMP: o.dump = optarg; break;
+        case 'h': usage(stdout); return CLI_OK;
+        case ':': cli_error(CMD, "%s needs a value", argv[optind - 1]); return CLI_USAGE;
+        default: cli_error(CMD, "unknown option '%s' (try --help)", argv[optind - 1]); return CLI_USAGE;
+        }
+    }
+    if (optind < argc) {
+        cli_error(CMD, "unexpected argument '%s' (the data set goes after --data)", argv[optind]);
+        return CLI_USAGE;
+    }
+    if (o.size % 4) {
+        cli_error(CMD, "--image-size: %d is not a multiple of 4 (the model pools twice)", o.size);
+        return CLI_USAGE;
+    }
+
+    if (o.checkpoint || o.resume) {
+        /* The loader's state is the gpufeed loop's. */
+        if (loader_given && o.loader != L_GPUFEED) {
+            cli_error(CMD, "--checkpoint/--resume save and restore the gpufeed loader: use "
+                           "--loader gpufeed");
+            return CLI_USAGE;
+        }
+        o.loader = L_GPUFEED;
+    }
+
+    if (o.allreduce == AR_NCCL) {
+        if (!GF_CLI_HAVE_NCCL) {
+            cli_error(CMD, "--allreduce nccl: this gpufeed was built without NCCL (it needs "
+                           "the cuda feature and nccl.h; meson setup -Dnccl=enabled)");
+            return CLI_USAGE;
+        }
+        if (o.device == GF_DEVICE_CPU) {
+            cli_error(CMD, "--allreduce nccl sums gradients on CUDA devices: not with "
+                           "--device cpu");
+            return CLI_USAGE;
+        }
+    }
+
+    memset(&t, 0, sizeof t);
+    t.o = &o;
+    t.rank = 0;
+    t.world = 1;
+    if ((status = dp_init(&t, &argc, &argv)) != CLI_OK) {
+        if (!t.mpi)
+            return status;
+        goto out;
+    }
+    t.tty = isatty(STDOUT_FILENO) && t.rank == 0;
+    t.rank_checksums = calloc((size_t)t.world, sizeof *t.rank_checksums);
+    t.rank_samples = calloc((size_t)t.world, sizeof *t.rank_samples);
+    t.rank_hashes = calloc((size_t)t.world, sizeof *t.rank_hashes);
+    if (!t.rank_checksums || !t.rank_samples || !t.rank_hashes) {
+        cli_error(CMD, "out of memory");
+        status = CLI_FAIL;
+        goto out;
+    }
+    if (o.dump) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s.rank%d", o.dump, t.rank);
+        if (!(t.dump = fopen(path, "w"))) {
+            cli_error(CMD, "--dump-indices %s: %s", path, strerror(errno));
+            status = CLI_USAGE;
+            goto out;
+        }
+    }
+    if (o.data) {
+        snprintf(t.root, sizeof t.root, "%s", o.data);
+    } else {
+        /* Rank 0 makes the demo set; the others find it made. */
+        if (t.rank == 0)
+            status = train_demo_data(&t);
+        status = dp_share_status(&t, status);
+        if (status == CLI_OK && t.rank != 0)
+            status = train_demo_data(&t);
+        if (status != CLI_OK)
+            goto out;
+    }
+    snprintf(t.train_dir, sizeof t.train_dir, "%s/train", t.root);
+    snprintf(t.val_dir, sizeof t.val_dir, "%s/val", t.root);
+    if (!train_is_dir(t.train_dir) || !train_is_dir(t.val_dir)) {
+        cli_error(CMD, "%s: expected an ImageFolder with train/ and val/ sub-folders "
+                       "(gpufeed make-dataset DIR/train --seed 0; ... DIR/val --seed 1)",
+                  t.root);
+        status = CLI_USAGE;
+        goto out;
+    }
+    if ((status = train_probe(&t)) != CLI_OK)
+        goto out;
+    if (t.dp && (status = dp_allreduce_setup(&t)) != CLI_OK)
+        goto out;
+    {
+        gfm_model *m = NULL;
+        if ((status = make_model(&t, &m)) != CLI_OK)
+            goto out;
+        t.step_flops = gfm_step_flops(m);
+        t.n_params = gfm_param_count(m);
+        gfm_destroy(m);
+        if (!(t.gbuf = malloc((t.n_params + 3) * sizeof *t.gbuf))) {
+            cli_error(CMD, "out of memory");
+            status = CLI_FAIL;
+            goto out;
+        }
+    }
+    if (o.resume && (status = checkpoint_load(&t)) != CLI_OK)
+        goto out;
+    report_intro(&t);
+    if ((status = compute_alone(&t, &t.alone)) != CLI_OK)
+        goto out;
+    report_alone(&t);
+    if (o.loader == L_SYNC || o.loader == L_BOTH) {
+        if ((status = run(&t, L_SYNC, &runs[n_runs])) != CLI_OK)
+            goto out;
+        n_runs++;
+    }
+    if (o.loader == L_GPUFEED || o.loader == L_BOTH) {
+        if ((status = run(&t, L_GPUFEED, &runs[n_runs])) != CLI_OK)
+            goto out;
+        n_runs++;
+    }
+    if (o.json)
+        report_json(&t, runs, n_runs);
+    else
+        report_table(&t, runs, n_runs);
+    if (t.dp) {
+        for (int i = 1; i < t.world; i++)
+            if (t.rank_checksums[i] != t.rank_checksums[0]) {
+                if (t.rank == 0)
+                    cli_error(CMD, "rank %d ended with other weights than rank 0", i);
+                status = CLI_FAIL;
+            }
+    }
+out:
+    fflush(stdout);
+    dp_abort(&t, status);
+    train_free(&t);
+    dp_finalize(&t);
+    return status;
+}

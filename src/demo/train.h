@@ -1,0 +1,221 @@
+/*
+ * gpufeed train's insides, shared by its files (train.c says what the
+ * command does): the options, the trainer's state, a run's sums, and the
+ * functions each file gives the others. Everything here runs on the
+ * command's one thread (the trainer's, the consumer of the loader); the
+ * loader's threads and the NVML sampler's are behind their APIs.
+ *
+ *   train.c       the command: options, set-up order, the runs' driver
+ *   setup.c       the data set, the device, the loaders' settings, teardown
+ *   loops.c       the step, the synchronous loop, the gpufeed loop, evaluation
+ *   parallel.c    data-parallel: MPI, the gradient all-reduce (MPI or NCCL)
+ *   checkpoint.c  --checkpoint / --resume: the file format
+ *   report.c      what it prints: progress, epoch lines, the table, JSON
+ */
+#ifndef GF_DEMO_TRAIN_H
+#define GF_DEMO_TRAIN_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gpufeed.h"
+#include "model.h"
+
+#ifndef GF_CLI_HAVE_MPI
+#define GF_CLI_HAVE_MPI 0
+#endif
+#ifndef GF_CLI_HAVE_NCCL
+#define GF_CLI_HAVE_NCCL 0
+#endif
+#ifndef GF_CLI_HAVE_CUDA
+#define GF_CLI_HAVE_CUDA 0
+#endif
+#define HAVE_DP (GF_CLI_HAVE_MPI || GF_CLI_HAVE_NCCL)
+
+#define CMD "train"
+
+/* The default data set: 10 classes, 500x375 photo-like JPEGs (decode cost
+ * as a photo of that size), train and val made with different seeds. */
+#define DEMO_CLASSES 10
+#define DEMO_TRAIN_PER_CLASS 200
+#define DEMO_VAL_PER_CLASS 50
+#define DEMO_W 500
+#define DEMO_H 375
+
+/* CUDA: step events kept before the host waits once to read them. */
+#define EVENT_PAIRS 256
+
+enum { L_SYNC = 0, L_GPUFEED = 1, L_BOTH = 2, L_ALONE = 3 };
+extern const char *const train_loader_names[]; /* by L_*: sync, gpufeed, both */
+enum { AR_AUTO = 0, AR_MPI = 1, AR_NCCL = 2 };
+
+/* ImageNet's statistics on 0..255 values. */
+extern const float train_mean[3];
+extern const float train_std[3];
+
+typedef struct train_opts {
+    const char *data; /* NULL: the cached demo set */
+    const char *checkpoint, *resume, *dump; /* --checkpoint, --resume, --dump-indices */
+    int epochs, batch, size, threads, depth, width, amp, json, loader, mpi, autotune, allreduce;
+    double lr;
+    uint64_t seed;
+    gf_device device;
+} train_opts;
+
+/* One training run (or compute alone): sums over its timed loops. */
+typedef struct run_result {
+    int loader;
+    uint64_t samples, steps;
+    double wall_s;  /* the training loops, evaluation excluded */
+    double input_s; /* waiting for a batch (sync: reading, decoding,
+                       converting, copying) */
+    double busy_s;  /* device busy with the steps */
+    double cpu_s;   /* process CPU time during the loops */
+    uint64_t errors;
+    uint64_t checksum;
+    double accuracy; /* held-out, after the last epoch */
+    double comm_s;   /* data-parallel: in the all-reduce (MPI: the call; NCCL:
+                        its time on the stream, from events) */
+    uint64_t global_samples; /* data-parallel: all ranks' samples */
+    double nvml_util;        /* NVML's mean over the timed loops; -1: none */
+    int nvml_readings;
+} run_result;
+
+typedef struct epoch_row {
+    int loader, epoch;
+    double loss, train_accuracy, val_loss, accuracy, seconds, images_per_s;
+} epoch_row;
+
+/* Loss/correct accumulated over an epoch. On CUDA a step returns the
+ * previous step's figures: pending_n is the size of the step whose
+ * figures are still to come. */
+typedef struct tally {
+    double loss_sum;
+    uint64_t correct, n;
+    int pending_n;
+} tally;
+
+typedef struct trainer {
+    const train_opts *o;
+    char root[4096], train_dir[4112], val_dir[4112];
+    gf_loader *train_index; /* train/'s index: the synchronous loop reads through it */
+    uint64_t train_n;
+    int classes;
+    uint64_t val_samples;
+    int cuda;      /* the device is CUDA (the loader's choice) */
+    int amp;       /* --amp on CUDA: float16 batches into the model */
+    int tuned_threads, tuned_depth; /* --autotune: its choice so far, carried
+                                       from epoch to epoch */
+    uint64_t tune_changes;
+    int device_id;
+    char device_note[160];
+    gfm_config mc;
+    void *stream;  /* CUDA: the trainer's stream */
+    void *ev[2 * EVENT_PAIRS];
+    int ev_used;
+    double ev_busy_ms;
+    int tty;
+    double last_progress;
+    epoch_row *rows;
+    int n_rows;
+    run_result alone;
+    double step_flops; /* multiply-adds per sample of one step */
+
+    /* data-parallel */
+    int mpi;           /* MPI_Init was called */
+    int dp;            /* steps all-reduce their gradients (MPI, or NCCL) */
+    int dp_on;         /* inside a training run (compute alone is local) */
+    int rank, world;
+    int explicit_rank; /* the launcher's environment names no rank: set
+                          the loader's rank/world from MPI */
+    size_t n_params;
+    float *gbuf;       /* n_params + 3: gradient x n, n, correct, loss x n */
+    void *nccl;        /* cli_nccl: the gradients are summed on the devices */
+    void *nvml;        /* cli_nvml: sampling the device's utilization (CUDA) */
+    char nvml_note[320];
+    void *nccl_ev[2];  /* around the all-reduce on the stream */
+    char allreduce_desc[600];
+    FILE *dump;        /* --dump-indices: this rank's first-epoch indices */
+    uint64_t first_epoch_hash, first_epoch_samples;
+    uint64_t *rank_checksums, *rank_samples, *rank_hashes; /* gathered */
+    /* checkpoints */
+    int start_epoch;   /* --resume: the epochs done */
+    gf_state lstate;   /* the loader's state after the last epoch */
+    int have_resume;
+    gf_state rstate;
+    float *rparams, *rvel;
+} trainer;
+
+/* setup.c */
+int train_cuda_failed(void); /* reports cli_cuda_error(), returns CLI_FAIL */
+int train_is_dir(const char *p);
+int train_demo_data(trainer *t);
+void train_loader_settings(const trainer *t, gf_settings *s, int eval);
+int train_open_loader(const gf_settings *s, gf_loader **l);
+int train_loader_failed(gf_loader *l, int rc);
+int train_probe(trainer *t);
+void train_free(trainer *t);
+
+/* loops.c */
+void train_nvml_on(trainer *t);
+void train_nvml_off(trainer *t);
+void train_nvml_take(trainer *t, run_result *r);
+int train_events_flush(trainer *t);
+void train_tally_add(tally *a, float loss, int correct, int n);
+int train_tally_sync(trainer *t, gfm_model *m, tally *a);
+int train_step(trainer *t, gfm_model *m, const float *x, const int32_t *labels, int n,
+               int wait, run_result *r, tally *a);
+int train_busy_collect(trainer *t, run_result *r);
+void train_shuffle_order(uint64_t *order, uint64_t n, uint64_t seed, uint64_t epoch);
+
+/* Buffers of the synchronous loop (and of compute alone). */
+typedef struct sync_bufs {
+    gf_decoder *dec;
+    uint8_t *u8;      /* batch x H x W x 3 */
+    float *host;      /* batch x 3 x H x W */
+    uint16_t *half;   /* --amp: host as float16 */
+    float *dev;       /* CUDA: the device copy (float16 with --amp); else == host */
+    int32_t *labels;
+    uint64_t *order;
+    size_t cell;      /* bytes of one decoded sample */
+    size_t fbytes;    /* bytes of one batch as the model reads it */
+} sync_bufs;
+
+int train_sync_bufs_init(trainer *t, sync_bufs *b);
+void train_sync_bufs_free(trainer *t, sync_bufs *b);
+int train_sync_input(trainer *t, sync_bufs *b, uint64_t epoch, uint64_t pos, int nb,
+                     uint64_t *errors);
+int train_epoch_sync(trainer *t, gfm_model *m, sync_bufs *b, int epoch, run_result *r,
+                     tally *a);
+int train_epoch_gpufeed(trainer *t, gfm_model *m, int epoch, run_result *r, tally *a,
+                        double *t0_out, double *cpu0_out);
+int train_evaluate(trainer *t, gfm_model *m, double *loss, double *acc);
+
+/* parallel.c */
+int dp_init(trainer *t, int *argc, char ***argv);
+int dp_share_status(const trainer *t, int status);
+int dp_allreduce_setup(trainer *t);
+#if HAVE_DP
+int dp_step(trainer *t, gfm_model *m, const float *x, const int32_t *labels, int n,
+            run_result *r, tally *a, uint64_t *global_n);
+#endif
+int dp_drain(trainer *t, gfm_model *m, run_result *r, tally *a);
+int dp_gather(trainer *t, run_result *r);
+void dp_abort(const trainer *t, int status);
+void dp_finalize(const trainer *t);
+
+/* checkpoint.c */
+int checkpoint_save(trainer *t, gfm_model *m, int epochs_done);
+int checkpoint_load(trainer *t);
+
+/* report.c */
+void report_progress(trainer *t, int loader, int epoch, uint64_t step_no, uint64_t steps,
+                     uint64_t samples, double t0, double input_s, int force);
+void report_progress_clear(trainer *t);
+void report_intro(const trainer *t);
+void report_alone(const trainer *t);
+void report_epoch(const trainer *t, int loader, int e, const epoch_row *row);
+void report_table(const trainer *t, const run_result *runs, int n);
+void report_json(const trainer *t, const run_result *runs, int n);
+
+#endif
