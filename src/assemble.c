@@ -237,6 +237,7 @@ bool gf__finalise_oldest(gf_loader *l, gf__job *js, int *n_jobs)
     if (l->fin == l->tail || l->halted)
         return false;
     slot *sl = slot_of(l, l->fin);
+    assert(sl->seq == l->fin && l->xfer <= l->fin);
     if (sl->pending > 0)
         return false;
 

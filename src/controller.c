@@ -52,7 +52,11 @@ void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, slot *sl, int c, 
     uint32_t sidx = (uint32_t)(sl - l->slots);
     if (l->uring) {
         /* Room: one entry per cell of the ring, like the pool's queues. */
-        l->reads[gf__fifo_push(&l->read_q)] = (uint64_t)sidx << 32 | (uint32_t)c;
+        uint32_t i = gf__fifo_push(&l->read_q);
+        if (GF__UNLIKELY(i == UINT32_MAX))
+            gf__halt(l, GF_ENOMEM, "internal error: the read queue is full");
+        else
+            l->reads[i] = (uint64_t)sidx << 32 | (uint32_t)c;
         return;
     }
     *add_job(l, js, n_jobs) = (gf__job){
@@ -154,7 +158,9 @@ static void queue_convert(gf_loader *l, slot *sl, gf__job *js, int *n_jobs)
  * or the device failed. */
 static bool deliver_next(gf_loader *l, gf__job *js, int *n_jobs)
 {
+    assert(l->xfer < l->fin);
     slot *sl = slot_of(l, l->xfer);
+    assert(sl->seq == l->xfer);
     pthread_mutex_lock(&l->mu);
     bool out_free = sl->out_state == OUT_FREE;
     pthread_mutex_unlock(&l->mu);
@@ -210,6 +216,7 @@ static void assign_batches(gf_loader *l, gf__job *js, int *n_jobs)
         pthread_mutex_unlock(&l->mu);
         if (!can || !more)
             return;
+        assert(sl->n_errs == 0); /* cleared when finalised, or by stop_pipeline */
 
         sl->seq = l->tail;
         sl->epoch = l->cur_epoch;
