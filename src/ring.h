@@ -8,8 +8,11 @@
  * the same index (copy + kernel queued on the copy stream; the host side
  * is free again when the copy has run, see device.c).
  *
- * Every state change goes through slot_set_host / slot_set_out, with mu
- * held; they assert that the change is one of those listed below. */
+ * Slots are allocated and freed on gf_open/gf_close's thread. Their
+ * states change on the controller, the consumer (gf_next, gf_release*)
+ * and, on CUDA, the copy callback's thread, always through slot_set_host
+ * / slot_set_out with mu held: they assert that the change is one of
+ * those listed below. */
 #ifndef GF_RING_H
 #define GF_RING_H
 
