@@ -20,19 +20,23 @@
  * - Close waits for the copy streams and for every recorded release event
  *   before freeing device memory the consumer may still be reading.
  *
- * The caller's current device is never changed: setup, teardown and
- * pinned allocations run on a short-lived thread bound to the loader's
- * device (on_device), and the controller thread binds to it. Saving and
- * restoring the caller's device instead would create a context on device
- * 0 in every process whose thread had none (cudaGetDevice says 0 then),
- * hundreds of MB on GPU 0 per rank under mpirun.
+ * The caller's current device is never changed: setup, teardown, pinned
+ * allocations, and a release or wait on the legacy default stream asked
+ * from a thread bound to another device (or none) run on the device's
+ * helper thread (gf-cuda, on_device), bound to the loader's device from
+ * gf__device_open to gf__device_close; the controller thread binds to it
+ * too. Saving and restoring the caller's device instead would create a
+ * context on device 0 in every process whose thread had none
+ * (cudaGetDevice says 0 then), hundreds of MB on GPU 0 per rank under
+ * mpirun. One thread for the device's life, not one per call: a consumer
+ * on another device's thread releases every batch through it.
  */
 #include "device.h"
 
 #include "config.h"
 
-#include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,9 +64,23 @@ typedef struct dslot {
     void *done_arg;
 } dslot;
 
+/* The helper thread: one call at a time, the caller waits for its end. */
+typedef struct helper {
+    pthread_t thread;
+    bool started, quit;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;        /* a call posted or finished, or quit */
+    void (*fn)(void *);       /* the call running or posted, NULL when idle */
+    void *arg;
+    uint64_t posted, finished;
+    cudaError_t set;          /* its cudaSetDevice */
+} helper;
+
 struct gf__device {
     int id;
     int depth;
+    helper h;
+    struct gf__device *next_open; /* open_devices */
     cudaStream_t *copy; /* n_copy streams: 1, or depth (one per slot) */
     int n_copy;
     dslot *slots;
@@ -77,34 +95,105 @@ static int cuda_fail(cudaError_t e, const char *what, char *why, size_t why_len)
     return e == cudaErrorMemoryAllocation ? GF_ENOMEM : GF_ENODEV;
 }
 
-typedef struct on_device_call {
-    int id;
-    void (*fn)(void *);
-    void *arg;
-    cudaError_t set;
-} on_device_call;
-
-static void *on_device_main(void *p)
+static void *helper_main(void *p)
 {
-    on_device_call *c = p;
-    if ((c->set = cudaSetDevice(c->id)) == cudaSuccess)
-        c->fn(c->arg);
+    gf__device *d = p;
+    helper *h = &d->h;
+    pthread_setname_np(pthread_self(), "gf-cuda");
+    cudaError_t set = cudaSetDevice(d->id);
+    pthread_mutex_lock(&h->mu);
+    h->set = set;
+    for (;;) {
+        while (!h->fn && !h->quit)
+            pthread_cond_wait(&h->cv, &h->mu);
+        if (!h->fn)
+            break;
+        void (*fn)(void *) = h->fn;
+        void *arg = h->arg;
+        pthread_mutex_unlock(&h->mu);
+        if (set == cudaSuccess)
+            fn(arg);
+        pthread_mutex_lock(&h->mu);
+        h->fn = NULL;
+        h->finished++;
+        pthread_cond_broadcast(&h->cv);
+    }
+    pthread_mutex_unlock(&h->mu);
     return NULL;
 }
 
-/* fn(arg) on a thread whose current device is id, so the caller's is
- * left alone (see the top). Returns the cudaSetDevice error, if any;
- * without a thread, fn runs here (the caller's device may then change). */
-static cudaError_t on_device(int id, void (*fn)(void *), void *arg)
+/* Starts d's helper thread; without one, on_device runs calls in place. */
+static void helper_start(gf__device *d)
 {
-    on_device_call c = {.id = id, .fn = fn, .arg = arg};
-    pthread_t t;
-    if (pthread_create(&t, NULL, on_device_main, &c) != 0) {
-        on_device_main(&c);
-        return c.set;
+    helper *h = &d->h;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    h->started = pthread_create(&h->thread, NULL, helper_main, d) == 0;
+}
+
+static void helper_stop(gf__device *d)
+{
+    helper *h = &d->h;
+    if (h->started) {
+        pthread_mutex_lock(&h->mu);
+        h->quit = true;
+        pthread_cond_broadcast(&h->cv);
+        pthread_mutex_unlock(&h->mu);
+        pthread_join(h->thread, NULL);
     }
-    pthread_join(t, NULL);
-    return c.set;
+    pthread_cond_destroy(&h->cv);
+    pthread_mutex_destroy(&h->mu);
+}
+
+/* fn(arg) on a thread whose current device is d's, so the caller's is
+ * left alone (see the top); returns once it has run. Returns the
+ * cudaSetDevice error, if any; without a helper thread, fn runs here (the
+ * caller's device may then change). */
+static cudaError_t on_device(gf__device *d, void (*fn)(void *), void *arg)
+{
+    helper *h = &d->h;
+    if (!h->started) {
+        cudaError_t e = cudaSetDevice(d->id);
+        if (e == cudaSuccess)
+            fn(arg);
+        return e;
+    }
+    pthread_mutex_lock(&h->mu);
+    while (h->fn) /* another caller's */
+        pthread_cond_wait(&h->cv, &h->mu);
+    h->fn = fn;
+    h->arg = arg;
+    uint64_t mine = ++h->posted;
+    pthread_cond_broadcast(&h->cv);
+    while (h->finished < mine)
+        pthread_cond_wait(&h->cv, &h->mu);
+    cudaError_t e = h->set;
+    pthread_mutex_unlock(&h->mu);
+    return e;
+}
+
+/* Open devices, for gf__device_wait: a batch names its ready event, not
+ * its loader. */
+static pthread_mutex_t open_mu = PTHREAD_MUTEX_INITIALIZER;
+static gf__device *open_devices;
+
+static void track_open(gf__device *d)
+{
+    pthread_mutex_lock(&open_mu);
+    d->next_open = open_devices;
+    open_devices = d;
+    pthread_mutex_unlock(&open_mu);
+}
+
+static void untrack_open(gf__device *d)
+{
+    pthread_mutex_lock(&open_mu);
+    for (gf__device **p = &open_devices; *p; p = &(*p)->next_open)
+        if (*p == d) {
+            *p = d->next_open;
+            break;
+        }
+    pthread_mutex_unlock(&open_mu);
 }
 
 typedef struct open_call {
@@ -202,13 +291,15 @@ int gf__device_open(gf__device **out, const gf_settings *s, int id_from_env, int
     d->out_bytes = out_bytes;
     d->flip_bytes = flip_bytes;
     d->pinned_max = s->pinned_max_bytes;
+    helper_start(d);
     open_call c = {.d = d, .s = s, .why = why, .why_len = why_len, .rc = GF_ENODEV};
-    if ((e = on_device(id, open_main, &c)) != cudaSuccess)
+    if ((e = on_device(d, open_main, &c)) != cudaSuccess)
         c.rc = cuda_fail(e, "cudaSetDevice", why, why_len);
     if (c.rc != 0) {
         gf__device_close(d);
         return c.rc;
     }
+    track_open(d);
     *out = d;
     return 0;
 }
@@ -243,7 +334,9 @@ void gf__device_close(gf__device *d)
 {
     if (!d)
         return;
-    on_device(d->id, close_main, d);
+    untrack_open(d);
+    on_device(d, close_main, d);
+    helper_stop(d);
     free(d->copy);
     free(d->slots);
     free(d);
@@ -291,7 +384,7 @@ void *gf__host_alloc(gf__device *d, size_t bytes, int *pinned, char *why, size_t
                     d->pinned_max / 1048576.0);
         } else {
             host_call c = {.bytes = bytes};
-            cudaError_t e = on_device(d->id, host_alloc_main, &c);
+            cudaError_t e = on_device(d, host_alloc_main, &c);
             if (e == cudaSuccess)
                 e = c.e;
             if (e == cudaSuccess) {
@@ -310,7 +403,7 @@ void gf__host_free(gf__device *d, void *p, int pinned)
 {
     if (pinned) {
         host_call c = {.p = p};
-        on_device(d->id, host_free_main, &c);
+        on_device(d, host_free_main, &c);
     } else {
         free(p);
     }
@@ -390,13 +483,13 @@ int gf__device_release(gf__device *d, int i, void *stream, char *why, size_t why
     int cur = -1;
     /* NULL: the legacy default stream of the loader's device. From a
      * thread whose current device is another (or none: cudaGetDevice
-     * says 0 then), record it from a device-bound thread rather than
-     * switch this one's device (see the top). */
+     * says 0 then), record it on the helper thread rather than switch
+     * this one's device (see the top). */
     if (stream || (cudaGetDevice(&cur) == cudaSuccess && cur == d->id)) {
         e = cudaEventRecord(sl->released, (cudaStream_t)stream);
     } else {
         release_call c = {.sl = sl, .e = cudaErrorUnknown};
-        e = on_device(d->id, release_main, &c);
+        e = on_device(d, release_main, &c);
         if (e == cudaSuccess)
             e = c.e;
     }
@@ -410,13 +503,51 @@ int gf__device_release(gf__device *d, int i, void *stream, char *why, size_t why
     return 0;
 }
 
+typedef struct wait_call {
+    cudaEvent_t event;
+    cudaError_t e;
+} wait_call;
+
+static void wait_main(void *p)
+{
+    wait_call *c = p;
+    c->e = cudaStreamWaitEvent(0, c->event, 0);
+}
+
+/* The open device whose slot made event, or NULL. */
+static gf__device *device_of(cudaEvent_t event)
+{
+    gf__device *found = NULL;
+    pthread_mutex_lock(&open_mu);
+    for (gf__device *d = open_devices; d && !found; d = d->next_open)
+        for (int i = 0; i < d->depth; i++)
+            if (d->slots[i].ready == event) {
+                found = d;
+                break;
+            }
+    pthread_mutex_unlock(&open_mu);
+    return found;
+}
+
 int gf__device_wait(void *event, void *stream)
 {
     if (!event)
         return 0;
-    return cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0) == cudaSuccess
-               ? 0
-               : GF_ENODEV;
+    cudaError_t e;
+    int cur = -1;
+    gf__device *d;
+    /* NULL: the legacy default stream of the loader's device, as for
+     * gf__device_release; from a thread bound elsewhere, on the helper. */
+    if (!stream && (d = device_of((cudaEvent_t)event)) &&
+        !(cudaGetDevice(&cur) == cudaSuccess && cur == d->id)) {
+        wait_call c = {.event = (cudaEvent_t)event, .e = cudaErrorUnknown};
+        e = on_device(d, wait_main, &c);
+        if (e == cudaSuccess)
+            e = c.e;
+    } else {
+        e = cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0);
+    }
+    return e == cudaSuccess ? 0 : GF_ENODEV;
 }
 
 void gf__device_sync(gf__device *d)

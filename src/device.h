@@ -1,4 +1,5 @@
-/* The transfer stage: pinned host slots, device slots, one copy stream.
+/* The transfer stage: pinned host slots, device slots, the copy streams,
+ * and a helper thread bound to the device for calls that must run there.
  * Everything CUDA lives behind this interface (src/device.c); without CUDA
  * (build or machine) gf__device_open says so and the loader runs its CPU
  * path. */
@@ -52,7 +53,9 @@ void *gf__device_ready_event(const gf__device *d, int i);
  * legacy default stream of the loader's device). GF_EINVAL: stream is not
  * a stream; GF_ENODEV: the device failed. */
 int gf__device_release(gf__device *d, int i, void *stream, char *why, size_t why_len);
-/* stream waits for event (cudaStreamWaitEvent). */
+/* stream waits for event (cudaStreamWaitEvent), a ready event of an open
+ * device; NULL: the legacy default stream of that event's device, as for
+ * gf__device_release. */
 int gf__device_wait(void *event, void *stream);
 /* Blocks until everything queued on the copy stream has run. */
 void gf__device_sync(gf__device *d);

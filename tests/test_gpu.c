@@ -21,7 +21,10 @@ int main(void)
 #include <check.h>
 #include <cuda_runtime_api.h>
 #include "cuda_present.h"
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -392,6 +395,53 @@ START_TEST(host_reads_of_device_memory_fault_as_on_a_gpu)
 END_TEST
 #endif
 
+/* Threads this process has started: pthread_create, counted on the way
+ * to the real one (the loader's calls resolve to this definition). */
+static atomic_int threads_started;
+
+int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
+{
+    static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "pthread_create");
+    atomic_fetch_add(&threads_started, 1);
+    return real(t, a, fn, arg);
+}
+
+/* A consumer whose thread is bound to another device waits and releases
+ * on the legacy default stream of the loader's device: through the
+ * device's one helper thread, not a thread started per batch. Two
+ * devices: the emulator's (main sets them), or a machine's. */
+START_TEST(a_consumer_bound_to_another_device_starts_no_thread_per_batch)
+{
+    int count = 0;
+    CK_CUDA(cudaGetDeviceCount(&count));
+    if (count < 2)
+        return;
+    gf_settings s;
+    gpu_settings(&s);
+    s.device = GF_DEVICE_CUDA;
+    s.device_id = 0;
+    gf_loader *l = NULL;
+    ck_assert_int_eq(gf_open(&l, &s), 0);
+    CK_CUDA(cudaSetDevice(1));
+    int before = atomic_load(&threads_started), batches = 0;
+    gf_batch *b;
+    while (gf_next(l, &b) == 0) {
+        ck_assert_int_eq(gf_batch_wait(b, NULL), 0);
+        ck_assert_int_eq(gf_release(l, b), 0);
+        batches++;
+    }
+    int started = atomic_load(&threads_started) - before;
+    ck_assert_int_eq(batches, 2 * 9);
+    /* The emulator may start a worker for a stream's first use (device
+     * 0's legacy stream); nothing per batch. */
+    ck_assert_msg(started <= 1, "%d threads started for %d batches", started, batches);
+    gf_close(&l);
+    CK_CUDA(cudaSetDevice(0));
+}
+END_TEST
+
 START_TEST(a_ring_over_the_device_budget_is_refused_with_sizes)
 {
     gf_settings s;
@@ -470,6 +520,9 @@ END_TEST
 
 int main(void)
 {
+#ifdef GF_CUDA_EMU
+    setenv("GF_CUDAEMU_DEVICES", "2", 0); /* for the other-device consumer */
+#endif
     int present = tu_cuda_present();
     if (present != 0)
         return present;
@@ -491,6 +544,7 @@ int main(void)
 #endif
     tcase_add_test(t, over_the_pinned_cap_slots_are_pageable_and_it_still_runs);
     tcase_add_test(t, local_rank_picks_the_device);
+    tcase_add_test(t, a_consumer_bound_to_another_device_starts_no_thread_per_batch);
     suite_add_tcase(s, t);
     return tu_run_cuda_suite(s);
 }

@@ -7,6 +7,9 @@
 #include "testutil.h"
 
 #include <check.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -14,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { W = 16, H = 12, CLASSES = 3, PER_CLASS = 7, N = CLASSES * PER_CLASS };
@@ -340,12 +344,56 @@ START_TEST(holding_the_slot_the_next_batch_needs_is_busy_not_a_hang)
 }
 END_TEST
 
+/* Entries of a /proc directory. */
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* This process's threads, once back to `want` (a joined thread may stay
+ * listed for a moment after pthread_join returns), or after 2 s. */
+static int threads_settled(int want)
+{
+    int n = count_entries("/proc/self/task");
+    for (int i = 0; i < 200 && n != want; i++) {
+        nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
+        n = count_entries("/proc/self/task");
+    }
+    return n;
+}
+
+/* Threads and fds, after a first loader: it may leave what is made once
+ * per process (libuv's signal lock pipe, TSan's background thread). */
+static void baseline(const gf_settings *s, int *tasks, int *fds)
+{
+    gf_loader *first = open_ok(s);
+    gf_close(&first);
+    *tasks = count_entries("/proc/self/task");
+    for (int i = 0; i < 20; i++) { /* its threads may linger a moment */
+        nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
+        int n = count_entries("/proc/self/task");
+        *tasks = n < *tasks ? n : *tasks;
+    }
+    *fds = count_entries("/proc/self/fd");
+}
+
+/* Every thread joined and every descriptor closed: the process has the
+ * threads and fds it had after the first loader (memory: the ASan and
+ * valgrind runs). */
 START_TEST(closing_mid_epoch_with_batches_held_frees_everything)
 {
     gf_settings s;
     exact_settings(&s, root);
     s.batch_size = 1;
     s.threads = 3;
+    int tasks, fds;
+    baseline(&s, &tasks, &fds);
     for (int i = 0; i < 5; i++) {
         gf_loader *l = open_ok(&s);
         gf_batch *b;
@@ -355,6 +403,51 @@ START_TEST(closing_mid_epoch_with_batches_held_frees_everything)
         ck_assert_ptr_null(l);
     }
     gf_close(NULL);
+    ck_assert_int_eq(threads_settled(tasks), tasks);
+    ck_assert_int_eq(count_entries("/proc/self/fd"), fds);
+}
+END_TEST
+
+/* pthread_create as the loader sees it: the fail_thread_at-th call (from
+ * 1; 0: none) fails with EAGAIN and leaves errno saying something else,
+ * as a failed pthread_create may. */
+static atomic_int thread_calls, fail_thread_at;
+
+int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
+{
+    static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "pthread_create");
+    if (atomic_load(&fail_thread_at) && atomic_fetch_add(&thread_calls, 1) + 1 == fail_thread_at) {
+        errno = EDOM;
+        return EAGAIN;
+    }
+    return real(t, a, fn, arg);
+}
+
+/* A decode thread or the controller that cannot start: GF_ETHREAD with
+ * pthread_create's own error (it returns it; errno is not it), and the
+ * threads that did start are joined. */
+START_TEST(a_thread_that_cannot_start_fails_the_open_with_its_error)
+{
+    gf_settings s;
+    exact_settings(&s, root);
+    s.threads = 2;
+    int tasks, fds;
+    baseline(&s, &tasks, &fds);
+    for (int at = 1; at <= 3; at++) { /* decode thread 1, 2, the controller */
+        atomic_store(&thread_calls, 0);
+        atomic_store(&fail_thread_at, at);
+        gf_loader *l = NULL;
+        int rc = gf_open(&l, &s);
+        atomic_store(&fail_thread_at, 0);
+        ck_assert_int_eq(rc, GF_ETHREAD);
+        ck_assert_msg(strstr(gf_last_error(l), strerror(EAGAIN)), "thread %d: %s", at,
+                      gf_last_error(l));
+        gf_close(&l);
+        ck_assert_int_eq(threads_settled(tasks), tasks);
+        ck_assert_int_eq(count_entries("/proc/self/fd"), fds);
+    }
 }
 END_TEST
 
@@ -1283,6 +1376,7 @@ static Suite *loader_suite(void)
     tcase_add_test(t, a_slow_consumer_gets_batches_in_order);
     tcase_add_test(t, holding_the_slot_the_next_batch_needs_is_busy_not_a_hang);
     tcase_add_test(t, closing_mid_epoch_with_batches_held_frees_everything);
+    tcase_add_test(t, a_thread_that_cannot_start_fails_the_open_with_its_error);
     tcase_add_test(t, resuming_at_a_batch_position_continues_exactly);
     tcase_add_test(t, a_saved_state_resumes_exactly_and_refuses_another_run);
     tcase_add_test(t, each_launchers_environment_picks_the_share);

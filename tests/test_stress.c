@@ -91,8 +91,12 @@ START_TEST(extreme_depths_and_many_threads_give_the_reference_bytes)
 }
 END_TEST
 
+/* Each round takes up to 6 batches, releases all but the last few (up to
+ * the ring's depth, so gf_next never needs a held slot) and closes with
+ * those still held. */
 START_TEST(open_and_close_repeatedly_mid_stream)
 {
+    int released = 0, closed_holding = 0;
     for (int i = 0; i < 30; i++) {
         gf_settings s;
         tu_cpu_settings(&s);
@@ -105,16 +109,20 @@ START_TEST(open_and_close_repeatedly_mid_stream)
         s.epochs = 0;
         gf_loader *l = NULL;
         ck_assert_int_eq(gf_open(&l, &s), 0);
+        int take = i % 7, keep = i % 3 < s.prefetch_depth ? i % 3 : s.prefetch_depth;
         gf_batch *b;
-        for (int k = 0; k < i % 7; k++) {
+        for (int k = 0; k < take; k++) {
             ck_assert_int_eq(gf_next(l, &b), 0);
-            if (k % 2)
-                gf_release(l, b);
-            else
-                break;
+            if (k < take - keep) {
+                ck_assert_int_eq(gf_release(l, b), 0);
+                released++;
+            }
         }
+        closed_holding += take > 0 && keep > 0;
         gf_close(&l);
     }
+    ck_assert_int_gt(released, 0);
+    ck_assert_int_gt(closed_holding, 0);
 }
 END_TEST
 

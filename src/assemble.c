@@ -1,0 +1,282 @@
+/* Batch assembly, on the controller thread: a cell's outcome, the bad
+ * samples a batch met, and finalising the oldest batch: its holes filled
+ * (from later batches of its epoch, or the cursor), its good cells packed
+ * and put in sampler order, its errors reported. See loader_impl.h for
+ * why only the oldest batch is ever filled. */
+#include "loader_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int record_error(slot *sl, int c, int code, char *why)
+{
+    if (sl->n_errs == sl->cap_errs) {
+        int cap = sl->cap_errs ? sl->cap_errs * 2 : 4;
+        sample_error *e = realloc(sl->errs, (size_t)cap * sizeof *e);
+        if (!e) {
+            free(why);
+            return GF_ENOMEM;
+        }
+        sl->errs = e;
+        sl->cap_errs = cap;
+    }
+    sl->errs[sl->n_errs++] = (sample_error){
+        .pos = sl->cells[c].pos, .sample = sl->indices[c], .code = code, .why = why};
+    sl->cells[c].state = CELL_HOLE;
+    return 0;
+}
+
+void gf__cell_finished(gf_loader *l, slot *sl, int c, int err, char *why)
+{
+    assert(sl->pending > 0 && sl->cells[c].state == CELL_PENDING);
+    sl->pending--;
+    if (!err) {
+        sl->cells[c].state = CELL_OK;
+        return;
+    }
+    if (!why)
+        why = strdup(gf_strerror(err));
+    if (record_error(sl, c, err, why) < 0)
+        gf__halt(l, GF_ENOMEM, "out of memory recording a bad sample");
+}
+
+/* The good cell of a later batch with the lowest position, or -1 with
+ * *wait set when a lower position is still being decoded. */
+static int find_donor(gf_loader *l, uint64_t epoch, slot **donor_slot, bool *wait)
+{
+    for (uint64_t seq = l->fin + 1; seq < l->tail; seq++) {
+        slot *d = slot_of(l, seq);
+        if (d->epoch != epoch)
+            break;
+        int best = -1;
+        for (int c = 0; c < d->n_cells; c++) {
+            uint8_t st = d->cells[c].state;
+            if ((st == CELL_OK || st == CELL_PENDING) &&
+                (best < 0 || d->cells[c].pos < d->cells[best].pos))
+                best = c;
+        }
+        if (best < 0)
+            continue;
+        if (d->cells[best].state == CELL_PENDING) {
+            *wait = true;
+            return -1;
+        }
+        *donor_slot = d;
+        return best;
+    }
+    return -1;
+}
+
+static void move_cell(gf_loader *l, slot *from, int fc, slot *to, int tc)
+{
+    assert(from->cells[fc].state == CELL_OK);
+    uint64_t pos = from->cells[fc].pos;
+    memcpy(cell_pixels(l, to, tc), cell_pixels(l, from, fc), l->cell_bytes);
+    to->cells[tc] = (cell){.pos = pos, .state = CELL_OK};
+    if (pos + 1 > to->end_pos)
+        to->end_pos = pos + 1;
+    to->labels[tc] = from->labels[fc];
+    to->indices[tc] = from->indices[fc];
+    to->flips[tc] = from->flips[fc];
+    from->cells[fc].state = CELL_HOLE;
+}
+
+static int cmp_err(const void *a, const void *b)
+{
+    uint64_t x = ((const sample_error *)a)->pos, y = ((const sample_error *)b)->pos;
+    return x < y ? -1 : x > y;
+}
+
+/* Reports a finished batch's bad samples, in sampler order. */
+static void report_errors(gf_loader *l, slot *sl)
+{
+    if (sl->n_errs == 0)
+        return;
+    qsort(sl->errs, (size_t)sl->n_errs, sizeof *sl->errs, cmp_err);
+    for (int i = 0; i < sl->n_errs; i++) {
+        sample_error *e = &sl->errs[i];
+        const char *path = gf__dataset_path(&l->ds, (uint64_t)e->sample);
+        if (l->s.on_sample_error)
+            l->s.on_sample_error(l->s.on_sample_error_user, e->sample, path, e->code, e->why);
+        pthread_mutex_lock(&l->mu);
+        l->errors++;
+        int kind = gf_sample_error_kind(e->code);
+        if (kind >= 0)
+            l->errors_by_kind[kind]++;
+        gf_sample_error *r = &l->recent[l->recent_at];
+        l->recent_at = (l->recent_at + 1) % GF_RECENT_ERRORS;
+        if (l->n_recent < GF_RECENT_ERRORS)
+            l->n_recent++;
+        r->sample = e->sample;
+        r->code = e->code;
+        snprintf(r->path, sizeof r->path, "%s", path);
+        snprintf(r->reason, sizeof r->reason, "%s", e->why);
+        pthread_mutex_unlock(&l->mu);
+    }
+}
+
+void gf__clear_errors(slot *sl)
+{
+    for (int i = 0; i < sl->n_errs; i++)
+        free(sl->errs[i].why);
+    sl->n_errs = 0;
+}
+
+/* Packs good cells to the front, keeping their order (short final batch). */
+static int compact(gf_loader *l, slot *sl)
+{
+    int n = 0;
+    for (int c = 0; c < sl->n_cells; c++) {
+        if (sl->cells[c].state != CELL_OK)
+            continue;
+        if (c != n)
+            move_cell(l, sl, c, sl, n);
+        n++;
+    }
+    return n;
+}
+
+typedef struct pos_cell {
+    uint64_t pos;
+    int cell;
+} pos_cell;
+
+static int cmp_pos_cell(const void *a, const void *b)
+{
+    uint64_t x = ((const pos_cell *)a)->pos, y = ((const pos_cell *)b)->pos;
+    return x < y ? -1 : x > y;
+}
+
+/* Puts the first n cells in sampler order, so a batch that was filled
+ * does not depend on where its holes were (ring depth, resume point).
+ * Cheap unless the batch was filled after a bad sample. */
+static int sort_cells(gf_loader *l, slot *sl, int n)
+{
+    bool sorted = true;
+    for (int c = 1; c < n && sorted; c++)
+        sorted = sl->cells[c - 1].pos < sl->cells[c].pos;
+    if (sorted)
+        return 0;
+    pos_cell *order = malloc((size_t)n * sizeof *order);
+    uint8_t *tmp = malloc(l->cell_bytes ? l->cell_bytes : 1);
+    if (!order || !tmp) {
+        free(order);
+        free(tmp);
+        return GF_ENOMEM;
+    }
+    for (int c = 0; c < n; c++)
+        order[c] = (pos_cell){sl->cells[c].pos, c};
+    qsort(order, (size_t)n, sizeof *order, cmp_pos_cell);
+    /* Destination i takes source order[i].cell: follow each cycle once. */
+    for (int i = 0; i < n; i++) {
+        if (order[i].cell < 0 || order[i].cell == i)
+            continue;
+        cell c0 = sl->cells[i];
+        int32_t lab0 = sl->labels[i];
+        int64_t idx0 = sl->indices[i];
+        uint8_t flip0 = sl->flips[i];
+        memcpy(tmp, cell_pixels(l, sl, i), l->cell_bytes);
+        int dst = i;
+        for (;;) {
+            int src = order[dst].cell;
+            order[dst].cell = -1;
+            if (src == i) {
+                memcpy(cell_pixels(l, sl, dst), tmp, l->cell_bytes);
+                sl->cells[dst] = c0;
+                sl->labels[dst] = lab0;
+                sl->indices[dst] = idx0;
+                sl->flips[dst] = flip0;
+                break;
+            }
+            memcpy(cell_pixels(l, sl, dst), cell_pixels(l, sl, src), l->cell_bytes);
+            sl->cells[dst] = sl->cells[src];
+            sl->labels[dst] = sl->labels[src];
+            sl->indices[dst] = sl->indices[src];
+            sl->flips[dst] = sl->flips[src];
+            dst = src;
+        }
+    }
+    free(order);
+    free(tmp);
+    return 0;
+}
+
+/* Gives each hole of sl a donor cell or a new sample from the cursor
+ * (new reads: more to wait for), in cell order, until the epoch has no
+ * more. Returns true when sl is complete: no hole can be filled now and
+ * nothing is outstanding; false when it must wait for a decode. */
+static bool fill_holes(gf_loader *l, slot *sl, gf__job *js, int *n_jobs)
+{
+    for (int c = 0; c < sl->n_cells; c++) {
+        if (sl->cells[c].state == CELL_OK)
+            continue;
+        bool wait = false;
+        slot *d = NULL;
+        int dc = find_donor(l, sl->epoch, &d, &wait);
+        if (wait)
+            return false;
+        if (dc >= 0) {
+            move_cell(l, d, dc, sl, c);
+            continue;
+        }
+        gf__normalise_cursor(l);
+        if (l->cur_epoch == sl->epoch && l->cur_pos < l->sampler.len) {
+            gf__dispatch_cell(l, js, n_jobs, sl, c, l->cur_pos++);
+            continue;
+        }
+        /* The epoch has no more samples: a short batch, and every
+         * position is spent, whichever batch had dispatched the last
+         * ones (deeper rings dispatch them to later batches). */
+        sl->end_pos = l->sampler.len;
+        break;
+    }
+    return sl->pending == 0;
+}
+
+/* Tries to finalise the oldest unfinished batch (count, status, empty;
+ * its errors reported). Returns true when it did: the caller may go on to
+ * the next. A failed batch (on_error = fail) halts the loader. */
+bool gf__finalise_oldest(gf_loader *l, gf__job *js, int *n_jobs)
+{
+    if (l->fin == l->tail || l->halted)
+        return false;
+    slot *sl = slot_of(l, l->fin);
+    assert(sl->seq == l->fin && l->xfer <= l->fin);
+    if (sl->pending > 0)
+        return false;
+
+    bool empty = false;
+    int status = 0;
+    int count = 0;
+    if (l->s.on_error == GF_ON_ERROR_FAIL && sl->n_errs > 0) {
+        qsort(sl->errs, (size_t)sl->n_errs, sizeof *sl->errs, cmp_err);
+        status = sl->errs[0].code;
+    } else {
+        if (!fill_holes(l, sl, js, n_jobs))
+            return false;
+        count = compact(l, sl);
+        if (sort_cells(l, sl, count) < 0) {
+            gf__halt(l, GF_ENOMEM, "out of memory ordering a batch");
+            return false;
+        }
+        empty = count == 0 || (count < l->B && l->s.drop_last);
+    }
+    report_errors(l, sl);
+
+    sl->count = count;
+    sl->status = status;
+    sl->empty = empty;
+    pthread_mutex_lock(&l->mu);
+    if (status < 0) {
+        /* Nothing after a failed batch is made: its message must stand. */
+        sample_error *e = &sl->errs[0];
+        gf__fail(l, status, "sample %lld (%s): %s", (long long)e->sample,
+                 gf__dataset_path(&l->ds, (uint64_t)e->sample), e->why);
+        l->halted = true;
+    }
+    slot_set_host(sl, HOST_FILLING, HOST_FINAL);
+    l->fin++;
+    pthread_mutex_unlock(&l->mu);
+    gf__clear_errors(sl);
+    return true;
+}

@@ -1,0 +1,389 @@
+/* The controller (gf-control), a libuv loop woken by the decode pool, the
+ * io_uring eventfd, the consumer and CUDA callbacks. Each wake-up runs
+ * pump: take completions, reap and submit reads, finalise and deliver
+ * batches in order, assign free slots new batches. Everything here runs on
+ * the controller thread, except host_slot_copied (a CUDA thread). */
+#include "loader_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t sample_at(gf_loader *l, uint64_t epoch, uint64_t pos)
+{
+    if (!l->perm_valid || l->perm_epoch != epoch) {
+        gf__perm_init(&l->cur_perm, &l->sampler, epoch);
+        l->perm_epoch = epoch;
+        l->perm_valid = true;
+    }
+    return gf__sampler_at(&l->sampler, &l->cur_perm, pos);
+}
+
+static bool epochs_left(const gf_loader *l, uint64_t epoch)
+{
+    return l->s.epochs == 0 || epoch < l->s.epochs;
+}
+
+void gf__normalise_cursor(gf_loader *l)
+{
+    if (l->cur_pos >= l->sampler.len) {
+        l->cur_epoch++;
+        l->cur_pos = 0;
+    }
+}
+
+/* js holds one job per cell at most (l->js_cap): a cell has one read or
+ * decode outstanding, and a converting slot has no cell outstanding. */
+static inline gf__job *add_job(gf_loader *l, gf__job *js, int *n_jobs)
+{
+    assert(*n_jobs < l->js_cap);
+    return &js[(*n_jobs)++];
+}
+
+void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, slot *sl, int c, uint64_t pos)
+{
+    uint64_t sample = sample_at(l, sl->epoch, pos);
+    sl->cells[c] = (cell){.pos = pos, .state = CELL_PENDING};
+    sl->indices[c] = (int64_t)sample;
+    sl->labels[c] = l->ds.labels[sample];
+    sl->flips[c] = 0;
+    sl->pending++;
+    if (pos + 1 > sl->end_pos)
+        sl->end_pos = pos + 1;
+    uint32_t sidx = (uint32_t)(sl - l->slots);
+    if (l->uring) {
+        /* Room: one entry per cell of the ring, like the pool's queues. */
+        uint32_t i = gf__fifo_push(&l->read_q);
+        if (GF__UNLIKELY(i == UINT32_MAX))
+            gf__halt(l, GF_ENOMEM, "internal error: the read queue is full");
+        else
+            l->reads[i] = (uint64_t)sidx << 32 | (uint32_t)c;
+        return;
+    }
+    *add_job(l, js, n_jobs) = (gf__job){
+        .kind = JOB_DECODE,
+        .slot = sidx,
+        .decode = {.dst = cell_pixels(l, sl, c),
+                   .sample = (int64_t)sample,
+                   .key = gf__sample_key(l->s.seed, sl->epoch, sample),
+                   .cell = (uint32_t)c}};
+}
+
+static void push_jobs(gf_loader *l, const gf__job *js, int n)
+{
+    if (n == 0)
+        return;
+    pthread_mutex_lock(&l->mu);
+    if (gf__pool_push_locked(l, js, n) < 0)
+        gf__halt_locked(l, GF_ENOMEM, "internal error: the job queue is full");
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* CUDA thread: the copy out of a host slot has run, or the copy stream
+ * failed (cuda_error, a cudaError_t); the slot may be refilled. Everything
+ * happens under mu and the count of callbacks in flight drops last:
+ * stop_pipeline waits for it to reach 0 (a failed stream's synchronize
+ * may return before its callbacks have run) and then may free l. While
+ * stopping, the controller is gone or going: nothing wakes it. */
+static void host_slot_copied(void *arg, int cuda_error)
+{
+    slot *sl = arg;
+    gf_loader *l = sl->l;
+    char why[160];
+    if (cuda_error)
+        snprintf(why, sizeof why,
+                 "the CUDA copy stream failed with cudaError_t %d (an earlier kernel or copy "
+                 "of this process may have faulted)",
+                 cuda_error);
+    pthread_mutex_lock(&l->mu);
+    slot_set_host(sl, HOST_OUT, HOST_FREE);
+    if (cuda_error)
+        gf__halt_locked(l, GF_ENODEV, why);
+    if (!l->stopping)
+        wake_controller(l);
+    assert(l->copies_in_flight > 0);
+    l->copies_in_flight--;
+    pthread_cond_broadcast(&l->ready_cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* CUDA: queues the copy + kernel of finalised batch sl; its host side is
+ * OUT until host_slot_copied. Returns 0, or GF_ENODEV having halted. */
+static int queue_copy(gf_loader *l, slot *sl)
+{
+    memcpy(sl->out_labels, sl->labels, (size_t)sl->count * sizeof *sl->labels);
+    memcpy(sl->out_indices, sl->indices, (size_t)sl->count * sizeof *sl->indices);
+    char why[256] = "";
+    /* Before the enqueue: its callback may free the host slot before this
+     * thread takes mu again. */
+    pthread_mutex_lock(&l->mu);
+    l->copies_in_flight++;
+    slot_set_host(sl, HOST_FINAL, HOST_OUT);
+    pthread_mutex_unlock(&l->mu);
+    if (gf__device_enqueue(l->dev, (int)(sl - l->slots), sl->pixels,
+                           l->s.flip_on_device ? sl->flips : NULL, sl->count, l->cell_bytes,
+                           &l->cv, host_slot_copied, sl, why, sizeof why) == 0)
+        return 0;
+    char msg[320];
+    snprintf(msg, sizeof msg,
+             "the CUDA device failed: %s (an earlier kernel or copy of this process may have "
+             "faulted)",
+             why);
+    pthread_mutex_lock(&l->mu);
+    l->copies_in_flight--; /* its callback was not queued */
+    gf__halt_locked(l, GF_ENODEV, msg);
+    pthread_mutex_unlock(&l->mu);
+    return GF_ENODEV;
+}
+
+/* CPU: the CPU twin of batch sl as jobs for the pool, about two per
+ * thread; their completions make it READY (drain_dones). */
+static void queue_convert(gf_loader *l, slot *sl, gf__job *js, int *n_jobs)
+{
+    int chunks = GF__MIN(sl->count, 2 * l->threads);
+    int per = (sl->count + chunks - 1) / chunks;
+    sl->converting = 0;
+    for (int first = 0; first < sl->count; first += per) {
+        *add_job(l, js, n_jobs) = (gf__job){
+            .kind = JOB_CONVERT,
+            .slot = (uint32_t)(sl - l->slots),
+            .convert = {.first = first, .count = GF__MIN(per, sl->count - first)}};
+        sl->converting++;
+    }
+}
+
+/* Hands finalised batch l->xfer to the consumer's side: on the CPU
+ * straight away (after the CPU twin when one is asked for), on CUDA by
+ * queueing copy + kernel into the device slot of the same index. Returns
+ * true when it did; false when that delivery side is still held (CUDA)
+ * or the device failed. */
+static bool deliver_next(gf_loader *l, gf__job *js, int *n_jobs)
+{
+    assert(l->xfer < l->fin);
+    slot *sl = slot_of(l, l->xfer);
+    assert(sl->seq == l->xfer);
+    pthread_mutex_lock(&l->mu);
+    bool out_free = sl->out_state == OUT_FREE;
+    pthread_mutex_unlock(&l->mu);
+    if (!out_free)
+        return false; /* CUDA: the consumer still holds this device slot */
+
+    gf_batch *b = &sl->batch;
+    b->count = sl->count;
+    b->epoch = sl->epoch;
+    b->position = sl->end_pos;
+    int out = sl->empty ? OUT_EMPTY : OUT_READY;
+    bool has_pixels = !sl->empty && sl->status == 0;
+    if (has_pixels && l->dev) {
+        if (queue_copy(l, sl) < 0)
+            return false;
+    } else if (has_pixels && l->convert) {
+        queue_convert(l, sl, js, n_jobs);
+        out = OUT_CONVERTING;
+    }
+    pthread_mutex_lock(&l->mu);
+    sl->out_seq = l->xfer;
+    slot_set_out(sl, OUT_FREE, out);
+    /* CUDA: the host slot is free once copied (host_slot_copied), or now
+     * if there is nothing to copy; CPU: it is the batch, free when the
+     * consumer is done. */
+    if (!l->dev)
+        slot_set_host(sl, HOST_FINAL, HOST_OUT);
+    else if (!has_pixels)
+        slot_set_host(sl, HOST_FINAL, HOST_FREE);
+    l->xfer++;
+    pthread_cond_broadcast(&l->ready_cv);
+    pthread_mutex_unlock(&l->mu);
+    return true;
+}
+
+/* Claims free slots for new batches while the cursor has samples. */
+static void assign_batches(gf_loader *l, gf__job *js, int *n_jobs)
+{
+    for (;;) {
+        gf__normalise_cursor(l);
+        pthread_mutex_lock(&l->mu);
+        slot *sl = slot_of(l, l->tail);
+        bool can = !l->halted && !l->stopping && sl->host == HOST_FREE &&
+                   l->tail - l->head < (uint64_t)l->active_depth;
+        bool more = epochs_left(l, l->cur_epoch);
+        if (!more && !l->exhausted) {
+            l->exhausted = true;
+            pthread_cond_broadcast(&l->ready_cv);
+        }
+        if (can && more)
+            slot_set_host(sl, HOST_FREE, HOST_FILLING);
+        pthread_mutex_unlock(&l->mu);
+        if (!can || !more)
+            return;
+        assert(sl->n_errs == 0); /* cleared when finalised, or by stop_pipeline */
+
+        sl->seq = l->tail;
+        sl->epoch = l->cur_epoch;
+        sl->end_pos = 0;
+        sl->pending = 0;
+        sl->n_cells = (int)GF__MIN((uint64_t)l->B, l->sampler.len - l->cur_pos);
+        for (int c = 0; c < sl->n_cells; c++)
+            gf__dispatch_cell(l, js, n_jobs, sl, c, l->cur_pos++);
+        pthread_mutex_lock(&l->mu);
+        l->tail++;
+        pthread_mutex_unlock(&l->mu);
+    }
+}
+
+static void submit_reads(gf_loader *l)
+{
+    if (!l->uring)
+        return;
+    double t0 = gf__now();
+    while (gf__fifo_len(&l->read_q) && gf__uring_room(l->uring) > 0) {
+        pthread_mutex_lock(&l->mu);
+        gf__buf *buf = l->n_free_bufs ? l->free_bufs[--l->n_free_bufs] : NULL;
+        pthread_mutex_unlock(&l->mu);
+        if (!buf)
+            break;
+        uint64_t r = l->reads[gf__fifo_pop(&l->read_q)];
+        slot *sl = &l->slots[r >> 32];
+        int c = (int)(uint32_t)r;
+        const char *rel;
+        uint64_t off, len;
+        gf__dataset_extent(&l->ds, (uint64_t)sl->indices[c], &rel, &off, &len);
+        gf__uring_submit_range(l->uring, l->ds.root_fd, rel, off, len, buf, r);
+    }
+    l->ctl_submit_s += gf__now() - t0;
+    size_t total = 0; /* only this thread grows the io_uring buffers */
+    for (int i = 0; i < l->n_bufs; i++)
+        total += l->bufs[i].cap;
+    l->ctl_buf_bytes = total;
+}
+
+static void reap_reads(gf_loader *l, gf__job *js, int *n_jobs)
+{
+    if (!l->uring)
+        return;
+    int n;
+    while ((n = gf__uring_reap(l->uring, l->reaped, REAP_BATCH)) > 0) {
+        for (int i = 0; i < n; i++) {
+            gf__read_done *r = &l->reaped[i];
+            slot *sl = &l->slots[r->user >> 32];
+            int c = (int)(uint32_t)r->user;
+            if (r->err) {
+                pthread_mutex_lock(&l->mu);
+                l->free_bufs[l->n_free_bufs++] = r->buf;
+                pthread_mutex_unlock(&l->mu);
+                gf__cell_finished(l, sl, c, r->err,
+                                  strdup(r->why[0] ? r->why : gf_strerror(r->err)));
+                continue;
+            }
+            l->ctl_uring_bytes += r->buf->len;
+            uint64_t sample = (uint64_t)sl->indices[c];
+            *add_job(l, js, n_jobs) = (gf__job){
+                .kind = JOB_DECODE,
+                .slot = (uint32_t)(sl - l->slots),
+                .decode = {.dst = cell_pixels(l, sl, c),
+                           .buf = r->buf,
+                           .sample = (int64_t)sample,
+                           .key = gf__sample_key(l->s.seed, sl->epoch, sample),
+                           .cell = (uint32_t)c}};
+        }
+    }
+}
+
+/* Takes the completions queued so far into their slots. Returns how many;
+ * the caller pops them (after reap_reads, before anything is finalised). */
+static uint32_t drain_dones(gf_loader *l)
+{
+    gf__pool *p = &l->pool;
+    pthread_mutex_lock(&l->mu);
+    uint32_t n_done = gf__fifo_len(&p->done_q);
+    pthread_mutex_unlock(&l->mu);
+    for (uint32_t i = 0; i < n_done; i++) {
+        /* Workers only append, so entries below the tail we read are stable. */
+        gf__done d = p->dones[(p->done_q.head + i) & p->done_q.mask];
+        slot *sl = &l->slots[d.slot];
+        if (d.kind == JOB_CONVERT) {
+            assert(sl->converting > 0);
+            if (--sl->converting == 0) {
+                pthread_mutex_lock(&l->mu);
+                slot_set_out(sl, OUT_CONVERTING, OUT_READY);
+                pthread_cond_broadcast(&l->ready_cv);
+                pthread_mutex_unlock(&l->mu);
+            }
+            continue;
+        }
+        if (!d.decode.err) {
+            if (d.decode.used & GF__USED_TURBO)
+                l->ctl_turbo++;
+            else
+                l->ctl_stb++;
+            sl->flips[d.decode.cell] = (d.decode.used & GF__FLIPPED) != 0;
+        }
+        gf__cell_finished(l, sl, (int)d.decode.cell, d.decode.err, d.decode.why);
+    }
+    return n_done;
+}
+
+void gf__pump(gf_loader *l)
+{
+    gf__job *js = l->js;
+    for (;;) {
+        int n_jobs = 0;
+        uint32_t n_done = drain_dones(l);
+        reap_reads(l, js, &n_jobs);
+        /* Published before any batch they count is finalised. */
+        pthread_mutex_lock(&l->mu);
+        l->pool.done_q.head += n_done;
+        l->decoded_turbo += l->ctl_turbo;
+        l->decoded_stb += l->ctl_stb;
+        l->uring_bytes += l->ctl_uring_bytes;
+        l->uring_submit_s += l->ctl_submit_s;
+        l->buf_bytes = l->ctl_buf_bytes;
+        pthread_mutex_unlock(&l->mu);
+        l->ctl_turbo = l->ctl_stb = l->ctl_uring_bytes = 0;
+        l->ctl_submit_s = 0;
+
+        while (gf__finalise_oldest(l, js, &n_jobs))
+            ;
+        while (l->xfer < l->fin && deliver_next(l, js, &n_jobs))
+            ;
+        assign_batches(l, js, &n_jobs);
+        push_jobs(l, js, n_jobs);
+        submit_reads(l);
+        if (n_done == 0 && n_jobs == 0)
+            break;
+    }
+}
+
+void gf__on_wake(uv_async_t *h)
+{
+    gf_loader *l = h->data;
+    pthread_mutex_lock(&l->mu);
+    bool stop = l->stopping;
+    pthread_mutex_unlock(&l->mu);
+    if (stop) {
+        uv_close((uv_handle_t *)&l->wake, NULL);
+        if (l->uring_polling)
+            uv_close((uv_handle_t *)&l->uring_poll, NULL);
+        if (l->tuning)
+            uv_close((uv_handle_t *)&l->tune_timer, NULL);
+        return;
+    }
+    gf__pump(l);
+}
+
+void gf__on_uring(uv_poll_t *h, int status, int events)
+{
+    (void)status;
+    (void)events;
+    gf__on_wake(&((gf_loader *)h->data)->wake);
+}
+
+void *gf__controller_main(void *arg)
+{
+    gf_loader *l = arg;
+    pthread_setname_np(pthread_self(), "gf-control");
+    if (gf__device_bind(l->dev) < 0)
+        gf__halt(l, GF_ENODEV, "cannot make the loader's CUDA device current");
+    gf__pump(l);
+    uv_run(&l->loop, UV_RUN_DEFAULT);
+    return NULL;
+}

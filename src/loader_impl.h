@@ -1,0 +1,168 @@
+/*
+ * The loader's insides, shared by its stages: a controller thread running
+ * a libuv loop (controller.c, assemble.c, autotune.c), a pool of decode
+ * threads (pool.c), a ring of D batch slots (ring.c), and the lifecycle
+ * and public API (loader.c).
+ *
+ * Ownership (who may touch what without the mutex):
+ * - The controller owns the cursor, every slot's cells and error lists,
+ *   the read queue and the io_uring reader. It finalises and delivers
+ *   batches strictly in sequence order.
+ * - A decode thread owns its decoder and, while it holds a job, the
+ *   pixels of that job's cell (or, converting, of its cell range); it
+ *   reports through the completion queue.
+ * - The consumer (gf_next/gf_release*) owns a delivery side while HELD.
+ * - `mu` guards: both sides' states, the job and completion queues, the
+ *   buffer free list, the stats counters, head/tail, and the failure
+ *   fields. Nobody holds `mu` across a read, a decode, a CUDA call or a
+ *   callback.
+ *
+ * Determinism with bad samples (on_error = skip): batch k is the first B
+ * good samples, in sampler order, after batch k-1's content. A hole in the
+ * oldest unfinished batch takes the lowest-position good sample of a later
+ * batch of the same epoch, or a new sample from the cursor when no later
+ * batch holds any. Only the oldest batch is ever filled, so the result
+ * does not depend on timing or thread count.
+ */
+#ifndef GF_LOADER_IMPL_H
+#define GF_LOADER_IMPL_H
+
+#include "common.h"
+
+#include "convert.h"
+#include "dataset.h"
+#include "device.h"
+#include "pool.h"
+#include "reader.h"
+#include "ring.h"
+#include "sampler.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <uv.h>
+
+/* io_uring completions taken per gf__uring_reap call. */
+enum { REAP_BATCH = 64 };
+
+struct gf_loader {
+    gf_settings s;
+    char *data_path;
+    gf__dataset ds;
+    gf__sampler sampler;
+    gf__transform tf;
+    size_t cell_bytes;
+    int B, D, threads;
+    gf_io io;
+    gf__convert cv;
+    bool convert;                /* CPU path: batches need the CPU twin */
+    gf__device *dev;             /* NULL: the CPU path */
+    gf_device device;
+    bool device_id_from_env; /* s.device_id is the launcher's local rank */
+    char device_note[160];
+    int pageable_slots;
+    uint64_t pinned_bytes, out_bytes;
+
+    /* Controller-owned. */
+    uv_loop_t loop;
+    uv_async_t wake;
+    uv_poll_t uring_poll;
+    bool uring_polling;
+    gf__uring *uring;
+    pthread_t controller;
+    uint64_t cur_epoch, cur_pos; /* cursor: the next unassigned sample */
+    gf__perm cur_perm;
+    uint64_t perm_epoch;
+    bool perm_valid;
+    uint64_t fin;                /* next sequence number to finalise */
+    uint64_t xfer;               /* next finalised one to hand to delivery */
+    uint64_t *reads;             /* (slot << 32 | cell) waiting for an io_uring slot */
+    gf__fifo read_q;
+    gf__read_done *reaped;       /* REAP_BATCH */
+    gf__job *js;                 /* jobs made in one pump round */
+    int js_cap;                  /* gf__pool_capacity: one per cell at most */
+    bool halted;                 /* a failed batch or an internal error */
+    uv_timer_t tune_timer;       /* autotune: looks at the last window */
+    bool tuning;
+    double tune_t, tune_wait, tune_busy;
+
+    /* Shared, under mu. */
+    pthread_mutex_t mu;
+    pthread_cond_t ready_cv;
+    slot *slots;
+    gf__pool pool;               /* the job and completion queues */
+    worker *workers;
+    int n_workers;
+    int active_threads;          /* workers that take jobs (autotune grows it) */
+    gf__buf *bufs;
+    gf__buf **free_bufs;
+    int n_bufs, n_free_bufs;
+    uint64_t head, tail;         /* next to deliver, next to assign */
+    int active_depth;            /* batches in flight at most (<= D) */
+    uint64_t tune_changes;
+    double waiting_since;        /* the consumer is inside gf_next since, or 0 */
+    int held;
+    bool exhausted, stopping, running;
+    int copies_in_flight;        /* CUDA: callbacks still to run (under mu) */
+    int fail_code;               /* the consumer's; sticky until gf_seek */
+    int halt_code;               /* the controller's own failure */
+    uint64_t samples, batches, errors, errors_by_kind[GF_SAMPLE_ERROR_KINDS];
+    uint64_t decoded_turbo, decoded_stb, uring_bytes;
+    double wait_s, uring_submit_s, t_open;
+    /* Controller-owned tallies, added to the shared ones once per round. */
+    uint64_t ctl_turbo, ctl_stb, ctl_uring_bytes;
+    double ctl_submit_s;
+    size_t ctl_buf_bytes, buf_bytes; /* io_uring buffers: controller's, shared */
+    uint64_t next_epoch, next_pos; /* where the next delivered batch starts */
+    /* The last epoch that delivered a batch, or the one a seek entered
+     * part-way (live_any): an empty batch of a later epoch means a whole
+     * epoch delivered nothing, which would repeat forever. */
+    bool live_any;
+    uint64_t live_epoch;
+    gf_sample_error recent[GF_RECENT_ERRORS];
+    int n_recent, recent_at;
+    char msg[512];
+};
+
+static inline slot *slot_of(gf_loader *l, uint64_t seq)
+{
+    return &l->slots[seq % (uint64_t)l->D];
+}
+
+static inline uint8_t *cell_pixels(gf_loader *l, slot *sl, int c)
+{
+    return sl->pixels + (size_t)c * l->cell_bytes;
+}
+
+static inline void wake_controller(gf_loader *l)
+{
+    uv_async_send(&l->wake);
+}
+
+/* loader.c: sets l->msg; returns code. */
+GF__COLD int gf__fail(gf_loader *l, int code, const char *fmt, ...);
+/* Stops the controller making batches with the reason; the first halt
+ * wins. _locked: with mu held. */
+GF__COLD void gf__halt(gf_loader *l, int code, const char *what);
+GF__COLD void gf__halt_locked(gf_loader *l, int code, const char *what);
+
+/* controller.c: the controller thread and its libuv callbacks. */
+void *gf__controller_main(void *arg);
+void gf__on_wake(uv_async_t *h);
+void gf__on_uring(uv_poll_t *h, int status, int events);
+/* One round of everything the controller does. */
+void gf__pump(gf_loader *l);
+/* Moves the cursor past an exhausted epoch. */
+void gf__normalise_cursor(gf_loader *l);
+/* Starts work on cell c of sl at sampler position pos: an io_uring read,
+ * or a decode job appended to js. */
+void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, slot *sl, int c, uint64_t pos);
+
+/* assemble.c: a batch's cells from completion to finalised. */
+void gf__cell_finished(gf_loader *l, slot *sl, int c, int err, char *why);
+bool gf__finalise_oldest(gf_loader *l, gf__job *js, int *n_jobs);
+void gf__clear_errors(slot *sl);
+
+/* autotune.c: the timer that grows threads and depth. */
+void gf__autotune_start(gf_loader *l);
+
+#endif

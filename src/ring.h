@@ -1,0 +1,136 @@
+/* The ring of D batch slots (src/ring.c): their memory, and the states of
+ * a slot's two sides with the transitions allowed between them.
+ *
+ * A slot has two sides. Its host side (pixels, cells) is filled by the
+ * decode pool; once finalised it is handed, in sequence order, to its
+ * delivery side: on the CPU the same memory (after the CPU twin of the
+ * device kernel, when a dtype is asked for), on CUDA the device slot of
+ * the same index (copy + kernel queued on the copy stream; the host side
+ * is free again when the copy has run, see device.c).
+ *
+ * Slots are allocated and freed on gf_open/gf_close's thread. Their
+ * states change on the controller, the consumer (gf_next, gf_release*)
+ * and, on CUDA, the copy callback's thread, always through slot_set_host
+ * / slot_set_out with mu held: they assert that the change is one of
+ * those listed below. */
+#ifndef GF_RING_H
+#define GF_RING_H
+
+#include "common.h"
+
+#include <assert.h>
+#include <stdbool.h>
+
+struct gf_loader;
+
+/* A cell's sample. HOLE: failed, or given to an earlier batch; the batch
+ * fills it again before it is finalised (or drops it at an epoch's end). */
+enum { CELL_PENDING, CELL_OK, CELL_HOLE };
+
+/* The host side:
+ *   FREE -> FILLING     the controller assigns the slot a batch
+ *   FILLING -> FINAL    the controller finalised it
+ *   FINAL -> OUT        handed on (CPU: it is the batch until released;
+ *                       CUDA: until its copy has run)
+ *   FINAL -> FREE       CUDA, nothing to copy (empty or failed batch)
+ *   OUT -> FREE         released (CPU) or copied (CUDA) */
+enum { HOST_FREE, HOST_FILLING, HOST_FINAL, HOST_OUT };
+/* The delivery side, the batch the consumer sees (on CUDA, the device
+ * slot of the same index):
+ *   FREE -> CONVERTING  CPU: convert jobs queued; their completion -> READY
+ *   FREE -> READY | EMPTY
+ *   READY -> HELD       gf_next hands it out
+ *   READY | EMPTY -> FREE  gf_next skips an empty or failed batch
+ *   HELD -> FREE        gf_release */
+enum { OUT_FREE, OUT_CONVERTING, OUT_READY, OUT_EMPTY, OUT_HELD };
+
+typedef struct cell {
+    uint64_t pos;
+    uint8_t state;
+} cell;
+
+typedef struct sample_error {
+    uint64_t pos;
+    int64_t sample;
+    int code;
+    char *why;
+} sample_error;
+
+typedef struct slot {
+    struct gf_loader *l;
+    gf_batch batch;      /* the consumer's view */
+    uint8_t *pixels;
+    int32_t *labels;
+    int64_t *indices;
+    uint8_t *flips;      /* per cell: to be mirrored by the device kernel */
+    void *out;           /* CPU: the converted batch, or NULL (data = pixels) */
+    int32_t *out_labels; /* CUDA: the delivered batch's own copies, since */
+    int64_t *out_indices; /* the host slot is refilled while it is held */
+    int pinned;
+    cell *cells;
+    int n_cells;         /* cells in use: B, or fewer at the end of an epoch */
+    int pending;         /* cells with a read or decode outstanding */
+    int converting;      /* convert jobs outstanding */
+    int count, status;   /* once finalised */
+    bool empty;
+    uint64_t seq, epoch, end_pos;
+    sample_error *errs;  /* bad samples met by this batch (rare) */
+    int n_errs, cap_errs;
+    int host;            /* HOST_*, under mu */
+    int out_state;       /* OUT_*, under mu */
+    uint64_t out_seq;    /* the batch the delivery side holds */
+} slot;
+
+static inline bool gf__host_step_ok(int from, int to)
+{
+    switch (from) {
+    case HOST_FREE: return to == HOST_FILLING;
+    case HOST_FILLING: return to == HOST_FINAL;
+    case HOST_FINAL: return to == HOST_OUT || to == HOST_FREE;
+    case HOST_OUT: return to == HOST_FREE;
+    }
+    return false;
+}
+
+static inline bool gf__out_step_ok(int from, int to)
+{
+    switch (from) {
+    case OUT_FREE: return to == OUT_CONVERTING || to == OUT_READY || to == OUT_EMPTY;
+    case OUT_CONVERTING: return to == OUT_READY;
+    case OUT_READY: return to == OUT_HELD || to == OUT_FREE;
+    case OUT_EMPTY: return to == OUT_FREE;
+    case OUT_HELD: return to == OUT_FREE;
+    }
+    return false;
+}
+
+/* Under mu. */
+static inline void slot_set_host(slot *sl, int from, int to)
+{
+    assert(sl->host == from && gf__host_step_ok(from, to));
+    (void)from;
+    sl->host = to;
+}
+
+/* Under mu. */
+static inline void slot_set_out(slot *sl, int from, int to)
+{
+    assert(sl->out_state == from && gf__out_step_ok(from, to));
+    (void)from;
+    sl->out_state = to;
+}
+
+/* Both sides FREE whatever they were: the pipeline has stopped. */
+static inline void slot_reset(slot *sl)
+{
+    sl->host = HOST_FREE;
+    sl->out_state = OUT_FREE;
+}
+
+/* Allocates l->D slots for l->B cells (pinned when l->dev can, else
+ * pageable) and points each batch at its memory. Returns 0, GF_ENOMEM or
+ * GF_EINVAL, with l->msg set unless it is a bare GF_ENOMEM. */
+int gf__ring_alloc(struct gf_loader *l);
+void gf__ring_free(struct gf_loader *l);
+
+#endif
