@@ -10,6 +10,8 @@
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 
+#include "run_suite.h"
+
 /* 0: run; 77: skip; 1: fail. Says which on stdout. */
 static int tu_cuda_present(void)
 {
@@ -29,14 +31,9 @@ static int tu_cuda_present(void)
 }
 
 /* Runs s in this process (CUDA does not survive fork()); the exit code. */
-static int tu_run_cuda_suite(Suite *s)
+static inline int tu_run_cuda_suite(Suite *s)
 {
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite_forking(s, CK_NOFORK);
 }
 
 #endif

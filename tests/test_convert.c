@@ -4,6 +4,7 @@
  * dtype x layout x channel count x flip mode, at sizes that leave tails. */
 #include "config.h"
 #include "convert.h"
+#include "run_suite.h"
 
 #include <check.h>
 #include <math.h>
@@ -843,9 +844,5 @@ static Suite *convert_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(convert_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(convert_suite());
 }

@@ -1,6 +1,7 @@
 /* Dataset index: ImageFolder trees (torchvision order) and list files. */
 #include "dataset.h"
 #include "testutil.h"
+#include "run_suite.h"
 
 #include <check.h>
 #include <fcntl.h>
@@ -570,9 +571,5 @@ static Suite *dataset_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(dataset_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(dataset_suite());
 }

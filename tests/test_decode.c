@@ -3,6 +3,7 @@
 #include "decode.h"
 #include "resample.h"
 #include "testutil.h"
+#include "run_suite.h"
 
 #include <check.h>
 #include <math.h>
@@ -974,9 +975,5 @@ static Suite *decode_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(decode_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(decode_suite());
 }

@@ -1412,11 +1412,9 @@ static Suite *loader_suite(void)
     return s;
 }
 
+#include "run_suite.h"
+
 int main(void)
 {
-    SRunner *sr = srunner_create(loader_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(loader_suite());
 }

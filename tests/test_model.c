@@ -370,11 +370,9 @@ static Suite *model_suite(void)
     return s;
 }
 
+#include "run_suite.h"
+
 int main(void)
 {
-    SRunner *r = srunner_create(model_suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(model_suite());
 }

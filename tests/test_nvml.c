@@ -122,6 +122,8 @@ START_TEST(a_missing_or_wrong_library_is_named)
 }
 END_TEST
 
+#include "run_suite.h"
+
 int main(void)
 {
     Suite *s = suite_create("nvml");
@@ -133,9 +135,5 @@ int main(void)
     tcase_add_test(t, a_failed_init_is_reported);
     tcase_add_test(t, a_missing_or_wrong_library_is_named);
     suite_add_tcase(s, t);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

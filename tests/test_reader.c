@@ -8,6 +8,7 @@
 
 #include "config.h"
 #include "reader.h"
+#include "run_suite.h"
 
 #include <check.h>
 #include <dirent.h>
@@ -786,9 +787,5 @@ int main(int argc, char **argv)
     } else {
         s = posix_suite();
     }
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

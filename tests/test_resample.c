@@ -2,6 +2,7 @@
  * bytes on every input (a seed gives the same batch on any CPU), and all
  * must match a naive reference of the documented fixed-point arithmetic. */
 #include "resample.h"
+#include "run_suite.h"
 
 #include <check.h>
 #include <math.h>
@@ -301,9 +302,5 @@ static Suite *resample_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(resample_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(resample_suite());
 }

@@ -2,6 +2,7 @@
  * DistributedSampler, and resumable at any position. */
 #include "sampler.h"
 #include "testutil.h"
+#include "run_suite.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -344,9 +345,5 @@ static Suite *sampler_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(sampler_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(sampler_suite());
 }

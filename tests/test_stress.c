@@ -126,6 +126,8 @@ START_TEST(open_and_close_repeatedly_mid_stream)
 }
 END_TEST
 
+#include "run_suite.h"
+
 int main(void)
 {
     Suite *s = suite_create("stress");
@@ -135,9 +137,5 @@ int main(void)
     tcase_add_test(t, extreme_depths_and_many_threads_give_the_reference_bytes);
     tcase_add_test(t, open_and_close_repeatedly_mid_stream);
     suite_add_tcase(s, t);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

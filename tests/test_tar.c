@@ -6,6 +6,7 @@
 #include "reader.h"
 #include "tar.h"
 #include "testutil.h"
+#include "run_suite.h"
 
 #include <check.h>
 #include <fcntl.h>
@@ -887,9 +888,5 @@ static Suite *tar_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(tar_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(tar_suite());
 }

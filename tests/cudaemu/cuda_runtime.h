@@ -62,7 +62,7 @@ unsigned long long globaltimer_ns();
 void launch(const char *name, dim3 grid, dim3 block, size_t shared, cudaStream_t stream,
             std::function<void()> body);
 /* Where the kernel reaches the bytes at device address p (p itself for
- * host memory): device addresses fault on the host (emu.cpp). */
+ * host memory): device addresses fault on the host (emu_memory.cpp). */
 void *kernel_pointer(const void *p);
 
 template <class T> T kernel_arg(T v)

@@ -1,6 +1,6 @@
 /* cudaemu: the part of the CUDA Runtime API gpufeed uses, run on the CPU
- * (emu.cpp). Test-only: it lets the CUDA paths of the library, the CLI and
- * the gpu suites run on machines without a GPU (meson -Dcuda_emu=true).
+ * (emu_*.cpp). Test-only: it lets the CUDA paths of the library, the CLI and
+ * the gpu suites run on machines without a GPU (meson -Dcudaemu=true).
  * Names, types and flag values follow the real header; error codes keep
  * their real numbers. README.md says what it checks and what it cannot. */
 #ifndef GF_CUDAEMU_RUNTIME_API_H
