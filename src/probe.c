@@ -2,7 +2,8 @@
  * gf_probe: what this build and machine offer the loader, for diagnostics.
  * Every answer comes from the code path a loader takes (the io_uring
  * reader's own setup, the resampler's own ISA choice), so the probe cannot
- * say "available" where gf_open() would fall back.
+ * say "available" where gf_open() would fall back. Runs on the caller's
+ * thread; it holds nothing afterwards.
  */
 #include "common.h"
 

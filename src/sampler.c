@@ -13,8 +13,13 @@
  * takes global positions r, r + world, r + 2*world, ...; without drop_last
  * positions past n wrap to the start of the order (padding), with drop_last
  * the order is cut to floor(n/world)*world.
+ *
+ * No state but what the caller holds: any thread may call it (the loader's
+ * controller thread does, once per sample it schedules).
  */
 #include "sampler.h"
+
+#include <assert.h>
 
 int gf__sampler_init(gf__sampler *s, uint64_t n, uint64_t seed, int shuffle,
                      uint32_t rank, uint32_t world, int drop_last)
@@ -44,6 +49,7 @@ void gf__perm_init(gf__perm *p, const gf__sampler *s, uint64_t epoch)
     while (2 * h < 64 && (s->n - 1) >> (2 * h))
         h++;
     p->half_bits = h;
+    assert(h <= 32 && (h == 32 || (s->n - 1) >> (2 * h) == 0)); /* 2^(2h) >= n */
     /* Distinct constants keep the key schedule apart from gf__sample_key's
      * chain, which starts from the same (seed, epoch). */
     uint64_t base = gf__mix64(gf__mix64(s->seed ^ 0x6a09e667f3bcc908ull) ^ epoch);

@@ -6,7 +6,7 @@
  *   bytes into it (meson.build), so sanitizer builds of gpufeed, and of
  *   programs that embed it, report only real faults. The two bugs of 2.27
  *   that are real (Huffman tables, PNM numbers) are refused before the
- *   data gets here: decode.c. */
+ *   data gets here: decode_stb.c. */
 #include "stb_image_impl.h"
 
 #define STB_IMAGE_IMPLEMENTATION

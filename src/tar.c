@@ -35,9 +35,13 @@
  * doubles its size (up to 256 KiB), so runs of tiny members cost one
  * pread per window; a far jump (a large member skipped) drops it back to
  * 4 KiB, so big images are not read at index time.
+ *
+ * Run by the thread that opens the data set (dataset_shards.c), once per
+ * shard; a scan's state is its own.
  */
 #include "tar.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +88,7 @@ static int read_fully(gf__tar *t, uint64_t off, void *dst, size_t n, char *why,
  * window; returns a pointer to it or NULL with why. */
 static const uint8_t *win_get(gf__tar *t, uint64_t off, size_t n, char *why, size_t why_len)
 {
+    assert(n <= WIN_MAX && off <= t->file_size && n <= t->file_size - off);
     uint64_t end = t->win_start + t->win_len;
     if (off >= t->win_start && off + n <= end)
         return t->win + (off - t->win_start);

@@ -1,0 +1,276 @@
+/* Dataset index from an ImageFolder tree: label = index of the class
+ * sub-directory in sorted order, files found recursively. Run once, at
+ * open, by the thread that calls gf_open.
+ *
+ * Follows torchvision's ImageFolder/make_dataset so that sample indices
+ * agree with a PyTorch run on the same tree: classes are the
+ * sub-directories of the root sorted by name (byte order), a class's files
+ * are found with os.walk(followlinks=True) and ordered as sorted(os.walk())
+ * then sorted(fnames) do, i.e. by (directory path, file name). Differences,
+ * on purpose: hidden entries (leading '.') are skipped at every level,
+ * FIFOs/sockets/devices are skipped (reading one would block a reader), a
+ * directory that cannot be read is an error instead of silently dropped, and
+ * a symlink loop is not followed twice. */
+#include "dataset_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef PATH_MAX
+#define PATH_MAX 4096
+#endif
+
+static int has_image_ext(const char *name, size_t len)
+{
+    const char *dot = memrchr(name, '.', len);
+    return dot && gf__is_image_suffix(dot + 1, len - (size_t)(dot - name) - 1);
+}
+
+static int cmp_names(const void *x, const void *y, void *ctx)
+{
+    const char *buf = ctx;
+    return strcmp(buf + *(const size_t *)x, buf + *(const size_t *)y);
+}
+
+/* Order of os.walk roots then file names: compare the directory parts as
+ * whole strings ("c/a-b" < "c/a/b", as Python sorts them), then the names. */
+static int cmp_walk_order(const void *x, const void *y, void *ctx)
+{
+    const char *arena = ctx;
+    const char *p = arena + *(const uint64_t *)x;
+    const char *q = arena + *(const uint64_t *)y;
+    const char *ps = strrchr(p, '/'), *qs = strrchr(q, '/');
+    size_t pl = (size_t)(ps - p), ql = (size_t)(qs - q);
+    int c = memcmp(p, q, pl < ql ? pl : ql);
+    if (c)
+        return c;
+    if (pl != ql)
+        return pl < ql ? -1 : 1;
+    return strcmp(ps + 1, qs + 1);
+}
+
+typedef struct walk {
+    gf__builder *b;
+    int root_fd;
+    int32_t label;
+    const char *src;
+    char *why;
+    size_t why_len;
+    char path[PATH_MAX]; /* relative path of the directory being read */
+} walk;
+
+typedef struct ancestor {
+    dev_t dev;
+    ino_t ino;
+    const struct ancestor *up;
+} ancestor;
+
+enum { KIND_SKIP, KIND_FILE, KIND_DIR };
+
+/* Resolves DT_UNKNOWN and symlinks by stat (following links, as os.walk
+ * with followlinks=True does). A dangling link counts as a file, as in
+ * torchvision: it is then reported as a bad sample, and indices still match. */
+static int entry_kind(int dfd, const struct dirent *d)
+{
+    unsigned char t = d->d_type;
+    if (t == DT_UNKNOWN || t == DT_LNK) {
+        struct stat st;
+        if (fstatat(dfd, d->d_name, &st, 0) != 0)
+            return t == DT_LNK ? KIND_FILE : KIND_SKIP;
+        if (S_ISDIR(st.st_mode))
+            return KIND_DIR;
+        return S_ISREG(st.st_mode) ? KIND_FILE : KIND_SKIP;
+    }
+    if (t == DT_DIR)
+        return KIND_DIR;
+    return t == DT_REG ? KIND_FILE : KIND_SKIP;
+}
+
+/* Reads directory w->path (length plen): appends its image files, then
+ * descends into its sub-directories (after closing it, so that the number
+ * of open descriptors does not grow with depth). */
+static int walk_dir(walk *w, size_t plen, const ancestor *up)
+{
+    int fd = openat(w->root_fd, w->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        gf__why(w->why, w->why_len, "%s/%s: %s", w->src, w->path, strerror(errno));
+        return GF_EDATASET;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        gf__why(w->why, w->why_len, "%s/%s: %s", w->src, w->path, strerror(errno));
+        close(fd);
+        return GF_EDATASET;
+    }
+    for (const ancestor *a = up; a; a = a->up)
+        if (a->dev == st.st_dev && a->ino == st.st_ino) {
+            close(fd); /* a link back to an ancestor: os.walk would loop */
+            return 0;
+        }
+    ancestor self = {st.st_dev, st.st_ino, up};
+    DIR *dir = fdopendir(fd);
+    if (!dir) {
+        gf__why(w->why, w->why_len, "%s/%s: %s", w->src, w->path, strerror(errno));
+        close(fd);
+        return GF_EDATASET;
+    }
+    gf__names subdirs = {0};
+    int rc = 0;
+    for (;;) {
+        errno = 0;
+        struct dirent *d = readdir(dir);
+        if (!d) {
+            if (errno) {
+                gf__why(w->why, w->why_len, "%s/%s: %s", w->src, w->path, strerror(errno));
+                rc = GF_EDATASET;
+            }
+            break;
+        }
+        if (d->d_name[0] == '.')
+            continue; /* hidden, and "." and ".." */
+        size_t nl = strlen(d->d_name);
+        int kind = entry_kind(dirfd(dir), d);
+        if (kind == KIND_DIR) {
+            if ((rc = gf__names_add(&subdirs, d->d_name)) < 0)
+                break;
+        } else if (kind == KIND_FILE && has_image_ext(d->d_name, nl)) {
+            gf__builder *b = w->b;
+            if ((rc = gf__builder_reserve_paths(b, plen + 1 + nl + 1)) < 0 ||
+                (rc = gf__builder_reserve_samples(b, 1)) < 0)
+                break;
+            char *p = b->arena + b->arena_len;
+            memcpy(p, w->path, plen);
+            p[plen] = '/';
+            memcpy(p + plen + 1, d->d_name, nl + 1);
+            b->off[b->n] = b->arena_len;
+            b->labels[b->n] = w->label;
+            b->n++;
+            b->arena_len += plen + 1 + nl + 1;
+        }
+    }
+    closedir(dir);
+    for (size_t i = 0; rc == 0 && i < subdirs.n; i++) {
+        const char *name = subdirs.buf + subdirs.off[i];
+        size_t nl = strlen(name);
+        if (plen + 1 + nl >= sizeof w->path) {
+            gf__why(w->why, w->why_len, "%s/%s/%s: %s", w->src, w->path, name,
+                    strerror(ENAMETOOLONG));
+            rc = GF_EDATASET;
+            break;
+        }
+        w->path[plen] = '/';
+        memcpy(w->path + plen + 1, name, nl + 1);
+        rc = walk_dir(w, plen + 1 + nl, &self);
+        w->path[plen] = '\0';
+    }
+    gf__names_free(&subdirs);
+    return rc;
+}
+
+int gf__dataset_open_folder(gf__dataset *ds, const char *src, char *why, size_t why_len)
+{
+    int dfd = open(src, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    ds->root_fd = dfd < 0 ? -1 : gf__keep_fd(dfd);
+    if (ds->root_fd < 0) {
+        gf__why(why, why_len, "%s: %s", src, strerror(errno));
+        return GF_EDATASET;
+    }
+    int fd = openat(ds->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *dir = fd < 0 ? NULL : fdopendir(fd);
+    if (!dir) {
+        gf__why(why, why_len, "%s: %s", src, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return GF_EDATASET;
+    }
+    /* Classes: the root's sub-directories (files in the root are ignored). */
+    gf__names classes = {0};
+    int rc = 0;
+    for (;;) {
+        errno = 0;
+        struct dirent *d = readdir(dir);
+        if (!d) {
+            if (errno) {
+                gf__why(why, why_len, "%s: %s", src, strerror(errno));
+                rc = GF_EDATASET;
+            }
+            break;
+        }
+        if (d->d_name[0] == '.' || entry_kind(dirfd(dir), d) != KIND_DIR)
+            continue;
+        if ((rc = gf__names_add(&classes, d->d_name)) < 0)
+            break;
+    }
+    closedir(dir);
+    if (rc == 0 && classes.n == 0) {
+        gf__why(why, why_len, "%s: no class sub-directories", src);
+        rc = GF_EDATASET;
+    }
+    if (rc == 0 && classes.n > (size_t)INT32_MAX) {
+        gf__why(why, why_len, "%s: too many classes", src);
+        rc = GF_EDATASET;
+    }
+    if (rc < 0) {
+        gf__names_free(&classes);
+        return rc;
+    }
+    qsort_r(classes.off, classes.n, sizeof *classes.off, cmp_names, classes.buf);
+
+    /* class_names: the pointer array and the strings in one block. */
+    size_t names_bytes = classes.n * sizeof(char *) + classes.len;
+    char **cn = malloc(names_bytes);
+    if (!cn) {
+        gf__names_free(&classes);
+        return GF_ENOMEM;
+    }
+    char *strs = (char *)(cn + classes.n);
+    memcpy(strs, classes.buf, classes.len);
+    for (size_t k = 0; k < classes.n; k++)
+        cn[k] = strs + classes.off[k];
+    size_t n_classes = classes.n;
+    gf__names_free(&classes);
+    ds->class_names = cn;
+    ds->bytes += names_bytes;
+
+    gf__builder b = {0};
+    walk *w = malloc(sizeof *w);
+    if (!w)
+        return GF_ENOMEM;
+    w->b = &b;
+    w->root_fd = ds->root_fd;
+    w->src = src;
+    w->why = why;
+    w->why_len = why_len;
+    for (size_t k = 0; k < n_classes; k++) {
+        size_t nl = strlen(cn[k]);
+        if (nl >= sizeof w->path) {
+            gf__why(why, why_len, "%s/%s: %s", src, cn[k], strerror(ENAMETOOLONG));
+            rc = GF_EDATASET;
+            break;
+        }
+        memcpy(w->path, cn[k], nl + 1);
+        w->label = (int32_t)k;
+        size_t first = b.n;
+        if ((rc = walk_dir(w, nl, NULL)) < 0)
+            break;
+        if (b.n - first > 1)
+            qsort_r(b.off + first, b.n - first, sizeof *b.off, cmp_walk_order, b.arena);
+    }
+    free(w);
+    if (rc == 0 && b.n == 0) {
+        gf__why(why, why_len, "%s: no image files in any class sub-directory", src);
+        rc = GF_EDATASET;
+    }
+    if (rc < 0) {
+        gf__builder_free(&b);
+        return rc;
+    }
+    ds->n_classes = (int)n_classes;
+    gf__builder_finish(&b, ds);
+    return 0;
+}

@@ -1,0 +1,172 @@
+/* Dataset index from a list file: "relative/path label" per line, paths
+ * relative to the list file's directory. Run once, at open, by the thread
+ * that calls gf_open.
+ *
+ * The file is read with one read() into a buffer that becomes the arena:
+ * each line's path is moved down over the bytes of the lines before it
+ * (whose labels and newlines are no longer needed), NUL-terminated in
+ * place, and the buffer is shrunk at the end. */
+#include "dataset_internal.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int list_error(char *why, size_t why_len, const char *src, uint64_t line,
+                      const char *fmt, const char *tok, size_t tok_len)
+{
+    char msg[160];
+    /* A garbage token can be huge: show its start only. */
+    int shown = tok_len > 40 ? 40 : (int)tok_len;
+    snprintf(msg, sizeof msg, fmt, shown, tok, tok_len > 40 ? "..." : "");
+    gf__why(why, why_len, "%s:%llu: %s", src, (unsigned long long)line, msg);
+    return GF_EDATASET;
+}
+
+/* Parses buf[0, size) in place. Lines are "path label": the label is the
+ * last whitespace-separated token, the path everything before the last run
+ * of whitespace (so it may hold spaces); leading and trailing whitespace
+ * (CR of CRLF included) is ignored. Each path is moved to b->arena_len and
+ * NUL-terminated; it never overtakes the bytes still to be parsed because a
+ * line gives up at least its label and separator. */
+static int parse_list(gf__builder *b, char *buf, size_t size, const char *src, char *why,
+                      size_t why_len)
+{
+    int32_t max_label = -1;
+    size_t w = 0; /* write position: end of the arena */
+    uint64_t lineno = 0;
+    for (size_t pos = 0; pos < size;) {
+        lineno++;
+        char *line = buf + pos;
+        char *nl = memchr(line, '\n', size - pos);
+        size_t len = nl ? (size_t)(nl - line) : size - pos;
+        pos += len + (nl != NULL);
+
+        size_t a = 0, e = len;
+        while (a < e && gf__is_space(line[a]))
+            a++;
+        while (e > a && gf__is_space(line[e - 1]))
+            e--;
+        if (a == e || line[a] == '#')
+            continue;
+        size_t ls = e; /* label start */
+        while (ls > a && !gf__is_space(line[ls - 1]))
+            ls--;
+        if (ls == a)
+            return list_error(why, why_len, src, lineno,
+                              "expected 'path label', got '%.*s%s'", line + a, e - a);
+        size_t pe = ls; /* path end */
+        while (pe > a && gf__is_space(line[pe - 1]))
+            pe--;
+
+        uint64_t v = 0;
+        for (size_t i = ls; i < e; i++) {
+            unsigned d = (unsigned char)line[i] - '0';
+            if (d > 9)
+                return list_error(why, why_len, src, lineno,
+                                  "label '%.*s%s' is not a non-negative integer", line + ls,
+                                  e - ls);
+            v = v * 10 + d;
+            if (v > GF__LABEL_MAX)
+                return list_error(why, why_len, src, lineno,
+                                  "label '%.*s%s' is too large (max 2147483646)", line + ls,
+                                  e - ls);
+        }
+        if (memchr(line + a, '\0', pe - a))
+            return list_error(why, why_len, src, lineno, "NUL byte in path%.*s%s", "", 0);
+
+        if (b->n == b->cap && gf__builder_reserve_samples(b, 1) < 0)
+            return GF_ENOMEM;
+        /* every earlier line left >= 2 bytes behind */
+        assert(w <= (size_t)(line + a - buf));
+        memmove(buf + w, line + a, pe - a);
+        b->off[b->n] = w;
+        b->labels[b->n] = (int32_t)v;
+        b->n++;
+        w += pe - a;
+        buf[w++] = '\0';
+        if ((int32_t)v > max_label)
+            max_label = (int32_t)v;
+    }
+    b->arena_len = w;
+    return max_label + 1;
+}
+
+int gf__dataset_open_list(gf__dataset *ds, const char *src, int fd, const struct stat *st,
+                          char *why, size_t why_len)
+{
+    gf__builder b = {0};
+    if ((uint64_t)st->st_size >= SIZE_MAX) {
+        gf__why(why, why_len, "%s: file too large", src);
+        return GF_EDATASET;
+    }
+    size_t size = (size_t)st->st_size;
+    b.arena = malloc(size + 1);
+    if (!b.arena)
+        return GF_ENOMEM;
+    b.arena_cap = size + 1;
+    size_t got = 0;
+    while (got < size) {
+        ssize_t r = read(fd, b.arena + got, size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            gf__why(why, why_len, "%s: %s", src, strerror(errno));
+            gf__builder_free(&b);
+            return GF_EDATASET;
+        }
+        if (r == 0)
+            break; /* shrank while we read: index what is there */
+        got += (size_t)r;
+    }
+    /* One sample per line at most: count lines for an exact first size. */
+    size_t lines = 1;
+    for (const char *p = b.arena, *end = b.arena + got;
+         (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++)
+        lines++;
+    int rc = gf__builder_reserve_samples(&b, lines);
+    if (rc < 0) {
+        gf__builder_free(&b);
+        return rc;
+    }
+    rc = parse_list(&b, b.arena, got, src, why, why_len);
+    if (rc < 0) {
+        gf__builder_free(&b);
+        return rc;
+    }
+    if (b.n == 0) {
+        gf__why(why, why_len, "%s: no samples (every line blank or a comment)", src);
+        gf__builder_free(&b);
+        return GF_EDATASET;
+    }
+    ds->n_classes = rc;
+    gf__builder_finish(&b, ds);
+
+    /* The paths are relative to the list file's directory. */
+    const char *slash = strrchr(src, '/');
+    int dfd;
+    if (!slash) {
+        dfd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    } else if (slash == src) {
+        dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    } else {
+        size_t dl = (size_t)(slash - src);
+        char *dir = malloc(dl + 1);
+        if (!dir)
+            return GF_ENOMEM;
+        memcpy(dir, src, dl);
+        dir[dl] = '\0';
+        dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        free(dir);
+    }
+    ds->root_fd = dfd < 0 ? -1 : gf__keep_fd(dfd);
+    if (ds->root_fd < 0) {
+        gf__why(why, why_len, "%s: cannot open its directory: %s", src, strerror(errno));
+        return GF_EDATASET;
+    }
+    return 0;
+}

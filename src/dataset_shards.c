@@ -1,0 +1,392 @@
+/* Dataset index from WebDataset-style tar shards: members grouped into
+ * samples by key (KEY.jpg + KEY.cls), each sample's bytes located by
+ * (shard, offset, size). Run once, at open, by the thread that calls
+ * gf_open.
+ *
+ * Shards are scanned once (tar.c reads only the headers and the tiny .cls
+ * members, through a small read window); a sample costs its display name
+ * "shard.tar:key.jpg" in the arena plus 28 bytes (path offset, label,
+ * shard index, data offset, 32-bit size). */
+#include "dataset_internal.h"
+
+#include "tar.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Bounds on what a pattern may expand to, checked as it expands: a short
+ * pattern such as "{0..999}{0..999}{0..999}.tar" must not take the
+ * memory of a billion names before the first one is found missing. */
+#define SHARDS_MAX ((size_t)1 << 20)
+#define SHARD_NAMES_MAX_BYTES ((size_t)64 << 20)
+#define CLS_MAX 64
+
+static void ds_warn(gf__dataset *ds, const char *fmt, ...)
+{
+    ds->warnings++;
+    if (ds->warning[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ds->warning, sizeof ds->warning, fmt, ap);
+    va_end(ap);
+}
+
+/* Commas outside braces separate elements; 1 if there is at least one and
+ * every one ends in ".tar". */
+int gf__dataset_is_shards(const char *src)
+{
+    int depth = 0;
+    size_t start = 0, len = strlen(src);
+    for (size_t i = 0; i <= len; i++) {
+        char c = src[i];
+        if (c == '{')
+            depth++;
+        else if (c == '}' && depth > 0)
+            depth--;
+        if ((c == ',' && depth == 0) || c == '\0') {
+            size_t el = i - start;
+            if (el < 4 || strncasecmp(src + i - 4, ".tar", 4) != 0)
+                return 0;
+            start = i + 1;
+        }
+    }
+    return 1;
+}
+
+/* Expands the brace ranges of pat[0, len) after the prefix buf[0, blen)
+ * (buf has room for the whole element: an expansion is never longer than
+ * its pattern) into out. */
+static int expand_braces(const char *pat, size_t len, char *buf, size_t blen, gf__names *out,
+                         const char *src, char *why, size_t why_len)
+{
+    const char *ob = memchr(pat, '{', len);
+    if (!ob) {
+        memcpy(buf + blen, pat, len);
+        buf[blen + len] = '\0';
+        if (out->n >= SHARDS_MAX) {
+            gf__why(why, why_len, "%s: more than %zu shards", src, SHARDS_MAX);
+            return GF_EDATASET;
+        }
+        if (out->len + blen + len + 1 > SHARD_NAMES_MAX_BYTES) {
+            gf__why(why, why_len, "%s: its shard names take more than %zu MiB", src,
+                    SHARD_NAMES_MAX_BYTES >> 20);
+            return GF_EDATASET;
+        }
+        return gf__names_add(out, buf);
+    }
+    size_t pre = (size_t)(ob - pat);
+    const char *a = ob + 1, *end = pat + len;
+    const char *p = a;
+    while (p < end && *p >= '0' && *p <= '9')
+        p++;
+    size_t alen = (size_t)(p - a);
+    const char *b = p + 2;
+    const char *q = b;
+    while (q < end && *q >= '0' && *q <= '9')
+        q++;
+    size_t bl = (size_t)(q - b);
+    if (alen == 0 || alen > 18 || end - p < 2 || p[0] != '.' || p[1] != '.' || bl == 0 ||
+        bl > 18 || q >= end || *q != '}') {
+        gf__why(why, why_len,
+                "%s: bad brace pattern (expected {FIRST..LAST} with decimal bounds, e.g. "
+                "{000000..000127})",
+                src);
+        return GF_EDATASET;
+    }
+    unsigned long long lo = strtoull(a, NULL, 10), hi = strtoull(b, NULL, 10);
+    if (lo > hi) {
+        gf__why(why, why_len, "%s: brace range {%.*s..%.*s} is descending", src, (int)alen,
+                a, (int)bl, b);
+        return GF_EDATASET;
+    }
+    if (hi - lo >= SHARDS_MAX) {
+        gf__why(why, why_len, "%s: more than %zu shards", src, SHARDS_MAX);
+        return GF_EDATASET;
+    }
+    int width = ((alen > 1 && a[0] == '0') || (bl > 1 && b[0] == '0'))
+                    ? (int)GF__MAX(alen, bl)
+                    : 0;
+    memcpy(buf + blen, pat, pre);
+    const char *rest = q + 1;
+    for (unsigned long long v = lo;; v++) {
+        int w = sprintf(buf + blen + pre, "%0*llu", width, v);
+        int rc = expand_braces(rest, (size_t)(end - rest), buf, blen + pre + (size_t)w, out,
+                               src, why, why_len);
+        if (rc < 0)
+            return rc;
+        if (v == hi)
+            break;
+    }
+    return 0;
+}
+
+static int expand_source(const char *src, gf__names *out, char *why, size_t why_len)
+{
+    size_t len = strlen(src);
+    char *buf = malloc(len + 1);
+    if (!buf)
+        return GF_ENOMEM;
+    int depth = 0, rc = 0;
+    size_t start = 0;
+    for (size_t i = 0; i <= len && rc == 0; i++) {
+        char c = src[i];
+        if (c == '{')
+            depth++;
+        else if (c == '}' && depth > 0)
+            depth--;
+        if ((c == ',' && depth == 0) || c == '\0') {
+            rc = expand_braces(src + start, i - start, buf, 0, out, src, why, why_len);
+            start = i + 1;
+        }
+    }
+    free(buf);
+    return rc;
+}
+
+/* The sample being gathered: consecutive members with one key. */
+typedef struct shard_scan {
+    gf__dataset *ds;
+    gf__builder *b;
+    uint32_t shard;
+    const char *path;      /* for messages */
+    const char *display;   /* its basename, the arena names' prefix */
+    size_t display_len;
+    int32_t max_label;
+    int open;              /* a key is being gathered */
+    char *key;             /* current key and image member name */
+    size_t key_len, key_cap;
+    char *img;
+    size_t img_len, img_cap;
+    int has_img, has_cls;
+    const char *bad;       /* why the key cannot be a sample */
+    uint64_t img_off, img_size, key_at;
+    int32_t label;
+    char *why;             /* the scan's error message */
+    size_t why_len;
+} shard_scan;
+
+static int keep_name(char **p, size_t *cap, const char *s, size_t n)
+{
+    if (GF__GROW(p, cap, n + 1, 64) < 0)
+        return GF_ENOMEM;
+    memcpy(*p, s, n);
+    (*p)[n] = '\0';
+    return 0;
+}
+
+/* Ends the current key: a sample if it has an image and a label. */
+static int flush_key(shard_scan *c)
+{
+    if (!c->open)
+        return 0;
+    c->open = 0;
+    if (!c->bad && !c->has_img)
+        c->bad = "no image member";
+    if (!c->bad && !c->has_cls)
+        c->bad = "no .cls member";
+    if (c->bad) {
+        c->ds->skipped_keys++;
+        ds_warn(c->ds, "%s: offset %llu: key '%.80s' skipped: %s", c->path,
+                (unsigned long long)c->key_at, c->key, c->bad);
+        return 0;
+    }
+    gf__builder *b = c->b;
+    size_t need = c->display_len + 1 + c->img_len + 1;
+    if (gf__builder_reserve_paths(b, need) < 0 || gf__builder_reserve_samples(b, 1) < 0)
+        return GF_ENOMEM;
+    char *p = b->arena + b->arena_len;
+    memcpy(p, c->display, c->display_len);
+    p[c->display_len] = ':';
+    memcpy(p + c->display_len + 1, c->img, c->img_len + 1);
+    b->off[b->n] = b->arena_len;
+    b->labels[b->n] = c->label;
+    b->shard[b->n] = c->shard;
+    b->doff[b->n] = c->img_off;
+    assert(c->img_size <= UINT32_MAX); /* larger ones are bad keys */
+    b->dlen[b->n] = (uint32_t)c->img_size;
+    b->n++;
+    b->arena_len += need;
+    if (c->label > c->max_label)
+        c->max_label = c->label;
+    return 0;
+}
+
+/* The label in a .cls member: decimal text, surrounding whitespace allowed. */
+static const char *parse_cls(const char *t, size_t n, int32_t *out)
+{
+    size_t a = 0, e = n;
+    while (a < e && (gf__is_space(t[a]) || t[a] == '\n'))
+        a++;
+    while (e > a && (gf__is_space(t[e - 1]) || t[e - 1] == '\n'))
+        e--;
+    if (a == e)
+        return "empty .cls";
+    uint64_t v = 0;
+    for (size_t i = a; i < e; i++) {
+        unsigned d = (unsigned char)t[i] - '0';
+        if (d > 9)
+            return ".cls is not a non-negative decimal integer";
+        v = v * 10 + d;
+        if (v > GF__LABEL_MAX)
+            return ".cls label is too large (max 2147483646)";
+    }
+    *out = (int32_t)v;
+    return NULL;
+}
+
+static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
+{
+    shard_scan *c = ctx;
+    if (m->skip) {
+        c->ds->skipped_members++;
+        ds_warn(c->ds, "%s: offset %llu: member '%.80s' skipped: %s", c->path,
+                (unsigned long long)m->header_offset, m->name, m->skip);
+        return 0;
+    }
+    const char *name = m->name, *end = name + m->name_len;
+    const char *slash = memrchr(name, '/', m->name_len);
+    const char *base = slash ? slash + 1 : name;
+    const char *dot = memchr(base, '.', (size_t)(end - base));
+    size_t key_len = dot ? (size_t)(dot - name) : m->name_len;
+    const char *ext = dot ? dot + 1 : end;
+    size_t ext_len = (size_t)(end - ext);
+
+    if (!c->open || key_len != c->key_len || memcmp(name, c->key, key_len) != 0) {
+        int rc = flush_key(c);
+        if (rc < 0)
+            return rc;
+        if (keep_name(&c->key, &c->key_cap, name, key_len) < 0)
+            return GF_ENOMEM;
+        c->key_len = key_len;
+        c->open = 1;
+        c->has_img = c->has_cls = 0;
+        c->bad = NULL;
+        c->key_at = m->header_offset;
+    }
+    if (ext_len == 3 && strncasecmp(ext, "cls", 3) == 0) {
+        if (c->has_cls) {
+            c->ds->skipped_members++;
+            ds_warn(c->ds, "%s: offset %llu: member '%.80s' skipped: a second label of its key",
+                    c->path, (unsigned long long)m->header_offset, m->name);
+            return 0;
+        }
+        c->has_cls = 1;
+        if (m->size > CLS_MAX) {
+            if (!c->bad)
+                c->bad = ".cls over 64 bytes";
+            return 0;
+        }
+        char text[CLS_MAX];
+        int rc = gf__tar_read(t, m->offset, text, (size_t)m->size, c->why, c->why_len);
+        if (rc < 0)
+            return rc;
+        const char *bad = parse_cls(text, (size_t)m->size, &c->label);
+        if (bad && !c->bad)
+            c->bad = bad;
+    } else if (gf__is_image_suffix(ext, ext_len)) {
+        if (c->has_img) {
+            c->ds->skipped_members++;
+            ds_warn(c->ds, "%s: offset %llu: member '%.80s' skipped: a second image of its key",
+                    c->path, (unsigned long long)m->header_offset, m->name);
+            return 0;
+        }
+        c->has_img = 1;
+        if (m->size > UINT32_MAX && !c->bad)
+            c->bad = "image member over 4 GiB";
+        c->img_off = m->offset;
+        c->img_size = m->size;
+        if (keep_name(&c->img, &c->img_cap, name, m->name_len) < 0)
+            return GF_ENOMEM;
+        c->img_len = m->name_len;
+    }
+    return 0; /* other members (key.json, ...) are not ours */
+}
+
+int gf__dataset_open_shards(gf__dataset *ds, const char *src, char *why, size_t why_len)
+{
+    gf__names paths = {0};
+    int rc = expand_source(src, &paths, why, why_len);
+    if (rc < 0) {
+        gf__names_free(&paths);
+        return rc;
+    }
+    /* Shard paths are relative to the current directory now. */
+    int dfd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    ds->root_fd = dfd < 0 ? -1 : gf__keep_fd(dfd);
+    if (ds->root_fd < 0) {
+        gf__why(why, why_len, "%s: cannot open the current directory: %s", src,
+                strerror(errno));
+        gf__names_free(&paths);
+        return GF_EDATASET;
+    }
+    /* shard_paths: the pointer array and the strings in one block. */
+    size_t block = paths.n * sizeof(char *) + paths.len;
+    char **sp = malloc(block);
+    if (!sp) {
+        gf__names_free(&paths);
+        return GF_ENOMEM;
+    }
+    char *strs = (char *)(sp + paths.n);
+    memcpy(strs, paths.buf, paths.len);
+    for (size_t k = 0; k < paths.n; k++)
+        sp[k] = strs + paths.off[k];
+    ds->shard_paths = sp;
+    ds->n_shards = (uint32_t)paths.n;
+    ds->bytes += block;
+    gf__names_free(&paths);
+
+    gf__builder b = {.ranged = 1};
+    shard_scan c = {.ds = ds, .b = &b, .max_label = -1, .why = why, .why_len = why_len};
+    for (uint32_t k = 0; k < ds->n_shards && rc == 0; k++) {
+        const char *path = sp[k];
+        int fd = openat(ds->root_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) != 0) {
+            gf__why(why, why_len, "%s: %s", path, strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            rc = GF_EDATASET;
+            break;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            gf__why(why, why_len, "%s: not a regular file", path);
+            close(fd);
+            rc = GF_EDATASET;
+            break;
+        }
+        const char *slash = strrchr(path, '/');
+        c.shard = k;
+        c.path = path;
+        c.display = slash ? slash + 1 : path;
+        c.display_len = strlen(c.display);
+        rc = gf__tar_scan(fd, (uint64_t)st.st_size, path, on_member, &c, &ds->warnings,
+                          ds->warning, sizeof ds->warning, why, why_len);
+        if (rc == 0)
+            rc = flush_key(&c); /* a key never spans shards */
+        c.open = 0;
+        close(fd);
+    }
+    free(c.key);
+    free(c.img);
+    if (rc == 0 && b.n == 0) {
+        gf__why(why, why_len, "%s: no samples in %u shard(s) (%llu keys, %llu members skipped%s%s)",
+                src, ds->n_shards, (unsigned long long)ds->skipped_keys,
+                (unsigned long long)ds->skipped_members, ds->warning[0] ? "; first: " : "",
+                ds->warning);
+        rc = GF_EDATASET;
+    }
+    if (rc < 0) {
+        gf__builder_free(&b);
+        return rc;
+    }
+    ds->n_classes = c.max_label + 1;
+    gf__builder_finish(&b, ds);
+    return 0;
+}

@@ -1,0 +1,100 @@
+/* What the decoder's files share (decode.c, crop.c, decode_stb.c,
+ * decode_jpeg.c): the per-thread decoder state, the crop rectangle, the
+ * format and pixel-layout codes, and the steps every path ends with. Not
+ * for use outside them; the rest of the library includes decode.h. */
+#ifndef GF_DECODE_INTERNAL_H
+#define GF_DECODE_INTERNAL_H
+
+#include "decode.h"
+
+#include "config.h"
+#include "resample.h"
+
+#if GF_HAVE_TURBO
+#include <setjmp.h>
+#include <stdio.h> /* before jpeglib.h, which needs FILE */
+#include <jpeglib.h>
+#endif
+
+#define GF__DEFAULT_MAX_PIXELS (64ull << 20)
+
+#if GF_HAVE_TURBO
+typedef struct gf__jerr {
+    struct jpeg_error_mgr pub;
+    jmp_buf jb;
+    int eof;          /* JWRN_JPEG_EOF seen: the data ran out */
+    int corrupt;      /* a corrupt-entropy-data warning was seen */
+    char msg[JMSG_LENGTH_MAX];
+} gf__jerr;
+#endif
+
+struct gf__decoder {
+    gf__resampler rs;
+    uint8_t *buf;    /* decoded span (libjpeg) */
+    uint8_t *conv;   /* span converted to the output channels */
+    size_t buf_cap, conv_cap;
+    double total_s, resample_s;
+    int flipped;     /* the last sample's flip decision */
+#if GF_HAVE_TURBO
+    struct jpeg_decompress_struct ci;
+    gf__jerr err;
+    JSAMPROW *rows;
+    size_t rows_cap; /* in rows */
+#endif
+};
+
+/* Formats, as sniffed from the first bytes; gf__fmt_name[fmt] for messages. */
+enum { F_UNKNOWN, F_JPEG, F_PNG, F_GIF, F_BMP, F_PSD, F_PNM };
+extern const char *const gf__fmt_name[];
+
+/* Pixel layouts a decoder hands back: 1-4 channels as their count, or
+ * Adobe's inverted CMYK. */
+enum { K_GRAY = 1, K_GA = 2, K_RGB = 3, K_RGBA = 4, K_CMYK = 5 };
+
+/* The source rectangle (float, source pixels) to resample to the output,
+ * and whether to mirror it. */
+typedef struct gf__crop {
+    double x, y, w, h;
+    int flip;
+} gf__crop;
+
+/* crop.c: the rectangle of transform t for a W x H image; all randomness
+ * from key. */
+void gf__crop_plan(const gf__transform *t, int W, int H, uint64_t key, gf__crop *c);
+
+static inline uint32_t gf__be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* 1 (with why) if W x H is over t's pixel limit. */
+int gf__too_big(const gf__transform *t, int fmt, uint64_t W, uint64_t H, char *why,
+                size_t why_len);
+
+/* Sets the resampler's axes for crop c of an sw x sh decode that is the
+ * source scaled by f. Returns 0 or -1 (no memory). */
+int gf__decode_set_axes(gf__decoder *d, int sw, int sh, double f, const gf__crop *c,
+                        const gf__transform *t);
+
+/* Resamples the span [h.lo, h.hi) x [v.lo, v.hi) of a kind-`kind` image
+ * (src at the span's top-left) into dst, converting channels first when
+ * the source layout is not already t->channels. */
+int gf__decode_finish(gf__decoder *d, const uint8_t *src, size_t stride, int kind,
+                      const gf__transform *t, int flip, uint8_t *dst, char *why,
+                      size_t why_len);
+
+/* decode_stb.c: anything stb_image reads; fmt as sniffed. */
+int gf__decode_stb(gf__decoder *d, const uint8_t *data, size_t len, int fmt,
+                   const gf__transform *t, uint64_t key, uint8_t *dst, char *why,
+                   size_t why_len);
+
+#if GF_HAVE_TURBO
+/* decode_jpeg.c: JPEG through libjpeg-turbo; its handle set up in d at
+ * create (0 or GF_ENOMEM) and torn down at destroy. */
+int gf__decode_jpeg_init(gf__decoder *d);
+void gf__decode_jpeg_free(gf__decoder *d);
+int gf__decode_jpeg(gf__decoder *d, const uint8_t *data, size_t len, const gf__transform *t,
+                    uint64_t key, uint8_t *dst, char *why, size_t why_len);
+#endif
+
+#endif

@@ -1,0 +1,264 @@
+/* Every format but JPEG-through-libjpeg-turbo: stb_image (compiled alone
+ * in stb_image_impl.c), on the decode threads; a call holds nothing
+ * between samples but the decoder's own scratch.
+ *
+ * stb_image decodes the whole image; the crop is then resampled from it.
+ * Before it sees the data, two checks refuse inputs that Debian's 2.27
+ * mishandles: JPEG Huffman tables of over 256 codes (an out-of-bounds
+ * write) and PNM header numbers over INT_MAX (signed overflow). The pixel
+ * limit is checked from the header (where the format keeps the size at a
+ * known place, else from stb_image's info call) before anything is
+ * decoded. */
+#include "decode_internal.h"
+
+#include "stb_image_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Byte i of p, or 0 past the end (what stb_image's reader returns). */
+static uint8_t byte_at(const uint8_t *p, size_t n, size_t i)
+{
+    return i < n ? p[i] : 0;
+}
+
+/* 1 if the DHT segment whose length field starts at p[i] declares a table
+ * of more than 256 codes, read as stb_image reads it (it stops at a bad
+ * table class or id, and each table shortens the segment by >= 17). */
+static int dht_overfull(const uint8_t *p, size_t n, size_t i)
+{
+    long left = (long)((unsigned)byte_at(p, n, i) << 8 | byte_at(p, n, i + 1)) - 2;
+    for (i += 2; left > 0 && i < n;) {
+        uint8_t q = p[i++];
+        if (q >> 4 > 1 || (q & 15) > 3)
+            return 0;
+        unsigned codes = 0;
+        for (int k = 0; k < 16; k++)
+            codes += byte_at(p, n, i++);
+        if (codes > 256)
+            return 1;
+        i += codes;
+        left -= 17 + (long)codes;
+    }
+    return 0;
+}
+
+/* Debian's stb_image (2.27) writes past its Huffman tables when a DHT
+ * table declares more than 256 codes (fixed upstream later: nothings/stb
+ * #1289). 1 if p (a JPEG to stb_image: FF fill bytes, then SOI) has such
+ * a table wherever stb_image could read one: in the segments before the
+ * first scan, walked as stb_image walks them (a segment it accepts is
+ * exactly its length long), and, from the first scan on, at every FF C4
+ * (a marker it may find in or after entropy-coded data). */
+static int jpeg_dht_overfull(const uint8_t *p, size_t n)
+{
+    /* stb_image's SOI: any run of FF fill bytes, then D8. */
+    size_t pos = 0;
+    while (pos < n && p[pos] == 0xff)
+        pos++;
+    if (pos == 0 || pos >= n || p[pos] != 0xd8)
+        return 0;
+    pos++;
+    for (;;) {
+        while (pos < n && p[pos] != 0xff) /* stb_image skips such bytes */
+            pos++;
+        while (pos < n && p[pos] == 0xff)
+            pos++;
+        if (pos + 2 > n)
+            return 0;
+        uint8_t m = p[pos++];
+        if (m == 0xc4 && dht_overfull(p, n, pos))
+            return 1;
+        if (m == 0xda)
+            break;
+        if (m == 0xd8 || m == 0xd9 || m == 0x01 || (m >= 0xd0 && m <= 0xd7))
+            return 0; /* no length: stb_image gives up here */
+        pos += (size_t)byte_at(p, n, pos) << 8 | byte_at(p, n, pos + 1);
+    }
+    for (const uint8_t *ff; pos + 1 < n; pos = (size_t)(ff - p) + 1) {
+        if (!(ff = memchr(p + pos, 0xff, n - 1 - pos)))
+            break;
+        if (ff[1] == 0xc4 && dht_overfull(p, n, (size_t)(ff - p) + 2))
+            return 1;
+    }
+    return 0;
+}
+
+/* stb_image reads a PNM header's width, height and maximum value into an
+ * int with no overflow check (undefined behaviour; fixed upstream after
+ * 2.27). 1 if one of them, read as stb_image reads the header (whitespace
+ * and '#' comments between them, for any data starting P5 or P6), is over
+ * INT_MAX. */
+static int pnm_number_overflows(const uint8_t *p, size_t n)
+{
+    if (n < 2 || p[0] != 'P' || (p[1] != '5' && p[1] != '6'))
+        return 0;
+    size_t pos = 2;
+    for (int k = 0; k < 3; k++) {
+        for (;;) {
+            while (pos < n && (p[pos] == ' ' || (p[pos] >= '\t' && p[pos] <= '\r')))
+                pos++;
+            if (pos >= n || p[pos] != '#')
+                break;
+            while (pos < n && p[pos] != '\n' && p[pos] != '\r')
+                pos++;
+        }
+        uint64_t v = 0;
+        for (; pos < n && p[pos] >= '0' && p[pos] <= '9'; pos++)
+            if ((v = v * 10 + (unsigned)(p[pos] - '0')) > INT32_MAX)
+                return 1;
+    }
+    return 0;
+}
+
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+}
+
+/* Width and height from the header, for the pixel limit, when the format
+ * keeps them at a known place; 0 if unknown. stb_image's info call would
+ * say "unknown image type" for a header it finds too large, losing why. */
+static int header_dims(int fmt, const uint8_t *p, size_t n, uint64_t *W, uint64_t *H)
+{
+    switch (fmt) {
+    case F_PNG:
+        if (n < 24 || memcmp(p + 12, "IHDR", 4) != 0)
+            return 0;
+        *W = gf__be32(p + 16);
+        *H = gf__be32(p + 20);
+        return 1;
+    case F_GIF:
+        if (n < 10)
+            return 0;
+        *W = (uint32_t)p[6] | (uint32_t)p[7] << 8;
+        *H = (uint32_t)p[8] | (uint32_t)p[9] << 8;
+        return 1;
+    case F_BMP:
+        if (n < 26)
+            return 0;
+        *W = (uint64_t)llabs((long long)(int32_t)le32(p + 18));
+        *H = (uint64_t)llabs((long long)(int32_t)le32(p + 22));
+        return 1;
+    case F_PSD:
+        if (n < 22)
+            return 0;
+        *H = gf__be32(p + 14);
+        *W = gf__be32(p + 18);
+        return 1;
+    case F_JPEG:
+        for (size_t pos = 2; pos + 4 <= n;) {
+            if (p[pos] != 0xff)
+                return 0;
+            uint8_t m = p[pos + 1];
+            if (m == 0xff) {
+                pos++;
+                continue;
+            }
+            if (m == 0xd8 || m == 0x01 || (m >= 0xd0 && m <= 0xd7)) {
+                pos += 2;
+                continue;
+            }
+            if (m == 0xd9 || m == 0xda)
+                return 0;
+            size_t L = (size_t)p[pos + 2] << 8 | p[pos + 3];
+            int sof = m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc;
+            if (sof) {
+                if (pos + 9 > n)
+                    return 0;
+                *H = (uint32_t)p[pos + 5] << 8 | p[pos + 6];
+                *W = (uint32_t)p[pos + 7] << 8 | p[pos + 8];
+                return 1;
+            }
+            pos += 2 + L;
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static int stb_error(int fmt, char *why, size_t why_len)
+{
+    const char *r = gf__stb_failure_reason();
+    r = r ? r : "unknown error";
+    int code = GF_ECORRUPT;
+    if (!strcmp(r, "outofmem"))
+        code = GF_ENOMEM;
+    else if (!strcmp(r, "outofdata"))
+        code = GF_ETRUNC;
+    else if (!strcmp(r, "too large"))
+        code = GF_ETOOBIG;
+    else if (fmt == F_UNKNOWN || !strcmp(r, "unknown image type"))
+        code = GF_EFORMAT;
+    if (code == GF_EFORMAT && fmt == F_UNKNOWN)
+        gf__why(why, why_len, "not an image of a known format");
+    else
+        gf__why(why, why_len, "%s: %s (stb_image: %s)", gf__fmt_name[fmt],
+                code == GF_ETRUNC ? "premature end of data (truncated?)" : "corrupt data", r);
+    return code;
+}
+
+int gf__decode_stb(gf__decoder *d, const uint8_t *data, size_t len, int fmt,
+                   const gf__transform *t, uint64_t key, uint8_t *dst, char *why,
+                   size_t why_len)
+{
+    if (len > INT32_MAX) {
+        gf__why(why, why_len, "%s: %zu bytes is over stb_image's 2 GiB limit", gf__fmt_name[fmt], len);
+        return GF_ETOOBIG;
+    }
+    uint64_t hw, hh;
+    if (header_dims(fmt, data, len, &hw, &hh) && gf__too_big(t, fmt, hw, hh, why, why_len))
+        return GF_ETOOBIG;
+    /* stbi_info tries every reader on anything, whatever sniff says. */
+    if (jpeg_dht_overfull(data, len)) {
+        gf__why(why, why_len, "JPEG: corrupt data (a Huffman table with more than 256 codes)");
+        return GF_ECORRUPT;
+    }
+    if (pnm_number_overflows(data, len)) {
+        gf__why(why, why_len, "PNM: corrupt header (a number over 2147483647)");
+        return GF_ECORRUPT;
+    }
+    int W, H, n;
+    if (!gf__stb_info(data, (int)len, &W, &H, &n)) {
+        /* info tried every format and kept the last one's complaint; for a
+         * known format its own loader says what is wrong (in the header:
+         * what info rejected, so nothing big is allocated) */
+        if (fmt != F_UNKNOWN) {
+            void *px = gf__stb_load(data, (int)len, &W, &H, &n);
+            if (px) { /* info and load disagree: trust neither */
+                gf__stb_free(px);
+                gf__why(why, why_len, "%s: corrupt header", gf__fmt_name[fmt]);
+                return GF_ECORRUPT;
+            }
+        }
+        return stb_error(fmt, why, why_len);
+    }
+    if (gf__too_big(t, fmt, (uint64_t)W, (uint64_t)H, why, why_len))
+        return GF_ETOOBIG;
+    int is16 = gf__stb_is_16_bit(data, (int)len);
+    uint8_t *px = is16 ? (uint8_t *)gf__stb_load_16(data, (int)len, &W, &H, &n)
+                       : gf__stb_load(data, (int)len, &W, &H, &n);
+    if (!px)
+        return stb_error(fmt, why, why_len);
+    if (is16) { /* narrow in place, rounded: v * 255 / 65535 */
+        const uint16_t *s = (const uint16_t *)px;
+        size_t cnt = (size_t)W * H * n;
+        for (size_t i = 0; i < cnt; i++)
+            px[i] = (uint8_t)(((uint32_t)s[i] * 255 + 32767) / 65535);
+    }
+    gf__crop c;
+    gf__crop_plan(t, W, H, key, &c);
+    int rc = 0;
+    if (gf__decode_set_axes(d, W, H, 1.0, &c, t)) {
+        gf__why(why, why_len, "out of memory for the resampler");
+        rc = GF_ENOMEM;
+    } else {
+        size_t stride = (size_t)W * n;
+        const uint8_t *src = px + stride * d->rs.v.lo + (size_t)d->rs.h.lo * n;
+        rc = gf__decode_finish(d, src, stride, n, t, c.flip, dst, why, why_len);
+    }
+    gf__stb_free(px);
+    return rc;
+}
