@@ -3,6 +3,7 @@
  * (from later batches of its epoch, or the cursor), its good cells packed
  * and put in sampler order, its errors reported. See loader_impl.h for
  * why only the oldest batch is ever filled. */
+#include "grow.h"
 #include "loader_impl.h"
 
 #include <stdlib.h>
@@ -10,15 +11,9 @@
 
 static int record_error(slot *sl, int c, int code, char *why)
 {
-    if (sl->n_errs == sl->cap_errs) {
-        int cap = sl->cap_errs ? sl->cap_errs * 2 : 4;
-        sample_error *e = realloc(sl->errs, (size_t)cap * sizeof *e);
-        if (!e) {
-            free(why);
-            return GF_ENOMEM;
-        }
-        sl->errs = e;
-        sl->cap_errs = cap;
+    if (GF__GROW(&sl->errs, &sl->cap_errs, (size_t)sl->n_errs + 1, 4) < 0) {
+        free(why);
+        return GF_ENOMEM;
     }
     sl->errs[sl->n_errs++] = (sample_error){
         .pos = sl->cells[c].pos, .sample = sl->indices[c], .code = code, .why = why};

@@ -75,7 +75,8 @@ typedef struct slot {
     bool empty;
     uint64_t seq, epoch, end_pos;
     sample_error *errs;  /* bad samples met by this batch (rare) */
-    int n_errs, cap_errs;
+    int n_errs;
+    size_t cap_errs;
     int host;            /* HOST_*, under mu */
     int out_state;       /* OUT_*, under mu */
     uint64_t out_seq;    /* the batch the delivery side holds */
