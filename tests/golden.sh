@@ -1,12 +1,14 @@
 #!/bin/sh
 # Golden checksums of delivered batches (tests/golden.c) against
-# tests/golden.txt, recorded before the house refactor: behaviour unchanged
-# means these lines never change. To record anew after a change that is
-# meant to change batches: GOLDEN_RECORD=1, and say why in the commit.
-#   golden.sh GPUFEED GOLDEN
+# tests/golden-DECODER.txt, recorded before the house refactor: behaviour
+# unchanged means these lines never change. DECODER is the build's JPEG
+# decoder (turbo, or stb without libjpeg-turbo: their pixels differ). To
+# record anew after a change that is meant to change batches:
+# GOLDEN_RECORD=1, and say why in the commit.
+#   golden.sh GPUFEED GOLDEN turbo|stb
 set -eu
-gpufeed=$1 golden=$2
-expected=$(dirname "$0")/golden.txt
+gpufeed=$1 golden=$2 decoder=$3
+expected=$(dirname "$0")/golden-$decoder.txt
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 make() { set_=$1; shift; "$gpufeed" make-dataset "$work/$set_" --classes 3 --per-class 10 --size 80x60 --seed 7 "$@" >/dev/null; }
