@@ -233,7 +233,13 @@ static bool fill_holes(gf_loader *l, slot *sl, gf__job *js, int *n_jobs)
  * the next. A failed batch (on_error = fail) halts the loader. */
 bool gf__finalise_oldest(gf_loader *l, gf__job *js, int *n_jobs)
 {
-    if (l->fin == l->tail || l->halted)
+    if (l->fin == l->tail)
+        return false;
+    /* Under mu: a worker, a CUDA callback or the consumer may halt. */
+    pthread_mutex_lock(&l->mu);
+    bool halted = l->halted;
+    pthread_mutex_unlock(&l->mu);
+    if (halted)
         return false;
     slot *sl = slot_of(l, l->fin);
     assert(sl->seq == l->fin && l->xfer <= l->fin);

@@ -80,12 +80,12 @@ struct gf_loader {
     gf__read_done *reaped;       /* REAP_BATCH */
     gf__job *js;                 /* jobs made in one pump round */
     int js_cap;                  /* gf__pool_capacity: one per cell at most */
-    bool halted;                 /* a failed batch or an internal error */
     uv_timer_t tune_timer;       /* autotune: looks at the last window */
     bool tuning;
     double tune_t, tune_wait, tune_busy;
 
     /* Shared, under mu. */
+    bool halted;                 /* a failed batch or an internal error (any thread) */
     pthread_mutex_t mu;
     pthread_cond_t ready_cv;
     slot *slots;
