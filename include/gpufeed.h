@@ -129,7 +129,9 @@ typedef enum gf_on_error {
 } gf_on_error;
 
 typedef enum gf_device {
-    GF_DEVICE_AUTO = 0, /* CUDA when built and a GPU is present, else CPU */
+    GF_DEVICE_AUTO = 0, /* CUDA when built and a GPU is present, else CPU; a
+                           GPU whose device ring does not fit is an error
+                           (GF_ENOMEM), not a fall back to the CPU */
     GF_DEVICE_CUDA = 1, /* CUDA or GF_ENODEV from gf_open() */
     GF_DEVICE_CPU = 2,  /* host memory; the CPU twin of the device kernel */
 } gf_device;
@@ -248,7 +250,7 @@ typedef struct gf_batch {
     uint8_t *pixels;
     int32_t *labels;     /* count labels */
     int64_t *indices;    /* count data set indices (list/folder order) */
-    int count;           /* samples; < batch_size only for the last batch */
+    int count;           /* samples; < batch_size only for an epoch's last batch */
     int height, width, channels;
     uint64_t epoch;      /* epoch these samples belong to */
     uint64_t position;   /* gf_seek(epoch, position) resumes right after
