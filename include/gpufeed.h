@@ -27,13 +27,15 @@
  *   gf_next must not overlap one another (one consumer thread at a time);
  *   a held batch may be released from any thread, also while gf_next
  *   blocks in another, but each batch once.
- * - The lifecycle's: gf_open, gf_seek, gf_set_state, gf_close. Each needs
- *   the loader to itself: no other call on it may overlap them (they stop
- *   and restart its threads), and gf_seek / gf_set_state need every batch
- *   released first.
+ * - The lifecycle's: gf_open, gf_seek, gf_set_state, gf_close. They stop
+ *   and restart the loader's threads: no consumer's or other lifecycle
+ *   call may overlap them, gf_open and gf_close need the loader wholly to
+ *   themselves, and gf_seek / gf_set_state need every batch released
+ *   first.
  * - The observers': gf_get_stats, gf_get_state, gf_last_error,
  *   gf_sample_path, gf_sample_label, gf_read_sample. From any thread, any
- *   number at once, also while gf_next blocks.
+ *   number at once, also while gf_next blocks and while gf_seek or
+ *   gf_set_state runs (they see the loader before or after the seek).
  * gf_batch_wait, gf_version, gf_strerror, gf_err_name, gf_sample_error_kind,
  * gf_dtype_size, gf_default_settings, gf_probe, gf_free and gf_decode_image
  * touch no loader: any thread. A gf_decoder is one thread's at a time.
@@ -311,7 +313,13 @@ typedef struct gf_stats {
     char dataset_warning[160];
     uint64_t shards;           /* tar shards in the source, 0 for a folder
                                   or list */
-    uint8_t reserved[512];     /* zero; room for fields without an ABI break:
+    /* CUDA: the loader's own host-to-device copies, one per batch (pixels
+     * and flips), timed by events on the copy stream around each: bytes,
+     * copies and GPU seconds of those completed so far. Bandwidth at the
+     * real batch size: h2d_bytes / h2d_s. 0 on the CPU. */
+    uint64_t h2d_bytes, h2d_copies;
+    double h2d_s;
+    uint8_t reserved[488];     /* zero; room for fields without an ABI break:
                                   gf_get_stats writes sizeof(gf_stats) bytes,
                                   a new field takes its place from here */
 } gf_stats;
@@ -389,17 +397,22 @@ GF_API int gf_next(gf_loader *l, gf_batch **out);
 GF_API int gf_release(gf_loader *l, gf_batch *b);
 
 /* CUDA: gives the batch back once the work queued on `stream` (a
- * cudaStream_t; NULL = the legacy default stream) so far has run: an event
- * is recorded on it and the next copy into this device slot waits for it
- * on the GPU. The host does not block. On the CPU, stream is ignored.
+ * cudaStream_t; NULL = the legacy default stream of the loader's device,
+ * from any thread, also one whose current device is another or none: the
+ * loader records it there, and never changes the calling thread's
+ * device) so far has run: an event is recorded on it and the next copy
+ * into this device slot waits for it on the GPU. The host does not block.
+ * On the CPU, stream is ignored.
  * Returns 0; GF_EINVAL (not a held batch, or not a stream: the batch stays
  * held); or GF_ENODEV if the device failed (a kernel fault): the loader
  * stops, and gf_next returns GF_ENODEV saying why. */
 GF_API int gf_release_stream(gf_loader *l, gf_batch *b, void *stream);
 
-/* CUDA: makes `stream` (NULL = legacy default) wait for the batch's copy
- * and kernel (cudaStreamWaitEvent); the host does not block. CPU: nothing
- * to wait for. Returns 0, GF_EINVAL or GF_ENODEV. */
+/* CUDA: makes `stream` wait for the batch's copy and kernel
+ * (cudaStreamWaitEvent); the host does not block. NULL = the legacy
+ * default stream of the loader's device, from any thread, as for
+ * gf_release_stream. CPU: nothing to wait for. Returns 0, GF_EINVAL or
+ * GF_ENODEV. */
 GF_API int gf_batch_wait(const gf_batch *b, void *stream);
 
 /* Restarts delivery at sample `position` of `epoch` (a batch's

@@ -2,7 +2,8 @@
  * io_uring eventfd, the consumer and CUDA callbacks. Each wake-up runs
  * pump: take completions, reap and submit reads, finalise and deliver
  * batches in order, assign free slots new batches. Everything here runs on
- * the controller thread, except host_slot_copied (a CUDA thread). */
+ * the controller thread, except host_slot_copied (a CUDA thread, or
+ * gf-copy). */
 #include "loader_impl.h"
 
 #include <stdlib.h>
@@ -78,8 +79,9 @@ static void push_jobs(gf_loader *l, const gf__job *js, int n)
     pthread_mutex_unlock(&l->mu);
 }
 
-/* CUDA thread: the copy out of a host slot has run, or the copy stream
- * failed (cuda_error, a cudaError_t); the slot may be refilled. Everything
+/* CUDA thread (or gf-copy, when it could not queue the copy): the copy
+ * out of a host slot has run, or the copy stream failed (cuda_error, a
+ * cudaError_t); the slot may be refilled. Everything
  * happens under mu and the count of callbacks in flight drops last:
  * stop_pipeline waits for it to reach 0 (a failed stream's synchronize
  * may return before its callbacks have run) and then may free l. While
@@ -106,23 +108,43 @@ static void host_slot_copied(void *arg, int cuda_error)
     pthread_mutex_unlock(&l->mu);
 }
 
-/* CUDA: queues the copy + kernel of finalised batch sl; its host side is
- * OUT until host_slot_copied. Returns 0, or GF_ENODEV having halted. */
+/* gf-copy: batch sl's copy, kernel and ready event are queued; the
+ * consumer may have it. */
+static void batch_queued(void *arg)
+{
+    slot *sl = arg;
+    gf_loader *l = sl->l;
+    pthread_mutex_lock(&l->mu);
+    slot_set_out(sl, OUT_COPYING, OUT_READY);
+    pthread_cond_broadcast(&l->ready_cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* CUDA: queues the copy + kernel of finalised batch sl (l->xfer); its
+ * host side is OUT until host_slot_copied. Returns 0 (queued), 1 (posted
+ * to the copy thread: the delivery side is COPYING until batch_queued),
+ * or GF_ENODEV having halted. */
 static int queue_copy(gf_loader *l, slot *sl)
 {
     memcpy(sl->out_labels, sl->labels, (size_t)sl->count * sizeof *sl->labels);
     memcpy(sl->out_indices, sl->indices, (size_t)sl->count * sizeof *sl->indices);
     char why[256] = "";
-    /* Before the enqueue: its callback may free the host slot before this
-     * thread takes mu again. */
+    const bool posted = gf__device_offloads(l->dev);
+    /* Before the enqueue: its callbacks may free the host slot, or make
+     * the batch ready, before this thread takes mu again. */
     pthread_mutex_lock(&l->mu);
     l->copies_in_flight++;
     slot_set_host(sl, HOST_FINAL, HOST_OUT);
+    if (posted) {
+        sl->out_seq = l->xfer;
+        slot_set_out(sl, OUT_FREE, OUT_COPYING);
+    }
     pthread_mutex_unlock(&l->mu);
-    if (gf__device_enqueue(l->dev, (int)(sl - l->slots), sl->pixels,
-                           l->s.flip_on_device ? sl->flips : NULL, sl->count, l->cell_bytes,
-                           &l->cv, host_slot_copied, sl, why, sizeof why) == 0)
-        return 0;
+    int rc = gf__device_enqueue(l->dev, (int)(sl - l->slots), sl->pixels,
+                                l->s.flip_on_device ? sl->flips : NULL, sl->count, l->cell_bytes,
+                                &l->cv, host_slot_copied, batch_queued, sl, why, sizeof why);
+    if (rc >= 0)
+        return rc;
     char msg[320];
     snprintf(msg, sizeof msg,
              "the CUDA device failed: %s (an earlier kernel or copy of this process may have "
@@ -163,10 +185,12 @@ static bool deliver_next(gf_loader *l, gf__job *js, int *n_jobs)
     slot *sl = slot_of(l, l->xfer);
     assert(sl->seq == l->xfer);
     pthread_mutex_lock(&l->mu);
-    bool out_free = sl->out_state == OUT_FREE;
+    /* CUDA: not FREE, the consumer still holds this device slot; not
+     * FINAL, its copy could not be queued and the loader has halted. */
+    bool out_free = sl->out_state == OUT_FREE, final = sl->host == HOST_FINAL;
     pthread_mutex_unlock(&l->mu);
-    if (!out_free)
-        return false; /* CUDA: the consumer still holds this device slot */
+    if (!out_free || !final)
+        return false;
 
     gf_batch *b = &sl->batch;
     b->count = sl->count;
@@ -174,16 +198,19 @@ static bool deliver_next(gf_loader *l, gf__job *js, int *n_jobs)
     b->position = sl->end_pos;
     int out = sl->empty ? OUT_EMPTY : OUT_READY;
     bool has_pixels = !sl->empty && sl->status == 0;
+    int posted = 0; /* CUDA: the delivery side is COPYING already */
     if (has_pixels && l->dev) {
-        if (queue_copy(l, sl) < 0)
+        if ((posted = queue_copy(l, sl)) < 0)
             return false;
     } else if (has_pixels && l->convert) {
         queue_convert(l, sl, js, n_jobs);
         out = OUT_CONVERTING;
     }
     pthread_mutex_lock(&l->mu);
-    sl->out_seq = l->xfer;
-    slot_set_out(sl, OUT_FREE, out);
+    if (!posted) {
+        sl->out_seq = l->xfer;
+        slot_set_out(sl, OUT_FREE, out);
+    }
     /* CUDA: the host slot is free once copied (host_slot_copied), or now
      * if there is nothing to copy; CPU: it is the batch, free when the
      * consumer is done. */
@@ -326,6 +353,7 @@ static uint32_t drain_dones(gf_loader *l)
 void gf__pump(gf_loader *l)
 {
     gf__job *js = l->js;
+    gf__device_harvest(l->dev); /* copies done since: their times, for stats */
     for (;;) {
         int n_jobs = 0;
         uint32_t n_done = drain_dones(l);

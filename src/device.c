@@ -1,13 +1,34 @@
 /*
- * The CUDA transfer stage.
+ * The CUDA transfer stage (device.h): opening and closing a device (its
+ * slots, copy streams and helper), host slot memory, and the consumer's
+ * side (release, wait). The copy path is device_copy.c's, the threads
+ * bound to the device device_thread.c's; the build without CUDA has
+ * device_nocuda.c instead. The invariants below hold across these files.
+ *
+ * Threads: open, close and host slot memory run on gf_open/gf_close's
+ * thread, their CUDA calls on the device's helper (gf-cuda); enqueue and
+ * harvest on the controller; a batch's queueing (queue_batch) on the
+ * controller, or with pageable host slots on the copy thread (gf-copy);
+ * copied() on a CUDA thread; release and wait on the consumer's threads
+ * (through the helper when bound to another device).
  *
  * Invariants (no reuse race by construction):
  * - A copy stream carries each batch's copy, conversion, ready event and
  *   done() in that order: one stream for the ring (the default, batches
  *   in order), or slot i's own (copy_stream_per_slot: batches of
  *   different slots may overlap; nothing below needs their order).
+ * - One thread queues every batch of a device, in the order the
+ *   controller hands them over: the controller when all host slots are
+ *   pinned; gf-copy, in the order posted, as soon as one is pageable (a
+ *   copy from pageable memory blocks its caller until the stream reaches
+ *   it, and the controller also drives reads and decodes).
  * - A host slot is reused only after done() has run, and done() is queued
  *   on the copy stream after its copy: the GPU has read the host memory.
+ *   A batch posted to gf-copy has its host slot OUT until then too.
+ * - A batch is handed to the consumer only once its ready event is
+ *   recorded: after gf__device_enqueue returns 0, or, posted to gf-copy,
+ *   from queued() (the slot's delivery side is COPYING until then), so
+ *   gf_batch_wait never waits on an earlier record.
  * - A device slot i is written only by work queued after a wait on the
  *   event the consumer recorded on its own stream when it released slot
  *   i: the GPU runs the consumer's work on the batch before the copy that
@@ -15,162 +36,40 @@
  * - The consumer's stream waits on slot i's ready event before reading it.
  * - done() runs for every enqueued batch, also when the stream has failed
  *   (cudaStreamAddCallback passes the error; a host function would be
- *   skipped and the slot never freed): the loader halts with the error
- *   instead of waiting for a slot forever.
- * - Close waits for the copy streams and for every recorded release event
- *   before freeing device memory the consumer may still be reading.
+ *   skipped and the slot never freed), or when gf-copy could not queue it:
+ *   the loader halts with the error instead of waiting for a slot forever.
+ * - Slot i's copy timing events are read only once copied() has flagged
+ *   them complete, by the controller, before it hands slot i another
+ *   batch (harvest): reading them never waits.
+ * - Close waits for gf-copy, the copy streams and every recorded release
+ *   event before freeing device memory the consumer may still be reading.
  *
- * The caller's current device is never changed: setup, teardown, pinned
- * allocations, and a release or wait on the legacy default stream asked
- * from a thread bound to another device (or none) run on the device's
- * helper thread (gf-cuda, on_device), bound to the loader's device from
- * gf__device_open to gf__device_close; the controller thread binds to it
- * too. Saving and restoring the caller's device instead would create a
- * context on device 0 in every process whose thread had none
- * (cudaGetDevice says 0 then), hundreds of MB on GPU 0 per rank under
- * mpirun. One thread for the device's life, not one per call: a consumer
- * on another device's thread releases every batch through it.
+ * The caller's current device is never changed: what must run on the
+ * loader's device from a thread bound to another (or none) runs on the
+ * helper (device_thread.c says why); the controller binds to it.
  */
-#include "device.h"
-
 #include "config.h"
 
-#include <pthread.h>
-#include <stdbool.h>
+#if GF_HAVE_CUDA
+
+#include "device_impl.h"
+
+#include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-
-
-static void *gf__host_alloc_pageable(size_t bytes)
-{
-    void *p = NULL;
-    return posix_memalign(&p, 4096, bytes ? bytes : 1) == 0 ? p : NULL;
-}
-
-#if GF_HAVE_CUDA
-
-#include <cuda_runtime_api.h>
-#include <nvtx3/nvToolsExt.h>
-
-typedef struct dslot {
-    void *in;        /* uint8 staging, or NULL: the copy lands in out */
-    void *out;
-    uint8_t *flips;
-    cudaEvent_t ready, released;
-    int release_recorded;
-    void (*done)(void *, int); /* the batch in flight's */
-    void *done_arg;
-} dslot;
-
-/* The helper thread: one call at a time, the caller waits for its end. */
-typedef struct helper {
-    pthread_t thread;
-    bool started, quit;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;        /* a call posted or finished, or quit */
-    void (*fn)(void *);       /* the call running or posted, NULL when idle */
-    void *arg;
-    uint64_t posted, finished;
-    cudaError_t set;          /* its cudaSetDevice */
-} helper;
-
-struct gf__device {
-    int id;
-    int depth;
-    helper h;
-    struct gf__device *next_open; /* open_devices */
-    cudaStream_t *copy; /* n_copy streams: 1, or depth (one per slot) */
-    int n_copy;
-    dslot *slots;
-    size_t in_bytes, out_bytes, flip_bytes;
-    uint64_t pinned_max, pinned_now;
-    uint64_t device_bytes;
-};
-
-static int cuda_fail(cudaError_t e, const char *what, char *why, size_t why_len)
-{
-    gf__why(why, why_len, "%s: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
-    return e == cudaErrorMemoryAllocation ? GF_ENOMEM : GF_ENODEV;
-}
-
-static void *helper_main(void *p)
-{
-    gf__device *d = p;
-    helper *h = &d->h;
-    pthread_setname_np(pthread_self(), "gf-cuda");
-    cudaError_t set = cudaSetDevice(d->id);
-    pthread_mutex_lock(&h->mu);
-    h->set = set;
-    for (;;) {
-        while (!h->fn && !h->quit)
-            pthread_cond_wait(&h->cv, &h->mu);
-        if (!h->fn)
-            break;
-        void (*fn)(void *) = h->fn;
-        void *arg = h->arg;
-        pthread_mutex_unlock(&h->mu);
-        if (set == cudaSuccess)
-            fn(arg);
-        pthread_mutex_lock(&h->mu);
-        h->fn = NULL;
-        h->finished++;
-        pthread_cond_broadcast(&h->cv);
-    }
-    pthread_mutex_unlock(&h->mu);
-    return NULL;
-}
-
-/* Starts d's helper thread; without one, on_device runs calls in place. */
-static void helper_start(gf__device *d)
-{
-    helper *h = &d->h;
-    pthread_mutex_init(&h->mu, NULL);
-    pthread_cond_init(&h->cv, NULL);
-    h->started = pthread_create(&h->thread, NULL, helper_main, d) == 0;
-}
-
-static void helper_stop(gf__device *d)
-{
-    helper *h = &d->h;
-    if (h->started) {
-        pthread_mutex_lock(&h->mu);
-        h->quit = true;
-        pthread_cond_broadcast(&h->cv);
-        pthread_mutex_unlock(&h->mu);
-        pthread_join(h->thread, NULL);
-    }
-    pthread_cond_destroy(&h->cv);
-    pthread_mutex_destroy(&h->mu);
-}
-
-/* fn(arg) on a thread whose current device is d's, so the caller's is
- * left alone (see the top); returns once it has run. Returns the
- * cudaSetDevice error, if any; without a helper thread, fn runs here (the
- * caller's device may then change). */
-static cudaError_t on_device(gf__device *d, void (*fn)(void *), void *arg)
-{
-    helper *h = &d->h;
-    if (!h->started) {
-        cudaError_t e = cudaSetDevice(d->id);
-        if (e == cudaSuccess)
-            fn(arg);
-        return e;
-    }
-    pthread_mutex_lock(&h->mu);
-    while (h->fn) /* another caller's */
-        pthread_cond_wait(&h->cv, &h->mu);
-    h->fn = fn;
-    h->arg = arg;
-    uint64_t mine = ++h->posted;
-    pthread_cond_broadcast(&h->cv);
-    while (h->finished < mine)
-        pthread_cond_wait(&h->cv, &h->mu);
-    cudaError_t e = h->set;
-    pthread_mutex_unlock(&h->mu);
-    return e;
-}
+#ifdef GF_CUDA_EMU
+/* cudaemu may lack stream priorities: weak, so they are used when it has
+ * them and the plain stream is made when it does not. */
+extern cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
+    __attribute__((weak));
+extern cudaError_t cudaStreamCreateWithPriority(cudaStream_t *stream, unsigned int flags,
+                                                int priority) __attribute__((weak));
+#define HAVE_PRIORITIES (cudaDeviceGetStreamPriorityRange && cudaStreamCreateWithPriority)
+#else
+#define HAVE_PRIORITIES 1
+#endif
 
 /* Open devices, for gf__device_wait: a batch names its ready event, not
  * its loader. */
@@ -194,6 +93,18 @@ static void untrack_open(gf__device *d)
             break;
         }
     pthread_mutex_unlock(&open_mu);
+}
+
+/* At the device's highest priority, so a conversion does not queue behind
+ * a trainer's kernels that fill the GPU; a plain one if that fails. */
+static cudaError_t create_copy_stream(cudaStream_t *s)
+{
+    int least = 0, greatest = 0;
+    if (HAVE_PRIORITIES && cudaDeviceGetStreamPriorityRange(&least, &greatest) == cudaSuccess &&
+        cudaStreamCreateWithPriority(s, cudaStreamNonBlocking, greatest) == cudaSuccess)
+        return cudaSuccess;
+    cudaGetLastError(); /* not sticky: clear it for the kernel's launch check */
+    return cudaStreamCreateWithFlags(s, cudaStreamNonBlocking);
 }
 
 typedef struct open_call {
@@ -232,7 +143,7 @@ static void open_main(void *p)
         return;
     }
     for (int i = 0; i < d->n_copy; i++) {
-        if ((e = cudaStreamCreateWithFlags(&d->copy[i], cudaStreamNonBlocking)) != cudaSuccess) {
+        if ((e = create_copy_stream(&d->copy[i])) != cudaSuccess) {
             d->copy[i] = NULL;
             c->rc = cuda_fail(e, "cudaStreamCreate", c->why, c->why_len);
             return;
@@ -246,7 +157,9 @@ static void open_main(void *p)
              (e = cudaMalloc((void **)&sl->flips, d->flip_bytes)) != cudaSuccess) ||
             (e = cudaEventCreateWithFlags(&sl->ready, cudaEventDisableTiming)) != cudaSuccess ||
             (e = cudaEventCreateWithFlags(&sl->released, cudaEventDisableTiming)) !=
-                cudaSuccess) {
+                cudaSuccess ||
+            (e = cudaEventCreateWithFlags(&sl->h2d_from, cudaEventDefault)) != cudaSuccess ||
+            (e = cudaEventCreateWithFlags(&sl->h2d_to, cudaEventDefault)) != cudaSuccess) {
             c->rc = cuda_fail(e, "allocating the device ring", c->why, c->why_len);
             return;
         }
@@ -291,7 +204,10 @@ int gf__device_open(gf__device **out, const gf_settings *s, int id_from_env, int
     d->out_bytes = out_bytes;
     d->flip_bytes = flip_bytes;
     d->pinned_max = s->pinned_max_bytes;
-    helper_start(d);
+    for (int i = 0; i < depth; i++)
+        d->slots[i].d = d;
+    pthread_mutex_init(&d->stat_mu, NULL);
+    gf__dthread_start(&d->helper, id, "gf-cuda");
     open_call c = {.d = d, .s = s, .why = why, .why_len = why_len, .rc = GF_ENODEV};
     if ((e = on_device(d, open_main, &c)) != cudaSuccess)
         c.rc = cuda_fail(e, "cudaSetDevice", why, why_len);
@@ -310,20 +226,18 @@ static void close_main(void *p)
     for (int i = 0; i < d->n_copy; i++)
         if (d->copy[i])
             cudaStreamSynchronize(d->copy[i]);
-    if (d->slots) {
-        for (int i = 0; i < d->depth; i++) {
-            dslot *sl = &d->slots[i];
-            /* the consumer's work on the slot, queued before its release */
-            if (sl->release_recorded)
-                cudaEventSynchronize(sl->released);
-            cudaFree(sl->in);
-            cudaFree(sl->out);
-            cudaFree(sl->flips);
-            if (sl->ready)
-                cudaEventDestroy(sl->ready);
-            if (sl->released)
-                cudaEventDestroy(sl->released);
-        }
+    for (int i = 0; i < d->depth; i++) {
+        dslot *sl = &d->slots[i];
+        /* the consumer's work on the slot, queued before its release */
+        if (sl->release_recorded)
+            cudaEventSynchronize(sl->released);
+        cudaFree(sl->in);
+        cudaFree(sl->out);
+        cudaFree(sl->flips);
+        cudaEvent_t evs[] = {sl->ready, sl->released, sl->h2d_from, sl->h2d_to};
+        for (size_t k = 0; k < sizeof evs / sizeof evs[0]; k++)
+            if (evs[k])
+                cudaEventDestroy(evs[k]);
     }
     for (int i = 0; i < d->n_copy; i++)
         if (d->copy[i])
@@ -335,8 +249,10 @@ void gf__device_close(gf__device *d)
     if (!d)
         return;
     untrack_open(d);
+    gf__dthread_stop(&d->copier); /* queues what was posted */
     on_device(d, close_main, d);
-    helper_stop(d);
+    gf__dthread_stop(&d->helper);
+    pthread_mutex_destroy(&d->stat_mu);
     free(d->copy);
     free(d->slots);
     free(d);
@@ -380,7 +296,9 @@ void *gf__host_alloc(gf__device *d, size_t bytes, int *pinned, char *why, size_t
     *pinned = 0;
     if (d) {
         if (d->pinned_max && d->pinned_now + bytes > d->pinned_max) {
-            gf__why(why, why_len, "pinned memory cap of %.1f MiB reached: slots are pageable",
+            gf__why(why, why_len,
+                    "pinned memory cap of %.1f MiB reached: slots are pageable (copied on "
+                    "gf-copy)",
                     d->pinned_max / 1048576.0);
         } else {
             host_call c = {.bytes = bytes};
@@ -392,8 +310,16 @@ void *gf__host_alloc(gf__device *d, size_t bytes, int *pinned, char *why, size_t
                 *pinned = 1;
                 return c.p;
             }
-            gf__why(why, why_len, "cudaHostAlloc of %.1f MiB failed (%s): slots are pageable",
+            gf__why(why, why_len,
+                    "cudaHostAlloc of %.1f MiB failed (%s): slots are pageable (copied on "
+                    "gf-copy)",
                     bytes / 1048576.0, cudaGetErrorName(e));
+        }
+        /* From now on every batch is queued on gf-copy (the top says why);
+         * without that thread, on the controller as before. */
+        if (!d->offload) {
+            d->offload = true;
+            gf__dthread_start(&d->copier, d->id, "gf-copy");
         }
     }
     return gf__host_alloc_pageable(bytes);
@@ -407,52 +333,6 @@ void gf__host_free(gf__device *d, void *p, int pinned)
     } else {
         free(p);
     }
-}
-
-/* A CUDA thread, after the batch's copy and kernel, or with the error
- * that stopped the stream. No CUDA calls here. */
-static void CUDART_CB copied(cudaStream_t stream, cudaError_t status, void *arg)
-{
-    (void)stream;
-    dslot *sl = arg;
-    sl->done(sl->done_arg, status == cudaSuccess ? 0 : (int)status);
-}
-
-int gf__device_enqueue(gf__device *d, int i, const uint8_t *pixels, const uint8_t *flips,
-                       int count, size_t cell_bytes, const gf__convert *cv,
-                       void (*done)(void *, int), void *arg, char *why, size_t why_len)
-{
-    dslot *sl = &d->slots[i];
-    cudaStream_t copy = d->copy[d->n_copy > 1 ? i : 0];
-    cudaError_t e;
-    nvtxRangePushA("gf copy+convert");
-    if (sl->release_recorded && (e = cudaStreamWaitEvent(copy, sl->released, 0)) != cudaSuccess)
-        goto fail;
-    void *dst = sl->in ? sl->in : sl->out;
-    if ((e = cudaMemcpyAsync(dst, pixels, (size_t)count * cell_bytes, cudaMemcpyHostToDevice,
-                             copy)) != cudaSuccess)
-        goto fail;
-    if (sl->flips && flips &&
-        (e = cudaMemcpyAsync(sl->flips, flips, (size_t)count, cudaMemcpyHostToDevice, copy)) !=
-            cudaSuccess)
-        goto fail;
-    if (sl->in) {
-        int rc = gf__convert_cuda(cv, sl->in, sl->out, sl->flips, count, copy, why, why_len);
-        if (rc < 0) {
-            nvtxRangePop();
-            return rc;
-        }
-    }
-    sl->done = done;
-    sl->done_arg = arg;
-    if ((e = cudaEventRecord(sl->ready, copy)) != cudaSuccess ||
-        (e = cudaStreamAddCallback(copy, copied, sl, 0)) != cudaSuccess)
-        goto fail;
-    nvtxRangePop();
-    return 0;
-fail:
-    nvtxRangePop();
-    return cuda_fail(e, "queueing a batch copy", why, why_len);
 }
 
 void *gf__device_out(const gf__device *d, int i)
@@ -494,6 +374,7 @@ int gf__device_release(gf__device *d, int i, void *stream, char *why, size_t why
             e = c.e;
     }
     if (e == cudaErrorInvalidResourceHandle || e == cudaErrorInvalidValue) {
+        cudaGetLastError(); /* not sticky: the caller's next launch check must pass */
         gf__why(why, why_len, "not a stream of device %d: %s", d->id, cudaGetErrorName(e));
         return GF_EINVAL; /* the caller's mistake: the loader is fine */
     }
@@ -550,13 +431,6 @@ int gf__device_wait(void *event, void *stream)
     return e == cudaSuccess ? 0 : GF_ENODEV;
 }
 
-void gf__device_sync(gf__device *d)
-{
-    for (int i = 0; d && i < d->n_copy; i++)
-        if (d->copy[i])
-            cudaStreamSynchronize(d->copy[i]);
-}
-
 void gf__range_init(void)
 {
     nvtxInitialize(NULL);
@@ -570,106 +444,6 @@ void gf__range_push(const char *name)
 void gf__range_pop(void)
 {
     nvtxRangePop();
-}
-
-#else /* !GF_HAVE_CUDA: the CPU path only */
-
-int gf__device_open(gf__device **out, const gf_settings *s, int id_from_env, int depth,
-                    size_t in_bytes, size_t out_bytes, size_t flip_bytes, char *why,
-                    size_t why_len)
-{
-    (void)s, (void)id_from_env, (void)depth, (void)in_bytes, (void)out_bytes, (void)flip_bytes;
-    *out = NULL;
-    gf__why(why, why_len, "this build has no CUDA (meson -Dcuda=enabled)");
-    return GF_ENODEV;
-}
-
-void gf__device_close(gf__device *d)
-{
-    (void)d;
-}
-
-int gf__device_id(const gf__device *d)
-{
-    (void)d;
-    return -1;
-}
-
-uint64_t gf__device_bytes(const gf__device *d)
-{
-    (void)d;
-    return 0;
-}
-
-int gf__device_bind(gf__device *d)
-{
-    (void)d;
-    return 0;
-}
-
-void *gf__host_alloc(gf__device *d, size_t bytes, int *pinned, char *why, size_t why_len)
-{
-    (void)d, (void)why, (void)why_len;
-    *pinned = 0;
-    return gf__host_alloc_pageable(bytes);
-}
-
-void gf__host_free(gf__device *d, void *p, int pinned)
-{
-    (void)d, (void)pinned;
-    free(p);
-}
-
-int gf__device_enqueue(gf__device *d, int i, const uint8_t *pixels, const uint8_t *flips,
-                       int count, size_t cell_bytes, const gf__convert *cv,
-                       void (*done)(void *, int), void *arg, char *why, size_t why_len)
-{
-    (void)d, (void)i, (void)pixels, (void)flips, (void)count, (void)cell_bytes, (void)cv;
-    (void)done, (void)arg;
-    gf__why(why, why_len, "this build has no CUDA");
-    return GF_ENODEV;
-}
-
-void *gf__device_out(const gf__device *d, int i)
-{
-    (void)d, (void)i;
-    return NULL;
-}
-
-void *gf__device_ready_event(const gf__device *d, int i)
-{
-    (void)d, (void)i;
-    return NULL;
-}
-
-int gf__device_release(gf__device *d, int i, void *stream, char *why, size_t why_len)
-{
-    (void)d, (void)i, (void)stream, (void)why, (void)why_len;
-    return 0;
-}
-
-int gf__device_wait(void *event, void *stream)
-{
-    (void)event, (void)stream;
-    return 0;
-}
-
-void gf__device_sync(gf__device *d)
-{
-    (void)d;
-}
-
-void gf__range_init(void)
-{
-}
-
-void gf__range_push(const char *name)
-{
-    (void)name;
-}
-
-void gf__range_pop(void)
-{
 }
 
 #endif

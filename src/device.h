@@ -1,13 +1,24 @@
 /* The transfer stage: pinned host slots, device slots, the copy streams,
- * and a helper thread bound to the device for calls that must run there.
- * Everything CUDA lives behind this interface (src/device.c); without CUDA
- * (build or machine) gf__device_open says so and the loader runs its CPU
- * path. */
+ * and the threads bound to the device: a helper for calls that must run
+ * there, and a copy thread for pageable slots. Everything CUDA lives
+ * behind this interface (src/device.c, src/device_thread.c); without CUDA
+ * in the build (src/device_nocuda.c) or the machine, gf__device_open says
+ * so and the loader runs its CPU path. */
 #ifndef GF_DEVICE_H
 #define GF_DEVICE_H
 
 #include "common.h"
 #include "convert.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+
+/* Page-aligned pageable memory, for host slots that are not pinned. */
+static inline void *gf__host_alloc_pageable(size_t bytes)
+{
+    void *p = NULL;
+    return posix_memalign(&p, 4096, bytes ? bytes : 1) == 0 ? p : NULL;
+}
 
 typedef struct gf__device gf__device;
 
@@ -31,21 +42,32 @@ int gf__device_bind(gf__device *d);
 
 /* Host slot memory: pinned (cudaHostAlloc) when d is not NULL and the
  * pinned total stays within s->pinned_max_bytes; else page-aligned
- * pageable memory, *pinned = 0 and the reason in why. NULL on failure. */
+ * pageable memory, *pinned = 0 and the reason in why, and from then on d
+ * queues every batch on its copy thread. NULL on failure. gf_open's
+ * thread, before the pipeline starts. */
 void *gf__host_alloc(gf__device *d, size_t bytes, int *pinned, char *why, size_t why_len);
 void gf__host_free(gf__device *d, void *p, int pinned);
 
 /* Controller thread. Queues on the copy stream, in this order: a wait for
  * the event recorded when device slot i was last released; the copy of
- * count samples (and their flips) in; the conversion into slot i's output;
- * the ready event; then done(arg, cuda_error) on a CUDA thread, after
- * which the host memory may be reused; cuda_error is 0, or the
- * cudaError_t that stopped the stream. pixels and flips should be pinned
- * (gf__host_alloc): a copy from pageable memory may wait for the stream,
- * i.e. for the consumer's release. Returns 0 or GF_ENODEV with why. */
+ * count samples (and their flips) in, between two timing events; the
+ * conversion into slot i's output; the ready event; then
+ * done(arg, cuda_error) on a CUDA thread, after which the host memory may
+ * be reused; cuda_error is 0, or the cudaError_t that stopped the stream
+ * or failed the queueing. Returns 0: queued, the batch may be handed out;
+ * or GF_ENODEV with why.
+ * With pageable host slots (gf__device_offloads: a copy from pageable
+ * memory waits for the stream, i.e. for the consumer's release) the
+ * queueing is posted to the copy thread, which does it in the same order,
+ * then calls queued(arg) (the batch may be handed out from then on), or
+ * done(arg, error) alone if it failed. Returns 1 then. */
 int gf__device_enqueue(gf__device *d, int i, const uint8_t *pixels, const uint8_t *flips,
                        int count, size_t cell_bytes, const gf__convert *cv,
-                       void (*done)(void *, int), void *arg, char *why, size_t why_len);
+                       void (*done)(void *, int), void (*queued)(void *), void *arg, char *why,
+                       size_t why_len);
+/* Whether batches are queued on the copy thread (some host slot is
+ * pageable); fixed once the ring is allocated. */
+bool gf__device_offloads(const gf__device *d);
 void *gf__device_out(const gf__device *d, int i);
 void *gf__device_ready_event(const gf__device *d, int i);
 
@@ -57,8 +79,18 @@ int gf__device_release(gf__device *d, int i, void *stream, char *why, size_t why
  * device; NULL: the legacy default stream of that event's device, as for
  * gf__device_release. */
 int gf__device_wait(void *event, void *stream);
-/* Blocks until everything queued on the copy stream has run. */
+/* Blocks until the copy thread has queued what was posted and everything
+ * queued on the copy streams has run. */
 void gf__device_sync(gf__device *d);
+
+/* Controller thread: adds the copies whose done() has run to the totals,
+ * from their timing events (complete by then: this never waits). */
+void gf__device_harvest(gf__device *d);
+/* The totals so far, any thread: bytes copied in, the copies timed, and
+ * their seconds on the GPU. */
+void gf__device_h2d(gf__device *d, uint64_t *bytes, uint64_t *copies, double *s);
+/* Tests: batches queued by the controller and by the copy thread. */
+void gf__device_queued(gf__device *d, uint64_t *by_controller, uint64_t *by_copy_thread);
 
 /* NVTX ranges around the pipeline's stages (no-ops without CUDA).
  * gf__range_init runs NVTX's lazy setup before any loader thread exists:

@@ -1,11 +1,12 @@
 /*
  * The loader's lifecycle and public API: gf_open and gf_close, starting
  * and stopping the pipeline (gf_open, gf_seek, gf_close), and what the
- * consumer calls: gf_next, gf_release*, gf_batch_wait, the stats, state
- * and sample accessors. Runs on the caller's threads; the stages are in
+ * consumer calls: gf_next, gf_release*, gf_batch_wait, and the stats and
+ * state. Runs on the caller's threads; the stages are in
  * pool.c (decode threads), controller.c, assemble.c and autotune.c (the
- * controller), ring.c (slot memory) and settings.c. loader_impl.h says
- * who owns what.
+ * controller), ring.c (slot memory) and settings.c; the failure message
+ * in failure.c, the sample accessors in samples.c. loader_impl.h says who
+ * owns what.
  */
 #include "loader_impl.h"
 
@@ -16,32 +17,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-
-GF__COLD int gf__fail(gf_loader *l, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(l->msg, sizeof l->msg, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
-/* The first halt wins; with mu held. */
-GF__COLD void gf__halt_locked(gf_loader *l, int code, const char *what)
-{
-    if (!l->halted) {
-        l->halted = true;
-        l->halt_code = gf__fail(l, code, "%s", what);
-    }
-    pthread_cond_broadcast(&l->ready_cv);
-}
-
-GF__COLD void gf__halt(gf_loader *l, int code, const char *what)
-{
-    pthread_mutex_lock(&l->mu);
-    gf__halt_locked(l, code, what);
-    pthread_mutex_unlock(&l->mu);
-}
 
 /* Joins every thread and drops in-flight work; slots become FREE. */
 static void stop_pipeline(gf_loader *l)
@@ -81,7 +56,7 @@ static void stop_pipeline(gf_loader *l)
 static int start_loop(gf_loader *l)
 {
     if (uv_loop_init(&l->loop) != 0)
-        return gf__fail(l, GF_ENOMEM, "uv_loop_init failed");
+        return gf__fail_locking(l, GF_ENOMEM, "uv_loop_init failed");
     uv_async_init(&l->loop, &l->wake, gf__on_wake);
     l->wake.data = l;
     l->uring_polling = false;
@@ -95,13 +70,17 @@ static int start_loop(gf_loader *l)
     return 0;
 }
 
+/* Observers may run alongside (gf_seek): what they read is written
+ * under mu. */
 static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
 {
     l->cur_epoch = epoch;
     l->cur_pos = pos;
     gf__normalise_cursor(l);
+    pthread_mutex_lock(&l->mu);
     l->next_epoch = l->cur_epoch;
     l->next_pos = l->cur_pos;
+    pthread_mutex_unlock(&l->mu);
     l->live_any = l->cur_pos > 0;
     l->live_epoch = l->cur_epoch;
     l->perm_valid = false;
@@ -120,11 +99,11 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
         unsigned qd = (unsigned)l->s.queue_depth;
         int rc = gf__uring_create(&l->uring, qd, l->s.max_file_bytes, why, sizeof why);
         if (rc < 0 && l->s.io == GF_IO_URING)
-            return gf__fail(l, GF_ENODEV, "io_uring requested but unavailable: %s", why);
-        if (rc < 0)
-            l->io = GF_IO_POSIX;
-        else
-            l->io = GF_IO_URING;
+            return gf__fail_locking(l, GF_ENODEV, "io_uring requested but unavailable: %s",
+                                    why);
+        pthread_mutex_lock(&l->mu);
+        l->io = rc < 0 ? GF_IO_POSIX : GF_IO_URING;
+        pthread_mutex_unlock(&l->mu);
     }
     int rc = start_loop(l);
     if (rc < 0)
@@ -154,7 +133,8 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
         l->uring = NULL;
     }
     l->running = false;
-    return gf__fail(l, GF_ETHREAD, "could not start a loader thread: %s", strerror(rc));
+    return gf__fail_locking(l, GF_ETHREAD, "could not start a loader thread: %s",
+                            strerror(rc));
 }
 
 /* CUDA when asked for and present; AUTO falls back to the CPU path and
@@ -437,7 +417,9 @@ int gf_seek(gf_loader *l, uint64_t epoch, uint64_t position)
     if (rc < 0)
         return rc;
     stop_pipeline(l);
+    pthread_mutex_lock(&l->mu);
     l->msg[0] = '\0';
+    pthread_mutex_unlock(&l->mu);
     return start_pipeline(l, epoch, position);
 }
 
@@ -499,62 +481,9 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     snprintf(st->dataset_warning, sizeof st->dataset_warning, "%.*s",
              (int)sizeof st->dataset_warning - 1, l->ds.warning);
     st->shards = l->ds.n_shards;
+    gf__device_h2d(l->dev, &st->h2d_bytes, &st->h2d_copies, &st->h2d_s);
     pthread_mutex_unlock(&l->mu);
     return 0;
-}
-
-/* The index is immutable from the end of gf_open() to gf_close(), so the
- * sample accessors below read it without the mutex and touch no loader
- * state: any thread may call them while the pipeline runs. */
-
-int gf_read_sample(gf_loader *l, uint64_t index, void **data, size_t *len, char *why,
-                   size_t why_len)
-{
-    if (data)
-        *data = NULL;
-    if (len)
-        *len = 0;
-    if (why && why_len)
-        why[0] = '\0';
-    if (!l || !data || !len)
-        return GF_EINVAL;
-    if (index >= l->ds.n) {
-        gf__why(why, why_len, "sample %llu: out of range (%llu samples)",
-                (unsigned long long)index, (unsigned long long)l->ds.n);
-        return GF_EINVAL;
-    }
-    const char *rel;
-    uint64_t off, length;
-    gf__dataset_extent(&l->ds, index, &rel, &off, &length);
-    gf__buf b = {0};
-    char reason[192] = "";
-    int rc = gf__read_range(l->ds.root_fd, rel, off, length, &b, l->s.max_file_bytes, reason,
-                            sizeof reason);
-    if (rc < 0) {
-        gf__buf_free(&b);
-        gf__why(why, why_len, "%s: %s", gf__dataset_path(&l->ds, index),
-                reason[0] ? reason : gf_strerror(rc));
-        return rc;
-    }
-    /* The read buffer grows in powers of two: give back the slack. */
-    if (b.cap > b.len) {
-        uint8_t *p = realloc(b.data, b.len ? b.len : 1);
-        if (p)
-            b.data = p;
-    }
-    *data = b.data;
-    *len = b.len;
-    return 0;
-}
-
-const char *gf_sample_path(gf_loader *l, uint64_t index)
-{
-    return l && index < l->ds.n ? gf__dataset_path(&l->ds, index) : NULL;
-}
-
-int32_t gf_sample_label(gf_loader *l, uint64_t index)
-{
-    return l && index < l->ds.n ? l->ds.labels[index] : GF_EINVAL;
 }
 
 int gf_get_state(gf_loader *l, gf_state *st)
@@ -591,20 +520,6 @@ int gf_set_state(gf_loader *l, const gf_state *st)
                   (unsigned long long)l->s.seed, l->s.rank, l->s.world);
     pthread_mutex_unlock(&l->mu);
     return rc < 0 ? rc : gf_seek(l, st->epoch, st->position);
-}
-
-/* A loader thread may rewrite l->msg (under mu) while any thread asks:
- * each caller gets its own copy, taken under mu. */
-const char *gf_last_error(const gf_loader *l)
-{
-    static _Thread_local char copy[sizeof l->msg];
-    if (!l)
-        return "";
-    pthread_mutex_t *mu = (pthread_mutex_t *)&l->mu; /* l is the caller's, not const */
-    pthread_mutex_lock(mu);
-    memcpy(copy, l->msg, sizeof copy);
-    pthread_mutex_unlock(mu);
-    return copy;
 }
 
 void gf_close(gf_loader **lp)

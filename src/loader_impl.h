@@ -138,8 +138,11 @@ static inline void wake_controller(gf_loader *l)
     uv_async_send(&l->wake);
 }
 
-/* loader.c: sets l->msg; returns code. */
+/* failure.c: sets l->msg; returns code. With mu held, or where no
+ * observer can run (gf_open); _locking takes mu (a lifecycle call while
+ * observers may run). */
 GF__COLD int gf__fail(gf_loader *l, int code, const char *fmt, ...);
+GF__COLD int gf__fail_locking(gf_loader *l, int code, const char *fmt, ...);
 /* Stops the controller making batches with the reason; the first halt
  * wins. _locked: with mu held. */
 GF__COLD void gf__halt(gf_loader *l, int code, const char *what);

@@ -10,7 +10,8 @@
  *
  * Slots are allocated and freed on gf_open/gf_close's thread. Their
  * states change on the controller, the consumer (gf_next, gf_release*)
- * and, on CUDA, the copy callback's thread, always through slot_set_host
+ * and, on CUDA, the copy callback's thread and the copy thread (gf-copy),
+ * always through slot_set_host
  * / slot_set_out with mu held: they assert that the change is one of
  * those listed below. */
 #ifndef GF_RING_H
@@ -40,11 +41,14 @@ enum { HOST_FREE, HOST_FILLING, HOST_FINAL, HOST_OUT };
 /* The delivery side, the batch the consumer sees (on CUDA, the device
  * slot of the same index):
  *   FREE -> CONVERTING  CPU: convert jobs queued; their completion -> READY
+ *   FREE -> COPYING     CUDA, pageable slots: posted to the copy thread;
+ *                       -> READY once it has queued the copy (the ready
+ *                       event is recorded: gf_batch_wait waits for it)
  *   FREE -> READY | EMPTY
  *   READY -> HELD       gf_next hands it out
  *   READY | EMPTY -> FREE  gf_next skips an empty or failed batch
  *   HELD -> FREE        gf_release */
-enum { OUT_FREE, OUT_CONVERTING, OUT_READY, OUT_EMPTY, OUT_HELD };
+enum { OUT_FREE, OUT_CONVERTING, OUT_COPYING, OUT_READY, OUT_EMPTY, OUT_HELD };
 
 typedef struct cell {
     uint64_t pos;
@@ -98,8 +102,10 @@ static inline bool gf__host_step_ok(int from, int to)
 static inline bool gf__out_step_ok(int from, int to)
 {
     switch (from) {
-    case OUT_FREE: return to == OUT_CONVERTING || to == OUT_READY || to == OUT_EMPTY;
+    case OUT_FREE:
+        return to == OUT_CONVERTING || to == OUT_COPYING || to == OUT_READY || to == OUT_EMPTY;
     case OUT_CONVERTING: return to == OUT_READY;
+    case OUT_COPYING: return to == OUT_READY;
     case OUT_READY: return to == OUT_HELD || to == OUT_FREE;
     case OUT_EMPTY: return to == OUT_FREE;
     case OUT_HELD: return to == OUT_FREE;

@@ -49,7 +49,10 @@ AT(gf_stats, n_recent, 3600);
 AT(gf_stats, device_note, 3684);
 AT(gf_stats, dataset_warning, 3928);
 AT(gf_stats, shards, 4088);
-AT(gf_stats, reserved, 4096);
+AT(gf_stats, h2d_bytes, 4096);
+AT(gf_stats, h2d_copies, 4104);
+AT(gf_stats, h2d_s, 4112);
+AT(gf_stats, reserved, 4120);
 
 SIZE(gf_state, 40);
 AT(gf_state, seed, 16);

@@ -1,10 +1,12 @@
 /* The CUDA stage on a real device: the kernel against its CPU twin, the
  * loader's device batches against its CPU path, ordering under a slow
- * consumer, events and streams, device memory limits, pinned memory.
+ * consumer, events and streams, device memory limits, pinned and pageable
+ * memory, the copies' timing, consumers bound to another device.
  * Exits 77 (skipped) without CUDA in the build or a device in the machine. */
 #include "gpufeed.h"
 #include "config.h"
 #include "convert.h"
+#include "loader_impl.h" /* l->dev: who queued the copies */
 #include "testutil.h"
 
 #include <stdio.h>
@@ -147,14 +149,17 @@ static uint8_t *cpu_reference(gf_settings s, size_t *len)
 /* The consumer's kernel runs `spin_ns` before it reads the batch (a copy to
  * the host), then releases it on its stream: if the loader reused a device
  * slot before the consumer's work on it had run, the bytes read would be a
- * later batch's. Depth 2 and a fast input make that reuse likely. */
-static void run_slow_consumer(uint64_t spin_ns, int depth, int per_slot)
+ * later batch's. Depth 2 and a fast input make that reuse likely.
+ * pageable: no slot pinned (pinned_max_bytes), so every copy is queued by
+ * the copy thread, none by the controller, which must not block in one. */
+static void run_slow_consumer(uint64_t spin_ns, int depth, int per_slot, int pageable)
 {
     gf_settings s;
     gpu_settings(&s);
     s.device = GF_DEVICE_CUDA;
     s.prefetch_depth = depth;
     s.copy_stream_per_slot = per_slot;
+    s.pinned_max_bytes = pageable ? 1 : 0;
     size_t want_len;
     uint8_t *want = cpu_reference(s, &want_len);
 
@@ -164,16 +169,25 @@ static void run_slow_consumer(uint64_t spin_ns, int depth, int per_slot)
     gf_stats st;
     gf_get_stats(l, &st);
     ck_assert_int_eq(st.device, GF_DEVICE_CUDA);
-    ck_assert_uint_gt(st.pinned_bytes, 0);
-    ck_assert_int_eq(st.pageable_slots, 0);
+    if (pageable) {
+        ck_assert_uint_eq(st.pinned_bytes, 0);
+        ck_assert_int_eq(st.pageable_slots, depth);
+        ck_assert_msg(strstr(st.device_note, "pageable") && strstr(st.device_note, "cap"),
+                      "note: %s", st.device_note);
+    } else {
+        ck_assert_uint_gt(st.pinned_bytes, 0);
+        ck_assert_int_eq(st.pageable_slots, 0);
+    }
     cudaStream_t stream;
     CK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     uint8_t *got;
     CK_CUDA(cudaMallocHost((void **)&got, want_len));
     memset(got, 0x5A, want_len);
     size_t off = 0;
+    uint64_t batches = 0;
     gf_batch *b;
     while (gf_next(l, &b) == 0) {
+        batches++;
         ck_assert_int_eq(b->device, GF_DEVICE_CUDA);
         ck_assert_ptr_null(b->pixels);
         ck_assert_ptr_nonnull(b->ready_event);
@@ -188,6 +202,10 @@ static void run_slow_consumer(uint64_t spin_ns, int depth, int per_slot)
     CK_CUDA(cudaStreamSynchronize(stream));
     ck_assert_uint_eq(off, want_len);
     ck_assert_msg(memcmp(got, want, want_len) == 0, "device batches differ from the CPU path");
+    uint64_t by_controller, by_copy_thread;
+    gf__device_queued(l->dev, &by_controller, &by_copy_thread);
+    ck_assert_uint_eq(by_controller, pageable ? 0 : batches);
+    ck_assert_uint_eq(by_copy_thread, pageable ? batches : 0);
     gf_close(&l);
     CK_CUDA(cudaFreeHost(got));
     CK_CUDA(cudaStreamDestroy(stream));
@@ -290,15 +308,15 @@ END_TEST
 
 START_TEST(device_batches_equal_the_cpu_path)
 {
-    run_slow_consumer(0, 4, 0);
+    run_slow_consumer(0, 4, 0, 0);
 }
 END_TEST
 
 START_TEST(a_slow_consumer_never_sees_its_batch_overwritten)
 {
-    run_slow_consumer(2000000, 2, 0); /* 2 ms of GPU work per batch */
-    run_slow_consumer(500000, 1, 0);
-    run_slow_consumer(2000000, 3, 1); /* a copy stream per slot */
+    run_slow_consumer(2000000, 2, 0, 0); /* 2 ms of GPU work per batch */
+    run_slow_consumer(500000, 1, 0, 0);
+    run_slow_consumer(2000000, 3, 1, 0); /* a copy stream per slot */
 }
 END_TEST
 
@@ -408,10 +426,12 @@ int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), v
     return real(t, a, fn, arg);
 }
 
-/* A consumer whose thread is bound to another device waits and releases
- * on the legacy default stream of the loader's device: through the
- * device's one helper thread, not a thread started per batch. Two
- * devices: the emulator's (main sets them), or a machine's. */
+/* A consumer whose thread is bound to another device waits
+ * (gf_batch_wait(b, NULL)) and releases (gf_release, and
+ * gf_release_stream(l, b, NULL) on every other batch) on the legacy
+ * default stream of the loader's device: through the device's one helper
+ * thread, not a thread started per batch. Two devices: the emulator's
+ * (main sets them), or a machine's. */
 START_TEST(a_consumer_bound_to_another_device_starts_no_thread_per_batch)
 {
     int count = 0;
@@ -424,19 +444,29 @@ START_TEST(a_consumer_bound_to_another_device_starts_no_thread_per_batch)
     s.device_id = 0;
     gf_loader *l = NULL;
     ck_assert_int_eq(gf_open(&l, &s), 0);
+    /* Device 0's legacy stream in use before counting: the emulator starts
+     * a stream's worker on its first use. */
+    CK_CUDA(cudaStreamSynchronize(0));
     CK_CUDA(cudaSetDevice(1));
     int before = atomic_load(&threads_started), batches = 0;
     gf_batch *b;
     while (gf_next(l, &b) == 0) {
         ck_assert_int_eq(gf_batch_wait(b, NULL), 0);
-        ck_assert_int_eq(gf_release(l, b), 0);
+        if (batches % 2)
+            ck_assert_int_eq(gf_release_stream(l, b, NULL), 0);
+        else
+            ck_assert_int_eq(gf_release(l, b), 0);
         batches++;
     }
     int started = atomic_load(&threads_started) - before;
     ck_assert_int_eq(batches, 2 * 9);
-    /* The emulator may start a worker for a stream's first use (device
-     * 0's legacy stream); nothing per batch. */
+#ifdef GF_CUDA_EMU
+    /* None: a wait or release on device 1's legacy stream would have
+     * started its worker. */
+    ck_assert_msg(started == 0, "%d threads started for %d batches", started, batches);
+#else
     ck_assert_msg(started <= 1, "%d threads started for %d batches", started, batches);
+#endif
     gf_close(&l);
     CK_CUDA(cudaSetDevice(0));
 }
@@ -462,26 +492,43 @@ START_TEST(a_ring_over_the_device_budget_is_refused_with_sizes)
 }
 END_TEST
 
-START_TEST(over_the_pinned_cap_slots_are_pageable_and_it_still_runs)
+/* Pageable slots: the CPU path's bytes, copies queued off the controller,
+ * also under a slow consumer and with a copy stream per slot. */
+START_TEST(over_the_pinned_cap_slots_are_pageable_and_copied_off_the_controller)
+{
+    run_slow_consumer(0, 4, 0, 1);
+    run_slow_consumer(2000000, 2, 0, 1);
+    run_slow_consumer(2000000, 3, 1, 1);
+}
+END_TEST
+
+/* stats.h2d_*: every batch's copy in (pixels and flips) timed by events on
+ * the copy stream, pinned (_i 0) or pageable (_i 1). After a seek to the
+ * end, all of them have been read. */
+START_TEST(each_batch_copy_is_timed_at_its_size)
 {
     gf_settings s;
     gpu_settings(&s);
     s.device = GF_DEVICE_CUDA;
-    s.pinned_max_bytes = 1;
+    s.pinned_max_bytes = _i ? 1 : 0;
     gf_loader *l = NULL;
     ck_assert_int_eq(gf_open(&l, &s), 0);
+    gf_batch *b;
+    uint64_t batches = 0, bytes = 0;
+    const uint64_t cell = (uint64_t)s.height * s.width * 3 + 1; /* pixels and a flip */
+    while (gf_next(l, &b) == 0) {
+        batches++;
+        bytes += (uint64_t)b->count * cell;
+        ck_assert_int_eq(gf_release(l, b), 0);
+    }
+    ck_assert_int_eq(gf_seek(l, 2, 0), 0); /* past the last epoch: nothing more */
     gf_stats st;
     gf_get_stats(l, &st);
-    ck_assert_int_eq(st.pageable_slots, 4);
-    ck_assert_uint_eq(st.pinned_bytes, 0);
-    ck_assert_msg(strstr(st.device_note, "pageable"), "note: %s", st.device_note);
-    gf_batch *b;
-    int n = 0;
-    while (gf_next(l, &b) == 0) {
-        n += b->count;
-        gf_release(l, b);
-    }
-    ck_assert_int_eq(n, 2 * 33);
+    ck_assert_uint_eq(batches, 2 * 9);
+    ck_assert_uint_eq(st.h2d_copies, batches);
+    ck_assert_uint_eq(st.h2d_bytes, bytes);
+    ck_assert_msg(st.h2d_s > 0 && st.h2d_s < 60, "h2d_s %g", st.h2d_s);
+    ck_assert_int_eq(gf_next(l, &b), GF_EOF);
     gf_close(&l);
 }
 END_TEST
@@ -542,7 +589,8 @@ int main(void)
     tcase_add_test(t, a_bad_stream_is_refused_and_the_batch_stays_held);
     tcase_add_test(t, host_reads_of_device_memory_fault_as_on_a_gpu);
 #endif
-    tcase_add_test(t, over_the_pinned_cap_slots_are_pageable_and_it_still_runs);
+    tcase_add_test(t, over_the_pinned_cap_slots_are_pageable_and_copied_off_the_controller);
+    tcase_add_loop_test(t, each_batch_copy_is_timed_at_its_size, 0, 2);
     tcase_add_test(t, local_rank_picks_the_device);
     tcase_add_test(t, a_consumer_bound_to_another_device_starts_no_thread_per_batch);
     suite_add_tcase(s, t);

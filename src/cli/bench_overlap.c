@@ -213,6 +213,13 @@ out:
     return status;
 }
 
+/* The loader's copies in, at its batch size (stats.h2d_*); NAN without
+ * any (the CPU path). */
+static double h2d_batch_gbps(const gf_stats *st)
+{
+    return st->h2d_s > 0 ? (double)st->h2d_bytes / st->h2d_s / 1e9 : NAN;
+}
+
 void print_overlap_human(const bench_opts *o, const overlap_result *r)
 {
     const gf_stats *st = &r->step.st;
@@ -246,6 +253,11 @@ void print_overlap_human(const bench_opts *o, const overlap_result *r)
         printf("  errors: %" PRIu64 " bad samples in the loader, %" PRIu64
                " in the synchronous loop\n",
                st->errors, r->sync_errors);
+    if (r->device == GF_DEVICE_CUDA && st->h2d_copies)
+        printf("  h2d: the loader's own copies, %.2f MB each: %.2f GB/s on the copy stream "
+               "(%" PRIu64 " timed by events)\n",
+               st->h2d_bytes / (double)st->h2d_copies / 1e6, h2d_batch_gbps(st),
+               st->h2d_copies);
     if (r->device == GF_DEVICE_CUDA && st->pageable_slots)
         printf("  note: %d of %d host slots are pageable, not pinned (%s): their copies are "
                "staged by the driver and slower\n",
@@ -286,6 +298,8 @@ void print_overlap_json(const bench_opts *o, const overlap_result *r)
     cli_json_kuint(&j, "sync_errors", r->sync_errors);
     cli_json_kuint(&j, "pinned_bytes", st->pinned_bytes);
     cli_json_kint(&j, "pageable_slots", st->pageable_slots);
+    cli_json_knum(&j, "h2d_batch_gbps", h2d_batch_gbps(st));
+    cli_json_kuint(&j, "h2d_batch_bytes", st->h2d_copies ? st->h2d_bytes / st->h2d_copies : 0);
     cli_json_kstr(&j, "copy_streams", cli_copy_stream_names[o->s.copy_stream_per_slot]);
     cli_json_kstr(&j, "reader", reader_name(st->reader));
     cli_json_kstr(&j, "decoder", decoder_used(st));

@@ -1,0 +1,61 @@
+/*
+ * The data set's samples by index, for tools (gpufeed.h): their encoded
+ * bytes, display paths and labels. Any thread, alongside the pipeline.
+ */
+#include "loader_impl.h"
+
+#include <stdlib.h>
+
+/* The index is immutable from the end of gf_open() to gf_close(), so the
+ * sample accessors below read it without the mutex and touch no loader
+ * state: any thread may call them while the pipeline runs. */
+
+int gf_read_sample(gf_loader *l, uint64_t index, void **data, size_t *len, char *why,
+                   size_t why_len)
+{
+    if (data)
+        *data = NULL;
+    if (len)
+        *len = 0;
+    if (why && why_len)
+        why[0] = '\0';
+    if (!l || !data || !len)
+        return GF_EINVAL;
+    if (index >= l->ds.n) {
+        gf__why(why, why_len, "sample %llu: out of range (%llu samples)",
+                (unsigned long long)index, (unsigned long long)l->ds.n);
+        return GF_EINVAL;
+    }
+    const char *rel;
+    uint64_t off, length;
+    gf__dataset_extent(&l->ds, index, &rel, &off, &length);
+    gf__buf b = {0};
+    char reason[192] = "";
+    int rc = gf__read_range(l->ds.root_fd, rel, off, length, &b, l->s.max_file_bytes, reason,
+                            sizeof reason);
+    if (rc < 0) {
+        gf__buf_free(&b);
+        gf__why(why, why_len, "%s: %s", gf__dataset_path(&l->ds, index),
+                reason[0] ? reason : gf_strerror(rc));
+        return rc;
+    }
+    /* The read buffer grows in powers of two: give back the slack. */
+    if (b.cap > b.len) {
+        uint8_t *p = realloc(b.data, b.len ? b.len : 1);
+        if (p)
+            b.data = p;
+    }
+    *data = b.data;
+    *len = b.len;
+    return 0;
+}
+
+const char *gf_sample_path(gf_loader *l, uint64_t index)
+{
+    return l && index < l->ds.n ? gf__dataset_path(&l->ds, index) : NULL;
+}
+
+int32_t gf_sample_label(gf_loader *l, uint64_t index)
+{
+    return l && index < l->ds.n ? l->ds.labels[index] : GF_EINVAL;
+}
