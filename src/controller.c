@@ -152,7 +152,6 @@ static int queue_copy(gf_loader *l, slot *sl)
              why);
     pthread_mutex_lock(&l->mu);
     l->copies_in_flight--; /* its callback was not queued */
-    slot_set_host(sl, HOST_OUT, HOST_FINAL);
     gf__halt_locked(l, GF_ENODEV, msg);
     pthread_mutex_unlock(&l->mu);
     return GF_ENODEV;

@@ -34,9 +34,8 @@ enum { CELL_PENDING, CELL_OK, CELL_HOLE };
  *   FINAL -> OUT        handed on (CPU: it is the batch until released;
  *                       CUDA: until its copy has run)
  *   FINAL -> FREE       CUDA, nothing to copy (empty or failed batch)
- *   OUT -> FREE         released (CPU) or copied (CUDA)
- *   OUT -> FINAL        CUDA: the copy could not be queued (the device
- *                       failed); delivery is tried again, and fails again */
+ *   OUT -> FREE         released (CPU) or copied (CUDA); a slot whose
+ *                       copy could not be queued stays OUT (halted) */
 enum { HOST_FREE, HOST_FILLING, HOST_FINAL, HOST_OUT };
 /* The delivery side, the batch the consumer sees (on CUDA, the device
  * slot of the same index):
@@ -94,7 +93,7 @@ static inline bool gf__host_step_ok(int from, int to)
     case HOST_FREE: return to == HOST_FILLING;
     case HOST_FILLING: return to == HOST_FINAL;
     case HOST_FINAL: return to == HOST_OUT || to == HOST_FREE;
-    case HOST_OUT: return to == HOST_FREE || to == HOST_FINAL;
+    case HOST_OUT: return to == HOST_FREE;
     }
     return false;
 }
