@@ -47,6 +47,14 @@ rounded() { awk '{ printf "%.3f %.3f\n", $1, $2 }'; }
 [ "$(echo "$cpu" | losses | rounded)" = "$(echo "$cuda" | losses | rounded)" ] ||
     fail "CUDA and CPU training differ: cpu $(echo "$cpu" | losses) cuda $(echo "$cuda" | losses)"
 [ "$(echo "$cuda" | losses | wc -l)" -eq 2 ] || fail "expected 2 epochs: $cuda"
+# The synchronous loop too: its copy must reach the device before the step
+# that reads it (under GF_CUDAEMU_LAZY_DEFAULT a copy on the legacy default
+# stream is not ordered with the trainer's non-blocking stream).
+ts="train --data $d --loader sync --epochs 1 --batch-size 8 --image-size 32 --json"
+cpu_s=$("$g" $ts --device cpu)
+cuda_s=$("$g" $ts --device cuda)
+[ "$(echo "$cpu_s" | losses | rounded)" = "$(echo "$cuda_s" | losses | rounded)" ] ||
+    fail "sync loop: CUDA and CPU differ: cpu $(echo "$cpu_s" | losses) cuda $(echo "$cuda_s" | losses)"
 
 # Checkpoint after epoch 1 and resume on the device: the weights of the
 # uninterrupted run.

@@ -25,6 +25,15 @@ enum { C = 3, S = 16, K = 5, WIDTH = 4, N = 8, PIX = C * S * S };
 
 static cudaStream_t stream;
 
+/* Host to device on the stream the model runs on: a cudaMemcpy on the
+ * legacy default stream is not ordered with that non-blocking stream
+ * (GF_CUDAEMU_LAZY_DEFAULT shows it). Waits, so the host may rewrite src. */
+static void upload(void *dst, const void *src, size_t bytes)
+{
+    CK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+    CK_CUDA(cudaStreamSynchronize(stream));
+}
+
 static gfm_model *make_amp(int device, uint64_t seed, int amp)
 {
     gfm_config cfg = {0};
@@ -58,7 +67,7 @@ static void fill(batch *b)
         b->x[i] = (float)nrand();
     for (int i = 0; i < N; i++)
         b->labels[i] = (int32_t)(urand() * K);
-    CK_CUDA(cudaMemcpy(b->dx, b->x, sizeof b->x, cudaMemcpyHostToDevice));
+    upload(b->dx, b->x, sizeof b->x);
 }
 
 static void setup(void)
@@ -219,8 +228,8 @@ START_TEST(amp_steps_are_float32_steps_on_rounded_input)
         }
         for (int i = 0; i < N; i++)
             b->labels[i] = (int32_t)(urand() * K);
-        CK_CUDA(cudaMemcpy(b->dx, b->x, sizeof b->x, cudaMemcpyHostToDevice));
-        CK_CUDA(cudaMemcpy(dxh, xh, N * PIX * sizeof *xh, cudaMemcpyHostToDevice));
+        upload(b->dx, b->x, sizeof b->x);
+        upload(dxh, xh, N * PIX * sizeof *xh);
         float lf, lh;
         int cf, ch;
         ck_assert_int_eq(gfm_train_step(f, b->dx, b->labels, N, stream, &lf, &cf), 0);

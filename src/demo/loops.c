@@ -270,7 +270,8 @@ int train_sync_input(trainer *t, sync_bufs *b, uint64_t epoch, uint64_t pos, int
     }
 #if GF_CLI_HAVE_CUDA
     if (t->cuda &&
-        cli_cuda_memcpy_h2d(b->dev, src, b->fbytes / (size_t)t->o->batch * (size_t)nb) < 0)
+        cli_cuda_copy_h2d(b->dev, src, b->fbytes / (size_t)t->o->batch * (size_t)nb,
+                          t->stream) < 0)
         return train_cuda_failed();
 #else
     (void)src;
