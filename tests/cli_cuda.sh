@@ -37,9 +37,19 @@ out=$(GF_CUDAEMU_MEM_MB=0 "$g" $o 2>&1) && fail "a ring over device memory must 
 echo "$out" | grep -q 'the ring needs .* MiB (4 slots x .* MiB) but 0.0 MiB are available' ||
     fail "device memory message: $out"
 
+# With no --model-width, CUDA chooses the width by calibration and says so.
+cal=$("$g" train --data $d --loader gpufeed --epochs 1 --batch-size 8 --image-size 32 --device cuda)
+echo "$cal" | grep -q '^  model width [0-9]* (calibrated' || fail "no calibrated width: $cal"
+calj=$("$g" train --data $d --loader gpufeed --epochs 1 --batch-size 8 --image-size 32 --device cuda --json)
+[ "$(echo "$calj" | field width_calibrated)" = true ] || fail "width_calibrated: $calj"
+echo "$calj" | grep -q '"calibration": {"factor": 1.2, "met": ' || fail "no calibration object: $calj"
+[ "$(echo "$calj" | field input_bound_by_design)" = false ] || fail "compute alone input-bound: $calj"
+[ "$("$g" train --data $d --loader sync --epochs 1 --batch-size 8 --image-size 32 --device cpu --json |
+    field width_calibrated)" = false ] || fail "the CPU calibrated its width"
+
 # The same model on the device and on the CPU: the same loss and accuracy
-# per epoch (to the 3 decimals the human output prints).
-t="train --data $d --loader gpufeed --epochs 2 --batch-size 8 --image-size 32 --json"
+# per epoch (to the 3 decimals the human output prints), at one width.
+t="train --data $d --loader gpufeed --epochs 2 --batch-size 8 --image-size 32 --model-width 7 --json"
 cpu=$("$g" $t --device cpu)
 cuda=$("$g" $t --device cuda)
 [ "$(echo "$cuda" | field device)" = cuda ] || fail "train ran on: $cuda"
@@ -50,7 +60,7 @@ rounded() { awk '{ printf "%.3f %.3f\n", $1, $2 }'; }
 # The synchronous loop too: its copy must reach the device before the step
 # that reads it (under GF_CUDAEMU_LAZY_DEFAULT a copy on the legacy default
 # stream is not ordered with the trainer's non-blocking stream).
-ts="train --data $d --loader sync --epochs 1 --batch-size 8 --image-size 32 --json"
+ts="train --data $d --loader sync --epochs 1 --batch-size 8 --image-size 32 --model-width 7 --json"
 cpu_s=$("$g" $ts --device cpu)
 cuda_s=$("$g" $ts --device cuda)
 [ "$(echo "$cpu_s" | losses | rounded)" = "$(echo "$cuda_s" | losses | rounded)" ] ||
