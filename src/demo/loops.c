@@ -115,7 +115,10 @@ int train_tally_sync(trainer *t, gfm_model *m, tally *a)
 
 /* One training step on x (host memory on the CPU, device memory ready on
  * the trainer's stream on CUDA), its device time added to r->busy_s (CPU)
- * or to the event pairs (CUDA). wait: the naive loop's per-step wait
+ * or to the event pairs (CUDA: recorded on the stream, so behind a step
+ * in flight, as in the gpufeed loop and compute alone, the pair times the
+ * kernels; on an idle stream, the synchronous loop's, it also holds the
+ * host's launches: calibrate.c sizes the step well above them). wait: the naive loop's per-step wait
  * for the result (loss.item() in a PyTorch loop). */
 int train_step(trainer *t, gfm_model *m, const float *x, const int32_t *labels, int n,
                int wait, run_result *r, tally *a)
