@@ -37,16 +37,26 @@ out=$(GF_CUDAEMU_MEM_MB=0 "$g" $o 2>&1) && fail "a ring over device memory must 
 echo "$out" | grep -q 'the ring needs .* MiB (4 slots x .* MiB) but 0.0 MiB are available' ||
     fail "device memory message: $out"
 
-# The same model on the device and on the CPU: the same loss and accuracy
-# per epoch (to the 3 decimals the human output prints).
-t="train --data $d --loader gpufeed --epochs 2 --batch-size 8 --image-size 32 --json"
-cpu=$("$g" $t --device cpu)
-cuda=$("$g" $t --device cuda)
+# With no --model-width, CUDA chooses the width by calibration and says so
+# (the --amp run below checks the JSON).
+cal=$("$g" train --data $d --loader gpufeed --epochs 1 --batch-size 8 --image-size 32 --device cuda)
+echo "$cal" | grep -q '^  model width [0-9]* (calibrated' || fail "no calibrated width: $cal"
+
+# The same model on the device and on the CPU, fed by both loops: the same
+# loss and accuracy per epoch (to the 3 decimals the human output prints),
+# at one width. The synchronous loop's copy must reach the device before
+# the step that reads it (under GF_CUDAEMU_LAZY_DEFAULT a copy on the
+# legacy default stream is not ordered with the trainer's stream).
+base="train --data $d --epochs 2 --batch-size 8 --image-size 32 --json"
+t="$base --loader gpufeed --model-width 7"
+cpu=$("$g" $base --loader both --model-width 7 --device cpu)
+cuda=$("$g" $base --loader both --model-width 7 --device cuda)
 [ "$(echo "$cuda" | field device)" = cuda ] || fail "train ran on: $cuda"
+[ "$(echo "$cpu" | field width_calibrated)" = false ] || fail "the CPU calibrated: $cpu"
 rounded() { awk '{ printf "%.3f %.3f\n", $1, $2 }'; }
 [ "$(echo "$cpu" | losses | rounded)" = "$(echo "$cuda" | losses | rounded)" ] ||
     fail "CUDA and CPU training differ: cpu $(echo "$cpu" | losses) cuda $(echo "$cuda" | losses)"
-[ "$(echo "$cuda" | losses | wc -l)" -eq 2 ] || fail "expected 2 epochs: $cuda"
+[ "$(echo "$cuda" | losses | wc -l)" -eq 4 ] || fail "expected 2 epochs of each loop: $cuda"
 
 # Checkpoint after epoch 1 and resume on the device: the weights of the
 # uninterrupted run.
@@ -65,8 +75,11 @@ if [ -n "$nccl" ]; then
 fi
 
 # --amp: float16 batches through the device's conversion kernel.
-amp=$("$g" $t --device cuda --amp)
+amp=$("$g" $base --loader gpufeed --device cuda --amp)
 [ "$(echo "$amp" | field amp)" = true ] || fail "--amp not reported: $amp"
+[ "$(echo "$amp" | field width_calibrated)" = true ] || fail "width_calibrated: $amp"
+echo "$amp" | grep -q '"calibration": {"factor": 1.2, "met": ' || fail "no calibration: $amp"
+[ "$(echo "$amp" | field input_bound_by_design)" = false ] || fail "gpufeed input-bound: $amp"
 echo "$amp" | losses | awk '$1 != $1 + 0 || $1 <= 0 || $1 > 10 { exit 1 }' ||
     fail "--amp losses: $(echo "$amp" | losses)"
 echo "cli_cuda: ok (per epoch, loss and accuracy: $(echo "$cuda" | losses | rounded | tr "\n" " "); weights $want)"

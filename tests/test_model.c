@@ -1,13 +1,25 @@
 /* The demo trainer's model (src/demo/model.c), CPU reference: the loss and
  * its gradients against hand values and finite differences, determinism,
- * and that it learns a separable task but not shuffled labels. */
+ * and that it learns a separable task but not shuffled labels. With
+ * GF_TEST_FMA_REF, also the reference built a second time with FMA
+ * contraction (-ffp-contract=fast, -mfma on x86: gfm__fma_*), as nvcc
+ * builds the CUDA model: the two agree within model_gpu's tolerances, so
+ * a model_gpu failure on a GPU is not FMA rounding. */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model.h"
 #include "model_rng.h"
+#if GF_TEST_FMA_REF
+#include "model_impl.h"
+void gfm__fma_forward(gfm_model *m, const float *x, const int32_t *labels, int n, float *loss,
+                      int *correct);
+void gfm__fma_backward(gfm_model *m, const float *x, const int32_t *labels, int n);
+void gfm__fma_sgd(gfm_model *m);
+#endif
 
 static gfm_config config(int c, int h, int w, int classes, int width, uint64_t seed)
 {
@@ -348,6 +360,109 @@ START_TEST(bad_arguments_are_refused)
 }
 END_TEST
 
+#if GF_TEST_FMA_REF
+/* model_gpu's shapes and inputs (test_model_gpu.c). */
+enum { FC = 3, FS = 16, FK = 5, FWIDTH = 4, FN = 8, FPIX = FC * FS * FS };
+
+static int fma_runs_here(void)
+{
+#if GF_TEST_NEEDS_FMA
+    return __builtin_cpu_supports("fma");
+#else
+    return 1;
+#endif
+}
+
+static void fma_fill(float *x, int32_t *labels)
+{
+    for (int i = 0; i < FN * FPIX; i++)
+        x[i] = (float)nrand();
+    for (int i = 0; i < FN; i++)
+        labels[i] = (int32_t)(urand() * FK);
+}
+
+/* The FMA reference's step on m, whose buffers a plain call reserved. */
+static void fma_grads(gfm_model *m, const float *x, const int32_t *labels, float *loss, int *c)
+{
+    gfm__fma_forward(m, x, labels, FN, loss, c);
+    gfm__fma_backward(m, x, labels, FN);
+}
+
+/* model_gpu's loss_and_gradients_match_the_reference, FMA for CUDA. */
+START_TEST(fma_reference_gradients_within_model_gpu_tolerances)
+{
+    if (!fma_runs_here())
+        return;
+    rng_state = 11;
+    gfm_config cfg = config(FC, FS, FS, FK, FWIDTH, 5);
+    gfm_model *a = make(&cfg), *b = make(&cfg);
+    const size_t P = gfm_param_count(a);
+    float *ga = malloc(P * sizeof *ga), *x = malloc(FN * FPIX * sizeof *x), la, lb;
+    int32_t labels[FN];
+    int ca, cb;
+    double worst_loss = 0, worst_grad = 0;
+    ck_assert(ga && x);
+    for (int round = 0; round < 3; round++) {
+        fma_fill(x, labels);
+        ck_assert_int_eq(gfm_grad_step(a, x, labels, FN, NULL, ga, &la, &ca), 0);
+        ck_assert_int_eq(gfm_grad_step(b, x, labels, FN, NULL, b->grads, &lb, &cb), 0);
+        fma_grads(b, x, labels, &lb, &cb);
+        worst_loss = fmax(worst_loss, tol_loss_ratio(la, lb, TOL_GRAD_LOSS));
+        worst_grad = fmax(worst_grad, tol_ratio(ga, b->grads, P, TOL_GRAD));
+        ck_assert_int_eq(ca, cb);
+        ck_assert_int_eq(gfm_apply(a, ga, NULL), 0);
+        memcpy(b->grads, ga, P * sizeof *ga);
+        gfm__fma_sgd(b);
+    }
+    printf("fma reference: loss at %.3f, gradients at %.3f of model_gpu's tolerances\n",
+           worst_loss, worst_grad);
+    ck_assert_msg(worst_loss <= 1 && worst_grad <= 1, "loss %.3f, gradients %.3f", worst_loss,
+                  worst_grad);
+    free(ga), free(x);
+    gfm_destroy(a);
+    gfm_destroy(b);
+}
+END_TEST
+
+/* model_gpu's training_tracks_the_reference, FMA for CUDA. */
+START_TEST(fma_reference_training_within_model_gpu_tolerances)
+{
+    if (!fma_runs_here())
+        return;
+    rng_state = 17;
+    gfm_config cfg = config(FC, FS, FS, FK, FWIDTH, 9);
+    gfm_model *a = make(&cfg), *b = make(&cfg);
+    const size_t P = gfm_param_count(a);
+    float *x = malloc(FN * FPIX * sizeof *x), *pa = malloc(P * sizeof *pa);
+    float *pb = malloc(P * sizeof *pb), *va = malloc(P * sizeof *va), *vb = malloc(P * sizeof *vb);
+    float la, lb;
+    int32_t labels[FN];
+    int ca, cb;
+    double worst_loss = 0;
+    ck_assert(x && pa && pb && va && vb);
+    for (int step = 0; step < 10; step++) {
+        fma_fill(x, labels);
+        ck_assert_int_eq(gfm_train_step(a, x, labels, FN, NULL, &la, &ca), 0);
+        if (step == 0) /* reserves b's buffers; no update */
+            ck_assert_int_eq(gfm_grad_step(b, x, labels, FN, NULL, b->grads, &lb, &cb), 0);
+        fma_grads(b, x, labels, &lb, &cb);
+        gfm__fma_sgd(b);
+        worst_loss = fmax(worst_loss, tol_loss_ratio(la, lb, TOL_TRAIN_LOSS));
+    }
+    ck_assert_int_eq(gfm_state_get(a, pa, va), 0);
+    ck_assert_int_eq(gfm_state_get(b, pb, vb), 0);
+    double wp = tol_ratio(pa, pb, P, TOL_PARAM), wv = tol_ratio(va, vb, P, TOL_MOMENTUM);
+    printf("fma reference, 10 steps: losses at %.3f, parameters at %.3f, momentum at %.3f of "
+           "model_gpu's tolerances\n", worst_loss, wp, wv);
+    ck_assert_msg(worst_loss <= 1 && wp <= 1 && wv <= 1, "loss %.3f, parameters %.3f, "
+                  "momentum %.3f", worst_loss, wp, wv);
+    free(x), free(pa), free(pb), free(va), free(vb);
+    gfm_destroy(a);
+    gfm_destroy(b);
+}
+END_TEST
+#endif
+
 static Suite *model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -367,6 +482,13 @@ static Suite *model_suite(void)
     TCase *api = tcase_create("api");
     tcase_add_test(api, bad_arguments_are_refused);
     suite_add_tcase(s, api);
+#if GF_TEST_FMA_REF
+    TCase *fma = tcase_create("fma");
+    tcase_set_timeout(fma, 120);
+    tcase_add_test(fma, fma_reference_gradients_within_model_gpu_tolerances);
+    tcase_add_test(fma, fma_reference_training_within_model_gpu_tolerances);
+    suite_add_tcase(s, fma);
+#endif
     return s;
 }
 

@@ -141,10 +141,23 @@ extern "C" void cli_cuda_free(void *p)
         cudaFree(p);
 }
 
-/* Synchronous, and from whatever memory src is in: the naive copy. */
+/* Synchronous, and from whatever memory src is in: the naive copy. A
+ * cudaMemcpy from pageable memory returns once src is staged, before the
+ * device has the bytes, and the legacy stream it runs on is not ordered
+ * with non-blocking streams: the legacy stream is waited for too. */
 extern "C" int cli_cuda_memcpy_h2d(void *dst, const void *src, size_t bytes)
 {
     CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+    return 0;
+}
+
+/* The naive copy on the stream that reads dst (ordered before its next
+ * kernels and after its queued ones), waited for: src is free on return. */
+extern "C" int cli_cuda_copy_h2d(void *dst, const void *src, size_t bytes, void *stream)
+{
+    CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, (cudaStream_t)stream));
+    CHECK(cudaStreamSynchronize((cudaStream_t)stream));
     return 0;
 }
 

@@ -29,6 +29,8 @@ int cli_cuda_event_ms(void *start, void *end, double *ms); /* both done */
 int cli_cuda_malloc(void **out, size_t bytes);
 void cli_cuda_free(void *p);                 /* NULL: no-op */
 int cli_cuda_memcpy_h2d(void *dst, const void *src, size_t bytes); /* blocks */
+/* The same on stream, the one whose kernels read dst: use this one. */
+int cli_cuda_copy_h2d(void *dst, const void *src, size_t bytes, void *stream);
 const char *cli_cuda_error(void);
 
 /* For `gpufeed doctor` (and gpufeed-bandwidth, which links compute.cu

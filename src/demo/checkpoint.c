@@ -63,7 +63,7 @@ int checkpoint_save(trainer *t, gfm_model *m, int epochs_done)
     memcpy(h.magic, CKPT_MAGIC, sizeof CKPT_MAGIC);
     h.version = CKPT_VERSION;
     h.world = (uint32_t)t->world;
-    h.width = (uint32_t)t->o->width;
+    h.width = (uint32_t)t->mc.width;
     h.size = (uint32_t)t->o->size;
     h.classes = (uint32_t)t->classes;
     h.batch = (uint32_t)t->o->batch;
@@ -137,11 +137,11 @@ int checkpoint_load(trainer *t)
                   h.version, CKPT_VERSION);
         goto out;
     }
-    if (h.n_params != n || h.width != (uint32_t)t->o->width || h.size != (uint32_t)t->o->size ||
+    if (h.n_params != n || h.width != (uint32_t)t->mc.width || h.size != (uint32_t)t->o->size ||
         h.classes != (uint32_t)t->classes) {
         cli_error(CMD, "--resume %s: saved for model width %u, image size %u, %u classes "
                        "(%" PRIu64 " parameters); this run has width %d, size %d, %d classes",
-                  path, h.width, h.size, h.classes, h.n_params, t->o->width, t->o->size,
+                  path, h.width, h.size, h.classes, h.n_params, t->mc.width, t->o->size,
                   t->classes);
         goto out;
     }

@@ -53,6 +53,22 @@ void train_nvml_take(trainer *t, run_result *r)
 #endif
 }
 
+void train_window_open(trainer *t, window *w)
+{
+    w->cpu0 = cli_cpu_seconds();
+    w->t0 = cli_now();
+    train_nvml_on(t);
+}
+
+int train_window_close(trainer *t, gfm_model *m, tally *a, window *w)
+{
+    int status = train_tally_sync(t, m, a); /* CUDA: the epoch's queued work done */
+    w->t1 = cli_now();
+    w->cpu1 = cli_cpu_seconds();
+    train_nvml_off(t);
+    return status;
+}
+
 /* CUDA: reads the step events recorded so far (one host wait). */
 int train_events_flush(trainer *t)
 {
@@ -99,7 +115,10 @@ int train_tally_sync(trainer *t, gfm_model *m, tally *a)
 
 /* One training step on x (host memory on the CPU, device memory ready on
  * the trainer's stream on CUDA), its device time added to r->busy_s (CPU)
- * or to the event pairs (CUDA). wait: the naive loop's per-step wait
+ * or to the event pairs (CUDA: recorded on the stream, so behind a step
+ * in flight, as in the gpufeed loop and compute alone, the pair times the
+ * kernels; on an idle stream, the synchronous loop's, it also holds the
+ * host's launches: calibrate.c sizes the step well above them). wait: the naive loop's per-step wait
  * for the result (loss.item() in a PyTorch loop). */
 int train_step(trainer *t, gfm_model *m, const float *x, const int32_t *labels, int n,
                int wait, run_result *r, tally *a)
@@ -270,7 +289,8 @@ int train_sync_input(trainer *t, sync_bufs *b, uint64_t epoch, uint64_t pos, int
     }
 #if GF_CLI_HAVE_CUDA
     if (t->cuda &&
-        cli_cuda_memcpy_h2d(b->dev, src, b->fbytes / (size_t)t->o->batch * (size_t)nb) < 0)
+        cli_cuda_copy_h2d(b->dev, src, b->fbytes / (size_t)t->o->batch * (size_t)nb,
+                          t->stream) < 0)
         return train_cuda_failed();
 #else
     (void)src;
@@ -279,11 +299,13 @@ int train_sync_input(trainer *t, sync_bufs *b, uint64_t epoch, uint64_t pos, int
 }
 
 int train_epoch_sync(trainer *t, gfm_model *m, sync_bufs *b, int epoch, run_result *r,
-                     tally *a)
+                     tally *a, window *w)
 {
     uint64_t n = t->train_n, B = (uint64_t)t->o->batch;
     uint64_t steps, k = 0;
-    double t0 = cli_now(), input_s = 0;
+    double t0, input_s = 0;
+    train_window_open(t, w);
+    t0 = w->t0;
     train_shuffle_order(b->order, n, t->o->seed, (uint64_t)epoch);
     if (t->dp_on) { /* the rank's share: every world-th, full batches */
         uint64_t share = n / (uint64_t)t->world;
@@ -304,13 +326,15 @@ int train_epoch_sync(trainer *t, gfm_model *m, sync_bufs *b, int epoch, run_resu
         report_progress(t, L_SYNC, epoch, k + 1, steps, pos + (uint64_t)nb, t0, input_s, 0);
     }
     r->input_s += input_s;
-    return dp_drain(t, m, r, a);
+    int status = dp_drain(t, m, r, a);
+    int closed = train_window_close(t, m, a, w);
+    return status != CLI_OK ? status : closed;
 }
 
 /* ---- the gpufeed loop ---------------------------------------------------- */
 
 int train_epoch_gpufeed(trainer *t, gfm_model *m, int epoch, run_result *r, tally *a,
-                        double *t0_out, double *cpu0_out)
+                        window *w)
 {
     gf_settings s;
     gf_loader *l = NULL;
@@ -354,9 +378,10 @@ int train_epoch_gpufeed(trainer *t, gfm_model *m, int epoch, run_result *r, tall
     gf_get_stats(l, &st);
     steps = (st.epoch_samples + (uint64_t)st.batch_size - 1) / (uint64_t)st.batch_size;
     /* The window opens at the first gf_next: opening (indexing, starting
-     * threads) is a once-per-run cost a trainer pays before its loop. */
-    *cpu0_out = cli_cpu_seconds();
-    t0 = *t0_out = cli_now();
+     * threads) is a once-per-run cost a trainer pays before its loop, and
+     * so is closing (after the window). */
+    train_window_open(t, w);
+    t0 = w->t0;
     for (;;) {
         double ti = cli_now();
         rc = gf_next(l, &b);
@@ -400,6 +425,9 @@ int train_epoch_gpufeed(trainer *t, gfm_model *m, int epoch, run_result *r, tall
         k++;
         report_progress(t, L_GPUFEED, epoch, k, steps, samples, t0, input_s, 0);
     }
+    if ((status = dp_drain(t, m, r, a)) != CLI_OK ||
+        (status = train_window_close(t, m, a, w)) != CLI_OK)
+        goto out;
     gf_get_stats(l, &st);
     if (st.autotune) {
         t->tuned_threads = st.threads;
@@ -418,8 +446,8 @@ int train_epoch_gpufeed(trainer *t, gfm_model *m, int epoch, run_result *r, tall
         status = CLI_FAIL;
         goto out;
     }
-    status = dp_drain(t, m, r, a);
 out:
+    train_nvml_off(t); /* a failed epoch's window */
     gf_close(&l);
     return status;
 }

@@ -2,8 +2,11 @@
  * The demo trainer's model on CUDA: the network of src/demo/model.c (the
  * reference; see model.h) with plain kernels of our own, no cuBLAS/cuDNN:
  * nothing was measured against them. Everything runs on the caller's
- * stream. A training step waits only for the previous step (whose loss
- * it returns), never for itself, so the GPU always has work queued.
+ * stream, copies and memsets included (before the first call: on the
+ * model's own stream), never on the legacy default stream: a GPU does
+ * not order that with the caller's non-blocking stream. A training step
+ * waits only for the previous step (whose loss it returns), never for
+ * itself, so the GPU always has work queued.
  *
  * Per step:  conv_relu_pool x2 (tiled direct conv fused with bias, ReLU,
  * 2x2 max-pool and its argmax) -> head (average pool, linear, softmax,
@@ -63,8 +66,9 @@ struct gfm__cuda {
     long long seen;       /* steps whose result has been read (in order) */
     float last_loss;
     int last_correct;
-    cudaStream_t stream;  /* the last one used */
+    cudaStream_t stream;  /* the last one used (at first: own) */
     int have_stream;
+    cudaStream_t own;     /* non-blocking: the upload of the initial weights */
 
     float *packed;        /* data-parallel on the device: seg[6] + 3 floats */
     float *h_totals;      /* pinned: the packed array's last 3 */
@@ -502,6 +506,8 @@ extern "C" void gfm__cuda_destroy(gfm__cuda *g)
             cudaEventDestroy(g->ev[i]);
     if (g->ev_switch)
         cudaEventDestroy(g->ev_switch);
+    if (g->own)
+        cudaStreamDestroy(g->own);
     free(g);
 }
 
@@ -533,12 +539,14 @@ extern "C" int gfm__cuda_create(gfm__cuda **out, const gfm_config *c, const floa
             break;
         }
         const size_t bytes = seg[6] * sizeof(float);
-        if (cudaMalloc((void **)&g->params, bytes) || cudaMalloc((void **)&g->grads, bytes) ||
+        if (cudaStreamCreateWithFlags(&g->own, cudaStreamNonBlocking) ||
+            cudaMalloc((void **)&g->params, bytes) || cudaMalloc((void **)&g->grads, bytes) ||
             cudaMalloc((void **)&g->vel, bytes) ||
             cudaMalloc((void **)&g->res, (R + 1) * sizeof(result)) ||
             cudaHostAlloc((void **)&g->h_res, (R + 1) * sizeof(result), cudaHostAllocDefault) ||
-            cudaMemcpy(g->params, params, bytes, cudaMemcpyHostToDevice) ||
-            cudaMemset(g->vel, 0, bytes) || cudaMemset(g->grads, 0, bytes)) {
+            cudaMemcpyAsync(g->params, params, bytes, cudaMemcpyHostToDevice, g->own) ||
+            cudaMemsetAsync(g->vel, 0, bytes, g->own) ||
+            cudaMemsetAsync(g->grads, 0, bytes, g->own) || cudaStreamSynchronize(g->own)) {
             failf(why, why_len, "model (CUDA): allocating %zu parameters: %s", seg[6],
                   cudaGetErrorString(cudaGetLastError()));
             break;
@@ -550,6 +558,8 @@ extern "C" int gfm__cuda_create(gfm__cuda **out, const gfm_config *c, const floa
             failf(why, why_len, "model (CUDA): events: %s", cudaGetErrorString(cudaGetLastError()));
             break;
         }
+        g->stream = g->own; /* the first caller's stream waits for the upload */
+        g->have_stream = 1;
         rc = 0;
     } while (0);
     if (rc) {
@@ -733,9 +743,9 @@ extern "C" int gfm__cuda_sync(gfm__cuda *g, float *loss, int *correct, char *why
 extern "C" int gfm__cuda_params(gfm__cuda *g, float *params, char *why, size_t why_len)
 {
     CK(cudaSetDevice(g->cfg.device_id));
-    if (g->have_stream)
-        CK(cudaStreamSynchronize(g->stream));
-    CK(cudaMemcpy(params, g->params, g->seg[6] * sizeof(float), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpyAsync(params, g->params, g->seg[6] * sizeof(float), cudaMemcpyDeviceToHost,
+                       g->stream));
+    CK(cudaStreamSynchronize(g->stream));
     return 0;
 }
 
@@ -840,15 +850,15 @@ extern "C" int gfm__cuda_state(gfm__cuda *g, float *params, float *vel, int set,
                                size_t why_len)
 {
     const size_t bytes = g->seg[6] * sizeof(float);
+    cudaStream_t st = g->stream; /* after its queued steps */
     CK(cudaSetDevice(g->cfg.device_id));
-    if (g->have_stream)
-        CK(cudaStreamSynchronize(g->stream));
     if (set) {
-        CK(cudaMemcpy(g->params, params, bytes, cudaMemcpyHostToDevice));
-        CK(cudaMemcpy(g->vel, vel, bytes, cudaMemcpyHostToDevice));
+        CK(cudaMemcpyAsync(g->params, params, bytes, cudaMemcpyHostToDevice, st));
+        CK(cudaMemcpyAsync(g->vel, vel, bytes, cudaMemcpyHostToDevice, st));
     } else {
-        CK(cudaMemcpy(params, g->params, bytes, cudaMemcpyDeviceToHost));
-        CK(cudaMemcpy(vel, g->vel, bytes, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpyAsync(params, g->params, bytes, cudaMemcpyDeviceToHost, st));
+        CK(cudaMemcpyAsync(vel, g->vel, bytes, cudaMemcpyDeviceToHost, st));
     }
+    CK(cudaStreamSynchronize(st)); /* the caller's host arrays are free again */
     return 0;
 }

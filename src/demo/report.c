@@ -65,6 +65,37 @@ static const char *row_name(int loader)
 
 /* ---- the lines as it goes -------------------------------------------------- */
 
+/* CUDA, no --model-width: how the width was chosen (calibrate.c). */
+static void report_calibration(const trainer *t)
+{
+    const calibration *k = &t->calib;
+    if (k->skipped)
+        printf("  model width %d (%s)\n", t->mc.width, k->skipped);
+    if (!k->done || t->rank != 0)
+        return;
+    if (k->met)
+        printf("  model width %d (calibrated: step %.2f ms >= 1.2 x input %.2f ms)\n",
+               t->mc.width, k->step_ms, k->input_ms);
+    else
+        printf("  model width %d (calibrated, not reached: step %.2f ms < 1.2 x input %.2f ms "
+               "at the widest tried)\n", t->mc.width, k->step_ms, k->input_ms);
+    printf("  calibration (%.1f s), width: step ms:", k->seconds);
+    for (int i = 0; i < k->n; i++)
+        printf(" %d: %.2f", k->widths[i], k->step_ms_at[i]);
+    printf("\n");
+}
+
+/* Whether a run cannot reach the compute-alone rate whatever the loader
+ * does: the synchronous loop (input and steps one after the other), or a
+ * loader slower than the step by construction (calibration not met). */
+static int input_bound_by_design(const trainer *t, const run_result *r)
+{
+    if (r->loader == L_SYNC)
+        return 1;
+    return r->loader == L_GPUFEED && t->calib.done && !t->calib.met &&
+           t->calib.input_ms > t->calib.step_ms;
+}
+
 /* What this run is, before compute alone. */
 void report_intro(const trainer *t)
 {
@@ -77,8 +108,9 @@ void report_intro(const trainer *t)
     printf("  %s%s, %dx%d, batch %d, model width %d (%.0f MFLOP/step), %d epoch%s, lr %g, "
            "%d decode thread%s, prefetch depth %d\n",
            t->cuda ? "cuda" : "cpu", t->amp ? " (amp: float16 batches)" : "", o->size, o->size,
-           o->batch, o->width, 2 * t->step_flops * o->batch / 1e6, o->epochs,
+           o->batch, t->mc.width, 2 * t->step_flops * o->batch / 1e6, o->epochs,
            o->epochs == 1 ? "" : "s", o->lr, th, th == 1 ? "" : "s", o->depth ? o->depth : 4);
+    report_calibration(t);
     if (o->amp && !t->cuda)
         printf("  note: --amp is for CUDA (float16 batches); the CPU path reads float32\n");
     if (t->device_note[0])
@@ -133,6 +165,10 @@ void report_table(const trainer *t, const run_result *runs, int n)
             printf(" %10.0f%%", 100 * r->nvml_util);
         else if (t->nvml)
             printf(" %11s", "-");
+        if (i >= 0 && input_bound_by_design(t, r))
+            printf("  input-bound by design");
+        else if (i >= 0 && r->loader == L_GPUFEED)
+            printf("  goal >= 95%% of compute alone: %s", f.of_alone >= 0.95 ? "met" : "NOT met");
         printf("\n");
         if (i >= 0 && r->loader == L_SYNC)
             s = r;
@@ -209,6 +245,7 @@ static void json_figures(const trainer *t, const run_result *r)
     else
         printf("null");
     printf(", \"nvml_readings\": %d", r->nvml_readings);
+    printf(", \"input_bound_by_design\": %s", input_bound_by_design(t, r) ? "true" : "false");
     if (r->loader != L_ALONE) {
         printf(", \"accuracy\": ");
         cli_json_double(stdout, r->accuracy);
@@ -226,7 +263,25 @@ void report_json(const trainer *t, const run_result *runs, int n)
     printf(", \"train_samples\": %zu, \"val_samples\": %" PRIu64 ", \"classes\": %d",
            t->train_n, t->val_samples, t->classes);
     printf(", \"batch_size\": %d, \"image_size\": %d, \"model_width\": %d",
-           o->batch, o->size, o->width);
+           o->batch, o->size, t->mc.width);
+    printf(", \"width_calibrated\": %s", t->calib.done ? "true" : "false");
+    if (t->calib.done && t->rank == 0) {
+        const calibration *k = &t->calib;
+        printf(", \"calibration\": {\"factor\": 1.2, \"met\": %s, \"input_ms\": ",
+               k->met ? "true" : "false");
+        cli_json_double(stdout, k->input_ms);
+        printf(", \"step_ms\": ");
+        cli_json_double(stdout, k->step_ms);
+        printf(", \"seconds\": ");
+        cli_json_double(stdout, k->seconds);
+        printf(", \"widths\": [");
+        for (int i = 0; i < k->n; i++) {
+            printf("%s{\"width\": %d, \"step_ms\": ", i ? ", " : "", k->widths[i]);
+            cli_json_double(stdout, k->step_ms_at[i]);
+            printf("}");
+        }
+        printf("]}");
+    }
     printf(", \"threads\": %d, \"prefetch_depth\": %d, \"amp\": %s, \"seed\": %" PRIu64,
            o->threads ? o->threads : (cli_cores() > 1 ? cli_cores() - 1 : 1),
            o->depth ? o->depth : 4, t->amp ? "true" : "false", o->seed);

@@ -182,6 +182,35 @@ int train_loader_failed(gf_loader *l, int rc)
 
 /* ---- setup --------------------------------------------------------------- */
 
+/* CUDA: one batch of val/ through a loader with the runs' dtype, so the
+ * first load of the loader's kernels (lazy module loading) and the first
+ * pinned allocations happen here, before any timed window. */
+static int warm(trainer *t)
+{
+    gf_settings s;
+    gf_loader *l = NULL;
+    gf_batch *b;
+    int rc, status;
+    train_loader_settings(t, &s, 1);
+    s.epochs = 1;
+    if ((status = train_open_loader(&s, &l)) != CLI_OK)
+        return status;
+    rc = gf_next(l, &b);
+    if (rc == 0) {
+        if ((rc = gf_batch_wait(b, t->stream)) < 0)
+            gf_release(l, b);
+        else
+            rc = gf_release_stream(l, b, t->stream);
+    }
+    status = rc < 0 && rc != GF_EOF ? train_loader_failed(l, rc) : CLI_OK;
+#if GF_CLI_HAVE_CUDA
+    if (status == CLI_OK && cli_cuda_stream_sync(t->stream) < 0)
+        status = train_cuda_failed();
+#endif
+    gf_close(&l);
+    return status;
+}
+
 /* Where the batches are (the loader resolves AUTO), the classes and the
  * validation set's size: one look at val/ through a loader. */
 int train_probe(trainer *t)
@@ -239,7 +268,7 @@ int train_probe(trainer *t)
     t->mc.in_c = 3;
     t->mc.in_h = t->mc.in_w = t->o->size;
     t->mc.classes = t->classes;
-    t->mc.width = t->o->width;
+    t->mc.width = t->o->width; /* 0: train_choose_width's */
     t->mc.seed = t->o->seed;
     t->mc.lr = (float)t->o->lr;
     t->mc.momentum = 0.9f;
@@ -248,7 +277,7 @@ int train_probe(trainer *t)
     t->mc.device_id = t->device_id;
     t->amp = t->o->amp && t->cuda;
     t->mc.amp = t->amp;
-    return CLI_OK;
+    return t->cuda ? warm(t) : CLI_OK;
 }
 
 void train_free(trainer *t)

@@ -91,7 +91,8 @@ static void usage(FILE *f)
             "  --batch-size B        samples per batch (default 32)\n"
             "  --image-size S        model input S x S, a multiple of 4 (default %d)\n"
             "  --model-width W       channels of the first conv: compute per step\n"
-            "                        (default %d)\n"
+            "                        (default %d on the CPU; on CUDA the narrowest whose\n"
+            "                        step takes >= 1.2x the loader's input, by calibration)\n"
             "  --threads N           decode threads (default: cores - 1, at least 1)\n"
             "  --prefetch-depth D    batch slots in the ring (default 4)\n"
             "  --lr X                SGD learning rate (default 0.05)\n"
@@ -172,22 +173,17 @@ static int run(trainer *t, int loader, run_result *r)
         tally a = {0};
         epoch_row row = {.loader = loader, .epoch = e + 1};
         uint64_t samples0 = r->samples;
-        double cpu0 = cli_cpu_seconds(), t0 = cli_now(), t1;
-        train_nvml_on(t);
+        window w = {0}; /* the steps only: loops.c */
         if (loader == L_SYNC)
-            status = train_epoch_sync(t, m, &sb, e, r, &a);
+            status = train_epoch_sync(t, m, &sb, e, r, &a, &w);
         else
-            status = train_epoch_gpufeed(t, m, e, r, &a, &t0, &cpu0);
-        if (status == CLI_OK)
-            status = train_tally_sync(t, m, &a); /* CUDA: the epoch's queued work done */
-        t1 = cli_now();
-        train_nvml_off(t);
-        r->cpu_s += cli_cpu_seconds() - cpu0;
+            status = train_epoch_gpufeed(t, m, e, r, &a, &w);
+        r->cpu_s += w.cpu1 - w.cpu0;
         if (status != CLI_OK || (status = train_busy_collect(t, r)) != CLI_OK)
             goto out;
         report_progress_clear(t);
-        r->wall_s += t1 - t0;
-        row.seconds = t1 - t0;
+        r->wall_s += w.t1 - w.t0;
+        row.seconds = w.t1 - w.t0;
         row.images_per_s = row.seconds > 0 ? (double)(r->samples - samples0) / row.seconds : 0;
         row.loss = a.n ? a.loss_sum / (double)a.n : NAN;
         row.train_accuracy = a.n ? (double)a.correct / (double)a.n : 0;
@@ -209,6 +205,7 @@ static int run(trainer *t, int loader, run_result *r)
     t->rank_hashes[0] = t->first_epoch_hash;
     status = dp_gather(t, r);
 out:
+    train_nvml_off(t); /* an epoch that failed inside its window */
     t->dp_on = 0;
     report_progress_clear(t);
     if (loader == L_SYNC)
@@ -304,7 +301,7 @@ int cmd_train(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    train_opts o = {.epochs = 3, .batch = 32, .size = DEFAULT_SIZE, .width = DEFAULT_WIDTH, .lr = 0.05,
+    train_opts o = {.epochs = 3, .batch = 32, .size = DEFAULT_SIZE, .width = 0, .lr = 0.05,
                     .loader = L_BOTH, .device = GF_DEVICE_AUTO};
     trainer t;
     run_result runs[2];
@@ -419,6 +416,9 @@ int cmd_train(int argc, char **argv)
         goto out;
     }
     if ((status = train_probe(&t)) != CLI_OK)
+        goto out;
+    /* no --model-width: DEFAULT_WIDTH on the CPU, calibrated on CUDA */
+    if (!o.width && (status = train_choose_width(&t, DEFAULT_WIDTH)) != CLI_OK)
         goto out;
     if (t.dp && (status = dp_allreduce_setup(&t)) != CLI_OK)
         goto out;

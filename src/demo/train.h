@@ -7,6 +7,7 @@
  *
  *   train.c       the command: options, set-up order, the runs' driver
  *   setup.c       the data set, the device, the loaders' settings, teardown
+ *   calibrate.c   the model width on CUDA: the step >= 1.2 x the loader's input
  *   loops.c       the step, the synchronous loop, the gpufeed loop, evaluation
  *   parallel.c    data-parallel: MPI, the gradient all-reduce (MPI or NCCL)
  *   checkpoint.c  --checkpoint / --resume: the file format
@@ -95,6 +96,20 @@ typedef struct tally {
     int pending_n;
 } tally;
 
+/* CUDA with no --model-width: how the width was chosen (calibrate.c). */
+typedef struct calibration {
+    int done;             /* the width was chosen by calibration */
+    int met;              /* its step is >= 1.2 x the input time */
+    const char *skipped;  /* why it did not run, or NULL */
+    double input_ms;      /* the loader's time per batch, no model */
+    double step_ms;       /* the step's kernel time at the chosen width */
+    double seconds;       /* the calibration's own time */
+    uint64_t errors;
+    int n;                /* widths tried, in order, and their steps */
+    int widths[16];
+    double step_ms_at[16];
+} calibration;
+
 typedef struct trainer {
     const train_opts *o;
     char root[4096], train_dir[4112], val_dir[4112];
@@ -120,6 +135,7 @@ typedef struct trainer {
     int n_rows;
     run_result alone;
     double step_flops; /* multiply-adds per sample of one step */
+    calibration calib;
 
     /* data-parallel */
     int mpi;           /* MPI_Init was called */
@@ -156,6 +172,9 @@ int train_loader_failed(gf_loader *l, int rc);
 int train_probe(trainer *t);
 void train_free(trainer *t);
 
+/* calibrate.c: sets t->mc.width: fallback on the CPU, else calibrated. */
+int train_choose_width(trainer *t, int fallback);
+
 /* loops.c */
 void train_nvml_on(trainer *t);
 void train_nvml_off(trainer *t);
@@ -185,10 +204,19 @@ int train_sync_bufs_init(trainer *t, sync_bufs *b);
 void train_sync_bufs_free(trainer *t, sync_bufs *b);
 int train_sync_input(trainer *t, sync_bufs *b, uint64_t epoch, uint64_t pos, int nb,
                      uint64_t *errors);
+/* An epoch's timed window: the steps only. Opening (gf_open, the first
+ * load of the kernels: train_probe warms them) comes before it, closing
+ * (gf_close: joins, frees that synchronise the device) after it, and
+ * NVML samples only inside it. Closing waits for the queued steps. */
+typedef struct window {
+    double t0, t1, cpu0, cpu1;
+} window;
+void train_window_open(trainer *t, window *w);
+int train_window_close(trainer *t, gfm_model *m, tally *a, window *w);
 int train_epoch_sync(trainer *t, gfm_model *m, sync_bufs *b, int epoch, run_result *r,
-                     tally *a);
+                     tally *a, window *w);
 int train_epoch_gpufeed(trainer *t, gfm_model *m, int epoch, run_result *r, tally *a,
-                        double *t0_out, double *cpu0_out);
+                        window *w);
 int train_evaluate(trainer *t, gfm_model *m, double *loss, double *acc);
 
 /* parallel.c */

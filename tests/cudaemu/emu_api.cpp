@@ -38,6 +38,8 @@ config read_config()
     c.pinned_max = pmb < 0 ? -1 : pmb << 20;
     c.delay_us = env_long("GF_CUDAEMU_DELAY_US", 0);
     c.sync = env_long("GF_CUDAEMU_SYNC", 0) != 0;
+    const long lazy = env_long("GF_CUDAEMU_LAZY_DEFAULT", 0);
+    c.lazy_ms = lazy <= 0 ? 0 : lazy == 1 ? 100 : lazy;
     return c;
 }
 

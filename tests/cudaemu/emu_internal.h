@@ -20,7 +20,11 @@
  * GF_CUDAEMU_DELAY_US (sleep before each stream operation, default 0:
  * a slow device), GF_CUDAEMU_SYNC=1 (a device with no latency at all:
  * each call that queues work returns after the work, callbacks included,
- * has run; what the host does next then always comes after it).
+ * has run; what the host does next then always comes after it),
+ * GF_CUDAEMU_LAZY_DEFAULT=1 (the legacy default stream's copies, memsets
+ * and kernels run late, after ~100 ms, unless something waits for them;
+ * N > 1: after N ms. What CUDA does not order with non-blocking streams
+ * then visibly is not).
  *
  * The functions and variables here are hidden: the library and a program
  * that links both it and the emulator each keep their own, as they did
@@ -45,6 +49,7 @@ struct config {
     long pinned_max; /* bytes, or -1: no cap */
     long delay_us;
     bool sync;
+    long lazy_ms; /* > 0: the legacy stream's work is held this long */
 };
 
 /* After a device fault (sticky[device]) work and waits are skipped, and
@@ -66,6 +71,7 @@ struct CUstream_st {
     bool destroyed;
     std::deque<gf_cudaemu::op> queue;
     uint64_t queued = 0, finished = 0;
+    uint64_t force = 0; /* lazy legacy stream: ops up to here are waited for */
 };
 
 #pragma GCC visibility push(hidden)
@@ -97,6 +103,8 @@ cudaError_t sticky_of(int device);
 CUstream_st *resolve(cudaStream_t h); /* NULL if h names no stream */
 void enqueue(CUstream_st *s, op o);
 void drain(std::unique_lock<std::mutex> &lk, CUstream_st *s);
+/* Lazy legacy stream: someone waits for its ops up to n, so they run now. */
+void hurry(CUstream_st *s, uint64_t n);
 /* After queueing on s: with GF_CUDAEMU_SYNC, the work is done on return. */
 void settle(std::unique_lock<std::mutex> &lk, CUstream_st *s);
 void drain_device(std::unique_lock<std::mutex> &lk, int device);

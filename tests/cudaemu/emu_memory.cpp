@@ -279,12 +279,27 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcp
     return cudaSuccess;
 }
 
+/* Whether cudaMemcpy returns before its copy is done: CUDA's "API
+ * synchronization behavior". From pageable host memory to the device it
+ * returns once the source is staged; device to device it does not wait
+ * at all. Every other direction returns with the copy done. */
+static bool returns_early(const void *dst, const void *src, size_t n)
+{
+    std::unique_lock<std::mutex> lk(mu);
+    const bool dd = is_device(dst, n), sd = is_device(src, n);
+    return dd && (sd || !is_pinned(src, n));
+}
+
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
 {
     ENTER();
     cudaError_t e = cudaMemcpyAsync(dst, src, n, kind, 0);
     if (e != cudaSuccess)
         return e;
+    /* Lazy default stream: only what CUDA promises. Otherwise the copy is
+     * done on return, whatever its direction. */
+    if (cfg().lazy_ms > 0 && n > 0 && returns_early(dst, src, n))
+        return cudaSuccess;
     std::unique_lock<std::mutex> lk(mu);
     drain(lk, resolve(0));
     return fail(sticky[current_device]); /* a fault in what it waited for */
@@ -311,8 +326,8 @@ cudaError_t cudaMemset(void *ptr, int value, size_t n)
 {
     ENTER();
     cudaError_t e = cudaMemsetAsync(ptr, value, n, 0);
-    if (e != cudaSuccess)
-        return e;
+    if (e != cudaSuccess || cfg().lazy_ms > 0)
+        return e; /* lazy: as CUDA's on device memory, it does not wait */
     std::unique_lock<std::mutex> lk(mu);
     drain(lk, resolve(0));
     return fail(sticky[current_device]); /* a fault in what it waited for */

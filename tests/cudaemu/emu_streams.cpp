@@ -5,12 +5,17 @@
  *   before it on every blocking stream of that device, and they wait for
  *   it: CUDA's implicit synchronisation. Non-blocking streams skip both.
  * - An event is a pair of counters: how many times it has been recorded,
- *   and the newest of those records the device has reached. */
+ *   and the newest of those records the device has reached.
+ * - GF_CUDAEMU_LAZY_DEFAULT: the legacy stream's worker holds each copy,
+ *   memset and kernel (cfg().lazy_ms) until a host call or another stream
+ *   waits for it (hurry): CUDA orders that work with nothing on a
+ *   non-blocking stream, and a GPU may well run it after their kernels. */
 #include "emu_internal.h"
 
 #include <time.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <set>
@@ -21,6 +26,7 @@ struct CUevent_st {
     unsigned flags;
     uint64_t recorded = 0, reached = 0;
     double reached_ms = 0;
+    CUstream_st *stream = nullptr; /* of the newest record (streams are never freed) */
 };
 
 namespace gf_cudaemu {
@@ -47,6 +53,15 @@ std::shared_ptr<CUevent_st> event_of(cudaEvent_t e)
 }
 CUstream_st *legacy_streams[MAX_DEVICES];
 
+/* Whether any device has faulted (mu held): waits give up then. */
+bool sticky_any()
+{
+    for (cudaError_t e : sticky)
+        if (e)
+            return true;
+    return false;
+}
+
 void worker_main(CUstream_st *s)
 {
     std::unique_lock<std::mutex> lk(mu);
@@ -56,6 +71,11 @@ void worker_main(CUstream_st *s)
             break; /* destroyed and drained */
         op o = std::move(s->queue.front());
         s->queue.pop_front();
+        if (s->legacy && o.kind == WORK && cfg().lazy_ms > 0) {
+            const uint64_t pos = s->finished + 1;
+            changed.wait_for(lk, std::chrono::milliseconds(cfg().lazy_ms),
+                             [s, pos] { return s->force >= pos || sticky_any(); });
+        }
         const cudaError_t fault = sticky[s->device];
         lk.unlock();
         if (o.kind == WORK && cfg().delay_us > 0)
@@ -80,15 +100,6 @@ CUstream_st *new_stream(int device, unsigned flags, bool legacy)
     s->destroyed = false;
     std::thread(worker_main, s).detach();
     return s;
-}
-
-/* Whether any device has faulted (mu held): waits give up then. */
-bool sticky_any()
-{
-    for (cudaError_t e : sticky)
-        if (e)
-            return true;
-    return false;
 }
 
 /* A wait op: runs on s's worker until pred holds. */
@@ -129,6 +140,7 @@ void enqueue(CUstream_st *s, op o)
     } else if (!(s->flags & cudaStreamNonBlocking)) {
         CUstream_st *l = legacy_streams[s->device];
         if (l && l->queued > l->finished) {
+            hurry(l, l->queued); /* a blocking stream waits for it */
             s->queue.push_back(wait_op(reached(l, l->queued)));
             s->queued++;
         }
@@ -138,9 +150,18 @@ void enqueue(CUstream_st *s, op o)
     changed.notify_all();
 }
 
+void hurry(CUstream_st *s, uint64_t n)
+{
+    if (s && n > s->force) {
+        s->force = n;
+        changed.notify_all();
+    }
+}
+
 void drain(std::unique_lock<std::mutex> &lk, CUstream_st *s)
 {
     const uint64_t n = s->queued;
+    hurry(s, n);
     changed.wait(lk, [s, n] { return s->finished >= n; });
 }
 
@@ -157,8 +178,10 @@ void drain_device(std::unique_lock<std::mutex> &lk, int device)
     for (CUstream_st *t : streams)
         if (t->device == device)
             all.emplace_back(t, t->queued);
-    if (CUstream_st *l = legacy_streams[device])
+    if (CUstream_st *l = legacy_streams[device]) {
         all.emplace_back(l, l->queued);
+        hurry(l, l->queued);
+    }
     changed.wait(lk, [&all] {
         for (auto &p : all)
             if (p.first->finished < p.second)
@@ -282,6 +305,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
     if (!e || !s)
         return fail(cudaErrorInvalidResourceHandle);
     const uint64_t gen = ++e->recorded;
+    e->stream = s;
     enqueue(s, op{[e, gen](cudaError_t) {
                       std::lock_guard<std::mutex> g(mu);
                       if (gen > e->reached) {
@@ -313,6 +337,8 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event)
     if (!e)
         return fail(cudaErrorInvalidResourceHandle);
     const uint64_t gen = e->recorded;
+    if (e->stream && e->stream->legacy)
+        hurry(e->stream, e->stream->queued);
     changed.wait(lk, [&e, gen] { return e->reached >= gen; });
     return fail(sticky[current_device]); /* a fault in what it waited for */
 }
@@ -328,6 +354,8 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
     if (!e || !s)
         return fail(cudaErrorInvalidResourceHandle);
     const uint64_t gen = e->recorded; /* the record this call sees, as CUDA's */
+    if (e->stream && e->stream->legacy)
+        hurry(e->stream, e->stream->queued);
     enqueue(s, wait_op([e, gen] { return e->reached >= gen; }));
     settle(lk, s);
     return cudaSuccess;
