@@ -59,17 +59,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef GF_CUDA_EMU
-/* cudaemu may lack stream priorities: weak, so they are used when it has
- * them and the plain stream is made when it does not. */
-extern cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
-    __attribute__((weak));
-extern cudaError_t cudaStreamCreateWithPriority(cudaStream_t *stream, unsigned int flags,
-                                                int priority) __attribute__((weak));
-#define HAVE_PRIORITIES (cudaDeviceGetStreamPriorityRange && cudaStreamCreateWithPriority)
-#else
-#define HAVE_PRIORITIES 1
-#endif
 
 /* Open devices, for gf__device_wait: a batch names its ready event, not
  * its loader. */
@@ -100,7 +89,7 @@ static void untrack_open(gf__device *d)
 static cudaError_t create_copy_stream(cudaStream_t *s)
 {
     int least = 0, greatest = 0;
-    if (HAVE_PRIORITIES && cudaDeviceGetStreamPriorityRange(&least, &greatest) == cudaSuccess &&
+    if (cudaDeviceGetStreamPriorityRange(&least, &greatest) == cudaSuccess &&
         cudaStreamCreateWithPriority(s, cudaStreamNonBlocking, greatest) == cudaSuccess)
         return cudaSuccess;
     cudaGetLastError(); /* not sticky: clear it for the kernel's launch check */

@@ -208,6 +208,26 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags)
     return cudaSuccess;
 }
 
+/* One priority level in effect, reported as CUDA reports a device's
+ * range: least 0, greatest -1 (lower is higher). Work is not reordered by
+ * priority here; the range is checked as CUDA checks it. */
+cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
+{
+    ENTER();
+    if (least)
+        *least = 0;
+    if (greatest)
+        *greatest = -1;
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t *stream, unsigned int flags, int priority)
+{
+    /* CUDA clamps a priority outside the range. */
+    (void)priority;
+    return cudaStreamCreateWithFlags(stream, flags);
+}
+
 cudaError_t cudaStreamCreate(cudaStream_t *stream)
 {
     return cudaStreamCreateWithFlags(stream, cudaStreamDefault);
