@@ -40,6 +40,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../mix.h" /* header-only: gf__mix64, gf__splitmix64 */
 #include "cli.h"
 #include "sysinfo.h"
 #include "tar_write.h"
@@ -89,25 +90,13 @@ typedef struct md_opts {
 
 /* ---- randomness: pure functions of their inputs -------------------------- */
 
-static uint64_t mix64(uint64_t z)
-{
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 typedef struct rng {
     uint64_t s;
 } rng;
 
 static uint64_t rng_next(rng *r)
 {
-    r->s += 0x9E3779B97F4A7C15ull;
-    uint64_t z = r->s;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return gf__splitmix64(&r->s);
 }
 
 static float rng_unit(rng *r) /* [0, 1) */
@@ -137,7 +126,7 @@ static void perm_init(perm *pm, uint64_t n, uint64_t seed)
     pm->half = bits / 2;
     pm->mask = (1ull << pm->half) - 1;
     for (int r = 0; r < 4; r++)
-        pm->key[r] = mix64(seed ^ mix64(0x5348415244ull + (uint64_t)r)); /* "SHARD" */
+        pm->key[r] = gf__mix64(seed ^ gf__mix64(0x5348415244ull + (uint64_t)r)); /* "SHARD" */
 }
 
 static uint64_t perm_at(const perm *pm, uint64_t x)
@@ -145,7 +134,7 @@ static uint64_t perm_at(const perm *pm, uint64_t x)
     do {
         uint64_t l = x >> pm->half, r = x & pm->mask;
         for (int k = 0; k < 4; k++) {
-            uint64_t t = l ^ (mix64(r ^ pm->key[k]) & pm->mask);
+            uint64_t t = l ^ (gf__mix64(r ^ pm->key[k]) & pm->mask);
             l = r;
             r = t;
         }
@@ -177,7 +166,7 @@ static void hsv_to_rgb(float h, float s, float v, float rgb[3])
 
 static float lattice(uint64_t key, int x, int y)
 {
-    uint64_t h = mix64(key ^ ((uint64_t)(uint32_t)x << 32) ^ (uint32_t)y);
+    uint64_t h = gf__mix64(key ^ ((uint64_t)(uint32_t)x << 32) ^ (uint32_t)y);
     return (float)(h >> 40) * (1.0f / 16777216.0f);
 }
 
@@ -196,7 +185,7 @@ static void fractal_field(float *f, int gw, int gh, uint64_t key, float period,
     float amp = 0.5f, total = 0;
     for (int o = 0; o < octaves; o++) {
         float inv = 1.0f / period;
-        uint64_t k = mix64(key + (uint64_t)o);
+        uint64_t k = gf__mix64(key + (uint64_t)o);
         if (period <= 1.0f) { /* lattice values themselves: no interpolation */
             for (int y = 0; y < gh; y++)
                 for (int x = 0; x < gw; x++)
@@ -324,7 +313,7 @@ static void render(const md_opts *o, int c, int idx, scratch *sc)
 {
     const int w = o->width, h = o->height;
     const float mind = (float)(w < h ? w : h);
-    rng r = {mix64(o->seed ^ mix64(((uint64_t)(uint32_t)c << 32) | (uint32_t)idx))};
+    rng r = {gf__mix64(o->seed ^ gf__mix64(((uint64_t)(uint32_t)c << 32) | (uint32_t)idx))};
     float hue, freq;
     int kind;
     class_look(c, o->classes, &hue, &kind, &freq);
@@ -758,25 +747,6 @@ static void usage(FILE *f)
             "  -h, --help       this text\n");
 }
 
-static int mkdir_p(const char *path)
-{
-    char buf[4096];
-    size_t n = strlen(path);
-    if (n == 0 || n >= sizeof buf)
-        return -ENAMETOOLONG;
-    memcpy(buf, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] == '/' || buf[i] == '\0') {
-            char save = buf[i];
-            buf[i] = '\0';
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-                return -errno;
-            buf[i] = save;
-        }
-    }
-    return 0;
-}
-
 /* 1 if dir exists and has entries, 0 if empty or missing, -errno on error. */
 static int dir_nonempty(const char *dir)
 {
@@ -803,7 +773,7 @@ static int dir_nonempty(const char *dir)
  * -1 with the message printed. */
 static int open_shards(const char *cmd, const md_opts *o, pool *p)
 {
-    int rc = mkdir_p(o->dir);
+    int rc = cli_mkdir_p(o->dir);
     if (rc < 0) {
         cli_error(cmd, "%s: %s", o->dir, strerror(-rc));
         return -1;
@@ -858,7 +828,7 @@ static int make(const char *cmd, const md_opts *o, int quiet)
     }
     for (int c = 0; c < o->classes && !o->shards; c++) {
         snprintf(path, sizeof path, "%s/class_%0*d", o->dir, p.class_width, c);
-        if ((rc = mkdir_p(path)) < 0) {
+        if ((rc = cli_mkdir_p(path)) < 0) {
             cli_error(cmd, "%s: %s", path, strerror(-rc));
             return -1;
         }
