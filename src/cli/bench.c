@@ -97,7 +97,7 @@ static void usage(FILE *f)
             "  --data DIR            ImageFolder directory, list file or tar shards\n"
             "                        ('dir/train-{000000..000127}.tar', 'a.tar,b.tar')\n"
             "                        (required)\n");
-    cli_loader_help(f, BENCH_LOPTS, CLI_LOPT_SWEEPABLE, 24);
+    cli_loader_help(f, BENCH_LOPTS, CLI_LOPT_SWEEPABLE, 24, NULL);
     fprintf(f,
             "  --json                print one JSON object\n"
             "  -h, --help            this text\n"

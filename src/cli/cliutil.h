@@ -1,7 +1,8 @@
 /*
- * Transitional: everything the old cliutil.h declared, for bench/train.c
- * until it includes what it uses (cli.h, sysinfo.h, ../f16.h, json.h,
- * samples.h, compute.h). Nothing in src/cli includes this; delete it then.
+ * Transitional: everything the old cliutil.h declared, for src/demo's
+ * loops.c, parallel.c and report.c until each includes what it uses (cli.h,
+ * sysinfo.h, ../f16.h, json.h, samples.h, compute.h). Nothing in src/cli
+ * includes this; delete it then.
  */
 #ifndef GF_CLI_UTIL_H
 #define GF_CLI_UTIL_H

@@ -93,7 +93,7 @@ static void usage(FILE *f)
             "\n"
             "options:\n"
             "  --data DIR            data set (required; quote brace patterns)\n");
-    cli_loader_help(f, VERIFY_LOPTS, 0, 24);
+    cli_loader_help(f, VERIFY_LOPTS, 0, 24, NULL);
     fprintf(f,
             "  --json                print one JSON object instead:\n"
             "                        {\"samples\": N, \"bad\": K, \"bad_samples\": [{\"path\",\n"

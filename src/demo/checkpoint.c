@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "../mix.h" /* header-only: gf__fnv1a64 */
-#include "cliutil.h"
+#include "cli.h"
 #include "train.h"
 
 /* ---- checkpoints ---------------------------------------------------------- */

@@ -11,7 +11,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cliutil.h"
+#include "cli.h"
+#include "compute.h"
+#include "samples.h"
 #include "train.h"
 #if GF_CLI_HAVE_NCCL
 #include "nccl_dl.h"
