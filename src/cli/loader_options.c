@@ -142,6 +142,15 @@ int cli_loader_parse(const char *cmd, int ch, const char *arg, cli_loader_args *
     return d->set(cmd, d, arg, a) < 0 ? -1 : 1;
 }
 
+int cli_loader_parse_or_reject(const char *cmd, int ch, const char *arg, cli_loader_args *a,
+                               const char *seen)
+{
+    int rc = cli_loader_parse(cmd, ch, arg, a);
+    if (rc == 0)
+        cli_error(cmd, "unknown option '%s' (try --help)", seen);
+    return rc == 1 ? 0 : -1;
+}
+
 void cli_loader_help(FILE *f, unsigned which, unsigned sweep, int col,
                      const char *const own_help[CLI_LOPT_COUNT])
 {

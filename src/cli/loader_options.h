@@ -58,6 +58,11 @@ void cli_loader_longopts(unsigned which, struct option *opts, int *n);
  * into a and returns 1, or -1 with "gpufeed <cmd>: --<opt>: ..." printed;
  * 0 if ch is not one of them. */
 int cli_loader_parse(const char *cmd, int ch, const char *arg, cli_loader_args *a);
+/* For the default: of a command's option switch: cli_loader_parse, and an
+ * option that is not the table's either is "unknown option 'seen'". Returns
+ * 0, or -1 with the message printed. */
+int cli_loader_parse_or_reject(const char *cmd, int ch, const char *arg, cli_loader_args *a,
+                               const char *seen);
 /* The --help lines of the options in `which` (lists shown for `sweep`),
  * the description starting at column `col`. own_help (may be NULL), by
  * cli_lopt: a command's own text for an option whose default or meaning

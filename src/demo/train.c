@@ -319,21 +319,18 @@ int cmd_train(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
     };
     int nopts = 14;
-    train_opts o = {.epochs = 3, .batch = 32, .size = DEFAULT_SIZE, .width = DEFAULT_WIDTH, .lr = 0.05,
-                    .loader = L_BOTH, .device = GF_DEVICE_AUTO};
-    /* The shared options land here, from train's defaults, then in o. */
+    train_opts o = {.epochs = 3, .size = DEFAULT_SIZE, .width = DEFAULT_WIDTH, .lr = 0.05,
+                    .loader = L_BOTH};
+    /* The shared options land here, then in o: the library's defaults
+     * (threads and depth 0: chosen at open; device auto; seed 0), which are
+     * train's, but for the batch size. */
     gf_settings s;
     gf_default_settings(&s);
-    s.threads = o.threads;
-    s.prefetch_depth = o.depth;
-    s.batch_size = o.batch;
-    s.device = o.device;
-    s.seed = o.seed;
-    s.autotune = o.autotune;
+    s.batch_size = 32;
     cli_loader_args la = {.s = &s};
     trainer t;
     run_result runs[2];
-    int ch, rc, n_runs = 0, status = CLI_OK, loader_given = 0;
+    int ch, n_runs = 0, status = CLI_OK, loader_given = 0;
 
     cli_loader_longopts(TRAIN_LOPTS, longopts, &nopts);
     longopts[nopts] = (struct option){NULL, 0, NULL, 0};
@@ -357,12 +354,8 @@ int cmd_train(int argc, char **argv)
         case 'h': usage(stdout); return CLI_OK;
         case ':': cli_error(CMD, "%s needs a value", argv[optind - 1]); return CLI_USAGE;
         default:
-            if ((rc = cli_loader_parse(CMD, ch, optarg, &la)) < 0)
+            if (cli_loader_parse_or_reject(CMD, ch, optarg, &la, argv[optind - 1]) < 0)
                 return CLI_USAGE;
-            if (rc == 0) {
-                cli_error(CMD, "unknown option '%s' (try --help)", argv[optind - 1]);
-                return CLI_USAGE;
-            }
             break;
         }
     }
