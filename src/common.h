@@ -3,6 +3,7 @@
 #define GF_COMMON_H
 
 #include "gpufeed.h"
+#include "mix.h" /* gf__mix64 */
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,15 +25,6 @@
 #define GF__LIKELY(x) (x)
 #define GF__UNLIKELY(x) (x)
 #endif
-
-/* splitmix64 finaliser: the one mixing function for keys and randomness. */
-static inline uint64_t gf__mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
 
 /* Per-sample key: all randomness of one sample derives from it, so batches
  * are identical for any thread count. */

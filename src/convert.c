@@ -25,6 +25,7 @@
  * results, i.e. absurd mean/std). */
 #include "config.h"
 #include "convert.h"
+#include "f16.h"
 
 #include <math.h>
 #include <string.h>
@@ -100,7 +101,7 @@ size_t gf__convert_sample_bytes(const gf__convert *cv)
     return (size_t)cv->h * (size_t)cv->w * (size_t)cv->c * gf_dtype_size(cv->dtype);
 }
 
-/* ---- float -> binary16 / bfloat16 --------------------------------------
+/* ---- float -> binary16 (f16.h) / bfloat16 -----------------------------
  * Branch-free (every path computed, then selected), so the loops that call
  * them vectorize. */
 
@@ -111,32 +112,6 @@ CV_INLINE uint32_t f32_bits(float f)
     return u;
 }
 
-CV_INLINE uint16_t f16_from_bits(uint32_t u)
-{
-    uint32_t sign = (u >> 16) & 0x8000u;
-    uint32_t a = u & 0x7fffffffu;
-    /* Normal half (a >= 2^-14): rebias the exponent by 127 - 15, then
-     * round away 13 mantissa bits to nearest even. A carry out of the
-     * mantissa bumps the exponent, which is right, up to infinity. */
-    uint32_t n = a - 0x38000000u;
-    n = (n + 0xfffu + ((n >> 13) & 1u)) >> 13;
-    /* Subnormal half (a < 2^-14): the result is a * 2^24 rounded, i.e. the
-     * 24-bit significand m shifted right by s = 126 - exponent (>= 14);
-     * s >= 25 leaves less than half: zero. Float subnormals land there. */
-    uint32_t e = a >> 23;
-    uint32_t s = 126u - e;
-    s = s - 1u > 24u ? 25u : s; /* also for the unused s == 0 and wraps */
-    uint32_t m = (a & 0x7fffffu) | 0x800000u;
-    uint32_t r = m >> s;
-    uint32_t rem = m & ((1u << s) - 1u);
-    uint32_t half = 1u << (s - 1u);
-    r += (uint32_t)(rem > half) | ((uint32_t)(rem == half) & r);
-    uint32_t v = a < 0x38800000u ? r : n;
-    v = a >= 0x477ff000u ? 0x7c00u : v; /* >= 65520 rounds to infinity */
-    v |= sign;
-    return (uint16_t)(a > 0x7f800000u ? 0x7fffu : v);
-}
-
 CV_INLINE uint16_t bf16_from_bits(uint32_t u)
 {
     uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
@@ -145,7 +120,7 @@ CV_INLINE uint16_t bf16_from_bits(uint32_t u)
 
 uint16_t gf__f32_to_f16(float f)
 {
-    return f16_from_bits(f32_bits(f));
+    return gf__f16_from_bits(f32_bits(f));
 }
 
 uint16_t gf__f32_to_bf16(float f)
@@ -191,7 +166,7 @@ CV_INLINE float put_f32(float v)
 
 CV_INLINE uint16_t put_f16(float v)
 {
-    return f16_from_bits(f32_bits(v));
+    return gf__f16_from_bits(f32_bits(v));
 }
 
 CV_INLINE uint16_t put_bf16(float v)
@@ -202,7 +177,7 @@ CV_INLINE uint16_t put_bf16(float v)
 #if CV_X86
 /* float16 in the AVX2 build: F16C's vcvtps2ph with an immediate
  * round-to-nearest-even is IEEE binary16 conversion (subnormals, overflow
- * to infinity), i.e. exactly f16_from_bits, at a fraction of its cost; NaNs
+ * to infinity), i.e. exactly gf__f16_from_bits, at a fraction of its cost; NaNs
  * are made canonical first (0x7fffffff converts to 0x7fff). Every CPU with
  * AVX2 has F16C; the dispatch checks both anyway. */
 CV_AVX2_FN static void narrow_f16_f16c(const float *restrict v, uint16_t *restrict out, size_t n)

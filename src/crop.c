@@ -16,8 +16,7 @@ typedef struct rng {
 
 static uint64_t rng_next(rng *r)
 {
-    r->s += 0x9e3779b97f4a7c15ull;
-    return gf__mix64(r->s);
+    return gf__splitmix64(&r->s);
 }
 
 static double rng_unit(rng *r) /* [0, 1) */
@@ -38,7 +37,7 @@ static int rng_int(rng *r, int n) /* [0, n] */
 /* torchvision RandomResizedCrop.get_params, then the flip. */
 static void plan_train(const gf__transform *t, int W, int H, uint64_t key, gf__crop *c)
 {
-    rng r = {key};
+    rng r = {key + GF__GOLDEN64}; /* draw n is gf__mix64(key + n * GF__GOLDEN64), n >= 1 */
     double area = (double)W * H;
     double rmin = t->ratio_min, rmax = t->ratio_max;
     if (!(rmin > 0) || !(rmax > 0) || !isfinite(rmin) || !isfinite(rmax))

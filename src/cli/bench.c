@@ -97,7 +97,7 @@ static void usage(FILE *f)
             "  --data DIR            ImageFolder directory, list file or tar shards\n"
             "                        ('dir/train-{000000..000127}.tar', 'a.tar,b.tar')\n"
             "                        (required)\n");
-    cli_loader_help(f, BENCH_LOPTS, CLI_LOPT_SWEEPABLE, 24);
+    cli_loader_help(f, BENCH_LOPTS, CLI_LOPT_SWEEPABLE, 24, NULL);
     fprintf(f,
             "  --json                print one JSON object\n"
             "  -h, --help            this text\n"
@@ -122,7 +122,7 @@ int cmd_bench(int argc, char **argv)
     };
     int nopts = 10;
     bench_opts o;
-    int ch, rc, have_compute = 0, have_dtype, have_layout;
+    int ch, have_compute = 0, have_dtype, have_layout;
 
     cli_loader_longopts(BENCH_LOPTS, longopts, &nopts);
     longopts[nopts] = (struct option){NULL, 0, NULL, 0};
@@ -152,12 +152,8 @@ int cmd_bench(int argc, char **argv)
         case 'h': usage(stdout); return CLI_OK;
         case ':': cli_error(CMD, "%s needs a value", argv[optind - 1]); return CLI_USAGE;
         default:
-            if ((rc = cli_loader_parse(CMD, ch, optarg, &la)) < 0)
+            if (cli_loader_parse_or_reject(CMD, ch, optarg, &la, argv[optind - 1]) < 0)
                 return CLI_USAGE;
-            if (rc == 0) {
-                cli_error(CMD, "unknown option '%s' (try --help)", argv[optind - 1]);
-                return CLI_USAGE;
-            }
             break;
         }
     }

@@ -1,5 +1,6 @@
 /*
- * Errors and strict option parsing for the gpufeed commands; see cli.h.
+ * Errors, strict option parsing and mkdir -p for the gpufeed commands; see
+ * cli.h.
  */
 #include "cli.h"
 
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void cli_error(const char *cmd, const char *fmt, ...)
 {
@@ -166,4 +168,23 @@ int cli_parse_int_list(const char *cmd, const char *opt, const char *s, long min
             return 0;
         p++; /* the comma: a trailing one leaves an empty item, refused above */
     }
+}
+
+int cli_mkdir_p(const char *path)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof buf)
+        return -ENAMETOOLONG;
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] == '/' || buf[i] == '\0') {
+            char save = buf[i];
+            buf[i] = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return -errno;
+            buf[i] = save;
+        }
+    }
+    return 0;
 }

@@ -1,7 +1,7 @@
 /*
  * What every gpufeed command shares: exit statuses, errors in one format
  * ("gpufeed <cmd>: <reason>" on stderr), strict parsing of option values,
- * and the commands' entry points (main.c dispatches). Main thread only.
+ * mkdir -p, and the commands' entry points (main.c dispatches). Main thread only.
  *
  * Only the public API (gpufeed.h) is used in src/cli: the CLI is a client
  * of the library like any trainer.
@@ -49,6 +49,10 @@ int cli_parse_choice(const char *cmd, const char *opt, const char *s,
  * ..." and returns -1. A single number is a list of one. */
 int cli_parse_int_list(const char *cmd, const char *opt, const char *s, long min, long max,
                        int *out, int max_n, int *n);
+
+/* mkdir -p: path and its missing parents (mode 0777 before the umask).
+ * Returns 0 or -errno (-ENAMETOOLONG past 4095 bytes). */
+int cli_mkdir_p(const char *path);
 
 /* make-dataset as a call (make_dataset.c): writes classes x
  * per_class width x height quality-90 JPEGs into dir (made if missing,

@@ -42,7 +42,8 @@ static int utf8_len(const unsigned char *p)
     return n;
 }
 
-void cli_json_string(FILE *f, const char *s)
+/* s as a JSON string literal, quotes included. */
+static void json_string(FILE *f, const char *s)
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
     fputc('"', f);
@@ -76,7 +77,8 @@ void cli_json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-void cli_json_double(FILE *f, double v)
+/* A finite double as %.6g, non-finite values as null. */
+static void json_double(FILE *f, double v)
 {
     if (isfinite(v))
         fprintf(f, "%.6g", v);
@@ -127,7 +129,7 @@ void cli_json_array_end(cli_json *j) { close_level(j, ']'); }
 void cli_json_key(cli_json *j, const char *key)
 {
     item(j);
-    cli_json_string(j->f, key);
+    json_string(j->f, key);
     fputs(": ", j->f);
     j->after_key = 1;
 }
@@ -135,13 +137,13 @@ void cli_json_key(cli_json *j, const char *key)
 void cli_json_str(cli_json *j, const char *s)
 {
     item(j);
-    cli_json_string(j->f, s);
+    json_string(j->f, s);
 }
 
 void cli_json_num(cli_json *j, double v)
 {
     item(j);
-    cli_json_double(j->f, v);
+    json_double(j->f, v);
 }
 
 void cli_json_fixed(cli_json *j, double v, int decimals)

@@ -50,13 +50,6 @@ void cli_json_kints(cli_json *j, const char *key, const int *v, int n); /* [v0, 
 /* Ends the document: a newline. */
 void cli_json_end(cli_json *j);
 
-/* The primitives under it, on a plain FILE (the demo trainer still writes
- * its JSON with them; switch it to the writer, then make these static).
- * cli_json_string writes s as a JSON string literal, quotes included;
- * cli_json_double a finite double as %.6g, non-finite values as null. */
-void cli_json_string(FILE *f, const char *s);
-void cli_json_double(FILE *f, double v);
-
 #ifdef __cplusplus
 }
 #endif

@@ -142,7 +142,17 @@ int cli_loader_parse(const char *cmd, int ch, const char *arg, cli_loader_args *
     return d->set(cmd, d, arg, a) < 0 ? -1 : 1;
 }
 
-void cli_loader_help(FILE *f, unsigned which, unsigned sweep, int col)
+int cli_loader_parse_or_reject(const char *cmd, int ch, const char *arg, cli_loader_args *a,
+                               const char *seen)
+{
+    int rc = cli_loader_parse(cmd, ch, arg, a);
+    if (rc == 0)
+        cli_error(cmd, "unknown option '%s' (try --help)", seen);
+    return rc == 1 ? 0 : -1;
+}
+
+void cli_loader_help(FILE *f, unsigned which, unsigned sweep, int col,
+                     const char *const own_help[CLI_LOPT_COUNT])
 {
     for (int k = 0; k < CLI_LOPT_COUNT; k++) {
         const lopt_def *d = &table[k];
@@ -154,7 +164,8 @@ void cli_loader_help(FILE *f, unsigned which, unsigned sweep, int col)
         /* A head that overflows the column pushes the text along by two. */
         int pad = col - 2 - (int)strlen(head);
         fprintf(f, "  %s%*s", head, pad < 1 ? 2 : pad, "");
-        for (const char *p = d->help; *p;) {
+        const char *help = own_help && own_help[k] ? own_help[k] : d->help;
+        for (const char *p = help; *p;) {
             size_t len = strcspn(p, "\n");
             fprintf(f, "%.*s\n", (int)len, p);
             p += len;

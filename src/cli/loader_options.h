@@ -1,6 +1,6 @@
 /*
- * The loader options that several commands share (bench, verify; train
- * next): ONE table of {name, argument, help, setter} used both to parse
+ * The loader options that several commands share (bench, verify, train):
+ * ONE table of {name, argument, help, setter} used both to parse
  * them (getopt_long entries, then one call per option seen) and to print
  * their --help lines, so a command cannot drift from another in what
  * --threads or --io accepts. Values land in a gf_settings. Main thread.
@@ -58,9 +58,17 @@ void cli_loader_longopts(unsigned which, struct option *opts, int *n);
  * into a and returns 1, or -1 with "gpufeed <cmd>: --<opt>: ..." printed;
  * 0 if ch is not one of them. */
 int cli_loader_parse(const char *cmd, int ch, const char *arg, cli_loader_args *a);
+/* For the default: of a command's option switch: cli_loader_parse, and an
+ * option that is not the table's either is "unknown option 'seen'". Returns
+ * 0, or -1 with the message printed. */
+int cli_loader_parse_or_reject(const char *cmd, int ch, const char *arg, cli_loader_args *a,
+                               const char *seen);
 /* The --help lines of the options in `which` (lists shown for `sweep`),
- * the description starting at column `col`. */
-void cli_loader_help(FILE *f, unsigned which, unsigned sweep, int col);
+ * the description starting at column `col`. own_help (may be NULL), by
+ * cli_lopt: a command's own text for an option whose default or meaning
+ * differs there (train's batch size); NULL entries take the table's. */
+void cli_loader_help(FILE *f, unsigned which, unsigned sweep, int col,
+                     const char *const own_help[CLI_LOPT_COUNT]);
 
 /* Choice names, in enum order, for commands that print them back. */
 extern const char *const cli_io_names[], *const cli_decoder_names[],

@@ -93,7 +93,7 @@ static void usage(FILE *f)
             "\n"
             "options:\n"
             "  --data DIR            data set (required; quote brace patterns)\n");
-    cli_loader_help(f, VERIFY_LOPTS, 0, 24);
+    cli_loader_help(f, VERIFY_LOPTS, 0, 24, NULL);
     fprintf(f,
             "  --json                print one JSON object instead:\n"
             "                        {\"samples\": N, \"bad\": K, \"bad_samples\": [{\"path\",\n"
@@ -151,12 +151,8 @@ int cmd_verify(int argc, char **argv)
         case 'h': usage(stdout); return CLI_OK;
         case ':': cli_error(CMD, "%s needs a value", argv[optind - 1]); return CLI_USAGE;
         default:
-            if ((rc = cli_loader_parse(CMD, ch, optarg, &la)) < 0)
+            if (cli_loader_parse_or_reject(CMD, ch, optarg, &la, argv[optind - 1]) < 0)
                 return CLI_USAGE;
-            if (rc == 0) {
-                cli_error(CMD, "unknown option '%s' (try --help)", argv[optind - 1]);
-                return CLI_USAGE;
-            }
             break;
         }
     }

@@ -10,7 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cliutil.h"
+#include "../mix.h" /* header-only: gf__fnv1a64 */
+#include "cli.h"
 #include "train.h"
 
 /* ---- checkpoints ---------------------------------------------------------- */
@@ -31,14 +32,6 @@ typedef struct ckpt_head {
     uint32_t st_version, st_rank, st_world, st_pad;
     uint64_t st_seed, st_epoch, st_position;
 } ckpt_head;
-
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
-}
 
 /* Written to FILE.tmp, then renamed over FILE: a crash never leaves a
  * torn checkpoint. */
@@ -76,9 +69,9 @@ int checkpoint_save(trainer *t, gfm_model *m, int epochs_done)
     h.st_seed = t->lstate.seed;
     h.st_epoch = t->lstate.epoch;
     h.st_position = t->lstate.position;
-    uint64_t sum = fnv1a(0xcbf29ce484222325ull, &h, sizeof h);
-    sum = fnv1a(sum, params, bytes);
-    sum = fnv1a(sum, vel, bytes);
+    uint64_t sum = gf__fnv1a64(GF__FNV1A64_BASIS, &h, sizeof h);
+    sum = gf__fnv1a64(sum, params, bytes);
+    sum = gf__fnv1a64(sum, vel, bytes);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     if (!(f = fopen(tmp, "wb")) || fwrite(&h, sizeof h, 1, f) != 1 ||
         (n && (fwrite(params, bytes, 1, f) != 1 || fwrite(vel, bytes, 1, f) != 1)) ||
@@ -156,9 +149,9 @@ int checkpoint_load(trainer *t)
         cli_error(CMD, "--resume %s: truncated", path);
         goto out;
     }
-    want = fnv1a(0xcbf29ce484222325ull, &h, sizeof h);
-    want = fnv1a(want, t->rparams, bytes);
-    want = fnv1a(want, t->rvel, bytes);
+    want = gf__fnv1a64(GF__FNV1A64_BASIS, &h, sizeof h);
+    want = gf__fnv1a64(want, t->rparams, bytes);
+    want = gf__fnv1a64(want, t->rvel, bytes);
     if (sum != want) {
         cli_error(CMD, "--resume %s: checksum mismatch (damaged file)", path);
         goto out;

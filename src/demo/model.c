@@ -7,6 +7,7 @@
  * Every buffer is allocated once, sized for the largest batch seen.
  */
 #include "model_impl.h"
+#include "../mix.h" /* header-only: gf__splitmix64, gf__fnv1a64 */
 
 #include <math.h>
 #include <stdarg.h>
@@ -36,20 +37,12 @@ const char *gfm_error(const gfm_model *m)
 
 /* ---- initialisation: splitmix64 + Box-Muller, He-normal ---- */
 
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 static void he_normal(float *w, size_t n, int fan_in, uint64_t *rng)
 {
     const double sd = sqrt(2.0 / fan_in);
     for (size_t i = 0; i < n; i += 2) {
-        double u1 = ((splitmix64(rng) >> 11) + 1) * 0x1p-53; /* (0, 1] */
-        double u2 = (splitmix64(rng) >> 11) * 0x1p-53;
+        double u1 = ((gf__splitmix64(rng) >> 11) + 1) * 0x1p-53; /* (0, 1] */
+        double u2 = (gf__splitmix64(rng) >> 11) * 0x1p-53;
         double r = sqrt(-2.0 * log(u1)), t = 6.283185307179586 * u2;
         w[i] = (float)(sd * r * cos(t));
         if (i + 1 < n)
@@ -274,11 +267,7 @@ uint64_t gfm_checksum(gfm_model *m)
     if (m->cuda && gfm__cuda_params(m->cuda, m->params, m->err, sizeof m->err))
         return 0;
 #endif
-    uint64_t h = 0xcbf29ce484222325ull;
-    const unsigned char *b = (const unsigned char *)m->params;
-    for (size_t i = 0; i < m->seg[6] * sizeof(float); i++)
-        h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
+    return gf__fnv1a64(GF__FNV1A64_BASIS, m->params, m->seg[6] * sizeof(float));
 }
 
 double gfm_step_flops(const gfm_model *m)

@@ -10,13 +10,13 @@
  * are stable across NCCL 2.x.
  */
 #include <dlfcn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <nccl.h>
 
+#include "failf.h"
 #include "nccl_dl.h"
 
 _Static_assert(sizeof(ncclUniqueId) == CLI_NCCL_ID_BYTES, "ncclUniqueId size");
@@ -45,15 +45,6 @@ struct cli_nccl {
     ncclComm_t comm;
 };
 
-static int failf(char *why, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 static const char *nccl_error(ncclResult_t r)
 {
     return nccl.error_string ? nccl.error_string(r) : "NCCL error";
@@ -68,7 +59,7 @@ int cli_nccl_load(char *why, size_t why_len)
     void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         const char *e = dlerror(); /* names the file */
-        return failf(why, why_len, "%s%s", e ? e : "libnccl cannot be loaded",
+        return demo_failf(why, why_len, "%s%s", e ? e : "libnccl cannot be loaded",
                      env && *env ? "" : " (set GPUFEED_NCCL_LIBRARY to its path)");
     }
 #define SYM(field, type, sym)                                                              \
@@ -77,7 +68,8 @@ int cli_nccl_load(char *why, size_t why_len)
         if (!nccl.field) {                                                                 \
             dlclose(lib);                                                                  \
             memset(&nccl, 0, sizeof nccl);                                                 \
-            return failf(why, why_len, "%s: no %s (not an NCCL 2 library)", name, sym);    \
+            return demo_failf(why, why_len, "%s: no %s (not an NCCL 2 library)", name,     \
+                              sym);                                                        \
         }                                                                                  \
     } while (0)
     SYM(get_version, get_version_fn, "ncclGetVersion");
@@ -110,7 +102,7 @@ int cli_nccl_unique_id(unsigned char id[CLI_NCCL_ID_BYTES], char *why, size_t wh
     ncclUniqueId u;
     ncclResult_t r = nccl.get_unique_id(&u);
     if (r != ncclSuccess)
-        return failf(why, why_len, "ncclGetUniqueId: %s", nccl_error(r));
+        return demo_failf(why, why_len, "ncclGetUniqueId: %s", nccl_error(r));
     memcpy(id, &u, sizeof u);
     return 0;
 }
@@ -122,12 +114,12 @@ int cli_nccl_init(cli_nccl **out, int world, int rank,
     ncclUniqueId u;
     *out = NULL;
     if (!c)
-        return failf(why, why_len, "out of memory");
+        return demo_failf(why, why_len, "out of memory");
     memcpy(&u, id, sizeof u);
     ncclResult_t r = nccl.comm_init_rank(&c->comm, world, u, rank);
     if (r != ncclSuccess) {
         free(c);
-        return failf(why, why_len, "ncclCommInitRank (rank %d of %d): %s", rank, world,
+        return demo_failf(why, why_len, "ncclCommInitRank (rank %d of %d): %s", rank, world,
                      nccl_error(r));
     }
     *out = c;
@@ -140,7 +132,7 @@ int cli_nccl_sum(cli_nccl *c, float *device_buf, size_t count, void *stream, cha
     ncclResult_t r = nccl.all_reduce(device_buf, device_buf, count, ncclFloat32, ncclSum,
                                      c->comm, (cudaStream_t)stream);
     if (r != ncclSuccess)
-        return failf(why, why_len, "ncclAllReduce of %zu floats: %s", count, nccl_error(r));
+        return demo_failf(why, why_len, "ncclAllReduce of %zu floats: %s", count, nccl_error(r));
     return 0;
 }
 

@@ -7,12 +7,12 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "failf.h"
 #include "nvml.h"
 
 typedef int nvml_return;         /* nvmlReturn_t: 0 is NVML_SUCCESS */
@@ -40,15 +40,6 @@ struct cli_nvml {
     double sum;
     int readings;
 };
-
-static int failf(char *why, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static void *sampler(void *arg)
 {
@@ -87,7 +78,7 @@ int cli_nvml_open(cli_nvml **out, const char *pci_bus_id, char *why, size_t why_
     void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         const char *e = dlerror(); /* names the file */
-        return failf(why, why_len, "%s", e ? e : "libnvidia-ml cannot be loaded");
+        return demo_failf(why, why_len, "%s", e ? e : "libnvidia-ml cannot be loaded");
     }
     init_fn init = (init_fn)dlsym(lib, "nvmlInit_v2");
     shutdown_fn shutdown = (shutdown_fn)dlsym(lib, "nvmlShutdown");
@@ -96,11 +87,11 @@ int cli_nvml_open(cli_nvml **out, const char *pci_bus_id, char *why, size_t why_
     error_string_fn error_string = (error_string_fn)dlsym(lib, "nvmlErrorString");
     if (!init || !shutdown || !by_bus_id || !utilization || !error_string) {
         dlclose(lib);
-        return failf(why, why_len, "%s: not an NVML library (a symbol is missing)", name);
+        return demo_failf(why, why_len, "%s: not an NVML library (a symbol is missing)", name);
     }
     nvml_return rc = init();
     if (rc != 0) {
-        failf(why, why_len, "nvmlInit: %s", error_string(rc));
+        demo_failf(why, why_len, "nvmlInit: %s", error_string(rc));
         dlclose(lib);
         return -1;
     }
@@ -108,13 +99,13 @@ int cli_nvml_open(cli_nvml **out, const char *pci_bus_id, char *why, size_t why_
     if (!n) {
         shutdown();
         dlclose(lib);
-        return failf(why, why_len, "out of memory");
+        return demo_failf(why, why_len, "out of memory");
     }
     n->lib = lib;
     n->shutdown = shutdown;
     n->utilization = utilization;
     if ((rc = by_bus_id(pci_bus_id, &n->dev)) != 0) {
-        failf(why, why_len, "NVML has no device at PCI %s: %s", pci_bus_id, error_string(rc));
+        demo_failf(why, why_len, "NVML has no device at PCI %s: %s", pci_bus_id, error_string(rc));
         goto fail;
     }
     pthread_condattr_t ca;
@@ -126,7 +117,7 @@ int cli_nvml_open(cli_nvml **out, const char *pci_bus_id, char *why, size_t why_
     if (pthread_create(&n->thread, NULL, sampler, n) != 0) {
         pthread_cond_destroy(&n->cv);
         pthread_mutex_destroy(&n->mu);
-        failf(why, why_len, "NVML sampler: cannot start a thread");
+        demo_failf(why, why_len, "NVML sampler: cannot start a thread");
         goto fail;
     }
     *out = n;

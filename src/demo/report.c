@@ -220,123 +220,134 @@ void report_table(const trainer *t, const run_result *runs, int n)
                    row_name(runs[i].loader), runs[i].errors);
 }
 
-static void json_figures(const trainer *t, const run_result *r)
+static void json_checksum(cli_json *j, uint64_t sum)
+{
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016" PRIx64, sum);
+    cli_json_str(j, hex);
+}
+
+static void json_figures(cli_json *j, const trainer *t, const run_result *r)
 {
     figures f = figures_of(t, r);
-    printf("{\"loader\": \"%s\", \"images_per_s\": ",
-           r->loader == L_ALONE ? "compute-alone" : train_loader_names[r->loader]);
-    cli_json_double(stdout, f.images_per_s);
-    printf(", \"step_ms\": ");
-    cli_json_double(stdout, f.step_ms);
-    printf(", \"stall_fraction\": ");
-    cli_json_double(stdout, f.stall);
-    printf(", \"device_utilization\": ");
-    cli_json_double(stdout, f.device_util);
-    printf(", \"of_compute_alone\": ");
-    cli_json_double(stdout, f.of_alone);
-    printf(", \"cpu_utilization\": ");
-    cli_json_double(stdout, f.cpu_util);
-    printf(", \"steps\": %" PRIu64 ", \"samples\": %" PRIu64 ", \"seconds\": ", r->steps,
-           r->samples);
-    cli_json_double(stdout, r->wall_s);
-    printf(", \"nvml_utilization\": ");
+    cli_json_object(j);
+    cli_json_kstr(j, "loader", r->loader == L_ALONE ? "compute-alone" : train_loader_names[r->loader]);
+    cli_json_knum(j, "images_per_s", f.images_per_s);
+    cli_json_knum(j, "step_ms", f.step_ms);
+    cli_json_knum(j, "stall_fraction", f.stall);
+    cli_json_knum(j, "device_utilization", f.device_util);
+    cli_json_knum(j, "of_compute_alone", f.of_alone);
+    cli_json_knum(j, "cpu_utilization", f.cpu_util);
+    cli_json_kuint(j, "steps", r->steps);
+    cli_json_kuint(j, "samples", r->samples);
+    cli_json_knum(j, "seconds", r->wall_s);
     if (r->nvml_readings > 0)
-        cli_json_double(stdout, r->nvml_util);
+        cli_json_knum(j, "nvml_utilization", r->nvml_util);
     else
-        printf("null");
-    printf(", \"nvml_readings\": %d", r->nvml_readings);
-    printf(", \"input_bound_by_design\": %s", input_bound_by_design(t, r) ? "true" : "false");
+        cli_json_knull(j, "nvml_utilization");
+    cli_json_kint(j, "nvml_readings", r->nvml_readings);
+    cli_json_kbool(j, "input_bound_by_design", input_bound_by_design(t, r));
     if (r->loader != L_ALONE) {
-        printf(", \"accuracy\": ");
-        cli_json_double(stdout, r->accuracy);
-        printf(", \"errors\": %" PRIu64 ", \"weights_checksum\": \"%016" PRIx64 "\"", r->errors,
-               r->checksum);
+        cli_json_knum(j, "accuracy", r->accuracy);
+        cli_json_kuint(j, "errors", r->errors);
+        cli_json_key(j, "weights_checksum");
+        json_checksum(j, r->checksum);
     }
-    printf("}");
+    cli_json_object_end(j);
 }
 
 void report_json(const trainer *t, const run_result *runs, int n)
 {
     const train_opts *o = t->o;
-    printf("{\"device\": \"%s\", \"data\": ", t->cuda ? "cuda" : "cpu");
-    cli_json_string(stdout, t->root);
-    printf(", \"train_samples\": %zu, \"val_samples\": %" PRIu64 ", \"classes\": %d",
-           t->train_n, t->val_samples, t->classes);
-    printf(", \"batch_size\": %d, \"image_size\": %d, \"model_width\": %d",
-           o->batch, o->size, t->mc.width);
-    printf(", \"width_calibrated\": %s", t->calib.done ? "true" : "false");
+    cli_json js, *j = &js;
+    cli_json_init(j, stdout);
+    cli_json_object(j);
+    cli_json_kstr(j, "device", t->cuda ? "cuda" : "cpu");
+    cli_json_kstr(j, "data", t->root);
+    cli_json_kuint(j, "train_samples", t->train_n);
+    cli_json_kuint(j, "val_samples", t->val_samples);
+    cli_json_kint(j, "classes", t->classes);
+    cli_json_kint(j, "batch_size", o->batch);
+    cli_json_kint(j, "image_size", o->size);
+    cli_json_kint(j, "model_width", t->mc.width);
+    cli_json_kbool(j, "width_calibrated", t->calib.done);
     if (t->calib.done && t->rank == 0) {
         const calibration *k = &t->calib;
-        printf(", \"calibration\": {\"factor\": 1.2, \"met\": %s, \"input_ms\": ",
-               k->met ? "true" : "false");
-        cli_json_double(stdout, k->input_ms);
-        printf(", \"step_ms\": ");
-        cli_json_double(stdout, k->step_ms);
-        printf(", \"seconds\": ");
-        cli_json_double(stdout, k->seconds);
-        printf(", \"widths\": [");
+        cli_json_key(j, "calibration");
+        cli_json_object(j);
+        cli_json_knum(j, "factor", 1.2);
+        cli_json_kbool(j, "met", k->met);
+        cli_json_knum(j, "input_ms", k->input_ms);
+        cli_json_knum(j, "step_ms", k->step_ms);
+        cli_json_knum(j, "seconds", k->seconds);
+        cli_json_key(j, "widths");
+        cli_json_array(j);
         for (int i = 0; i < k->n; i++) {
-            printf("%s{\"width\": %d, \"step_ms\": ", i ? ", " : "", k->widths[i]);
-            cli_json_double(stdout, k->step_ms_at[i]);
-            printf("}");
+            cli_json_object(j);
+            cli_json_kint(j, "width", k->widths[i]);
+            cli_json_knum(j, "step_ms", k->step_ms_at[i]);
+            cli_json_object_end(j);
         }
-        printf("]}");
+        cli_json_array_end(j);
+        cli_json_object_end(j);
     }
-    printf(", \"threads\": %d, \"prefetch_depth\": %d, \"amp\": %s, \"seed\": %" PRIu64,
-           o->threads ? o->threads : (cli_cores() > 1 ? cli_cores() - 1 : 1),
-           o->depth ? o->depth : 4, t->amp ? "true" : "false", o->seed);
-    printf(", \"lr\": ");
-    cli_json_double(stdout, o->lr);
-    printf(", \"step_flops_per_sample\": ");
-    cli_json_double(stdout, t->step_flops);
-    printf(", \"compute_alone\": ");
-    json_figures(t, &t->alone);
-    printf(", \"modes\": [");
-    for (int i = 0; i < n; i++) {
-        printf(i ? ", " : "");
-        json_figures(t, &runs[i]);
-    }
-    printf("], \"epochs\": [");
+    cli_json_kint(j, "threads", o->threads ? o->threads : (cli_cores() > 1 ? cli_cores() - 1 : 1));
+    cli_json_kint(j, "prefetch_depth", o->depth ? o->depth : 4);
+    cli_json_kbool(j, "amp", t->amp);
+    cli_json_kuint(j, "seed", o->seed);
+    cli_json_knum(j, "lr", o->lr);
+    cli_json_knum(j, "step_flops_per_sample", t->step_flops);
+    cli_json_key(j, "compute_alone");
+    json_figures(j, t, &t->alone);
+    cli_json_key(j, "modes");
+    cli_json_array(j);
+    for (int i = 0; i < n; i++)
+        json_figures(j, t, &runs[i]);
+    cli_json_array_end(j);
+    cli_json_key(j, "epochs");
+    cli_json_array(j);
     for (int i = 0; i < t->n_rows; i++) {
         const epoch_row *e = &t->rows[i];
-        printf("%s{\"loader\": \"%s\", \"epoch\": %d, \"loss\": ", i ? ", " : "",
-               train_loader_names[e->loader], e->epoch);
-        cli_json_double(stdout, e->loss);
-        printf(", \"train_accuracy\": ");
-        cli_json_double(stdout, e->train_accuracy);
-        printf(", \"val_loss\": ");
-        cli_json_double(stdout, e->val_loss);
-        printf(", \"accuracy\": ");
-        cli_json_double(stdout, e->accuracy);
-        printf(", \"images_per_s\": ");
-        cli_json_double(stdout, e->images_per_s);
-        printf(", \"seconds\": ");
-        cli_json_double(stdout, e->seconds);
-        printf("}");
+        cli_json_object(j);
+        cli_json_kstr(j, "loader", train_loader_names[e->loader]);
+        cli_json_kint(j, "epoch", e->epoch);
+        cli_json_knum(j, "loss", e->loss);
+        cli_json_knum(j, "train_accuracy", e->train_accuracy);
+        cli_json_knum(j, "val_loss", e->val_loss);
+        cli_json_knum(j, "accuracy", e->accuracy);
+        cli_json_knum(j, "images_per_s", e->images_per_s);
+        cli_json_knum(j, "seconds", e->seconds);
+        cli_json_object_end(j);
     }
+    cli_json_array_end(j);
     /* The final weights: of the gpufeed run when there is one. */
-    printf("], \"weights_checksum\": \"%016" PRIx64 "\"", runs[n - 1].checksum);
-    printf(", \"world\": %d, \"start_epoch\": %d", t->world, t->start_epoch);
-    printf(", \"nvml\": ");
-    if (t->nvml)
-        printf("\"sampled\"");
-    else
-        cli_json_string(stdout, t->cuda ? t->nvml_note : "not on the CPU path");
+    cli_json_key(j, "weights_checksum");
+    json_checksum(j, runs[n - 1].checksum);
+    cli_json_kint(j, "world", t->world);
+    cli_json_kint(j, "start_epoch", t->start_epoch);
+    cli_json_kstr(j, "nvml",
+                  t->nvml ? "sampled" : t->cuda ? t->nvml_note : "not on the CPU path");
     if (t->dp) {
         const run_result *r = &runs[n - 1];
-        printf(", \"allreduce\": \"%s\"", t->nccl ? "nccl" : "mpi");
-        printf(", \"global_samples\": %" PRIu64 ", \"allreduce_s\": ", r->global_samples);
-        cli_json_double(stdout, r->comm_s);
-        printf(", \"rank_checksums\": [");
+        cli_json_kstr(j, "allreduce", t->nccl ? "nccl" : "mpi");
+        cli_json_kuint(j, "global_samples", r->global_samples);
+        cli_json_knum(j, "allreduce_s", r->comm_s);
+        cli_json_key(j, "rank_checksums");
+        cli_json_array(j);
         for (int i = 0; i < t->world; i++)
-            printf("%s\"%016" PRIx64 "\"", i ? ", " : "", t->rank_checksums[i]);
-        printf("], \"rank_samples\": [");
+            json_checksum(j, t->rank_checksums[i]);
+        cli_json_array_end(j);
+        cli_json_key(j, "rank_samples");
+        cli_json_array(j);
         for (int i = 0; i < t->world; i++)
-            printf("%s%" PRIu64, i ? ", " : "", t->rank_samples[i]);
-        printf("], \"rank_samples_hash\": [");
+            cli_json_uint(j, t->rank_samples[i]);
+        cli_json_array_end(j);
+        cli_json_key(j, "rank_samples_hash");
+        cli_json_array(j);
         for (int i = 0; i < t->world; i++)
-            printf("%s\"%016" PRIx64 "\"", i ? ", " : "", t->rank_hashes[i]);
-        printf("]");
+            json_checksum(j, t->rank_hashes[i]);
+        cli_json_array_end(j);
     }
-    printf("}\n");
+    cli_json_object_end(j);
+    cli_json_end(j);
 }

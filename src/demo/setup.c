@@ -11,7 +11,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cliutil.h"
+#include "cli.h"
+#include "compute.h"
+#include "samples.h"
 #include "train.h"
 #if GF_CLI_HAVE_NCCL
 #include "nccl_dl.h"
@@ -48,22 +50,6 @@ int train_is_dir(const char *p)
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static int mkdir_parents(char *path)
-{
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        int rc = mkdir(path, 0777);
-        *p = '/';
-        if (rc != 0 && errno != EEXIST)
-            return -1;
-    }
-    if (mkdir(path, 0777) != 0 && errno != EEXIST)
-        return -1;
-    return 0;
-}
-
 /* The cached demo set: made once in a side folder, then renamed into
  * place, so an interrupted run never leaves a half-made set behind. */
 int train_demo_data(trainer *t)
@@ -83,8 +69,9 @@ int train_demo_data(trainer *t)
     snprintf(sub, sizeof sub, "%s/train", t->root);
     if (train_is_dir(sub))
         return CLI_OK;
-    if (mkdir_parents(parent) < 0) {
-        cli_error(CMD, "%s: %s", parent, strerror(errno));
+    int rc = cli_mkdir_p(parent);
+    if (rc < 0) {
+        cli_error(CMD, "%s: %s", parent, strerror(-rc));
         return CLI_FAIL;
     }
     snprintf(part, sizeof part, "%s/train-data.partial", parent);

@@ -53,7 +53,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cliutil.h"
+#include "cli.h"
+#include "loader_options.h"
+#include "sysinfo.h"
 #include "train.h"
 
 /* The default model: width 7 at 60x60, a step a little shorter than one
@@ -69,8 +71,26 @@
 #define ALONE_MIN_SECONDS 1.0
 
 const char *const train_loader_names[] = {"sync", "gpufeed", "both", NULL};
-static const char *const device_names[] = {"auto", "cuda", "cpu", NULL};
 static const char *const allreduce_names[] = {"auto", "mpi", "nccl", NULL};
+
+/* The loader options train takes from the shared table
+ * (src/cli/loader_options.h); its other options are its own. */
+#define TRAIN_LOPTS                                                                        \
+    (CLI_LOPT(THREADS) | CLI_LOPT(PREFETCH_DEPTH) | CLI_LOPT(BATCH_SIZE) | CLI_LOPT(DEVICE) | \
+     CLI_LOPT(SEED) | CLI_LOPT(AUTOTUNE))
+/* Where train's default or meaning is not the table's. */
+static const char *const lopt_help[CLI_LOPT_COUNT] = {
+    [CLI_LOPT_BATCH_SIZE] = "samples per batch (default 32)",
+    [CLI_LOPT_SEED] = "weights, order and augmentation (default 0)",
+    [CLI_LOPT_AUTOTUNE] = "the gpufeed loader adds threads and depth while it\n"
+                          "runs (up to cores - 1 and --prefetch-depth)",
+};
+
+/* One shared option's help line(s), in train's order. */
+static void lopt_usage(FILE *f, cli_lopt k)
+{
+    cli_loader_help(f, 1u << k, 0, 24, lopt_help);
+}
 
 static void usage(FILE *f)
 {
@@ -87,21 +107,23 @@ static void usage(FILE *f)
             "options:\n"
             "  --data DIR            ImageFolder root with train/ and val/ sub-folders\n"
             "  --loader L            sync|gpufeed|both (default both)\n"
-            "  --epochs E            epochs (default 3)\n"
-            "  --batch-size B        samples per batch (default 32)\n"
+            "  --epochs E            epochs (default 3)\n");
+    lopt_usage(f, CLI_LOPT_BATCH_SIZE);
+    fprintf(f,
             "  --image-size S        model input S x S, a multiple of 4 (default %d)\n"
             "  --model-width W       channels of the first conv: compute per step\n"
             "                        (default %d on the CPU; on CUDA the narrowest whose\n"
-            "                        step takes >= 1.2x the loader's input, by calibration)\n"
-            "  --threads N           decode threads (default: cores - 1, at least 1)\n"
-            "  --prefetch-depth D    batch slots in the ring (default 4)\n"
-            "  --lr X                SGD learning rate (default 0.05)\n"
-            "  --seed S              weights, order and augmentation (default 0)\n"
-            "  --device D            auto|cuda|cpu (default auto: CUDA if there is a GPU)\n"
-            "  --amp                 CUDA: float16 batches (half the bytes copied and\n"
-            "                        stored); the model reads them and computes in float32\n"
-            "  --autotune            the gpufeed loader adds threads and depth while it\n"
-            "                        runs (up to cores - 1 and --prefetch-depth)\n"
+            "                        step takes >= 1.2x the loader's input, by calibration)\n",
+            DEFAULT_SIZE, DEFAULT_WIDTH);
+    lopt_usage(f, CLI_LOPT_THREADS);
+    lopt_usage(f, CLI_LOPT_PREFETCH_DEPTH);
+    fprintf(f, "  --lr X                SGD learning rate (default 0.05)\n");
+    lopt_usage(f, CLI_LOPT_SEED);
+    lopt_usage(f, CLI_LOPT_DEVICE);
+    fprintf(f, "  --amp                 CUDA: float16 batches (half the bytes copied and\n"
+               "                        stored); the model reads them and computes in float32\n");
+    lopt_usage(f, CLI_LOPT_AUTOTUNE);
+    fprintf(f,
             "  --json                print one JSON object\n"
             "  --checkpoint FILE     after each epoch, save model (parameters, momentum)\n"
             "                        and loader state (gpufeed loader only)\n"
@@ -119,7 +141,7 @@ static void usage(FILE *f)
             "\n"
             "Data-parallel: mpirun -np N gpufeed train ... trains one replica per rank on\n"
             "its share of each epoch, gradients averaged over the ranks every step.\n",
-            DEFAULT_SIZE, DEFAULT_WIDTH, GF_CLI_HAVE_MPI ? "" : " [not built: -Dmpi=enabled]",
+            GF_CLI_HAVE_MPI ? "" : " [not built: -Dmpi=enabled]",
             GF_CLI_HAVE_NCCL ? "" : " [nccl not built: needs CUDA and nccl.h]");
 }
 
@@ -275,23 +297,16 @@ out:
 
 int cmd_train(int argc, char **argv)
 {
-    enum { O_DATA = 256, O_LOADER, O_EPOCHS, O_BATCH, O_SIZE, O_WIDTH, O_THREADS, O_DEPTH,
-           O_LR, O_SEED, O_DEVICE, O_AMP, O_JSON, O_CKPT, O_RESUME, O_MPI, O_DUMP,
-           O_AUTOTUNE, O_ALLREDUCE };
-    static const struct option longopts[] = {
+    enum { O_DATA = 256, O_LOADER, O_EPOCHS, O_SIZE, O_WIDTH, O_LR, O_AMP, O_JSON, O_CKPT,
+           O_RESUME, O_MPI, O_DUMP, O_ALLREDUCE };
+    struct option longopts[14 + CLI_LOPT_COUNT] = {
         {"data", required_argument, NULL, O_DATA},
         {"loader", required_argument, NULL, O_LOADER},
         {"epochs", required_argument, NULL, O_EPOCHS},
-        {"batch-size", required_argument, NULL, O_BATCH},
         {"image-size", required_argument, NULL, O_SIZE},
         {"model-width", required_argument, NULL, O_WIDTH},
-        {"threads", required_argument, NULL, O_THREADS},
-        {"prefetch-depth", required_argument, NULL, O_DEPTH},
         {"lr", required_argument, NULL, O_LR},
-        {"seed", required_argument, NULL, O_SEED},
-        {"device", required_argument, NULL, O_DEVICE},
         {"amp", no_argument, NULL, O_AMP},
-        {"autotune", no_argument, NULL, O_AUTOTUNE},
         {"json", no_argument, NULL, O_JSON},
         {"checkpoint", required_argument, NULL, O_CKPT},
         {"resume", required_argument, NULL, O_RESUME},
@@ -299,14 +314,23 @@ int cmd_train(int argc, char **argv)
         {"allreduce", required_argument, NULL, O_ALLREDUCE},
         {"dump-indices", required_argument, NULL, O_DUMP},
         {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
     };
-    train_opts o = {.epochs = 3, .batch = 32, .size = DEFAULT_SIZE, .width = 0, .lr = 0.05,
-                    .loader = L_BOTH, .device = GF_DEVICE_AUTO};
+    int nopts = 14;
+    train_opts o = {.epochs = 3, .size = DEFAULT_SIZE, .width = 0, .lr = 0.05,
+                    .loader = L_BOTH};
+    /* The shared options land here, then in o: the library's defaults
+     * (threads and depth 0: chosen at open; device auto; seed 0), which are
+     * train's, but for the batch size. */
+    gf_settings s;
+    gf_default_settings(&s);
+    s.batch_size = 32;
+    cli_loader_args la = {.s = &s};
     trainer t;
     run_result runs[2];
-    int ch, v, n_runs = 0, status = CLI_OK, loader_given = 0;
+    int ch, n_runs = 0, status = CLI_OK, loader_given = 0;
 
+    cli_loader_longopts(TRAIN_LOPTS, longopts, &nopts);
+    longopts[nopts] = (struct option){NULL, 0, NULL, 0};
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -314,16 +338,10 @@ int cmd_train(int argc, char **argv)
         case O_DATA: o.data = optarg; break;
         case O_LOADER: loader_given = 1; if ((o.loader = cli_parse_choice(CMD, "loader", optarg, train_loader_names)) < 0) return CLI_USAGE; break;
         case O_EPOCHS: if (cli_parse_int(CMD, "epochs", optarg, 1, 100000, &o.epochs)) return CLI_USAGE; break;
-        case O_BATCH: if (cli_parse_int(CMD, "batch-size", optarg, 1, 65536, &o.batch)) return CLI_USAGE; break;
         case O_SIZE: if (cli_parse_int(CMD, "image-size", optarg, 4, 4096, &o.size)) return CLI_USAGE; break;
         case O_WIDTH: if (cli_parse_int(CMD, "model-width", optarg, 1, 4096, &o.width)) return CLI_USAGE; break;
-        case O_THREADS: if (cli_parse_int(CMD, "threads", optarg, 1, 1024, &o.threads)) return CLI_USAGE; break;
-        case O_DEPTH: if (cli_parse_int(CMD, "prefetch-depth", optarg, 1, 1024, &o.depth)) return CLI_USAGE; break;
         case O_LR: if (cli_parse_double(CMD, "lr", optarg, 1e-9, 100, &o.lr)) return CLI_USAGE; break;
-        case O_SEED: if (cli_parse_u64(CMD, "seed", optarg, &o.seed)) return CLI_USAGE; break;
-        case O_DEVICE: if ((v = cli_parse_choice(CMD, "device", optarg, device_names)) < 0) return CLI_USAGE; o.device = (gf_device)v; break;
         case O_AMP: o.amp = 1; break;
-        case O_AUTOTUNE: o.autotune = 1; break;
         case O_JSON: o.json = 1; break;
         case O_CKPT: o.checkpoint = optarg; break;
         case O_RESUME: o.resume = optarg; break;
@@ -332,9 +350,18 @@ int cmd_train(int argc, char **argv)
         case O_DUMP: o.dump = optarg; break;
         case 'h': usage(stdout); return CLI_OK;
         case ':': cli_error(CMD, "%s needs a value", argv[optind - 1]); return CLI_USAGE;
-        default: cli_error(CMD, "unknown option '%s' (try --help)", argv[optind - 1]); return CLI_USAGE;
+        default:
+            if (cli_loader_parse_or_reject(CMD, ch, optarg, &la, argv[optind - 1]) < 0)
+                return CLI_USAGE;
+            break;
         }
     }
+    o.threads = s.threads;
+    o.depth = s.prefetch_depth;
+    o.batch = s.batch_size;
+    o.device = s.device;
+    o.seed = s.seed;
+    o.autotune = s.autotune;
     if (optind < argc) {
         cli_error(CMD, "unexpected argument '%s' (the data set goes after --data)", argv[optind]);
         return CLI_USAGE;

@@ -9,6 +9,7 @@
  * inserted spans), deterministically in S. A failed check aborts with the
  * input saved as fuzz-crash-input in the current directory. */
 #include "fuzz.h"
+#include "mix.h" /* gf__splitmix64 */
 
 #include <dirent.h>
 #include <errno.h>
@@ -92,10 +93,7 @@ static uint64_t rng;
 
 static uint64_t next(void)
 {
-    uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return gf__splitmix64(&rng);
 }
 
 static size_t below(size_t n)
