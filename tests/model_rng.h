@@ -8,14 +8,13 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "../src/mix.h"
+
 static uint64_t rng_state;
 
 static double urand(void)
 {
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
+    uint64_t z = gf__splitmix64(&rng_state);
     return ((z >> 11) + 0.5) * 0x1p-53;
 }
 

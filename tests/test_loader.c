@@ -1,5 +1,6 @@
 /* The loader end to end: order, pixels, labels, determinism, back-pressure,
  * bad samples, resume, close mid-epoch, both readers. */
+#include "mix.h"
 #include "gpufeed.h"
 #include "convert.h"
 #include "sampler.h"
@@ -68,14 +69,6 @@ static int uring_works(void)
     return 1;
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
-}
-
 /* Runs a loader to the end; returns a hash of every batch's bytes and the
  * delivered indices in order. */
 typedef struct run_result {
@@ -90,15 +83,15 @@ typedef struct run_result {
 static void run_all(const gf_settings *s, run_result *r)
 {
     memset(r, 0, sizeof *r);
-    r->hash = 0xcbf29ce484222325ull;
+    r->hash = GF__FNV1A64_BASIS;
     gf_loader *l = open_ok(s);
     gf_batch *b;
     int rc;
     while ((rc = gf_next(l, &b)) == 0) {
         size_t px = (size_t)b->count * b->height * b->width * b->channels;
-        r->hash = fnv(r->hash, b->pixels, px);
-        r->hash = fnv(r->hash, b->labels, (size_t)b->count * sizeof *b->labels);
-        r->hash = fnv(r->hash, &b->count, sizeof b->count);
+        r->hash = gf__fnv1a64(r->hash, b->pixels, px);
+        r->hash = gf__fnv1a64(r->hash, b->labels, (size_t)b->count * sizeof *b->labels);
+        r->hash = gf__fnv1a64(r->hash, &b->count, sizeof b->count);
         for (int i = 0; i < b->count && r->n < 4096; i++, r->n++) {
             r->indices[r->n] = b->indices[i];
             r->labels[r->n] = b->labels[i];
@@ -488,8 +481,8 @@ START_TEST(resuming_at_a_batch_position_continues_exactly)
     gf_loader *l = open_ok(&s);
     gf_batch *b;
     while (gf_next(l, &b) == 0) {
-        hashes[n] = fnv(0, b->pixels, (size_t)b->count * 8 * 8 * 3);
-        hashes[n] = fnv(hashes[n], b->indices, (size_t)b->count * 8);
+        hashes[n] = gf__fnv1a64(0, b->pixels, (size_t)b->count * 8 * 8 * 3);
+        hashes[n] = gf__fnv1a64(hashes[n], b->indices, (size_t)b->count * 8);
         epochs[n] = b->epoch;
         positions[n] = b->position;
         n++;
@@ -502,8 +495,8 @@ START_TEST(resuming_at_a_batch_position_continues_exactly)
         ck_assert_int_eq(gf_seek(l, epochs[k], positions[k]), 0);
         for (int j = k + 1; j < n; j++) {
             ck_assert_int_eq(gf_next(l, &b), 0);
-            uint64_t h = fnv(0, b->pixels, (size_t)b->count * 8 * 8 * 3);
-            h = fnv(h, b->indices, (size_t)b->count * 8);
+            uint64_t h = gf__fnv1a64(0, b->pixels, (size_t)b->count * 8 * 8 * 3);
+            h = gf__fnv1a64(h, b->indices, (size_t)b->count * 8);
             ck_assert_msg(h == hashes[j], "resume after %d: batch %d differs", k, j);
             gf_release(l, b);
         }
@@ -649,7 +642,7 @@ START_TEST(a_saved_state_resumes_exactly_and_refuses_another_run)
     gf_batch *b;
     gf_state saved = {0};
     while (gf_next(l, &b) == 0) {
-        want[n] = fnv(fnv(0, b->pixels, (size_t)b->count * 8 * 8 * 3), b->indices,
+        want[n] = gf__fnv1a64(gf__fnv1a64(0, b->pixels, (size_t)b->count * 8 * 8 * 3), b->indices,
                       (size_t)b->count * 8);
         gf_release(l, b);
         if (++n == 9)
@@ -667,7 +660,7 @@ START_TEST(a_saved_state_resumes_exactly_and_refuses_another_run)
     ck_assert_int_eq(gf_set_state(l, &copy), 0);
     for (int k = 9; k < n; k++) {
         ck_assert_int_eq(gf_next(l, &b), 0);
-        uint64_t h = fnv(fnv(0, b->pixels, (size_t)b->count * 8 * 8 * 3), b->indices,
+        uint64_t h = gf__fnv1a64(gf__fnv1a64(0, b->pixels, (size_t)b->count * 8 * 8 * 3), b->indices,
                          (size_t)b->count * 8);
         ck_assert_msg(h == want[k], "batch %d differs after resuming", k);
         gf_release(l, b);
@@ -690,12 +683,12 @@ END_TEST
 static uint64_t first_batches(const gf_settings *s, int batches, gf_stats *st)
 {
     gf_loader *l = open_ok(s);
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = GF__FNV1A64_BASIS;
     gf_batch *b;
     for (int i = 0; i < batches; i++) {
         ck_assert_int_eq(gf_next(l, &b), 0);
-        h = fnv(h, b->pixels, (size_t)b->count * b->height * b->width * b->channels);
-        h = fnv(h, b->indices, (size_t)b->count * sizeof *b->indices);
+        h = gf__fnv1a64(h, b->pixels, (size_t)b->count * b->height * b->width * b->channels);
+        h = gf__fnv1a64(h, b->indices, (size_t)b->count * sizeof *b->indices);
         gf_release(l, b);
     }
     gf_get_stats(l, st);
@@ -885,7 +878,7 @@ START_TEST(bad_samples_with_shuffle_are_deterministic_and_resumable)
     gf_batch *b;
     int good = 0;
     while (gf_next(l, &b) == 0) {
-        hashes[n] = fnv(0, b->indices, (size_t)b->count * 8);
+        hashes[n] = gf__fnv1a64(0, b->indices, (size_t)b->count * 8);
         epochs[n] = b->epoch;
         positions[n] = b->position;
         for (int i = 0; i < b->count; i++)
@@ -901,7 +894,7 @@ START_TEST(bad_samples_with_shuffle_are_deterministic_and_resumable)
         ck_assert_int_eq(gf_seek(l, epochs[k], positions[k]), 0);
         for (int j = k + 1; j < n; j++) {
             ck_assert_int_eq(gf_next(l, &b), 0);
-            ck_assert_msg(fnv(0, b->indices, (size_t)b->count * 8) == hashes[j],
+            ck_assert_msg(gf__fnv1a64(0, b->indices, (size_t)b->count * 8) == hashes[j],
                           "resume after batch %d: batch %d differs", k, j);
             gf_release(l, b);
         }

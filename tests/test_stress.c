@@ -1,5 +1,6 @@
 /* Many threads, extreme ring depths, batch 1, bad samples mixed in: the
  * same bytes as a single-thread run, every time. Also run under TSan. */
+#include "mix.h"
 #include "gpufeed.h"
 #include "testutil.h"
 
@@ -48,14 +49,13 @@ static uint64_t run(int threads, int depth, int batch, gf_io io, int *samples)
         return 0;
     }
     ck_assert_msg(rc == 0, "%s", gf_last_error(l));
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = GF__FNV1A64_BASIS;
     gf_batch *b;
     *samples = 0;
     while ((rc = gf_next(l, &b)) == 0) {
         const uint8_t *p = b->pixels;
         size_t n = (size_t)b->count * 12 * 10 * 3;
-        for (size_t i = 0; i < n; i++)
-            h = (h ^ p[i]) * 0x100000001b3ull;
+        h = gf__fnv1a64(h, p, n);
         for (int i = 0; i < b->count; i++)
             h = (h ^ (uint64_t)b->indices[i]) * 0x100000001b3ull;
         *samples += b->count;

@@ -19,7 +19,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cliutil.h"
+#include "cli.h"
+#include "compute.h"
+#include "json.h"
+#include "samples.h"
+#include "sysinfo.h"
 #include "train.h"
 
 #define CALIB_FACTOR 1.2

@@ -12,7 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cliutil.h"
+#include "../f16.h"
+#include "../mix.h"
+#include "cli.h"
+#include "compute.h"
+#include "json.h"
+#include "samples.h"
+#include "sysinfo.h"
 #include "train.h"
 #if GF_CLI_HAVE_CUDA
 #include "nvml.h"
@@ -199,24 +205,16 @@ static void to_nchw(const uint8_t *in, int n, int h, int w, float *out)
     }
 }
 
-static uint64_t mix64(uint64_t z)
-{
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* The epoch's order for the synchronous loop: a Fisher-Yates shuffle
  * seeded by (seed, epoch). (The loader's sampler is its own; both are
  * uniform permutations.) */
 void train_shuffle_order(uint64_t *order, uint64_t n, uint64_t seed, uint64_t epoch)
 {
-    uint64_t st = mix64(seed ^ mix64(epoch + 0x5EED));
+    uint64_t st = gf__mix64(seed ^ gf__mix64(epoch + 0x5EED));
     for (uint64_t i = 0; i < n; i++)
         order[i] = i;
     for (uint64_t i = n; i > 1; i--) {
-        st = mix64(st);
+        st = gf__mix64(st);
         uint64_t j = st % i;
         uint64_t tmp = order[i - 1];
         order[i - 1] = order[j];
@@ -284,7 +282,7 @@ int train_sync_input(trainer *t, sync_bufs *b, uint64_t epoch, uint64_t pos, int
     if (t->amp) { /* as the loader's float16: one rounding of the float */
         size_t count = b->cell * (size_t)nb;
         for (size_t i = 0; i < count; i++)
-            b->half[i] = cli_f16_bits(b->host[i]);
+            b->half[i] = gf__f16_bits(b->host[i]);
         src = b->half;
     }
 #if GF_CLI_HAVE_CUDA
@@ -407,7 +405,7 @@ int train_epoch_gpufeed(trainer *t, gfm_model *m, int epoch, run_result *r, tall
         int n = b->count;
         if (epoch == t->start_epoch) { /* the run's first epoch: what this rank read */
             for (int i = 0; i < n; i++) {
-                t->first_epoch_hash += mix64((uint64_t)b->indices[i] + 1);
+                t->first_epoch_hash += gf__mix64((uint64_t)b->indices[i] + 1);
                 if (t->dump)
                     fprintf(t->dump, "%" PRId64 "\n", b->indices[i]);
             }

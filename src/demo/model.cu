@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "failf.h"
 
 namespace {
 
@@ -75,20 +76,11 @@ struct gfm__cuda {
     int pack_pending;     /* packed, not yet applied (slot R's labels in use) */
 };
 
-static int failf(char *why, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 #define CK(call)                                                                           \
     do {                                                                                   \
         cudaError_t e_ = (call);                                                           \
         if (e_ != cudaSuccess)                                                             \
-            return failf(why, why_len, "model (CUDA): %s: %s", #call, cudaGetErrorString(e_)); \
+            return demo_failf(why, why_len, "model (CUDA): %s: %s", #call, cudaGetErrorString(e_)); \
     } while (0)
 
 /* ---- kernels ---- */
@@ -516,7 +508,7 @@ extern "C" int gfm__cuda_create(gfm__cuda **out, const gfm_config *c, const floa
 {
     gfm__cuda *g = (gfm__cuda *)calloc(1, sizeof *g);
     if (!g)
-        return failf(why, why_len, "model: out of memory");
+        return demo_failf(why, why_len, "model: out of memory");
     *out = NULL;
     g->cfg = *c;
     g->C = c->in_c, g->H = c->in_h, g->W = c->in_w;
@@ -530,12 +522,12 @@ extern "C" int gfm__cuda_create(gfm__cuda **out, const gfm_config *c, const floa
     do {
         cudaError_t e = cudaSetDevice(c->device_id);
         if (e != cudaSuccess) {
-            failf(why, why_len, "model (CUDA): device %d: %s", c->device_id, cudaGetErrorString(e));
+            demo_failf(why, why_len, "model (CUDA): device %d: %s", c->device_id, cudaGetErrorString(e));
             break;
         }
         /* a plane of head's dynamic shared memory: F2 floats */
         if ((size_t)g->F2 * sizeof(float) > 40 * 1024) {
-            failf(why, why_len, "model (CUDA): width %d too large", c->width);
+            demo_failf(why, why_len, "model (CUDA): width %d too large", c->width);
             break;
         }
         const size_t bytes = seg[6] * sizeof(float);
@@ -547,7 +539,7 @@ extern "C" int gfm__cuda_create(gfm__cuda **out, const gfm_config *c, const floa
             cudaMemcpyAsync(g->params, params, bytes, cudaMemcpyHostToDevice, g->own) ||
             cudaMemsetAsync(g->vel, 0, bytes, g->own) ||
             cudaMemsetAsync(g->grads, 0, bytes, g->own) || cudaStreamSynchronize(g->own)) {
-            failf(why, why_len, "model (CUDA): allocating %zu parameters: %s", seg[6],
+            demo_failf(why, why_len, "model (CUDA): allocating %zu parameters: %s", seg[6],
                   cudaGetErrorString(cudaGetLastError()));
             break;
         }
@@ -555,7 +547,7 @@ extern "C" int gfm__cuda_create(gfm__cuda **out, const gfm_config *c, const floa
         for (int i = 0; i < R && ok; i++)
             ok = cudaEventCreateWithFlags(&g->ev[i], cudaEventDisableTiming) == cudaSuccess;
         if (!ok || cudaEventCreateWithFlags(&g->ev_switch, cudaEventDisableTiming)) {
-            failf(why, why_len, "model (CUDA): events: %s", cudaGetErrorString(cudaGetLastError()));
+            demo_failf(why, why_len, "model (CUDA): events: %s", cudaGetErrorString(cudaGetLastError()));
             break;
         }
         g->stream = g->own; /* the first caller's stream waits for the upload */
@@ -647,7 +639,7 @@ static int begin_batch(gfm__cuda *g, int n, void *stream, char *why, size_t why_
 {
     CK(cudaSetDevice(g->cfg.device_id));
     if (n > 0 && (long long)n * ((g->F2 + 3) / 4) > 65535) /* grid.z of conv_relu_pool */
-        return failf(why, why_len, "model (CUDA): batch %d too large for width %d", n,
+        return demo_failf(why, why_len, "model (CUDA): batch %d too large for width %d", n,
                      g->cfg.width);
     if ((n > 0 && reserve(g, n, why, why_len)) ||
         use_stream(g, (cudaStream_t)stream, why, why_len))
@@ -675,7 +667,7 @@ extern "C" int gfm__cuda_step(gfm__cuda *g, const float *x, const int32_t *label
         return -1;
     cudaStream_t st = g->stream;
     if (!train && g->pack_pending)
-        return failf(why, why_len, "model (CUDA): evaluate between gfm_grad_pack and "
+        return demo_failf(why, why_len, "model (CUDA): evaluate between gfm_grad_pack and "
                                    "gfm_apply_packed");
     if (!train) { /* evaluate: its own label and result slot, and wait */
         if (upload_labels(g, R, labels, n, why, why_len) ||
@@ -757,7 +749,7 @@ extern "C" int gfm__cuda_grads(gfm__cuda *g, const float *x, const int32_t *labe
         return -1;
     cudaStream_t st = g->stream;
     if (g->pack_pending)
-        return failf(why, why_len, "model (CUDA): gfm_grad_step between gfm_grad_pack and "
+        return demo_failf(why, why_len, "model (CUDA): gfm_grad_step between gfm_grad_pack and "
                                    "gfm_apply_packed");
     /* the evaluation's label and result slot (R): this call waits */
     if (upload_labels(g, R, labels, n, why, why_len) ||
@@ -799,7 +791,7 @@ extern "C" int gfm__cuda_grad_pack(gfm__cuda *g, const float *x, const int32_t *
         return -1;
     cudaStream_t st = g->stream;
     if (g->pack_pending)
-        return failf(why, why_len, "model (CUDA): gfm_grad_pack twice without gfm_apply_packed");
+        return demo_failf(why, why_len, "model (CUDA): gfm_grad_pack twice without gfm_apply_packed");
     if (!g->packed)
         CK(cudaMalloc((void **)&g->packed, (P + 3) * sizeof(float)));
     if (!g->h_totals)
@@ -826,7 +818,7 @@ extern "C" int gfm__cuda_apply_packed(gfm__cuda *g, void *stream, float totals[3
     const size_t P = g->seg[6];
     CK(cudaSetDevice(g->cfg.device_id));
     if (!g->pack_pending)
-        return failf(why, why_len, "model (CUDA): gfm_apply_packed without gfm_grad_pack");
+        return demo_failf(why, why_len, "model (CUDA): gfm_apply_packed without gfm_grad_pack");
     g->pack_pending = 0;
     if (use_stream(g, (cudaStream_t)stream, why, why_len))
         return -1;

@@ -10,7 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cliutil.h"
+#include "cli.h"
+#include "compute.h"
+#include "json.h"
+#include "samples.h"
+#include "sysinfo.h"
 #include "train.h"
 #if GF_CLI_HAVE_MPI
 #include <mpi.h>

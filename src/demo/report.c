@@ -6,7 +6,11 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "cliutil.h"
+#include "cli.h"
+#include "compute.h"
+#include "json.h"
+#include "samples.h"
+#include "sysinfo.h"
 #include "train.h"
 
 /* The progress line is redrawn at most this often (seconds). */

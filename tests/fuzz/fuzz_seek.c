@@ -5,6 +5,7 @@
  * 4 bytes of settings, then epoch and position (u64 each), then, for
  * gf_set_state, version, seed, rank and world. Each input runs twice, on 1
  * and 3 decode threads: the same bytes must come out. */
+#include "mix.h"
 #include "fuzz.h"
 #include "testutil.h"
 #include "gpufeed.h"
@@ -18,14 +19,6 @@ static uint64_t u64_at(const uint8_t *p)
     uint64_t v;
     memcpy(&v, p, sizeof v);
     return v;
-}
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
 }
 
 /* Opens s, seeks (or restores a state) and checks up to three batches.
@@ -63,7 +56,7 @@ static uint64_t seek_and_read(const gf_settings *s, const uint8_t *data, size_t 
     FUZZ_CHECK(position <= len);
 
     /* Where the next batch must start. */
-    uint64_t e = epoch, p = position, h = 0xcbf29ce484222325ull;
+    uint64_t e = epoch, p = position, h = GF__FNV1A64_BASIS;
     for (int k = 0; k < 3; k++) {
         if (p == len || (s->drop_last && len - p < B)) {
             if (e == UINT64_MAX)
@@ -83,9 +76,9 @@ static uint64_t seek_and_read(const gf_settings *s, const uint8_t *data, size_t 
             FUZZ_CHECK(b->labels[i] >= 0 && b->labels[i] < CLASSES);
             FUZZ_CHECK(b->indices[i] >= 0 && b->indices[i] < CLASSES * PER_CLASS);
         }
-        h = fnv(h, b->labels, count * sizeof *b->labels);
-        h = fnv(h, b->indices, count * sizeof *b->indices);
-        h = fnv(h, b->pixels, count * (size_t)b->height * b->width * b->channels);
+        h = gf__fnv1a64(h, b->labels, count * sizeof *b->labels);
+        h = gf__fnv1a64(h, b->indices, count * sizeof *b->indices);
+        h = gf__fnv1a64(h, b->pixels, count * (size_t)b->height * b->width * b->channels);
         FUZZ_CHECK(gf_release(l, b) == 0);
         gf_state now;
         FUZZ_CHECK(gf_get_state(l, &now) == 0);
