@@ -23,7 +23,8 @@
  * test ends, through a pipe: a line is progress. No test finished within
  * limit_s: it names the test running (tcase_name(), set as a test starts;
  * a fixture before it still shows the previous name) and the last one
- * that finished, and ends the process. */
+ * that finished, and ends the process. The pipe takes Check's log:
+ * without fork CK_LOG_FILE_NAME is not written. */
 typedef struct {
     int fd;         /* the pipe's read end */
     int done;       /* set when the run is over (__atomic) */
