@@ -2,13 +2,17 @@
  * and how they run.
  * No GPU or no driver is a skip (exit 77); a machine whose driver is there
  * but fails in any other way is a failure, so a broken GPU machine never
- * reads as "skipped". */
+ * reads as "skipped". Without fork, a watchdog bounds each test
+ * (run_suite.h: GF_TEST_WATCHDOG_S). */
 #ifndef GF_TEST_CUDA_PRESENT_H
 #define GF_TEST_CUDA_PRESENT_H
 
 #include <check.h>
 #include <cuda_runtime_api.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "run_suite.h"
 
@@ -30,9 +34,25 @@ static int tu_cuda_present(void)
     return 1;
 }
 
-/* Runs s in this process (CUDA does not survive fork()); the exit code. */
+/* GF_TEST_INJECT_HANG=1 (the device check's rehearsal,
+ * bench/gpu-check.sh): a last test that never ends, for the watchdog. */
+START_TEST(an_injected_hang)
+{
+    for (;;)
+        sleep(1);
+}
+END_TEST
+
+/* Runs s in this process (CUDA does not survive fork()), under the
+ * watchdog of run_suite.h; the exit code. */
 static inline int tu_run_cuda_suite(Suite *s)
 {
+    const char *hang = getenv("GF_TEST_INJECT_HANG");
+    if (hang && strcmp(hang, "1") == 0) {
+        TCase *t = tcase_create("injected_hang");
+        tcase_add_test(t, an_injected_hang);
+        suite_add_tcase(s, t);
+    }
     return tu_run_suite_forking(s, CK_NOFORK);
 }
 
