@@ -298,6 +298,7 @@ void print_overlap_json(const bench_opts *o, const overlap_result *r)
     cli_json_kuint(&j, "sync_errors", r->sync_errors);
     cli_json_kuint(&j, "pinned_bytes", st->pinned_bytes);
     cli_json_kint(&j, "pageable_slots", st->pageable_slots);
+    cli_json_kstr(&j, "device_note", st->device_note);
     cli_json_knum(&j, "h2d_batch_gbps", h2d_batch_gbps(st));
     cli_json_kuint(&j, "h2d_batch_bytes", st->h2d_copies ? st->h2d_bytes / st->h2d_copies : 0);
     cli_json_kstr(&j, "copy_streams", cli_copy_stream_names[o->s.copy_stream_per_slot]);

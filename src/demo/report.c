@@ -299,6 +299,8 @@ void report_json(const trainer *t, const run_result *runs, int n)
     cli_json_kint(j, "prefetch_depth", o->depth ? o->depth : 4);
     cli_json_kbool(j, "amp", t->amp);
     cli_json_kuint(j, "seed", o->seed);
+    cli_json_kint(j, "pageable_slots", t->pageable_slots);
+    cli_json_kstr(j, "device_note", t->device_note);
     cli_json_knum(j, "lr", o->lr);
     cli_json_knum(j, "step_flops_per_sample", t->step_flops);
     cli_json_key(j, "compute_alone");

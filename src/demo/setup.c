@@ -224,6 +224,7 @@ int train_probe(trainer *t)
     t->cuda = st.device == GF_DEVICE_CUDA;
     t->device_id = st.device_id < 0 ? 0 : st.device_id;
     snprintf(t->device_note, sizeof t->device_note, "%s", st.device_note);
+    t->pageable_slots = st.pageable_slots;
     t->val_samples = st.epoch_samples;
     t->classes = st.classes;
     if (train_classes != st.classes) {

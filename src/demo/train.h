@@ -124,6 +124,7 @@ typedef struct trainer {
     uint64_t tune_changes;
     int device_id;
     char device_note[160];
+    int pageable_slots;  /* of the probe loader: host slots that could not be pinned */
     gfm_config mc;
     void *stream;  /* CUDA: the trainer's stream */
     void *ev[2 * EVENT_PAIRS];
