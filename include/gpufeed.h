@@ -535,6 +535,9 @@ typedef struct gf_index gf_index;
 GF_API int gf_index_open(gf_index **out, const gf_settings *s);
 /* Samples in the data set; 0 for NULL. */
 GF_API uint64_t gf_index_count(const gf_index *ix);
+/* Classes, as gf_stats.classes: an ImageFolder's sub-folders, else the
+ * largest label + 1. */
+GF_API int gf_index_classes(const gf_index *ix);
 /* Tar shards in the source; 0 for a folder or a list file. */
 GF_API uint32_t gf_index_shards(const gf_index *ix);
 /* As gf_sample_path(): NULL if i is out of range. Valid until close. */

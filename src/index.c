@@ -37,6 +37,11 @@ uint64_t gf_index_count(const gf_index *ix)
     return ix ? ix->ds.n : 0;
 }
 
+int gf_index_classes(const gf_index *ix)
+{
+    return ix ? ix->ds.n_classes : 0;
+}
+
 uint32_t gf_index_shards(const gf_index *ix)
 {
     return ix ? ix->ds.n_shards : 0;

@@ -44,6 +44,7 @@ START_TEST(folder_matches_the_loader)
     ck_assert_int_eq(gf_open(&l, &s), 0);
     ck_assert_uint_eq(gf_index_count(ix), 12);
     ck_assert_uint_eq(gf_index_shards(ix), 0);
+    ck_assert_int_eq(gf_index_classes(ix), 3);
     for (uint64_t i = 0; i < 12; i++) {
         void *a, *b;
         size_t na, nb;
@@ -96,6 +97,7 @@ START_TEST(list_and_shards)
     ck_assert_str_eq(gf_index_path(ix, 1), "a.png");
     ck_assert_int_eq(gf_index_label(ix, 0), 7);
     ck_assert_int_eq(gf_index_label(ix, 1), 2);
+    ck_assert_int_eq(gf_index_classes(ix), 8); /* the largest label + 1 */
     gf_index_close(&ix);
 
     tu_tar w = {0};

@@ -274,9 +274,9 @@ int train_sync_bufs_init(trainer *t, sync_bufs *b)
 int train_sync_input(trainer *t, sync_bufs *b, uint64_t epoch, uint64_t pos, int nb,
                      uint64_t *errors)
 {
-    cli_read_decode(t->train_index, b->dec, b->order + pos, nb, epoch, b->u8, b->cell, errors);
+    cli_index_read_decode(t->train_index, b->dec, b->order + pos, nb, epoch, b->u8, b->cell, errors);
     for (int i = 0; i < nb; i++)
-        b->labels[i] = gf_sample_label(t->train_index, b->order[pos + (uint64_t)i]);
+        b->labels[i] = gf_index_label(t->train_index, b->order[pos + (uint64_t)i]);
     to_nchw(b->u8, nb, t->o->size, t->o->size, b->host);
     const void *src = b->host;
     if (t->amp) { /* as the loader's float16: one rounding of the float */

@@ -207,15 +207,17 @@ int train_probe(trainer *t)
     gf_stats st;
     int status, train_classes = 0;
 
-    int rc = cli_open_index(t->train_dir, &t->train_index);
+    gf_settings is;
+    gf_default_settings(&is);
+    is.data = t->train_dir;
+    int rc = gf_index_open(&t->train_index, &is);
     if (rc < 0) {
-        const char *msg = t->train_index ? gf_last_error(t->train_index) : "";
+        const char *msg = gf_index_last_error(t->train_index);
         cli_error(CMD, "%s", *msg ? msg : gf_strerror(rc));
         return CLI_USAGE;
     }
-    gf_get_stats(t->train_index, &st);
-    t->train_n = st.dataset_samples;
-    train_classes = st.classes;
+    t->train_n = gf_index_count(t->train_index);
+    train_classes = gf_index_classes(t->train_index);
     train_loader_settings(t, &s, 1);
     if ((status = train_open_loader(&s, &l)) != CLI_OK)
         return status;
@@ -283,7 +285,7 @@ void train_free(trainer *t)
         cli_cuda_event_destroy(t->ev[i]);
     cli_cuda_stream_destroy(t->stream);
 #endif
-    gf_close(&t->train_index);
+    gf_index_close(&t->train_index);
     free(t->rows);
     free(t->gbuf);
     free(t->rank_checksums);

@@ -113,7 +113,7 @@ typedef struct calibration {
 typedef struct trainer {
     const train_opts *o;
     char root[4096], train_dir[4112], val_dir[4112];
-    gf_loader *train_index; /* train/'s index: the synchronous loop reads through it */
+    gf_index *train_index;  /* train/'s index: the synchronous loop reads through it */
     uint64_t train_n;
     int classes;
     uint64_t val_samples;
