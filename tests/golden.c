@@ -10,7 +10,7 @@
  * make-dataset`: jpg/, png/, shards/ and bad/ (jpg/ with damaged files).
  * Each case runs at several thread counts and ring depths; they must agree
  * (determinism), and golden.sh compares the one line against
- * tests/golden.txt, recorded before the house refactor.
+ * tests/golden-DECODER.txt, recorded before the house refactor.
  */
 #include "gpufeed.h"
 /* Header-only (no link to the library's insides): gf__fnv1a64. */
