@@ -128,6 +128,12 @@ sfield() { # sfield NAME < json  -> the string after "NAME": (no escapes)
 mode_field() { # mode_field LOADER NAME < train json -> NAME of that loader's row
     tr '{' '\n' | grep "\"loader\": \"$1\"" | head -n 1 | field "$2"
 }
+bfield() { # bfield NAME < json  -> true or false after "NAME":
+    sed -n "s/.*\"$1\": *\(true\|false\).*/\1/p" | head -n 1
+}
+mode_bfield() { # mode_bfield LOADER NAME < train json
+    tr '{' '\n' | grep "\"loader\": \"$1\"" | head -n 1 | bfield "$2"
+}
 pct() { awk -v x="${1:-}" 'BEGIN { if (x == "" || x == "null") print "-"; else printf "%.0f%%", 100 * x }'; }
 keep_json() { # keep_json LABEL JSON: one line of gpu-check.jsonl
     [ -n "$2" ] || return 0
@@ -354,7 +360,9 @@ train_row() { # train_row LABEL JSON: the sync and gpufeed rows of a train run
             "$(pct "$(echo "$2" | mode_field $l stall_fraction)")" \
             "$(pct "$(echo "$2" | mode_field $l device_utilization)")" \
             "$(pct "$(echo "$2" | mode_field $l nvml_utilization)")" \
-            "$(pct "$(echo "$2" | mode_field $l of_compute_alone)")")"
+            "$(pct "$(echo "$2" | mode_field $l of_compute_alone)")")$(
+            [ "$(echo "$2" | mode_bfield $l input_bound_by_design)" = true ] &&
+                echo "  input-bound by design: no 95% goal")"
     done
     pageable=$(echo "$2" | field pageable_slots)
     note=$(echo "$2" | sfield device_note)
@@ -367,6 +375,7 @@ step train-default "gpufeed train (defaults)" "$cap_train" "$gf" train --device 
     demo=$(cat "$work/train-default.out")
 keep_json "train default" "$demo"
 w=$(echo "$demo" | field model_width)
+[ "$(echo "$demo" | bfield width_calibrated)" = true ] && w="$w, calibrated"
 train_row "default${w:+ (width $w)}" "$demo"
 
 # NCCL: one rank through the all-reduce path must end with the plain
