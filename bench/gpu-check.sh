@@ -325,7 +325,8 @@ for run in $overlap_runs; do
     h2d_bytes=$(echo "$j" | field h2d_batch_bytes)
     if [ -n "$h2d" ]; then
         h2d=$(awk -v g="$h2d" -v p="${peak:-0}" -v b="${h2d_bytes:-0}" 'BEGIN {
-            printf "%.2f (%s, %.0f KB)", g, p > 0 ? sprintf("%.0f%%", 100 * g / p) : "no peak", b / 1024 }')
+            of = p > 0 ? sprintf("%.0f%%", 100 * g / p) : "no peak"
+            printf "%.2f (%s, %.0f KB)", g, of, b / 1024 }')
     else
         h2d="not reported"
     fi
@@ -375,8 +376,8 @@ step train-default "gpufeed train (defaults)" "$cap_train" "$gf" train --device 
     demo=$(cat "$work/train-default.out")
 keep_json "train default" "$demo"
 w=$(echo "$demo" | field model_width)
-[ "$(echo "$demo" | bfield width_calibrated)" = true ] && w="$w, calibrated"
-train_row "default${w:+ (width $w)}" "$demo"
+[ "$(echo "$demo" | bfield width_calibrated)" = true ] && w="$w cal."
+train_row "default${w:+ (w $w)}" "$demo"
 
 # NCCL: one rank through the all-reduce path must end with the plain
 # step's weights (batch 16 divides the 2000 images: no partial batch).
