@@ -119,9 +119,11 @@ static inline int tu_run_suite_forking(Suite *s, enum fork_status fork)
     tu_watchdog w = {.fd = -1, .limit_s = tu_watchdog_limit_s()};
     pthread_t dog;
     int pipe_fd[2], dog_started = 0;
+    /* Check keeps the name and opens it when the run starts: it must
+     * outlive this block. */
+    char path[32];
     if (srunner_fork_status(sr) == CK_NOFORK && pipe2(pipe_fd, O_CLOEXEC) == 0) {
         /* Check opens the log by name: the pipe's write end, as a path. */
-        char path[32];
         snprintf(path, sizeof path, "/dev/fd/%d", pipe_fd[1]);
         srunner_set_log(sr, path);
         w.fd = pipe_fd[0];
