@@ -80,6 +80,13 @@ static inline const char *gf__dataset_path(const gf__dataset *ds, uint64_t i)
     return ds->arena + ds->path_off[i];
 }
 
+/* Sample index's encoded bytes, read whole on the calling thread (a
+ * malloc'd buffer the caller frees with gf_free), or an error code with why
+ * naming the file and the reason (src/samples.c; gf_read_sample and
+ * gf_index_read). */
+int gf__dataset_read_sample(const gf__dataset *ds, uint64_t index, size_t max_bytes, void **data,
+                            size_t *len, char *why, size_t why_len);
+
 /* Where sample i's bytes are: *len bytes at *off of *rel (relative to root_fd), for
  * gf__read_range and gf__uring_submit_range (*len GF__WHOLE_FILE, i.e.
  * UINT64_MAX: the whole file, for folders and lists). */

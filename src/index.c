@@ -59,43 +59,18 @@ int32_t gf_index_label(const gf_index *ix, uint64_t i)
 
 int gf_index_read(gf_index *ix, uint64_t i, void **data, size_t *len, char *why, size_t why_len)
 {
-    if (data)
-        *data = NULL;
-    if (len)
-        *len = 0;
+    if (!ix) {
+        if (data)
+            *data = NULL;
+        if (len)
+            *len = 0;
+        return GF_EINVAL;
+    }
+    int rc = gf__dataset_read_sample(&ix->ds, i, ix->max_file_bytes, data, len, ix->msg,
+                                     sizeof ix->msg);
     if (why && why_len)
-        why[0] = '\0';
-    if (!ix || !data || !len)
-        return GF_EINVAL;
-    if (i >= ix->ds.n) {
-        gf__why(ix->msg, sizeof ix->msg, "sample %llu: out of range (%llu samples)",
-                (unsigned long long)i, (unsigned long long)ix->ds.n);
-        gf__why(why, why_len, "%s", ix->msg);
-        return GF_EINVAL;
-    }
-    const char *rel;
-    uint64_t off, length;
-    gf__dataset_extent(&ix->ds, i, &rel, &off, &length);
-    gf__buf b = {0};
-    char reason[192] = "";
-    int rc = gf__read_range(ix->ds.root_fd, rel, off, length, &b, ix->max_file_bytes, reason,
-                            sizeof reason);
-    if (rc < 0) {
-        gf__buf_free(&b);
-        gf__why(ix->msg, sizeof ix->msg, "%s: %s", gf__dataset_path(&ix->ds, i),
-                reason[0] ? reason : gf_strerror(rc));
-        gf__why(why, why_len, "%s", ix->msg);
-        return rc;
-    }
-    /* The read buffer grows in powers of two: give back the slack. */
-    if (b.cap > b.len) {
-        uint8_t *p = realloc(b.data, b.len ? b.len : 1);
-        if (p)
-            b.data = p;
-    }
-    *data = b.data;
-    *len = b.len;
-    return 0;
+        gf__why(why, why_len, "%s", rc < 0 ? ix->msg : "");
+    return rc;
 }
 
 const char *gf_index_last_error(const gf_index *ix)

@@ -1,6 +1,7 @@
 /*
  * The data set's samples by index, for tools (gpufeed.h): their encoded
- * bytes, display paths and labels. Any thread, alongside the pipeline.
+ * bytes (gf__dataset_read_sample, which gf_index_read shares), display
+ * paths and labels. Any thread, alongside the pipeline.
  */
 #include "loader_impl.h"
 
@@ -10,8 +11,8 @@
  * sample accessors below read it without the mutex and touch no loader
  * state: any thread may call them while the pipeline runs. */
 
-int gf_read_sample(gf_loader *l, uint64_t index, void **data, size_t *len, char *why,
-                   size_t why_len)
+int gf__dataset_read_sample(const gf__dataset *ds, uint64_t index, size_t max_bytes, void **data,
+                            size_t *len, char *why, size_t why_len)
 {
     if (data)
         *data = NULL;
@@ -19,23 +20,22 @@ int gf_read_sample(gf_loader *l, uint64_t index, void **data, size_t *len, char 
         *len = 0;
     if (why && why_len)
         why[0] = '\0';
-    if (!l || !data || !len)
+    if (!data || !len)
         return GF_EINVAL;
-    if (index >= l->ds.n) {
+    if (index >= ds->n) {
         gf__why(why, why_len, "sample %llu: out of range (%llu samples)",
-                (unsigned long long)index, (unsigned long long)l->ds.n);
+                (unsigned long long)index, (unsigned long long)ds->n);
         return GF_EINVAL;
     }
     const char *rel;
     uint64_t off, length;
-    gf__dataset_extent(&l->ds, index, &rel, &off, &length);
+    gf__dataset_extent(ds, index, &rel, &off, &length);
     gf__buf b = {0};
     char reason[192] = "";
-    int rc = gf__read_range(l->ds.root_fd, rel, off, length, &b, l->s.max_file_bytes, reason,
-                            sizeof reason);
+    int rc = gf__read_range(ds->root_fd, rel, off, length, &b, max_bytes, reason, sizeof reason);
     if (rc < 0) {
         gf__buf_free(&b);
-        gf__why(why, why_len, "%s: %s", gf__dataset_path(&l->ds, index),
+        gf__why(why, why_len, "%s: %s", gf__dataset_path(ds, index),
                 reason[0] ? reason : gf_strerror(rc));
         return rc;
     }
@@ -48,6 +48,20 @@ int gf_read_sample(gf_loader *l, uint64_t index, void **data, size_t *len, char 
     *data = b.data;
     *len = b.len;
     return 0;
+}
+
+int gf_read_sample(gf_loader *l, uint64_t index, void **data, size_t *len, char *why,
+                   size_t why_len)
+{
+    if (!l) {
+        if (data)
+            *data = NULL;
+        if (len)
+            *len = 0;
+        return GF_EINVAL;
+    }
+    return gf__dataset_read_sample(&l->ds, index, (size_t)l->s.max_file_bytes, data, len, why,
+                                   why_len);
 }
 
 const char *gf_sample_path(gf_loader *l, uint64_t index)
