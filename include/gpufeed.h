@@ -36,7 +36,9 @@
  *   gf_sample_path, gf_sample_label, gf_read_sample. From any thread, any
  *   number at once, also while gf_next blocks and while gf_seek or
  *   gf_set_state runs (they see the loader before or after the seek).
- * gf_batch_wait, gf_version, gf_strerror, gf_err_name, gf_sample_error_kind,
+ * gf_batch_wait: any thread, on a batch still held (it reaches the batch's
+ * loader on CUDA, so not while that loader is being closed).
+ * gf_version, gf_strerror, gf_err_name, gf_sample_error_kind,
  * gf_dtype_size, gf_default_settings, gf_probe, gf_free and gf_decode_image
  * touch no loader: any thread. A gf_decoder is one thread's at a time.
  * settings.on_sample_error runs on the loader's controller thread (see
@@ -48,7 +50,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* GF_VERSION_MAJOR, _MINOR, _PATCH, GF_VERSION ("0.1.0") and
+/* GF_VERSION_MAJOR, _MINOR, _PATCH, GF_VERSION ("0.2.0") and
  * GF_VERSION_HEX (0x000100): generated from meson.build's project version. */
 #include "gpufeed_version.h"
 
@@ -411,8 +413,8 @@ GF_API int gf_release_stream(gf_loader *l, gf_batch *b, void *stream);
 /* CUDA: makes `stream` wait for the batch's copy and kernel
  * (cudaStreamWaitEvent); the host does not block. NULL = the legacy
  * default stream of the loader's device, from any thread, as for
- * gf_release_stream. CPU: nothing to wait for. Returns 0, GF_EINVAL or
- * GF_ENODEV. */
+ * gf_release_stream. CPU: nothing to wait for. b must be held (before its
+ * gf_release*), so its loader is open. Returns 0, GF_EINVAL or GF_ENODEV. */
 GF_API int gf_batch_wait(const gf_batch *b, void *stream);
 
 /* Restarts delivery at sample `position` of `epoch` (a batch's

@@ -269,10 +269,12 @@ bool gf__finalise_oldest(gf_loader *l, gf__job *js, int *n_jobs)
     sl->empty = empty;
     pthread_mutex_lock(&l->mu);
     if (status < 0) {
-        /* Nothing after a failed batch is made: its message must stand. */
+        /* Nothing after a failed batch is made: its message must stand,
+         * unless another thread halted first (the first halt wins). */
         sample_error *e = &sl->errs[0];
-        gf__fail(l, status, "sample %lld (%s): %s", (long long)e->sample,
-                 gf__dataset_path(&l->ds, (uint64_t)e->sample), e->why);
+        if (!l->halted)
+            gf__fail(l, status, "sample %lld (%s): %s", (long long)e->sample,
+                     gf__dataset_path(&l->ds, (uint64_t)e->sample), e->why);
         l->halted = true;
     }
     slot_set_host(sl, HOST_FILLING, HOST_FINAL);

@@ -274,7 +274,12 @@ static void submit_reads(gf_loader *l)
         const char *rel;
         uint64_t off, len;
         gf__dataset_extent(&l->ds, (uint64_t)sl->indices[c], &rel, &off, &len);
-        gf__uring_submit_range(l->uring, l->ds.root_fd, rel, off, len, buf, r);
+        /* Room and a free buffer were checked: a refusal is a bug, and
+         * would leave the cell pending for ever. */
+        if (gf__uring_submit_range(l->uring, l->ds.root_fd, rel, off, len, buf, r) < 0) {
+            gf__halt(l, GF_EINVAL, "internal error: io_uring refused a read it had room for");
+            break;
+        }
     }
     l->ctl_submit_s += gf__now() - t0;
     size_t total = 0; /* only this thread grows the io_uring buffers */

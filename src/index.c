@@ -64,12 +64,18 @@ int gf_index_read(gf_index *ix, uint64_t i, void **data, size_t *len, char *why,
             *data = NULL;
         if (len)
             *len = 0;
+        if (why && why_len)
+            why[0] = '\0';
         return GF_EINVAL;
     }
-    int rc = gf__dataset_read_sample(&ix->ds, i, ix->max_file_bytes, data, len, ix->msg,
-                                     sizeof ix->msg);
+    /* ix->msg is the last failure's: a success leaves it. */
+    char reason[sizeof ix->msg];
+    int rc = gf__dataset_read_sample(&ix->ds, i, ix->max_file_bytes, data, len, reason,
+                                     sizeof reason);
+    if (rc < 0)
+        gf__why(ix->msg, sizeof ix->msg, "%s", reason);
     if (why && why_len)
-        gf__why(why, why_len, "%s", rc < 0 ? ix->msg : "");
+        gf__why(why, why_len, "%s", rc < 0 ? reason : "");
     return rc;
 }
 

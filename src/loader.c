@@ -106,8 +106,11 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
         pthread_mutex_unlock(&l->mu);
     }
     int rc = start_loop(l);
-    if (rc < 0)
+    if (rc < 0) {
+        gf__uring_destroy(l->uring);
+        l->uring = NULL;
         return rc;
+    }
 
     l->running = true;
     /* pthread_create returns its error; it does not set errno. */

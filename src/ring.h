@@ -35,7 +35,9 @@ enum { CELL_PENDING, CELL_OK, CELL_HOLE };
  *                       CUDA: until its copy has run)
  *   FINAL -> FREE       CUDA, nothing to copy (empty or failed batch)
  *   OUT -> FREE         released (CPU) or copied (CUDA); a slot whose
- *                       copy could not be queued stays OUT (halted) */
+ *                       copy the controller could not queue stays OUT
+ *                       (halted); on gf-copy a failed queueing still
+ *                       runs done(), so OUT -> FREE there */
 enum { HOST_FREE, HOST_FILLING, HOST_FINAL, HOST_OUT };
 /* The delivery side, the batch the consumer sees (on CUDA, the device
  * slot of the same index):

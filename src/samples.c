@@ -58,6 +58,8 @@ int gf_read_sample(gf_loader *l, uint64_t index, void **data, size_t *len, char 
             *data = NULL;
         if (len)
             *len = 0;
+        if (why && why_len)
+            why[0] = '\0';
         return GF_EINVAL;
     }
     return gf__dataset_read_sample(&l->ds, index, (size_t)l->s.max_file_bytes, data, len, why,
