@@ -887,9 +887,10 @@ static void on_error_reason(void *user, int64_t sample, const char *path, int co
 }
 
 /* A FIFO, a socket, a directory and links to /dev/zero and to themselves,
- * all named like images, in an ImageFolder beside good files: each is a
- * counted GF_EIO with the kind of file named, read without blocking and
- * without reading /dev/zero, by either reader; on_error = fail stops there. */
+ * all named like images, in an ImageFolder (and a list file) beside good
+ * files: each is a counted GF_EIO with the kind of file named, read without
+ * blocking and without reading /dev/zero, by either reader; on_error = fail
+ * stops there. */
 START_TEST(non_regular_entries_are_counted_errors_naming_the_kind)
 {
     char *dir = tu_mkdtemp();
@@ -941,7 +942,22 @@ START_TEST(non_regular_entries_are_counted_errors_naming_the_kind)
             ck_assert_int_eq(e.code[i], GF_EIO);
             ck_assert_msg(strstr(e.reason[i], why[i]), "%s: %s", e.path[i], e.reason[i]);
         }
+
+        /* The same entries through a list file: the same errors. */
+        char list[4096];
+        snprintf(list, sizeof list, "%s/list.txt", dir);
+        tu_write_text(list, "a/ok0.png 0\na/dir.png 0\na/fifo.png 0\na/loop.png 0\n"
+                            "a/sock.png 0\na/zero.png 0\na/ok1.png 0\n");
+        e.n = 0;
+        s.data = list;
+        run_all(&s, r);
+        ck_assert_int_eq(r->n, 2);
+        ck_assert_uint_eq(r->stats.errors_by_kind[GF_ENOENT - GF_EIO], 5);
+        ck_assert_int_eq(e.n, 5);
+        for (int i = 0; i < 5; i++)
+            ck_assert_msg(strstr(e.reason[i], why[i]), "list %s: %s", e.path[i], e.reason[i]);
         free(r);
+        s.data = dir;
 
         s.on_error = GF_ON_ERROR_FAIL;
         s.on_sample_error = NULL;
