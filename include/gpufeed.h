@@ -142,10 +142,12 @@ typedef enum gf_on_error {
  *     rows and columns are still entropy-decoded, so damage in them is
  *     seen, but rows below the last one the crop needs are not read, so
  *     damage there (which cannot change the pixels delivered) is not seen.
+ *     A decode that reaches the bottom reads on to EOI (junk there warns).
  *   STRICT_WHOLE: STRICT, and every JPEG is entropy-decoded to its end
  *     (EOI included), whatever the crop: what `gpufeed verify` runs.
  *   LENIENT: what PIL/torchvision accept: the sample decodes as libjpeg
- *     made it, and stats.decode_warnings counts it.
+ *     made it, and stats.decode_warnings counts it; but "Premature end of
+ *     JPEG file" stays GF_ETRUNC, as PIL refuses a truncated file too.
  * stb_image (PNG, GIF, BMP, TGA, PSD, PNM, and JPEG where there is no
  * libjpeg-turbo) has no warnings: the three modes decode alike there. In
  * every mode an entry that is not a regular file is GF_EIO ("not a regular
