@@ -132,6 +132,34 @@ typedef enum gf_on_error {
     GF_ON_ERROR_FAIL = 1, /* gf_next() returns the sample's error */
 } gf_on_error;
 
+/* What a decoder warning does. libjpeg-turbo warns, and goes on with grey
+ * or smeared blocks, on damaged entropy data ("Corrupt JPEG data: 3
+ * extraneous bytes before marker 0xd9", "bad Huffman code"); it does not
+ * stop on a file cut short (gpufeed finds that first, GF_ETRUNC, in every
+ * mode).
+ *   STRICT: a warning is the sample's error, GF_ECORRUPT (GF_ETRUNC for
+ *     "Premature end of JPEG file") with libjpeg's text in the reason:
+ *     "corrupt JPEG data: bad Huffman code". A loader's decode is partial
+ *     (DCT-scaled, cropped columns, rows above the crop skipped): skipped
+ *     rows and columns are still entropy-decoded, so damage in them is
+ *     seen, but rows below the last one the crop needs are not read, so
+ *     damage there (which cannot change the pixels delivered) is not seen.
+ *     A decode that reaches the bottom reads on to EOI (junk there warns).
+ *   STRICT_WHOLE: STRICT, and every JPEG is entropy-decoded to its end
+ *     (EOI included), whatever the crop: what `gpufeed verify` runs.
+ *   LENIENT: what PIL/torchvision accept: the sample decodes as libjpeg
+ *     made it, and stats.decode_warnings counts it; but "Premature end of
+ *     JPEG file" stays GF_ETRUNC, as PIL refuses a truncated file too.
+ * stb_image (PNG, GIF, BMP, TGA, PSD, PNM, and JPEG where there is no
+ * libjpeg-turbo) has no warnings: the three modes decode alike there. In
+ * every mode an entry that is not a regular file is GF_EIO ("not a regular
+ * file: a FIFO"). */
+typedef enum gf_strictness {
+    GF_STRICT = 0,
+    GF_LENIENT = 1,
+    GF_STRICT_WHOLE = 2,
+} gf_strictness;
+
 typedef enum gf_device {
     GF_DEVICE_AUTO = 0, /* CUDA when built and a GPU is present, else CPU; a
                            GPU whose device ring does not fit is an error
@@ -230,7 +258,8 @@ typedef struct gf_settings {
                               per slot, so one batch's copy may overlap
                               another's kernel or copy. Same bytes either
                               way; `bench --overlap --copy-streams` measures */
-    uint8_t reserved[60];  /* zero; room for fields without an ABI break */
+    gf_strictness strictness; /* GF_STRICT (0, so zeroed settings are strict) */
+    uint8_t reserved[56];  /* zero; room for fields without an ABI break */
 } gf_settings;
 
 /* The library's (gf_next hands out a pointer into its ring): fields may be
@@ -321,7 +350,10 @@ typedef struct gf_stats {
      * real batch size: h2d_bytes / h2d_s. 0 on the CPU. */
     uint64_t h2d_bytes, h2d_copies;
     double h2d_s;
-    uint8_t reserved[488];     /* zero; room for fields without an ABI break:
+    uint64_t decode_warnings;  /* samples decoded although the decoder
+                                  warned (strictness LENIENT; 0 otherwise,
+                                  where a warning is the sample's error) */
+    uint8_t reserved[480];     /* zero; room for fields without an ABI break:
                                   gf_get_stats writes sizeof(gf_stats) bytes,
                                   a new field takes its place from here */
 } gf_stats;

@@ -347,6 +347,8 @@ static uint32_t drain_dones(gf_loader *l)
                 l->ctl_turbo++;
             else
                 l->ctl_stb++;
+            if (d.decode.used & GF__WARNED)
+                l->ctl_warned++;
             sl->flips[d.decode.cell] = (d.decode.used & GF__FLIPPED) != 0;
         }
         gf__cell_finished(l, sl, (int)d.decode.cell, d.decode.err, d.decode.why);
@@ -367,11 +369,12 @@ void gf__pump(gf_loader *l)
         l->pool.done_q.head += n_done;
         l->decoded_turbo += l->ctl_turbo;
         l->decoded_stb += l->ctl_stb;
+        l->decode_warnings += l->ctl_warned;
         l->uring_bytes += l->ctl_uring_bytes;
         l->uring_submit_s += l->ctl_submit_s;
         l->buf_bytes = l->ctl_buf_bytes;
         pthread_mutex_unlock(&l->mu);
-        l->ctl_turbo = l->ctl_stb = l->ctl_uring_bytes = 0;
+        l->ctl_turbo = l->ctl_stb = l->ctl_warned = l->ctl_uring_bytes = 0;
         l->ctl_submit_s = 0;
 
         while (gf__finalise_oldest(l, js, &n_jobs))

@@ -7,10 +7,12 @@
  * sub-directories of the root sorted by name (byte order), a class's files
  * are found with os.walk(followlinks=True) and ordered as sorted(os.walk())
  * then sorted(fnames) do, i.e. by (directory path, file name). Differences,
- * on purpose: hidden entries (leading '.') are skipped at every level,
- * FIFOs/sockets/devices are skipped (reading one would block a reader), a
- * directory that cannot be read is an error instead of silently dropped, and
- * a symlink loop is not followed twice. */
+ * on purpose: hidden entries (leading '.') are skipped at every level, a
+ * directory named like an image file is a (bad) sample as well as walked,
+ * a directory that cannot be read is an error instead of silently dropped,
+ * and a symlink loop is not followed twice. FIFOs, sockets, devices and
+ * links that lead nowhere are samples, as in torchvision, that fail when
+ * read (GF_EIO, "not a regular file: a FIFO"): never silently dropped. */
 #include "dataset_internal.h"
 
 #include <dirent.h>
@@ -70,25 +72,25 @@ typedef struct ancestor {
     const struct ancestor *up;
 } ancestor;
 
-enum { KIND_SKIP, KIND_FILE, KIND_DIR };
+enum { KIND_FILE, KIND_DIR };
 
 /* Resolves DT_UNKNOWN and symlinks by stat (following links, as os.walk
- * with followlinks=True does). A dangling link counts as a file, as in
- * torchvision: it is then reported as a bad sample, and indices still match. */
+ * with followlinks=True does). Whatever is not a directory counts as a
+ * file: a dangling link or a link loop, as in torchvision, and also a FIFO,
+ * socket or device, which torchvision would hand to PIL. Each is then a bad
+ * sample that the reader names ("not a regular file: a FIFO"; it opens
+ * with O_NONBLOCK and fstats before reading, so none blocks), not an entry
+ * that vanishes from the count; indices still match torchvision's. */
 static int entry_kind(int dfd, const struct dirent *d)
 {
     unsigned char t = d->d_type;
     if (t == DT_UNKNOWN || t == DT_LNK) {
         struct stat st;
         if (fstatat(dfd, d->d_name, &st, 0) != 0)
-            return t == DT_LNK ? KIND_FILE : KIND_SKIP;
-        if (S_ISDIR(st.st_mode))
-            return KIND_DIR;
-        return S_ISREG(st.st_mode) ? KIND_FILE : KIND_SKIP;
+            return KIND_FILE;
+        return S_ISDIR(st.st_mode) ? KIND_DIR : KIND_FILE;
     }
-    if (t == DT_DIR)
-        return KIND_DIR;
-    return t == DT_REG ? KIND_FILE : KIND_SKIP;
+    return t == DT_DIR ? KIND_DIR : KIND_FILE;
 }
 
 /* Reads directory w->path (length plen): appends its image files, then
@@ -135,10 +137,13 @@ static int walk_dir(walk *w, size_t plen, const ancestor *up)
             continue; /* hidden, and "." and ".." */
         size_t nl = strlen(d->d_name);
         int kind = entry_kind(dirfd(dir), d);
-        if (kind == KIND_DIR) {
-            if ((rc = gf__names_add(&subdirs, d->d_name)) < 0)
-                break;
-        } else if (kind == KIND_FILE && has_image_ext(d->d_name, nl)) {
+        if (kind == KIND_DIR && (rc = gf__names_add(&subdirs, d->d_name)) < 0)
+            break;
+        /* A directory named like an image (x.jpg/) is walked and is also a
+         * sample, which fails as "not a regular file: a directory": a user
+         * who meant a file learns of it, one who did not loses nothing
+         * (but the indices after it then differ from torchvision's). */
+        if (has_image_ext(d->d_name, nl)) {
             gf__builder *b = w->b;
             if ((rc = gf__builder_reserve_paths(b, plen + 1 + nl + 1)) < 0 ||
                 (rc = gf__builder_reserve_samples(b, 1)) < 0)

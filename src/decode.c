@@ -39,6 +39,7 @@ void gf__transform_from_settings(gf__transform *t, const gf_settings *s)
     t->max_pixels = s->max_pixels ? s->max_pixels : GF__DEFAULT_MAX_PIXELS;
     t->decoder = s->decoder;
     t->defer_flip = s->flip_on_device;
+    t->strictness = s->strictness;
 }
 
 /* ---- format sniffing and completeness checks ---- */
@@ -287,7 +288,10 @@ static int decode(gf__decoder *d, const uint8_t *data, size_t len, const gf__tra
     if (fmt == F_JPEG && t->decoder != GF_DECODER_STB) {
         if (used)
             *used = GF__USED_TURBO;
-        return gf__decode_jpeg(d, data, len, t, key, dst, why, why_len);
+        int rc = gf__decode_jpeg(d, data, len, t, key, dst, why, why_len);
+        if (rc == 0 && used && d->err.warned)
+            *used |= GF__WARNED;
+        return rc;
     }
 #endif
     if (used)

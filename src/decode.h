@@ -14,6 +14,7 @@ typedef struct gf__transform {
     int defer_flip;                  /* decide the flip, leave it to the device */
     int full_decode;                 /* 0; 1 = no DCT scaling, no row/column
                                         cropping (tests, benchmarks) */
+    gf_strictness strictness;        /* what a decoder warning does */
 } gf__transform;
 
 void gf__transform_from_settings(gf__transform *t, const gf_settings *s);
@@ -33,8 +34,9 @@ void gf__decoder_times(const gf__decoder *d, double *total_s, double *resample_s
 int gf__have_turbo(void);
 
 /* *used: the decoder, plus GF__FLIPPED when t->defer_flip is set and the
- * sample is to be mirrored (by the device kernel, not here). */
-enum { GF__USED_STB = 1, GF__USED_TURBO = 2, GF__FLIPPED = 4 };
+ * sample is to be mirrored (by the device kernel, not here), plus
+ * GF__WARNED when it decoded although the decoder warned (LENIENT). */
+enum { GF__USED_STB = 1, GF__USED_TURBO = 2, GF__FLIPPED = 4, GF__WARNED = 8 };
 
 /* Decodes data[0..len) and writes t->out_h * t->out_w * t->channels bytes
  * (HWC) to dst. All randomness comes from key. Returns 0 and *used

@@ -23,8 +23,11 @@ typedef struct gf__jerr {
     struct jpeg_error_mgr pub;
     jmp_buf jb;
     int eof;          /* JWRN_JPEG_EOF seen: the data ran out */
-    int corrupt;      /* a corrupt-entropy-data warning was seen */
-    char msg[JMSG_LENGTH_MAX];
+    int strict;       /* a warning ends the decode (longjmp), as an error */
+    int warned;       /* warnings seen (libjpeg's num_warnings counts too) */
+    int warn_code;    /* the first warning's msg_code */
+    char msg[JMSG_LENGTH_MAX];  /* the error's text */
+    char warn[JMSG_LENGTH_MAX]; /* the first warning's text */
 } gf__jerr;
 #endif
 

@@ -24,21 +24,24 @@ static void j_error_exit(j_common_ptr ci)
     longjmp(e->jb, 1);
 }
 
+/* Level -1 is a warning: libjpeg goes on with grey or smeared blocks
+ * (damaged entropy data) or a guess (an unknown Adobe transform). The first
+ * one's text is kept for the reason; under strictness STRICT* it ends the
+ * decode at once, as an error would. Levels >= 0 are trace messages. */
 static void j_emit_message(j_common_ptr ci, int level)
 {
     gf__jerr *e = (gf__jerr *)ci->err;
     if (level >= 0)
-        return; /* trace messages */
-    int code = ci->err->msg_code;
-    if (code == JWRN_JPEG_EOF) {
-        e->eof = 1;
-    } else if (code == JWRN_HIT_MARKER || code == JWRN_HUFF_BAD_CODE ||
-               code == JWRN_MUST_RESYNC || code == JWRN_ARITH_BAD_CODE) {
-        if (!e->corrupt)
-            ci->err->format_message(ci, e->msg);
-        e->corrupt = 1;
+        return;
+    if (!e->warned++) {
+        e->warn_code = ci->err->msg_code;
+        ci->err->format_message(ci, e->warn);
     }
+    if (ci->err->msg_code == JWRN_JPEG_EOF)
+        e->eof = 1;
     ci->err->num_warnings++;
+    if (e->strict || e->eof)
+        longjmp(e->jb, 1);
 }
 
 static void j_output_message(j_common_ptr ci)
@@ -46,11 +49,22 @@ static void j_output_message(j_common_ptr ci)
     (void)ci;
 }
 
+/* The reason of a failed decode: a warning's (strict, or the data ran out,
+ * which no mode accepts: PIL refuses a truncated file too), else the
+ * error's. libjpeg's own text, its first letter lowered to read on. */
 static int j_code(const gf__jerr *e, const char *fallback, char *why, size_t why_len)
 {
-    if (e->eof) {
-        gf__why(why, why_len, "JPEG: premature end of data (truncated?)");
-        return GF_ETRUNC;
+    if (e->warned) {
+        char w[JMSG_LENGTH_MAX];
+        snprintf(w, sizeof w, "%s", e->warn);
+        if (w[0] >= 'A' && w[0] <= 'Z' && w[1] >= 'a' && w[1] <= 'z')
+            w[0] = (char)(w[0] - 'A' + 'a');
+        if (e->eof) {
+            gf__why(why, why_len, "JPEG: %s (truncated?)", w);
+            return GF_ETRUNC;
+        }
+        gf__why(why, why_len, "%s (a libjpeg warning; strictness lenient decodes it)", w);
+        return GF_ECORRUPT;
     }
     int code = GF_ECORRUPT;
     switch (e->pub.msg_code) {
@@ -62,6 +76,21 @@ static int j_code(const gf__jerr *e, const char *fallback, char *why, size_t why
     }
     gf__why(why, why_len, "JPEG: %s", e->msg[0] ? e->msg : fallback);
     return code;
+}
+
+/* STRICT_WHOLE: entropy-decodes what the crop left below it and reads to
+ * EOI, so damage anywhere is seen. jpeg_skip_scanlines runs decode_mcu on
+ * skipped single-scan rows (no IDCT), but skipping *to* the bottom reads
+ * nothing, so the last row is read. Progressive files were read whole by
+ * jpeg_start_decompress already. */
+static void read_to_end(struct jpeg_decompress_struct *ci, JSAMPROW scratch)
+{
+    JDIMENSION left = ci->output_height - ci->output_scanline;
+    if (left > 1)
+        jpeg_skip_scanlines(ci, left - 1);
+    while (ci->output_scanline < ci->output_height)
+        if (jpeg_read_scanlines(ci, &scratch, 1) == 0)
+            break;
 }
 
 /* Smallest DCT scale num/8 keeping the crop >= the output in both dims.
@@ -118,10 +147,11 @@ static int turbo_body(gf__decoder *d, const uint8_t *data, size_t len, const gf_
     else
         xoff = 0;
     size_t row = (size_t)ci->output_width * bpp; /* cropped width now */
+    /* nrows rows, and one past them for read_to_end to discard into */
     /* the decoded rows and (widened) columns hold the span resampled */
     assert((int)xoff <= h->lo && h->hi <= (int)(xoff + ci->output_width));
     assert(first <= v->lo && v->hi <= first + nrows);
-    if (GF__GROW(&d->buf, &d->buf_cap, row * nrows, 4096) ||
+    if (GF__GROW(&d->buf, &d->buf_cap, row * (nrows + 1), 4096) ||
         GF__GROW(&d->rows, &d->rows_cap, (size_t)nrows, 4096 / sizeof *d->rows)) {
         gf__why(why, why_len, "out of memory for JPEG scanlines");
         return GF_ENOMEM;
@@ -136,7 +166,13 @@ static int turbo_body(gf__decoder *d, const uint8_t *data, size_t len, const gf_
             return j_code(&d->err, "no scanlines", why, why_len);
         got += (int)k;
     }
-    if (d->err.eof || d->err.corrupt)
+    if (t->strictness == GF_STRICT_WHOLE)
+        read_to_end(ci, d->buf + row * (size_t)nrows);
+    /* At the bottom (always, for STRICT_WHOLE), what follows the scan up to
+     * EOI is cheap to read: junk there is a warning too. */
+    if (t->strictness != GF_LENIENT && ci->output_scanline == ci->output_height)
+        jpeg_finish_decompress(ci);
+    if (d->err.eof)
         return j_code(&d->err, "", why, why_len);
     const uint8_t *span = d->buf + row * (size_t)(v->lo - first) + (size_t)(h->lo - (int)xoff) * bpp;
     return gf__decode_finish(d, span, row, kind, t, c.flip, dst, why, why_len);
@@ -145,8 +181,9 @@ static int turbo_body(gf__decoder *d, const uint8_t *data, size_t len, const gf_
 int gf__decode_jpeg(gf__decoder *d, const uint8_t *data, size_t len, const gf__transform *t,
                     uint64_t key, uint8_t *dst, char *why, size_t why_len)
 {
-    d->err.eof = d->err.corrupt = 0;
-    d->err.msg[0] = 0;
+    d->err.eof = d->err.warned = d->err.warn_code = 0;
+    d->err.strict = t->strictness != GF_LENIENT;
+    d->err.msg[0] = d->err.warn[0] = 0;
     d->err.pub.num_warnings = 0;
     d->err.pub.msg_code = 0;
     int rc;

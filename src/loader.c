@@ -456,6 +456,7 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     st->n_recent = l->n_recent;
     st->reader = l->io;
     st->decoded_turbo = l->decoded_turbo;
+    st->decode_warnings = l->decode_warnings;
     st->decoded_stb = l->decoded_stb;
     st->threads = l->active_threads;
     st->prefetch_depth = l->active_depth;

@@ -105,10 +105,19 @@ int gf__open_sized(int root_fd, const char *rel, uint64_t offset, uint64_t lengt
     do
         fd = openat(root_fd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     while (fd < 0 && errno == EINTR);
-    if (fd < 0)
-        return open_error(errno, why, why_len);
-
     struct stat st;
+    if (fd < 0) {
+        /* A socket cannot be opened at all (ENXIO), nor some devices: name
+         * the kind of file, as for those that open, not the errno. */
+        int e = errno;
+        if (e != ENOENT && e != ENOTDIR && e != ENOMEM && fstatat(root_fd, rel, &st, 0) == 0 &&
+            !S_ISREG(st.st_mode)) {
+            gf__why(why, why_len, "not a regular file: %s", file_kind(st.st_mode));
+            return GF_EIO;
+        }
+        return open_error(e, why, why_len);
+    }
+
     int err = 0;
     char tmp[96];
     if (fstat(fd, &st) != 0) {

@@ -34,6 +34,42 @@ echo "$json" | grep -q '"samples": *18' || fail "verify --json samples: $json"
 echo "$json" | grep -q '"bad": *2' || fail "verify --json bad: $json"
 echo "$json" | grep -q '"bad_samples": *\[' || fail "verify --json list: $json"
 
+# Strictness: a JPEG whose scan ends in a stray marker (libjpeg warns
+# "Corrupt JPEG data: ..."), and entries that are not regular files (a
+# FIFO, a directory, a link to /dev/zero and to itself): verify reads whole
+# files by default, names each, and says which mode ran; lenient counts the
+# warning instead. The non-regular ones are bad in every mode.
+s=$tmp/strict
+"$g" make-dataset "$s" --classes 1 --per-class 3 --size 96x72 --seed 2 >/dev/null
+j=$s/class_00/img_00001.jpg
+n=$(wc -c <"$j")
+printf '\377\323' | dd of="$j" bs=1 seek=$((n - 16)) conv=notrunc 2>/dev/null
+mkfifo "$s/class_00/fifo.jpg"
+mkdir "$s/class_00/dir.jpg"
+ln -s /dev/zero "$s/class_00/zero.jpg"
+ln -s loop.jpg "$s/class_00/loop.jpg"
+set +e
+out=$(timeout 60 "$g" verify --data "$s" 2>&1)
+rc=$?
+json=$(timeout 60 "$g" verify --data "$s" --json)
+ljson=$(timeout 60 "$g" verify --data "$s" --json --strictness lenient)
+set -e
+[ $rc -eq 1 ] || fail "verify with non-regular entries must exit 1, got $rc: $out"
+echo "$out" | grep -q 'BAD .*class_00/fifo.jpg: not a regular file: a FIFO$' || fail "verify names the FIFO: $out"
+echo "$out" | grep -q 'BAD .*class_00/dir.jpg: not a regular file: a directory$' || fail "verify names the directory: $out"
+echo "$out" | grep -q 'BAD .*class_00/zero.jpg: not a regular file: a character device$' || fail "verify names the device: $out"
+echo "$out" | grep -q 'BAD .*class_00/loop.jpg: .*symbolic links' || fail "verify names the loop: $out"
+echo "$json" | grep -q '"strictness": *"whole"' || fail "verify --json says the mode: $json"
+echo "$ljson" | grep -q '"strictness": *"lenient"' || fail "verify --json says lenient: $ljson"
+if "$g" doctor 2>/dev/null | grep -q 'JPEG *libjpeg-turbo'; then
+    echo "$out" | grep -q 'BAD .*class_00/img_00001.jpg: corrupt JPEG data: ' || fail "verify names the warned JPEG: $out"
+    echo "$out" | grep -q '^7 samples, 5 bad$' || fail "verify summary, strict: $out"
+    echo "$ljson" | grep -q '"bad": *4' || fail "lenient: the warned JPEG is not bad: $ljson"
+    echo "$ljson" | grep -q '"decode_warnings": *1' || fail "lenient counts the warning: $ljson"
+fi
+[ "$(echo "$json" | grep -o '"path"' | wc -l)" -eq "$(echo "$json" | sed -n 's/.*"bad": *\([0-9]*\).*/\1/p')" ] ||
+    fail "verify --json lists each bad file once: $json"
+
 json=$("$g" bench --input-only --data "$d" --threads 2 --image-size 32 --batch-size 4 --json)
 for k in images_per_s single_thread_images_per_s efficiency threads prefetch_depth \
          batch_size stall_fraction reader decoder errors samples; do

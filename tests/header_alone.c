@@ -34,7 +34,8 @@ AT(gf_settings, on_sample_error, 128);
 AT(gf_settings, device, 144);
 AT(gf_settings, mean, 160);
 AT(gf_settings, copy_stream_per_slot, 224);
-AT(gf_settings, reserved, 228);
+AT(gf_settings, strictness, 228);
+AT(gf_settings, reserved, 232);
 
 SIZE(gf_sample_error, 432);
 AT(gf_sample_error, code, 8);
@@ -52,7 +53,8 @@ AT(gf_stats, shards, 4088);
 AT(gf_stats, h2d_bytes, 4096);
 AT(gf_stats, h2d_copies, 4104);
 AT(gf_stats, h2d_s, 4112);
-AT(gf_stats, reserved, 4120);
+AT(gf_stats, decode_warnings, 4120);
+AT(gf_stats, reserved, 4128);
 
 SIZE(gf_state, 40);
 AT(gf_state, seed, 16);

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 static char *root;
@@ -226,6 +228,35 @@ START_TEST(folder_follows_symlinks_but_not_loops)
     ck_assert_int_eq(found_linked, 1);
     ck_assert_int_eq(found_alias, 1);
     ck_assert_int_eq(found_dangling, 1);
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+/* Entries that are not regular files but are named like images stay in the
+ * index, in walk order: the reader fails each with its reason, so none
+ * vanishes from the count (test_loader reads them). */
+START_TEST(folder_keeps_non_regular_entries_named_like_images)
+{
+    touch("a/1.jpg");
+    touch("a/dir.jpg/inner.jpg");
+    ck_assert_int_eq(mkfifo(at_root("a/fifo.jpg"), 0644), 0);
+    ck_assert_int_eq(mkfifo(at_root("a/fifo.txt"), 0644), 0); /* not an image name */
+    int sk = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    const char *sp = at_root("a/sock.jpg");
+    ck_assert_uint_lt(strlen(sp), sizeof sa.sun_path);
+    memcpy(sa.sun_path, sp, strlen(sp) + 1);
+    ck_assert_int_eq(bind(sk, (struct sockaddr *)&sa, sizeof sa), 0);
+    close(sk);
+    ck_assert_int_eq(symlink("/dev/zero", at_root("a/zero.jpg")), 0);
+    ck_assert_int_eq(symlink("loop.jpg", at_root("a/loop.jpg")), 0);
+    gf__dataset ds;
+    open_ok(&ds, root);
+    static const char *want[] = {"a/1.jpg",    "a/dir.jpg",  "a/fifo.jpg",         "a/loop.jpg",
+                                 "a/sock.jpg", "a/zero.jpg", "a/dir.jpg/inner.jpg"};
+    ck_assert_uint_eq(ds.n, 7);
+    for (uint64_t i = 0; i < 7; i++)
+        assert_sample(&ds, i, want[i], 0);
     gf__dataset_close(&ds);
 }
 END_TEST
@@ -537,6 +568,7 @@ static Suite *dataset_suite(void)
     tcase_add_test(tc, folder_ignores_files_in_the_root);
     tcase_add_test(tc, folder_keeps_an_empty_class_so_labels_match_its_position);
     tcase_add_test(tc, folder_follows_symlinks_but_not_loops);
+    tcase_add_test(tc, folder_keeps_non_regular_entries_named_like_images);
     tcase_add_test(tc, folder_paths_open_relative_to_root_fd);
     tcase_add_test(tc, folder_with_a_trailing_slash_opens);
     tcase_add_test(tc, folder_of_many_files_is_indexed_in_order);

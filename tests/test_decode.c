@@ -850,6 +850,216 @@ START_TEST(corrupt_jpeg_middle_never_crashes)
 }
 END_TEST
 
+#if GF_HAVE_TURBO
+/* A w x h RGB JPEG by libjpeg itself: baseline, or progressive (which
+ * stb_image_write cannot make). */
+static uint8_t *jpeg_enc(const uint8_t *px, int w, int h, int progressive, size_t *len)
+{
+    struct jpeg_compress_struct ci;
+    struct jpeg_error_mgr je;
+    ci.err = jpeg_std_error(&je);
+    jpeg_create_compress(&ci);
+    unsigned char *mem = NULL;
+    unsigned long n = 0;
+    jpeg_mem_dest(&ci, &mem, &n);
+    ci.image_width = (JDIMENSION)w;
+    ci.image_height = (JDIMENSION)h;
+    ci.input_components = 3;
+    ci.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&ci);
+    jpeg_set_quality(&ci, 90, TRUE);
+    if (progressive)
+        jpeg_simple_progression(&ci);
+    jpeg_start_compress(&ci, TRUE);
+    while (ci.next_scanline < ci.image_height) {
+        JSAMPROW row = (JSAMPROW)(px + (size_t)ci.next_scanline * w * 3);
+        jpeg_write_scanlines(&ci, &row, 1);
+    }
+    jpeg_finish_compress(&ci);
+    jpeg_destroy_compress(&ci);
+    *len = n;
+    return mem;
+}
+
+/* Offset of the first scan's entropy-coded data. */
+static size_t scan_start(const uint8_t *p, size_t n)
+{
+    for (size_t i = 2; i + 3 < n; i++)
+        if (p[i] == 0xff && p[i + 1] == 0xda)
+            return i + 2 + ((size_t)p[i + 2] << 8 | p[i + 3]);
+    ck_abort_msg("no SOS");
+    return 0;
+}
+
+/* A copy of jpg with a stray marker (RST3, in a file without restarts)
+ * written over 2 bytes at off: libjpeg warns "Corrupt JPEG data: premature
+ * end of data segment" and fills the rest of the scan with grey. */
+static uint8_t *plant_marker(const uint8_t *jpg, size_t len, size_t off)
+{
+    uint8_t *b = malloc(len);
+    memcpy(b, jpg, len);
+    b[off] = 0xff;
+    b[off + 1] = 0xd3;
+    return b;
+}
+
+static int dec_mode(const uint8_t *data, size_t len, gf__transform t, gf_strictness m,
+                    int *used, char *why, size_t why_len)
+{
+    gf__decoder *d;
+    ck_assert_int_eq(gf__decoder_create(&d), 0);
+    t.strictness = m;
+    uint8_t *out = malloc((size_t)t.out_w * t.out_h * t.channels);
+    *used = 0;
+    why[0] = 0;
+    int rc = gf__decode(d, data, len, &t, 42, out, used, why, why_len);
+    free(out);
+    gf__decoder_destroy(d);
+    return rc;
+}
+
+START_TEST(jpeg_warnings_fail_strict_and_are_counted_lenient)
+{
+    const int w = 320, h = 240;
+    uint8_t *px = malloc((size_t)w * h * 3);
+    tu_fill_smooth(px, w, h, 3, 21);
+    char why[256];
+    int used;
+    for (int prog = 0; prog < 2; prog++) {
+        size_t len;
+        uint8_t *jpg = jpeg_enc(px, w, h, prog, &len);
+        size_t s0 = scan_start(jpg, len);
+        /* mid-scan, and in the first rows, which the eval crop skips */
+        size_t offs[2] = {s0 + (len - s0) / 2, s0 + 6};
+        for (int k = 0; k < 2; k++) {
+            uint8_t *bad = plant_marker(jpg, len, offs[k]);
+            gf__transform ts[3] = {eval_t(32, 32, 3, 0.5f), train_t(48, 48, 3),
+                                   eval_t(32, 32, 3, 0.5f)};
+            ts[2].full_decode = 1;
+            for (int ti = 0; ti < 3; ti++) {
+                for (int m = GF_STRICT; m <= GF_STRICT_WHOLE; m++) {
+                    if (m == GF_LENIENT)
+                        continue;
+                    int rc = dec_mode(bad, len, ts[ti], (gf_strictness)m, &used, why,
+                                      sizeof why);
+                    ck_assert_msg(rc == GF_ECORRUPT, "prog %d off %d t %d mode %d: rc %d (%s)",
+                                  prog, k, ti, m, rc, why);
+                    ck_assert_msg(strstr(why, "corrupt JPEG data: ") == why &&
+                                      strstr(why, "lenient"),
+                                  "why: %s", why);
+                }
+                int rc = dec_mode(bad, len, ts[ti], GF_LENIENT, &used, why, sizeof why);
+                ck_assert_msg(rc == 0, "lenient: rc %d (%s)", rc, why);
+                ck_assert_int_eq(used & GF__WARNED, GF__WARNED);
+            }
+            free(bad);
+        }
+        /* Junk before EOI: "Corrupt JPEG data: 34 extraneous bytes before
+         * marker 0xd9" (the bytes the Huffman decoder read ahead are not
+         * counted), seen once the decode reaches the end. */
+        size_t jl = len + 40;
+        uint8_t *junk = malloc(jl);
+        memcpy(junk, jpg, len - 2);
+        for (int i = 0; i < 40; i++)
+            junk[len - 2 + i] = (uint8_t)(i + 1);
+        junk[jl - 2] = 0xff;
+        junk[jl - 1] = 0xd9;
+        gf__transform te = eval_t(32, 32, 3, 0.875f);
+        int rc = dec_mode(junk, jl, te, GF_STRICT_WHOLE, &used, why, sizeof why);
+        ck_assert_int_eq(rc, GF_ECORRUPT);
+        ck_assert_msg(strstr(why, "corrupt JPEG data: ") == why &&
+                          strstr(why, "extraneous bytes before marker 0xd9"),
+                      "why: %s", why);
+        ck_assert_int_eq(dec_mode(junk, jl, te, GF_LENIENT, &used, why, sizeof why), 0);
+        /* Good files decode in every mode, with no warning. */
+        for (int m = GF_STRICT; m <= GF_STRICT_WHOLE; m++) {
+            ck_assert_int_eq(dec_mode(jpg, len, te, (gf_strictness)m, &used, why, sizeof why),
+                             0);
+            ck_assert_int_eq(used & GF__WARNED, 0);
+        }
+        free(junk);
+        free(jpg);
+    }
+    free(px);
+}
+END_TEST
+
+START_TEST(damage_below_a_partial_decode_is_seen_only_when_whole)
+{
+    /* The documented limit of STRICT: rows below the crop's last row are
+     * not read, so a warning there (which cannot change the pixels
+     * delivered) is not seen; STRICT_WHOLE reads to EOI. Progressive files
+     * are read whole by jpeg_start_decompress, so STRICT sees it there. */
+    const int w = 320, h = 240;
+    uint8_t *px = malloc((size_t)w * h * 3);
+    tu_fill_smooth(px, w, h, 3, 22);
+    char why[256];
+    int used;
+    for (int prog = 0; prog < 2; prog++) {
+        size_t len;
+        uint8_t *jpg = jpeg_enc(px, w, h, prog, &len);
+        uint8_t *bad = plant_marker(jpg, len, len - 12);
+        gf__transform t = eval_t(32, 32, 3, 0.5f); /* the centre half */
+        int rc = dec_mode(bad, len, t, GF_STRICT, &used, why, sizeof why);
+        ck_assert_msg(rc == (prog ? GF_ECORRUPT : 0), "prog %d: rc %d (%s)", prog, rc, why);
+        ck_assert_int_eq(dec_mode(bad, len, t, GF_STRICT_WHOLE, &used, why, sizeof why),
+                         GF_ECORRUPT);
+        ck_assert_msg(strstr(why, "corrupt JPEG data"), "why: %s", why);
+        free(bad);
+        free(jpg);
+    }
+    free(px);
+}
+END_TEST
+
+START_TEST(random_scan_damage_fails_strict_where_lenient_warns)
+{
+    const int w = 160, h = 120;
+    uint8_t *px = malloc((size_t)w * h * 3);
+    tu_fill_smooth(px, w, h, 3, 23);
+    char why[256];
+    int used, caught = 0;
+    for (int prog = 0; prog < 2; prog++) {
+        size_t len;
+        uint8_t *jpg = jpeg_enc(px, w, h, prog, &len);
+        size_t s0 = scan_start(jpg, len);
+        uint8_t *bad = malloc(len);
+        for (int trial = 0; trial < 30; trial++) {
+            memcpy(bad, jpg, len);
+            uint32_t s = (uint32_t)trial * 2654435761u + 7;
+            for (int k = 0; k < 8; k++) {
+                s = s * 1664525u + 1013904223u;
+                bad[s0 + (s >> 8) % (len - 2 - s0)] ^= (uint8_t)(1 + (s >> 24) % 255);
+            }
+            /* The same partial decode: lenient warns exactly where strict
+             * fails (strict may also fail at the end, which it reads when
+             * the crop reaches the bottom); whole fails wherever strict does. */
+            gf__transform t = eval_t(48, 48, 3, 0.875f);
+            int lr = dec_mode(bad, len, t, GF_LENIENT, &used, why, sizeof why);
+            int warned = lr == 0 && (used & GF__WARNED);
+            int sr = dec_mode(bad, len, t, GF_STRICT, &used, why, sizeof why);
+            int wr = dec_mode(bad, len, t, GF_STRICT_WHOLE, &used, why, sizeof why);
+            if (lr != 0) { /* an error, not a warning: the same in every mode */
+                ck_assert_int_eq(sr, lr);
+                continue;
+            }
+            if (warned)
+                ck_assert_msg(sr == GF_ECORRUPT || sr == GF_ETRUNC, "trial %d: strict %d",
+                              trial, sr);
+            if (sr)
+                ck_assert_msg(wr == GF_ECORRUPT || wr == GF_ETRUNC, "trial %d: whole %d (%s)",
+                              trial, wr, why);
+            caught += warned;
+        }
+        free(bad);
+        free(jpg);
+    }
+    ck_assert_msg(caught > 0, "no flipped scan made libjpeg warn");
+    free(px);
+}
+END_TEST
+#endif
+
 static void limit_address_space(void)
 {
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__has_feature)
@@ -949,6 +1159,9 @@ static Suite *decode_suite(void)
 #if GF_HAVE_TURBO
     tcase_add_test(jpeg, jpeg_gray_and_rgba_outputs_agree_between_decoders);
     tcase_add_test(jpeg, dct_scaled_partial_jpeg_matches_full_decode);
+    tcase_add_test(jpeg, jpeg_warnings_fail_strict_and_are_counted_lenient);
+    tcase_add_test(jpeg, damage_below_a_partial_decode_is_seen_only_when_whole);
+    tcase_add_test(jpeg, random_scan_damage_fails_strict_where_lenient_warns);
     tcase_add_test(jpeg, cmyk_jpeg_decodes_to_rgb_like_photoshop);
 #endif
     suite_add_tcase(s, jpeg);

@@ -1,5 +1,6 @@
 /* The loader end to end: order, pixels, labels, determinism, back-pressure,
  * bad samples, resume, close mid-epoch, both readers. */
+#include "config.h"
 #include "mix.h"
 #include "gpufeed.h"
 #include "convert.h"
@@ -18,6 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -861,6 +865,169 @@ START_TEST(bad_samples_are_skipped_counted_and_named)
 }
 END_TEST
 
+/* What the callback saw, reasons included. */
+typedef struct seen_reasons {
+    int n;
+    int code[16];
+    char path[16][64];
+    char reason[16][160];
+} seen_reasons;
+
+static void on_error_reason(void *user, int64_t sample, const char *path, int code,
+                            const char *reason)
+{
+    (void)sample;
+    seen_reasons *e = user;
+    if (e->n < 16) {
+        e->code[e->n] = code;
+        snprintf(e->path[e->n], sizeof e->path[0], "%s", path);
+        snprintf(e->reason[e->n], sizeof e->reason[0], "%s", reason);
+        e->n++;
+    }
+}
+
+/* A FIFO, a socket, a directory and links to /dev/zero and to themselves,
+ * all named like images, in an ImageFolder (and a list file) beside good
+ * files: each is a counted GF_EIO with the kind of file named, read without
+ * blocking and without reading /dev/zero, by either reader; on_error = fail
+ * stops there. */
+START_TEST(non_regular_entries_are_counted_errors_naming_the_kind)
+{
+    char *dir = tu_mkdtemp();
+    char p[4096];
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/a/ok%d.png", dir, i);
+        tu_write_png(p, W, H, 3, (uint32_t)i);
+    }
+    snprintf(p, sizeof p, "%s/a/dir.png/x.txt", dir);
+    tu_write_text(p, "not an image");
+    snprintf(p, sizeof p, "%s/a/fifo.png", dir);
+    ck_assert_int_eq(mkfifo(p, 0644), 0);
+    snprintf(p, sizeof p, "%s/a/sock.png", dir);
+    int sk = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    ck_assert_uint_lt(strlen(p), sizeof sa.sun_path);
+    memcpy(sa.sun_path, p, strlen(p) + 1);
+    ck_assert_int_eq(bind(sk, (struct sockaddr *)&sa, sizeof sa), 0);
+    close(sk);
+    snprintf(p, sizeof p, "%s/a/zero.png", dir);
+    ck_assert_int_eq(symlink("/dev/zero", p), 0);
+    snprintf(p, sizeof p, "%s/a/loop.png", dir);
+    ck_assert_int_eq(symlink("loop.png", p), 0);
+    static const char *bad[5] = {"a/dir.png", "a/fifo.png", "a/loop.png", "a/sock.png",
+                                 "a/zero.png"};
+    static const char *why[5] = {"not a regular file: a directory",
+                                 "not a regular file: a FIFO", "symbolic links",
+                                 "not a regular file: a socket",
+                                 "not a regular file: a character device"};
+    for (int io = GF_IO_URING; io <= GF_IO_POSIX; io++) {
+        if (io == GF_IO_URING && !uring_works())
+            continue;
+        gf_settings s;
+        seen_reasons e = {0};
+        exact_settings(&s, dir);
+        s.io = (gf_io)io;
+        s.on_sample_error = on_error_reason;
+        s.on_sample_error_user = &e;
+        run_result *r = malloc(sizeof *r);
+        run_all(&s, r);
+        ck_assert_int_eq(r->n, 3);
+        ck_assert_uint_eq(r->stats.dataset_samples, 8);
+        ck_assert_uint_eq(r->stats.errors, 5);
+        ck_assert_uint_eq(r->stats.errors_by_kind[GF_ENOENT - GF_EIO], 5);
+        ck_assert_uint_lt(r->stats.bytes_read, 1u << 20); /* not /dev/zero's */
+        ck_assert_int_eq(e.n, 5);
+        for (int i = 0; i < 5; i++) {
+            ck_assert_str_eq(e.path[i], bad[i]);
+            ck_assert_int_eq(e.code[i], GF_EIO);
+            ck_assert_msg(strstr(e.reason[i], why[i]), "%s: %s", e.path[i], e.reason[i]);
+        }
+
+        /* The same entries through a list file: the same errors. */
+        char list[4096];
+        snprintf(list, sizeof list, "%s/list.txt", dir);
+        tu_write_text(list, "a/ok0.png 0\na/dir.png 0\na/fifo.png 0\na/loop.png 0\n"
+                            "a/sock.png 0\na/zero.png 0\na/ok1.png 0\n");
+        e.n = 0;
+        s.data = list;
+        run_all(&s, r);
+        ck_assert_int_eq(r->n, 2);
+        ck_assert_uint_eq(r->stats.errors_by_kind[GF_ENOENT - GF_EIO], 5);
+        ck_assert_int_eq(e.n, 5);
+        for (int i = 0; i < 5; i++)
+            ck_assert_msg(strstr(e.reason[i], why[i]), "list %s: %s", e.path[i], e.reason[i]);
+        free(r);
+        s.data = dir;
+
+        s.on_error = GF_ON_ERROR_FAIL;
+        s.on_sample_error = NULL;
+        gf_loader *l = open_ok(&s);
+        gf_batch *b;
+        ck_assert_int_eq(gf_next(l, &b), GF_EIO); /* the first batch holds dir.png */
+        ck_assert_msg(strstr(gf_last_error(l), "a/dir.png"), "%s", gf_last_error(l));
+        gf_close(&l);
+    }
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
+#if GF_HAVE_TURBO
+/* A JPEG with a stray marker mid-scan: STRICT (the default) makes it a
+ * counted GF_ECORRUPT naming libjpeg's warning; LENIENT delivers it and
+ * counts the warning. */
+START_TEST(strictness_decides_a_warned_jpeg_and_lenient_counts_it)
+{
+    char *dir = tu_mkdtemp();
+    char p[4096];
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/a/ok%d.jpg", dir, i);
+        tu_write_jpg(p, 64, 48, 3, (uint32_t)i, 90);
+    }
+    snprintf(p, sizeof p, "%s/a/ok1.jpg", dir);
+    size_t len;
+    uint8_t *jpg = tu_read_file(p, &len);
+    size_t s0 = 0;
+    for (size_t i = 2; i + 3 < len && !s0; i++)
+        if (jpg[i] == 0xff && jpg[i + 1] == 0xda)
+            s0 = i + 2 + ((size_t)jpg[i + 2] << 8 | jpg[i + 3]);
+    ck_assert_uint_gt(s0, 0);
+    jpg[s0 + (len - s0) / 2] = 0xff;
+    jpg[s0 + (len - s0) / 2 + 1] = 0xd3;
+    tu_write_file(p, jpg, len);
+    free(jpg);
+    for (int m = GF_STRICT; m <= GF_STRICT_WHOLE; m++) {
+        gf_settings s;
+        seen_reasons e = {0};
+        exact_settings(&s, dir);
+        s.width = 64;
+        s.height = 48;
+        s.strictness = (gf_strictness)m;
+        s.on_sample_error = on_error_reason;
+        s.on_sample_error_user = &e;
+        run_result *r = malloc(sizeof *r);
+        run_all(&s, r);
+        if (m == GF_LENIENT) {
+            ck_assert_int_eq(r->n, 3);
+            ck_assert_uint_eq(r->stats.errors, 0);
+            ck_assert_uint_eq(r->stats.decode_warnings, 1);
+        } else {
+            ck_assert_int_eq(r->n, 2);
+            ck_assert_uint_eq(r->stats.errors, 1);
+            ck_assert_uint_eq(r->stats.decode_warnings, 0);
+            ck_assert_int_eq(e.n, 1);
+            ck_assert_str_eq(e.path[0], "a/ok1.jpg");
+            ck_assert_int_eq(e.code[0], GF_ECORRUPT);
+            ck_assert_msg(strstr(e.reason[0], "corrupt JPEG data: "), "%s", e.reason[0]);
+        }
+        free(r);
+    }
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+#endif
+
 START_TEST(bad_samples_with_shuffle_are_deterministic_and_resumable)
 {
     char *list;
@@ -1381,6 +1548,10 @@ static Suite *loader_suite(void)
     tcase_set_timeout(t, 120);
     tcase_add_test(t, bad_settings_are_rejected_with_the_check_named);
     tcase_add_test(t, bad_samples_are_skipped_counted_and_named);
+    tcase_add_test(t, non_regular_entries_are_counted_errors_naming_the_kind);
+#if GF_HAVE_TURBO
+    tcase_add_test(t, strictness_decides_a_warned_jpeg_and_lenient_counts_it);
+#endif
     tcase_add_test(t, bad_samples_with_shuffle_are_deterministic_and_resumable);
     tcase_add_test(t, on_error_fail_names_the_sample_after_the_good_batches);
     tcase_add_test(t, last_error_may_be_read_from_any_thread_while_the_loader_halts);

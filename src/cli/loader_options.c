@@ -17,6 +17,8 @@ const char *const cli_device_names[] = {"auto", "cuda", "cpu", NULL};
 const char *const cli_dtype_names[] = {"u8", "f32", "f16", "bf16", NULL};
 const char *const cli_layout_names[] = {"nhwc", "nchw", NULL};
 const char *const cli_copy_stream_names[] = {"one", "slot", NULL};
+/* In gf_strictness order. */
+const char *const cli_strictness_names[] = {"strict", "lenient", "whole", NULL};
 
 typedef struct lopt_def {
     const char *name;
@@ -51,6 +53,7 @@ static const lopt_def table[CLI_LOPT_COUNT] = {
     [CLI_LOPT_ON_ERROR] = {"on-error", "E", NULL, "skip|fail (default skip)", set_choice, 0, 0, cli_on_error_names},
     [CLI_LOPT_SEED] = {"seed", "S", NULL, "seed (default 0)", set_u64, 0, 0, NULL},
     [CLI_LOPT_AUTOTUNE] = {"autotune", NULL, NULL, "let the loader add threads and depth while it runs\n(from --threads, up to cores - 1; depth up to\n--prefetch-depth) and report what it chose", set_flag, 0, 0, NULL},
+    [CLI_LOPT_STRICTNESS] = {"strictness", "M", NULL, "strict|lenient|whole: a decoder warning (a damaged\nJPEG scan) fails the sample, or is counted and the\nsample used (lenient); whole: strict, and every\nJPEG read to its end (default strict)", set_choice, 0, 0, cli_strictness_names},
 };
 
 static int index_of(const lopt_def *d)
@@ -112,6 +115,7 @@ static int set_choice(const char *cmd, const lopt_def *d, const char *arg, cli_l
     case CLI_LOPT_IO: a->s->io = (gf_io)v; break;
     case CLI_LOPT_DECODER: a->s->decoder = (gf_decoder_kind)v; break;
     case CLI_LOPT_TRANSFORM: a->s->transform = (gf_transform)v; break;
+    case CLI_LOPT_STRICTNESS: a->s->strictness = (gf_strictness)v; break;
     default: a->s->on_error = (gf_on_error)v; break;
     }
     return 0;

@@ -11,6 +11,11 @@
  * or label) is not a sample, so it does not change the exit status, but it
  * is reported from the loader's stats.
  *
+ * Strictness: GF_STRICT_WHOLE unless --strictness says otherwise, so a
+ * libjpeg warning anywhere in a file (not only in the rows a crop needs)
+ * makes the file bad; entries that are not regular files are bad in every
+ * mode ("not a regular file: a FIFO").
+ *
  * Exit: 0 every sample decoded, 1 some were bad, 2 usage or open error.
  */
 #include <getopt.h>
@@ -27,7 +32,14 @@
 
 #define CMD "verify"
 /* The shared loader options verify takes (loader_options.h). */
-#define VERIFY_LOPTS CLI_LOPT(THREADS)
+#define VERIFY_LOPTS (CLI_LOPT(THREADS) | CLI_LOPT(STRICTNESS))
+/* Where verify's default is not the table's. */
+static const char *const lopt_help[CLI_LOPT_COUNT] = {
+    [CLI_LOPT_STRICTNESS] = "whole|strict|lenient (default whole: a decoder\n"
+                            "warning anywhere in a file is a bad sample;\n"
+                            "strict: only where the loader's crop reads;\n"
+                            "lenient: a warning is counted, not bad)",
+};
 
 typedef struct bad_sample {
     int64_t sample;
@@ -93,12 +105,13 @@ static void usage(FILE *f)
             "\n"
             "options:\n"
             "  --data DIR            data set (required; quote brace patterns)\n");
-    cli_loader_help(f, VERIFY_LOPTS, 0, 24, NULL);
+    cli_loader_help(f, VERIFY_LOPTS, 0, 24, lopt_help);
     fprintf(f,
             "  --json                print one JSON object instead:\n"
             "                        {\"samples\": N, \"bad\": K, \"bad_samples\": [{\"path\",\n"
             "                         \"reason\"}], \"skipped_members\", \"skipped_keys\",\n"
-            "                         \"dataset_warnings\", \"dataset_warning\"}\n"
+            "                         \"dataset_warnings\", \"dataset_warning\",\n"
+            "                         \"strictness\", \"decode_warnings\"}\n"
             "  -h, --help            this text\n");
 }
 
@@ -141,6 +154,7 @@ int cmd_verify(int argc, char **argv)
 
     /* The table's options land in s; verify's own choices follow. */
     gf_default_settings(&s);
+    s.strictness = GF_STRICT_WHOLE; /* the table's default is the loader's */
     cli_loader_args la = {.s = &s};
     optind = 1;
     opterr = 0;
@@ -253,6 +267,8 @@ int cmd_verify(int argc, char **argv)
         cli_json_kuint(&j, "skipped_keys", st.shard_keys_skipped);
         cli_json_kuint(&j, "dataset_warnings", st.dataset_warnings);
         cli_json_kstr(&j, "dataset_warning", st.dataset_warning);
+        cli_json_kstr(&j, "strictness", cli_strictness_names[s.strictness]);
+        cli_json_kuint(&j, "decode_warnings", st.decode_warnings);
         cli_json_object_end(&j);
         cli_json_end(&j);
     } else {
@@ -266,6 +282,9 @@ int cmd_verify(int argc, char **argv)
                    (unsigned long long)st.shard_members_skipped,
                    (unsigned long long)st.shard_keys_skipped,
                    (unsigned long long)st.dataset_warnings, st.dataset_warning);
+        if (st.decode_warnings)
+            printf("%llu decoded with warnings (strictness %s: not bad)\n",
+                   (unsigned long long)st.decode_warnings, cli_strictness_names[s.strictness]);
         printf("%llu samples, %llu bad\n", (unsigned long long)n_samples,
                (unsigned long long)n_bad);
     }

@@ -26,6 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     gf__transform t;
     gf__transform_from_settings(&t, &s);
     t.full_decode = data[0] >> 5 & 1;
+    t.strictness = (gf_strictness)((data[0] >> 6) % 3);
 
     size_t out = (size_t)s.width * s.height * s.channels;
     uint8_t *dst = malloc(out + 16);

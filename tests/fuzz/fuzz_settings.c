@@ -109,6 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     s.flip_on_device = an_int(&r, 1);
     s.autotune = an_int(&r, 1);
     s.max_threads = an_int(&r, 3);
+    s.strictness = (gf_strictness)an_int(&r, 3); /* 3: out of range, refused */
     if (s.threads > 0 && s.max_threads > 2)
         s.max_threads = 2;
 
