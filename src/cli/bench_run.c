@@ -335,8 +335,7 @@ static int consume(consumer *c, gf_loader *l, gf_batch *b)
             status = compute_step(c, p, b->labels, b->count, len);
         int rr = gf_release_stream(l, b, c->stream);
         if (rc < 0 || rr < 0) {
-            const char *msg = gf_last_error(l);
-            cli_error(CMD, "%s", *msg ? msg : gf_strerror(rc < 0 ? rc : rr));
+            cli_error_msg(CMD, gf_last_error(l), rc < 0 ? rc : rr);
             return CLI_FAIL;
         }
         return status;
@@ -517,8 +516,7 @@ int run_loader(const bench_opts *o, consumer *c, loop_result *r)
         if (rc == GF_EOF)
             break;
         if (rc < 0) {
-            const char *msg = gf_last_error(l);
-            cli_error(CMD, "%s", *msg ? msg : gf_strerror(rc));
+            cli_error_msg(CMD, gf_last_error(l), rc);
             status = CLI_FAIL;
             goto out;
         }

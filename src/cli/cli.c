@@ -4,6 +4,8 @@
  */
 #include "cli.h"
 
+#include "gpufeed.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -25,6 +27,11 @@ void cli_error(const char *cmd, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
+}
+
+void cli_error_msg(const char *cmd, const char *msg, int rc)
+{
+    cli_error(cmd, "%s", msg && *msg ? msg : gf_strerror(rc));
 }
 
 int cli_parse_int(const char *cmd, const char *opt, const char *s, long min,

@@ -27,6 +27,9 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
 /* "gpufeed <cmd>: <message>\n" on stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
+/* cli_error with the library's message (gf_last_error or
+ * gf_index_last_error), or the name of rc when it has none. */
+void cli_error_msg(const char *cmd, const char *msg, int rc);
 
 /* Strict parsers: the whole string must be a number within [min, max].
  * On failure they print "gpufeed <cmd>: --<opt>: ..." and return -1. */

@@ -206,8 +206,7 @@ int cmd_verify(int argc, char **argv)
         if (rc == GF_EOF)
             break;
         if (rc < 0) {
-            const char *msg = gf_last_error(l);
-            cli_error(CMD, "%s", *msg ? msg : gf_strerror(rc));
+            cli_error_msg(CMD, gf_last_error(l), rc);
             status = CLI_USAGE;
             goto out;
         }

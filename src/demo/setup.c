@@ -162,8 +162,7 @@ int train_open_loader(const gf_settings *s, gf_loader **l)
 
 int train_loader_failed(gf_loader *l, int rc)
 {
-    const char *msg = gf_last_error(l);
-    cli_error(CMD, "%s", *msg ? msg : gf_strerror(rc));
+    cli_error_msg(CMD, gf_last_error(l), rc);
     return CLI_FAIL;
 }
 
@@ -212,8 +211,7 @@ int train_probe(trainer *t)
     is.data = t->train_dir;
     int rc = gf_index_open(&t->train_index, &is);
     if (rc < 0) {
-        const char *msg = gf_index_last_error(t->train_index);
-        cli_error(CMD, "%s", *msg ? msg : gf_strerror(rc));
+        cli_error_msg(CMD, gf_index_last_error(t->train_index), rc);
         return CLI_USAGE;
     }
     t->train_n = gf_index_count(t->train_index);
