@@ -353,7 +353,9 @@ typedef struct gf_stats {
     uint64_t decode_warnings;  /* samples decoded although the decoder
                                   warned (strictness LENIENT; 0 otherwise,
                                   where a warning is the sample's error) */
-    uint8_t reserved[480];     /* zero; room for fields without an ABI break:
+    uint64_t decoded_spng, decoded_webp; /* samples per decoder, beside
+                                  decoded_turbo and decoded_stb */
+    uint8_t reserved[464];     /* zero; room for fields without an ABI break:
                                   gf_get_stats writes sizeof(gf_stats) bytes,
                                   a new field takes its place from here */
 } gf_stats;
@@ -395,7 +397,9 @@ typedef struct gf_probe_info {
     int cores;               /* CPUs this process may run on (affinity):
                                 what threads = 0 counts */
     int cores_online;        /* online CPUs in the machine */
-    uint8_t reserved[64];    /* zero; room for fields without an ABI break */
+    int have_spng;           /* 1 if libspng decodes PNG (checked CRCs) */
+    int have_webp;           /* 1 if libwebp decodes WebP */
+    uint8_t reserved[56];    /* zero; room for fields without an ABI break */
 } gf_probe_info;
 
 /* Fills *out (every field, also on failure). Costs one io_uring setup and

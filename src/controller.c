@@ -345,6 +345,10 @@ static uint32_t drain_dones(gf_loader *l)
         if (!d.decode.err) {
             if (d.decode.used & GF__USED_TURBO)
                 l->ctl_turbo++;
+            else if (d.decode.used & GF__USED_SPNG)
+                l->ctl_spng++;
+            else if (d.decode.used & GF__USED_WEBP)
+                l->ctl_webp++;
             else
                 l->ctl_stb++;
             if (d.decode.used & GF__WARNED)
@@ -369,12 +373,14 @@ void gf__pump(gf_loader *l)
         l->pool.done_q.head += n_done;
         l->decoded_turbo += l->ctl_turbo;
         l->decoded_stb += l->ctl_stb;
+        l->decoded_spng += l->ctl_spng;
+        l->decoded_webp += l->ctl_webp;
         l->decode_warnings += l->ctl_warned;
         l->uring_bytes += l->ctl_uring_bytes;
         l->uring_submit_s += l->ctl_submit_s;
         l->buf_bytes = l->ctl_buf_bytes;
         pthread_mutex_unlock(&l->mu);
-        l->ctl_turbo = l->ctl_stb = l->ctl_warned = l->ctl_uring_bytes = 0;
+        l->ctl_turbo = l->ctl_stb = l->ctl_spng = l->ctl_webp = l->ctl_warned = l->ctl_uring_bytes = 0;
         l->ctl_submit_s = 0;
 
         while (gf__finalise_oldest(l, js, &n_jobs))

@@ -44,7 +44,7 @@ void gf__transform_from_settings(gf__transform *t, const gf_settings *s)
 
 /* ---- format sniffing and completeness checks ---- */
 
-const char *const gf__fmt_name[] = {"image", "JPEG", "PNG", "GIF", "BMP", "PSD", "PNM"};
+const char *const gf__fmt_name[] = {"image", "JPEG", "PNG", "GIF", "BMP", "PSD", "PNM", "TGA", "WebP"};
 
 static int sniff(const uint8_t *p, size_t n)
 {
@@ -59,6 +59,8 @@ static int sniff(const uint8_t *p, size_t n)
         return F_BMP;
     if (n >= 4 && memcmp(p, "8BPS", 4) == 0)
         return F_PSD;
+    if (n >= 12 && memcmp(p, "RIFF", 4) == 0 && memcmp(p + 8, "WEBP", 4) == 0)
+        return F_WEBP;
     if (n >= 3 && p[0] == 'P' && (p[1] == '5' || p[1] == '6') &&
         (p[2] == ' ' || p[2] == '\n' || p[2] == '\r' || p[2] == '\t'))
         return F_PNM;
@@ -284,19 +286,23 @@ static int decode(gf__decoder *d, const uint8_t *data, size_t len, const gf__tra
         gf__why(why, why_len, "%s: premature end of data (truncated?)", gf__fmt_name[fmt]);
         return GF_ETRUNC;
     }
+    int rc, by;
 #if GF_HAVE_TURBO
     if (fmt == F_JPEG && t->decoder != GF_DECODER_STB) {
-        if (used)
-            *used = GF__USED_TURBO;
-        int rc = gf__decode_jpeg(d, data, len, t, key, dst, why, why_len);
-        if (rc == 0 && used && d->err.warned)
-            *used |= GF__WARNED;
-        return rc;
-    }
+        by = GF__USED_TURBO;
+        rc = gf__decode_jpeg(d, data, len, t, key, dst, why, why_len);
+    } else
 #endif
-    if (used)
-        *used = GF__USED_STB;
-    return gf__decode_stb(d, data, len, fmt, t, key, dst, why, why_len);
+    if (fmt == F_WEBP) {
+        gf__why(why, why_len, "WebP: this build has no WebP decoder (libwebp, the webp feature)");
+        return GF_EFORMAT;
+    } else {
+        by = GF__USED_STB;
+        rc = gf__decode_stb(d, data, len, fmt, t, key, dst, why, why_len);
+    }
+    if (rc == 0 && used)
+        *used = by | (d->warned ? GF__WARNED : 0);
+    return rc;
 }
 
 int gf__decode(gf__decoder *d, const uint8_t *data, size_t len, const gf__transform *t,
@@ -304,7 +310,8 @@ int gf__decode(gf__decoder *d, const uint8_t *data, size_t len, const gf__transf
 {
     if (!d)
         return decode(d, data, len, t, key, dst, used, why, why_len);
-    d->flipped = 0;
+    d->flipped = d->warned = 0;
+    d->warn[0] = 0;
     double t0 = gf__now();
     int rc = decode(d, data, len, t, key, dst, used, why, why_len);
     d->total_s += gf__now() - t0;

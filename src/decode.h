@@ -36,7 +36,14 @@ int gf__have_turbo(void);
 /* *used: the decoder, plus GF__FLIPPED when t->defer_flip is set and the
  * sample is to be mirrored (by the device kernel, not here), plus
  * GF__WARNED when it decoded although the decoder warned (LENIENT). */
-enum { GF__USED_STB = 1, GF__USED_TURBO = 2, GF__FLIPPED = 4, GF__WARNED = 8 };
+enum {
+    GF__USED_STB = 1,
+    GF__USED_TURBO = 2,
+    GF__FLIPPED = 4,
+    GF__WARNED = 8,
+    GF__USED_SPNG = 16,
+    GF__USED_WEBP = 32,
+};
 
 /* Decodes data[0..len) and writes t->out_h * t->out_w * t->channels bytes
  * (HWC) to dst. All randomness comes from key. Returns 0 and *used

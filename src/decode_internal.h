@@ -38,6 +38,10 @@ struct gf__decoder {
     size_t buf_cap, conv_cap;
     double total_s, resample_s;
     int flipped;     /* the last sample's flip decision */
+    /* LENIENT: the sample decoded although its decoder warned; warn is
+     * the reason STRICT would have failed it with. */
+    int warned;
+    char warn[160];
 #if GF_HAVE_TURBO
     struct jpeg_decompress_struct ci;
     gf__jerr err;
@@ -47,7 +51,7 @@ struct gf__decoder {
 };
 
 /* Formats, as sniffed from the first bytes; gf__fmt_name[fmt] for messages. */
-enum { F_UNKNOWN, F_JPEG, F_PNG, F_GIF, F_BMP, F_PSD, F_PNM };
+enum { F_UNKNOWN, F_JPEG, F_PNG, F_GIF, F_BMP, F_PSD, F_PNM, F_TGA, F_WEBP };
 extern const char *const gf__fmt_name[];
 
 /* Pixel layouts a decoder hands back: 1-4 channels as their count, or

@@ -191,6 +191,10 @@ int gf__decode_jpeg(gf__decoder *d, const uint8_t *data, size_t len, const gf__t
         rc = j_code(&d->err, "", why, why_len);
     else
         rc = turbo_body(d, data, len, t, key, dst, why, why_len);
+    if (rc == 0 && d->err.warned) { /* LENIENT: what STRICT would have said */
+        d->warned = 1;
+        j_code(&d->err, "", d->warn, sizeof d->warn);
+    }
     jpeg_abort_decompress(&d->ci);
     return rc;
 }

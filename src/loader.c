@@ -458,6 +458,8 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     st->decoded_turbo = l->decoded_turbo;
     st->decode_warnings = l->decode_warnings;
     st->decoded_stb = l->decoded_stb;
+    st->decoded_spng = l->decoded_spng;
+    st->decoded_webp = l->decoded_webp;
     st->threads = l->active_threads;
     st->prefetch_depth = l->active_depth;
     st->autotune = l->s.autotune != 0;

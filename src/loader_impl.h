@@ -106,10 +106,10 @@ struct gf_loader {
     int fail_code;               /* the consumer's; sticky until gf_seek */
     int halt_code;               /* the controller's own failure */
     uint64_t samples, batches, errors, errors_by_kind[GF_SAMPLE_ERROR_KINDS];
-    uint64_t decoded_turbo, decoded_stb, decode_warnings, uring_bytes;
+    uint64_t decoded_turbo, decoded_stb, decoded_spng, decoded_webp, decode_warnings, uring_bytes;
     double wait_s, uring_submit_s, t_open;
     /* Controller-owned tallies, added to the shared ones once per round. */
-    uint64_t ctl_turbo, ctl_stb, ctl_warned, ctl_uring_bytes;
+    uint64_t ctl_turbo, ctl_stb, ctl_spng, ctl_webp, ctl_warned, ctl_uring_bytes;
     double ctl_submit_s;
     size_t ctl_buf_bytes, buf_bytes; /* io_uring buffers: controller's, shared */
     uint64_t next_epoch, next_pos; /* where the next delivered batch starts */

@@ -81,6 +81,8 @@ int gf_probe(gf_probe_info *out)
     out->turbo_version = LIBJPEG_TURBO_VERSION_NUMBER;
 #endif
 #endif
+    out->have_spng = GF_HAVE_SPNG;
+    out->have_webp = GF_HAVE_WEBP;
     out->have_cuda_build = GF_HAVE_CUDA;
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))

@@ -54,7 +54,9 @@ AT(gf_stats, h2d_bytes, 4096);
 AT(gf_stats, h2d_copies, 4104);
 AT(gf_stats, h2d_s, 4112);
 AT(gf_stats, decode_warnings, 4120);
-AT(gf_stats, reserved, 4128);
+AT(gf_stats, decoded_spng, 4128);
+AT(gf_stats, decoded_webp, 4136);
+AT(gf_stats, reserved, 4144);
 
 SIZE(gf_state, 40);
 AT(gf_state, seed, 16);
@@ -65,7 +67,8 @@ SIZE(gf_probe_info, 352);
 AT(gf_probe_info, uring_why, 24);
 AT(gf_probe_info, kernel, 184);
 AT(gf_probe_info, resample_isa, 272);
-AT(gf_probe_info, reserved, 288);
+AT(gf_probe_info, have_spng, 288);
+AT(gf_probe_info, reserved, 296);
 
 /* The library's, but callers read these fields where they are. */
 AT(gf_batch, data, 0);
