@@ -41,8 +41,8 @@
  * gf_version, gf_strerror, gf_err_name, gf_sample_error_kind,
  * gf_dtype_size, gf_default_settings, gf_probe, gf_free and gf_decode_image
  * touch no loader: any thread. A gf_decoder is one thread's at a time.
- * settings.on_sample_error runs on the loader's controller thread (see
- * gf_sample_error_fn for what it may call).
+ * settings.on_sample_error and on_sample_warning run on the loader's
+ * controller thread (see gf_sample_error_fn for what they may call).
  */
 #ifndef GPUFEED_H
 #define GPUFEED_H
@@ -259,7 +259,13 @@ typedef struct gf_settings {
                               another's kernel or copy. Same bytes either
                               way; `bench --overlap --copy-streams` measures */
     gf_strictness strictness; /* GF_STRICT (0, so zeroed settings are strict) */
-    uint8_t reserved[56];  /* zero; room for fields without an ABI break */
+    /* LENIENT: called for every sample decoded although its decoder
+     * warned, with the code and reason STRICT would have failed it with;
+     * on the controller thread as gf_sample_error_fn is, but in the order
+     * the decodes finish, not sampler order. NULL */
+    gf_sample_error_fn on_sample_warning;
+    void *on_sample_warning_user; /* NULL */
+    uint8_t reserved[40];  /* zero; room for fields without an ABI break */
 } gf_settings;
 
 /* The library's (gf_next hands out a pointer into its ring): fields may be
@@ -414,7 +420,7 @@ GF_API void gf_default_settings(gf_settings *s);
  * GF_ETHREAD. *out is set even on failure (unless the loader itself could
  * not be allocated) so gf_last_error() can say why: gf_close() it either
  * way. Pointers in s are not kept past the call, except
- * on_sample_error_user. */
+ * on_sample_error_user and on_sample_warning_user. */
 GF_API int gf_open(gf_loader **out, const gf_settings *s);
 
 /* The next batch in sampler order; blocks until it is ready.
@@ -485,6 +491,15 @@ GF_API int gf_set_state(gf_loader *l, const gf_state *st);
 /* Fills *st, every byte (reserved ones 0). Returns 0 or GF_EINVAL. An
  * observer: safe from any thread. */
 GF_API int gf_get_stats(gf_loader *l, gf_stats *st);
+
+#define GF_RECENT_WARNINGS 8
+
+/* The last samples (up to GF_RECENT_WARNINGS) that decoded although their
+ * decoder warned (strictness LENIENT; stats.decode_warnings counts them
+ * all), newest first, each with the code and reason STRICT would have
+ * failed it with. Writes up to max; returns how many, or GF_EINVAL. An
+ * observer: safe from any thread. */
+GF_API int gf_recent_warnings(gf_loader *l, gf_sample_error *out, int max);
 
 /* The data set's samples by index (list/folder/archive order, as in
  * batch->indices), for tools that need more than batches: checking,

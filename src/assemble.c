@@ -110,6 +110,23 @@ static void report_errors(gf_loader *l, slot *sl)
     }
 }
 
+void gf__record_warning(gf_loader *l, int64_t sample, const char *why)
+{
+    const char *path = gf__dataset_path(&l->ds, (uint64_t)sample);
+    why = why ? why : "the decoder warned";
+    if (l->s.on_sample_warning)
+        l->s.on_sample_warning(l->s.on_sample_warning_user, sample, path, GF_ECORRUPT, why);
+    pthread_mutex_lock(&l->mu);
+    gf_sample_error *r = &l->warnings[l->warnings_at];
+    l->warnings_at = (l->warnings_at + 1) % GF_RECENT_WARNINGS;
+    if (l->n_warnings < GF_RECENT_WARNINGS)
+        l->n_warnings++;
+    *r = (gf_sample_error){.sample = sample, .code = GF_ECORRUPT};
+    snprintf(r->path, sizeof r->path, "%s", path);
+    snprintf(r->reason, sizeof r->reason, "%s", why);
+    pthread_mutex_unlock(&l->mu);
+}
+
 void gf__clear_errors(slot *sl)
 {
     for (int i = 0; i < sl->n_errs; i++)

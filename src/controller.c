@@ -351,8 +351,12 @@ static uint32_t drain_dones(gf_loader *l)
                 l->ctl_webp++;
             else
                 l->ctl_stb++;
-            if (d.decode.used & GF__WARNED)
+            if (d.decode.used & GF__WARNED) {
                 l->ctl_warned++;
+                gf__record_warning(l, sl->indices[d.decode.cell], d.decode.why);
+                free(d.decode.why);
+                d.decode.why = NULL;
+            }
             sl->flips[d.decode.cell] = (d.decode.used & GF__FLIPPED) != 0;
         }
         gf__cell_finished(l, sl, (int)d.decode.cell, d.decode.err, d.decode.why);

@@ -259,6 +259,11 @@ size_t gf__decoder_scratch_bytes(const gf__decoder *d)
     return n;
 }
 
+const char *gf__decoder_warning(const gf__decoder *d)
+{
+    return d->warn;
+}
+
 void gf__decoder_times(const gf__decoder *d, double *total_s, double *resample_s)
 {
     *total_s = d->total_s;

@@ -30,6 +30,9 @@ size_t gf__decoder_scratch_bytes(const gf__decoder *d);
 /* Seconds spent in the resampler, and in all of gf__decode, since create
  * (for benchmarks: decode cost = total - resample). */
 void gf__decoder_times(const gf__decoder *d, double *total_s, double *resample_s);
+/* The reason STRICT would have given the last sample, when it decoded
+ * with GF__WARNED; never NULL. */
+const char *gf__decoder_warning(const gf__decoder *d);
 /* 1 if this build has libjpeg-turbo. */
 int gf__have_turbo(void);
 

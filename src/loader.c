@@ -426,6 +426,18 @@ int gf_seek(gf_loader *l, uint64_t epoch, uint64_t position)
     return start_pipeline(l, epoch, position);
 }
 
+int gf_recent_warnings(gf_loader *l, gf_sample_error *out, int max)
+{
+    if (!l || (!out && max > 0) || max < 0)
+        return GF_EINVAL;
+    pthread_mutex_lock(&l->mu);
+    int n = l->n_warnings < max ? l->n_warnings : max;
+    for (int i = 0; i < n; i++)
+        out[i] = l->warnings[(l->warnings_at - 1 - i + 2 * GF_RECENT_WARNINGS) % GF_RECENT_WARNINGS];
+    pthread_mutex_unlock(&l->mu);
+    return n;
+}
+
 int gf_get_stats(gf_loader *l, gf_stats *st)
 {
     if (!l || !st)

@@ -120,6 +120,8 @@ struct gf_loader {
     uint64_t live_epoch;
     gf_sample_error recent[GF_RECENT_ERRORS];
     int n_recent, recent_at;
+    gf_sample_error warnings[GF_RECENT_WARNINGS]; /* LENIENT's, a ring */
+    int n_warnings, warnings_at;
     char msg[512];
 };
 
@@ -162,6 +164,9 @@ void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, slot *sl, int c, 
 
 /* assemble.c: a batch's cells from completion to finalised. */
 void gf__cell_finished(gf_loader *l, slot *sl, int c, int err, char *why);
+/* A sample decoded although its decoder warned (LENIENT): into the ring
+ * gf_recent_warnings reads, and to settings.on_sample_warning. */
+void gf__record_warning(gf_loader *l, int64_t sample, const char *why);
 bool gf__finalise_oldest(gf_loader *l, gf__job *js, int *n_jobs);
 void gf__clear_errors(slot *sl);
 

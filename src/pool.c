@@ -47,12 +47,16 @@ static double run_decode(worker *w, const gf__job *j, gf__done *d)
                          why, sizeof why);
         gf__range_pop();
     }
+    /* A warning (LENIENT) is as rare as an error, so its reason travels
+     * the same way. */
+    const char *reason = err ? (why[0] ? why : gf_strerror(err))
+                         : used & GF__WARNED ? gf__decoder_warning(w->dec) : NULL;
     *d = (gf__done){.kind = JOB_DECODE,
                     .slot = j->slot,
                     .decode = {.cell = j->decode.cell,
                                .err = err,
                                .used = used,
-                               .why = err ? strdup(why[0] ? why : gf_strerror(err)) : NULL}};
+                               .why = reason ? strdup(reason) : NULL}};
     return t1 - t0;
 }
 

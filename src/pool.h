@@ -81,7 +81,7 @@ typedef struct gf__done {
     struct {               /* JOB_DECODE only */
         uint32_t cell;
         int err, used;     /* used: GF__USED_TURBO, GF__FLIPPED */
-        char *why;         /* malloc'd reason, errors only */
+        char *why;         /* malloc'd reason: errors, and GF__WARNED's */
     } decode;
 } gf__done;
 

@@ -53,6 +53,7 @@ out=$(timeout 60 "$g" verify --data "$s" 2>&1)
 rc=$?
 json=$(timeout 60 "$g" verify --data "$s" --json)
 ljson=$(timeout 60 "$g" verify --data "$s" --json --strictness lenient)
+lout=$(timeout 60 "$g" verify --data "$s" --strictness lenient 2>&1)
 set -e
 [ $rc -eq 1 ] || fail "verify with non-regular entries must exit 1, got $rc: $out"
 echo "$out" | grep -q 'BAD .*class_00/fifo.jpg: not a regular file: a FIFO$' || fail "verify names the FIFO: $out"
@@ -66,6 +67,9 @@ if "$g" doctor 2>/dev/null | grep -q 'JPEG *libjpeg-turbo'; then
     echo "$out" | grep -q '^7 samples, 5 bad$' || fail "verify summary, strict: $out"
     echo "$ljson" | grep -q '"bad": *4' || fail "lenient: the warned JPEG is not bad: $ljson"
     echo "$ljson" | grep -q '"decode_warnings": *1' || fail "lenient counts the warning: $ljson"
+    echo "$ljson" | grep -q '"warned_samples": *\[{"path": *"[^"]*class_00/img_00001.jpg", *"reason": *"corrupt JPEG data: ' ||
+        fail "lenient --json names the warned JPEG: $ljson"
+    echo "$lout" | grep -q '^WARN .*class_00/img_00001.jpg: corrupt JPEG data: ' || fail "lenient names the warned JPEG: $lout"
 fi
 [ "$(echo "$json" | grep -o '"path"' | wc -l)" -eq "$(echo "$json" | sed -n 's/.*"bad": *\([0-9]*\).*/\1/p')" ] ||
     fail "verify --json lists each bad file once: $json"

@@ -35,7 +35,8 @@ AT(gf_settings, device, 144);
 AT(gf_settings, mean, 160);
 AT(gf_settings, copy_stream_per_slot, 224);
 AT(gf_settings, strictness, 228);
-AT(gf_settings, reserved, 232);
+AT(gf_settings, on_sample_warning, 232);
+AT(gf_settings, reserved, 248);
 
 SIZE(gf_sample_error, 432);
 AT(gf_sample_error, code, 8);

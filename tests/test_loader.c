@@ -974,8 +974,9 @@ END_TEST
 
 #if GF_HAVE_TURBO
 /* A JPEG with a stray marker mid-scan: STRICT (the default) makes it a
- * counted GF_ECORRUPT naming libjpeg's warning; LENIENT delivers it and
- * counts the warning. */
+ * counted GF_ECORRUPT naming libjpeg's warning; LENIENT delivers it,
+ * counts the warning, and names it (on_sample_warning, gf_recent_warnings)
+ * with the reason STRICT would have given. */
 START_TEST(strictness_decides_a_warned_jpeg_and_lenient_counts_it)
 {
     char *dir = tu_mkdtemp();
@@ -998,20 +999,43 @@ START_TEST(strictness_decides_a_warned_jpeg_and_lenient_counts_it)
     free(jpg);
     for (int m = GF_STRICT; m <= GF_STRICT_WHOLE; m++) {
         gf_settings s;
-        seen_reasons e = {0};
+        seen_reasons e = {0}, w = {0};
         exact_settings(&s, dir);
         s.width = 64;
         s.height = 48;
         s.strictness = (gf_strictness)m;
         s.on_sample_error = on_error_reason;
         s.on_sample_error_user = &e;
+        s.on_sample_warning = on_error_reason;
+        s.on_sample_warning_user = &w;
         run_result *r = malloc(sizeof *r);
         run_all(&s, r);
         if (m == GF_LENIENT) {
             ck_assert_int_eq(r->n, 3);
             ck_assert_uint_eq(r->stats.errors, 0);
             ck_assert_uint_eq(r->stats.decode_warnings, 1);
+            ck_assert_int_eq(e.n, 0);
+            ck_assert_int_eq(w.n, 1);
+            ck_assert_str_eq(w.path[0], "a/ok1.jpg");
+            ck_assert_int_eq(w.code[0], GF_ECORRUPT);
+            ck_assert_msg(strstr(w.reason[0], "corrupt JPEG data: "), "%s", w.reason[0]);
+
+            s.on_sample_warning = NULL;
+            gf_loader *l = open_ok(&s);
+            gf_batch *b;
+            while (gf_next(l, &b) == 0)
+                gf_release(l, b);
+            gf_sample_error rw[GF_RECENT_WARNINGS + 1];
+            ck_assert_int_eq(gf_recent_warnings(l, rw, GF_RECENT_WARNINGS + 1), 1);
+            ck_assert_int_eq(gf_recent_warnings(l, rw, 0), 0);
+            ck_assert_int_eq(gf_recent_warnings(l, NULL, 1), GF_EINVAL);
+            ck_assert_int_eq(gf_recent_warnings(l, rw, 1), 1);
+            ck_assert_str_eq(rw[0].path, "a/ok1.jpg");
+            ck_assert_int_eq(rw[0].code, GF_ECORRUPT);
+            ck_assert_msg(strstr(rw[0].reason, "corrupt JPEG data: "), "%s", rw[0].reason);
+            gf_close(&l);
         } else {
+            ck_assert_int_eq(w.n, 0);
             ck_assert_int_eq(r->n, 2);
             ck_assert_uint_eq(r->stats.errors, 1);
             ck_assert_uint_eq(r->stats.decode_warnings, 0);

@@ -14,7 +14,9 @@
  * Strictness: GF_STRICT_WHOLE unless --strictness says otherwise, so a
  * libjpeg warning anywhere in a file (not only in the rows a crop needs)
  * makes the file bad; entries that are not regular files are bad in every
- * mode ("not a regular file: a FIFO").
+ * mode ("not a regular file: a FIFO"). Under lenient a sample decoded
+ * despite a warning is not bad but is listed (settings.on_sample_warning)
+ * as "WARN path: reason".
  *
  * Exit: 0 every sample decoded, 1 some were bad, 2 usage or open error.
  */
@@ -98,7 +100,8 @@ static void usage(FILE *f)
             "Decodes every sample of the data set (ImageFolder DIR, list file, or tar\n"
             "shards such as 'DIR/train-{000000..000127}.tar' or 'a.tar,b.tar') and\n"
             "prints 'BAD path: reason' for each one that cannot be used (for shards\n"
-            "the path is 'shard.tar:member'), then 'N samples, K bad'. Members and\n"
+            "the path is 'shard.tar:member'; under --strictness lenient 'WARN path:\n"
+            "reason' for each decoded despite a warning), then 'N samples, K bad'. Members and\n"
             "keys of shards that indexing skipped (links, a key without .cls, ...)\n"
             "are reported on a 'skipped while indexing' line but are not samples.\n"
             "Exit status: 0 none bad, 1 some bad, 2 usage or open error.\n"
@@ -111,7 +114,8 @@ static void usage(FILE *f)
             "                        {\"samples\": N, \"bad\": K, \"bad_samples\": [{\"path\",\n"
             "                         \"reason\"}], \"skipped_members\", \"skipped_keys\",\n"
             "                         \"dataset_warnings\", \"dataset_warning\",\n"
-            "                         \"strictness\", \"decode_warnings\"}\n"
+            "                         \"strictness\", \"decode_warnings\",\n"
+            "                         \"warned_samples\": [{\"path\", \"reason\"}]}\n"
             "  -h, --help            this text\n");
 }
 
@@ -134,6 +138,41 @@ static void print_path(FILE *f, cli_json *j, const char *root, const char *path)
     free(full);
 }
 
+static void json_list(cli_json *j, const char *key, const bad_list *bl, const char *root)
+{
+    cli_json_key(j, key);
+    cli_json_array(j);
+    for (size_t i = 0; i < bl->n; i++) {
+        cli_json_object(j);
+        cli_json_key(j, "path");
+        print_path(stdout, j, root, bl->v[i].path);
+        cli_json_kstr(j, "reason", bl->v[i].reason);
+        cli_json_kstr(j, "error", gf_err_name(bl->v[i].code));
+        cli_json_kint(j, "index", bl->v[i].sample);
+        cli_json_object_end(j);
+    }
+    cli_json_array_end(j);
+}
+
+static void text_list(const char *tag, const bad_list *bl, const char *root)
+{
+    for (size_t i = 0; i < bl->n; i++) {
+        printf("%s ", tag);
+        print_path(stdout, NULL, root, bl->v[i].path);
+        printf(": %s\n", bl->v[i].reason);
+    }
+}
+
+static void free_list(bad_list *bl)
+{
+    for (size_t i = 0; i < bl->n; i++) {
+        free(bl->v[i].path);
+        free(bl->v[i].reason);
+    }
+    free(bl->v);
+    pthread_mutex_destroy(&bl->mu);
+}
+
 int cmd_verify(int argc, char **argv)
 {
     struct option longopts[4 + CLI_LOPT_COUNT] = {
@@ -149,7 +188,7 @@ int cmd_verify(int argc, char **argv)
     gf_settings s;
     gf_loader *l = NULL;
     gf_stats st;
-    bad_list bl = {.n = 0};
+    bad_list bl = {.n = 0}, wl = {.n = 0}; /* bad; warned (lenient) */
     char *root = NULL;
 
     /* The table's options land in s; verify's own choices follow. */
@@ -188,7 +227,10 @@ int cmd_verify(int argc, char **argv)
     s.batch_size = 64;
     s.on_sample_error = on_bad;
     s.on_sample_error_user = &bl;
+    s.on_sample_warning = on_bad;
+    s.on_sample_warning_user = &wl;
     pthread_mutex_init(&bl.mu, NULL);
+    pthread_mutex_init(&wl.mu, NULL);
 
     rc = gf_open(&l, &s);
     if (rc < 0) {
@@ -250,32 +292,19 @@ int cmd_verify(int argc, char **argv)
         cli_json_object(&j);
         cli_json_kuint(&j, "samples", n_samples);
         cli_json_kuint(&j, "bad", n_bad);
-        cli_json_key(&j, "bad_samples");
-        cli_json_array(&j);
-        for (size_t i = 0; i < bl.n; i++) {
-            cli_json_object(&j);
-            cli_json_key(&j, "path");
-            print_path(stdout, &j, root ? root : "", bl.v[i].path);
-            cli_json_kstr(&j, "reason", bl.v[i].reason);
-            cli_json_kstr(&j, "error", gf_err_name(bl.v[i].code));
-            cli_json_kint(&j, "index", bl.v[i].sample);
-            cli_json_object_end(&j);
-        }
-        cli_json_array_end(&j);
+        json_list(&j, "bad_samples", &bl, root ? root : "");
         cli_json_kuint(&j, "skipped_members", st.shard_members_skipped);
         cli_json_kuint(&j, "skipped_keys", st.shard_keys_skipped);
         cli_json_kuint(&j, "dataset_warnings", st.dataset_warnings);
         cli_json_kstr(&j, "dataset_warning", st.dataset_warning);
         cli_json_kstr(&j, "strictness", cli_strictness_names[s.strictness]);
         cli_json_kuint(&j, "decode_warnings", st.decode_warnings);
+        json_list(&j, "warned_samples", &wl, root ? root : "");
         cli_json_object_end(&j);
         cli_json_end(&j);
     } else {
-        for (size_t i = 0; i < bl.n; i++) {
-            fputs("BAD ", stdout);
-            print_path(stdout, NULL, root ? root : "", bl.v[i].path);
-            printf(": %s\n", bl.v[i].reason);
-        }
+        text_list("BAD", &bl, root ? root : "");
+        text_list("WARN", &wl, root ? root : "");
         if (st.shard_members_skipped || st.shard_keys_skipped || st.dataset_warnings)
             printf("skipped while indexing: %llu members, %llu keys (%llu warnings; first: %s)\n",
                    (unsigned long long)st.shard_members_skipped,
@@ -294,12 +323,8 @@ int cmd_verify(int argc, char **argv)
     status = n_bad ? CLI_FAIL : CLI_OK;
 out:
     gf_close(&l);
-    for (size_t i = 0; i < bl.n; i++) {
-        free(bl.v[i].path);
-        free(bl.v[i].reason);
-    }
-    free(bl.v);
+    free_list(&bl);
+    free_list(&wl);
     free(root);
-    pthread_mutex_destroy(&bl.mu);
     return status;
 }
