@@ -259,6 +259,13 @@ size_t gf__decoder_scratch_bytes(const gf__decoder *d)
     return n;
 }
 
+atomic_uint gf__jpeg_long_decodes, gf__decode_cancels;
+
+void gf__decoder_set_cancel(gf__decoder *d, const atomic_int *cancel)
+{
+    d->cancel = cancel;
+}
+
 const char *gf__decoder_warning(const gf__decoder *d)
 {
     return d->warn;

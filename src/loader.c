@@ -25,6 +25,7 @@ static void stop_pipeline(gf_loader *l)
         return;
     pthread_mutex_lock(&l->mu);
     l->stopping = true;
+    atomic_store_explicit(&l->cancel, 1, memory_order_relaxed);
     pthread_cond_broadcast(&l->pool.work);
     pthread_cond_broadcast(&l->ready_cv);
     pthread_mutex_unlock(&l->mu);
@@ -87,6 +88,7 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
     l->head = l->tail = l->fin = l->xfer = 0;
     l->held = 0;
     l->exhausted = l->stopping = l->halted = false;
+    atomic_store_explicit(&l->cancel, 0, memory_order_relaxed);
     l->fail_code = l->halt_code = 0;
     gf__pool_reset(l);
     l->read_q.head = l->read_q.tail = 0;

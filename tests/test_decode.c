@@ -1134,6 +1134,70 @@ START_TEST(bad_arguments_are_einval)
 }
 END_TEST
 
+#if GF_HAVE_TURBO
+/* Each scan of a progressive file is a pass over every coefficient block:
+ * past GF__JPEG_MAX_SCANS the file is refused, not decoded for minutes.
+ * Under the cap a repeated scan changes nothing: same pixels. */
+START_TEST(jpeg_scans_over_the_cap_are_a_bomb_and_under_it_decode)
+{
+    const int w = 64, h = 48;
+    uint8_t *px = malloc((size_t)w * h * 3);
+    tu_fill_smooth(px, w, h, 3, 5);
+    gf__transform t = eval_t(w, h, 3, 1.0f);
+    size_t n4, n400, nbomb;
+    uint8_t *plain = tu_jpeg_scans(px, w, h, 4, &n4);
+    uint8_t *under = tu_jpeg_scans(px, w, h, 400, &n400);
+    uint8_t *bomb = tu_jpeg_scans(px, w, h, GF__JPEG_MAX_SCANS + 1, &nbomb);
+    ck_assert_uint_gt(n400, n4 + 396 * 6); /* 396 real copies of a scan */
+    size_t bytes = (size_t)w * h * 3;
+    for (gf_strictness m = GF_STRICT; m <= GF_STRICT_WHOLE; m++) {
+        int used;
+        char why[160];
+        ck_assert_int_eq(dec_mode(under, n400, t, m, &used, why, sizeof why), 0);
+        ck_assert_int_eq(dec_mode(bomb, nbomb, t, m, &used, why, sizeof why), GF_ECORRUPT);
+        ck_assert_str_eq(why, "JPEG: more than 500 scans (a decompression-time bomb?)");
+    }
+    uint8_t *a = dec(plain, n4, &t, 1, NULL), *b = dec(under, n400, &t, 1, NULL);
+    ck_assert_mem_eq(a, b, bytes);
+    free(a);
+    free(b);
+    free(plain);
+    free(under);
+    free(bomb);
+    free(px);
+}
+END_TEST
+
+/* The flag the loader raises at close ends a decode in progress. */
+START_TEST(a_raised_cancel_flag_ends_a_progressive_decode)
+{
+    const int w = 64, h = 48;
+    uint8_t *px = malloc((size_t)w * h * 3);
+    tu_fill_smooth(px, w, h, 3, 6);
+    size_t n;
+    uint8_t *jpg = tu_jpeg_scans(px, w, h, 8, &n);
+    gf__transform t = eval_t(w, h, 3, 1.0f);
+    gf__decoder *d;
+    ck_assert_int_eq(gf__decoder_create(&d), 0);
+    atomic_int cancel = 1;
+    gf__decoder_set_cancel(d, &cancel);
+    uint8_t *out = malloc((size_t)w * h * 3);
+    char why[160];
+    int used;
+    unsigned before = atomic_load(&gf__decode_cancels);
+    ck_assert_int_eq(gf__decode(d, jpg, n, &t, 1, out, &used, why, sizeof why), GF_EBUSY);
+    ck_assert_str_eq(why, "JPEG: decode cancelled (the loader is stopping)");
+    ck_assert_uint_eq(atomic_load(&gf__decode_cancels), before + 1);
+    cancel = 0; /* the same decoder decodes again once lowered */
+    ck_assert_int_eq(gf__decode(d, jpg, n, &t, 1, out, &used, why, sizeof why), 0);
+    gf__decoder_destroy(d);
+    free(out);
+    free(jpg);
+    free(px);
+}
+END_TEST
+#endif
+
 static Suite *decode_suite(void)
 {
     Suite *s = suite_create("decode");
@@ -1182,6 +1246,10 @@ static Suite *decode_suite(void)
     tcase_add_test(bad, huge_png_header_is_etoobig_before_allocating);
     tcase_add_test(bad, huge_jpeg_header_is_etoobig_for_both_decoders);
     tcase_add_test(bad, bad_arguments_are_einval);
+#if GF_HAVE_TURBO
+    tcase_add_test(bad, jpeg_scans_over_the_cap_are_a_bomb_and_under_it_decode);
+    tcase_add_test(bad, a_raised_cancel_flag_ends_a_progressive_decode);
+#endif
     suite_add_tcase(s, bad);
     return s;
 }
