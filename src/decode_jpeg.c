@@ -108,6 +108,11 @@ static int j_code(const gf__jerr *e, const char *fallback, char *why, size_t why
     }
     int code = GF_ECORRUPT;
     switch (e->pub.msg_code) {
+    case JERR_BAD_PRECISION: /* a 12- or 16-bit file: valid, not ours */
+        gf__why(why, why_len, "JPEG: %d-bit samples are not supported", e->pub.msg_parm.i[0]);
+        return GF_EFORMAT;
+    case JERR_SOF_UNSUPPORTED: /* lossless or hierarchical */
+    case JERR_ARITH_NOTIMPL:
     case JERR_NO_SOI: code = GF_EFORMAT; break;
     case JERR_OUT_OF_MEMORY: code = GF_ENOMEM; break;
     case JERR_IMAGE_TOO_BIG:
