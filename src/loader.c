@@ -229,7 +229,7 @@ int gf_open(gf_loader **out, const gf_settings *s)
 
     if ((rc = gf__resolve_launcher(&l->s, &l->device_id_from_env, l->msg, sizeof l->msg)) < 0)
         return rc;
-    char why[384] = "";
+    char why[sizeof l->msg] = "";
     rc = gf__dataset_open(&l->ds, l->data_path, why, sizeof why);
     if (rc < 0)
         return gf__fail(l, rc, "%s", why);

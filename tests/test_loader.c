@@ -1601,6 +1601,61 @@ START_TEST(close_and_seek_cancel_a_decode_in_progress)
 END_TEST
 #endif
 
+static int ends_with(const char *s, const char *end)
+{
+    size_t n = strlen(s), k = strlen(end);
+    return n >= k && strcmp(s + n - k, end) == 0;
+}
+
+/* dir, then 200-byte directory names up to about `len` bytes, then name. */
+static void long_path(char *out, size_t cap, const char *dir, size_t len, const char *name)
+{
+    size_t at = (size_t)snprintf(out, cap, "%s", dir);
+    while (at < len)
+        at += (size_t)snprintf(out + at, cap - at, "/%0199d", 7);
+    snprintf(out + at, cap - at, "/%s", name);
+}
+
+/* A 4000-byte path gives way in its middle, never the reason: the
+ * message ends with it and still names the file and where the path
+ * starts. So do a bad sample's path (256 bytes) and the message that
+ * ends an epoch of bad samples. */
+START_TEST(a_long_path_keeps_the_reason_and_the_files_name)
+{
+    char *dir = tu_mkdtemp(), path[4300], rel[4300], list[4400];
+    long_path(path, sizeof path, dir, 4000, "missing-list.txt");
+    gf_settings s;
+    exact_settings(&s, path);
+    gf_loader *l = NULL;
+    ck_assert_int_lt(gf_open(&l, &s), 0);
+    const char *m = gf_last_error(l);
+    ck_assert_msg(ends_with(m, ": No such file or directory"), "%s", m);
+    ck_assert_msg(strstr(m, "missing-list.txt") && strncmp(m, dir, strlen(dir)) == 0, "%s", m);
+    gf_close(&l);
+
+    long_path(rel, sizeof rel, "a", 4000, "gone.png");
+    snprintf(list, sizeof list, "%s 0\n", rel);
+    snprintf(path, sizeof path, "%s/list.txt", dir);
+    tu_write_text(path, list);
+    exact_settings(&s, path);
+    l = open_ok(&s);
+    gf_batch *b;
+    ck_assert_int_eq(gf_next(l, &b), GF_EDATASET); /* its one sample is bad */
+    m = gf_last_error(l);
+    ck_assert_msg(ends_with(m, "/gone.png: no such file)"), "%s", m);
+    gf_stats st;
+    gf_get_stats(l, &st);
+    ck_assert_int_eq(st.n_recent, 1);
+    ck_assert_msg(ends_with(st.recent[0].path, "/gone.png") && st.recent[0].path[0] == 'a' &&
+                      strstr(st.recent[0].path, "\xe2\x80\xa6"),
+                  "%s", st.recent[0].path);
+    ck_assert_str_eq(st.recent[0].reason, "no such file");
+    gf_close(&l);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
 static Suite *loader_suite(void)
 {
     Suite *s = suite_create("loader");
@@ -1647,6 +1702,7 @@ static Suite *loader_suite(void)
     tcase_add_test(t, last_error_may_be_read_from_any_thread_while_the_loader_halts);
     tcase_add_test(t, an_all_bad_data_set_is_an_error_not_an_endless_loop);
     tcase_add_test(t, drop_last_with_a_share_under_a_batch_is_refused);
+    tcase_add_test(t, a_long_path_keeps_the_reason_and_the_files_name);
     suite_add_tcase(s, t);
 
     t = tcase_create("device");
