@@ -104,7 +104,7 @@ static void report_errors(gf_loader *l, slot *sl)
             l->n_recent++;
         r->sample = e->sample;
         r->code = e->code;
-        snprintf(r->path, sizeof r->path, "%s", path);
+        gf__fit_path(r->path, sizeof r->path, path); /* its end names the file */
         snprintf(r->reason, sizeof r->reason, "%s", e->why);
         pthread_mutex_unlock(&l->mu);
     }
@@ -122,7 +122,7 @@ void gf__record_warning(gf_loader *l, int64_t sample, const char *why)
     if (l->n_warnings < GF_RECENT_WARNINGS)
         l->n_warnings++;
     *r = (gf_sample_error){.sample = sample, .code = GF_ECORRUPT};
-    snprintf(r->path, sizeof r->path, "%s", path);
+    gf__fit_path(r->path, sizeof r->path, path);
     snprintf(r->reason, sizeof r->reason, "%s", why);
     pthread_mutex_unlock(&l->mu);
 }

@@ -61,4 +61,13 @@ static inline void gf__why(char *why, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
+/* error.c: path into dst[len]; when too long, its middle gives way to
+ * "..." (U+2026), keeping its start and, longer, its end (the file's
+ * name). */
+void gf__fit_path(char *dst, size_t len, const char *path);
+/* "path: reason" into why[len] (tolerates why == NULL), fmt formatting
+ * the reason: the reason is kept whole and the path fitted around it. */
+GF__COLD void gf__why_path(char *why, size_t len, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 #endif

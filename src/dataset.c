@@ -170,7 +170,7 @@ int gf__dataset_open(gf__dataset *ds, const char *source, char *why, size_t why_
         !(strpbrk(source, ",{") == NULL && stat(source, &st) == 0 && S_ISDIR(st.st_mode))) {
         int rc = gf__dataset_open_shards(ds, source, why, why_len);
         if (rc == GF_ENOMEM)
-            gf__why(why, why_len, "%s: out of memory while indexing", source);
+            gf__why_path(why, why_len, source, "out of memory while indexing");
         if (rc < 0)
             gf__dataset_close(ds);
         assert(rc < 0 || ds->root_fd > 0); /* what close relies on */
@@ -179,7 +179,7 @@ int gf__dataset_open(gf__dataset *ds, const char *source, char *why, size_t why_
     /* Opened once and fstat'ed, so the type checked is the file read. */
     int fd = open(source, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0 || fstat(fd, &st) != 0) {
-        gf__why(why, why_len, "%s: %s", source, strerror(errno));
+        gf__why_path(why, why_len, source, "%s", strerror(errno));
         if (fd >= 0)
             close(fd);
         return GF_EDATASET;
@@ -193,11 +193,11 @@ int gf__dataset_open(gf__dataset *ds, const char *source, char *why, size_t why_
         close(fd);
     } else {
         close(fd);
-        gf__why(why, why_len, "%s: not a directory or a regular file", source);
+        gf__why_path(why, why_len, source, "not a directory or a regular file");
         rc = GF_EDATASET;
     }
     if (rc == GF_ENOMEM)
-        gf__why(why, why_len, "%s: out of memory while indexing", source);
+        gf__why_path(why, why_len, source, "out of memory while indexing");
     if (rc < 0)
         gf__dataset_close(ds);
     assert(rc < 0 || ds->root_fd > 0);

@@ -93,6 +93,14 @@ static int entry_kind(int dfd, const struct dirent *d)
     return t == DT_DIR ? KIND_DIR : KIND_FILE;
 }
 
+/* "src/path[/name]: strerror(err)" into w->why, the reason kept whole. */
+static GF__COLD void walk_why(const walk *w, const char *name, int err)
+{
+    char p[2 * PATH_MAX + 2];
+    snprintf(p, sizeof p, "%s/%s%s%s", w->src, w->path, name ? "/" : "", name ? name : "");
+    gf__why_path(w->why, w->why_len, p, "%s", strerror(err));
+}
+
 /* Reads directory w->path (length plen): appends its image files, then
  * descends into its sub-directories (after closing it, so that the number
  * of open descriptors does not grow with depth). */
@@ -100,12 +108,12 @@ static int walk_dir(walk *w, size_t plen, const ancestor *up)
 {
     int fd = openat(w->root_fd, w->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
-        gf__why(w->why, w->why_len, "%s/%s: %s", w->src, w->path, strerror(errno));
+        walk_why(w, NULL, errno);
         return GF_EDATASET;
     }
     struct stat st;
     if (fstat(fd, &st) != 0) {
-        gf__why(w->why, w->why_len, "%s/%s: %s", w->src, w->path, strerror(errno));
+        walk_why(w, NULL, errno);
         close(fd);
         return GF_EDATASET;
     }
@@ -117,7 +125,7 @@ static int walk_dir(walk *w, size_t plen, const ancestor *up)
     ancestor self = {st.st_dev, st.st_ino, up};
     DIR *dir = fdopendir(fd);
     if (!dir) {
-        gf__why(w->why, w->why_len, "%s/%s: %s", w->src, w->path, strerror(errno));
+        walk_why(w, NULL, errno);
         close(fd);
         return GF_EDATASET;
     }
@@ -128,7 +136,7 @@ static int walk_dir(walk *w, size_t plen, const ancestor *up)
         struct dirent *d = readdir(dir);
         if (!d) {
             if (errno) {
-                gf__why(w->why, w->why_len, "%s/%s: %s", w->src, w->path, strerror(errno));
+                walk_why(w, NULL, errno);
                 rc = GF_EDATASET;
             }
             break;
@@ -163,8 +171,7 @@ static int walk_dir(walk *w, size_t plen, const ancestor *up)
         const char *name = subdirs.buf + subdirs.off[i];
         size_t nl = strlen(name);
         if (plen + 1 + nl >= sizeof w->path) {
-            gf__why(w->why, w->why_len, "%s/%s/%s: %s", w->src, w->path, name,
-                    strerror(ENAMETOOLONG));
+            walk_why(w, name, ENAMETOOLONG);
             rc = GF_EDATASET;
             break;
         }
@@ -182,13 +189,13 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, char *why, size_t 
     int dfd = open(src, O_PATH | O_DIRECTORY | O_CLOEXEC);
     ds->root_fd = dfd < 0 ? -1 : gf__keep_fd(dfd);
     if (ds->root_fd < 0) {
-        gf__why(why, why_len, "%s: %s", src, strerror(errno));
+        gf__why_path(why, why_len, src, "%s", strerror(errno));
         return GF_EDATASET;
     }
     int fd = openat(ds->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *dir = fd < 0 ? NULL : fdopendir(fd);
     if (!dir) {
-        gf__why(why, why_len, "%s: %s", src, strerror(errno));
+        gf__why_path(why, why_len, src, "%s", strerror(errno));
         if (fd >= 0)
             close(fd);
         return GF_EDATASET;
@@ -201,7 +208,7 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, char *why, size_t 
         struct dirent *d = readdir(dir);
         if (!d) {
             if (errno) {
-                gf__why(why, why_len, "%s: %s", src, strerror(errno));
+                gf__why_path(why, why_len, src, "%s", strerror(errno));
                 rc = GF_EDATASET;
             }
             break;
@@ -213,11 +220,11 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, char *why, size_t 
     }
     closedir(dir);
     if (rc == 0 && classes.n == 0) {
-        gf__why(why, why_len, "%s: no class sub-directories", src);
+        gf__why_path(why, why_len, src, "no class sub-directories");
         rc = GF_EDATASET;
     }
     if (rc == 0 && classes.n > (size_t)INT32_MAX) {
-        gf__why(why, why_len, "%s: too many classes", src);
+        gf__why_path(why, why_len, src, "too many classes");
         rc = GF_EDATASET;
     }
     if (rc < 0) {
@@ -268,7 +275,7 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, char *why, size_t 
     }
     free(w);
     if (rc == 0 && b.n == 0) {
-        gf__why(why, why_len, "%s: no image files in any class sub-directory", src);
+        gf__why_path(why, why_len, src, "no image files in any class sub-directory");
         rc = GF_EDATASET;
     }
     if (rc < 0) {

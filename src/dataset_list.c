@@ -23,7 +23,9 @@ static int list_error(char *why, size_t why_len, const char *src, uint64_t line,
     /* A garbage token can be huge: show its start only. */
     int shown = tok_len > 40 ? 40 : (int)tok_len;
     snprintf(msg, sizeof msg, fmt, shown, tok, tok_len > 40 ? "..." : "");
-    gf__why(why, why_len, "%s:%llu: %s", src, (unsigned long long)line, msg);
+    char where[4096 + 24];
+    snprintf(where, sizeof where, "%s:%llu", src, (unsigned long long)line);
+    gf__why_path(why, why_len, where, "%s", msg);
     return GF_EDATASET;
 }
 
@@ -101,7 +103,7 @@ int gf__dataset_open_list(gf__dataset *ds, const char *src, int fd, const struct
 {
     gf__builder b = {0};
     if ((uint64_t)st->st_size >= SIZE_MAX) {
-        gf__why(why, why_len, "%s: file too large", src);
+        gf__why_path(why, why_len, src, "file too large");
         return GF_EDATASET;
     }
     size_t size = (size_t)st->st_size;
@@ -115,7 +117,7 @@ int gf__dataset_open_list(gf__dataset *ds, const char *src, int fd, const struct
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
-            gf__why(why, why_len, "%s: %s", src, strerror(errno));
+            gf__why_path(why, why_len, src, "%s", strerror(errno));
             gf__builder_free(&b);
             return GF_EDATASET;
         }
@@ -139,7 +141,7 @@ int gf__dataset_open_list(gf__dataset *ds, const char *src, int fd, const struct
         return rc;
     }
     if (b.n == 0) {
-        gf__why(why, why_len, "%s: no samples (every line blank or a comment)", src);
+        gf__why_path(why, why_len, src, "no samples (every line blank or a comment)");
         gf__builder_free(&b);
         return GF_EDATASET;
     }
@@ -165,7 +167,7 @@ int gf__dataset_open_list(gf__dataset *ds, const char *src, int fd, const struct
     }
     ds->root_fd = dfd < 0 ? -1 : gf__keep_fd(dfd);
     if (ds->root_fd < 0) {
-        gf__why(why, why_len, "%s: cannot open its directory: %s", src, strerror(errno));
+        gf__why_path(why, why_len, src, "cannot open its directory: %s", strerror(errno));
         return GF_EDATASET;
     }
     return 0;

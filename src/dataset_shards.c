@@ -71,11 +71,11 @@ static int expand_braces(const char *pat, size_t len, char *buf, size_t blen, gf
         memcpy(buf + blen, pat, len);
         buf[blen + len] = '\0';
         if (out->n >= SHARDS_MAX) {
-            gf__why(why, why_len, "%s: more than %zu shards", src, SHARDS_MAX);
+            gf__why_path(why, why_len, src, "more than %zu shards", SHARDS_MAX);
             return GF_EDATASET;
         }
         if (out->len + blen + len + 1 > SHARD_NAMES_MAX_BYTES) {
-            gf__why(why, why_len, "%s: its shard names take more than %zu MiB", src,
+            gf__why_path(why, why_len, src, "its shard names take more than %zu MiB",
                     SHARD_NAMES_MAX_BYTES >> 20);
             return GF_EDATASET;
         }
@@ -102,12 +102,12 @@ static int expand_braces(const char *pat, size_t len, char *buf, size_t blen, gf
     }
     unsigned long long lo = strtoull(a, NULL, 10), hi = strtoull(b, NULL, 10);
     if (lo > hi) {
-        gf__why(why, why_len, "%s: brace range {%.*s..%.*s} is descending", src, (int)alen,
+        gf__why_path(why, why_len, src, "brace range {%.*s..%.*s} is descending", (int)alen,
                 a, (int)bl, b);
         return GF_EDATASET;
     }
     if (hi - lo >= SHARDS_MAX) {
-        gf__why(why, why_len, "%s: more than %zu shards", src, SHARDS_MAX);
+        gf__why_path(why, why_len, src, "more than %zu shards", SHARDS_MAX);
         return GF_EDATASET;
     }
     int width = ((alen > 1 && a[0] == '0') || (bl > 1 && b[0] == '0'))
@@ -321,7 +321,7 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, char *why, size_t 
     int dfd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
     ds->root_fd = dfd < 0 ? -1 : gf__keep_fd(dfd);
     if (ds->root_fd < 0) {
-        gf__why(why, why_len, "%s: cannot open the current directory: %s", src,
+        gf__why_path(why, why_len, src, "cannot open the current directory: %s",
                 strerror(errno));
         gf__names_free(&paths);
         return GF_EDATASET;
@@ -349,14 +349,14 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, char *why, size_t 
         int fd = openat(ds->root_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         struct stat st;
         if (fd < 0 || fstat(fd, &st) != 0) {
-            gf__why(why, why_len, "%s: %s", path, strerror(errno));
+            gf__why_path(why, why_len, path, "%s", strerror(errno));
             if (fd >= 0)
                 close(fd);
             rc = GF_EDATASET;
             break;
         }
         if (!S_ISREG(st.st_mode)) {
-            gf__why(why, why_len, "%s: not a regular file", path);
+            gf__why_path(why, why_len, path, "not a regular file");
             close(fd);
             rc = GF_EDATASET;
             break;

@@ -121,6 +121,50 @@ static int jpeg_truncated(const uint8_t *p, size_t n)
     return 1;
 }
 
+/* What stb_image cannot decode, seen from the markers: a frame (SOFn,
+ * before the first scan: later "markers" may be damaged entropy data)
+ * other than baseline/extended/progressive Huffman, or not 8-bit, and
+ * more than GF__JPEG_MAX_SCANS scans (libjpeg's progress monitor caps
+ * those on the other path). Walks segments by their length and entropy
+ * data by memchr. 0, or GF_EFORMAT / GF_ECORRUPT with why. */
+static int jpeg_stb_refuses(const uint8_t *p, size_t n, char *why, size_t why_len)
+{
+    int scans = 0;
+    for (size_t pos = 2; pos + 4 <= n;) {
+        const uint8_t *ff = memchr(p + pos, 0xff, n - pos - 1);
+        if (!ff)
+            break;
+        pos = (size_t)(ff - p);
+        uint8_t m = p[pos + 1];
+        if (m == 0xff || m == 0 || m == 0x01 || m == 0xd8 || (m >= 0xd0 && m <= 0xd7)) {
+            pos += m == 0xff ? 1 : 2; /* fill, stuffing, restart: no length */
+            continue;
+        }
+        if (m == 0xd9 || pos + 4 > n)
+            break;
+        if (scans == 0 && m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc) {
+            const char *what = m >= 0xc9 ? "arithmetic coding"
+                               : m == 0xc3 ? "lossless coding"
+                               : m >= 0xc5 ? "hierarchical coding" : NULL;
+            if (what) {
+                gf__why(why, why_len, "JPEG: %s is not supported by stb_image", what);
+                return GF_EFORMAT;
+            }
+            if (pos + 4 < n && p[pos + 4] != 8) {
+                gf__why(why, why_len, "JPEG: %d-bit samples are not supported", p[pos + 4]);
+                return GF_EFORMAT;
+            }
+        }
+        if (m == 0xda && ++scans > GF__JPEG_MAX_SCANS) {
+            gf__why(why, why_len, "JPEG: more than %d scans (a decompression-time bomb?)",
+                    GF__JPEG_MAX_SCANS);
+            return GF_ECORRUPT;
+        }
+        pos += 2 + ((size_t)p[pos + 2] << 8 | p[pos + 3]);
+    }
+    return 0;
+}
+
 int gf__too_big(const gf__transform *t, int fmt, uint64_t W, uint64_t H, char *why,
                 size_t why_len)
 {
@@ -259,6 +303,13 @@ size_t gf__decoder_scratch_bytes(const gf__decoder *d)
     return n;
 }
 
+atomic_uint gf__jpeg_long_decodes, gf__decode_cancels;
+
+void gf__decoder_set_cancel(gf__decoder *d, const atomic_int *cancel)
+{
+    d->cancel = cancel;
+}
+
 const char *gf__decoder_warning(const gf__decoder *d)
 {
     return d->warn;
@@ -302,6 +353,8 @@ static int decode(gf__decoder *d, const uint8_t *data, size_t len, const gf__tra
         gf__why(why, why_len, "WebP: this build has no WebP decoder (libwebp, the webp feature)");
         return GF_EFORMAT;
     } else {
+        if (fmt == F_JPEG && (rc = jpeg_stb_refuses(data, len, why, why_len)) < 0)
+            return rc;
         by = GF__USED_STB;
         rc = gf__decode_stb(d, data, len, fmt, t, key, dst, why, why_len);
     }

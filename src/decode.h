@@ -4,6 +4,8 @@
 
 #include "common.h"
 
+#include <stdatomic.h>
+
 typedef struct gf__transform {
     int out_w, out_h, channels;      /* channels: 1, 3 or 4 */
     gf_transform kind;
@@ -33,6 +35,16 @@ void gf__decoder_times(const gf__decoder *d, double *total_s, double *resample_s
 /* The reason STRICT would have given the last sample, when it decoded
  * with GF__WARNED; never NULL. */
 const char *gf__decoder_warning(const gf__decoder *d);
+/* A flag a decode polls where a decoder loops on untrusted input (the
+ * JPEG progress monitor): once it is nonzero the decode ends with
+ * GF_EBUSY, "cancelled". The loader points its workers' decoders at the
+ * flag stop_pipeline raises, so gf_close does not wait out a long decode.
+ * NULL (the default): never cancelled. */
+void gf__decoder_set_cancel(gf__decoder *d, const atomic_int *cancel);
+/* Test hooks, counted process-wide: JPEG decodes that ran past
+ * GF__JPEG_LONG_SCANS scans, and decodes that saw the cancel flag. */
+enum { GF__JPEG_MAX_SCANS = 500, GF__JPEG_LONG_SCANS = 100 };
+extern atomic_uint gf__jpeg_long_decodes, gf__decode_cancels;
 /* 1 if this build has libjpeg-turbo. */
 int gf__have_turbo(void);
 

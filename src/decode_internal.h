@@ -26,6 +26,8 @@ typedef struct gf__jerr {
     int strict;       /* a warning ends the decode (longjmp), as an error */
     int warned;       /* warnings seen (libjpeg's num_warnings counts too) */
     int warn_code;    /* the first warning's msg_code */
+    int stop;         /* J_STOP_*: the progress monitor ended the decode */
+    int long_seen;    /* past GF__JPEG_LONG_SCANS scans (counted once) */
     char msg[JMSG_LENGTH_MAX];  /* the error's text */
     char warn[JMSG_LENGTH_MAX]; /* the first warning's text */
 } gf__jerr;
@@ -42,9 +44,11 @@ struct gf__decoder {
      * the reason STRICT would have failed it with. */
     int warned;
     char warn[160];
+    const atomic_int *cancel; /* gf__decoder_set_cancel; may be NULL */
 #if GF_HAVE_TURBO
     struct jpeg_decompress_struct ci;
     gf__jerr err;
+    struct jpeg_progress_mgr progress; /* caps scans, polls cancel */
     JSAMPROW *rows;
     size_t rows_cap; /* in rows */
 #endif

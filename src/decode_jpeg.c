@@ -8,14 +8,21 @@
  * jpeg_skip_scanlines and stops after the last row needed.
  *
  * libjpeg's error_exit longjmps back to gf__decode_jpeg; its messages are
- * captured into the reason, never printed. */
+ * captured into the reason, never printed. Its progress monitor longjmps
+ * the same way to bound the time one file may take: past
+ * GF__JPEG_MAX_SCANS scans (each costs a pass over every coefficient
+ * block, so a repeated scan is a CPU-time bomb), or once the loader
+ * cancels. */
 #include "decode_internal.h"
 
 #include "grow.h"
 
 #include <assert.h>
 #include <jerror.h>
+#include <stddef.h>
 #include <string.h>
+
+enum { J_STOP_SCANS = 1, J_STOP_CANCEL = 2 };
 
 static void j_error_exit(j_common_ptr ci)
 {
@@ -49,11 +56,44 @@ static void j_output_message(j_common_ptr ci)
     (void)ci;
 }
 
+/* Called between input steps (per scan and per iMCU row while a
+ * progressive file is read in, per jpeg_read_scanlines call after). The
+ * scan cap is libjpeg-turbo's own tools' (djpeg -maxscans,
+ * TJPARAM_SCANLIMIT). */
+static void j_progress(j_common_ptr cc)
+{
+    j_decompress_ptr ci = (j_decompress_ptr)cc;
+    gf__decoder *d = (gf__decoder *)((char *)ci - offsetof(gf__decoder, ci));
+    int scans = ci->input_scan_number;
+    if (scans > GF__JPEG_LONG_SCANS && !d->err.long_seen) {
+        d->err.long_seen = 1;
+        atomic_fetch_add_explicit(&gf__jpeg_long_decodes, 1, memory_order_relaxed);
+    }
+    if (scans > GF__JPEG_MAX_SCANS) {
+        d->err.stop = J_STOP_SCANS;
+        longjmp(d->err.jb, 1);
+    }
+    if (d->cancel && atomic_load_explicit(d->cancel, memory_order_relaxed)) {
+        d->err.stop = J_STOP_CANCEL;
+        atomic_fetch_add_explicit(&gf__decode_cancels, 1, memory_order_relaxed);
+        longjmp(d->err.jb, 1);
+    }
+}
+
 /* The reason of a failed decode: a warning's (strict, or the data ran out,
  * which no mode accepts: PIL refuses a truncated file too), else the
  * error's. libjpeg's own text, its first letter lowered to read on. */
 static int j_code(const gf__jerr *e, const char *fallback, char *why, size_t why_len)
 {
+    if (e->stop == J_STOP_SCANS) {
+        gf__why(why, why_len, "JPEG: more than %d scans (a decompression-time bomb?)",
+                GF__JPEG_MAX_SCANS);
+        return GF_ECORRUPT;
+    }
+    if (e->stop == J_STOP_CANCEL) {
+        gf__why(why, why_len, "JPEG: decode cancelled (the loader is stopping)");
+        return GF_EBUSY;
+    }
     if (e->warned) {
         char w[JMSG_LENGTH_MAX];
         snprintf(w, sizeof w, "%s", e->warn);
@@ -68,6 +108,11 @@ static int j_code(const gf__jerr *e, const char *fallback, char *why, size_t why
     }
     int code = GF_ECORRUPT;
     switch (e->pub.msg_code) {
+    case JERR_BAD_PRECISION: /* a 12- or 16-bit file: valid, not ours */
+        gf__why(why, why_len, "JPEG: %d-bit samples are not supported", e->pub.msg_parm.i[0]);
+        return GF_EFORMAT;
+    case JERR_SOF_UNSUPPORTED: /* lossless or hierarchical */
+    case JERR_ARITH_NOTIMPL:
     case JERR_NO_SOI: code = GF_EFORMAT; break;
     case JERR_OUT_OF_MEMORY: code = GF_ENOMEM; break;
     case JERR_IMAGE_TOO_BIG:
@@ -181,7 +226,7 @@ static int turbo_body(gf__decoder *d, const uint8_t *data, size_t len, const gf_
 int gf__decode_jpeg(gf__decoder *d, const uint8_t *data, size_t len, const gf__transform *t,
                     uint64_t key, uint8_t *dst, char *why, size_t why_len)
 {
-    d->err.eof = d->err.warned = d->err.warn_code = 0;
+    d->err.eof = d->err.warned = d->err.warn_code = d->err.stop = d->err.long_seen = 0;
     d->err.strict = t->strictness != GF_LENIENT;
     d->err.msg[0] = d->err.warn[0] = 0;
     d->err.pub.num_warnings = 0;
@@ -209,7 +254,9 @@ int gf__decode_jpeg_init(gf__decoder *d)
         jpeg_destroy_decompress(&d->ci);
         return GF_ENOMEM;
     }
-    jpeg_create_decompress(&d->ci);
+    jpeg_create_decompress(&d->ci); /* zeroes all but ci.err */
+    d->progress.progress_monitor = j_progress;
+    d->ci.progress = &d->progress;
     return 0;
 }
 

@@ -5,7 +5,10 @@
  */
 #include "common.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The table's sample errors run down from GF_ENOENT without a gap, so the
  * documented errors_by_kind[GF_ENOENT - code] is the kind, and fit it. */
@@ -65,4 +68,40 @@ int gf_sample_error_kind(int code)
 void gf_free(void *p)
 {
     free(p);
+}
+
+void gf__fit_path(char *dst, size_t len, const char *path)
+{
+    static const char dots[] = "\xe2\x80\xa6";
+    size_t n = strlen(path), cut = sizeof dots - 1;
+    if (!len)
+        return;
+    if (n < len || len < cut + 3) {
+        snprintf(dst, len, "%s", path);
+        return;
+    }
+    size_t keep = len - 1 - cut, head = keep / 3, tail = keep - head;
+    while (head > 0 && ((unsigned char)path[head] & 0xc0) == 0x80)
+        head--; /* not inside a UTF-8 sequence */
+    while (tail > 0 && ((unsigned char)path[n - tail] & 0xc0) == 0x80)
+        tail--;
+    memcpy(dst, path, head);
+    memcpy(dst + head, dots, cut);
+    memcpy(dst + head + cut, path + n - tail, tail + 1);
+}
+
+GF__COLD void gf__why_path(char *why, size_t len, const char *path, const char *fmt, ...)
+{
+    if (!why || !len)
+        return;
+    char reason[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof reason, fmt, ap);
+    va_end(ap);
+    /* The path keeps 32 bytes at least, so a long reason still says whose. */
+    size_t r = strlen(reason) + 2, room = len > r + 32 ? len - r : len < 32 ? len : 32;
+    gf__fit_path(why, room, path);
+    size_t at = strlen(why);
+    snprintf(why + at, len - at, ": %s", reason);
 }

@@ -25,6 +25,7 @@ static void stop_pipeline(gf_loader *l)
         return;
     pthread_mutex_lock(&l->mu);
     l->stopping = true;
+    atomic_store_explicit(&l->cancel, 1, memory_order_relaxed);
     pthread_cond_broadcast(&l->pool.work);
     pthread_cond_broadcast(&l->ready_cv);
     pthread_mutex_unlock(&l->mu);
@@ -87,6 +88,7 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
     l->head = l->tail = l->fin = l->xfer = 0;
     l->held = 0;
     l->exhausted = l->stopping = l->halted = false;
+    atomic_store_explicit(&l->cancel, 0, memory_order_relaxed);
     l->fail_code = l->halt_code = 0;
     gf__pool_reset(l);
     l->read_q.head = l->read_q.tail = 0;
@@ -227,7 +229,7 @@ int gf_open(gf_loader **out, const gf_settings *s)
 
     if ((rc = gf__resolve_launcher(&l->s, &l->device_id_from_env, l->msg, sizeof l->msg)) < 0)
         return rc;
-    char why[384] = "";
+    char why[sizeof l->msg] = "";
     rc = gf__dataset_open(&l->ds, l->data_path, why, sizeof why);
     if (rc < 0)
         return gf__fail(l, rc, "%s", why);

@@ -102,6 +102,7 @@ struct gf_loader {
     double waiting_since;        /* the consumer is inside gf_next since, or 0 */
     int held;
     bool exhausted, stopping, running;
+    atomic_int cancel;           /* raised with stopping: decodes in progress end */
     int copies_in_flight;        /* CUDA: callbacks still to run (under mu) */
     int fail_code;               /* the consumer's; sticky until gf_seek */
     int halt_code;               /* the controller's own failure */

@@ -130,7 +130,10 @@ static void *worker_main(void *arg)
             w->bytes += w->buf.len;
         else
             l->free_bufs[l->n_free_bufs++] = j.decode.buf;
-        report(l, &d);
+        if (l->stopping) /* cancelled, or too late: stop_pipeline drops it */
+            free(d.decode.why);
+        else
+            report(l, &d);
     }
     pthread_mutex_unlock(&l->mu);
     return NULL;
@@ -168,6 +171,7 @@ int gf__pool_init(gf_loader *l, uint32_t capacity)
         w->id = i;
         if (gf__decoder_create(&w->dec) < 0)
             return gf__fail(l, GF_ENOMEM, "out of memory creating a decoder");
+        gf__decoder_set_cancel(w->dec, &l->cancel);
         l->n_workers++;
     }
     return 0;

@@ -193,4 +193,32 @@ if command -v python3 >/dev/null 2>&1; then
         fail "doctor --json does not parse: $json"
 fi
 "$g" doctor --no-such-option 2>/dev/null && fail "doctor with a bad option must fail"
+# train --resume refuses what it cannot continue (exit 2, saying why): a
+# checkpoint with bytes after its end, one made on another data set, and
+# --epochs at or below the epochs it has done. A good one resumes.
+ck=$tmp/ck
+tr1="train --data $t --batch-size 4 --image-size 16 --model-width 2 --threads 1 --device cpu --loader gpufeed"
+"$g" $tr1 --epochs 1 --checkpoint "$ck" >/dev/null || fail "train --checkpoint"
+"$g" $tr1 --epochs 2 --resume "$ck" >/dev/null || fail "train --resume of a good checkpoint"
+resume_refused() { # $1: what, $2: text the error must hold, then the command's arguments
+    what=$1 text=$2
+    shift 2
+    rc=0
+    err=$("$g" "$@" 2>&1 >/dev/null) || rc=$?
+    [ $rc -eq 2 ] || fail "$what: exit $rc, want 2: $err"
+    case $err in *"$text"*) ;; *) fail "$what: the error must say '$text': $err" ;; esac
+}
+resume_refused "--epochs 1 on a 1-epoch checkpoint" "1 epochs are done already; --epochs 1 trains none" \
+    $tr1 --epochs 1 --resume "$ck"
+cp "$ck" "$ck.long" && printf 'x' >>"$ck.long"
+resume_refused "trailing bytes" "bytes after the checkpoint's end" $tr1 --epochs 2 --resume "$ck.long"
+t2=$tmp/train-data-2
+"$g" make-dataset "$t2/train" --classes 2 --per-class 8 --size 64x48 --seed 5 >/dev/null
+cp -r "$t/val" "$t2/val"
+mv "$t2/train/class_0000" "$t2/train/class_0000x" 2>/dev/null ||
+    mv "$t2/train/$(ls "$t2/train" | head -n 1)" "$t2/train/renamed"
+resume_refused "another data set" "saved on another data set" \
+    train --data "$t2" --batch-size 4 --image-size 16 --model-width 2 --threads 1 --device cpu \
+    --loader gpufeed --epochs 2 --resume "$ck"
+
 echo "cli: ok"

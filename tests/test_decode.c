@@ -1134,6 +1134,197 @@ START_TEST(bad_arguments_are_einval)
 }
 END_TEST
 
+#if GF_HAVE_TURBO
+/* Each scan of a progressive file is a pass over every coefficient block:
+ * past GF__JPEG_MAX_SCANS the file is refused, not decoded for minutes.
+ * Under the cap a repeated scan changes nothing: same pixels. */
+START_TEST(jpeg_scans_over_the_cap_are_a_bomb_and_under_it_decode)
+{
+    const int w = 64, h = 48;
+    uint8_t *px = malloc((size_t)w * h * 3);
+    tu_fill_smooth(px, w, h, 3, 5);
+    gf__transform t = eval_t(w, h, 3, 1.0f);
+    size_t n4, n400, nbomb;
+    uint8_t *plain = tu_jpeg_scans(px, w, h, 4, &n4);
+    uint8_t *under = tu_jpeg_scans(px, w, h, 400, &n400);
+    uint8_t *bomb = tu_jpeg_scans(px, w, h, GF__JPEG_MAX_SCANS + 1, &nbomb);
+    ck_assert_uint_gt(n400, n4 + 396 * 6); /* 396 real copies of a scan */
+    size_t bytes = (size_t)w * h * 3;
+    for (gf_strictness m = GF_STRICT; m <= GF_STRICT_WHOLE; m++) {
+        int used;
+        char why[160];
+        ck_assert_int_eq(dec_mode(under, n400, t, m, &used, why, sizeof why), 0);
+        ck_assert_int_eq(dec_mode(bomb, nbomb, t, m, &used, why, sizeof why), GF_ECORRUPT);
+        ck_assert_str_eq(why, "JPEG: more than 500 scans (a decompression-time bomb?)");
+    }
+    gf__transform ts = t; /* stb_image has no cap of its own: decode.c counts */
+    ts.decoder = GF_DECODER_STB;
+    char why[160];
+    ck_assert_int_eq(dec_rc(under, n400, &ts, why, sizeof why), 0);
+    ck_assert_int_eq(dec_rc(bomb, nbomb, &ts, why, sizeof why), GF_ECORRUPT);
+    ck_assert_str_eq(why, "JPEG: more than 500 scans (a decompression-time bomb?)");
+    uint8_t *a = dec(plain, n4, &t, 1, NULL), *b = dec(under, n400, &t, 1, NULL);
+    ck_assert_mem_eq(a, b, bytes);
+    free(a);
+    free(b);
+    free(plain);
+    free(under);
+    free(bomb);
+    free(px);
+}
+END_TEST
+
+/* The flag the loader raises at close ends a decode in progress. */
+START_TEST(a_raised_cancel_flag_ends_a_progressive_decode)
+{
+    const int w = 64, h = 48;
+    uint8_t *px = malloc((size_t)w * h * 3);
+    tu_fill_smooth(px, w, h, 3, 6);
+    size_t n;
+    uint8_t *jpg = tu_jpeg_scans(px, w, h, 8, &n);
+    gf__transform t = eval_t(w, h, 3, 1.0f);
+    gf__decoder *d;
+    ck_assert_int_eq(gf__decoder_create(&d), 0);
+    atomic_int cancel = 1;
+    gf__decoder_set_cancel(d, &cancel);
+    uint8_t *out = malloc((size_t)w * h * 3);
+    char why[160];
+    int used;
+    unsigned before = atomic_load(&gf__decode_cancels);
+    ck_assert_int_eq(gf__decode(d, jpg, n, &t, 1, out, &used, why, sizeof why), GF_EBUSY);
+    ck_assert_str_eq(why, "JPEG: decode cancelled (the loader is stopping)");
+    ck_assert_uint_eq(atomic_load(&gf__decode_cancels), before + 1);
+    cancel = 0; /* the same decoder decodes again once lowered */
+    ck_assert_int_eq(gf__decode(d, jpg, n, &t, 1, out, &used, why, sizeof why), 0);
+    gf__decoder_destroy(d);
+    free(out);
+    free(jpg);
+    free(px);
+}
+END_TEST
+#endif
+
+/* Offset of the first SOFn marker (FF C0-CF but DHT C4, JPG C8, DAC CC). */
+static size_t sof_at(const uint8_t *p, size_t n)
+{
+    for (size_t i = 2; i + 4 < n; i++)
+        if (p[i] == 0xff && p[i + 1] >= 0xc0 && p[i + 1] <= 0xcf && p[i + 1] != 0xc4 &&
+            p[i + 1] != 0xc8 && p[i + 1] != 0xcc)
+            return i;
+    ck_abort_msg("no SOF");
+    return 0;
+}
+
+#if GF_HAVE_TURBO && LIBJPEG_TURBO_VERSION_NUMBER < 3000000
+#define TURBO_LACKS_LOSSLESS 1 /* libjpeg-turbo 3 decodes SOF3 */
+#else
+#define TURBO_LACKS_LOSSLESS 0
+#endif
+
+/* Valid JPEG processes a decoder lacks are GF_EFORMAT ("unsupported"),
+ * not corrupt data: another frame type (SOF marker) or precision written
+ * into a baseline file. stb_image reads only 8-bit Huffman frames; libjpeg
+ * (this 8-bit build) reads no 12-bit and no hierarchical frame. */
+START_TEST(unsupported_jpeg_processes_are_eformat_naming_what)
+{
+    const int w = 32, h = 24;
+    uint8_t px[32 * 24 * 3];
+    tu_fill_smooth(px, w, h, 3, 9);
+    size_t n;
+    uint8_t *jpg = tu_jpg_mem(px, w, h, 3, 90, &n);
+    size_t sof = sof_at(jpg, n);
+    static const struct {
+        uint8_t marker, precision;
+        const char *stb;
+        int turbo; /* GF_EFORMAT on libjpeg-turbo too (its text: "SOF type") */
+    } cases[] = {
+        {0xc0, 12, "JPEG: 12-bit samples are not supported", 1},
+        {0xc1, 12, "JPEG: 12-bit samples are not supported", 1},
+        {0xc3, 8, "JPEG: lossless coding is not supported by stb_image",
+         TURBO_LACKS_LOSSLESS},
+        {0xc5, 8, "JPEG: hierarchical coding is not supported by stb_image", 1},
+        {0xc6, 8, "JPEG: hierarchical coding is not supported by stb_image", 1},
+        {0xc7, 8, "JPEG: hierarchical coding is not supported by stb_image", 1},
+        {0xc9, 8, "JPEG: arithmetic coding is not supported by stb_image", 0},
+        {0xca, 8, "JPEG: arithmetic coding is not supported by stb_image", 0},
+        {0xcb, 8, "JPEG: arithmetic coding is not supported by stb_image", 1},
+        {0xcd, 8, "JPEG: arithmetic coding is not supported by stb_image", 1},
+        {0xce, 8, "JPEG: arithmetic coding is not supported by stb_image", 1},
+        {0xcf, 8, "JPEG: arithmetic coding is not supported by stb_image", 1},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        uint8_t *b = malloc(n);
+        memcpy(b, jpg, n);
+        b[sof + 1] = cases[k].marker;
+        b[sof + 4] = cases[k].precision;
+        gf__transform t = eval_t(16, 16, 3, 1.0f);
+        t.decoder = GF_DECODER_STB;
+        char why[160];
+        ck_assert_int_eq(dec_rc(b, n, &t, why, sizeof why), GF_EFORMAT);
+        ck_assert_str_eq(why, cases[k].stb);
+#if GF_HAVE_TURBO
+        t.decoder = GF_DECODER_TURBO;
+        int rc = dec_rc(b, n, &t, why, sizeof why);
+        if (cases[k].precision != 8) {
+            ck_assert_msg(rc == GF_EFORMAT, "0x%02x: %d %s", cases[k].marker, rc, why);
+            ck_assert_str_eq(why, cases[k].stb);
+        } else if (cases[k].turbo) {
+            ck_assert_msg(rc == GF_EFORMAT && strstr(why, "SOF type"), "0x%02x: %d %s",
+                          cases[k].marker, rc, why);
+        }
+#endif
+        free(b);
+    }
+    free(jpg);
+}
+END_TEST
+
+#if GF_HAVE_TURBO
+/* A real arithmetic-coded file: libjpeg-turbo decodes it, stb_image says
+ * it cannot. */
+START_TEST(arithmetic_coded_jpeg_decodes_on_turbo_and_is_eformat_on_stb)
+{
+    const int w = 48, h = 32;
+    uint8_t *px = malloc((size_t)w * h * 3);
+    tu_fill_smooth(px, w, h, 3, 10);
+    struct jpeg_compress_struct ci;
+    struct jpeg_error_mgr je;
+    ci.err = jpeg_std_error(&je);
+    jpeg_create_compress(&ci);
+    unsigned char *jpg = NULL;
+    unsigned long n = 0;
+    jpeg_mem_dest(&ci, &jpg, &n);
+    ci.image_width = (JDIMENSION)w;
+    ci.image_height = (JDIMENSION)h;
+    ci.input_components = 3;
+    ci.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&ci);
+    jpeg_set_quality(&ci, 95, TRUE);
+    ci.arith_code = TRUE;
+    jpeg_start_compress(&ci, TRUE);
+    while (ci.next_scanline < ci.image_height) {
+        JSAMPROW row = (JSAMPROW)(px + (size_t)ci.next_scanline * w * 3);
+        jpeg_write_scanlines(&ci, &row, 1);
+    }
+    jpeg_finish_compress(&ci);
+    jpeg_destroy_compress(&ci);
+    ck_assert_uint_eq(jpg[sof_at(jpg, n) + 1], 0xc9);
+
+    gf__transform t = eval_t(w, h, 3, 1.0f);
+    t.decoder = GF_DECODER_TURBO;
+    uint8_t *out = dec(jpg, n, &t, 1, NULL);
+    ck_assert_double_lt(mean_abs_diff(out, px, (size_t)w * h * 3, NULL), 4.0);
+    t.decoder = GF_DECODER_STB;
+    char why[160];
+    ck_assert_int_eq(dec_rc(jpg, n, &t, why, sizeof why), GF_EFORMAT);
+    ck_assert_str_eq(why, "JPEG: arithmetic coding is not supported by stb_image");
+    free(out);
+    free(jpg);
+    free(px);
+}
+END_TEST
+#endif
+
 static Suite *decode_suite(void)
 {
     Suite *s = suite_create("decode");
@@ -1182,6 +1373,12 @@ static Suite *decode_suite(void)
     tcase_add_test(bad, huge_png_header_is_etoobig_before_allocating);
     tcase_add_test(bad, huge_jpeg_header_is_etoobig_for_both_decoders);
     tcase_add_test(bad, bad_arguments_are_einval);
+#if GF_HAVE_TURBO
+    tcase_add_test(bad, jpeg_scans_over_the_cap_are_a_bomb_and_under_it_decode);
+    tcase_add_test(bad, a_raised_cancel_flag_ends_a_progressive_decode);
+    tcase_add_test(bad, arithmetic_coded_jpeg_decodes_on_turbo_and_is_eformat_on_stb);
+#endif
+    tcase_add_test(bad, unsupported_jpeg_processes_are_eformat_naming_what);
     suite_add_tcase(s, bad);
     return s;
 }

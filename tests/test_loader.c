@@ -1,6 +1,7 @@
 /* The loader end to end: order, pixels, labels, determinism, back-pressure,
  * bad samples, resume, close mid-epoch, both readers. */
 #include "config.h"
+#include "decode.h"
 #include "mix.h"
 #include "gpufeed.h"
 #include "convert.h"
@@ -1538,6 +1539,123 @@ START_TEST(read_sample_on_shards_gives_each_members_bytes_and_stats_count_what_w
 }
 END_TEST
 
+#if GF_HAVE_TURBO
+/* Waits (polling) until some decode has run past GF__JPEG_LONG_SCANS
+ * scans since `before`. */
+static void wait_for_a_long_decode(unsigned before)
+{
+    for (int i = 0; i < 60000 && atomic_load(&gf__jpeg_long_decodes) == before; i++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    ck_assert_uint_gt(atomic_load(&gf__jpeg_long_decodes), before);
+}
+
+/* gf_close and gf_seek do not wait out a long decode: the flag they
+ * raise ends the one in progress (counted), its result is dropped (no
+ * error counted), and after a seek the same files decode in full. One
+ * thread and a queue of 499-scan files (under the cap): a decode is in
+ * progress at almost any instant, so the cancel is seen. */
+START_TEST(close_and_seek_cancel_a_decode_in_progress)
+{
+    enum { FILES = 24, SIDE = 1024 };
+    uint8_t *px = malloc((size_t)SIDE * SIDE * 3);
+    for (size_t i = 0; i < (size_t)SIDE * SIDE * 3; i++)
+        px[i] = (uint8_t)(90 + 30 * (i % 3)); /* flat: small scans, each a pass */
+    size_t n;
+    uint8_t *jpg = tu_jpeg_scans(px, SIDE, SIDE, GF__JPEG_MAX_SCANS - 1, &n);
+    char *dir = tu_mkdtemp(), path[4096];
+    for (int i = 0; i < FILES; i++) {
+        snprintf(path, sizeof path, "%s/c/%02d.jpg", dir, i);
+        tu_write_file(path, jpg, n);
+    }
+    gf_settings s;
+    tu_cpu_settings(&s);
+    s.data = dir;
+    s.width = s.height = 8;
+    s.threads = 1;
+    s.autotune = 0;
+    s.batch_size = 2;
+    s.prefetch_depth = 4;
+    s.epochs = 1;
+    gf_loader *l = open_ok(&s);
+
+    unsigned cancels = atomic_load(&gf__decode_cancels);
+    wait_for_a_long_decode(atomic_load(&gf__jpeg_long_decodes));
+    ck_assert_int_eq(gf_seek(l, 0, 0), 0);
+    ck_assert_uint_eq(atomic_load(&gf__decode_cancels), cancels + 1);
+    gf_batch *b;
+    ck_assert_int_eq(gf_next(l, &b), 0); /* decodes in full again */
+    ck_assert_int_eq(b->count, 2);
+    ck_assert_int_eq(gf_release(l, b), 0);
+    gf_stats st;
+    gf_get_stats(l, &st);
+    ck_assert_uint_eq(st.errors, 0);
+
+    wait_for_a_long_decode(atomic_load(&gf__jpeg_long_decodes));
+    gf_close(&l);
+    ck_assert_uint_eq(atomic_load(&gf__decode_cancels), cancels + 2);
+    tu_rmrf(dir);
+    free(dir);
+    free(jpg);
+    free(px);
+}
+END_TEST
+#endif
+
+static int ends_with(const char *s, const char *end)
+{
+    size_t n = strlen(s), k = strlen(end);
+    return n >= k && strcmp(s + n - k, end) == 0;
+}
+
+/* dir, then 200-byte directory names up to about `len` bytes, then name. */
+static void long_path(char *out, size_t cap, const char *dir, size_t len, const char *name)
+{
+    size_t at = (size_t)snprintf(out, cap, "%s", dir);
+    while (at < len)
+        at += (size_t)snprintf(out + at, cap - at, "/%0199d", 7);
+    snprintf(out + at, cap - at, "/%s", name);
+}
+
+/* A 4000-byte path gives way in its middle, never the reason: the
+ * message ends with it and still names the file and where the path
+ * starts. So do a bad sample's path (256 bytes) and the message that
+ * ends an epoch of bad samples. */
+START_TEST(a_long_path_keeps_the_reason_and_the_files_name)
+{
+    char *dir = tu_mkdtemp(), path[4300], rel[4300], list[4400];
+    long_path(path, sizeof path, dir, 4000, "missing-list.txt");
+    gf_settings s;
+    exact_settings(&s, path);
+    gf_loader *l = NULL;
+    ck_assert_int_lt(gf_open(&l, &s), 0);
+    const char *m = gf_last_error(l);
+    ck_assert_msg(ends_with(m, ": No such file or directory"), "%s", m);
+    ck_assert_msg(strstr(m, "missing-list.txt") && strncmp(m, dir, strlen(dir)) == 0, "%s", m);
+    gf_close(&l);
+
+    long_path(rel, sizeof rel, "a", 4000, "gone.png");
+    snprintf(list, sizeof list, "%s 0\n", rel);
+    snprintf(path, sizeof path, "%s/list.txt", dir);
+    tu_write_text(path, list);
+    exact_settings(&s, path);
+    l = open_ok(&s);
+    gf_batch *b;
+    ck_assert_int_eq(gf_next(l, &b), GF_EDATASET); /* its one sample is bad */
+    m = gf_last_error(l);
+    ck_assert_msg(ends_with(m, "/gone.png: no such file)"), "%s", m);
+    gf_stats st;
+    gf_get_stats(l, &st);
+    ck_assert_int_eq(st.n_recent, 1);
+    ck_assert_msg(ends_with(st.recent[0].path, "/gone.png") && st.recent[0].path[0] == 'a' &&
+                      strstr(st.recent[0].path, "\xe2\x80\xa6"),
+                  "%s", st.recent[0].path);
+    ck_assert_str_eq(st.recent[0].reason, "no such file");
+    gf_close(&l);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
 static Suite *loader_suite(void)
 {
     Suite *s = suite_create("loader");
@@ -1565,6 +1683,9 @@ static Suite *loader_suite(void)
     tcase_add_test(t, a_saved_state_resumes_exactly_and_refuses_another_run);
     tcase_add_test(t, each_launchers_environment_picks_the_share);
     tcase_add_test(t, autotune_adds_threads_when_the_consumer_stalls_and_keeps_the_bytes);
+#if GF_HAVE_TURBO
+    tcase_add_test(t, close_and_seek_cancel_a_decode_in_progress);
+#endif
     suite_add_tcase(s, t);
 
     t = tcase_create("errors");
@@ -1581,6 +1702,7 @@ static Suite *loader_suite(void)
     tcase_add_test(t, last_error_may_be_read_from_any_thread_while_the_loader_halts);
     tcase_add_test(t, an_all_bad_data_set_is_an_error_not_an_endless_loop);
     tcase_add_test(t, drop_last_with_a_share_under_a_batch_is_refused);
+    tcase_add_test(t, a_long_path_keeps_the_reason_and_the_files_name);
     suite_add_tcase(s, t);
 
     t = tcase_create("device");

@@ -319,3 +319,75 @@ void tu_tar_end(tu_tar *w)
 {
     tu_tar_raw(w, NULL, 1024);
 }
+
+#include "config.h"
+#if GF_HAVE_TURBO
+#include <jpeglib.h>
+
+/* Offset of the marker after the scan whose SOS is at p[sos]: entropy
+ * data holds FF only as FF 00 (stuffed) or FF D0-D7 (restarts). */
+static size_t scan_end(const uint8_t *p, size_t n, size_t sos)
+{
+    size_t i = sos + 2 + ((size_t)p[sos + 2] << 8 | p[sos + 3]);
+    for (; i + 1 < n; i++)
+        if (p[i] == 0xff && p[i + 1] != 0 && (p[i + 1] < 0xd0 || p[i + 1] > 0xd7))
+            return i;
+    return n;
+}
+
+uint8_t *tu_jpeg_scans(const uint8_t *px, int w, int h, int scans, size_t *len)
+{
+    /* Every scan a first pass at full precision (Ah = Al = 0), so a
+     * repeat is no bogus progression for libjpeg to warn about. */
+    static const jpeg_scan_info script[] = {
+        {3, {0, 1, 2}, 0, 0, 0, 0},
+        {1, {0}, 1, 63, 0, 0},
+        {1, {1}, 1, 63, 0, 0},
+        {1, {2}, 1, 63, 0, 0},
+    };
+    const int base = (int)(sizeof script / sizeof *script);
+    if (scans < base)
+        abort();
+    struct jpeg_compress_struct ci;
+    struct jpeg_error_mgr je;
+    ci.err = jpeg_std_error(&je);
+    jpeg_create_compress(&ci);
+    unsigned char *mem = NULL;
+    unsigned long n = 0;
+    jpeg_mem_dest(&ci, &mem, &n);
+    ci.image_width = (JDIMENSION)w;
+    ci.image_height = (JDIMENSION)h;
+    ci.input_components = 3;
+    ci.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&ci);
+    jpeg_set_quality(&ci, 90, TRUE);
+    ci.scan_info = script;
+    ci.num_scans = base;
+    jpeg_start_compress(&ci, TRUE);
+    while (ci.next_scanline < ci.image_height) {
+        JSAMPROW row = (JSAMPROW)(px + (size_t)ci.next_scanline * w * 3);
+        jpeg_write_scanlines(&ci, &row, 1);
+    }
+    jpeg_finish_compress(&ci);
+    jpeg_destroy_compress(&ci);
+
+    size_t sos = 2; /* the second SOS: Y's AC scan */
+    for (int seen = 0; sos + 3 < n; sos++)
+        if (mem[sos] == 0xff && mem[sos + 1] == 0xda && ++seen == 2)
+            break;
+    if (sos + 3 >= n)
+        abort();
+    size_t end = scan_end(mem, n, sos), seg = end - sos, extra = (size_t)(scans - base);
+    uint8_t *out = malloc(n + seg * extra);
+    if (!out)
+        abort();
+    /* The copies right after the scan: the Huffman tables before it hold */
+    memcpy(out, mem, end);
+    for (size_t k = 0; k < extra; k++)
+        memcpy(out + end + seg * k, mem + sos, seg);
+    memcpy(out + end + seg * extra, mem + end, n - end);
+    *len = n + seg * extra;
+    free(mem);
+    return out;
+}
+#endif

@@ -60,5 +60,9 @@ uint8_t *tu_png_raw(int w, int h, int depth, int color_type, const uint8_t *raw,
                     const uint8_t *trns, int trns_len, size_t *len);
 /* Smooth, photo-like pixels (JPEG-friendly), deterministic in seed. */
 void tu_fill_smooth(uint8_t *px, int w, int h, int c, uint32_t seed);
+/* libjpeg-turbo builds: a w x h RGB progressive JPEG of `scans` scans
+ * (>= 4): DC, each component's AC, then Y's AC scan repeated (a
+ * decompression-time bomb when scans is large). Caller frees. */
+uint8_t *tu_jpeg_scans(const uint8_t *px, int w, int h, int scans, size_t *len);
 
 #endif

@@ -20,10 +20,12 @@
  *   "GFTRAIN\0", then u32 version, world, width, image size, classes,
  *   batch size, 0 (pad); u64 seed, epochs done, parameter count; the
  *   loader's gf_state as u32 version, rank, world, 0, u64 seed, epoch,
- *   position; float parameters[count], momentum[count] (the gfm_checksum
- *   layout); u64 FNV-1a of all the bytes before it. */
+ *   position; the training set's identity as u64 samples, FNV-1a of
+ *   every sample's path (with its NUL) and label; float
+ *   parameters[count], momentum[count] (the gfm_checksum layout); u64
+ *   FNV-1a of all the bytes before it, and nothing after. */
 #define CKPT_MAGIC "GFTRAIN"
-#define CKPT_VERSION 1u
+#define CKPT_VERSION 2u
 
 typedef struct ckpt_head {
     char magic[8];
@@ -31,7 +33,37 @@ typedef struct ckpt_head {
     uint64_t seed, epochs_done, n_params;
     uint32_t st_version, st_rank, st_world, st_pad;
     uint64_t st_seed, st_epoch, st_position;
+    uint64_t data_n, data_hash;
 } ckpt_head;
+
+/* The training set's identity (t->data_*), from its index: a checkpoint
+ * resumed on other files would go on silently with their labels. */
+static int data_identity(trainer *t)
+{
+    if (t->data_known)
+        return CLI_OK;
+    gf_settings s;
+    gf_default_settings(&s);
+    s.data = t->train_dir;
+    gf_index *ix = NULL;
+    if (gf_index_open(&ix, &s) < 0) {
+        cli_error(CMD, "%s: %s", t->train_dir, gf_index_last_error(ix));
+        gf_index_close(&ix);
+        return CLI_FAIL;
+    }
+    uint64_t n = gf_index_count(ix), hash = GF__FNV1A64_BASIS;
+    for (uint64_t i = 0; i < n; i++) {
+        const char *p = gf_index_path(ix, i);
+        int32_t label = gf_index_label(ix, i);
+        hash = gf__fnv1a64(hash, p, strlen(p) + 1);
+        hash = gf__fnv1a64(hash, &label, sizeof label);
+    }
+    gf_index_close(&ix);
+    t->data_n = n;
+    t->data_hash = hash;
+    t->data_known = 1;
+    return CLI_OK;
+}
 
 /* Written to FILE.tmp, then renamed over FILE: a crash never leaves a
  * torn checkpoint. */
@@ -52,6 +84,8 @@ int checkpoint_save(trainer *t, gfm_model *m, int epochs_done)
         cli_error(CMD, "model: %s", gfm_error(m));
         goto out;
     }
+    if (data_identity(t) != CLI_OK)
+        goto out;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, CKPT_MAGIC, sizeof CKPT_MAGIC);
     h.version = CKPT_VERSION;
@@ -69,6 +103,8 @@ int checkpoint_save(trainer *t, gfm_model *m, int epochs_done)
     h.st_seed = t->lstate.seed;
     h.st_epoch = t->lstate.epoch;
     h.st_position = t->lstate.position;
+    h.data_n = t->data_n;
+    h.data_hash = t->data_hash;
     uint64_t sum = gf__fnv1a64(GF__FNV1A64_BASIS, &h, sizeof h);
     sum = gf__fnv1a64(sum, params, bytes);
     sum = gf__fnv1a64(sum, vel, bytes);
@@ -149,6 +185,11 @@ int checkpoint_load(trainer *t)
         cli_error(CMD, "--resume %s: truncated", path);
         goto out;
     }
+    if (fgetc(f) != EOF) {
+        cli_error(CMD, "--resume %s: bytes after the checkpoint's end (not a file gpufeed "
+                       "train wrote)", path);
+        goto out;
+    }
     want = gf__fnv1a64(GF__FNV1A64_BASIS, &h, sizeof h);
     want = gf__fnv1a64(want, t->rparams, bytes);
     want = gf__fnv1a64(want, t->rvel, bytes);
@@ -158,6 +199,22 @@ int checkpoint_load(trainer *t)
     }
     if (h.epochs_done > 100000) {
         cli_error(CMD, "--resume %s: %" PRIu64 " epochs done?", path, h.epochs_done);
+        goto out;
+    }
+    if (h.epochs_done >= (uint64_t)t->o->epochs) {
+        cli_error(CMD, "--resume %s: %" PRIu64 " epochs are done already; --epochs %d trains "
+                       "none (ask for more than %" PRIu64 ")", path, h.epochs_done,
+                  t->o->epochs, h.epochs_done);
+        goto out;
+    }
+    if ((status = data_identity(t)) != CLI_OK)
+        goto out;
+    status = CLI_USAGE;
+    if (h.data_n != t->data_n || h.data_hash != t->data_hash) {
+        cli_error(CMD, "--resume %s: saved on another data set (%" PRIu64 " samples, index "
+                       "hash %016" PRIx64 "); %s has %" PRIu64 " samples, index hash %016"
+                       PRIx64, path, h.data_n, h.data_hash, t->train_dir, t->data_n,
+                  t->data_hash);
         goto out;
     }
     if (h.batch != (uint32_t)t->o->batch && !t->o->json)

@@ -161,6 +161,10 @@ typedef struct trainer {
     int have_resume;
     gf_state rstate;
     float *rparams, *rvel;
+    /* the training set's identity, checkpointed: samples and a hash of
+     * the index (each path and label); computed once */
+    uint64_t data_n, data_hash;
+    int data_known;
 } trainer;
 
 /* setup.c */
