@@ -193,4 +193,36 @@ if command -v python3 >/dev/null 2>&1; then
         fail "doctor --json does not parse: $json"
 fi
 "$g" doctor --no-such-option 2>/dev/null && fail "doctor with a bad option must fail"
+
+# verify when every sample is bad (no batch at all): each file is listed
+# once and the exit is 1, as when one good file is present; --json too.
+ab=$tmp/all-bad
+"$g" make-dataset "$ab" --classes 2 --per-class 40 --size 32x32 --seed 3 >/dev/null
+for f in "$ab"/class_0*/img_000*.jpg; do printf 'not a jpeg' >"$f"; done
+: >"$ab/class_00/img_00001.jpg"
+head -c 100 "$d/class_00/img_00000.jpg" >"$ab/class_01/img_00002.jpg"
+set +e
+out=$("$g" verify --data "$ab" 2>&1)
+rc=$?
+json=$("$g" verify --data "$ab" --json)
+jrc=$?
+set -e
+[ $rc -eq 1 ] || fail "verify with every sample bad must exit 1, got $rc: $out"
+[ $jrc -eq 1 ] || fail "verify --json with every sample bad must exit 1, got $jrc: $json"
+echo "$out" | grep -q '^80 samples, 80 bad$' || fail "verify summary, every sample bad: $out"
+[ "$(echo "$out" | grep -c '^BAD ')" -eq 80 ] || fail "verify lists every bad file: $out"
+[ "$(echo "$out" | grep '^BAD ' | sed 's/: .*//' | sort -u | wc -l)" -eq 80 ] ||
+    fail "verify lists each bad file once: $out"
+echo "$out" | grep -q "^BAD $ab/class_00/img_00001.jpg: .*empty" || fail "verify names the empty file: $out"
+echo "$out" | grep -q "^BAD $ab/class_01/img_00002.jpg: .*truncated" || fail "verify names the cut file: $out"
+if command -v python3 >/dev/null 2>&1; then
+    echo "$json" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+paths = [b["path"] for b in d["bad_samples"]]
+assert d["samples"] == 80 and d["bad"] == d["samples"], d
+assert len(paths) == 80 and len(set(paths)) == 80, paths
+' || fail "verify --json, every sample bad: $json"
+fi
+
 echo "cli: ok"

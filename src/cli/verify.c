@@ -18,7 +18,9 @@
  * despite a warning is not bad but is listed (settings.on_sample_warning)
  * as "WARN path: reason".
  *
- * Exit: 0 every sample decoded, 1 some were bad, 2 usage or open error.
+ * Exit: 0 every sample decoded, 1 some were bad (also all of them: the
+ * loader's "epoch delivered no batch" is then the end of the list, not an
+ * error), 2 usage or open error.
  */
 #include <getopt.h>
 #include <pthread.h>
@@ -90,6 +92,16 @@ static void on_bad(void *user, int64_t sample, const char *path, int code,
     }
 out:
     pthread_mutex_unlock(&bl->mu);
+}
+
+/* gf_next's GF_EDATASET for an epoch that delivered no batch because
+ * every sample failed: for verify that is the answer, not an error. Each
+ * failure was reported (in sampler order) before gf_next saw the epoch end. */
+static int every_sample_bad(gf_loader *l)
+{
+    gf_stats st;
+    return gf_get_stats(l, &st) == 0 && st.samples == 0 && st.epoch_samples > 0 &&
+           st.errors == st.epoch_samples;
 }
 
 static void usage(FILE *f)
@@ -247,11 +259,13 @@ int cmd_verify(int argc, char **argv)
         rc = gf_next(l, &b);
         if (rc == GF_EOF)
             break;
-        if (rc < 0) {
+        if (rc < 0 && !(rc == GF_EDATASET && every_sample_bad(l))) {
             cli_error_msg(CMD, gf_last_error(l), rc);
             status = CLI_USAGE;
             goto out;
         }
+        if (rc < 0)
+            break; /* the epoch is over: each of its samples was reported */
         gf_release(l, b);
     }
     if (gf_get_stats(l, &st) < 0) {
