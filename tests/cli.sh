@@ -225,4 +225,27 @@ assert len(paths) == 80 and len(set(paths)) == 80, paths
 ' || fail "verify --json, every sample bad: $json"
 fi
 
+# verify under a launcher (SLURM_PROCID/NTASKS are set in every sbatch
+# step, OMPI_COMM_WORLD_* under mpirun) still checks the whole data set;
+# --rank/--world check one share, and the summary says so.
+for env in "SLURM_PROCID=1 SLURM_NTASKS=4" "OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=4"; do
+    set +e
+    out=$(env $env "$g" verify --data "$ab" 2>&1)
+    rc=$?
+    set -e
+    [ $rc -eq 1 ] || fail "verify under $env must exit 1, got $rc: $out"
+    echo "$out" | grep -q '^80 samples, 80 bad$' || fail "verify under $env checks everything: $out"
+    [ "$(echo "$out" | grep -c '^BAD ')" -eq 80 ] || fail "verify under $env lists every file: $out"
+done
+set +e
+out=$(SLURM_PROCID=1 SLURM_NTASKS=4 "$g" verify --data "$ab" --rank 1 --world 4 2>&1)
+json=$(SLURM_PROCID=0 SLURM_NTASKS=2 "$g" verify --data "$ab" --rank 1 --world 4 --json)
+set -e
+echo "$out" | grep -q '^20 samples, 20 bad (rank 1 of 4: its share only)$' ||
+    fail "verify --rank 1 --world 4 names the share: $out"
+[ "$(echo "$out" | grep -c '^BAD ')" -eq 20 ] || fail "verify --rank 1 --world 4 lists its share: $out"
+echo "$json" | grep -q '"bad": *20, *"rank": *1, *"world": *4' || fail "verify --json names the share: $json"
+"$g" verify --data "$ab" --rank 1 2>/dev/null && fail "verify --rank without --world must fail"
+"$g" verify --data "$ab" --rank 4 --world 4 2>/dev/null && fail "verify --rank 4 --world 4 must fail"
+
 echo "cli: ok"

@@ -54,6 +54,8 @@ static const lopt_def table[CLI_LOPT_COUNT] = {
     [CLI_LOPT_SEED] = {"seed", "S", NULL, "seed (default 0)", set_u64, 0, 0, NULL},
     [CLI_LOPT_AUTOTUNE] = {"autotune", NULL, NULL, "let the loader add threads and depth while it runs\n(from --threads, up to cores - 1; depth up to\n--prefetch-depth) and report what it chose", set_flag, 0, 0, NULL},
     [CLI_LOPT_STRICTNESS] = {"strictness", "M", NULL, "strict|lenient|whole: a decoder warning (a damaged\nJPEG scan) fails the sample, or is counted and the\nsample used (lenient); whole: strict, and every\nJPEG read to its end (default strict)", set_choice, 0, 0, cli_strictness_names},
+    [CLI_LOPT_RANK] = {"rank", "R", NULL, "read share R of --world (default: the launcher's\nRANK, OMPI_COMM_WORLD_RANK or SLURM_PROCID, else 0)", set_int, 0, (1L << 30) - 1, NULL},
+    [CLI_LOPT_WORLD] = {"world", "W", NULL, "shares the data set is split into (default: the\nlauncher's WORLD_SIZE, OMPI_COMM_WORLD_SIZE or\nSLURM_NTASKS, else 1)", set_int, 1, 1L << 30, NULL},
 };
 
 static int index_of(const lopt_def *d)
@@ -72,12 +74,13 @@ static int set_int(const char *cmd, const lopt_def *d, const char *arg, cli_load
     } else if (cli_parse_int(cmd, d->name, arg, d->min, d->max, &v)) {
         return -1;
     }
-    if (k == CLI_LOPT_THREADS)
-        a->s->threads = v;
-    else if (k == CLI_LOPT_PREFETCH_DEPTH)
-        a->s->prefetch_depth = v;
-    else
-        a->s->batch_size = v;
+    switch (k) {
+    case CLI_LOPT_THREADS: a->s->threads = v; break;
+    case CLI_LOPT_PREFETCH_DEPTH: a->s->prefetch_depth = v; break;
+    case CLI_LOPT_RANK: a->s->rank = v; break;
+    case CLI_LOPT_WORLD: a->s->world = v; break;
+    default: a->s->batch_size = v; break;
+    }
     return 0;
 }
 

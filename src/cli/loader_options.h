@@ -35,6 +35,8 @@ typedef enum cli_lopt {
     CLI_LOPT_SEED,
     CLI_LOPT_AUTOTUNE,
     CLI_LOPT_STRICTNESS,
+    CLI_LOPT_RANK,           /* the share read: settings.rank, world */
+    CLI_LOPT_WORLD,
     CLI_LOPT_COUNT
 } cli_lopt;
 #define CLI_LOPT(name) (1u << CLI_LOPT_##name)

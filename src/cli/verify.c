@@ -18,6 +18,11 @@
  * despite a warning is not bad but is listed (settings.on_sample_warning)
  * as "WARN path: reason".
  *
+ * Share: the whole data set, rank 0 of 1, unless --rank/--world say
+ * otherwise: the loader's own default (the launcher's environment) would
+ * check one share inside every sbatch or mpirun job and call the data set
+ * clean. The summary names a share when one was checked.
+ *
  * Exit: 0 every sample decoded, 1 some were bad (also all of them: the
  * loader's "epoch delivered no batch" is then the end of the list, not an
  * error), 2 usage or open error.
@@ -36,13 +41,17 @@
 
 #define CMD "verify"
 /* The shared loader options verify takes (loader_options.h). */
-#define VERIFY_LOPTS (CLI_LOPT(THREADS) | CLI_LOPT(STRICTNESS))
+#define VERIFY_LOPTS (CLI_LOPT(THREADS) | CLI_LOPT(STRICTNESS) | CLI_LOPT(RANK) | CLI_LOPT(WORLD))
 /* Where verify's default is not the table's. */
 static const char *const lopt_help[CLI_LOPT_COUNT] = {
     [CLI_LOPT_STRICTNESS] = "whole|strict|lenient (default whole: a decoder\n"
                             "warning anywhere in a file is a bad sample;\n"
                             "strict: only where the loader's crop reads;\n"
                             "lenient: a warning is counted, not bad)",
+    [CLI_LOPT_RANK] = "check only share R of --world (default: the whole\n"
+                      "data set, whatever a launcher's RANK, SLURM_PROCID\n"
+                      "or OMPI_COMM_WORLD_RANK say)",
+    [CLI_LOPT_WORLD] = "shares for --rank (default 1: everything)",
 };
 
 typedef struct bad_sample {
@@ -113,9 +122,11 @@ static void usage(FILE *f)
             "shards such as 'DIR/train-{000000..000127}.tar' or 'a.tar,b.tar') and\n"
             "prints 'BAD path: reason' for each one that cannot be used (for shards\n"
             "the path is 'shard.tar:member'; under --strictness lenient 'WARN path:\n"
-            "reason' for each decoded despite a warning), then 'N samples, K bad'. Members and\n"
-            "keys of shards that indexing skipped (links, a key without .cls, ...)\n"
-            "are reported on a 'skipped while indexing' line but are not samples.\n"
+            "reason' for each decoded despite a warning), then 'N samples, K bad'.\n"
+            "The whole data set unless --rank and --world pick a share (a launcher's\n"
+            "environment does not). Members and keys of shards that indexing skipped\n"
+            "(links, a key without .cls, ...) are reported on a 'skipped while\n"
+            "indexing' line but are not samples.\n"
             "Exit status: 0 none bad, 1 some bad, 2 usage or open error.\n"
             "\n"
             "options:\n"
@@ -126,7 +137,7 @@ static void usage(FILE *f)
             "                        {\"samples\": N, \"bad\": K, \"bad_samples\": [{\"path\",\n"
             "                         \"reason\"}], \"skipped_members\", \"skipped_keys\",\n"
             "                         \"dataset_warnings\", \"dataset_warning\",\n"
-            "                         \"strictness\", \"decode_warnings\",\n"
+            "                         \"strictness\", \"decode_warnings\", \"rank\", \"world\",\n"
             "                         \"warned_samples\": [{\"path\", \"reason\"}]}\n"
             "  -h, --help            this text\n");
 }
@@ -229,6 +240,17 @@ int cmd_verify(int argc, char **argv)
         cli_error(CMD, "--data DIR is required (try --help)");
         return CLI_USAGE;
     }
+    if (!(la.given & CLI_LOPT(WORLD))) {
+        if (la.given & CLI_LOPT(RANK)) {
+            cli_error(CMD, "--rank needs --world");
+            return CLI_USAGE;
+        }
+        s.world = 1; /* not the launcher's: verify checks everything */
+    }
+    if (s.rank >= s.world) {
+        cli_error(CMD, "--rank %d must be below --world %d", s.rank, s.world);
+        return CLI_USAGE;
+    }
 
     s.data = data;
     s.transform = GF_TRANSFORM_EVAL;
@@ -306,6 +328,8 @@ int cmd_verify(int argc, char **argv)
         cli_json_object(&j);
         cli_json_kuint(&j, "samples", n_samples);
         cli_json_kuint(&j, "bad", n_bad);
+        cli_json_kint(&j, "rank", st.rank);
+        cli_json_kint(&j, "world", st.world);
         json_list(&j, "bad_samples", &bl, root ? root : "");
         cli_json_kuint(&j, "skipped_members", st.shard_members_skipped);
         cli_json_kuint(&j, "skipped_keys", st.shard_keys_skipped);
@@ -327,8 +351,11 @@ int cmd_verify(int argc, char **argv)
         if (st.decode_warnings)
             printf("%llu decoded with warnings (strictness %s: not bad)\n",
                    (unsigned long long)st.decode_warnings, cli_strictness_names[s.strictness]);
-        printf("%llu samples, %llu bad\n", (unsigned long long)n_samples,
+        printf("%llu samples, %llu bad", (unsigned long long)n_samples,
                (unsigned long long)n_bad);
+        if (st.world > 1)
+            printf(" (rank %d of %d: its share only)", st.rank, st.world);
+        putchar('\n');
     }
     if (bl.oom || bl.n != n_bad) {
         cli_error(CMD, "%llu bad samples were counted but only %zu could be listed",
