@@ -194,6 +194,14 @@ typedef enum gf_layout {
 typedef void (*gf_sample_error_fn)(void *user, int64_t sample, const char *path,
                                    int code, const char *reason);
 
+/* ImageFolder walk caps: sub-directory levels below a class folder, and
+ * directory entries read in the whole tree (hidden ones not counted).
+ * Beyond either, gf_open() fails with GF_EDATASET naming the directory
+ * where indexing stopped. Each directory (device, inode) is walked once,
+ * whatever the links to it: stats.folder_dirs_again counts the others. */
+#define GF_FOLDER_MAX_DEPTH 64
+#define GF_FOLDER_MAX_ENTRIES (1ull << 27)
+
 typedef struct gf_settings {
     const char *data;      /* ImageFolder directory, list file, or tar shards
                               ("dir/train-{000000..000127}.tar", "a.tar,b.tar");
@@ -361,7 +369,11 @@ typedef struct gf_stats {
                                   where a warning is the sample's error) */
     uint64_t decoded_spng, decoded_webp; /* samples per decoder, beside
                                   decoded_turbo and decoded_stb */
-    uint8_t reserved[464];     /* zero; room for fields without an ABI break:
+    /* ImageFolder: directories walked, and those reached again through a
+     * link (a loop, or a second link to one walked) and not walked twice.
+     * 0 for a list or shards. */
+    uint64_t folder_dirs, folder_dirs_again;
+    uint8_t reserved[448];     /* zero; room for fields without an ABI break:
                                   gf_get_stats writes sizeof(gf_stats) bytes,
                                   a new field takes its place from here */
 } gf_stats;

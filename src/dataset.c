@@ -153,8 +153,25 @@ void gf__names_free(gf__names *s)
 
 /* ---- open, close ---- */
 
+void gf__dataset_default_opts(gf__dataset_opts *o)
+{
+    *o = (gf__dataset_opts){.max_depth = GF_FOLDER_MAX_DEPTH,
+                            .max_entries = GF_FOLDER_MAX_ENTRIES};
+}
+
 int gf__dataset_open(gf__dataset *ds, const char *source, char *why, size_t why_len)
 {
+    return gf__dataset_open_with(ds, source, NULL, why, why_len);
+}
+
+int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset_opts *opts,
+                          char *why, size_t why_len)
+{
+    gf__dataset_opts defaults;
+    if (!opts) {
+        gf__dataset_default_opts(&defaults);
+        opts = &defaults;
+    }
     if (!ds)
         return GF_EINVAL;
     memset(ds, 0, sizeof *ds);
@@ -187,7 +204,7 @@ int gf__dataset_open(gf__dataset *ds, const char *source, char *why, size_t why_
     int rc;
     if (S_ISDIR(st.st_mode)) {
         close(fd);
-        rc = gf__dataset_open_folder(ds, source, why, why_len);
+        rc = gf__dataset_open_folder(ds, source, opts, why, why_len);
     } else if (S_ISREG(st.st_mode)) {
         rc = gf__dataset_open_list(ds, source, fd, &st, why, why_len);
         close(fd);

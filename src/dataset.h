@@ -28,7 +28,19 @@ typedef struct gf__dataset {
      * warnings (those two and archive oddities); the first in `warning`. */
     uint64_t skipped_members, skipped_keys, warnings;
     char warning[256];
+    /* ImageFolder: directories walked, and those reached again (a loop or
+     * a second link) and not walked twice. */
+    uint64_t dirs, dirs_again;
 } gf__dataset;
+
+/* How a data set is indexed (gf__dataset_open: the defaults). */
+typedef struct gf__dataset_opts {
+    int max_depth;        /* ImageFolder: levels below a class folder */
+    uint64_t max_entries; /* ImageFolder: directory entries in the walk */
+} gf__dataset_opts;
+
+/* GF_FOLDER_MAX_DEPTH, GF_FOLDER_MAX_ENTRIES. */
+void gf__dataset_default_opts(gf__dataset_opts *o);
 
 /* source is tar shards, a directory or a list file.
  *
@@ -58,8 +70,11 @@ typedef struct gf__dataset {
  * ImageFolder: classes are the root's non-hidden sub-directories in byte
  * order (an empty one still takes its label); each class's image files
  * (extension checked case-insensitively) are found recursively, following
- * symlinks but not loops, in torchvision's order: by directory path, then
- * file name. Files in the root are ignored. class_names holds the names.
+ * symlinks, in torchvision's order: by directory path, then file name; but
+ * each directory (device, inode) is walked once, through the first link in
+ * name order (so no loop, and no copies through a second link), at most
+ * opts->max_depth levels below the class and opts->max_entries entries in
+ * all (beyond: GF_EDATASET naming the directory). Files in the root are ignored. class_names holds the names.
  * List: the label is the last whitespace-separated token (decimal, 0 ..
  * 2147483646), the path everything before it, so paths may hold spaces;
  * leading/trailing whitespace and CR are ignored. n_classes = max label + 1,
@@ -69,6 +84,9 @@ typedef struct gf__dataset {
  * root_fd is -1. Returns 0, or GF_EDATASET / GF_ENOMEM with why naming the
  * file and reason. */
 int gf__dataset_open(gf__dataset *ds, const char *source, char *why, size_t why_len);
+/* gf__dataset_open with opts (NULL: the defaults). */
+int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset_opts *opts,
+                          char *why, size_t why_len);
 /* Frees everything and closes root_fd; safe on a zeroed, failed or closed
  * struct (a zeroed struct's root_fd 0 is never closed: an open data set's
  * root_fd is always > 0). */

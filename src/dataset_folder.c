@@ -10,7 +10,13 @@
  * on purpose: hidden entries (leading '.') are skipped at every level, a
  * directory named like an image file is a (bad) sample as well as walked,
  * a directory that cannot be read is an error instead of silently dropped,
- * and a symlink loop is not followed twice. FIFOs, sockets, devices and
+ * and each directory (by device and inode) is walked once in the whole
+ * tree: a symlink loop is not followed, and a second link to a directory
+ * already walked adds nothing (os.walk would list its files again, so
+ * that 30 levels of two links each would make 2^30 samples of one file).
+ * The walk is capped at GF_FOLDER_MAX_DEPTH levels below a class and
+ * GF_FOLDER_MAX_ENTRIES entries (gpufeed.h): GF_EDATASET naming the
+ * directory where it stopped. FIFOs, sockets, devices and
  * links that lead nowhere are samples, as in torchvision, that fail when
  * read (GF_EIO, "not a regular file: a FIFO"): never silently dropped. */
 #include "dataset_internal.h"
@@ -56,21 +62,61 @@ static int cmp_walk_order(const void *x, const void *y, void *ctx)
     return strcmp(ps + 1, qs + 1);
 }
 
+/* Directories walked, by (st_dev, st_ino): open addressing, grown at half
+ * full; ino 0 marks a free slot (no directory has inode 0). */
+typedef struct dir_id {
+    dev_t dev;
+    ino_t ino;
+} dir_id;
+
+typedef struct dir_set {
+    dir_id *v;
+    size_t cap, n; /* cap: a power of two, or 0 */
+} dir_set;
+
+static size_t dir_slot(const dir_set *set, dev_t dev, ino_t ino)
+{
+    uint64_t h = ((uint64_t)ino ^ ((uint64_t)dev << 32)) * 0x9e3779b97f4a7c15ull;
+    size_t i = (size_t)(h >> 17) & (set->cap - 1);
+    while (set->v[i].ino && !(set->v[i].ino == ino && set->v[i].dev == dev))
+        i = (i + 1) & (set->cap - 1);
+    return i;
+}
+
+/* 1 if (dev, ino) was added, 0 if it was there already, or GF_ENOMEM. */
+static int dir_set_add(dir_set *set, dev_t dev, ino_t ino)
+{
+    if (set->cap && set->v[dir_slot(set, dev, ino)].ino)
+        return 0;
+    if (2 * (set->n + 1) > set->cap) {
+        dir_set bigger = {calloc(set->cap ? 2 * set->cap : 64, sizeof(dir_id)),
+                          set->cap ? 2 * set->cap : 64, set->n};
+        if (!bigger.v)
+            return GF_ENOMEM;
+        for (size_t i = 0; i < set->cap; i++)
+            if (set->v[i].ino)
+                bigger.v[dir_slot(&bigger, set->v[i].dev, set->v[i].ino)] = set->v[i];
+        free(set->v);
+        *set = bigger;
+    }
+    set->v[dir_slot(set, dev, ino)] = (dir_id){dev, ino};
+    set->n++;
+    return 1;
+}
+
 typedef struct walk {
     gf__builder *b;
+    gf__dataset *ds;
+    const gf__dataset_opts *o;
     int root_fd;
     int32_t label;
     const char *src;
     char *why;
     size_t why_len;
+    dir_set seen;        /* every directory walked so far */
+    uint64_t entries;    /* entries read so far, for o->max_entries */
     char path[PATH_MAX]; /* relative path of the directory being read */
 } walk;
-
-typedef struct ancestor {
-    dev_t dev;
-    ino_t ino;
-    const struct ancestor *up;
-} ancestor;
 
 enum { KIND_FILE, KIND_DIR };
 
@@ -96,7 +142,7 @@ static int entry_kind(int dfd, const struct dirent *d)
 /* Reads directory w->path (length plen): appends its image files, then
  * descends into its sub-directories (after closing it, so that the number
  * of open descriptors does not grow with depth). */
-static int walk_dir(walk *w, size_t plen, const ancestor *up)
+static int walk_dir(walk *w, size_t plen, int depth)
 {
     int fd = openat(w->root_fd, w->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
@@ -109,12 +155,14 @@ static int walk_dir(walk *w, size_t plen, const ancestor *up)
         close(fd);
         return GF_EDATASET;
     }
-    for (const ancestor *a = up; a; a = a->up)
-        if (a->dev == st.st_dev && a->ino == st.st_ino) {
-            close(fd); /* a link back to an ancestor: os.walk would loop */
-            return 0;
-        }
-    ancestor self = {st.st_dev, st.st_ino, up};
+    int added = st.st_ino ? dir_set_add(&w->seen, st.st_dev, st.st_ino) : 1;
+    if (added <= 0) {
+        close(fd); /* a loop, or a second link to a directory walked */
+        if (added == 0)
+            w->ds->dirs_again++;
+        return added;
+    }
+    w->ds->dirs++;
     DIR *dir = fdopendir(fd);
     if (!dir) {
         gf__why(w->why, w->why_len, "%s/%s: %s", w->src, w->path, strerror(errno));
@@ -135,6 +183,13 @@ static int walk_dir(walk *w, size_t plen, const ancestor *up)
         }
         if (d->d_name[0] == '.')
             continue; /* hidden, and "." and ".." */
+        if (++w->entries > w->o->max_entries) {
+            gf__why(w->why, w->why_len,
+                    "%s/%s: the tree has over %llu entries; indexing stopped here",
+                    w->src, w->path, (unsigned long long)w->o->max_entries);
+            rc = GF_EDATASET;
+            break;
+        }
         size_t nl = strlen(d->d_name);
         int kind = entry_kind(dirfd(dir), d);
         if (kind == KIND_DIR && (rc = gf__names_add(&subdirs, d->d_name)) < 0)
@@ -159,6 +214,15 @@ static int walk_dir(walk *w, size_t plen, const ancestor *up)
         }
     }
     closedir(dir);
+    if (rc == 0 && subdirs.n && depth >= w->o->max_depth) {
+        gf__why(w->why, w->why_len,
+                "%s/%s: sub-directories over %d levels below the class; indexing stopped here",
+                w->src, w->path, w->o->max_depth);
+        rc = GF_EDATASET;
+    }
+    /* In name order, so that which link to a directory is walked (the
+     * first) does not depend on readdir's order. */
+    qsort_r(subdirs.off, subdirs.n, sizeof *subdirs.off, cmp_names, subdirs.buf);
     for (size_t i = 0; rc == 0 && i < subdirs.n; i++) {
         const char *name = subdirs.buf + subdirs.off[i];
         size_t nl = strlen(name);
@@ -170,14 +234,15 @@ static int walk_dir(walk *w, size_t plen, const ancestor *up)
         }
         w->path[plen] = '/';
         memcpy(w->path + plen + 1, name, nl + 1);
-        rc = walk_dir(w, plen + 1 + nl, &self);
+        rc = walk_dir(w, plen + 1 + nl, depth + 1);
         w->path[plen] = '\0';
     }
     gf__names_free(&subdirs);
     return rc;
 }
 
-int gf__dataset_open_folder(gf__dataset *ds, const char *src, char *why, size_t why_len)
+int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_opts *o,
+                            char *why, size_t why_len)
 {
     int dfd = open(src, O_PATH | O_DIRECTORY | O_CLOEXEC);
     ds->root_fd = dfd < 0 ? -1 : gf__keep_fd(dfd);
@@ -243,10 +308,12 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, char *why, size_t 
     ds->bytes += names_bytes;
 
     gf__builder b = {0};
-    walk *w = malloc(sizeof *w);
+    walk *w = calloc(1, sizeof *w);
     if (!w)
         return GF_ENOMEM;
     w->b = &b;
+    w->ds = ds;
+    w->o = o;
     w->root_fd = ds->root_fd;
     w->src = src;
     w->why = why;
@@ -261,11 +328,12 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, char *why, size_t 
         memcpy(w->path, cn[k], nl + 1);
         w->label = (int32_t)k;
         size_t first = b.n;
-        if ((rc = walk_dir(w, nl, NULL)) < 0)
+        if ((rc = walk_dir(w, nl, 0)) < 0)
             break;
         if (b.n - first > 1)
             qsort_r(b.off + first, b.n - first, sizeof *b.off, cmp_walk_order, b.arena);
     }
+    free(w->seen.v);
     free(w);
     if (rc == 0 && b.n == 0) {
         gf__why(why, why_len, "%s: no image files in any class sub-directory", src);

@@ -62,7 +62,8 @@ static inline int gf__is_space(char c)
  * (gf__dataset_open closes it). */
 int gf__dataset_open_list(gf__dataset *ds, const char *src, int fd, const struct stat *st,
                           char *why, size_t why_len);
-int gf__dataset_open_folder(gf__dataset *ds, const char *src, char *why, size_t why_len);
+int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_opts *o,
+                            char *why, size_t why_len);
 /* 1 if src names tar shards (every comma-separated element ends in .tar). */
 int gf__dataset_is_shards(const char *src);
 int gf__dataset_open_shards(gf__dataset *ds, const char *src, char *why, size_t why_len);

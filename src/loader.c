@@ -495,6 +495,8 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     st->shard_members_skipped = l->ds.skipped_members;
     st->shard_keys_skipped = l->ds.skipped_keys;
     st->dataset_warnings = l->ds.warnings;
+    st->folder_dirs = l->ds.dirs;
+    st->folder_dirs_again = l->ds.dirs_again;
     /* The index keeps 256 bytes of it; stats carry the start. */
     snprintf(st->dataset_warning, sizeof st->dataset_warning, "%.*s",
              (int)sizeof st->dataset_warning - 1, l->ds.warning);

@@ -57,7 +57,9 @@ AT(gf_stats, h2d_s, 4112);
 AT(gf_stats, decode_warnings, 4120);
 AT(gf_stats, decoded_spng, 4128);
 AT(gf_stats, decoded_webp, 4136);
-AT(gf_stats, reserved, 4144);
+AT(gf_stats, folder_dirs, 4144);
+AT(gf_stats, folder_dirs_again, 4152);
+AT(gf_stats, reserved, 4160);
 
 SIZE(gf_state, 40);
 AT(gf_state, seed, 16);

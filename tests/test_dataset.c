@@ -232,6 +232,106 @@ START_TEST(folder_follows_symlinks_but_not_loops)
 }
 END_TEST
 
+/* 30 levels of two links each to the next level: os.walk would list the
+ * last level's file 2^30 times. Each directory is walked once: every file
+ * is indexed once, and the second link of each level is counted. */
+START_TEST(folder_walks_each_directory_once_through_a_link_graph)
+{
+    enum { LEVELS = 30 };
+    char rel[64], to[64];
+    for (int k = 1; k <= LEVELS; k++) {
+        snprintf(rel, sizeof rel, ".store/L%d/%d.jpg", k, k);
+        touch(rel);
+    }
+    mkdir_rel("c");
+    for (int k = 0; k < LEVELS; k++)
+        for (int link = 0; link < 2; link++) {
+            if (k)
+                snprintf(rel, sizeof rel, ".store/L%d/%c", k, "ab"[link]);
+            else
+                snprintf(rel, sizeof rel, "c/%c", "ab"[link]);
+            snprintf(to, sizeof to, "%sL%d", k ? "../" : "../.store/", k + 1);
+            ck_assert_int_eq(symlink(to, at_root(rel)), 0);
+        }
+    gf__dataset ds;
+    open_ok(&ds, root);
+    ck_assert_uint_eq(ds.n, LEVELS);
+    ck_assert_uint_eq(ds.dirs, 1 + LEVELS);   /* c and each level once */
+    ck_assert_uint_eq(ds.dirs_again, LEVELS); /* each level's second link */
+    for (uint64_t i = 0; i < ds.n; i++) {
+        /* Reached through the first link of each level: c/a/a/.../k.jpg. */
+        const char *p = gf__dataset_path(&ds, i), *q = p + 1;
+        int depth = 0;
+        while (strncmp(q, "/a", 2) == 0)
+            q += 2, depth++;
+        ck_assert_msg(p[0] == 'c' && depth >= 1 && depth <= LEVELS, "path %s", p);
+        snprintf(rel, sizeof rel, "/%d.jpg", depth);
+        ck_assert_str_eq(q, rel);
+        ck_assert_int_eq(ds.labels[i], 0);
+    }
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+/* Sub-directories beyond GF_FOLDER_MAX_DEPTH levels below a class: the
+ * walk stops, and gf_open's message names the directory where it did. */
+START_TEST(folder_deeper_than_the_cap_is_a_dataset_error_naming_where)
+{
+    char rel[4096] = "c", deepest[4096] = "";
+    touch("c/1.jpg");
+    for (int k = 1; k <= GF_FOLDER_MAX_DEPTH + 1; k++) {
+        if (k == GF_FOLDER_MAX_DEPTH)
+            snprintf(deepest, sizeof deepest, "%s/%s/d", root, rel);
+        strcat(rel, "/d");
+        mkdir_rel(rel);
+    }
+    const char *why = open_fails(root);
+    ck_assert_msg(strstr(why, deepest) && strstr(why, "64 levels below the class"), "%s", why);
+
+    gf_settings s;
+    tu_cpu_settings(&s);
+    s.data = root;
+    gf_loader *l = NULL;
+    ck_assert_int_eq(gf_open(&l, &s), GF_EDATASET);
+    ck_assert_msg(strstr(gf_last_error(l), deepest), "%s", gf_last_error(l));
+    gf_close(&l);
+
+    /* One level less is a data set. */
+    ck_assert_int_eq(rmdir(at_root(rel)), 0);
+    gf__dataset ds;
+    open_ok(&ds, root);
+    ck_assert_uint_eq(ds.n, 1);
+    ck_assert_uint_eq(ds.dirs, 1 + GF_FOLDER_MAX_DEPTH);
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+/* The entry cap (GF_FOLDER_MAX_ENTRIES; lowered here) stops the walk
+ * where it is reached, naming the directory. */
+START_TEST(folder_over_the_entry_cap_is_a_dataset_error_naming_where)
+{
+    touch("a/1.jpg");
+    touch("b/1.jpg");
+    touch("b/2.jpg");
+    touch("b/x/3.jpg");
+    gf__dataset_opts o;
+    gf__dataset_default_opts(&o);
+    ck_assert_uint_eq(o.max_entries, GF_FOLDER_MAX_ENTRIES);
+    o.max_entries = 5; /* a/1.jpg, b/1.jpg, b/2.jpg, b/x, b/x/3.jpg */
+    gf__dataset ds;
+    char why[512];
+    ck_assert_int_eq(gf__dataset_open_with(&ds, root, &o, why, sizeof why), 0);
+    ck_assert_uint_eq(ds.n, 4);
+    gf__dataset_close(&ds);
+    o.max_entries = 4;
+    ck_assert_int_eq(gf__dataset_open_with(&ds, root, &o, why, sizeof why), GF_EDATASET);
+    char want[4200];
+    snprintf(want, sizeof want, "%s/b/x: the tree has over 4 entries", root);
+    ck_assert_msg(strstr(why, want), "%s", why);
+    ck_assert_ptr_null(ds.arena);
+}
+END_TEST
+
 /* Entries that are not regular files but are named like images stay in the
  * index, in walk order: the reader fails each with its reason, so none
  * vanishes from the count (test_loader reads them). */
@@ -568,6 +668,9 @@ static Suite *dataset_suite(void)
     tcase_add_test(tc, folder_ignores_files_in_the_root);
     tcase_add_test(tc, folder_keeps_an_empty_class_so_labels_match_its_position);
     tcase_add_test(tc, folder_follows_symlinks_but_not_loops);
+    tcase_add_test(tc, folder_walks_each_directory_once_through_a_link_graph);
+    tcase_add_test(tc, folder_deeper_than_the_cap_is_a_dataset_error_naming_where);
+    tcase_add_test(tc, folder_over_the_entry_cap_is_a_dataset_error_naming_where);
     tcase_add_test(tc, folder_keeps_non_regular_entries_named_like_images);
     tcase_add_test(tc, folder_paths_open_relative_to_root_fd);
     tcase_add_test(tc, folder_with_a_trailing_slash_opens);
