@@ -120,16 +120,32 @@ int gf__keep_fd(int fd)
 
 /* ---- names, extensions ---- */
 
-static const char *const image_ext[] = {".jpg", ".jpeg", ".png", ".ppm", ".pgm",
-                                        ".pbm", ".pnm",  ".bmp", ".gif", ".tga",
-                                        ".psd", ".tif",  ".tiff", ".webp"};
+/* torchvision's IMG_EXTENSIONS first, then the rest of GF_EXT_ALL in
+ * GF_SKIPPED_* order. */
+static const char *const image_ext[] = {"jpg", "jpeg", "png", "ppm", "bmp", "pgm", "tif",
+                                        "tiff", "webp", "gif", "tga", "psd", "pnm", "pbm"};
+enum { N_TORCHVISION_EXT = 9, N_IMAGE_EXT = sizeof image_ext / sizeof image_ext[0] };
+
+/* image_ext's index of ext[0, len), or -1. */
+static int image_ext_index(const char *ext, size_t len)
+{
+    for (int i = 0; i < N_IMAGE_EXT; i++)
+        if (strlen(image_ext[i]) == len && strncasecmp(image_ext[i], ext, len) == 0)
+            return i;
+    return -1;
+}
 
 int gf__is_image_suffix(const char *ext, size_t len)
 {
-    for (size_t i = 0; i < sizeof image_ext / sizeof image_ext[0]; i++)
-        if (strlen(image_ext[i]) - 1 == len && strncasecmp(image_ext[i] + 1, ext, len) == 0)
-            return 1;
-    return 0;
+    return image_ext_index(ext, len) >= 0;
+}
+
+int gf__folder_skip_kind(const char *ext, size_t len, gf_extensions which)
+{
+    int i = ext ? image_ext_index(ext, len) : -1;
+    if (i < 0)
+        return GF_SKIPPED_OTHER;
+    return i < N_TORCHVISION_EXT || which == GF_EXT_ALL ? -1 : GF_SKIPPED_GIF + i - N_TORCHVISION_EXT;
 }
 
 int gf__names_add(gf__names *s, const char *name)
@@ -155,7 +171,8 @@ void gf__names_free(gf__names *s)
 
 void gf__dataset_default_opts(gf__dataset_opts *o)
 {
-    *o = (gf__dataset_opts){.max_depth = GF_FOLDER_MAX_DEPTH,
+    *o = (gf__dataset_opts){.extensions = GF_EXT_TORCHVISION,
+                            .max_depth = GF_FOLDER_MAX_DEPTH,
                             .max_entries = GF_FOLDER_MAX_ENTRIES};
 }
 

@@ -31,15 +31,17 @@ typedef struct gf__dataset {
     /* ImageFolder: directories walked, and those reached again (a loop or
      * a second link) and not walked twice. */
     uint64_t dirs, dirs_again;
+    uint64_t skipped_ext[GF_SKIPPED_MAX]; /* files left out, [GF_SKIPPED_*] */
 } gf__dataset;
 
 /* How a data set is indexed (gf__dataset_open: the defaults). */
 typedef struct gf__dataset_opts {
+    gf_extensions extensions; /* ImageFolder: the files it takes */
     int max_depth;        /* ImageFolder: levels below a class folder */
     uint64_t max_entries; /* ImageFolder: directory entries in the walk */
 } gf__dataset_opts;
 
-/* GF_FOLDER_MAX_DEPTH, GF_FOLDER_MAX_ENTRIES. */
+/* GF_EXT_TORCHVISION, GF_FOLDER_MAX_DEPTH, GF_FOLDER_MAX_ENTRIES. */
 void gf__dataset_default_opts(gf__dataset_opts *o);
 
 /* source is tar shards, a directory or a list file.
@@ -69,7 +71,8 @@ void gf__dataset_default_opts(gf__dataset_opts *o);
  *
  * ImageFolder: classes are the root's non-hidden sub-directories in byte
  * order (an empty one still takes its label); each class's image files
- * (extension checked case-insensitively) are found recursively, following
+ * (opts->extensions' list, checked case-insensitively; others counted in
+ * skipped_ext) are found recursively, following
  * symlinks, in torchvision's order: by directory path, then file name; but
  * each directory (device, inode) is walked once, through the first link in
  * name order (so no loop, and no copies through a second link), at most

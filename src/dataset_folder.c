@@ -6,7 +6,9 @@
  * agree with a PyTorch run on the same tree: classes are the
  * sub-directories of the root sorted by name (byte order), a class's files
  * are found with os.walk(followlinks=True) and ordered as sorted(os.walk())
- * then sorted(fnames) do, i.e. by (directory path, file name). Differences,
+ * then sorted(fnames) do, i.e. by (directory path, file name), with
+ * torchvision's extensions by default (opts->extensions; files left out
+ * are counted per extension in ds->skipped_ext). Differences,
  * on purpose: hidden entries (leading '.') are skipped at every level, a
  * directory named like an image file is a (bad) sample as well as walked,
  * a directory that cannot be read is an error instead of silently dropped,
@@ -33,10 +35,12 @@
 #define PATH_MAX 4096
 #endif
 
-static int has_image_ext(const char *name, size_t len)
+/* -1 if the folder takes the file `name`, else its GF_SKIPPED_* entry. */
+static int skip_kind(const char *name, size_t len, gf_extensions which)
 {
     const char *dot = memrchr(name, '.', len);
-    return dot && gf__is_image_suffix(dot + 1, len - (size_t)(dot - name) - 1);
+    return dot ? gf__folder_skip_kind(dot + 1, len - (size_t)(dot - name) - 1, which)
+               : GF_SKIPPED_OTHER;
 }
 
 static int cmp_names(const void *x, const void *y, void *ctx)
@@ -198,7 +202,10 @@ static int walk_dir(walk *w, size_t plen, int depth)
          * sample, which fails as "not a regular file: a directory": a user
          * who meant a file learns of it, one who did not loses nothing
          * (but the indices after it then differ from torchvision's). */
-        if (has_image_ext(d->d_name, nl)) {
+        int skip = skip_kind(d->d_name, nl, w->o->extensions);
+        if (skip >= 0 && kind != KIND_DIR)
+            w->ds->skipped_ext[skip]++;
+        if (skip < 0) {
             gf__builder *b = w->b;
             if ((rc = gf__builder_reserve_paths(b, plen + 1 + nl + 1)) < 0 ||
                 (rc = gf__builder_reserve_samples(b, 1)) < 0)

@@ -50,8 +50,12 @@ void gf__names_free(gf__names *s);
 /* An fd of at least 1, so that a zeroed struct (root_fd 0) never owns one. */
 int gf__keep_fd(int fd);
 
-/* 1 if ext[0, len) (after the dot) is an image extension, any case. */
+/* 1 if ext[0, len) (after the dot) is an image extension, any case: one
+ * of GF_EXT_ALL's (tar shards take these). */
 int gf__is_image_suffix(const char *ext, size_t len);
+/* For an ImageFolder file named ext[0, len) after its last dot: -1 if
+ * `which` takes it, else its GF_SKIPPED_* entry. */
+int gf__folder_skip_kind(const char *ext, size_t len, gf_extensions which);
 
 static inline int gf__is_space(char c)
 {

@@ -248,4 +248,30 @@ echo "$json" | grep -q '"bad": *20, *"rank": *1, *"world": *4' || fail "verify -
 "$g" verify --data "$ab" --rank 1 2>/dev/null && fail "verify --rank without --world must fail"
 "$g" verify --data "$ab" --rank 4 --world 4 2>/dev/null && fail "verify --rank 4 --world 4 must fail"
 
+# ImageFolder extensions: torchvision's by default, so a .gif and a .tga
+# (real images, built here) are left out and counted; --extensions all
+# takes them. A .tif is in torchvision's list: a bad sample, named as an
+# unsupported format.
+hexw() { for h in $(echo "$1" | sed 's/../& /g'); do printf "\\$(printf %o "0x$h")"; done; }
+x=$tmp/ext
+"$g" make-dataset "$x" --classes 2 --per-class 3 --size 32x32 --seed 4 >/dev/null
+hexw 47494638396101000100800000000000ffffff21f90401000000002c00000000010001000002024401003b >"$x/class_00/a.gif"
+hexw 000002000000000000000000010001001800ff8000 >"$x/class_01/b.TGA"
+hexw 49492a0008000000 >"$x/class_01/c.tif"
+set +e
+out=$("$g" verify --data "$x" 2>&1)
+rc=$?
+json=$("$g" verify --data "$x" --json)
+aout=$("$g" verify --data "$x" --extensions all 2>&1)
+set -e
+[ $rc -eq 1 ] || fail "verify with a .tif must exit 1, got $rc: $out"
+echo "$out" | grep -q "^BAD $x/class_01/c.tif: TIFF: not a supported format$" || fail "verify names the TIFF: $out"
+echo "$out" | grep -q "^left out of the folder: 1 .gif, 1 .tga (not in torchvision's list; --extensions all takes them)$" ||
+    fail "verify says which extensions it skipped: $out"
+echo "$out" | grep -q '^7 samples, 1 bad$' || fail "verify summary, torchvision's extensions: $out"
+echo "$json" | grep -q '"extensions": *"torchvision", *"skipped_extensions": *{".gif": *1, *".tga": *1, *".psd": *0, *".pnm": *0, *".pbm": *0, *"other": *0}' ||
+    fail "verify --json counts the skipped extensions: $json"
+echo "$aout" | grep -q '^9 samples, 1 bad$' || fail "verify --extensions all takes the .gif and .tga: $aout"
+echo "$aout" | grep -q 'left out' && fail "verify --extensions all left files out: $aout"
+
 echo "cli: ok"

@@ -332,6 +332,92 @@ START_TEST(folder_over_the_entry_cap_is_a_dataset_error_naming_where)
 }
 END_TEST
 
+/* Default extensions are torchvision's: .gif .tga .psd .pnm .pbm files are
+ * left out (and counted), so indices and labels match a PyTorch run; a
+ * class of only such files stays, empty, at its place. GF_EXT_ALL takes
+ * them. */
+START_TEST(folder_extensions_default_to_torchvisions_list)
+{
+    static const char *const files[] = {"a/1.jpg", "a/2.gif", "a/3.tga", "a/4.PSD", "a/5.pnm",
+                                        "a/6.pbm", "a/7.tif", "a/notes.txt", "b/1.GIF",
+                                        "c/1.Png", "c/2.ppm"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        touch(files[i]);
+    gf__dataset ds;
+    open_ok(&ds, root); /* gf__dataset_open: the defaults */
+    ck_assert_int_eq(ds.n_classes, 3);
+    ck_assert_uint_eq(ds.n, 4);
+    assert_sample(&ds, 0, "a/1.jpg", 0);
+    assert_sample(&ds, 1, "a/7.tif", 0);
+    assert_sample(&ds, 2, "c/1.Png", 2);
+    assert_sample(&ds, 3, "c/2.ppm", 2);
+    static const uint64_t skipped[GF_SKIPPED_MAX] = {
+        [GF_SKIPPED_GIF] = 2, [GF_SKIPPED_TGA] = 1, [GF_SKIPPED_PSD] = 1,
+        [GF_SKIPPED_PNM] = 1, [GF_SKIPPED_PBM] = 1, [GF_SKIPPED_OTHER] = 1};
+    for (int k = 0; k < GF_SKIPPED_MAX; k++)
+        ck_assert_msg(ds.skipped_ext[k] == skipped[k], "skipped[%d] = %llu", k,
+                      (unsigned long long)ds.skipped_ext[k]);
+    gf__dataset_close(&ds);
+
+    gf__dataset_opts o;
+    gf__dataset_default_opts(&o);
+    o.extensions = GF_EXT_ALL;
+    char why[512];
+    ck_assert_int_eq(gf__dataset_open_with(&ds, root, &o, why, sizeof why), 0);
+    ck_assert_uint_eq(ds.n, 10);
+    static const char *const all[] = {"a/1.jpg", "a/2.gif", "a/3.tga", "a/4.PSD", "a/5.pnm",
+                                      "a/6.pbm", "a/7.tif", "b/1.GIF", "c/1.Png", "c/2.ppm"};
+    static const int labels[] = {0, 0, 0, 0, 0, 0, 0, 1, 2, 2};
+    for (uint64_t i = 0; i < ds.n; i++)
+        assert_sample(&ds, i, all[i], labels[i]);
+    for (int k = 0; k < GF_SKIPPED_MAX; k++)
+        ck_assert_uint_eq(ds.skipped_ext[k], k == GF_SKIPPED_OTHER);
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+/* Through the loader: the skipped counts reach the stats, and a .tif (in
+ * torchvision's list) is a sample that fails as an unsupported format,
+ * counted, with the reason; both byte orders. */
+START_TEST(folder_tiff_is_a_counted_unsupported_format)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/a/1.jpg", root);
+    tu_write_jpg(p, 16, 16, 3, 1, 90);
+    touch("a/2.gif");
+    snprintf(p, sizeof p, "%s/a/3.tif", root);
+    tu_write_file(p, "II*\0\10\0\0\0junkjunk", 16);
+    snprintf(p, sizeof p, "%s/a/4.TIFF", root);
+    tu_write_file(p, "MM\0*\0\0\0\10junkjunk", 16);
+    gf_settings s;
+    tu_cpu_settings(&s);
+    s.data = root;
+    s.batch_size = 4;
+    s.height = s.width = 8;
+    s.threads = 1;
+    s.shuffle = 0;
+    gf_loader *l = NULL;
+    ck_assert_int_eq(gf_open(&l, &s), 0);
+    gf_batch *b;
+    ck_assert_int_eq(gf_next(l, &b), 0);
+    ck_assert_int_eq(b->count, 1);
+    gf_release(l, b);
+    ck_assert_int_eq(gf_next(l, &b), GF_EOF);
+    gf_stats st;
+    ck_assert_int_eq(gf_get_stats(l, &st), 0);
+    ck_assert_uint_eq(st.dataset_samples, 3);
+    ck_assert_uint_eq(st.folder_skipped[GF_SKIPPED_GIF], 1);
+    ck_assert_uint_eq(st.errors, 2);
+    ck_assert_uint_eq(st.errors_by_kind[GF_KIND_EFORMAT], 2);
+    ck_assert_int_eq(st.n_recent, 2);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(st.recent[i].code, GF_EFORMAT);
+        ck_assert_str_eq(st.recent[i].reason, "TIFF: not a supported format");
+    }
+    gf_close(&l);
+}
+END_TEST
+
 /* Entries that are not regular files but are named like images stay in the
  * index, in walk order: the reader fails each with its reason, so none
  * vanishes from the count (test_loader reads them). */
@@ -671,6 +757,8 @@ static Suite *dataset_suite(void)
     tcase_add_test(tc, folder_walks_each_directory_once_through_a_link_graph);
     tcase_add_test(tc, folder_deeper_than_the_cap_is_a_dataset_error_naming_where);
     tcase_add_test(tc, folder_over_the_entry_cap_is_a_dataset_error_naming_where);
+    tcase_add_test(tc, folder_extensions_default_to_torchvisions_list);
+    tcase_add_test(tc, folder_tiff_is_a_counted_unsupported_format);
     tcase_add_test(tc, folder_keeps_non_regular_entries_named_like_images);
     tcase_add_test(tc, folder_paths_open_relative_to_root_fd);
     tcase_add_test(tc, folder_with_a_trailing_slash_opens);

@@ -41,7 +41,9 @@
 
 #define CMD "verify"
 /* The shared loader options verify takes (loader_options.h). */
-#define VERIFY_LOPTS (CLI_LOPT(THREADS) | CLI_LOPT(STRICTNESS) | CLI_LOPT(RANK) | CLI_LOPT(WORLD))
+#define VERIFY_LOPTS                                                                       \
+    (CLI_LOPT(THREADS) | CLI_LOPT(STRICTNESS) | CLI_LOPT(EXTENSIONS) | CLI_LOPT(RANK) |      \
+     CLI_LOPT(WORLD))
 /* Where verify's default is not the table's. */
 static const char *const lopt_help[CLI_LOPT_COUNT] = {
     [CLI_LOPT_STRICTNESS] = "whole|strict|lenient (default whole: a decoder\n"
@@ -136,7 +138,9 @@ static void usage(FILE *f)
             "  --json                print one JSON object instead:\n"
             "                        {\"samples\": N, \"bad\": K, \"bad_samples\": [{\"path\",\n"
             "                         \"reason\"}], \"skipped_members\", \"skipped_keys\",\n"
-            "                         \"dataset_warnings\", \"dataset_warning\",\n"
+            "                         \"dataset_warnings\", \"dataset_warning\", \"extensions\",\n"
+            "                         \"skipped_extensions\": {\".gif\": N, ..., \"other\"},\n"
+            "                         \"folder_dirs_again\",\n"
             "                         \"strictness\", \"decode_warnings\", \"rank\", \"world\",\n"
             "                         \"warned_samples\": [{\"path\", \"reason\"}]}\n"
             "  -h, --help            this text\n");
@@ -184,6 +188,37 @@ static void text_list(const char *tag, const bad_list *bl, const char *root)
         print_path(stdout, NULL, root, bl->v[i].path);
         printf(": %s\n", bl->v[i].reason);
     }
+}
+
+/* stats.folder_skipped's entries, as verify names them. */
+static const char *const skipped_names[GF_SKIPPED_OTHER + 1] = {
+    [GF_SKIPPED_GIF] = ".gif", [GF_SKIPPED_TGA] = ".tga", [GF_SKIPPED_PSD] = ".psd",
+    [GF_SKIPPED_PNM] = ".pnm", [GF_SKIPPED_PBM] = ".pbm", [GF_SKIPPED_OTHER] = "other",
+};
+
+/* "left out of the folder: 3 .gif, 1 .tga (...), 2 other files": what the
+ * extension list did not take, so that a user sees an index smaller than
+ * the tree and why. */
+static void text_skipped(const gf_stats *st)
+{
+    const uint64_t *n = st->folder_skipped;
+    const char *sep = "left out of the folder: ";
+    for (int k = 0; k < GF_SKIPPED_OTHER; k++)
+        if (n[k]) {
+            printf("%s%llu %s", sep, (unsigned long long)n[k], skipped_names[k]);
+            sep = ", ";
+        }
+    if (*sep == ',')
+        printf(" (not in torchvision's list; --extensions all takes them)");
+    if (n[GF_SKIPPED_OTHER]) {
+        printf("%s%llu other files", sep, (unsigned long long)n[GF_SKIPPED_OTHER]);
+        sep = ", ";
+    }
+    if (*sep == ',')
+        putchar('\n');
+    if (st->folder_dirs_again)
+        printf("%llu directories reached again through links (walked once)\n",
+               (unsigned long long)st->folder_dirs_again);
 }
 
 static void free_list(bad_list *bl)
@@ -335,6 +370,13 @@ int cmd_verify(int argc, char **argv)
         cli_json_kuint(&j, "skipped_keys", st.shard_keys_skipped);
         cli_json_kuint(&j, "dataset_warnings", st.dataset_warnings);
         cli_json_kstr(&j, "dataset_warning", st.dataset_warning);
+        cli_json_kstr(&j, "extensions", cli_extensions_names[s.extensions]);
+        cli_json_key(&j, "skipped_extensions");
+        cli_json_object(&j);
+        for (int k = 0; k <= GF_SKIPPED_OTHER; k++)
+            cli_json_kuint(&j, skipped_names[k], st.folder_skipped[k]);
+        cli_json_object_end(&j);
+        cli_json_kuint(&j, "folder_dirs_again", st.folder_dirs_again);
         cli_json_kstr(&j, "strictness", cli_strictness_names[s.strictness]);
         cli_json_kuint(&j, "decode_warnings", st.decode_warnings);
         json_list(&j, "warned_samples", &wl, root ? root : "");
@@ -348,6 +390,7 @@ int cmd_verify(int argc, char **argv)
                    (unsigned long long)st.shard_members_skipped,
                    (unsigned long long)st.shard_keys_skipped,
                    (unsigned long long)st.dataset_warnings, st.dataset_warning);
+        text_skipped(&st);
         if (st.decode_warnings)
             printf("%llu decoded with warnings (strictness %s: not bad)\n",
                    (unsigned long long)st.decode_warnings, cli_strictness_names[s.strictness]);
