@@ -80,7 +80,8 @@ void gf__dataset_default_opts(gf__dataset_opts *o);
  * all (beyond: GF_EDATASET naming the directory). Files in the root are ignored. class_names holds the names.
  * List: the label is the last whitespace-separated token (decimal, 0 ..
  * 2147483646), the path everything before it, so paths may hold spaces;
- * leading/trailing whitespace and CR are ignored. n_classes = max label + 1,
+ * leading/trailing whitespace and CR, and a UTF-8 byte-order mark opening
+ * the file, are ignored. n_classes = max label + 1,
  * class_names NULL. A bad line fails with why = "list.txt:17: ...".
  *
  * Paths are relative to root_fd (O_PATH). On failure ds holds nothing and

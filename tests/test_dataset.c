@@ -615,6 +615,28 @@ START_TEST(list_tolerates_crlf_line_ends)
 }
 END_TEST
 
+/* A UTF-8 byte-order mark opens the file, not the first path; elsewhere
+ * those bytes are a path's own. A BOM before a comment or on a list of
+ * only a BOM is skipped the same way. */
+START_TEST(list_skips_a_utf8_byte_order_mark)
+{
+    write_list("bom.txt", "\xef\xbb\xbf" "a/1.jpg 3\n\xef\xbb\xbf" "b.jpg 1\n");
+    gf__dataset ds;
+    open_ok(&ds, at_root("bom.txt"));
+    ck_assert_uint_eq(ds.n, 2);
+    assert_sample(&ds, 0, "a/1.jpg", 3);
+    assert_sample(&ds, 1, "\xef\xbb\xbf" "b.jpg", 1);
+    gf__dataset_close(&ds);
+    write_list("bom-comment.txt", "\xef\xbb\xbf# made on Windows\r\nc.jpg 0\r\n");
+    open_ok(&ds, at_root("bom-comment.txt"));
+    ck_assert_uint_eq(ds.n, 1);
+    assert_sample(&ds, 0, "c.jpg", 0);
+    gf__dataset_close(&ds);
+    write_list("bom-only.txt", "\xef\xbb\xbf");
+    ck_assert_ptr_nonnull(strstr(open_fails(at_root("bom-only.txt")), "bom-only.txt"));
+}
+END_TEST
+
 START_TEST(list_paths_open_relative_to_the_list_directory)
 {
     char p[4096];
@@ -769,6 +791,7 @@ static Suite *dataset_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, list_lines_give_paths_and_labels);
     tcase_add_test(tc, list_tolerates_crlf_line_ends);
+    tcase_add_test(tc, list_skips_a_utf8_byte_order_mark);
     tcase_add_test(tc, list_paths_open_relative_to_the_list_directory);
     tcase_add_test(tc, list_named_without_a_directory_is_relative_to_the_cwd);
     tcase_add_test(tc, list_of_many_lines_is_compact);
