@@ -194,6 +194,41 @@ typedef enum gf_layout {
 typedef void (*gf_sample_error_fn)(void *user, int64_t sample, const char *path,
                                    int code, const char *reason);
 
+/* Which files an ImageFolder indexes, by extension (any case).
+ * TORCHVISION: torchvision's IMG_EXTENSIONS, .jpg .jpeg .png .ppm .bmp .pgm
+ *   .tif .tiff .webp, so that indices and class contents match a PyTorch
+ *   run on the same tree (.tif/.tiff are indexed but not decoded: each is
+ *   a GF_EFORMAT sample, "TIFF: not a supported format").
+ * ALL: also .gif .tga .psd .pnm .pbm (what stb_image decodes).
+ * Files left out are counted in stats.folder_skipped. List files and tar
+ * shards do not use this: a list names its files, and a shard's image
+ * member may have any of the ALL extensions. */
+typedef enum gf_extensions {
+    GF_EXT_TORCHVISION = 0,
+    GF_EXT_ALL = 1,
+} gf_extensions;
+
+/* stats.folder_skipped's entries: files left out of an ImageFolder per
+ * extension (those of GF_EXT_ALL that TORCHVISION leaves out), and every
+ * other file (another extension or none). Hidden entries are not counted. */
+enum {
+    GF_SKIPPED_GIF,
+    GF_SKIPPED_TGA,
+    GF_SKIPPED_PSD,
+    GF_SKIPPED_PNM,
+    GF_SKIPPED_PBM,
+    GF_SKIPPED_OTHER,
+    GF_SKIPPED_MAX = 8 /* the array's length: fixed, for the ABI */
+};
+
+/* ImageFolder walk caps: sub-directory levels below a class folder, and
+ * directory entries read in the whole tree (hidden ones not counted).
+ * Beyond either, gf_open() fails with GF_EDATASET naming the directory
+ * where indexing stopped. Each directory (device, inode) is walked once,
+ * whatever the links to it: stats.folder_dirs_again counts the others. */
+#define GF_FOLDER_MAX_DEPTH 64
+#define GF_FOLDER_MAX_ENTRIES (1ull << 27)
+
 typedef struct gf_settings {
     const char *data;      /* ImageFolder directory, list file, or tar shards
                               ("dir/train-{000000..000127}.tar", "a.tar,b.tar");
@@ -265,7 +300,8 @@ typedef struct gf_settings {
      * the decodes finish, not sampler order. NULL */
     gf_sample_error_fn on_sample_warning;
     void *on_sample_warning_user; /* NULL */
-    uint8_t reserved[40];  /* zero; room for fields without an ABI break */
+    gf_extensions extensions; /* GF_EXT_TORCHVISION: ImageFolder files */
+    uint8_t reserved[36];  /* zero; room for fields without an ABI break */
 } gf_settings;
 
 /* The library's (gf_next hands out a pointer into its ring): fields may be
@@ -361,7 +397,13 @@ typedef struct gf_stats {
                                   where a warning is the sample's error) */
     uint64_t decoded_spng, decoded_webp; /* samples per decoder, beside
                                   decoded_turbo and decoded_stb */
-    uint8_t reserved[464];     /* zero; room for fields without an ABI break:
+    /* ImageFolder: directories walked, and those reached again through a
+     * link (a loop, or a second link to one walked) and not walked twice.
+     * 0 for a list or shards. */
+    uint64_t folder_dirs, folder_dirs_again;
+    uint64_t folder_skipped[GF_SKIPPED_MAX]; /* [GF_SKIPPED_*]: files the
+                                  ImageFolder left out, by extension */
+    uint8_t reserved[384];     /* zero; room for fields without an ABI break:
                                   gf_get_stats writes sizeof(gf_stats) bytes,
                                   a new field takes its place from here */
 } gf_stats;
@@ -576,7 +618,7 @@ GF_API int gf_decode_image(const gf_settings *s, const void *data, size_t len,
  * exactly as gf_open() does (same sources, same order, same labels and
  * paths) but the WHOLE data set: rank and world are ignored, so index i
  * here is index i of gf_sample_path()/gf_read_sample() on any rank. Only
- * data and max_file_bytes are read from the settings. Read-only after
+ * data, extensions and max_file_bytes are read from the settings. Read-only after
  * open: every call but gf_index_read() and gf_index_close() may be made
  * from several threads at once. */
 typedef struct gf_index gf_index;

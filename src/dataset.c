@@ -120,16 +120,32 @@ int gf__keep_fd(int fd)
 
 /* ---- names, extensions ---- */
 
-static const char *const image_ext[] = {".jpg", ".jpeg", ".png", ".ppm", ".pgm",
-                                        ".pbm", ".pnm",  ".bmp", ".gif", ".tga",
-                                        ".psd", ".tif",  ".tiff", ".webp"};
+/* torchvision's IMG_EXTENSIONS first, then the rest of GF_EXT_ALL in
+ * GF_SKIPPED_* order. */
+static const char *const image_ext[] = {"jpg", "jpeg", "png", "ppm", "bmp", "pgm", "tif",
+                                        "tiff", "webp", "gif", "tga", "psd", "pnm", "pbm"};
+enum { N_TORCHVISION_EXT = 9, N_IMAGE_EXT = sizeof image_ext / sizeof image_ext[0] };
+
+/* image_ext's index of ext[0, len), or -1. */
+static int image_ext_index(const char *ext, size_t len)
+{
+    for (int i = 0; i < N_IMAGE_EXT; i++)
+        if (strlen(image_ext[i]) == len && strncasecmp(image_ext[i], ext, len) == 0)
+            return i;
+    return -1;
+}
 
 int gf__is_image_suffix(const char *ext, size_t len)
 {
-    for (size_t i = 0; i < sizeof image_ext / sizeof image_ext[0]; i++)
-        if (strlen(image_ext[i]) - 1 == len && strncasecmp(image_ext[i] + 1, ext, len) == 0)
-            return 1;
-    return 0;
+    return image_ext_index(ext, len) >= 0;
+}
+
+int gf__folder_skip_kind(const char *ext, size_t len, gf_extensions which)
+{
+    int i = ext ? image_ext_index(ext, len) : -1;
+    if (i < 0)
+        return GF_SKIPPED_OTHER;
+    return i < N_TORCHVISION_EXT || which == GF_EXT_ALL ? -1 : GF_SKIPPED_GIF + i - N_TORCHVISION_EXT;
 }
 
 int gf__names_add(gf__names *s, const char *name)
@@ -153,8 +169,26 @@ void gf__names_free(gf__names *s)
 
 /* ---- open, close ---- */
 
+void gf__dataset_default_opts(gf__dataset_opts *o)
+{
+    *o = (gf__dataset_opts){.extensions = GF_EXT_TORCHVISION,
+                            .max_depth = GF_FOLDER_MAX_DEPTH,
+                            .max_entries = GF_FOLDER_MAX_ENTRIES};
+}
+
 int gf__dataset_open(gf__dataset *ds, const char *source, char *why, size_t why_len)
 {
+    return gf__dataset_open_with(ds, source, NULL, why, why_len);
+}
+
+int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset_opts *opts,
+                          char *why, size_t why_len)
+{
+    gf__dataset_opts defaults;
+    if (!opts) {
+        gf__dataset_default_opts(&defaults);
+        opts = &defaults;
+    }
     if (!ds)
         return GF_EINVAL;
     memset(ds, 0, sizeof *ds);
@@ -187,7 +221,7 @@ int gf__dataset_open(gf__dataset *ds, const char *source, char *why, size_t why_
     int rc;
     if (S_ISDIR(st.st_mode)) {
         close(fd);
-        rc = gf__dataset_open_folder(ds, source, why, why_len);
+        rc = gf__dataset_open_folder(ds, source, opts, why, why_len);
     } else if (S_ISREG(st.st_mode)) {
         rc = gf__dataset_open_list(ds, source, fd, &st, why, why_len);
         close(fd);

@@ -28,7 +28,21 @@ typedef struct gf__dataset {
      * warnings (those two and archive oddities); the first in `warning`. */
     uint64_t skipped_members, skipped_keys, warnings;
     char warning[256];
+    /* ImageFolder: directories walked, and those reached again (a loop or
+     * a second link) and not walked twice. */
+    uint64_t dirs, dirs_again;
+    uint64_t skipped_ext[GF_SKIPPED_MAX]; /* files left out, [GF_SKIPPED_*] */
 } gf__dataset;
+
+/* How a data set is indexed (gf__dataset_open: the defaults). */
+typedef struct gf__dataset_opts {
+    gf_extensions extensions; /* ImageFolder: the files it takes */
+    int max_depth;        /* ImageFolder: levels below a class folder */
+    uint64_t max_entries; /* ImageFolder: directory entries in the walk */
+} gf__dataset_opts;
+
+/* GF_EXT_TORCHVISION, GF_FOLDER_MAX_DEPTH, GF_FOLDER_MAX_ENTRIES. */
+void gf__dataset_default_opts(gf__dataset_opts *o);
 
 /* source is tar shards, a directory or a list file.
  *
@@ -57,18 +71,26 @@ typedef struct gf__dataset {
  *
  * ImageFolder: classes are the root's non-hidden sub-directories in byte
  * order (an empty one still takes its label); each class's image files
- * (extension checked case-insensitively) are found recursively, following
- * symlinks but not loops, in torchvision's order: by directory path, then
- * file name. Files in the root are ignored. class_names holds the names.
+ * (opts->extensions' list, checked case-insensitively; others counted in
+ * skipped_ext) are found recursively, following
+ * symlinks, in torchvision's order: by directory path, then file name; but
+ * each directory (device, inode) is walked once, through the first link in
+ * name order (so no loop, and no copies through a second link), at most
+ * opts->max_depth levels below the class and opts->max_entries entries in
+ * all (beyond: GF_EDATASET naming the directory). Files in the root are ignored. class_names holds the names.
  * List: the label is the last whitespace-separated token (decimal, 0 ..
  * 2147483646), the path everything before it, so paths may hold spaces;
- * leading/trailing whitespace and CR are ignored. n_classes = max label + 1,
+ * leading/trailing whitespace and CR, and a UTF-8 byte-order mark opening
+ * the file, are ignored. n_classes = max label + 1,
  * class_names NULL. A bad line fails with why = "list.txt:17: ...".
  *
  * Paths are relative to root_fd (O_PATH). On failure ds holds nothing and
  * root_fd is -1. Returns 0, or GF_EDATASET / GF_ENOMEM with why naming the
  * file and reason. */
 int gf__dataset_open(gf__dataset *ds, const char *source, char *why, size_t why_len);
+/* gf__dataset_open with opts (NULL: the defaults). */
+int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset_opts *opts,
+                          char *why, size_t why_len);
 /* Frees everything and closes root_fd; safe on a zeroed, failed or closed
  * struct (a zeroed struct's root_fd 0 is never closed: an open data set's
  * root_fd is always > 0). */

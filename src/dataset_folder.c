@@ -6,11 +6,19 @@
  * agree with a PyTorch run on the same tree: classes are the
  * sub-directories of the root sorted by name (byte order), a class's files
  * are found with os.walk(followlinks=True) and ordered as sorted(os.walk())
- * then sorted(fnames) do, i.e. by (directory path, file name). Differences,
+ * then sorted(fnames) do, i.e. by (directory path, file name), with
+ * torchvision's extensions by default (opts->extensions; files left out
+ * are counted per extension in ds->skipped_ext). Differences,
  * on purpose: hidden entries (leading '.') are skipped at every level, a
  * directory named like an image file is a (bad) sample as well as walked,
  * a directory that cannot be read is an error instead of silently dropped,
- * and a symlink loop is not followed twice. FIFOs, sockets, devices and
+ * and each directory (by device and inode) is walked once in the whole
+ * tree: a symlink loop is not followed, and a second link to a directory
+ * already walked adds nothing (os.walk would list its files again, so
+ * that 30 levels of two links each would make 2^30 samples of one file).
+ * The walk is capped at GF_FOLDER_MAX_DEPTH levels below a class and
+ * GF_FOLDER_MAX_ENTRIES entries (gpufeed.h): GF_EDATASET naming the
+ * directory where it stopped. FIFOs, sockets, devices and
  * links that lead nowhere are samples, as in torchvision, that fail when
  * read (GF_EIO, "not a regular file: a FIFO"): never silently dropped. */
 #include "dataset_internal.h"
@@ -27,10 +35,12 @@
 #define PATH_MAX 4096
 #endif
 
-static int has_image_ext(const char *name, size_t len)
+/* -1 if the folder takes the file `name`, else its GF_SKIPPED_* entry. */
+static int skip_kind(const char *name, size_t len, gf_extensions which)
 {
     const char *dot = memrchr(name, '.', len);
-    return dot && gf__is_image_suffix(dot + 1, len - (size_t)(dot - name) - 1);
+    return dot ? gf__folder_skip_kind(dot + 1, len - (size_t)(dot - name) - 1, which)
+               : GF_SKIPPED_OTHER;
 }
 
 static int cmp_names(const void *x, const void *y, void *ctx)
@@ -56,21 +66,61 @@ static int cmp_walk_order(const void *x, const void *y, void *ctx)
     return strcmp(ps + 1, qs + 1);
 }
 
+/* Directories walked, by (st_dev, st_ino): open addressing, grown at half
+ * full; ino 0 marks a free slot (no directory has inode 0). */
+typedef struct dir_id {
+    dev_t dev;
+    ino_t ino;
+} dir_id;
+
+typedef struct dir_set {
+    dir_id *v;
+    size_t cap, n; /* cap: a power of two, or 0 */
+} dir_set;
+
+static size_t dir_slot(const dir_set *set, dev_t dev, ino_t ino)
+{
+    uint64_t h = ((uint64_t)ino ^ ((uint64_t)dev << 32)) * 0x9e3779b97f4a7c15ull;
+    size_t i = (size_t)(h >> 17) & (set->cap - 1);
+    while (set->v[i].ino && !(set->v[i].ino == ino && set->v[i].dev == dev))
+        i = (i + 1) & (set->cap - 1);
+    return i;
+}
+
+/* 1 if (dev, ino) was added, 0 if it was there already, or GF_ENOMEM. */
+static int dir_set_add(dir_set *set, dev_t dev, ino_t ino)
+{
+    if (set->cap && set->v[dir_slot(set, dev, ino)].ino)
+        return 0;
+    if (2 * (set->n + 1) > set->cap) {
+        dir_set bigger = {calloc(set->cap ? 2 * set->cap : 64, sizeof(dir_id)),
+                          set->cap ? 2 * set->cap : 64, set->n};
+        if (!bigger.v)
+            return GF_ENOMEM;
+        for (size_t i = 0; i < set->cap; i++)
+            if (set->v[i].ino)
+                bigger.v[dir_slot(&bigger, set->v[i].dev, set->v[i].ino)] = set->v[i];
+        free(set->v);
+        *set = bigger;
+    }
+    set->v[dir_slot(set, dev, ino)] = (dir_id){dev, ino};
+    set->n++;
+    return 1;
+}
+
 typedef struct walk {
     gf__builder *b;
+    gf__dataset *ds;
+    const gf__dataset_opts *o;
     int root_fd;
     int32_t label;
     const char *src;
     char *why;
     size_t why_len;
+    dir_set seen;        /* every directory walked so far */
+    uint64_t entries;    /* entries read so far, for o->max_entries */
     char path[PATH_MAX]; /* relative path of the directory being read */
 } walk;
-
-typedef struct ancestor {
-    dev_t dev;
-    ino_t ino;
-    const struct ancestor *up;
-} ancestor;
 
 enum { KIND_FILE, KIND_DIR };
 
@@ -104,7 +154,7 @@ static GF__COLD void walk_why(const walk *w, const char *name, int err)
 /* Reads directory w->path (length plen): appends its image files, then
  * descends into its sub-directories (after closing it, so that the number
  * of open descriptors does not grow with depth). */
-static int walk_dir(walk *w, size_t plen, const ancestor *up)
+static int walk_dir(walk *w, size_t plen, int depth)
 {
     int fd = openat(w->root_fd, w->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
@@ -117,12 +167,14 @@ static int walk_dir(walk *w, size_t plen, const ancestor *up)
         close(fd);
         return GF_EDATASET;
     }
-    for (const ancestor *a = up; a; a = a->up)
-        if (a->dev == st.st_dev && a->ino == st.st_ino) {
-            close(fd); /* a link back to an ancestor: os.walk would loop */
-            return 0;
-        }
-    ancestor self = {st.st_dev, st.st_ino, up};
+    int added = st.st_ino ? dir_set_add(&w->seen, st.st_dev, st.st_ino) : 1;
+    if (added <= 0) {
+        close(fd); /* a loop, or a second link to a directory walked */
+        if (added == 0)
+            w->ds->dirs_again++;
+        return added;
+    }
+    w->ds->dirs++;
     DIR *dir = fdopendir(fd);
     if (!dir) {
         walk_why(w, NULL, errno);
@@ -143,6 +195,13 @@ static int walk_dir(walk *w, size_t plen, const ancestor *up)
         }
         if (d->d_name[0] == '.')
             continue; /* hidden, and "." and ".." */
+        if (++w->entries > w->o->max_entries) {
+            gf__why(w->why, w->why_len,
+                    "%s/%s: the tree has over %llu entries; indexing stopped here",
+                    w->src, w->path, (unsigned long long)w->o->max_entries);
+            rc = GF_EDATASET;
+            break;
+        }
         size_t nl = strlen(d->d_name);
         int kind = entry_kind(dirfd(dir), d);
         if (kind == KIND_DIR && (rc = gf__names_add(&subdirs, d->d_name)) < 0)
@@ -151,7 +210,10 @@ static int walk_dir(walk *w, size_t plen, const ancestor *up)
          * sample, which fails as "not a regular file: a directory": a user
          * who meant a file learns of it, one who did not loses nothing
          * (but the indices after it then differ from torchvision's). */
-        if (has_image_ext(d->d_name, nl)) {
+        int skip = skip_kind(d->d_name, nl, w->o->extensions);
+        if (skip >= 0 && kind != KIND_DIR)
+            w->ds->skipped_ext[skip]++;
+        if (skip < 0) {
             gf__builder *b = w->b;
             if ((rc = gf__builder_reserve_paths(b, plen + 1 + nl + 1)) < 0 ||
                 (rc = gf__builder_reserve_samples(b, 1)) < 0)
@@ -167,6 +229,15 @@ static int walk_dir(walk *w, size_t plen, const ancestor *up)
         }
     }
     closedir(dir);
+    if (rc == 0 && subdirs.n && depth >= w->o->max_depth) {
+        gf__why(w->why, w->why_len,
+                "%s/%s: sub-directories over %d levels below the class; indexing stopped here",
+                w->src, w->path, w->o->max_depth);
+        rc = GF_EDATASET;
+    }
+    /* In name order, so that which link to a directory is walked (the
+     * first) does not depend on readdir's order. */
+    qsort_r(subdirs.off, subdirs.n, sizeof *subdirs.off, cmp_names, subdirs.buf);
     for (size_t i = 0; rc == 0 && i < subdirs.n; i++) {
         const char *name = subdirs.buf + subdirs.off[i];
         size_t nl = strlen(name);
@@ -177,14 +248,15 @@ static int walk_dir(walk *w, size_t plen, const ancestor *up)
         }
         w->path[plen] = '/';
         memcpy(w->path + plen + 1, name, nl + 1);
-        rc = walk_dir(w, plen + 1 + nl, &self);
+        rc = walk_dir(w, plen + 1 + nl, depth + 1);
         w->path[plen] = '\0';
     }
     gf__names_free(&subdirs);
     return rc;
 }
 
-int gf__dataset_open_folder(gf__dataset *ds, const char *src, char *why, size_t why_len)
+int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_opts *o,
+                            char *why, size_t why_len)
 {
     int dfd = open(src, O_PATH | O_DIRECTORY | O_CLOEXEC);
     ds->root_fd = dfd < 0 ? -1 : gf__keep_fd(dfd);
@@ -250,10 +322,12 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, char *why, size_t 
     ds->bytes += names_bytes;
 
     gf__builder b = {0};
-    walk *w = malloc(sizeof *w);
+    walk *w = calloc(1, sizeof *w);
     if (!w)
         return GF_ENOMEM;
     w->b = &b;
+    w->ds = ds;
+    w->o = o;
     w->root_fd = ds->root_fd;
     w->src = src;
     w->why = why;
@@ -268,11 +342,12 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, char *why, size_t 
         memcpy(w->path, cn[k], nl + 1);
         w->label = (int32_t)k;
         size_t first = b.n;
-        if ((rc = walk_dir(w, nl, NULL)) < 0)
+        if ((rc = walk_dir(w, nl, 0)) < 0)
             break;
         if (b.n - first > 1)
             qsort_r(b.off + first, b.n - first, sizeof *b.off, cmp_walk_order, b.arena);
     }
+    free(w->seen.v);
     free(w);
     if (rc == 0 && b.n == 0) {
         gf__why_path(why, why_len, src, "no image files in any class sub-directory");

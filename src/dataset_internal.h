@@ -50,8 +50,12 @@ void gf__names_free(gf__names *s);
 /* An fd of at least 1, so that a zeroed struct (root_fd 0) never owns one. */
 int gf__keep_fd(int fd);
 
-/* 1 if ext[0, len) (after the dot) is an image extension, any case. */
+/* 1 if ext[0, len) (after the dot) is an image extension, any case: one
+ * of GF_EXT_ALL's (tar shards take these). */
 int gf__is_image_suffix(const char *ext, size_t len);
+/* For an ImageFolder file named ext[0, len) after its last dot: -1 if
+ * `which` takes it, else its GF_SKIPPED_* entry. */
+int gf__folder_skip_kind(const char *ext, size_t len, gf_extensions which);
 
 static inline int gf__is_space(char c)
 {
@@ -62,7 +66,8 @@ static inline int gf__is_space(char c)
  * (gf__dataset_open closes it). */
 int gf__dataset_open_list(gf__dataset *ds, const char *src, int fd, const struct stat *st,
                           char *why, size_t why_len);
-int gf__dataset_open_folder(gf__dataset *ds, const char *src, char *why, size_t why_len);
+int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_opts *o,
+                            char *why, size_t why_len);
 /* 1 if src names tar shards (every comma-separated element ends in .tar). */
 int gf__dataset_is_shards(const char *src);
 int gf__dataset_open_shards(gf__dataset *ds, const char *src, char *why, size_t why_len);

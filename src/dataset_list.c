@@ -41,7 +41,10 @@ static int parse_list(gf__builder *b, char *buf, size_t size, const char *src, c
     int32_t max_label = -1;
     size_t w = 0; /* write position: end of the arena */
     uint64_t lineno = 0;
-    for (size_t pos = 0; pos < size;) {
+    /* A UTF-8 byte-order mark (Windows editors write one) is not part of
+     * the first path. */
+    size_t start = size >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+    for (size_t pos = start; pos < size;) {
         lineno++;
         char *line = buf + pos;
         char *nl = memchr(line, '\n', size - pos);

@@ -44,7 +44,7 @@ void gf__transform_from_settings(gf__transform *t, const gf_settings *s)
 
 /* ---- format sniffing and completeness checks ---- */
 
-const char *const gf__fmt_name[] = {"image", "JPEG", "PNG", "GIF", "BMP", "PSD", "PNM", "TGA", "WebP"};
+const char *const gf__fmt_name[] = {"image", "JPEG", "PNG", "GIF", "BMP", "PSD", "PNM", "TGA", "WebP", "TIFF"};
 
 static int sniff(const uint8_t *p, size_t n)
 {
@@ -64,6 +64,8 @@ static int sniff(const uint8_t *p, size_t n)
     if (n >= 3 && p[0] == 'P' && (p[1] == '5' || p[1] == '6') &&
         (p[2] == ' ' || p[2] == '\n' || p[2] == '\r' || p[2] == '\t'))
         return F_PNM;
+    if (n >= 4 && (memcmp(p, "II*\0", 4) == 0 || memcmp(p, "MM\0*", 4) == 0))
+        return F_TIFF; /* in torchvision's list, so ImageFolders index it */
     return F_UNKNOWN;
 }
 
@@ -351,6 +353,9 @@ static int decode(gf__decoder *d, const uint8_t *data, size_t len, const gf__tra
 #endif
     if (fmt == F_WEBP) {
         gf__why(why, why_len, "WebP: this build has no WebP decoder (libwebp, the webp feature)");
+        return GF_EFORMAT;
+    } else if (fmt == F_TIFF) {
+        gf__why(why, why_len, "TIFF: not a supported format");
         return GF_EFORMAT;
     } else {
         if (fmt == F_JPEG && (rc = jpeg_stb_refuses(data, len, why, why_len)) < 0)

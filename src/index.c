@@ -29,7 +29,15 @@ int gf_index_open(gf_index **out, const gf_settings *s)
         return GF_EINVAL;
     }
     ix->max_file_bytes = s->max_file_bytes ? (size_t)s->max_file_bytes : (size_t)256 << 20;
-    return gf__dataset_open(&ix->ds, s->data, ix->msg, sizeof ix->msg);
+    if (s->extensions != GF_EXT_TORCHVISION && s->extensions != GF_EXT_ALL) {
+        gf__why(ix->msg, sizeof ix->msg, "gf_index_open: settings.extensions %d is unknown",
+                (int)s->extensions);
+        return GF_EINVAL;
+    }
+    gf__dataset_opts o;
+    gf__dataset_default_opts(&o);
+    o.extensions = s->extensions;
+    return gf__dataset_open_with(&ix->ds, s->data, &o, ix->msg, sizeof ix->msg);
 }
 
 uint64_t gf_index_count(const gf_index *ix)

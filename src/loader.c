@@ -230,7 +230,10 @@ int gf_open(gf_loader **out, const gf_settings *s)
     if ((rc = gf__resolve_launcher(&l->s, &l->device_id_from_env, l->msg, sizeof l->msg)) < 0)
         return rc;
     char why[sizeof l->msg] = "";
-    rc = gf__dataset_open(&l->ds, l->data_path, why, sizeof why);
+    gf__dataset_opts dopts;
+    gf__dataset_default_opts(&dopts);
+    dopts.extensions = s->extensions;
+    rc = gf__dataset_open_with(&l->ds, l->data_path, &dopts, why, sizeof why);
     if (rc < 0)
         return gf__fail(l, rc, "%s", why);
     rc = gf__sampler_init(&l->sampler, l->ds.n, s->seed, s->shuffle, (uint32_t)l->s.rank,
@@ -497,6 +500,9 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     st->shard_members_skipped = l->ds.skipped_members;
     st->shard_keys_skipped = l->ds.skipped_keys;
     st->dataset_warnings = l->ds.warnings;
+    st->folder_dirs = l->ds.dirs;
+    st->folder_dirs_again = l->ds.dirs_again;
+    memcpy(st->folder_skipped, l->ds.skipped_ext, sizeof st->folder_skipped);
     /* The index keeps 256 bytes of it; stats carry the start. */
     snprintf(st->dataset_warning, sizeof st->dataset_warning, "%.*s",
              (int)sizeof st->dataset_warning - 1, l->ds.warning);

@@ -221,4 +221,84 @@ resume_refused "another data set" "saved on another data set" \
     train --data "$t2" --batch-size 4 --image-size 16 --model-width 2 --threads 1 --device cpu \
     --loader gpufeed --epochs 2 --resume "$ck"
 
+# verify when every sample is bad (no batch at all): each file is listed
+# once and the exit is 1, as when one good file is present; --json too.
+ab=$tmp/all-bad
+"$g" make-dataset "$ab" --classes 2 --per-class 40 --size 32x32 --seed 3 >/dev/null
+for f in "$ab"/class_0*/img_000*.jpg; do printf 'not a jpeg' >"$f"; done
+: >"$ab/class_00/img_00001.jpg"
+head -c 100 "$d/class_00/img_00000.jpg" >"$ab/class_01/img_00002.jpg"
+set +e
+out=$("$g" verify --data "$ab" 2>&1)
+rc=$?
+json=$("$g" verify --data "$ab" --json)
+jrc=$?
+set -e
+[ $rc -eq 1 ] || fail "verify with every sample bad must exit 1, got $rc: $out"
+[ $jrc -eq 1 ] || fail "verify --json with every sample bad must exit 1, got $jrc: $json"
+echo "$out" | grep -q '^80 samples, 80 bad$' || fail "verify summary, every sample bad: $out"
+[ "$(echo "$out" | grep -c '^BAD ')" -eq 80 ] || fail "verify lists every bad file: $out"
+[ "$(echo "$out" | grep '^BAD ' | sed 's/: .*//' | sort -u | wc -l)" -eq 80 ] ||
+    fail "verify lists each bad file once: $out"
+echo "$out" | grep -q "^BAD $ab/class_00/img_00001.jpg: .*empty" || fail "verify names the empty file: $out"
+echo "$out" | grep -q "^BAD $ab/class_01/img_00002.jpg: .*truncated" || fail "verify names the cut file: $out"
+if command -v python3 >/dev/null 2>&1; then
+    echo "$json" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+paths = [b["path"] for b in d["bad_samples"]]
+assert d["samples"] == 80 and d["bad"] == d["samples"], d
+assert len(paths) == 80 and len(set(paths)) == 80, paths
+' || fail "verify --json, every sample bad: $json"
+fi
+
+# verify under a launcher (SLURM_PROCID/NTASKS are set in every sbatch
+# step, OMPI_COMM_WORLD_* under mpirun) still checks the whole data set;
+# --rank/--world check one share, and the summary says so.
+for env in "SLURM_PROCID=1 SLURM_NTASKS=4" "OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=4"; do
+    set +e
+    out=$(env $env "$g" verify --data "$ab" 2>&1)
+    rc=$?
+    set -e
+    [ $rc -eq 1 ] || fail "verify under $env must exit 1, got $rc: $out"
+    echo "$out" | grep -q '^80 samples, 80 bad$' || fail "verify under $env checks everything: $out"
+    [ "$(echo "$out" | grep -c '^BAD ')" -eq 80 ] || fail "verify under $env lists every file: $out"
+done
+set +e
+out=$(SLURM_PROCID=1 SLURM_NTASKS=4 "$g" verify --data "$ab" --rank 1 --world 4 2>&1)
+json=$(SLURM_PROCID=0 SLURM_NTASKS=2 "$g" verify --data "$ab" --rank 1 --world 4 --json)
+set -e
+echo "$out" | grep -q '^20 samples, 20 bad (rank 1 of 4: its share only)$' ||
+    fail "verify --rank 1 --world 4 names the share: $out"
+[ "$(echo "$out" | grep -c '^BAD ')" -eq 20 ] || fail "verify --rank 1 --world 4 lists its share: $out"
+echo "$json" | grep -q '"bad": *20, *"rank": *1, *"world": *4' || fail "verify --json names the share: $json"
+"$g" verify --data "$ab" --rank 1 2>/dev/null && fail "verify --rank without --world must fail"
+"$g" verify --data "$ab" --rank 4 --world 4 2>/dev/null && fail "verify --rank 4 --world 4 must fail"
+
+# ImageFolder extensions: torchvision's by default, so a .gif and a .tga
+# (real images, built here) are left out and counted; --extensions all
+# takes them. A .tif is in torchvision's list: a bad sample, named as an
+# unsupported format.
+hexw() { for h in $(echo "$1" | sed 's/../& /g'); do printf "\\$(printf %o "0x$h")"; done; }
+x=$tmp/ext
+"$g" make-dataset "$x" --classes 2 --per-class 3 --size 32x32 --seed 4 >/dev/null
+hexw 47494638396101000100800000000000ffffff21f90401000000002c00000000010001000002024401003b >"$x/class_00/a.gif"
+hexw 000002000000000000000000010001001800ff8000 >"$x/class_01/b.TGA"
+hexw 49492a0008000000 >"$x/class_01/c.tif"
+set +e
+out=$("$g" verify --data "$x" 2>&1)
+rc=$?
+json=$("$g" verify --data "$x" --json)
+aout=$("$g" verify --data "$x" --extensions all 2>&1)
+set -e
+[ $rc -eq 1 ] || fail "verify with a .tif must exit 1, got $rc: $out"
+echo "$out" | grep -q "^BAD $x/class_01/c.tif: TIFF: not a supported format$" || fail "verify names the TIFF: $out"
+echo "$out" | grep -q "^left out of the folder: 1 .gif, 1 .tga (not in torchvision's list; --extensions all takes them)$" ||
+    fail "verify says which extensions it skipped: $out"
+echo "$out" | grep -q '^7 samples, 1 bad$' || fail "verify summary, torchvision's extensions: $out"
+echo "$json" | grep -q '"extensions": *"torchvision", *"skipped_extensions": *{".gif": *1, *".tga": *1, *".psd": *0, *".pnm": *0, *".pbm": *0, *"other": *0}' ||
+    fail "verify --json counts the skipped extensions: $json"
+echo "$aout" | grep -q '^9 samples, 1 bad$' || fail "verify --extensions all takes the .gif and .tga: $aout"
+echo "$aout" | grep -q 'left out' && fail "verify --extensions all left files out: $aout"
+
 echo "cli: ok"

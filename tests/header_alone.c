@@ -36,7 +36,8 @@ AT(gf_settings, mean, 160);
 AT(gf_settings, copy_stream_per_slot, 224);
 AT(gf_settings, strictness, 228);
 AT(gf_settings, on_sample_warning, 232);
-AT(gf_settings, reserved, 248);
+AT(gf_settings, extensions, 248);
+AT(gf_settings, reserved, 252);
 
 SIZE(gf_sample_error, 432);
 AT(gf_sample_error, code, 8);
@@ -57,7 +58,10 @@ AT(gf_stats, h2d_s, 4112);
 AT(gf_stats, decode_warnings, 4120);
 AT(gf_stats, decoded_spng, 4128);
 AT(gf_stats, decoded_webp, 4136);
-AT(gf_stats, reserved, 4144);
+AT(gf_stats, folder_dirs, 4144);
+AT(gf_stats, folder_dirs_again, 4152);
+AT(gf_stats, folder_skipped, 4160);
+AT(gf_stats, reserved, 4224);
 
 SIZE(gf_state, 40);
 AT(gf_state, seed, 16);

@@ -232,6 +232,192 @@ START_TEST(folder_follows_symlinks_but_not_loops)
 }
 END_TEST
 
+/* 30 levels of two links each to the next level: os.walk would list the
+ * last level's file 2^30 times. Each directory is walked once: every file
+ * is indexed once, and the second link of each level is counted. */
+START_TEST(folder_walks_each_directory_once_through_a_link_graph)
+{
+    enum { LEVELS = 30 };
+    char rel[64], to[64];
+    for (int k = 1; k <= LEVELS; k++) {
+        snprintf(rel, sizeof rel, ".store/L%d/%d.jpg", k, k);
+        touch(rel);
+    }
+    mkdir_rel("c");
+    for (int k = 0; k < LEVELS; k++)
+        for (int link = 0; link < 2; link++) {
+            if (k)
+                snprintf(rel, sizeof rel, ".store/L%d/%c", k, "ab"[link]);
+            else
+                snprintf(rel, sizeof rel, "c/%c", "ab"[link]);
+            snprintf(to, sizeof to, "%sL%d", k ? "../" : "../.store/", k + 1);
+            ck_assert_int_eq(symlink(to, at_root(rel)), 0);
+        }
+    gf__dataset ds;
+    open_ok(&ds, root);
+    ck_assert_uint_eq(ds.n, LEVELS);
+    ck_assert_uint_eq(ds.dirs, 1 + LEVELS);   /* c and each level once */
+    ck_assert_uint_eq(ds.dirs_again, LEVELS); /* each level's second link */
+    for (uint64_t i = 0; i < ds.n; i++) {
+        /* Reached through the first link of each level: c/a/a/.../k.jpg. */
+        const char *p = gf__dataset_path(&ds, i), *q = p + 1;
+        int depth = 0;
+        while (strncmp(q, "/a", 2) == 0)
+            q += 2, depth++;
+        ck_assert_msg(p[0] == 'c' && depth >= 1 && depth <= LEVELS, "path %s", p);
+        snprintf(rel, sizeof rel, "/%d.jpg", depth);
+        ck_assert_str_eq(q, rel);
+        ck_assert_int_eq(ds.labels[i], 0);
+    }
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+/* Sub-directories beyond GF_FOLDER_MAX_DEPTH levels below a class: the
+ * walk stops, and gf_open's message names the directory where it did. */
+START_TEST(folder_deeper_than_the_cap_is_a_dataset_error_naming_where)
+{
+    char rel[4096] = "c", deepest[4096] = "";
+    touch("c/1.jpg");
+    for (int k = 1; k <= GF_FOLDER_MAX_DEPTH + 1; k++) {
+        if (k == GF_FOLDER_MAX_DEPTH)
+            snprintf(deepest, sizeof deepest, "%s/%s/d", root, rel);
+        strcat(rel, "/d");
+        mkdir_rel(rel);
+    }
+    const char *why = open_fails(root);
+    ck_assert_msg(strstr(why, deepest) && strstr(why, "64 levels below the class"), "%s", why);
+
+    gf_settings s;
+    tu_cpu_settings(&s);
+    s.data = root;
+    gf_loader *l = NULL;
+    ck_assert_int_eq(gf_open(&l, &s), GF_EDATASET);
+    ck_assert_msg(strstr(gf_last_error(l), deepest), "%s", gf_last_error(l));
+    gf_close(&l);
+
+    /* One level less is a data set. */
+    ck_assert_int_eq(rmdir(at_root(rel)), 0);
+    gf__dataset ds;
+    open_ok(&ds, root);
+    ck_assert_uint_eq(ds.n, 1);
+    ck_assert_uint_eq(ds.dirs, 1 + GF_FOLDER_MAX_DEPTH);
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+/* The entry cap (GF_FOLDER_MAX_ENTRIES; lowered here) stops the walk
+ * where it is reached, naming the directory. */
+START_TEST(folder_over_the_entry_cap_is_a_dataset_error_naming_where)
+{
+    touch("a/1.jpg");
+    touch("b/1.jpg");
+    touch("b/2.jpg");
+    touch("b/x/3.jpg");
+    gf__dataset_opts o;
+    gf__dataset_default_opts(&o);
+    ck_assert_uint_eq(o.max_entries, GF_FOLDER_MAX_ENTRIES);
+    o.max_entries = 5; /* a/1.jpg, b/1.jpg, b/2.jpg, b/x, b/x/3.jpg */
+    gf__dataset ds;
+    char why[512];
+    ck_assert_int_eq(gf__dataset_open_with(&ds, root, &o, why, sizeof why), 0);
+    ck_assert_uint_eq(ds.n, 4);
+    gf__dataset_close(&ds);
+    o.max_entries = 4;
+    ck_assert_int_eq(gf__dataset_open_with(&ds, root, &o, why, sizeof why), GF_EDATASET);
+    char want[4200];
+    snprintf(want, sizeof want, "%s/b/x: the tree has over 4 entries", root);
+    ck_assert_msg(strstr(why, want), "%s", why);
+    ck_assert_ptr_null(ds.arena);
+}
+END_TEST
+
+/* Default extensions are torchvision's: .gif .tga .psd .pnm .pbm files are
+ * left out (and counted), so indices and labels match a PyTorch run; a
+ * class of only such files stays, empty, at its place. GF_EXT_ALL takes
+ * them. */
+START_TEST(folder_extensions_default_to_torchvisions_list)
+{
+    static const char *const files[] = {"a/1.jpg", "a/2.gif", "a/3.tga", "a/4.PSD", "a/5.pnm",
+                                        "a/6.pbm", "a/7.tif", "a/notes.txt", "b/1.GIF",
+                                        "c/1.Png", "c/2.ppm"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        touch(files[i]);
+    gf__dataset ds;
+    open_ok(&ds, root); /* gf__dataset_open: the defaults */
+    ck_assert_int_eq(ds.n_classes, 3);
+    ck_assert_uint_eq(ds.n, 4);
+    assert_sample(&ds, 0, "a/1.jpg", 0);
+    assert_sample(&ds, 1, "a/7.tif", 0);
+    assert_sample(&ds, 2, "c/1.Png", 2);
+    assert_sample(&ds, 3, "c/2.ppm", 2);
+    static const uint64_t skipped[GF_SKIPPED_MAX] = {
+        [GF_SKIPPED_GIF] = 2, [GF_SKIPPED_TGA] = 1, [GF_SKIPPED_PSD] = 1,
+        [GF_SKIPPED_PNM] = 1, [GF_SKIPPED_PBM] = 1, [GF_SKIPPED_OTHER] = 1};
+    for (int k = 0; k < GF_SKIPPED_MAX; k++)
+        ck_assert_msg(ds.skipped_ext[k] == skipped[k], "skipped[%d] = %llu", k,
+                      (unsigned long long)ds.skipped_ext[k]);
+    gf__dataset_close(&ds);
+
+    gf__dataset_opts o;
+    gf__dataset_default_opts(&o);
+    o.extensions = GF_EXT_ALL;
+    char why[512];
+    ck_assert_int_eq(gf__dataset_open_with(&ds, root, &o, why, sizeof why), 0);
+    ck_assert_uint_eq(ds.n, 10);
+    static const char *const all[] = {"a/1.jpg", "a/2.gif", "a/3.tga", "a/4.PSD", "a/5.pnm",
+                                      "a/6.pbm", "a/7.tif", "b/1.GIF", "c/1.Png", "c/2.ppm"};
+    static const int labels[] = {0, 0, 0, 0, 0, 0, 0, 1, 2, 2};
+    for (uint64_t i = 0; i < ds.n; i++)
+        assert_sample(&ds, i, all[i], labels[i]);
+    for (int k = 0; k < GF_SKIPPED_MAX; k++)
+        ck_assert_uint_eq(ds.skipped_ext[k], k == GF_SKIPPED_OTHER);
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+/* Through the loader: the skipped counts reach the stats, and a .tif (in
+ * torchvision's list) is a sample that fails as an unsupported format,
+ * counted, with the reason; both byte orders. */
+START_TEST(folder_tiff_is_a_counted_unsupported_format)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/a/1.jpg", root);
+    tu_write_jpg(p, 16, 16, 3, 1, 90);
+    touch("a/2.gif");
+    snprintf(p, sizeof p, "%s/a/3.tif", root);
+    tu_write_file(p, "II*\0\10\0\0\0junkjunk", 16);
+    snprintf(p, sizeof p, "%s/a/4.TIFF", root);
+    tu_write_file(p, "MM\0*\0\0\0\10junkjunk", 16);
+    gf_settings s;
+    tu_cpu_settings(&s);
+    s.data = root;
+    s.batch_size = 4;
+    s.height = s.width = 8;
+    s.threads = 1;
+    s.shuffle = 0;
+    gf_loader *l = NULL;
+    ck_assert_int_eq(gf_open(&l, &s), 0);
+    gf_batch *b;
+    ck_assert_int_eq(gf_next(l, &b), 0);
+    ck_assert_int_eq(b->count, 1);
+    gf_release(l, b);
+    ck_assert_int_eq(gf_next(l, &b), GF_EOF);
+    gf_stats st;
+    ck_assert_int_eq(gf_get_stats(l, &st), 0);
+    ck_assert_uint_eq(st.dataset_samples, 3);
+    ck_assert_uint_eq(st.folder_skipped[GF_SKIPPED_GIF], 1);
+    ck_assert_uint_eq(st.errors, 2);
+    ck_assert_uint_eq(st.errors_by_kind[GF_KIND_EFORMAT], 2);
+    ck_assert_int_eq(st.n_recent, 2);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(st.recent[i].code, GF_EFORMAT);
+        ck_assert_str_eq(st.recent[i].reason, "TIFF: not a supported format");
+    }
+    gf_close(&l);
+}
+END_TEST
+
 /* Entries that are not regular files but are named like images stay in the
  * index, in walk order: the reader fails each with its reason, so none
  * vanishes from the count (test_loader reads them). */
@@ -429,6 +615,28 @@ START_TEST(list_tolerates_crlf_line_ends)
 }
 END_TEST
 
+/* A UTF-8 byte-order mark opens the file, not the first path; elsewhere
+ * those bytes are a path's own. A BOM before a comment or on a list of
+ * only a BOM is skipped the same way. */
+START_TEST(list_skips_a_utf8_byte_order_mark)
+{
+    write_list("bom.txt", "\xef\xbb\xbf" "a/1.jpg 3\n\xef\xbb\xbf" "b.jpg 1\n");
+    gf__dataset ds;
+    open_ok(&ds, at_root("bom.txt"));
+    ck_assert_uint_eq(ds.n, 2);
+    assert_sample(&ds, 0, "a/1.jpg", 3);
+    assert_sample(&ds, 1, "\xef\xbb\xbf" "b.jpg", 1);
+    gf__dataset_close(&ds);
+    write_list("bom-comment.txt", "\xef\xbb\xbf# made on Windows\r\nc.jpg 0\r\n");
+    open_ok(&ds, at_root("bom-comment.txt"));
+    ck_assert_uint_eq(ds.n, 1);
+    assert_sample(&ds, 0, "c.jpg", 0);
+    gf__dataset_close(&ds);
+    write_list("bom-only.txt", "\xef\xbb\xbf");
+    ck_assert_ptr_nonnull(strstr(open_fails(at_root("bom-only.txt")), "bom-only.txt"));
+}
+END_TEST
+
 START_TEST(list_paths_open_relative_to_the_list_directory)
 {
     char p[4096];
@@ -568,6 +776,11 @@ static Suite *dataset_suite(void)
     tcase_add_test(tc, folder_ignores_files_in_the_root);
     tcase_add_test(tc, folder_keeps_an_empty_class_so_labels_match_its_position);
     tcase_add_test(tc, folder_follows_symlinks_but_not_loops);
+    tcase_add_test(tc, folder_walks_each_directory_once_through_a_link_graph);
+    tcase_add_test(tc, folder_deeper_than_the_cap_is_a_dataset_error_naming_where);
+    tcase_add_test(tc, folder_over_the_entry_cap_is_a_dataset_error_naming_where);
+    tcase_add_test(tc, folder_extensions_default_to_torchvisions_list);
+    tcase_add_test(tc, folder_tiff_is_a_counted_unsupported_format);
     tcase_add_test(tc, folder_keeps_non_regular_entries_named_like_images);
     tcase_add_test(tc, folder_paths_open_relative_to_root_fd);
     tcase_add_test(tc, folder_with_a_trailing_slash_opens);
@@ -578,6 +791,7 @@ static Suite *dataset_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, list_lines_give_paths_and_labels);
     tcase_add_test(tc, list_tolerates_crlf_line_ends);
+    tcase_add_test(tc, list_skips_a_utf8_byte_order_mark);
     tcase_add_test(tc, list_paths_open_relative_to_the_list_directory);
     tcase_add_test(tc, list_named_without_a_directory_is_relative_to_the_cwd);
     tcase_add_test(tc, list_of_many_lines_is_compact);

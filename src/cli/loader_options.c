@@ -19,6 +19,8 @@ const char *const cli_layout_names[] = {"nhwc", "nchw", NULL};
 const char *const cli_copy_stream_names[] = {"one", "slot", NULL};
 /* In gf_strictness order. */
 const char *const cli_strictness_names[] = {"strict", "lenient", "whole", NULL};
+/* In gf_extensions order. */
+const char *const cli_extensions_names[] = {"torchvision", "all", NULL};
 
 typedef struct lopt_def {
     const char *name;
@@ -54,6 +56,9 @@ static const lopt_def table[CLI_LOPT_COUNT] = {
     [CLI_LOPT_SEED] = {"seed", "S", NULL, "seed (default 0)", set_u64, 0, 0, NULL},
     [CLI_LOPT_AUTOTUNE] = {"autotune", NULL, NULL, "let the loader add threads and depth while it runs\n(from --threads, up to cores - 1; depth up to\n--prefetch-depth) and report what it chose", set_flag, 0, 0, NULL},
     [CLI_LOPT_STRICTNESS] = {"strictness", "M", NULL, "strict|lenient|whole: a decoder warning (a damaged\nJPEG scan) fails the sample, or is counted and the\nsample used (lenient); whole: strict, and every\nJPEG read to its end (default strict)", set_choice, 0, 0, cli_strictness_names},
+    [CLI_LOPT_RANK] = {"rank", "R", NULL, "read share R of --world (default: the launcher's\nRANK, OMPI_COMM_WORLD_RANK or SLURM_PROCID, else 0)", set_int, 0, (1L << 30) - 1, NULL},
+    [CLI_LOPT_WORLD] = {"world", "W", NULL, "shares the data set is split into (default: the\nlauncher's WORLD_SIZE, OMPI_COMM_WORLD_SIZE or\nSLURM_NTASKS, else 1)", set_int, 1, 1L << 30, NULL},
+    [CLI_LOPT_EXTENSIONS] = {"extensions", "X", NULL, "torchvision|all: the files an ImageFolder indexes:\ntorchvision's (.jpg .jpeg .png .ppm .bmp .pgm .tif\n.tiff .webp; the default), or also .gif .tga .psd\n.pnm .pbm", set_choice, 0, 0, cli_extensions_names},
 };
 
 static int index_of(const lopt_def *d)
@@ -72,12 +77,13 @@ static int set_int(const char *cmd, const lopt_def *d, const char *arg, cli_load
     } else if (cli_parse_int(cmd, d->name, arg, d->min, d->max, &v)) {
         return -1;
     }
-    if (k == CLI_LOPT_THREADS)
-        a->s->threads = v;
-    else if (k == CLI_LOPT_PREFETCH_DEPTH)
-        a->s->prefetch_depth = v;
-    else
-        a->s->batch_size = v;
+    switch (k) {
+    case CLI_LOPT_THREADS: a->s->threads = v; break;
+    case CLI_LOPT_PREFETCH_DEPTH: a->s->prefetch_depth = v; break;
+    case CLI_LOPT_RANK: a->s->rank = v; break;
+    case CLI_LOPT_WORLD: a->s->world = v; break;
+    default: a->s->batch_size = v; break;
+    }
     return 0;
 }
 
@@ -116,6 +122,7 @@ static int set_choice(const char *cmd, const lopt_def *d, const char *arg, cli_l
     case CLI_LOPT_DECODER: a->s->decoder = (gf_decoder_kind)v; break;
     case CLI_LOPT_TRANSFORM: a->s->transform = (gf_transform)v; break;
     case CLI_LOPT_STRICTNESS: a->s->strictness = (gf_strictness)v; break;
+    case CLI_LOPT_EXTENSIONS: a->s->extensions = (gf_extensions)v; break;
     default: a->s->on_error = (gf_on_error)v; break;
     }
     return 0;

@@ -35,6 +35,9 @@ typedef enum cli_lopt {
     CLI_LOPT_SEED,
     CLI_LOPT_AUTOTUNE,
     CLI_LOPT_STRICTNESS,
+    CLI_LOPT_RANK,           /* the share read: settings.rank, world */
+    CLI_LOPT_WORLD,
+    CLI_LOPT_EXTENSIONS,     /* ImageFolder files: settings.extensions */
     CLI_LOPT_COUNT
 } cli_lopt;
 #define CLI_LOPT(name) (1u << CLI_LOPT_##name)
@@ -75,6 +78,6 @@ void cli_loader_help(FILE *f, unsigned which, unsigned sweep, int col,
 extern const char *const cli_io_names[], *const cli_decoder_names[],
     *const cli_transform_names[], *const cli_on_error_names[], *const cli_device_names[],
     *const cli_dtype_names[], *const cli_layout_names[], *const cli_copy_stream_names[],
-    *const cli_strictness_names[];
+    *const cli_strictness_names[], *const cli_extensions_names[];
 
 #endif /* GF_CLI_LOADER_OPTIONS_H */

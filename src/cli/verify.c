@@ -18,7 +18,14 @@
  * despite a warning is not bad but is listed (settings.on_sample_warning)
  * as "WARN path: reason".
  *
- * Exit: 0 every sample decoded, 1 some were bad, 2 usage or open error.
+ * Share: the whole data set, rank 0 of 1, unless --rank/--world say
+ * otherwise: the loader's own default (the launcher's environment) would
+ * check one share inside every sbatch or mpirun job and call the data set
+ * clean. The summary names a share when one was checked.
+ *
+ * Exit: 0 every sample decoded, 1 some were bad (also all of them: the
+ * loader's "epoch delivered no batch" is then the end of the list, not an
+ * error), 2 usage or open error.
  */
 #include <getopt.h>
 #include <pthread.h>
@@ -34,13 +41,19 @@
 
 #define CMD "verify"
 /* The shared loader options verify takes (loader_options.h). */
-#define VERIFY_LOPTS (CLI_LOPT(THREADS) | CLI_LOPT(STRICTNESS))
+#define VERIFY_LOPTS                                                                       \
+    (CLI_LOPT(THREADS) | CLI_LOPT(STRICTNESS) | CLI_LOPT(EXTENSIONS) | CLI_LOPT(RANK) |      \
+     CLI_LOPT(WORLD))
 /* Where verify's default is not the table's. */
 static const char *const lopt_help[CLI_LOPT_COUNT] = {
     [CLI_LOPT_STRICTNESS] = "whole|strict|lenient (default whole: a decoder\n"
                             "warning anywhere in a file is a bad sample;\n"
                             "strict: only where the loader's crop reads;\n"
                             "lenient: a warning is counted, not bad)",
+    [CLI_LOPT_RANK] = "check only share R of --world (default: the whole\n"
+                      "data set, whatever a launcher's RANK, SLURM_PROCID\n"
+                      "or OMPI_COMM_WORLD_RANK say)",
+    [CLI_LOPT_WORLD] = "shares for --rank (default 1: everything)",
 };
 
 typedef struct bad_sample {
@@ -92,6 +105,16 @@ out:
     pthread_mutex_unlock(&bl->mu);
 }
 
+/* gf_next's GF_EDATASET for an epoch that delivered no batch because
+ * every sample failed: for verify that is the answer, not an error. Each
+ * failure was reported (in sampler order) before gf_next saw the epoch end. */
+static int every_sample_bad(gf_loader *l)
+{
+    gf_stats st;
+    return gf_get_stats(l, &st) == 0 && st.samples == 0 && st.epoch_samples > 0 &&
+           st.errors == st.epoch_samples;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -101,9 +124,11 @@ static void usage(FILE *f)
             "shards such as 'DIR/train-{000000..000127}.tar' or 'a.tar,b.tar') and\n"
             "prints 'BAD path: reason' for each one that cannot be used (for shards\n"
             "the path is 'shard.tar:member'; under --strictness lenient 'WARN path:\n"
-            "reason' for each decoded despite a warning), then 'N samples, K bad'. Members and\n"
-            "keys of shards that indexing skipped (links, a key without .cls, ...)\n"
-            "are reported on a 'skipped while indexing' line but are not samples.\n"
+            "reason' for each decoded despite a warning), then 'N samples, K bad'.\n"
+            "The whole data set unless --rank and --world pick a share (a launcher's\n"
+            "environment does not). Members and keys of shards that indexing skipped\n"
+            "(links, a key without .cls, ...) are reported on a 'skipped while\n"
+            "indexing' line but are not samples.\n"
             "Exit status: 0 none bad, 1 some bad, 2 usage or open error.\n"
             "\n"
             "options:\n"
@@ -113,8 +138,10 @@ static void usage(FILE *f)
             "  --json                print one JSON object instead:\n"
             "                        {\"samples\": N, \"bad\": K, \"bad_samples\": [{\"path\",\n"
             "                         \"reason\"}], \"skipped_members\", \"skipped_keys\",\n"
-            "                         \"dataset_warnings\", \"dataset_warning\",\n"
-            "                         \"strictness\", \"decode_warnings\",\n"
+            "                         \"dataset_warnings\", \"dataset_warning\", \"extensions\",\n"
+            "                         \"skipped_extensions\": {\".gif\": N, ..., \"other\"},\n"
+            "                         \"folder_dirs_again\",\n"
+            "                         \"strictness\", \"decode_warnings\", \"rank\", \"world\",\n"
             "                         \"warned_samples\": [{\"path\", \"reason\"}]}\n"
             "  -h, --help            this text\n");
 }
@@ -161,6 +188,37 @@ static void text_list(const char *tag, const bad_list *bl, const char *root)
         print_path(stdout, NULL, root, bl->v[i].path);
         printf(": %s\n", bl->v[i].reason);
     }
+}
+
+/* stats.folder_skipped's entries, as verify names them. */
+static const char *const skipped_names[GF_SKIPPED_OTHER + 1] = {
+    [GF_SKIPPED_GIF] = ".gif", [GF_SKIPPED_TGA] = ".tga", [GF_SKIPPED_PSD] = ".psd",
+    [GF_SKIPPED_PNM] = ".pnm", [GF_SKIPPED_PBM] = ".pbm", [GF_SKIPPED_OTHER] = "other",
+};
+
+/* "left out of the folder: 3 .gif, 1 .tga (...), 2 other files": what the
+ * extension list did not take, so that a user sees an index smaller than
+ * the tree and why. */
+static void text_skipped(const gf_stats *st)
+{
+    const uint64_t *n = st->folder_skipped;
+    const char *sep = "left out of the folder: ";
+    for (int k = 0; k < GF_SKIPPED_OTHER; k++)
+        if (n[k]) {
+            printf("%s%llu %s", sep, (unsigned long long)n[k], skipped_names[k]);
+            sep = ", ";
+        }
+    if (*sep == ',')
+        printf(" (not in torchvision's list; --extensions all takes them)");
+    if (n[GF_SKIPPED_OTHER]) {
+        printf("%s%llu other files", sep, (unsigned long long)n[GF_SKIPPED_OTHER]);
+        sep = ", ";
+    }
+    if (*sep == ',')
+        putchar('\n');
+    if (st->folder_dirs_again)
+        printf("%llu directories reached again through links (walked once)\n",
+               (unsigned long long)st->folder_dirs_again);
 }
 
 static void free_list(bad_list *bl)
@@ -217,6 +275,17 @@ int cmd_verify(int argc, char **argv)
         cli_error(CMD, "--data DIR is required (try --help)");
         return CLI_USAGE;
     }
+    if (!(la.given & CLI_LOPT(WORLD))) {
+        if (la.given & CLI_LOPT(RANK)) {
+            cli_error(CMD, "--rank needs --world");
+            return CLI_USAGE;
+        }
+        s.world = 1; /* not the launcher's: verify checks everything */
+    }
+    if (s.rank >= s.world) {
+        cli_error(CMD, "--rank %d must be below --world %d", s.rank, s.world);
+        return CLI_USAGE;
+    }
 
     s.data = data;
     s.transform = GF_TRANSFORM_EVAL;
@@ -247,11 +316,13 @@ int cmd_verify(int argc, char **argv)
         rc = gf_next(l, &b);
         if (rc == GF_EOF)
             break;
-        if (rc < 0) {
+        if (rc < 0 && !(rc == GF_EDATASET && every_sample_bad(l))) {
             cli_error_msg(CMD, gf_last_error(l), rc);
             status = CLI_USAGE;
             goto out;
         }
+        if (rc < 0)
+            break; /* the epoch is over: each of its samples was reported */
         gf_release(l, b);
     }
     if (gf_get_stats(l, &st) < 0) {
@@ -292,11 +363,20 @@ int cmd_verify(int argc, char **argv)
         cli_json_object(&j);
         cli_json_kuint(&j, "samples", n_samples);
         cli_json_kuint(&j, "bad", n_bad);
+        cli_json_kint(&j, "rank", st.rank);
+        cli_json_kint(&j, "world", st.world);
         json_list(&j, "bad_samples", &bl, root ? root : "");
         cli_json_kuint(&j, "skipped_members", st.shard_members_skipped);
         cli_json_kuint(&j, "skipped_keys", st.shard_keys_skipped);
         cli_json_kuint(&j, "dataset_warnings", st.dataset_warnings);
         cli_json_kstr(&j, "dataset_warning", st.dataset_warning);
+        cli_json_kstr(&j, "extensions", cli_extensions_names[s.extensions]);
+        cli_json_key(&j, "skipped_extensions");
+        cli_json_object(&j);
+        for (int k = 0; k <= GF_SKIPPED_OTHER; k++)
+            cli_json_kuint(&j, skipped_names[k], st.folder_skipped[k]);
+        cli_json_object_end(&j);
+        cli_json_kuint(&j, "folder_dirs_again", st.folder_dirs_again);
         cli_json_kstr(&j, "strictness", cli_strictness_names[s.strictness]);
         cli_json_kuint(&j, "decode_warnings", st.decode_warnings);
         json_list(&j, "warned_samples", &wl, root ? root : "");
@@ -310,11 +390,15 @@ int cmd_verify(int argc, char **argv)
                    (unsigned long long)st.shard_members_skipped,
                    (unsigned long long)st.shard_keys_skipped,
                    (unsigned long long)st.dataset_warnings, st.dataset_warning);
+        text_skipped(&st);
         if (st.decode_warnings)
             printf("%llu decoded with warnings (strictness %s: not bad)\n",
                    (unsigned long long)st.decode_warnings, cli_strictness_names[s.strictness]);
-        printf("%llu samples, %llu bad\n", (unsigned long long)n_samples,
+        printf("%llu samples, %llu bad", (unsigned long long)n_samples,
                (unsigned long long)n_bad);
+        if (st.world > 1)
+            printf(" (rank %d of %d: its share only)", st.rank, st.world);
+        putchar('\n');
     }
     if (bl.oom || bl.n != n_bad) {
         cli_error(CMD, "%llu bad samples were counted but only %zu could be listed",
