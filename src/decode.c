@@ -351,6 +351,12 @@ static int decode(gf__decoder *d, const uint8_t *data, size_t len, const gf__tra
         rc = gf__decode_jpeg(d, data, len, t, key, dst, why, why_len);
     } else
 #endif
+#if GF_HAVE_WEBP /* the refusal below is then for builds without libwebp only */
+    if (fmt == F_WEBP) {
+        by = GF__USED_WEBP;
+        rc = gf__decode_webp(d, data, len, t, key, dst, why, why_len);
+    } else
+#endif
     if (fmt == F_WEBP) {
         gf__why(why, why_len, "WebP: this build has no WebP decoder (libwebp, the webp feature)");
         return GF_EFORMAT;

@@ -108,4 +108,11 @@ int gf__decode_jpeg(gf__decoder *d, const uint8_t *data, size_t len, const gf__t
                     uint64_t key, uint8_t *dst, char *why, size_t why_len);
 #endif
 
+#if GF_HAVE_WEBP
+/* decode_webp.c: WebP through libwebp (lossy, lossless, alpha; not
+ * animated). */
+int gf__decode_webp(gf__decoder *d, const uint8_t *data, size_t len, const gf__transform *t,
+                    uint64_t key, uint8_t *dst, char *why, size_t why_len);
+#endif
+
 #endif

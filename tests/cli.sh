@@ -300,5 +300,46 @@ echo "$json" | grep -q '"extensions": *"torchvision", *"skipped_extensions": *{"
     fail "verify --json counts the skipped extensions: $json"
 echo "$aout" | grep -q '^9 samples, 1 bad$' || fail "verify --extensions all takes the .gif and .tga: $aout"
 echo "$aout" | grep -q 'left out' && fail "verify --extensions all left files out: $aout"
+# WebP: make-dataset --format webp (lossy) as a folder and webp-lossless
+# as shards, verified whole, and read by bench; a build without libwebp
+# refuses the format with its reason.
+w=$tmp/webp
+set +e
+err=$("$g" make-dataset "$w" --format webp --classes 3 --per-class 4 --size 96x72 --seed 3 2>&1 >/dev/null)
+rc=$?
+set -e
+if [ $rc -ne 0 ]; then
+    echo "$err" | grep -q 'this build has no WebP encoder' || fail "make-dataset --format webp: $err"
+else
+    [ "$(find "$w" -name '*.webp' | wc -l)" -eq 12 ] || fail "make-dataset --format webp wrote the wrong count"
+    head -c 4 "$w/class_00/img_00000.webp" | grep -q RIFF || fail "make-dataset --format webp: not RIFF"
+    out=$("$g" verify --data "$w") || fail "verify on a webp set: $out"
+    echo "$out" | grep -q '^12 samples, 0 bad$' || fail "verify summary on webp: $out"
+    json=$("$g" bench --input-only --data "$w" --threads 1 --image-size 32 --batch-size 4 --json) ||
+        fail "bench on webp: $json"
+    echo "$json" | grep -q '"samples": *12' || fail "bench on webp delivered the wrong count: $json"
+    echo "$json" | grep -q '"errors": *0' || fail "bench on webp counted errors: $json"
+    ws=$tmp/webp-shards
+    "$g" make-dataset "$ws" --format webp-lossless --shards 2 --classes 3 --per-class 4 --size 96x72 \
+        --seed 3 >/dev/null || fail "make-dataset --format webp-lossless --shards"
+    if command -v tar >/dev/null 2>&1; then
+        n=$(for k in 0 1; do tar -tf "$ws/train-00000$k.tar"; done | grep -c '^class_0[0-2]_img_0000[0-3]\.\(webp\|cls\)$')
+        [ "$n" -eq 24 ] || fail "tar lists $n of the 24 webp shard members"
+    fi
+    json=$("$g" verify --data "$ws/train-{000000..000001}.tar" --json) || fail "verify on webp shards: $json"
+    echo "$json" | grep -q '"samples": *12' || fail "verify on webp shards: samples: $json"
+    echo "$json" | grep -q '"bad": *0' || fail "verify on webp shards: bad: $json"
+    # A cut file is named as one.
+    f=$w/class_01/img_00002.webp
+    head -c $(($(wc -c <"$f") / 2)) "$f" >"$tmp/cut.webp" && mv "$tmp/cut.webp" "$f"
+    set +e
+    out=$("$g" verify --data "$w" 2>&1)
+    rc=$?
+    set -e
+    [ $rc -eq 1 ] || fail "verify with a cut webp must exit 1, got $rc: $out"
+    echo "$out" | grep -q 'BAD .*class_01/img_00002.webp: WebP: premature end of data (truncated?)$' ||
+        fail "verify names the cut webp: $out"
+    echo "$out" | grep -q '^12 samples, 1 bad$' || fail "verify summary with a cut webp: $out"
+fi
 
 echo "cli: ok"

@@ -12,6 +12,9 @@
  * consecutive runs, one per shard, so every shard holds a mix of classes
  * and the sizes differ by at most one.
  *
+ * --format png, webp (lossy, at --quality) or webp-lossless writes the
+ * same pixels as .png or .webp files (members) instead of .jpg.
+ *
  * This file: the options and the usage; the image is make_dataset_image.c's,
  * the writing make_dataset_write.c's (make_dataset.h). Main thread.
  */
@@ -37,7 +40,7 @@ static void usage(FILE *f)
             "\n"
             "With --shards N, the same images go into N tar shards instead,\n"
             "DIR/train-000000.tar .. DIR/train-{N-1}.tar (six digits), WebDataset\n"
-            "style: per sample KEY.jpg (or .png) and KEY.cls (the class index as\n"
+            "style: per sample KEY.jpg (or .png, .webp) and KEY.cls (the class index as\n"
             "text), KEY = class_XX_img_YYYYY, in an order shuffled by --seed and\n"
             "cut into N runs of (nearly) equal size. Read them back with --data 'DIR/train-{000000..\n"
             "0000NN}.tar' (verify, bench, the library).\n"
@@ -46,9 +49,10 @@ static void usage(FILE *f)
             "  --classes K      classes (default 10)\n"
             "  --per-class M    images per class (default 100)\n"
             "  --size WxH       image size (default 500x375)\n"
-            "  --format F       jpg|png (default jpg)\n"
+            "  --format F       jpg|png|webp|webp-lossless (default jpg; webp: lossy at\n"
+            "                   --quality; both need a build with libwebp)\n"
             "  --seed S         seed (default 0)\n"
-            "  --quality Q      JPEG quality 1..100 (default 90)\n"
+            "  --quality Q      JPEG and lossy WebP quality 1..100 (default 90)\n"
             "  --threads N      worker threads (default: all cores)\n"
             "  --shards N       write N tar shards (1..1000000, at most one per image)\n"
             "                   instead of a folder tree\n"
@@ -80,7 +84,7 @@ int cmd_make_dataset(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    static const char *const formats[] = {"jpg", "png", NULL};
+    static const char *const formats[] = {"jpg", "png", "webp", "webp-lossless", NULL};
     md_opts o = {.classes = 10, .per_class = 100, .width = 500, .height = 375,
                  .format = FMT_JPG, .quality = 90, .threads = 0};
     int ch;
@@ -109,6 +113,10 @@ int cmd_make_dataset(int argc, char **argv)
     }
     if (optind < argc - 1) {
         cli_error(CMD, "one DIR expected, got also '%s'", argv[optind + 1]);
+        return CLI_USAGE;
+    }
+    if ((o.format == FMT_WEBP || o.format == FMT_WEBP_LOSSLESS) && !GF_CLI_HAVE_WEBP) {
+        cli_error(CMD, "this build has no WebP encoder (libwebp, the webp feature)");
         return CLI_USAGE;
     }
     o.dir = argv[optind];

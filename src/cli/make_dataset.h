@@ -12,7 +12,11 @@
 
 #include <stdint.h>
 
-enum { FMT_JPG = 0, FMT_PNG = 1 };
+/* --format's choices, in its order; FMT_WEBP* need libwebp. */
+enum { FMT_JPG = 0, FMT_PNG = 1, FMT_WEBP = 2, FMT_WEBP_LOSSLESS = 3 };
+
+/* The file suffix of format f: "jpg", "png", "webp". */
+const char *md_format_ext(int f);
 
 typedef struct md_opts {
     const char *dir;

@@ -1,5 +1,5 @@
 /*
- * make-dataset's writers (make_dataset.h): JPEG/PNG encoding, the worker
+ * make-dataset's writers (make_dataset.h): JPEG/PNG/WebP encoding, the worker
  * pool (each worker renders, encodes and writes whole images), the
  * ImageFolder writer and the tar-shard writer with its seeded order. The
  * command's thread runs md_make, which starts and joins the workers.
@@ -31,6 +31,9 @@
 
 #if GF_CLI_HAVE_TJ
 #include <turbojpeg.h>
+#endif
+#if GF_CLI_HAVE_WEBP
+#include <webp/encode.h>
 #endif
 
 #if defined(__GNUC__)
@@ -87,6 +90,11 @@ static uint64_t perm_at(const perm *pm, uint64_t x)
 }
 
 /* ---- encoding and the worker pool --------------------------------------- */
+
+const char *md_format_ext(int f)
+{
+    return f == FMT_JPG ? "jpg" : f == FMT_PNG ? "png" : "webp";
+}
 
 typedef struct membuf {
     uint8_t *p;
@@ -200,7 +208,7 @@ static int shard_append(pool *p, long pos, int c, int i, const void *data, size_
         }
         setvbuf(so->f, NULL, _IOFBF, 1 << 20);
     }
-    snprintf(name, sizeof name, "%s.%s", key, o->format == FMT_JPG ? "jpg" : "png");
+    snprintf(name, sizeof name, "%s.%s", key, md_format_ext(o->format));
     int rc = tar_write_member(so->f, name, data, len, TAR_MTIME);
     if (rc == 0) {
         int n = snprintf(cls, sizeof cls, "%d", c);
@@ -287,10 +295,10 @@ static void *worker(void *arg)
         if (o->shards)
             snprintf(path, sizeof path, "%s/train-%06ld.tar:class_%0*d_img_%05d.%s", o->dir,
                      shard_of(p, pos), p->class_width, c, i,
-                     o->format == FMT_JPG ? "jpg" : "png");
+                     md_format_ext(o->format));
         else
             snprintf(path, sizeof path, "%s/class_%0*d/img_%05d.%s", o->dir, p->class_width,
-                     c, i, o->format == FMT_JPG ? "jpg" : "png");
+                     c, i, md_format_ext(o->format));
         mb.n = 0;
         if (o->format == FMT_JPG) {
 #if GF_CLI_HAVE_TJ
@@ -310,6 +318,27 @@ static void *worker(void *arg)
             }
             data = mb.p;
             len = mb.n;
+#endif
+        } else if (o->format == FMT_WEBP || o->format == FMT_WEBP_LOSSLESS) {
+#if GF_CLI_HAVE_WEBP
+            /* libwebp allocates its output: copied into the worker's buffer */
+            uint8_t *webp = NULL;
+            len = o->format == FMT_WEBP
+                      ? WebPEncodeRGB(sc.rgb, o->width, o->height, o->width * 3,
+                                      (float)o->quality, &webp)
+                      : WebPEncodeLosslessRGB(sc.rgb, o->width, o->height, o->width * 3, &webp);
+            if (len > 0 && len <= INT32_MAX)
+                membuf_write(&mb, webp, (int)len);
+            WebPFree(webp);
+            if (len == 0 || mb.n != len) {
+                pool_fail(p, "%s: %s", path, "WebP encoding failed");
+                break;
+            }
+            data = mb.p;
+            len = mb.n;
+#else
+            pool_fail(p, "%s: %s", path, "this build has no WebP encoder"); /* refused earlier */
+            break;
 #endif
         } else {
             if (!stbi_write_png_to_func(membuf_write, &mb, o->width, o->height, 3, sc.rgb,
@@ -477,7 +506,7 @@ int md_make(const char *cmd, const md_opts *o, int quiet)
         printf("make-dataset: %llu images (%d classes x %d, %dx%d %s) in %s as %d tar "
                "shard%s train-%06d.tar..train-%06d.tar: mean %.1f KB, %.2f s, %d threads\n",
                (unsigned long long)p.images, o->classes, o->per_class, o->width, o->height,
-               o->format == FMT_JPG ? "jpg" : "png", o->dir, o->shards,
+               md_format_ext(o->format), o->dir, o->shards,
                o->shards == 1 ? "" : "s", 0, o->shards - 1,
                p.images ? (double)p.bytes / (double)p.images / 1000.0 : 0.0, secs, started);
         return 0;
@@ -485,7 +514,7 @@ int md_make(const char *cmd, const md_opts *o, int quiet)
     printf("make-dataset: %llu images (%d classes x %d, %dx%d %s) in %s: mean %.1f KB, "
            "%.2f s, %d threads\n",
            (unsigned long long)p.images, o->classes, o->per_class, o->width, o->height,
-           o->format == FMT_JPG ? "jpg" : "png", o->dir,
+           md_format_ext(o->format), o->dir,
            p.images ? (double)p.bytes / (double)p.images / 1000.0 : 0.0, secs, started);
     return 0;
 }

@@ -1,11 +1,16 @@
 /* gf__decode on any bytes: the first two bytes choose the decoder, the
  * transform, the channels and the output size; the rest is the file. An
  * error must say why; a success must write exactly the output. */
+#include "config.h"
 #include "fuzz.h"
 #include "decode.h"
 #include "testutil.h"
 
 #include <string.h>
+
+#if GF_HAVE_WEBP
+#include <webp/encode.h>
+#endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -36,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int used = 0;
     int rc = gf__decode(dec, data + 2, size - 2, &t, size, dst, &used, why, sizeof why);
     if (rc == 0)
-        FUZZ_CHECK(used & (GF__USED_STB | GF__USED_TURBO));
+        FUZZ_CHECK(used & (GF__USED_STB | GF__USED_TURBO | GF__USED_WEBP));
     else if (rc != GF_ENODEV) /* TURBO asked of a build without it */
         FUZZ_CHECK(rc < 0 && why[0] != '\0');
     for (int i = 0; i < 16; i++)
@@ -94,4 +99,32 @@ void fuzz_seeds(fuzz_emit emit)
                               "\x10\x20\x30\x40\x50\x60\x70\x80\x90\xa0\xb0\xc0"
                               "\xd0\xe0\xf0\x01\x02\x03";
     emit_image(emit, "ppm", 0x09, 0x22, (const uint8_t *)ppm, sizeof ppm - 1);
+#if GF_HAVE_WEBP
+    /* WebP: lossy, lossy + ALPH (VP8X), lossless, lossless + alpha; each
+     * cropped (train, eval) and whole, then cut and with a byte flipped in
+     * its bitstream. */
+    for (int k = 0; k < 4; k++) {
+        static const char *const kinds[] = {"lossy", "lossy-alpha", "lossless", "lossless-alpha"};
+        int c = k % 2 ? 4 : 3;
+        uint8_t *webp = NULL;
+        char name[64];
+        tu_fill_smooth(px, W, H, c, (uint32_t)(10 + k));
+        len = k == 0   ? WebPEncodeRGB(px, W, H, W * 3, 80, &webp)
+              : k == 1 ? WebPEncodeRGBA(px, W, H, W * 4, 80, &webp)
+              : k == 2 ? WebPEncodeLosslessRGB(px, W, H, W * 3, &webp)
+                       : WebPEncodeLosslessRGBA(px, W, H, W * 4, &webp);
+        if (!len)
+            continue;
+        snprintf(name, sizeof name, "webp-%s", kinds[k]);
+        emit_image(emit, name, (uint8_t)(c == 4 ? 0x14 : 0x0c), 0x2f, webp, len);
+        snprintf(name, sizeof name, "webp-%s-eval-whole", kinds[k]);
+        emit_image(emit, name, (uint8_t)(0x80 | (c == 4 ? 0x10 : 0x08)), 0x47, webp, len);
+        snprintf(name, sizeof name, "webp-%s-cut", kinds[k]);
+        emit_image(emit, name, 0x0c, 0x2f, webp, len * 2 / 3);
+        webp[len / 2] ^= 0x5a;
+        snprintf(name, sizeof name, "webp-%s-flipped", kinds[k]);
+        emit_image(emit, name, 0x4c, 0x2f, webp, len);
+        WebPFree(webp);
+    }
+#endif
 }
