@@ -90,8 +90,9 @@ void print_input_human(const bench_opts *o, const input_result *r)
     printf("  %-18s %.2f (waiting in gf_next; ~1 when nothing consumes)\n", "stall fraction",
            r->stall_fraction);
     printf("  %-18s %s, queue depth %d\n", "reader", reader_name(st->reader), st->queue_depth);
-    printf("  %-18s %s (turbo %" PRIu64 ", stb %" PRIu64 ")\n", "decoder", decoder_used(st),
-           st->decoded_turbo, st->decoded_stb);
+    printf("  %-18s %s (turbo %" PRIu64 ", stb %" PRIu64 ", spng %" PRIu64 ", webp %" PRIu64 ")\n",
+           "decoder", decoder_used(st), st->decoded_turbo, st->decoded_stb, st->decoded_spng,
+           st->decoded_webp);
     printf("  %-18s %" PRIu64 "\n", "errors", st->errors);
     printf("  %-18s %.1f MiB (%d slots)\n", "ring", (double)st->ring_bytes / mib,
            st->prefetch_depth);
@@ -134,6 +135,8 @@ void print_input_json(const bench_opts *o, const input_result *r)
     cli_json_kstr(&j, "decoder", decoder_used(st));
     cli_json_kuint(&j, "decoded_turbo", st->decoded_turbo);
     cli_json_kuint(&j, "decoded_stb", st->decoded_stb);
+    cli_json_kuint(&j, "decoded_spng", st->decoded_spng);
+    cli_json_kuint(&j, "decoded_webp", st->decoded_webp);
     cli_json_kuint(&j, "errors", st->errors);
     cli_json_kuint(&j, "bytes_read", st->bytes_read);
     cli_json_kuint(&j, "ring_bytes", st->ring_bytes);

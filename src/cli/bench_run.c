@@ -29,13 +29,13 @@ const char *reader_name(gf_io io)
 
 const char *decoder_used(const gf_stats *st)
 {
-    if (st->decoded_turbo && st->decoded_stb)
-        return "mixed";
-    if (st->decoded_turbo)
-        return "turbo";
-    if (st->decoded_stb)
-        return "stb";
-    return "none";
+    const uint64_t n[] = {st->decoded_turbo, st->decoded_stb, st->decoded_spng, st->decoded_webp};
+    static const char *const name[] = {"turbo", "stb", "spng", "webp"};
+    const char *used = "none";
+    for (int i = 0; i < 4; i++)
+        if (n[i])
+            used = strcmp(used, "none") ? "mixed" : name[i];
+    return used;
 }
 
 

@@ -45,6 +45,16 @@ void doctor_check_library(doctor_report *r)
     else
         doctor_issue(r, "no libjpeg-turbo (JPEG decodes with stb_image, slower; install "
                  "libjpeg-turbo8-dev or libjpeg62-turbo-dev and rebuild)");
+    if (p->have_spng)
+        doctor_ok(r, "libspng");
+    else
+        doctor_issue(r, "no libspng (PNG decodes with stb_image: chunk CRCs and the zlib "
+                 "checksum unchecked; install libspng-dev and rebuild)");
+    if (p->have_webp)
+        doctor_ok(r, "libwebp");
+    else
+        doctor_issue(r, "no libwebp (WebP files cannot be decoded; install libwebp-dev and "
+                 "rebuild)");
 }
 
 /* ---- CPU and memory ------------------------------------------------------ */

@@ -104,7 +104,10 @@ void doctor_print_text(const doctor_report *r)
         printf("  %-14s libjpeg-turbo %s\n", "JPEG", tv);
     else
         printf("  %-14s stb_image (no libjpeg-turbo in this build)\n", "JPEG");
-    printf("  %-14s stb_image (PNG, BMP, GIF, TGA, PSD, PNM)\n", "others");
+    printf("  %-14s %s\n", "PNG", p->have_spng ? "libspng (chunk CRCs and zlib checked)"
+                                              : "stb_image (no libspng: CRCs not checked)");
+    printf("  %-14s %s\n", "WebP", p->have_webp ? "libwebp" : "none (no libwebp in this build)");
+    printf("  %-14s stb_image (BMP, GIF, TGA, PSD, PNM)\n", "others");
     printf("  %-14s %s (CPU %s AVX2)\n", "resampler", p->resample_isa,
            p->cpu_avx2 ? "has" : "lacks");
 
@@ -227,6 +230,10 @@ void doctor_print_json(const doctor_report *r)
                           p->have_turbo && p->turbo_version > 0 ? tv : NULL);
     cli_json_kbool(&j, "stb_image", 1);
     cli_json_kstr(&j, "jpeg", p->have_turbo ? "libjpeg-turbo" : "stb_image");
+    cli_json_kbool(&j, "libspng", p->have_spng);
+    cli_json_kstr(&j, "png", p->have_spng ? "libspng" : "stb_image");
+    cli_json_kbool(&j, "libwebp", p->have_webp);
+    cli_json_kstr_or_null(&j, "webp", p->have_webp ? "libwebp" : NULL);
     cli_json_kstr(&j, "resample_isa", p->resample_isa);
     cli_json_kbool(&j, "cpu_avx2", p->cpu_avx2);
     cli_json_object_end(&j);
