@@ -13,13 +13,14 @@
  *
  * What each strictness checks (the zlib stream is libspng's; CRCs past
  * where libspng stopped, gpufeed's own walk, png_check.c):
- * - STRICT: rows down to the crop's last one, with libspng's checks on
- *   them (header chunks' CRCs, the deflate data, the filter bytes); then
- *   every chunk's CRC (libspng reads on to IEND when the crop reached the
- *   last row, else gpufeed's walk). Any damaged byte breaks a CRC, so
- *   storage or transfer damage anywhere is found; deflate data that is
- *   bad only below the crop under CRCs that match (an encoder's bug) is
- *   not, nor the Adler-32 then.
+ * - STRICT: every chunk's CRC, and the deflate data and filter bytes of
+ *   the rows down to the crop's last one. When that is the last row,
+ *   libspng checks it all, reading on to IEND (the Adler-32 too); when
+ *   it is above, gpufeed's walk checks every CRC first and libspng
+ *   decodes without computing them again. Any damaged byte breaks a CRC,
+ *   so storage or transfer damage anywhere is found; deflate data bad
+ *   only below the crop under CRCs that match (an encoder's bug) is not,
+ *   nor then the Adler-32.
  * - STRICT_WHOLE: every row, then on to IEND: all CRCs, the whole deflate
  *   stream and its Adler-32.
  * - LENIENT (what PIL accepts): rows down to the crop's last one. A bad
@@ -219,9 +220,6 @@ static int png_pass(gf__decoder *d, const uint8_t *data, size_t len, const gf__t
         rc = GF_ETOOBIG;
         goto out;
     }
-    png_fmt f;
-    if ((e = read_format(ctx, &ih, &f)))
-        goto out;
     int W = (int)ih.width, H = (int)ih.height;
     gf__crop c;
     gf__crop_plan(t, W, H, key, &c);
@@ -231,6 +229,23 @@ static int png_pass(gf__decoder *d, const uint8_t *data, size_t len, const gf__t
         goto out;
     }
     const gf__rs_axis *h = &d->rs.h, *v = &d->rs.v;
+    int bottom = t->strictness == GF_STRICT_WHOLE || t->full_decode || ih.interlace_method
+                     ? H
+                     : v->hi;
+    if (bottom < H && t->strictness == GF_STRICT && !(ignore & IGNORE_CRC)) {
+        /* The decode stops above the last IDAT: libspng would not compare
+         * its CRC, only compute it. Every CRC here instead, once. */
+        gf__png_bad bad;
+        if (gf__png_find_bad_crc(data, len, &bad)) {
+            gf__png_crc_why(&bad, " (checked by gpufeed)", why, why_len);
+            rc = GF_ECORRUPT;
+            goto out;
+        }
+        spng_set_crc_action(ctx, SPNG_CRC_USE, SPNG_CRC_USE);
+    }
+    png_fmt f;
+    if ((e = read_format(ctx, &ih, &f)))
+        goto out;
     int lo = v->lo, rows = v->hi - v->lo, x0 = h->lo, w = h->hi - h->lo;
     size_t rowbytes = ((size_t)W * f.n_src * f.depth + 7) / 8;
     size_t span_row = (size_t)w * f.kind;
@@ -245,13 +260,11 @@ static int png_pass(gf__decoder *d, const uint8_t *data, size_t len, const gf__t
         goto out;
     }
     uint8_t *raw = d->buf, *span = d->buf + ((rowbytes * raw_rows + 63) & ~(size_t)63);
-    int bottom = t->strictness == GF_STRICT_WHOLE || t->full_decode ? H : v->hi;
     if (ih.interlace_method) {
         if (f.depth < 8) /* libspng ORs packed samples into place */
             memset(raw, 0, rowbytes * H);
         if ((e = spng_decode_image(ctx, raw, rowbytes * H, SPNG_FMT_PNG, 0)))
             goto out;
-        bottom = H;
         if (!f.direct)
             for (int y = 0; y < rows; y++)
                 expand_row(&f, raw + rowbytes * (lo + y), x0, w, span + span_row * y);
@@ -272,17 +285,8 @@ static int png_pass(gf__decoder *d, const uint8_t *data, size_t len, const gf__t
         }
         e = 0;
     }
-    if (bottom == H) {
-        if ((e = spng_decode_chunks(ctx))) /* the last CRCs, on to IEND */
-            goto out;
-    } else if (t->strictness == GF_STRICT) {
-        gf__png_bad bad;
-        if (gf__png_find_bad_crc(data, len, &bad)) {
-            gf__png_crc_why(&bad, " (checked by gpufeed: below the crop)", why, why_len);
-            rc = GF_ECORRUPT;
-            goto out;
-        }
-    }
+    if (bottom == H && (e = spng_decode_chunks(ctx))) /* the last CRCs, on to IEND */
+        goto out;
     spng_ctx_free(ctx);
     if (f.direct)
         return gf__decode_finish(d, raw + (size_t)x0 * f.n_src, rowbytes, f.kind, t, c.flip,
