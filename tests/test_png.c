@@ -36,17 +36,6 @@ static void be32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)v;
 }
 
-static uint32_t crc(const uint8_t *p, size_t n)
-{
-    uint32_t c = 0xffffffffu;
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++)
-            c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-    }
-    return ~c;
-}
-
 static void chunk(buf *b, const char *type, const uint8_t *d, size_t n)
 {
     uint8_t h[8];
@@ -56,16 +45,8 @@ static void chunk(buf *b, const char *type, const uint8_t *d, size_t n)
     put(b, h, 8);
     if (n)
         put(b, d, n);
-    uint8_t c[4];
-    be32(c, crc(b->p + at + 4, n + 4));
-    put(b, c, 4);
-}
-
-/* Sets the CRC of the chunk at `at` to match its bytes again. */
-static void fix_crc(uint8_t *p, size_t at)
-{
-    uint32_t n = (uint32_t)p[at] << 24 | p[at + 1] << 16 | p[at + 2] << 8 | p[at + 3];
-    be32(p + at + 8 + n, crc(p + at + 4, n + 4));
+    put(b, h, 4); /* the CRC's place */
+    tu_png_fix_crc(b->p, at);
 }
 
 /* The offset of the k-th chunk of this type, or 0. */
@@ -395,7 +376,7 @@ START_TEST(broken_deflate_stream_fails_in_every_mode)
     uint8_t *png = make_png(&rgb, 64, 48, &len);
     size_t at = find_chunk(png, len, "IDAT", 0);
     png[at + 8 + 2] |= 0x06;
-    fix_crc(png, at);
+    tu_png_fix_crc(png, at);
     for (int i = 0; i < 3; i++) {
         result r = damaged(png, len, modes[i], 0.5f, GF_DECODER_AUTO);
         expect_fail(&r, GF_ECORRUPT, GF_HAVE_SPNG ? "damaged deflate stream" : "corrupt data");
@@ -407,7 +388,7 @@ START_TEST(broken_deflate_stream_fails_in_every_mode)
      * first); lenient fails on a broken stream, or warns if the stream
      * still inflates (wrong pixels that only the checksums show) */
     png[at + 8 + 2] &= ~0x06;
-    fix_crc(png, at);
+    tu_png_fix_crc(png, at);
     for (int i = 100; i < 140; i++)
         png[at + 8 + i] ^= 0xa5;
     for (int i = 0; i < 3; i++) {
@@ -434,7 +415,7 @@ START_TEST(wrong_adler32_fails_where_the_stream_is_read_to_its_end)
     size_t at = find_chunk(png, len, "IDAT", 0);
     uint32_t n = (uint32_t)png[at] << 24 | png[at + 1] << 16 | png[at + 2] << 8 | png[at + 3];
     png[at + 8 + n - 1] ^= 0x01;
-    fix_crc(png, at);
+    tu_png_fix_crc(png, at);
     result s = damaged(png, len, GF_STRICT, 1.0f, GF_DECODER_AUTO);
     result sc = damaged(png, len, GF_STRICT, 0.5f, GF_DECODER_AUTO);
     result w = damaged(png, len, GF_STRICT_WHOLE, 0.5f, GF_DECODER_AUTO);
@@ -484,7 +465,7 @@ START_TEST(pixel_limit_is_checked_from_ihdr)
     free(r.px);
     /* a width past libspng's own limit, which gpufeed sets to the pixel limit */
     be32(png + 16, 1u << 30);
-    fix_crc(png, 8);
+    tu_png_fix_crc(png, 8);
     t.max_pixels = 0;
     r = run(png, len, &t, 0);
     expect_fail(&r, GF_ETOOBIG, "over the limit");
