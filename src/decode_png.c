@@ -43,8 +43,8 @@ typedef struct png_fmt {
     int trns;             /* a tRNS applies (gray, RGB) */
     int direct;           /* rows are the output already (8-bit, no tRNS) */
     uint8_t scale;        /* gray < 8 bits: stb_image's depth scale */
-    uint8_t tc8[3];       /* tRNS colour as stb_image keeps it, <= 8 bits */
-    uint16_t tc16[3];     /* and at 16 bits */
+    uint8_t tc8[4];       /* tRNS colour as stb_image keeps it, <= 8 bits */
+    uint16_t tc16[4];     /* and at 16 bits (4: expand_row reads n of them) */
     uint8_t pal[256][4];
 } png_fmt;
 
@@ -138,6 +138,8 @@ static int read_format(spng_ctx *ctx, const struct spng_ihdr *ih, png_fmt *f)
             f->tc8[k] = (uint8_t)((v[k] & 255) * f->scale);
         }
     }
+    if (!f->trns)
+        memset(f->tc16, 0, sizeof f->tc16);
     f->direct = f->depth == 8 && f->ct != SPNG_COLOR_TYPE_INDEXED && !f->trns;
     return 0;
 }
@@ -310,8 +312,12 @@ int gf__decode_png(gf__decoder *d, const uint8_t *data, size_t len, const gf__tr
         /* a data error: the deflate stream, or only its Adler-32? */
         int e2 = 0;
         int ignore = t->strictness == GF_LENIENT ? IGNORE_ADLER | IGNORE_CRC : IGNORE_ADLER;
-        char w2[8];
+        char w2[256];
         int rc2 = png_pass(d, data, len, t, key, dst, ignore, &e2, w2, sizeof w2);
+        if (rc2 < 0 && rc2 != GF_ECORRUPT) { /* out of memory, say */
+            gf__why(why, why_len, "%s", w2);
+            return rc2;
+        }
         if (rc2 != 1 || (e2 != SPNG_EIDAT_STREAM && e2 != SPNG_EZLIB)) {
             spng_why(e, IGNORE_ADLER, data, len, t, why, why_len);
             if (t->strictness == GF_LENIENT && rc2 == 0) {
