@@ -7,8 +7,9 @@
  * Every path is: read the header, check the pixel limit, plan the crop
  * rectangle (crop.c), decode only what the resampler will read, convert
  * channels, resample into dst. JPEG goes through libjpeg-turbo
- * (decode_jpeg.c) where built, everything else (and JPEG with decoder =
- * STB) through stb_image (decode_stb.c).
+ * (decode_jpeg.c) and PNG through libspng (decode_png.c) where built,
+ * everything else (and JPEG, PNG with decoder = STB) through stb_image
+ * (decode_stb.c).
  *
  * Nothing here prints, exits or aborts. */
 #include "decode_internal.h"
@@ -78,7 +79,7 @@ static int png_truncated(const uint8_t *p, size_t n)
         if (len > 0x7fffffffu)
             return 0; /* corrupt, not truncated: stb will say */
         if (memcmp(p + pos + 4, "IEND", 4) == 0)
-            return 0;
+            return pos + 12 > n; /* its CRC too */
         pos += 12 + (size_t)len;
     }
     return 1;
@@ -357,6 +358,12 @@ static int decode(gf__decoder *d, const uint8_t *data, size_t len, const gf__tra
         rc = gf__decode_webp(d, data, len, t, key, dst, why, why_len);
     } else
 #endif
+#if GF_HAVE_SPNG
+    if (fmt == F_PNG && t->decoder != GF_DECODER_STB) {
+        by = GF__USED_SPNG;
+        rc = gf__decode_png(d, data, len, t, key, dst, why, why_len);
+    } else
+#endif
     if (fmt == F_WEBP) {
         gf__why(why, why_len, "WebP: this build has no WebP decoder (libwebp, the webp feature)");
         return GF_EFORMAT;
@@ -367,7 +374,10 @@ static int decode(gf__decoder *d, const uint8_t *data, size_t len, const gf__tra
         if (fmt == F_JPEG && (rc = jpeg_stb_refuses(data, len, why, why_len)) < 0)
             return rc;
         by = GF__USED_STB;
-        rc = gf__decode_stb(d, data, len, fmt, t, key, dst, why, why_len);
+        /* stb_image checks no chunk CRC: png_check.c does */
+        rc = fmt == F_PNG ? gf__png_check_crcs(d, data, len, t, why, why_len) : 0;
+        if (rc == 0)
+            rc = gf__decode_stb(d, data, len, fmt, t, key, dst, why, why_len);
     }
     if (rc == 0 && used)
         *used = by | (d->warned ? GF__WARNED : 0);

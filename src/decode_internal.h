@@ -99,6 +99,27 @@ int gf__decode_stb(gf__decoder *d, const uint8_t *data, size_t len, int fmt,
                    const gf__transform *t, uint64_t key, uint8_t *dst, char *why,
                    size_t why_len);
 
+/* png_check.c: the first chunk whose CRC is wrong (1, in *bad) or 0.
+ * Walks from the first chunk to IEND; stops quietly at a bad length. */
+typedef struct gf__png_bad {
+    size_t at;       /* the chunk's offset */
+    char type[5];    /* its type, '?' for bytes that are not letters */
+    int before_idat; /* a header chunk: bad in every strictness */
+} gf__png_bad;
+int gf__png_find_bad_crc(const uint8_t *p, size_t n, gf__png_bad *bad);
+/* "PNG: IDAT chunk CRC mismatch (chunk at byte N)" + tail. */
+void gf__png_crc_why(const gf__png_bad *bad, const char *tail, char *why, size_t why_len);
+/* The stb_image path's CRC check: 0, or GF_ECORRUPT with why; under
+ * GF_LENIENT a bad CRC from the first IDAT on is d->warned instead. */
+int gf__png_check_crcs(gf__decoder *d, const uint8_t *p, size_t n, const gf__transform *t,
+                       char *why, size_t why_len);
+
+#if GF_HAVE_SPNG
+/* decode_png.c: PNG through libspng; a context per sample. */
+int gf__decode_png(gf__decoder *d, const uint8_t *data, size_t len, const gf__transform *t,
+                   uint64_t key, uint8_t *dst, char *why, size_t why_len);
+#endif
+
 #if GF_HAVE_TURBO
 /* decode_jpeg.c: JPEG through libjpeg-turbo; its handle set up in d at
  * create (0 or GF_ENOMEM) and torn down at destroy. */

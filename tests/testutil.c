@@ -227,6 +227,13 @@ static void tu_chunk(tu_membuf *m, const char *type, const uint8_t *data, size_t
     free(body);
 }
 
+void tu_png_fix_crc(uint8_t *png, size_t at)
+{
+    uint32_t n = (uint32_t)png[at] << 24 | (uint32_t)png[at + 1] << 16 |
+                 (uint32_t)png[at + 2] << 8 | png[at + 3];
+    tu_be32(png + at + 8 + n, tu_crc(png + at + 4, (size_t)n + 4));
+}
+
 uint8_t *tu_png_raw(int w, int h, int depth, int color_type, const uint8_t *raw,
                     size_t raw_row_bytes, const uint8_t *plte, int plte_entries,
                     const uint8_t *trns, int trns_len, size_t *len)

@@ -58,6 +58,9 @@ uint8_t *tu_jpg_mem(const uint8_t *px, int w, int h, int c, int quality, size_t 
 uint8_t *tu_png_raw(int w, int h, int depth, int color_type, const uint8_t *raw,
                     size_t raw_row_bytes, const uint8_t *plte, int plte_entries,
                     const uint8_t *trns, int trns_len, size_t *len);
+/* Makes the CRC of the PNG chunk at byte `at` (its length field) match
+ * its type and data again, after a test changed them. */
+void tu_png_fix_crc(uint8_t *png, size_t at);
 /* Smooth, photo-like pixels (JPEG-friendly), deterministic in seed. */
 void tu_fill_smooth(uint8_t *px, int w, int h, int c, uint32_t seed);
 /* libjpeg-turbo builds: a w x h RGB progressive JPEG of `scans` scans

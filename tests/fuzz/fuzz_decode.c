@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int used = 0;
     int rc = gf__decode(dec, data + 2, size - 2, &t, size, dst, &used, why, sizeof why);
     if (rc == 0)
-        FUZZ_CHECK(used & (GF__USED_STB | GF__USED_TURBO | GF__USED_WEBP));
+        FUZZ_CHECK(used & (GF__USED_STB | GF__USED_TURBO | GF__USED_SPNG | GF__USED_WEBP));
     else if (rc != GF_ENODEV) /* TURBO asked of a build without it */
         FUZZ_CHECK(rc < 0 && why[0] != '\0');
     for (int i = 0; i < 16; i++)
@@ -59,6 +59,76 @@ static void emit_image(fuzz_emit emit, const char *name, uint8_t mode, uint8_t s
     memcpy(buf + 2, file, len);
     emit(name, buf, len + 2);
     free(buf);
+}
+
+/* PNGs of every kind libspng and stb_image must agree on, and damaged
+ * ones (decode_png.c, png_check.c). Mode bytes: AUTO or STB, train or
+ * eval, strict / lenient / strict-whole in the top two bits. */
+static void png_kind_seeds(fuzz_emit emit)
+{
+    static const struct {
+        const char *name;
+        int w, h, depth, ct;
+    } kinds[] = {
+        {"png-gray1", 9, 5, 1, 0}, {"png-gray2", 9, 5, 2, 0}, {"png-gray4", 9, 5, 4, 0},
+        {"png-gray16", 5, 4, 16, 0}, {"png-ga8", 5, 4, 8, 4}, {"png-ga16", 5, 4, 16, 4},
+        {"png-rgba16", 5, 4, 16, 6}, {"png-pal1", 9, 5, 1, 3}, {"png-pal4", 9, 5, 4, 3},
+    };
+    uint8_t raw[5 * 4 * 8], plte[16 * 3], trns[6] = {0, 3, 0, 5, 0, 7};
+    for (size_t i = 0; i < sizeof raw; i++)
+        raw[i] = (uint8_t)(i * 53 + 7);
+    for (size_t i = 0; i < sizeof plte; i++)
+        plte[i] = (uint8_t)(i * 29);
+    size_t len;
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        int n = kinds[k].ct == 2 ? 3 : kinds[k].ct == 4 ? 2 : kinds[k].ct == 6 ? 4 : 1;
+        size_t rb = ((size_t)kinds[k].w * n * kinds[k].depth + 7) / 8;
+        int pal = kinds[k].ct == 3;
+        uint8_t *p = tu_png_raw(kinds[k].w, kinds[k].h, kinds[k].depth, kinds[k].ct, raw, rb,
+                                pal ? plte : NULL, 1 << kinds[k].depth, pal ? trns : NULL, 2, &len);
+        emit_image(emit, kinds[k].name, (uint8_t)(k & 1 ? 0x44 : 0x0c), 0x23, p, len);
+        free(p);
+    }
+    /* tRNS on gray and RGB */
+    uint8_t *g = tu_png_raw(5, 4, 8, 0, raw, 5, NULL, 0, trns, 2, &len);
+    emit_image(emit, "png-gray-trns", 0x04, 0x23, g, len);
+    free(g);
+    uint8_t *c = tu_png_raw(5, 4, 8, 2, raw, 15, NULL, 0, trns, 6, &len);
+    emit_image(emit, "png-rgb-trns", 0x14, 0x23, c, len);
+    free(c);
+    /* Adam7: a 1 x 8 image's passes are eight one-pixel scanlines (rows
+     * 0, 4, 2, 6, 1, 3, 5, 7), the layout of a plain 1 x 8: same bytes
+     * with the interlace flag set */
+    uint8_t *a = tu_png_raw(1, 8, 16, 2, raw, 6, NULL, 0, NULL, 0, &len);
+    a[8 + 8 + 12] = 1;
+    tu_png_fix_crc(a, 8);
+    emit_image(emit, "png-adam7", 0x0c, 0x23, a, len);
+    free(a);
+    /* damaged copies of an 8-bit RGB file: chunks at 8 (IHDR), 33 (IDAT) */
+    uint8_t *good = tu_png_raw(5, 4, 8, 2, raw, 15, NULL, 0, NULL, 0, &len);
+    size_t zlen = (size_t)good[33] << 24 | good[34] << 16 | good[35] << 8 | good[36];
+    static const struct {
+        const char *name;
+        uint8_t mode;
+    } bad[] = {{"png-bad-ihdr-crc", 0x00}, {"png-bad-idat-crc", 0x40},
+               {"png-bad-deflate", 0x80},  {"png-bad-adler", 0x40},
+               {"png-cut-iend", 0x00},     {"png-cut-idat", 0x41}};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        uint8_t *p = malloc(len);
+        memcpy(p, good, len);
+        size_t n = len;
+        switch (k) {
+        case 0: memset(p + 29, 0, 4); break;
+        case 1: p[41 + zlen] ^= 0x10; break;
+        case 2: p[43] |= 0x06; tu_png_fix_crc(p, 33); break; /* block type 3 */
+        case 3: p[40 + zlen] ^= 0x01; tu_png_fix_crc(p, 33); break;
+        case 4: n = len - 1; break;
+        default: n = 41 + zlen / 2; break;
+        }
+        emit_image(emit, bad[k].name, bad[k].mode, 0x23, p, n);
+        free(p);
+    }
+    free(good);
 }
 
 void fuzz_seeds(fuzz_emit emit)
@@ -127,4 +197,5 @@ void fuzz_seeds(fuzz_emit emit)
         WebPFree(webp);
     }
 #endif
+    png_kind_seeds(emit);
 }

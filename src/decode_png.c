@@ -1,0 +1,346 @@
+/* PNG through libspng, on the decode threads; compiled only where meson
+ * found libspng (GF_HAVE_SPNG). A context per sample (spng_ctx_new/free
+ * and the inflate state it sets up cost about 2 us, next to a decode of
+ * milliseconds); the decoded rows live in d->buf.
+ *
+ * Pixels equal stb_image's on good files: libspng hands back the rows as
+ * the file stores them (SPNG_FMT_PNG) and expand_row() widens them as
+ * stb_image does: gray of 1/2/4 bits times 0xff/0x55/0x11, 16 bits
+ * narrowed (v * 255 + 32767) / 65535 as decode_stb.c narrows them, a
+ * palette to RGB, or RGBA when there is a tRNS, and a tRNS on gray or RGB
+ * to an alpha of 0 or 255. Neither applies gAMA or sBIT. A palette index
+ * past the palette gives black (stb_image reads stale stack bytes there).
+ *
+ * What each strictness checks (the zlib stream is libspng's; CRCs past
+ * where libspng stopped, gpufeed's own walk, png_check.c):
+ * - STRICT: every chunk's CRC, and the deflate data and filter bytes of
+ *   the rows down to the crop's last one. When that is the last row,
+ *   libspng checks it all, reading on to IEND (the Adler-32 too); when
+ *   it is above, gpufeed's walk checks every CRC first and libspng
+ *   decodes without computing them again. Any damaged byte breaks a CRC,
+ *   so storage or transfer damage anywhere is found; deflate data bad
+ *   only below the crop under CRCs that match (an encoder's bug) is not,
+ *   nor then the Adler-32.
+ * - STRICT_WHOLE: every row, then on to IEND: all CRCs, the whole deflate
+ *   stream and its Adler-32.
+ * - LENIENT (what PIL accepts): rows down to the crop's last one. A bad
+ *   CRC before the first IDAT fails; a bad IDAT CRC or Adler-32 is decoded
+ *   again ignoring both and passes with a warning (d->warn). A broken
+ *   deflate stream or truncation fails in every mode. */
+#include "decode_internal.h"
+
+#include "grow.h"
+
+#include <spng.h>
+#include <string.h>
+
+enum { IGNORE_ADLER = 1, IGNORE_CRC = 2 };
+
+/* The layout of the rows libspng returns and what they widen to. */
+typedef struct png_fmt {
+    int ct, depth, n_src; /* colour type, bits per sample, samples per pixel */
+    int kind;             /* K_GRAY .. K_RGBA, as stb_image returns it */
+    int trns;             /* a tRNS applies (gray, RGB) */
+    int direct;           /* rows are the output already (8-bit, no tRNS) */
+    uint8_t scale;        /* gray < 8 bits: stb_image's depth scale */
+    uint8_t tc8[4];       /* tRNS colour as stb_image keeps it, <= 8 bits */
+    uint16_t tc16[4];     /* and at 16 bits (4: expand_row reads n of them) */
+    uint8_t pal[256][4];
+} png_fmt;
+
+static inline uint8_t narrow16(uint32_t v)
+{
+    return (uint8_t)((v * 255 + 32767) / 65535);
+}
+
+static inline unsigned sample_at(const uint8_t *raw, size_t x, int depth)
+{
+    size_t bit = x * (size_t)depth;
+    return (unsigned)(raw[bit >> 3] >> (8 - depth - (int)(bit & 7))) & ((1u << depth) - 1);
+}
+
+/* Columns [x0, x0 + w) of one raw row to f->kind bytes a pixel at o. */
+static void expand_row(const png_fmt *f, const uint8_t *raw, int x0, int w, uint8_t *o)
+{
+    int n = f->n_src, K = f->kind;
+    if (f->ct == SPNG_COLOR_TYPE_INDEXED) {
+        for (int x = x0; x < x0 + w; x++, o += K) {
+            unsigned i = f->depth == 8 ? raw[x] : sample_at(raw, (size_t)x, f->depth);
+            memcpy(o, f->pal[i], (size_t)K);
+        }
+    } else if (f->depth == 16) {
+        const uint16_t *s = (const uint16_t *)(const void *)raw + (size_t)x0 * n;
+        for (int x = 0; x < w; x++, s += n, o += K) {
+            int key = f->trns;
+            for (int k = 0; k < n; k++) {
+                o[k] = narrow16(s[k]);
+                key &= s[k] == f->tc16[k];
+            }
+            if (f->trns)
+                o[n] = key ? 0 : 255;
+        }
+    } else if (f->depth < 8) { /* gray */
+        for (int x = x0; x < x0 + w; x++, o += K) {
+            o[0] = (uint8_t)(sample_at(raw, (size_t)x, f->depth) * f->scale);
+            if (f->trns)
+                o[1] = o[0] == f->tc8[0] ? 0 : 255;
+        }
+    } else { /* 8-bit gray or RGB with a tRNS */
+        const uint8_t *s = raw + (size_t)x0 * n;
+        for (int x = 0; x < w; x++, s += n, o += K) {
+            int key = 1;
+            for (int k = 0; k < n; k++) {
+                o[k] = s[k];
+                key &= s[k] == f->tc8[k];
+            }
+            o[n] = key ? 0 : 255;
+        }
+    }
+}
+
+/* Fills f from the header chunks (libspng reads them, CRCs checked, up to
+ * the first IDAT). Returns 0 or libspng's error. */
+static int read_format(spng_ctx *ctx, const struct spng_ihdr *ih, png_fmt *f)
+{
+    static const uint8_t scale[9] = {0, 0xff, 0x55, 0, 0x11, 0, 0, 0, 0x01};
+    f->ct = ih->color_type;
+    f->depth = ih->bit_depth;
+    f->n_src = f->ct == 2 ? 3 : f->ct == 4 ? 2 : f->ct == 6 ? 4 : 1;
+    f->scale = f->depth <= 8 ? scale[f->depth] : 1;
+    struct spng_trns tr = {0};
+    int e = spng_get_trns(ctx, &tr);
+    if (e && e != SPNG_ECHUNKAVAIL)
+        return e;
+    int has_trns = e == 0;
+    if (f->ct == SPNG_COLOR_TYPE_INDEXED) {
+        struct spng_plte pl;
+        if ((e = spng_get_plte(ctx, &pl)))
+            return e;
+        memset(f->pal, 0, sizeof f->pal);
+        for (unsigned i = 0; i < 256; i++) {
+            if (i < pl.n_entries) {
+                f->pal[i][0] = pl.entries[i].red;
+                f->pal[i][1] = pl.entries[i].green;
+                f->pal[i][2] = pl.entries[i].blue;
+            }
+            f->pal[i][3] = has_trns && i < tr.n_type3_entries ? tr.type3_alpha[i] : 255;
+        }
+        f->kind = has_trns ? K_RGBA : K_RGB;
+        f->trns = 0;
+    } else {
+        f->trns = has_trns && (f->ct == 0 || f->ct == 2);
+        f->kind = f->n_src + f->trns;
+        uint16_t v[3] = {tr.red, tr.green, tr.blue};
+        if (f->ct == SPNG_COLOR_TYPE_GRAYSCALE)
+            v[0] = tr.gray;
+        for (int k = 0; k < 3 && f->trns; k++) {
+            f->tc16[k] = v[k];
+            f->tc8[k] = (uint8_t)((v[k] & 255) * f->scale);
+        }
+    }
+    if (!f->trns)
+        memset(f->tc16, 0, sizeof f->tc16);
+    f->direct = f->depth == 8 && f->ct != SPNG_COLOR_TYPE_INDEXED && !f->trns;
+    return 0;
+}
+
+/* The reason and code of libspng's error e. */
+static int spng_why(int e, int flags, const uint8_t *data, size_t len, const gf__transform *t,
+                    char *why, size_t why_len)
+{
+    char tail[96];
+    snprintf(tail, sizeof tail, " (libspng: %s)", spng_strerror(e));
+    switch (e) {
+    case SPNG_EMEM:
+        gf__why(why, why_len, "PNG: out of memory%s", tail);
+        return GF_ENOMEM;
+    case SPNG_IO_EOF:
+    case SPNG_IO_ERROR:
+    case SPNG_EIO:
+    case SPNG_EOF:
+        gf__why(why, why_len, "PNG: premature end of data (truncated?)%s", tail);
+        return GF_ETRUNC;
+    case SPNG_EUSER_WIDTH:
+    case SPNG_EUSER_HEIGHT: /* only past the pixel limit (H, W >= 1) */
+        if (len >= 24 && gf__too_big(t, F_PNG, gf__be32(data + 16), gf__be32(data + 20), why,
+                                     why_len))
+            return GF_ETOOBIG;
+        gf__why(why, why_len, "PNG: over the pixel limit%s", tail);
+        return GF_ETOOBIG;
+    case SPNG_ECHUNK_CRC: {
+        gf__png_bad bad;
+        if (gf__png_find_bad_crc(data, len, &bad))
+            gf__png_crc_why(&bad, tail, why, why_len);
+        else
+            gf__why(why, why_len, "PNG: chunk CRC mismatch%s", tail);
+        return GF_ECORRUPT;
+    }
+    case SPNG_EIDAT_STREAM:
+    case SPNG_EZLIB:
+        gf__why(why, why_len, "PNG: %s%s",
+                flags & IGNORE_ADLER ? "zlib Adler-32 checksum mismatch in the image data"
+                                     : "damaged deflate stream in the image data",
+                tail);
+        return GF_ECORRUPT;
+    case SPNG_EIDAT_TOO_SHORT:
+        gf__why(why, why_len, "PNG: the image data ends before the last row%s", tail);
+        return GF_ECORRUPT;
+    default:
+        gf__why(why, why_len, "PNG: corrupt data%s", tail);
+        return GF_ECORRUPT;
+    }
+}
+
+/* One decode with libspng's checks less `ignore`. Returns 0, a GF_E* code
+ * with why, or 1 with *err = libspng's error (the caller words it). */
+static int png_pass(gf__decoder *d, const uint8_t *data, size_t len, const gf__transform *t,
+                    uint64_t key, uint8_t *dst, int ignore, int *err, char *why, size_t why_len)
+{
+    spng_ctx *ctx = spng_ctx_new(ignore & IGNORE_ADLER ? SPNG_CTX_IGNORE_ADLER32 : 0);
+    if (!ctx) {
+        gf__why(why, why_len, "PNG: out of memory for libspng");
+        return GF_ENOMEM;
+    }
+    int crc = ignore & IGNORE_CRC ? SPNG_CRC_USE : SPNG_CRC_ERROR;
+    uint64_t lim = t->max_pixels ? t->max_pixels : GF__DEFAULT_MAX_PIXELS;
+    uint32_t dim = lim < 0x7fffffffu ? (uint32_t)lim : 0x7fffffffu;
+    /* text, ICC and EXIF chunks are inflated into libspng's cache: cap it */
+    int e = spng_set_crc_action(ctx, crc, crc);
+    if (!e)
+        e = spng_set_image_limits(ctx, dim, dim);
+    if (!e)
+        e = spng_set_chunk_limits(ctx, 8u << 20, 32u << 20);
+    if (!e)
+        e = spng_set_png_buffer(ctx, data, len);
+    struct spng_ihdr ih;
+    if (!e)
+        e = spng_get_ihdr(ctx, &ih);
+    int rc = 1;
+    if (e)
+        goto out;
+    if (gf__too_big(t, F_PNG, ih.width, ih.height, why, why_len)) {
+        rc = GF_ETOOBIG;
+        goto out;
+    }
+    int W = (int)ih.width, H = (int)ih.height;
+    gf__crop c;
+    gf__crop_plan(t, W, H, key, &c);
+    if (gf__decode_set_axes(d, W, H, 1.0, &c, t)) {
+        gf__why(why, why_len, "out of memory for the resampler");
+        rc = GF_ENOMEM;
+        goto out;
+    }
+    const gf__rs_axis *h = &d->rs.h, *v = &d->rs.v;
+    int bottom = t->strictness == GF_STRICT_WHOLE || t->full_decode || ih.interlace_method
+                     ? H
+                     : v->hi;
+    if (bottom < H && t->strictness == GF_STRICT && !(ignore & IGNORE_CRC)) {
+        /* The decode stops above the last IDAT: libspng would not compare
+         * its CRC, only compute it. Every CRC here instead, once. */
+        gf__png_bad bad;
+        if (gf__png_find_bad_crc(data, len, &bad)) {
+            gf__png_crc_why(&bad, " (checked by gpufeed)", why, why_len);
+            rc = GF_ECORRUPT;
+            goto out;
+        }
+        spng_set_crc_action(ctx, SPNG_CRC_USE, SPNG_CRC_USE);
+    }
+    png_fmt f;
+    if ((e = read_format(ctx, &ih, &f)))
+        goto out;
+    int lo = v->lo, rows = v->hi - v->lo, x0 = h->lo, w = h->hi - h->lo;
+    size_t rowbytes = ((size_t)W * f.n_src * f.depth + 7) / 8;
+    size_t span_row = (size_t)w * f.kind;
+    /* interlaced: the whole image (Adam7's passes cover every row), else
+     * the crop's rows when direct, plus one row for the others */
+    size_t raw_rows = ih.interlace_method ? (size_t)H : f.direct ? (size_t)rows + 1 : 1;
+    size_t span_bytes = f.direct ? 0 : span_row * rows;
+    if (rowbytes > (SIZE_MAX - span_bytes - 64) / raw_rows ||
+        GF__GROW(&d->buf, &d->buf_cap, rowbytes * raw_rows + span_bytes + 64, 4096)) {
+        gf__why(why, why_len, "PNG: out of memory for the rows");
+        rc = GF_ENOMEM;
+        goto out;
+    }
+    uint8_t *raw = d->buf, *span = d->buf + ((rowbytes * raw_rows + 63) & ~(size_t)63);
+    if (ih.interlace_method) {
+        if (f.depth < 8) /* libspng ORs packed samples into place */
+            memset(raw, 0, rowbytes * H);
+        if ((e = spng_decode_image(ctx, raw, rowbytes * H, SPNG_FMT_PNG, 0)))
+            goto out;
+        if (!f.direct)
+            for (int y = 0; y < rows; y++)
+                expand_row(&f, raw + rowbytes * (lo + y), x0, w, span + span_row * y);
+        else
+            raw += rowbytes * lo;
+    } else {
+        if ((e = spng_decode_image(ctx, NULL, 0, SPNG_FMT_PNG, SPNG_DECODE_PROGRESSIVE)))
+            goto out;
+        uint8_t *spare = f.direct ? raw + rowbytes * rows : raw;
+        for (int y = 0; y < bottom; y++) {
+            int in = y >= lo && y < lo + rows;
+            uint8_t *row = in && f.direct ? raw + rowbytes * (y - lo) : spare;
+            e = spng_decode_row(ctx, row, rowbytes);
+            if (e && !(e == SPNG_EOI && y == H - 1))
+                goto out;
+            if (in && !f.direct)
+                expand_row(&f, row, x0, w, span + span_row * (y - lo));
+        }
+        e = 0;
+    }
+    if (bottom == H && (e = spng_decode_chunks(ctx))) /* the last CRCs, on to IEND */
+        goto out;
+    spng_ctx_free(ctx);
+    if (f.direct)
+        return gf__decode_finish(d, raw + (size_t)x0 * f.n_src, rowbytes, f.kind, t, c.flip,
+                                 dst, why, why_len);
+    return gf__decode_finish(d, span, span_row, f.kind, t, c.flip, dst, why, why_len);
+out:
+    spng_ctx_free(ctx);
+    *err = e;
+    return rc;
+}
+
+int gf__decode_png(gf__decoder *d, const uint8_t *data, size_t len, const gf__transform *t,
+                   uint64_t key, uint8_t *dst, char *why, size_t why_len)
+{
+    int e = 0;
+    int rc = png_pass(d, data, len, t, key, dst, 0, &e, why, why_len);
+    if (rc != 1)
+        return rc;
+    int retry = 0;
+    if (e == SPNG_EIDAT_STREAM || e == SPNG_EZLIB) {
+        /* a data error: the deflate stream, or only its Adler-32? */
+        int e2 = 0;
+        int ignore = t->strictness == GF_LENIENT ? IGNORE_ADLER | IGNORE_CRC : IGNORE_ADLER;
+        char w2[256];
+        int rc2 = png_pass(d, data, len, t, key, dst, ignore, &e2, w2, sizeof w2);
+        if (rc2 < 0 && rc2 != GF_ECORRUPT) { /* out of memory, say */
+            gf__why(why, why_len, "%s", w2);
+            return rc2;
+        }
+        if (rc2 != 1 || (e2 != SPNG_EIDAT_STREAM && e2 != SPNG_EZLIB)) {
+            spng_why(e, IGNORE_ADLER, data, len, t, why, why_len);
+            if (t->strictness == GF_LENIENT && rc2 == 0) {
+                d->warned = 1;
+                snprintf(d->warn, sizeof d->warn, "%s", why);
+                return 0;
+            }
+            return GF_ECORRUPT;
+        }
+    } else if (e == SPNG_ECHUNK_CRC && t->strictness == GF_LENIENT) {
+        gf__png_bad bad;
+        retry = !gf__png_find_bad_crc(data, len, &bad) || !bad.before_idat;
+    }
+    rc = spng_why(e, 0, data, len, t, why, why_len);
+    if (!retry)
+        return rc;
+    /* LENIENT, a bad CRC from the first IDAT on: what PIL does not check */
+    snprintf(d->warn, sizeof d->warn, "%s", why);
+    rc = png_pass(d, data, len, t, key, dst, IGNORE_ADLER | IGNORE_CRC, &e, why, why_len);
+    if (rc == 1)
+        rc = spng_why(e, 0, data, len, t, why, why_len);
+    d->warned = rc == 0;
+    if (rc)
+        d->warn[0] = 0;
+    return rc;
+}
