@@ -117,9 +117,12 @@ typedef enum gf_io {
 } gf_io;
 
 typedef enum gf_decoder_kind {
-    GF_DECODER_AUTO = 0,  /* libjpeg-turbo for JPEG where built, stb_image else */
-    GF_DECODER_STB = 1,   /* stb_image for everything */
-    GF_DECODER_TURBO = 2, /* libjpeg-turbo for JPEG, or GF_ENODEV */
+    GF_DECODER_AUTO = 0,  /* each format's own library where built:
+                             libjpeg-turbo (JPEG), libspng (PNG), libwebp
+                             (WebP); stb_image for the rest */
+    GF_DECODER_STB = 1,   /* stb_image for every format it reads (JPEG and
+                             PNG too: for comparisons); WebP by libwebp */
+    GF_DECODER_TURBO = 2, /* AUTO, but without libjpeg-turbo GF_ENODEV */
 } gf_decoder_kind;
 
 typedef enum gf_transform {
