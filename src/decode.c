@@ -64,6 +64,8 @@ static int sniff(const uint8_t *p, size_t n)
     if (n >= 3 && p[0] == 'P' && (p[1] == '5' || p[1] == '6') &&
         (p[2] == ' ' || p[2] == '\n' || p[2] == '\r' || p[2] == '\t'))
         return F_PNM;
+    if (gf__sniff_tga(p, n)) /* no magic: last, as stb_image tries it */
+        return F_TGA;
     return F_UNKNOWN;
 }
 
