@@ -67,6 +67,8 @@ static int sniff(const uint8_t *p, size_t n)
         return F_PNM;
     if (n >= 4 && (memcmp(p, "II*\0", 4) == 0 || memcmp(p, "MM\0*", 4) == 0))
         return F_TIFF; /* in torchvision's list, so ImageFolders index it */
+    if (gf__sniff_tga(p, n)) /* no magic: last, as stb_image tries it */
+        return F_TGA;
     return F_UNKNOWN;
 }
 

@@ -120,6 +120,15 @@ int gf__decode_png(gf__decoder *d, const uint8_t *data, size_t len, const gf__tr
                    uint64_t key, uint8_t *dst, char *why, size_t why_len);
 #endif
 
+/* decode_check.c: 0 if a GIF, BMP, TGA, PSD or PNM (any data starting P5
+ * or P6, as stb_image reads it) holds what its header promises, else
+ * GF_ETRUNC / GF_ECORRUPT with why; under GF_LENIENT a complete but
+ * untidy file returns 0 with d->warned set. Other formats: 0. */
+int gf__check_stb_format(int fmt, const uint8_t *p, size_t n, gf_strictness s, gf__decoder *d,
+                         char *why, size_t why_len);
+/* 1 if p passes stb_image's TGA test (TGA has no magic number). */
+int gf__sniff_tga(const uint8_t *p, size_t n);
+
 #if GF_HAVE_TURBO
 /* decode_jpeg.c: JPEG through libjpeg-turbo; its handle set up in d at
  * create (0 or GF_ENOMEM) and torn down at destroy. */

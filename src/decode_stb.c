@@ -3,12 +3,14 @@
  * between samples but the decoder's own scratch.
  *
  * stb_image decodes the whole image; the crop is then resampled from it.
- * Before it sees the data, two checks refuse inputs that Debian's 2.27
- * mishandles: JPEG Huffman tables of over 256 codes (an out-of-bounds
- * write) and PNM header numbers over INT_MAX (signed overflow). The pixel
- * limit is checked from the header (where the format keeps the size at a
- * known place, else from stb_image's info call) before anything is
- * decoded. */
+ * Before it sees the data, a check refuses what Debian's 2.27 mishandles
+ * (JPEG Huffman tables of over 256 codes: an out-of-bounds write), and
+ * decode_check.c checks that a GIF, BMP, TGA, PSD or PNM holds what its
+ * header promises (stb_image fills in what is missing) and refuses header
+ * nonsense, PNM numbers over INT_MAX (signed overflow in stb) among it.
+ * The pixel limit is checked from the header (where the format keeps the
+ * size at a known place, else from stb_image's info call) before anything
+ * is decoded. */
 #include "decode_internal.h"
 
 #include "stb_image_impl.h"
@@ -84,34 +86,6 @@ static int jpeg_dht_overfull(const uint8_t *p, size_t n)
     return 0;
 }
 
-/* stb_image reads a PNM header's width, height and maximum value into an
- * int with no overflow check (undefined behaviour; fixed upstream after
- * 2.27). 1 if one of them, read as stb_image reads the header (whitespace
- * and '#' comments between them, for any data starting P5 or P6), is over
- * INT_MAX. */
-static int pnm_number_overflows(const uint8_t *p, size_t n)
-{
-    if (n < 2 || p[0] != 'P' || (p[1] != '5' && p[1] != '6'))
-        return 0;
-    size_t pos = 2;
-    for (int k = 0; k < 3; k++) {
-        for (;;) {
-            while (pos < n && (p[pos] == ' ' || (p[pos] >= '\t' && p[pos] <= '\r')))
-                pos++;
-            if (pos >= n || p[pos] != '#')
-                break;
-            while (pos < n && p[pos] != '\n' && p[pos] != '\r')
-                pos++;
-        }
-        uint64_t v = 0;
-        for (; pos < n && p[pos] >= '0' && p[pos] <= '9'; pos++)
-            if ((v = v * 10 + (unsigned)(p[pos] - '0')) > INT32_MAX)
-                return 1;
-    }
-    return 0;
-}
-
-
 static uint32_t le32(const uint8_t *p)
 {
     return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
@@ -140,6 +114,12 @@ static int header_dims(int fmt, const uint8_t *p, size_t n, uint64_t *W, uint64_
             return 0;
         *W = (uint64_t)llabs((long long)(int32_t)le32(p + 18));
         *H = (uint64_t)llabs((long long)(int32_t)le32(p + 22));
+        return 1;
+    case F_TGA:
+        if (n < 16)
+            return 0;
+        *W = (uint32_t)p[12] | (uint32_t)p[13] << 8;
+        *H = (uint32_t)p[14] | (uint32_t)p[15] << 8;
         return 1;
     case F_PSD:
         if (n < 22)
@@ -216,10 +196,9 @@ int gf__decode_stb(gf__decoder *d, const uint8_t *data, size_t len, int fmt,
         gf__why(why, why_len, "JPEG: corrupt data (a Huffman table with more than 256 codes)");
         return GF_ECORRUPT;
     }
-    if (pnm_number_overflows(data, len)) {
-        gf__why(why, why_len, "PNM: corrupt header (a number over 2147483647)");
-        return GF_ECORRUPT;
-    }
+    int rc = gf__check_stb_format(fmt, data, len, t->strictness, d, why, why_len);
+    if (rc)
+        return rc;
     int W, H, n;
     if (!gf__stb_info(data, (int)len, &W, &H, &n)) {
         /* info tried every format and kept the last one's complaint; for a
@@ -250,7 +229,6 @@ int gf__decode_stb(gf__decoder *d, const uint8_t *data, size_t len, int fmt,
     }
     gf__crop c;
     gf__crop_plan(t, W, H, key, &c);
-    int rc = 0;
     if (gf__decode_set_axes(d, W, H, 1.0, &c, t)) {
         gf__why(why, why_len, "out of memory for the resampler");
         rc = GF_ENOMEM;

@@ -11,6 +11,7 @@
 #if GF_HAVE_WEBP
 #include <webp/encode.h>
 #endif
+#include <stb_image_write.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -131,6 +132,20 @@ static void png_kind_seeds(fuzz_emit emit)
     free(good);
 }
 
+/* stb_image_write's callback into a fixed buffer (fuzz_seeds' BMP, TGA). */
+typedef struct membuf {
+    uint8_t *p;
+    size_t n, cap;
+} membuf;
+
+static void membuf_put(void *ctx, void *data, int size)
+{
+    membuf *m = ctx;
+    FUZZ_CHECK(m->n + (size_t)size <= m->cap);
+    memcpy(m->p + m->n, data, (size_t)size);
+    m->n += (size_t)size;
+}
+
 void fuzz_seeds(fuzz_emit emit)
 {
     enum { W = 23, H = 17 };
@@ -198,4 +213,62 @@ void fuzz_seeds(fuzz_emit emit)
     }
 #endif
     png_kind_seeds(emit);
+
+    /* The formats decode_check.c walks (BMP, TGA, PNM, GIF, PSD): each
+     * good, cut in half, its last byte dropped and a header field broken,
+     * so the fuzzer starts inside every walker. */
+    {
+        enum { FW = 9, FH = 5 };
+        static uint8_t f[6][1024];
+        size_t fn[6] = {0};
+        static const char *const fname[6] = {"bmp24", "bmp32", "tga", "tga-rle", "pgm16", "psd"};
+        tu_fill(px, FW, FH, 4, 9);
+        for (int i = 0; i < 4; i++) {
+            membuf m = {f[i], 0, sizeof f[i]};
+            stbi_write_tga_with_rle = i == 3;
+            FUZZ_CHECK(i < 2 ? stbi_write_bmp_to_func(membuf_put, &m, FW, FH, 3 + i, px)
+                             : stbi_write_tga_to_func(membuf_put, &m, FW, FH, 3 + (i & 1), px));
+            fn[i] = m.n;
+        }
+        fn[4] = (size_t)snprintf((char *)f[4], 32, "P5\n%d %d\n65535\n", FW, FH);
+        memcpy(f[4] + fn[4], px, 2 * FW * FH);
+        fn[4] += 2 * FW * FH;
+        static const uint8_t psd[26] = {'8', 'B', 'P', 'S', 0, 1, 0, 0, 0, 0, 0, 0, 0, 3,
+                                        0, 0, 0, FH, 0, 0, 0, FW, 0, 8, 0, 3};
+        memcpy(f[5], psd, 26);
+        memset(f[5] + 26, 0, 14); /* three empty sections, compression 0 */
+        memcpy(f[5] + 40, px, 3 * FW * FH);
+        fn[5] = 40 + 3 * FW * FH;
+        /* the 1x1 GIF everyone uses, and with its frame twice */
+        static const uint8_t gif[] = "GIF89a\x01\x00\x01\x00\x80\x00\x00\xff\xff\xff\x00\x00\x00"
+                                     "\x21\xf9\x04\x01\x00\x00\x00\x00"
+                                     "\x2c\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02\x44\x01\x00"
+                                     "\x2c\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02\x44\x01\x00"
+                                     "\x3b";
+        for (int i = 0; i < 7; i++) {
+            const uint8_t *p = i < 6 ? f[i] : gif;
+            size_t n = i < 6 ? fn[i] : sizeof gif - 1;
+            const char *name = i < 6 ? fname[i] : "gif";
+            uint8_t bad[1024];
+            char nm[64];
+            for (int m = 0; m < (i == 6 ? 2 : 1); m++) { /* strict; lenient for GIF's untidy */
+                uint8_t mode = (uint8_t)(0x09 | m << 6);
+                snprintf(nm, sizeof nm, "%s%s", name, m ? "-lenient" : "");
+                emit_image(emit, nm, mode, 0x22, p, n);
+                snprintf(nm, sizeof nm, "%s-half%s", name, m ? "-lenient" : "");
+                emit_image(emit, nm, mode, 0x22, p, n / 2);
+                snprintf(nm, sizeof nm, "%s-last-byte-dropped%s", name, m ? "-lenient" : "");
+                emit_image(emit, nm, mode, 0x22, p, n - 1);
+                /* a header field broken: bfOffBits, TGA height, garbage
+                 * after maxval, PSD channels, GIF frame 0 width */
+                static const size_t at[7] = {10, 10, 14, 14, 11, 13, 32};
+                memcpy(bad, p, n);
+                bad[at[i]] = i == 4 ? 'x' : (uint8_t)(bad[at[i]] ^ 0xff);
+                if (i == 6)
+                    bad[at[i]] = 0;
+                snprintf(nm, sizeof nm, "%s-header%s", name, m ? "-lenient" : "");
+                emit_image(emit, nm, mode, 0x22, bad, n);
+            }
+        }
+    }
 }
