@@ -6,7 +6,16 @@
  *   bytes into it (meson.build), so sanitizer builds of gpufeed, and of
  *   programs that embed it, report only real faults. The two bugs of 2.27
  *   that are real (Huffman tables, PNM numbers) are refused before the
- *   data gets here: decode_stb.c. */
+ *   data gets here: decode_stb.c.
+ * - without the shift-exponent check (gcc: shift): on a corrupt JPEG, 2.27's bit reader
+ *   lets code_bits go negative once a marker ends the data, and
+ *   stbi__grow_buffer_unsafe then shifts a byte by 32 or more (2.28 returns
+ *   zeros there instead). The shifted value only fills the bit buffer,
+ *   whose every use is masked (table lookups included), so it decodes
+ *   garbage or fails, within bounds: ASan replays the input
+ *   (tests/fuzz/regressions/decode/stb-jpeg-shift-by-32). stb_image is
+ *   gpufeed's JPEG decoder only with decoder = STB or without
+ *   libjpeg-turbo. */
 #include "stb_image_impl.h"
 
 #define STB_IMAGE_IMPLEMENTATION
