@@ -110,18 +110,18 @@ static void report_errors(gf_loader *l, slot *sl)
     }
 }
 
-void gf__record_warning(gf_loader *l, int64_t sample, const char *why)
+void gf__record_warning(gf_loader *l, int64_t sample, int code, const char *why)
 {
     const char *path = gf__dataset_path(&l->ds, (uint64_t)sample);
     why = why ? why : "the decoder warned";
     if (l->s.on_sample_warning)
-        l->s.on_sample_warning(l->s.on_sample_warning_user, sample, path, GF_ECORRUPT, why);
+        l->s.on_sample_warning(l->s.on_sample_warning_user, sample, path, code, why);
     pthread_mutex_lock(&l->mu);
     gf_sample_error *r = &l->warnings[l->warnings_at];
     l->warnings_at = (l->warnings_at + 1) % GF_RECENT_WARNINGS;
     if (l->n_warnings < GF_RECENT_WARNINGS)
         l->n_warnings++;
-    *r = (gf_sample_error){.sample = sample, .code = GF_ECORRUPT};
+    *r = (gf_sample_error){.sample = sample, .code = code};
     gf__fit_path(r->path, sizeof r->path, path);
     snprintf(r->reason, sizeof r->reason, "%s", why);
     pthread_mutex_unlock(&l->mu);

@@ -353,7 +353,7 @@ static uint32_t drain_dones(gf_loader *l)
                 l->ctl_stb++;
             if (d.decode.used & GF__WARNED) {
                 l->ctl_warned++;
-                gf__record_warning(l, sl->indices[d.decode.cell], d.decode.why);
+                gf__record_warning(l, sl->indices[d.decode.cell], d.decode.warn_code, d.decode.why);
                 free(d.decode.why);
                 d.decode.why = NULL;
             }

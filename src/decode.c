@@ -315,8 +315,9 @@ void gf__decoder_set_cancel(gf__decoder *d, const atomic_int *cancel)
     d->cancel = cancel;
 }
 
-const char *gf__decoder_warning(const gf__decoder *d)
+const char *gf__decoder_warning(const gf__decoder *d, int *code)
 {
+    *code = d->warn_code ? d->warn_code : GF_ECORRUPT;
     return d->warn;
 }
 
@@ -391,7 +392,7 @@ int gf__decode(gf__decoder *d, const uint8_t *data, size_t len, const gf__transf
 {
     if (!d)
         return decode(d, data, len, t, key, dst, used, why, why_len);
-    d->flipped = d->warned = 0;
+    d->flipped = d->warned = d->warn_code = 0;
     d->warn[0] = 0;
     double t0 = gf__now();
     int rc = decode(d, data, len, t, key, dst, used, why, why_len);

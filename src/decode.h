@@ -32,9 +32,9 @@ size_t gf__decoder_scratch_bytes(const gf__decoder *d);
 /* Seconds spent in the resampler, and in all of gf__decode, since create
  * (for benchmarks: decode cost = total - resample). */
 void gf__decoder_times(const gf__decoder *d, double *total_s, double *resample_s);
-/* The reason STRICT would have given the last sample, when it decoded
- * with GF__WARNED; never NULL. */
-const char *gf__decoder_warning(const gf__decoder *d);
+/* The reason (and *code) STRICT would have given the last sample, when it
+ * decoded with GF__WARNED; never NULL. */
+const char *gf__decoder_warning(const gf__decoder *d, int *code);
 /* A flag a decode polls where a decoder loops on untrusted input (the
  * JPEG progress monitor): once it is nonzero the decode ends with
  * GF_EBUSY, "cancelled". The loader points its workers' decoders at the

@@ -60,6 +60,7 @@ static int untidy(chk *c, int code, const char *fmt, ...)
         vsay(c->why, c->why_len, c->fmt, fmt, ap);
     else if (!c->d->warned) {
         c->d->warned = 1;
+        c->d->warn_code = code;
         vsay(c->d->warn, sizeof c->d->warn, c->fmt, fmt, ap);
     }
     va_end(ap);

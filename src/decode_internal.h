@@ -43,6 +43,7 @@ struct gf__decoder {
     /* LENIENT: the sample decoded although its decoder warned; warn is
      * the reason STRICT would have failed it with. */
     int warned;
+    int warn_code;   /* STRICT's code; 0 means GF_ECORRUPT */
     char warn[160];
     const atomic_int *cancel; /* gf__decoder_set_cancel; may be NULL */
 #if GF_HAVE_TURBO

@@ -167,7 +167,7 @@ void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, slot *sl, int c, 
 void gf__cell_finished(gf_loader *l, slot *sl, int c, int err, char *why);
 /* A sample decoded although its decoder warned (LENIENT): into the ring
  * gf_recent_warnings reads, and to settings.on_sample_warning. */
-void gf__record_warning(gf_loader *l, int64_t sample, const char *why);
+void gf__record_warning(gf_loader *l, int64_t sample, int code, const char *why);
 bool gf__finalise_oldest(gf_loader *l, gf__job *js, int *n_jobs);
 void gf__clear_errors(slot *sl);
 

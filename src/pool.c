@@ -49,13 +49,15 @@ static double run_decode(worker *w, const gf__job *j, gf__done *d)
     }
     /* A warning (LENIENT) is as rare as an error, so its reason travels
      * the same way. */
+    int warn_code = 0;
     const char *reason = err ? (why[0] ? why : gf_strerror(err))
-                         : used & GF__WARNED ? gf__decoder_warning(w->dec) : NULL;
+                         : used & GF__WARNED ? gf__decoder_warning(w->dec, &warn_code) : NULL;
     *d = (gf__done){.kind = JOB_DECODE,
                     .slot = j->slot,
                     .decode = {.cell = j->decode.cell,
                                .err = err,
                                .used = used,
+                               .warn_code = warn_code,
                                .why = reason ? strdup(reason) : NULL}};
     return t1 - t0;
 }

@@ -80,7 +80,8 @@ typedef struct gf__done {
     uint32_t slot;
     struct {               /* JOB_DECODE only */
         uint32_t cell;
-        int err, used;     /* used: GF__USED_TURBO, GF__FLIPPED */
+        int err, used;     /* used: GF__USED_*, GF__FLIPPED, GF__WARNED */
+        int warn_code;     /* GF__WARNED: the code STRICT would have given */
         char *why;         /* malloc'd reason: errors, and GF__WARNED's */
     } decode;
 } gf__done;
