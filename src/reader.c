@@ -230,9 +230,37 @@ static const char *file_kind(mode_t m)
     return "a special file";
 }
 
+void gf__file_id_of(gf__file_id *id, const struct stat *st)
+{
+    *id = (gf__file_id){.dev = (uint64_t)st->st_dev,
+                        .ino = (uint64_t)st->st_ino,
+                        .size = (uint64_t)st->st_size,
+                        .mtime_s = (int64_t)st->st_mtim.tv_sec,
+                        .mtime_ns = (int64_t)st->st_mtim.tv_nsec};
+}
+
+/* GF_EIO with why if st is not the file expect describes. */
+static int check_identity(const gf__file_id *expect, const struct stat *st, char *why,
+                          size_t why_len)
+{
+    gf__file_id now;
+    gf__file_id_of(&now, st);
+    const char *what = now.dev != expect->dev || now.ino != expect->ino ? "replaced: another inode"
+                       : now.size != expect->size
+                           ? "its size"
+                           : now.mtime_s != expect->mtime_s || now.mtime_ns != expect->mtime_ns
+                                 ? "its mtime"
+                                 : NULL;
+    if (!what)
+        return 0;
+    gf__why(why, why_len, "changed since it was indexed (%s; size %llu, then %llu)", what,
+            (unsigned long long)now.size, (unsigned long long)expect->size);
+    return GF_EIO;
+}
+
 int gf__open_sized(int root_fd, const char *rel, uint64_t offset, uint64_t length,
-                   size_t max_bytes, int *fd_out, size_t *size_out, char *why,
-                   size_t why_len)
+                   size_t max_bytes, const gf__file_id *expect, int *fd_out, size_t *size_out,
+                   char *why, size_t why_len)
 {
     *fd_out = -1;
     int fd;
@@ -260,6 +288,8 @@ int gf__open_sized(int root_fd, const char *rel, uint64_t offset, uint64_t lengt
     } else if (!S_ISREG(st.st_mode)) {
         gf__why(why, why_len, "not a regular file: %s", file_kind(st.st_mode));
         err = GF_EIO;
+    } else if (expect && (err = check_identity(expect, &st, why, why_len)) != 0) {
+        /* the reason is set */
     } else if (length != GF__WHOLE_FILE) {
         if (length == 0) {
             gf__why(why, why_len, "member is empty");
@@ -350,7 +380,8 @@ int gf__read_sample(int root_fd, const char *rel, uint64_t offset, uint64_t leng
     b->len = b->got = 0;
     int fd, waited = 0;
     size_t size, max = gf__effective_max(o->max_bytes);
-    int err = gf__open_sized(root_fd, rel, offset, length, max, &fd, &size, why, why_len);
+    int err = gf__open_sized(root_fd, rel, offset, length, max, o->expect, &fd, &size, why,
+                             why_len);
     if (err)
         return err;
     int ranged = length != GF__WHOLE_FILE;
@@ -379,13 +410,13 @@ int gf__read_sample(int root_fd, const char *rel, uint64_t offset, uint64_t leng
 int gf__uring_submit(gf__uring *u, int root_fd, const char *rel, gf__buf *buf,
                      uint64_t user)
 {
-    return gf__uring_submit_sample(u, root_fd, rel, 0, GF__WHOLE_FILE, 0, buf, user);
+    return gf__uring_submit_sample(u, root_fd, rel, 0, GF__WHOLE_FILE, 0, NULL, buf, user);
 }
 
 int gf__uring_submit_range(gf__uring *u, int root_fd, const char *rel, uint64_t offset,
                            uint64_t length, gf__buf *buf, uint64_t user)
 {
-    return gf__uring_submit_sample(u, root_fd, rel, offset, length, 0, buf, user);
+    return gf__uring_submit_sample(u, root_fd, rel, offset, length, 0, NULL, buf, user);
 }
 
 /* ---- without io_uring ---- */
@@ -431,9 +462,11 @@ void gf__uring_set_budget(gf__uring *u, gf__budget *g)
 }
 
 int gf__uring_submit_sample(gf__uring *u, int root_fd, const char *rel, uint64_t offset,
-                            uint64_t length, unsigned flags, gf__buf *buf, uint64_t user)
+                            uint64_t length, unsigned flags, const gf__file_id *expect,
+                            gf__buf *buf, uint64_t user)
 {
     (void)flags;
+    (void)expect;
     (void)u;
     (void)root_fd;
     (void)rel;

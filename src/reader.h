@@ -18,6 +18,14 @@ typedef struct gf__buf {
 /* Frees b->data and zeroes *b. NULL is a no-op. */
 void gf__buf_free(gf__buf *b);
 
+/* What a file was when the index was made: a read checks it (one fstat,
+ * the one the open makes anyway), so a file replaced (mv) or rewritten
+ * since is an error, not another file's bytes under this one's labels. */
+typedef struct gf__file_id {
+    uint64_t dev, ino, size;
+    int64_t mtime_s, mtime_ns;
+} gf__file_id;
+
 /* The read budget: a cap on the bytes a loader's read buffers hold
  * (settings.read_budget_bytes). Every growth of a buffer passes it; a
  * buffer over `keep` bytes belongs to one read in flight and is freed when
@@ -65,6 +73,8 @@ typedef struct gf__read_opts {
     size_t max_bytes;   /* 0: no cap */
     gf__budget *budget; /* NULL: none */
     unsigned flags;     /* GF__READ_* */
+    const gf__file_id *expect; /* NULL, or the file must still be this one:
+                           else GF_EIO "changed since it was indexed" */
 } gf__read_opts;
 
 /* Blocking read of root_fd/rel (openat rules: rel may be absolute, root_fd
@@ -138,9 +148,11 @@ int gf__uring_submit(gf__uring *u, int root_fd, const char *rel, gf__buf *buf,
  * file); range errors as gf__read_range reports them. */
 int gf__uring_submit_range(gf__uring *u, int root_fd, const char *rel, uint64_t offset,
                            uint64_t length, gf__buf *buf, uint64_t user);
-/* gf__uring_submit_range with GF__READ_* flags. */
+/* gf__uring_submit_range with GF__READ_* flags, and expect as
+ * gf__read_opts has it (kept by the caller until the read is reaped). */
 int gf__uring_submit_sample(gf__uring *u, int root_fd, const char *rel, uint64_t offset,
-                            uint64_t length, unsigned flags, gf__buf *buf, uint64_t user);
+                            uint64_t length, unsigned flags, const gf__file_id *expect,
+                            gf__buf *buf, uint64_t user);
 /* Finished reads, without blocking; returns how many were written to done
  * (at most max). If more remain, the eventfd stays readable. */
 int gf__uring_reap(gf__uring *u, gf__read_done *done, int max);

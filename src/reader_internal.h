@@ -6,6 +6,8 @@
 
 #include "reader.h"
 
+#include <sys/stat.h>
+
 /* Thread-safe strerror for both strerror_r flavours: e's text, in tmp or
  * static storage. */
 const char *gf__errtext(int e, char *tmp, size_t n);
@@ -23,8 +25,10 @@ static inline size_t gf__effective_max(size_t max_bytes)
  * cannot block the caller in open(); it does not affect reads of regular
  * files by pread(). On failure the file is closed and *fd_out is -1. */
 int gf__open_sized(int root_fd, const char *rel, uint64_t offset, uint64_t length,
-                   size_t max_bytes, int *fd_out, size_t *size_out, char *why,
-                   size_t why_len);
+                   size_t max_bytes, const gf__file_id *expect, int *fd_out, size_t *size_out,
+                   char *why, size_t why_len);
+/* The identity of the file st describes. */
+void gf__file_id_of(gf__file_id *id, const struct stat *st);
 
 /* Returned by gf__buf_reserve when the budget refuses and wait is 0. */
 #define GF__BUDGET_LATER 1

@@ -3,6 +3,7 @@
  * hold stay within the read budget, with io_uring and with pread. */
 #include "testutil.h"
 
+#include "dataset.h"
 #include "reader_internal.h"
 
 #include "gpufeed.h"
@@ -103,13 +104,13 @@ START_TEST(a_large_file_that_is_no_image_costs_its_first_bytes)
         ck_assert_int_eq(gf__uring_create(&u, 4, 10 * MIB, why, sizeof why), 0);
         gf__buf ub[3] = {{0}};
         ck_assert_int_eq(gf__uring_submit_sample(u, AT_FDCWD, zeros, 0, GF__WHOLE_FILE,
-                                                 GF__READ_SNIFF, &ub[0], 0),
+                                                 GF__READ_SNIFF, NULL, &ub[0], 0),
                          0);
         ck_assert_int_eq(gf__uring_submit_sample(u, AT_FDCWD, zeros, 0, 1 * MIB,
-                                                 GF__READ_SNIFF, &ub[1], 1),
+                                                 GF__READ_SNIFF, NULL, &ub[1], 1),
                          0);
         ck_assert_int_eq(gf__uring_submit_sample(u, AT_FDCWD, jpeg, 0, GF__WHOLE_FILE,
-                                                 GF__READ_SNIFF, &ub[2], 2),
+                                                 GF__READ_SNIFF, NULL, &ub[2], 2),
                          0);
         gf__read_done d[3];
         int got = 0;
@@ -262,6 +263,157 @@ START_TEST(the_budget_setting_is_checked_and_defaults_to_256_mib)
 }
 END_TEST
 
+/* ------------------------------------------------ files replaced under it */
+
+/* A shard of 4 samples (PNG + label), seeds from seed. */
+static void write_shard(const char *path, uint32_t seed)
+{
+    tu_tar w = {0};
+    for (int i = 0; i < 4; i++) {
+        uint8_t px[16 * 16 * 3];
+        tu_fill(px, 16, 16, 3, seed + (uint32_t)i);
+        size_t n;
+        uint8_t *png = tu_png_mem(px, 16, 16, 3, &n);
+        char name[32], label[8];
+        snprintf(name, sizeof name, "k%u_%d.png", seed, i);
+        tu_tar_file(&w, name, png, n);
+        snprintf(name, sizeof name, "k%u_%d.cls", seed, i);
+        snprintf(label, sizeof label, "%d", i % 2);
+        tu_tar_file(&w, name, label, strlen(label));
+        free(png);
+    }
+    tu_tar_end(&w);
+    tu_write_file(path, w.p, w.len);
+    free(w.p);
+}
+
+typedef struct changed_errors {
+    int n, other;
+} changed_errors;
+
+static void count_changed(void *user, int64_t sample, const char *path, int code,
+                          const char *reason)
+{
+    (void)sample;
+    changed_errors *e = user;
+    if (code == GF_EIO && !strncmp(path, "a.tar:", 6) &&
+        strstr(reason, "changed since it was indexed (replaced: another inode"))
+        e->n++;
+    else
+        e->other++;
+}
+
+/* a.tar replaced (mv) by a tar of the same size after indexing: its
+ * samples are errors naming it, b.tar's are delivered. */
+static void replaced_shard(gf_io io)
+{
+    char *dir = tu_mkdtemp();
+    char a[4096], b[4096], c[4096], src[8300];
+    snprintf(a, sizeof a, "%s/a.tar", dir);
+    snprintf(b, sizeof b, "%s/b.tar", dir);
+    snprintf(c, sizeof c, "%s/c.tar", dir);
+    write_shard(a, 10);
+    write_shard(b, 20);
+    /* a.tar with one image byte changed: the same size, other content. */
+    size_t n;
+    uint8_t *bytes = tu_read_file(a, &n);
+    bytes[600] ^= 1;
+    tu_write_file(c, bytes, n);
+    free(bytes);
+    snprintf(src, sizeof src, "%s,%s", a, b);
+
+    gf_settings s;
+    tu_cpu_settings(&s);
+    s.data = src;
+    s.width = s.height = 16;
+    s.batch_size = 2;
+    s.shuffle = 0;
+    s.threads = 1;
+    s.io = io;
+    changed_errors e = {0};
+    s.on_sample_error = count_changed;
+    s.on_sample_error_user = &e;
+    gf_loader *l = NULL;
+    int rc = gf_open(&l, &s);
+    ck_assert_msg(rc == 0, "gf_open: %s: %s", gf_err_name(rc), gf_last_error(l));
+    ck_assert_int_eq(rename(c, a), 0);
+    ck_assert_int_eq(gf_seek(l, 0, 0), 0); /* every read from here is after the mv */
+    gf_batch *bt;
+    int samples = 0;
+    while ((rc = gf_next(l, &bt)) == 0) {
+        for (int i = 0; i < bt->count; i++)
+            ck_assert_int_ge(bt->indices[i], 4); /* b.tar's */
+        samples += bt->count;
+        gf_release(l, bt);
+    }
+    ck_assert_int_eq(rc, GF_EOF);
+    gf_stats st;
+    gf_get_stats(l, &st);
+    ck_assert_int_eq(st.reader, io);
+    gf_close(&l);
+    ck_assert_int_eq(samples, 4);
+    ck_assert_int_eq(e.n, 4);
+    ck_assert_int_eq(e.other, 0);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+START_TEST(a_shard_replaced_by_mv_is_an_error_naming_it_with_pread)
+{
+    replaced_shard(GF_IO_POSIX);
+}
+END_TEST
+
+START_TEST(a_shard_replaced_by_mv_is_an_error_naming_it_with_io_uring)
+{
+    if (!uring_works())
+        return;
+    replaced_shard(GF_IO_URING);
+}
+END_TEST
+
+/* Rewritten in place (same inode), grown, or touched: each is caught. */
+START_TEST(a_shard_rewritten_grown_or_touched_is_caught_at_the_read)
+{
+    char *dir = tu_mkdtemp();
+    char a[4096];
+    snprintf(a, sizeof a, "%s/a.tar", dir);
+    write_shard(a, 10);
+    gf__dataset ds;
+    char why[256];
+    ck_assert_int_eq(gf__dataset_open(&ds, a, why, sizeof why), 0);
+    const char *rel;
+    uint64_t off, len;
+    gf__dataset_extent(&ds, 0, &rel, &off, &len);
+    gf__read_opts o = {.expect = gf__dataset_file_id(&ds, 0)};
+    ck_assert_ptr_nonnull(o.expect);
+    gf__buf b = {0};
+    ck_assert_int_eq(gf__read_sample(ds.root_fd, rel, off, len, &o, &b, why, sizeof why), 0);
+
+    /* Touched: the same bytes, a new mtime. */
+    struct timespec t[2] = {{.tv_sec = 1000000000}, {.tv_sec = 1000000000}};
+    ck_assert_int_eq(utimensat(AT_FDCWD, a, t, 0), 0);
+    ck_assert_int_eq(gf__read_sample(ds.root_fd, rel, off, len, &o, &b, why, sizeof why),
+                     GF_EIO);
+    ck_assert_msg(strstr(why, "changed since it was indexed (its mtime") != NULL, "%s", why);
+    /* Grown: appended to. */
+    int fd = open(a, O_WRONLY | O_APPEND);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, "x", 1), 1);
+    close(fd);
+    ck_assert_int_eq(gf__read_sample(ds.root_fd, rel, off, len, &o, &b, why, sizeof why),
+                     GF_EIO);
+    ck_assert_msg(strstr(why, "changed since it was indexed (its size") != NULL, "%s", why);
+    /* Without the identity (gf_read_sample's reads) it reads on. */
+    o.expect = NULL;
+    ck_assert_int_eq(gf__read_sample(ds.root_fd, rel, off, len, &o, &b, why, sizeof why), 0);
+    gf__buf_free(&b);
+    gf__dataset_close(&ds);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
 static Suite *hostile_io_suite(void)
 {
     Suite *s = suite_create("hostile_io");
@@ -271,6 +423,12 @@ static Suite *hostile_io_suite(void)
     tcase_add_test(t, reads_in_flight_stay_within_the_budget_with_pread);
     tcase_add_test(t, reads_in_flight_stay_within_the_budget_with_io_uring);
     tcase_add_test(t, the_budget_setting_is_checked_and_defaults_to_256_mib);
+    suite_add_tcase(s, t);
+    t = tcase_create("identity");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, a_shard_replaced_by_mv_is_an_error_naming_it_with_pread);
+    tcase_add_test(t, a_shard_replaced_by_mv_is_an_error_naming_it_with_io_uring);
+    tcase_add_test(t, a_shard_rewritten_grown_or_touched_is_caught_at_the_read);
     suite_add_tcase(s, t);
     return s;
 }
