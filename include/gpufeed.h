@@ -304,8 +304,22 @@ typedef struct gf_settings {
     gf_sample_error_fn on_sample_warning;
     void *on_sample_warning_user; /* NULL */
     gf_extensions extensions; /* GF_EXT_TORCHVISION: ImageFolder files */
-    uint8_t reserved[36];  /* zero; room for fields without an ABI break */
+    uint8_t reserved_align_[4]; /* zero */
+    /* Cap on the bytes the loader's read buffers hold at once (encoded
+     * files being read or waiting to be decoded); 0 = GF_READ_BUDGET_DEFAULT.
+     * At least 1 MiB. A read that would pass it waits while another large read is in
+     * flight; a single file over it is still read, alone. Buffers over
+     * read_budget_bytes / (2 x buffers) are freed after their sample, so a
+     * data set of files that large allocates per sample: raise it for
+     * those. A file over max_file_bytes is refused from its size, before
+     * any byte is read, and one over 64 KiB whose first bytes are no
+     * image magic (JPEG, PNG, GIF, BMP, PSD, PNM, WebP, TIFF; names ending
+     * in .tga are exempt) is refused (GF_EFORMAT) after those 64 KiB. */
+    uint64_t read_budget_bytes;
+    uint8_t reserved[24];  /* zero; room for fields without an ABI break */
 } gf_settings;
+
+#define GF_READ_BUDGET_DEFAULT (256ull << 20) /* 256 MiB */
 
 /* The library's (gf_next hands out a pointer into its ring): fields may be
  * added at the end. A delivered batch is whole; a failure is gf_next()'s
@@ -355,7 +369,7 @@ typedef struct gf_stats {
                                   the input stall */
     double read_busy_s;        /* summed over threads */
     double decode_busy_s;      /* decode + transform, summed over threads */
-    uint64_t bytes_read;
+    uint64_t bytes_read;       /* from files, failed samples' included */
     uint64_t errors;                            /* bad samples, all kinds */
     uint64_t errors_by_kind[GF_SAMPLE_ERROR_KINDS_MAX];
                        /* [gf_sample_error_kind(code)], = [GF_ENOENT - code] */
@@ -406,7 +420,12 @@ typedef struct gf_stats {
     uint64_t folder_dirs, folder_dirs_again;
     uint64_t folder_skipped[GF_SKIPPED_MAX]; /* [GF_SKIPPED_*]: files the
                                   ImageFolder left out, by extension */
-    uint8_t reserved[384];     /* zero; room for fields without an ABI break:
+    /* The read budget in force (settings.read_budget_bytes, resolved), the
+     * most bytes the read buffers held at once (over the budget only when
+     * one file larger than it was read alone), and the reads it held back
+     * until others finished. */
+    uint64_t read_budget_bytes, read_bytes_peak, read_budget_waits;
+    uint8_t reserved[360];     /* zero; room for fields without an ABI break:
                                   gf_get_stats writes sizeof(gf_stats) bytes,
                                   a new field takes its place from here */
 } gf_stats;

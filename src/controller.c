@@ -6,6 +6,8 @@
  * gf-copy). */
 #include "loader_impl.h"
 
+#include "magic.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -276,7 +278,12 @@ static void submit_reads(gf_loader *l)
         gf__dataset_extent(&l->ds, (uint64_t)sl->indices[c], &rel, &off, &len);
         /* Room and a free buffer were checked: a refusal is a bug, and
          * would leave the cell pending for ever. */
-        if (gf__uring_submit_range(l->uring, l->ds.root_fd, rel, off, len, buf, r) < 0) {
+        unsigned flags = gf__name_is_tga(gf__dataset_path(&l->ds, (uint64_t)sl->indices[c]))
+                             ? 0
+                             : GF__READ_SNIFF;
+        const gf__file_id *expect = gf__dataset_file_id(&l->ds, (uint64_t)sl->indices[c]);
+        if (gf__uring_submit_sample(l->uring, l->ds.root_fd, rel, off, len, flags, expect, buf,
+                                    r) < 0) {
             gf__halt(l, GF_EINVAL, "internal error: io_uring refused a read it had room for");
             break;
         }
@@ -298,7 +305,9 @@ static void reap_reads(gf_loader *l, gf__job *js, int *n_jobs)
             gf__read_done *r = &l->reaped[i];
             slot *sl = &l->slots[r->user >> 32];
             int c = (int)(uint32_t)r->user;
+            l->ctl_uring_bytes += r->buf->got;
             if (r->err) {
+                gf__budget_done(&l->budget, r->buf);
                 pthread_mutex_lock(&l->mu);
                 l->free_bufs[l->n_free_bufs++] = r->buf;
                 pthread_mutex_unlock(&l->mu);
@@ -306,7 +315,6 @@ static void reap_reads(gf_loader *l, gf__job *js, int *n_jobs)
                                   strdup(r->why[0] ? r->why : gf_strerror(r->err)));
                 continue;
             }
-            l->ctl_uring_bytes += r->buf->len;
             uint64_t sample = (uint64_t)sl->indices[c];
             *add_job(l, js, n_jobs) = (gf__job){
                 .kind = JOB_DECODE,

@@ -247,6 +247,7 @@ void gf__dataset_close(gf__dataset *ds)
     free(ds->labels);
     free(ds->class_names);
     free(ds->shard_paths);
+    free(ds->shard_ids);
     free(ds->shard);
     free(ds->data_off);
     free(ds->data_len);

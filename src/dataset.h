@@ -4,6 +4,7 @@
 #define GF_DATASET_H
 
 #include "common.h"
+#include "reader.h"
 
 typedef struct gf__dataset {
     uint64_t n;          /* samples */
@@ -19,6 +20,7 @@ typedef struct gf__dataset {
      * names "train-000003.tar:key.jpg" (shard basename : member name). */
     uint32_t n_shards;
     char **shard_paths;  /* n_shards paths, relative to root_fd */
+    gf__file_id *shard_ids; /* n_shards: each as indexed, checked at each read */
     uint32_t *shard;     /* n: index into shard_paths */
     uint64_t *data_off;  /* n: the image member's data offset */
     uint32_t *data_len;  /* n: its size (members over 4 GiB are skipped) */
@@ -124,6 +126,13 @@ static inline void gf__dataset_extent(const gf__dataset *ds, uint64_t i, const c
         *off = 0;
         *len = UINT64_MAX;
     }
+}
+
+/* What sample i's file must still be (its shard as indexed), or NULL
+ * where the index keeps nothing to check it by (folders and lists). */
+static inline const gf__file_id *gf__dataset_file_id(const gf__dataset *ds, uint64_t i)
+{
+    return ds->shard_ids ? &ds->shard_ids[ds->shard[i]] : NULL;
 }
 
 #endif

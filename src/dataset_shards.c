@@ -9,6 +9,8 @@
  * shard index, data offset, 32-bit size). */
 #include "dataset_internal.h"
 
+#include "reader_internal.h"
+
 #include "tar.h"
 
 #include <assert.h>
@@ -341,6 +343,10 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, char *why, size_t 
     ds->n_shards = (uint32_t)paths.n;
     ds->bytes += block;
     gf__names_free(&paths);
+    ds->shard_ids = calloc(ds->n_shards, sizeof *ds->shard_ids);
+    if (!ds->shard_ids)
+        return GF_ENOMEM;
+    ds->bytes += ds->n_shards * sizeof *ds->shard_ids;
 
     gf__builder b = {.ranged = 1};
     shard_scan c = {.ds = ds, .b = &b, .max_label = -1, .why = why, .why_len = why_len};
@@ -361,6 +367,7 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, char *why, size_t 
             rc = GF_EDATASET;
             break;
         }
+        gf__file_id_of(&ds->shard_ids[k], &st);
         const char *slash = strrchr(path, '/');
         c.shard = k;
         c.path = path;

@@ -29,6 +29,7 @@ static void stop_pipeline(gf_loader *l)
     pthread_cond_broadcast(&l->pool.work);
     pthread_cond_broadcast(&l->ready_cv);
     pthread_mutex_unlock(&l->mu);
+    gf__budget_wake(&l->budget); /* reads waiting for it give up */
     gf__pool_join(l);
     uv_async_send(&l->wake);
     pthread_join(l->controller, NULL);
@@ -107,6 +108,14 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
         l->io = rc < 0 ? GF_IO_POSIX : GF_IO_URING;
         pthread_mutex_unlock(&l->mu);
     }
+    /* Reads a stop dropped leave their buffers behind: start from none,
+     * sized for the buffers this reader uses. */
+    for (int i = 0; i < l->n_bufs; i++)
+        gf__buf_free(&l->bufs[i]);
+    for (int i = 0; i < l->n_workers; i++)
+        gf__buf_free(&l->workers[i].buf);
+    gf__budget_restart(&l->budget, (unsigned)(l->uring ? l->n_bufs : l->n_workers));
+    gf__uring_set_budget(l->uring, &l->budget);
     int rc = start_loop(l);
     if (rc < 0) {
         gf__uring_destroy(l->uring);
@@ -197,6 +206,7 @@ int gf_open(gf_loader **out, const gf_settings *s)
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->pool.work, NULL);
     pthread_cond_init(&l->ready_cv, NULL);
+    gf__budget_init(&l->budget, 0, 1, &l->cancel);
     if (!s)
         return gf__fail(l, GF_EINVAL, "invalid settings: s != NULL");
     int rc = gf__check_settings(s, l->msg, sizeof l->msg);
@@ -221,6 +231,8 @@ int gf_open(gf_loader **out, const gf_settings *s)
         l->active_depth = l->D;
     }
     l->s.queue_depth = s->queue_depth ? s->queue_depth : 64;
+    l->s.read_budget_bytes = s->read_budget_bytes ? s->read_budget_bytes : GF_READ_BUDGET_DEFAULT;
+    l->budget.limit = (size_t)l->s.read_budget_bytes;
     l->io = s->io;
     l->cell_bytes = (size_t)s->height * (size_t)s->width * (size_t)s->channels;
     gf__transform_from_settings(&l->tf, &l->s);
@@ -507,6 +519,8 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     snprintf(st->dataset_warning, sizeof st->dataset_warning, "%.*s",
              (int)sizeof st->dataset_warning - 1, l->ds.warning);
     st->shards = l->ds.n_shards;
+    st->read_budget_bytes = l->s.read_budget_bytes;
+    gf__budget_stats(&l->budget, &st->read_bytes_peak, &st->read_budget_waits);
     gf__device_h2d(l->dev, &st->h2d_bytes, &st->h2d_copies, &st->h2d_s);
     pthread_mutex_unlock(&l->mu);
     return 0;
@@ -569,6 +583,7 @@ void gf_close(gf_loader **lp)
     pthread_cond_destroy(&l->pool.work);
     pthread_cond_destroy(&l->ready_cv);
     pthread_mutex_destroy(&l->mu);
+    gf__budget_destroy(&l->budget);
     free(l);
     *lp = NULL;
 }

@@ -93,6 +93,7 @@ struct gf_loader {
     worker *workers;
     int n_workers;
     int active_threads;          /* workers that take jobs (autotune grows it) */
+    gf__budget budget;           /* the read buffers' (its own lock) */
     gf__buf *bufs;
     gf__buf **free_bufs;
     int n_bufs, n_free_bufs;

@@ -7,6 +7,8 @@
  * gf__pool_push_locked (the controller). */
 #include "loader_impl.h"
 
+#include "magic.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,8 +38,14 @@ static double run_decode(worker *w, const gf__job *j, gf__done *d)
         const char *rel;
         uint64_t off, len;
         gf__dataset_extent(&l->ds, (uint64_t)j->decode.sample, &rel, &off, &len);
-        err = gf__read_range(l->ds.root_fd, rel, off, len, in, l->s.max_file_bytes, why,
-                             sizeof why);
+        const gf__read_opts o = {
+            .max_bytes = l->s.max_file_bytes,
+            .budget = &l->budget,
+            .flags = gf__name_is_tga(gf__dataset_path(&l->ds, (uint64_t)j->decode.sample))
+                         ? 0
+                         : GF__READ_SNIFF,
+            .expect = gf__dataset_file_id(&l->ds, (uint64_t)j->decode.sample)};
+        err = gf__read_sample(l->ds.root_fd, rel, off, len, &o, in, why, sizeof why);
         gf__range_pop();
         t1 = gf__now();
     }
@@ -123,14 +131,15 @@ static void *worker_main(void *arg)
         gf__done d;
         double read_s = run_decode(w, &j, &d);
         double t2 = gf__now();
+        size_t got = j.decode.buf ? 0 : w->buf.got;
+        gf__budget_done(&l->budget, j.decode.buf ? j.decode.buf : &w->buf);
         size_t scratch = w->buf.cap + gf__decoder_scratch_bytes(w->dec);
         pthread_mutex_lock(&l->mu);
         w->scratch = scratch;
         w->read_s += read_s;
         w->decode_s += t2 - t0 - read_s;
-        if (!j.decode.buf)
-            w->bytes += w->buf.len;
-        else
+        w->bytes += got;
+        if (j.decode.buf)
             l->free_bufs[l->n_free_bufs++] = j.decode.buf;
         if (l->stopping) /* cancelled, or too late: stop_pipeline drops it */
             free(d.decode.why);

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "grow.h"
+#include "magic.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,26 +43,159 @@ void gf__buf_free(gf__buf *b)
     b->len = b->cap = 0;
 }
 
-/* Grows b to hold need bytes: doubling from 4 KiB, grow-only, never past
- * max(need, max_bytes). The old contents are dropped (free before malloc
- * keeps the peak low). */
-static int buf_reserve(gf__buf *b, size_t need, size_t max_bytes, char *why,
-                       size_t why_len)
+/* ---- the read budget ---- */
+
+void gf__budget_init(gf__budget *g, size_t limit, unsigned buffers, const atomic_int *cancel)
+{
+    memset(g, 0, sizeof *g);
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->freed, NULL);
+    g->limit = limit;
+    g->keep = limit / (2 * (size_t)GF__MAX(buffers, 1u));
+    g->cancel = cancel;
+}
+
+void gf__budget_restart(gf__budget *g, unsigned buffers)
+{
+    pthread_mutex_lock(&g->mu);
+    g->keep = g->limit / (2 * (size_t)GF__MAX(buffers, 1u));
+    g->held = g->big = 0;
+    pthread_mutex_unlock(&g->mu);
+}
+
+void gf__budget_destroy(gf__budget *g)
+{
+    pthread_cond_destroy(&g->freed);
+    pthread_mutex_destroy(&g->mu);
+}
+
+static size_t big_part(const gf__budget *g, size_t cap)
+{
+    return cap > g->keep ? cap : 0;
+}
+
+/* With g->mu held: a buffer's capacity goes from old to cap. */
+static void budget_move(gf__budget *g, size_t old, size_t cap)
+{
+    g->held = g->held - old + cap;
+    g->big = g->big - big_part(g, old) + big_part(g, cap);
+    if (g->held > g->peak)
+        g->peak = g->held;
+}
+
+/* Takes cap - old more bytes of g; see gf__buf_reserve. */
+static int budget_take(gf__budget *g, size_t old, size_t cap, int wait, int *waited,
+                       char *why, size_t why_len)
+{
+    int rc = 0;
+    pthread_mutex_lock(&g->mu);
+    /* Only other large buffers are freed when their read is done: with
+     * none in use, waiting would wait for ever. */
+    while (g->held - old + cap > g->limit && g->big - big_part(g, old) > 0) {
+        if (!*waited) {
+            *waited = 1;
+            g->waits++;
+        }
+        if (!wait) {
+            rc = GF__BUDGET_LATER;
+            break;
+        }
+        if (g->cancel && atomic_load_explicit(g->cancel, memory_order_relaxed)) {
+            gf__why(why, why_len, "cancelled while waiting for the read budget");
+            rc = GF_EIO;
+            break;
+        }
+        pthread_cond_wait(&g->freed, &g->mu);
+    }
+    if (!rc)
+        budget_move(g, old, cap);
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
+/* With g->mu not held: b's memory goes back to g. */
+static void budget_drop(gf__budget *g, gf__buf *b)
+{
+    pthread_mutex_lock(&g->mu);
+    budget_move(g, b->cap, 0);
+    pthread_cond_broadcast(&g->freed);
+    pthread_mutex_unlock(&g->mu);
+    free(b->data);
+    b->data = NULL;
+    b->cap = 0;
+}
+
+void gf__budget_done(gf__budget *g, gf__buf *b)
+{
+    if (g && b->cap > g->keep)
+        budget_drop(g, b);
+}
+
+void gf__budget_wake(gf__budget *g)
+{
+    pthread_mutex_lock(&g->mu);
+    pthread_cond_broadcast(&g->freed);
+    pthread_mutex_unlock(&g->mu);
+}
+
+void gf__budget_stats(gf__budget *g, uint64_t *peak, uint64_t *waits)
+{
+    pthread_mutex_lock(&g->mu);
+    *peak = g->peak;
+    *waits = g->waits;
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* Grows b: doubling from 4 KiB while it stays small enough to keep
+ * between reads, exactly need when it is larger (it is freed after this
+ * read), never past max(need, max_bytes). Without keep_len the old
+ * contents are dropped first, which keeps the peak low. */
+int gf__buf_reserve(gf__buf *b, size_t need, size_t *keep, size_t max_bytes, gf__budget *g,
+                    int wait, int *waited, char *why, size_t why_len)
 {
     if (need <= b->cap)
         return 0;
     size_t cap = gf__grow_cap(b->cap, need, 4096, 1);
-    if (cap > max_bytes)
-        cap = GF__MAX(need, max_bytes);
-    free(b->data);
-    b->data = malloc(cap);
-    if (!b->data) {
-        b->cap = 0;
+    size_t ceiling = g ? GF__MIN(max_bytes, g->keep) : max_bytes;
+    if (g && need > g->keep)
+        cap = need;
+    else if (cap > ceiling)
+        cap = GF__MAX(need, ceiling);
+    int rc = g ? budget_take(g, b->cap, cap, 0, waited, why, why_len) : 0;
+    if (rc == GF__BUDGET_LATER && big_part(g, b->cap)) {
+        budget_drop(g, b);
+        *keep = 0;
+    }
+    if (rc == GF__BUDGET_LATER && wait)
+        rc = budget_take(g, b->cap, cap, 1, waited, why, why_len);
+    if (rc)
+        return rc;
+    uint8_t *p;
+    if (*keep) {
+        if ((p = malloc(cap)) != NULL)
+            memcpy(p, b->data, *keep);
+        free(b->data);
+    } else {
+        free(b->data);
+        p = malloc(cap);
+    }
+    b->data = p;
+    b->cap = p ? cap : 0;
+    if (!p) {
+        if (g)
+            budget_drop(g, b);
         gf__why(why, why_len, "out of memory for a %zu-byte read buffer", cap);
         return GF_ENOMEM;
     }
-    b->cap = cap;
     return 0;
+}
+
+int gf__sniff_refuses(const uint8_t *p, size_t n, char *why, size_t why_len)
+{
+    if (gf__magic(p, n) != GF__MAGIC_NONE)
+        return 0;
+    gf__why(why, why_len, "not an image of a known format");
+    return GF_EFORMAT;
 }
 
 static GF__COLD int open_error(int e, char *why, size_t why_len)
@@ -96,9 +230,37 @@ static const char *file_kind(mode_t m)
     return "a special file";
 }
 
+void gf__file_id_of(gf__file_id *id, const struct stat *st)
+{
+    *id = (gf__file_id){.dev = (uint64_t)st->st_dev,
+                        .ino = (uint64_t)st->st_ino,
+                        .size = (uint64_t)st->st_size,
+                        .mtime_s = (int64_t)st->st_mtim.tv_sec,
+                        .mtime_ns = (int64_t)st->st_mtim.tv_nsec};
+}
+
+/* GF_EIO with why if st is not the file expect describes. */
+static int check_identity(const gf__file_id *expect, const struct stat *st, char *why,
+                          size_t why_len)
+{
+    gf__file_id now;
+    gf__file_id_of(&now, st);
+    const char *what = now.dev != expect->dev || now.ino != expect->ino ? "replaced: another inode"
+                       : now.size != expect->size
+                           ? "its size"
+                           : now.mtime_s != expect->mtime_s || now.mtime_ns != expect->mtime_ns
+                                 ? "its mtime"
+                                 : NULL;
+    if (!what)
+        return 0;
+    gf__why(why, why_len, "changed since it was indexed (%s; size %llu, then %llu)", what,
+            (unsigned long long)now.size, (unsigned long long)expect->size);
+    return GF_EIO;
+}
+
 int gf__open_sized(int root_fd, const char *rel, uint64_t offset, uint64_t length,
-                   size_t max_bytes, gf__buf *b, int *fd_out, size_t *size_out, char *why,
-                   size_t why_len)
+                   size_t max_bytes, const gf__file_id *expect, int *fd_out, size_t *size_out,
+                   char *why, size_t why_len)
 {
     *fd_out = -1;
     int fd;
@@ -126,6 +288,8 @@ int gf__open_sized(int root_fd, const char *rel, uint64_t offset, uint64_t lengt
     } else if (!S_ISREG(st.st_mode)) {
         gf__why(why, why_len, "not a regular file: %s", file_kind(st.st_mode));
         err = GF_EIO;
+    } else if (expect && (err = check_identity(expect, &st, why, why_len)) != 0) {
+        /* the reason is set */
     } else if (length != GF__WHOLE_FILE) {
         if (length == 0) {
             gf__why(why, why_len, "member is empty");
@@ -139,8 +303,6 @@ int gf__open_sized(int root_fd, const char *rel, uint64_t offset, uint64_t lengt
                     "shard ended inside member: it ends at byte %llu, the file has %llu",
                     (unsigned long long)(offset + length), (unsigned long long)st.st_size);
             err = GF_ETRUNC;
-        } else {
-            err = buf_reserve(b, (size_t)length, max_bytes, why, why_len);
         }
         if (!err) {
             *fd_out = fd;
@@ -154,8 +316,6 @@ int gf__open_sized(int root_fd, const char *rel, uint64_t offset, uint64_t lengt
         gf__why(why, why_len, "file is %llu bytes, over the %zu-byte limit",
                 (unsigned long long)st.st_size, max_bytes);
         err = GF_ETOOBIG;
-    } else {
-        err = buf_reserve(b, (size_t)st.st_size, max_bytes, why, why_len);
     }
     if (err) {
         close(fd);
@@ -175,46 +335,70 @@ int gf__read_file(int root_fd, const char *rel, gf__buf *b, size_t max_bytes,
 int gf__read_range(int root_fd, const char *rel, uint64_t offset, uint64_t length,
                    gf__buf *b, size_t max_bytes, char *why, size_t why_len)
 {
-    if (why && why_len)
-        why[0] = 0;
-    if (!rel || !b) {
-        gf__why(why, why_len, "NULL path or buffer");
-        return GF_EINVAL;
-    }
-    b->len = 0;
-    int fd;
-    size_t size;
-    int err = gf__open_sized(root_fd, rel, offset, length, gf__effective_max(max_bytes), b, &fd,
-                         &size, why, why_len);
-    uint64_t base = length == GF__WHOLE_FILE ? 0 : offset;
-    if (err)
-        return err;
+    const gf__read_opts o = {.max_bytes = max_bytes};
+    return gf__read_sample(root_fd, rel, offset, length, &o, b, why, why_len);
+}
 
-    size_t off = 0;
+/* Reads bytes [from, to) of the size-byte part at base of fd into b. */
+static int pread_part(int fd, gf__buf *b, size_t from, size_t to, size_t size, uint64_t base,
+                      int ranged, char *why, size_t why_len)
+{
     char tmp[96];
-    while (off < size) {
-        ssize_t n = pread(fd, b->data + off, size - off, (off_t)(base + off));
+    for (size_t off = from; off < to;) {
+        ssize_t n = pread(fd, b->data + off, to - off, (off_t)(base + off));
         if (n < 0) {
             if (errno == EINTR)
                 continue;
             gf__why(why, why_len, "read at byte %zu: %s", off,
                     gf__errtext(errno, tmp, sizeof tmp));
-            err = GF_EIO;
-            break;
+            return GF_EIO;
         }
-        if (n == 0 && length != GF__WHOLE_FILE) {
+        if (n == 0 && ranged) {
             gf__why(why, why_len, "shard ended inside member: %zu of %zu bytes at offset %llu",
                     off, size, (unsigned long long)base);
-            err = GF_ETRUNC;
-            break;
+            return GF_ETRUNC;
         }
         if (n == 0) {
-            gf__why(why, why_len, "file shrank while reading: %zu of %zu bytes", off,
-                    size);
-            err = GF_EIO;
-            break;
+            gf__why(why, why_len, "file shrank while reading: %zu of %zu bytes", off, size);
+            return GF_EIO;
         }
         off += (size_t)n;
+        b->got += (size_t)n;
+    }
+    return 0;
+}
+
+int gf__read_sample(int root_fd, const char *rel, uint64_t offset, uint64_t length,
+                    const gf__read_opts *o, gf__buf *b, char *why, size_t why_len)
+{
+    if (why && why_len)
+        why[0] = 0;
+    if (!rel || !b || !o) {
+        gf__why(why, why_len, "NULL path, buffer or options");
+        return GF_EINVAL;
+    }
+    b->len = b->got = 0;
+    int fd, waited = 0;
+    size_t size, max = gf__effective_max(o->max_bytes);
+    int err = gf__open_sized(root_fd, rel, offset, length, max, o->expect, &fd, &size, why,
+                             why_len);
+    if (err)
+        return err;
+    int ranged = length != GF__WHOLE_FILE;
+    uint64_t base = ranged ? offset : 0;
+    /* The first part, then (when it is an image) the rest: a large file
+     * that is none costs its first bytes, not its size. */
+    size_t first = gf__first_part(size, o->flags), kept = 0;
+    err = gf__buf_reserve(b, first, &kept, max, o->budget, 1, &waited, why, why_len);
+    if (!err)
+        err = pread_part(fd, b, 0, first, size, base, ranged, why, why_len);
+    if (!err && first < size) {
+        err = gf__sniff_refuses(b->data, first, why, why_len);
+        kept = first; /* unless waiting for the budget drops it */
+        if (!err)
+            err = gf__buf_reserve(b, size, &kept, max, o->budget, 1, &waited, why, why_len);
+        if (!err)
+            err = pread_part(fd, b, kept, size, size, base, ranged, why, why_len);
     }
     close(fd);
     if (!err)
@@ -222,11 +406,17 @@ int gf__read_range(int root_fd, const char *rel, uint64_t offset, uint64_t lengt
     return err;
 }
 
-/* The whole-file submit, for either backend. */
+/* The whole-file and flagless submits, for either backend. */
 int gf__uring_submit(gf__uring *u, int root_fd, const char *rel, gf__buf *buf,
                      uint64_t user)
 {
-    return gf__uring_submit_range(u, root_fd, rel, 0, GF__WHOLE_FILE, buf, user);
+    return gf__uring_submit_sample(u, root_fd, rel, 0, GF__WHOLE_FILE, 0, NULL, buf, user);
+}
+
+int gf__uring_submit_range(gf__uring *u, int root_fd, const char *rel, uint64_t offset,
+                           uint64_t length, gf__buf *buf, uint64_t user)
+{
+    return gf__uring_submit_sample(u, root_fd, rel, offset, length, 0, NULL, buf, user);
 }
 
 /* ---- without io_uring ---- */
@@ -265,9 +455,18 @@ unsigned gf__uring_room(const gf__uring *u)
     return 0;
 }
 
-int gf__uring_submit_range(gf__uring *u, int root_fd, const char *rel, uint64_t offset,
-                           uint64_t length, gf__buf *buf, uint64_t user)
+void gf__uring_set_budget(gf__uring *u, gf__budget *g)
 {
+    (void)u;
+    (void)g;
+}
+
+int gf__uring_submit_sample(gf__uring *u, int root_fd, const char *rel, uint64_t offset,
+                            uint64_t length, unsigned flags, const gf__file_id *expect,
+                            gf__buf *buf, uint64_t user)
+{
+    (void)flags;
+    (void)expect;
     (void)u;
     (void)root_fd;
     (void)rel;

@@ -4,15 +4,78 @@
 
 #include "common.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 /* A read buffer. Grow-only: reused across samples, so the steady state
  * allocates nothing. Contents are not kept when it grows. */
 typedef struct gf__buf {
     uint8_t *data;
     size_t len, cap;
+    size_t got; /* bytes the last read took from the file, failed ones too */
 } gf__buf;
 
 /* Frees b->data and zeroes *b. NULL is a no-op. */
 void gf__buf_free(gf__buf *b);
+
+/* What a file was when the index was made: a read checks it (one fstat,
+ * the one the open makes anyway), so a file replaced (mv) or rewritten
+ * since is an error, not another file's bytes under this one's labels. */
+typedef struct gf__file_id {
+    uint64_t dev, ino, size;
+    int64_t mtime_s, mtime_ns;
+} gf__file_id;
+
+/* The read budget: a cap on the bytes a loader's read buffers hold
+ * (settings.read_budget_bytes). Every growth of a buffer passes it; a
+ * buffer over `keep` bytes belongs to one read in flight and is freed when
+ * that sample is done (gf__budget_done), so the small ones left between
+ * reads hold at most limit / 2 in all. A growth that would take `held`
+ * past `limit` waits (or, for the io_uring reader, is retried later) while
+ * another such large buffer is in use; with none, it proceeds alone, so a
+ * file larger than the budget still gets read. Thread-safe. */
+typedef struct gf__budget {
+    pthread_mutex_t mu;
+    pthread_cond_t freed;   /* a large buffer was freed, or cancel raised */
+    size_t limit, keep;
+    size_t held;            /* capacity of every buffer */
+    size_t big;             /* of which buffers over keep */
+    size_t peak;            /* the most held at once */
+    uint64_t waits;         /* reads held back for the budget */
+    const atomic_int *cancel; /* raised: waiting reads give up */
+} gf__budget;
+
+/* buffers: how many buffers will share it (keep = limit / (2 buffers)). */
+void gf__budget_init(gf__budget *g, size_t limit, unsigned buffers, const atomic_int *cancel);
+void gf__budget_destroy(gf__budget *g);
+/* With every buffer freed and no read in flight: starts counting again
+ * for `buffers` buffers (the peak and waits stay). */
+void gf__budget_restart(gf__budget *g, unsigned buffers);
+/* After each use of b (its read failed, or its sample is decoded): frees
+ * it if it is large. */
+void gf__budget_done(gf__budget *g, gf__buf *b);
+/* With *cancel raised: wakes reads waiting for the budget. */
+void gf__budget_wake(gf__budget *g);
+void gf__budget_stats(gf__budget *g, uint64_t *peak, uint64_t *waits);
+
+/* A file larger than this is read in two parts: these first bytes, then,
+ * if GF__READ_SNIFF finds them an image, the rest. */
+#define GF__SNIFF_BYTES ((size_t)64 << 10)
+
+/* gf__read_sample flags. SNIFF: refuse a file (or member) larger than
+ * GF__SNIFF_BYTES whose first bytes are no image magic (magic.h) with
+ * GF_EFORMAT "not an image of a known format", before reading the rest.
+ * The caller leaves it out for a name ending in .tga (no magic). */
+enum { GF__READ_SNIFF = 1 };
+
+/* How a loader reads its samples. */
+typedef struct gf__read_opts {
+    size_t max_bytes;   /* 0: no cap */
+    gf__budget *budget; /* NULL: none */
+    unsigned flags;     /* GF__READ_* */
+    const gf__file_id *expect; /* NULL, or the file must still be this one:
+                           else GF_EIO "changed since it was indexed" */
+} gf__read_opts;
 
 /* Blocking read of root_fd/rel (openat rules: rel may be absolute, root_fd
  * may be AT_FDCWD) into b, grown as needed; b->len is the file size, or 0
@@ -35,6 +98,11 @@ int gf__read_file(int root_fd, const char *rel, gf__buf *b, size_t max_bytes,
  * a short read is GF_ETRUNC too. Otherwise as gf__read_file. */
 int gf__read_range(int root_fd, const char *rel, uint64_t offset, uint64_t length,
                    gf__buf *b, size_t max_bytes, char *why, size_t why_len);
+/* gf__read_range under o: its budget (blocks while the budget is spent
+ * by other reads; GF_EIO "cancelled" once o->budget's cancel is raised)
+ * and flags. */
+int gf__read_sample(int root_fd, const char *rel, uint64_t offset, uint64_t length,
+                    const gf__read_opts *o, gf__buf *b, char *why, size_t why_len);
 
 /* The io_uring reader; owned and driven by one thread (create, submit,
  * reap and destroy may be called from different threads only if the
@@ -55,6 +123,9 @@ typedef struct gf__read_done {
  * old kernels; no IORING_OP_READ before Linux 5.6), with why. */
 int gf__uring_create(gf__uring **out, unsigned queue_depth, size_t max_bytes,
                      char *why, size_t why_len);
+/* Buffers grow within g from now on (NULL: no budget); a growth the
+ * budget refuses waits inside the reader and is retried at each reap. */
+void gf__uring_set_budget(gf__uring *u, gf__budget *g);
 /* Waits for reads still in flight (so the kernel no longer writes into any
  * submitted buffer), closes their files and frees the reader; their
  * completions are dropped. The buffers stay the caller's. NULL is a no-op. */
@@ -77,6 +148,11 @@ int gf__uring_submit(gf__uring *u, int root_fd, const char *rel, gf__buf *buf,
  * file); range errors as gf__read_range reports them. */
 int gf__uring_submit_range(gf__uring *u, int root_fd, const char *rel, uint64_t offset,
                            uint64_t length, gf__buf *buf, uint64_t user);
+/* gf__uring_submit_range with GF__READ_* flags, and expect as
+ * gf__read_opts has it (kept by the caller until the read is reaped). */
+int gf__uring_submit_sample(gf__uring *u, int root_fd, const char *rel, uint64_t offset,
+                            uint64_t length, unsigned flags, const gf__file_id *expect,
+                            gf__buf *buf, uint64_t user);
 /* Finished reads, without blocking; returns how many were written to done
  * (at most max). If more remain, the eventfd stays readable. */
 int gf__uring_reap(gf__uring *u, gf__read_done *done, int max);

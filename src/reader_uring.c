@@ -5,15 +5,21 @@
  * Opening and fstat() happen synchronously in gf__uring_submit (metadata
  * is cached and both are cheaper than an extra linked SQE round trip); the
  * read of the whole file is one IORING_OP_READ, resubmitted for the rest on
- * a short read. Completions wake the controller through an eventfd.
+ * a short read. Completions wake the controller through an eventfd. With
+ * GF__READ_SNIFF a large file is read in two parts, its first bytes and,
+ * when they are an image's, the rest; each part's buffer growth passes
+ * the read budget, and one it refuses waits here, retried at each reap.
  *
- * Invariant: a request record is in exactly one of three states — free (on
- * the free list), failed (on the error list, waiting to be reaped, no fd)
- * or in flight (the kernel may write into its buffer; an SQE or CQE for it
- * exists). A buffer is never grown, freed or handed back while its record
- * is in flight.
+ * Invariant: a request record is in exactly one of four states — free (on
+ * the free list), failed (on the error list, waiting to be reaped, no fd),
+ * waiting (on the wait list, its fd open, for the budget to let its
+ * buffer grow; no SQE) or in flight (the kernel may write into its
+ * buffer; an SQE or CQE for it exists). A buffer is never grown, freed or
+ * handed back while its record is in flight.
  */
 #include "reader_internal.h"
+
+#include "magic.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -42,18 +48,21 @@
 #define GF__READ_CHUNK ((size_t)1 << 30)
 #define GF__NIL UINT32_MAX
 
-enum { REQ_FREE, REQ_FAILED, REQ_INFLIGHT };
+enum { REQ_FREE, REQ_FAILED, REQ_WAITING, REQ_INFLIGHT };
 
 typedef struct req {
     gf__buf *buf;
     uint64_t user;
     size_t size, off;  /* bytes to read; bytes read so far */
+    size_t part_end;   /* end of the part being read (GF__READ_SNIFF) */
+    unsigned flags;    /* GF__READ_* */
+    int waited;        /* held back by the budget once already */
     uint64_t base;     /* file offset of the first byte to read */
     int ranged;        /* a member of a shard, not a whole file */
     int fd;
     int state;
     int err;
-    uint32_t next;     /* free list or error list */
+    uint32_t next;     /* free, error or wait list */
     int cleared_nonblock;
     char why[160];
 } req;
@@ -65,8 +74,10 @@ struct gf__uring {
     unsigned used;       /* records not free */
     unsigned inflight;   /* records in REQ_INFLIGHT */
     size_t max_bytes;
+    gf__budget *budget;  /* NULL: none */
     uint32_t free_head;
     uint32_t err_head, err_tail;
+    uint32_t wait_head, wait_tail;
     req *reqs;           /* depth records; SQE user_data = index */
 };
 
@@ -193,6 +204,7 @@ int gf__uring_create(gf__uring **out, unsigned queue_depth, size_t max_bytes,
     }
     u->free_head = 0;
     u->err_head = u->err_tail = GF__NIL;
+    u->wait_head = u->wait_tail = GF__NIL;
     *out = u;
     return 0;
 }
@@ -215,25 +227,46 @@ static void put_free(gf__uring *u, uint32_t i)
     u->used--;
 }
 
+void gf__uring_set_budget(gf__uring *u, gf__budget *g)
+{
+    if (u)
+        u->budget = g;
+}
+
+/* Appends record i to the list (*head, *tail). */
+static void list_push(gf__uring *u, uint32_t *head, uint32_t *tail, uint32_t i)
+{
+    u->reqs[i].next = GF__NIL;
+    if (*tail == GF__NIL)
+        *head = i;
+    else
+        u->reqs[*tail].next = i;
+    *tail = i;
+}
+
+static uint32_t list_pop(gf__uring *u, uint32_t *head, uint32_t *tail)
+{
+    uint32_t i = *head;
+    *head = u->reqs[i].next;
+    if (*head == GF__NIL)
+        *tail = GF__NIL;
+    return i;
+}
+
 static void push_failed(gf__uring *u, uint32_t i)
 {
     req *r = &u->reqs[i];
     assert(r->err && r->fd < 0); /* failed: no fd */
     r->state = REQ_FAILED;
-    r->next = GF__NIL;
-    if (u->err_tail == GF__NIL)
-        u->err_head = i;
-    else
-        u->reqs[u->err_tail].next = i;
-    u->err_tail = i;
+    list_push(u, &u->err_head, &u->err_tail, i);
 }
 
-/* Queues the read of the rest of r. Returns 0, or -1 if no SQE (cannot
+/* Queues the read of the rest of r's current part. Returns 0, or -1 if no SQE (cannot
  * happen while depth <= SQ entries; handled anyway). */
 static int queue_read(gf__uring *u, uint32_t i)
 {
     req *r = &u->reqs[i];
-    assert(r->fd >= 0 && r->off < r->size);
+    assert(r->fd >= 0 && r->off < r->part_end && r->part_end <= r->size);
     struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
     if (!sqe) {
         io_uring_submit(&u->ring);
@@ -241,10 +274,48 @@ static int queue_read(gf__uring *u, uint32_t i)
         if (!sqe)
             return -1;
     }
-    size_t n = GF__MIN(r->size - r->off, GF__READ_CHUNK);
+    size_t n = GF__MIN(r->part_end - r->off, GF__READ_CHUNK);
     io_uring_prep_read(sqe, r->fd, r->buf->data + r->off, (unsigned)n, r->base + r->off);
     sqe->user_data = i;
     return 0;
+}
+
+/* Grows r's buffer for its current part and queues the read. Returns 0
+ * (queued), GF__BUDGET_LATER (the budget refused; r->off is 0 if that
+ * dropped the first part), or an error, set in r with its reason. */
+static int start_part(gf__uring *u, uint32_t i)
+{
+    req *r = &u->reqs[i];
+    size_t kept = r->off;
+    int rc = gf__buf_reserve(r->buf, r->part_end, &kept, u->max_bytes, u->budget, 0,
+                             &r->waited, r->why, sizeof r->why);
+    r->off = kept; /* 0 if the first part was dropped to wait: read again */
+    if (rc == GF__BUDGET_LATER)
+        return rc;
+    if (!rc && queue_read(u, i) != 0) {
+        gf__why(r->why, sizeof r->why, "io_uring submission queue full");
+        rc = GF_EIO;
+    }
+    r->err = rc;
+    return rc;
+}
+
+/* Record i, its fd open, leaves the states it was in for the one
+ * start_part's result rc puts it in. */
+static void after_start(gf__uring *u, uint32_t i, int rc)
+{
+    req *r = &u->reqs[i];
+    if (rc == 0) {
+        r->state = REQ_INFLIGHT;
+        u->inflight++;
+    } else if (rc == GF__BUDGET_LATER) {
+        r->state = REQ_WAITING;
+        list_push(u, &u->wait_head, &u->wait_tail, i);
+    } else {
+        close(r->fd);
+        r->fd = -1;
+        push_failed(u, i);
+    }
 }
 
 /* Hands SQEs to the kernel. On failure they stay queued in the SQ ring;
@@ -261,8 +332,9 @@ static void flush(gf__uring *u)
         signal_efd(u);
 }
 
-int gf__uring_submit_range(gf__uring *u, int root_fd, const char *rel, uint64_t offset,
-                           uint64_t length, gf__buf *buf, uint64_t user)
+int gf__uring_submit_sample(gf__uring *u, int root_fd, const char *rel, uint64_t offset,
+                            uint64_t length, unsigned flags, const gf__file_id *expect,
+                            gf__buf *buf, uint64_t user)
 {
     if (!u || !rel || !buf || u->free_head == GF__NIL)
         return GF_EINVAL;
@@ -283,25 +355,25 @@ int gf__uring_submit_range(gf__uring *u, int root_fd, const char *rel, uint64_t 
     r->err = 0;
     r->why[0] = 0;
     r->cleared_nonblock = 0;
+    r->waited = 0;
+    r->flags = flags;
     r->ranged = length != GF__WHOLE_FILE;
     r->base = r->ranged ? offset : 0;
-    buf->len = 0;
+    buf->len = buf->got = 0;
 
-    r->err = gf__open_sized(root_fd, rel, offset, length, u->max_bytes, buf, &r->fd, &r->size,
-                        r->why, sizeof r->why);
-    if (!r->err && queue_read(u, i) != 0) {
-        close(r->fd);
-        r->fd = -1;
-        gf__why(r->why, sizeof r->why, "io_uring submission queue full");
-        r->err = GF_EIO;
-    }
+    r->err = gf__open_sized(root_fd, rel, offset, length, u->max_bytes, expect, &r->fd,
+                            &r->size, r->why, sizeof r->why);
     if (r->err) {
         push_failed(u, i);
         signal_efd(u);
         return 0;
     }
-    r->state = REQ_INFLIGHT;
-    u->inflight++;
+    r->part_end = gf__first_part(r->size, flags);
+    /* Behind reads already waiting: the budget serves them in order. */
+    int rc = u->wait_head != GF__NIL ? GF__BUDGET_LATER : start_part(u, i);
+    after_start(u, i, rc);
+    if (rc < 0)
+        signal_efd(u);
     flush(u);
     return 0;
 }
@@ -329,8 +401,25 @@ static int on_cqe(gf__uring *u, uint32_t i, int res)
     if (res > 0) {
         GF__MARK_DEFINED(r->buf->data + r->off, (size_t)res);
         r->off += (size_t)res;
+        r->buf->got += (size_t)res;
         if (r->off >= r->size)
             goto finished;
+        if (r->off >= r->part_end) {
+            /* The first part is in: an image's, or the file is refused. */
+            if ((r->err = gf__sniff_refuses(r->buf->data, r->off, r->why, sizeof r->why)))
+                goto finished;
+            r->part_end = r->size;
+            int rc = start_part(u, i);
+            if (rc == GF__BUDGET_LATER) {
+                u->inflight--;
+                r->state = REQ_WAITING;
+                list_push(u, &u->wait_head, &u->wait_tail, i);
+                return 0;
+            }
+            if (rc == 0)
+                return 0;
+            goto finished;
+        }
         if (queue_read(u, i) == 0)
             return 0;
         gf__why(r->why, sizeof r->why, "io_uring submission queue full");
@@ -377,16 +466,18 @@ int gf__uring_reap(gf__uring *u, gf__read_done *done, int max)
      * signals the eventfd again, so none is ever left unsignalled. */
     eventfd_t v;
     (void)eventfd_read(u->efd, &v);
-    flush(u); /* retries SQEs a failed submit left queued */
+    /* Reads the budget held back, in order, while it lets them. */
+    while (u->wait_head != GF__NIL) {
+        int rc = start_part(u, u->wait_head);
+        if (rc == GF__BUDGET_LATER)
+            break;
+        after_start(u, list_pop(u, &u->wait_head, &u->wait_tail), rc);
+    }
+    flush(u); /* these, and SQEs a failed submit left queued */
 
     int n = 0;
-    while (n < max && u->err_head != GF__NIL) {
-        uint32_t i = u->err_head;
-        u->err_head = u->reqs[i].next;
-        if (u->err_head == GF__NIL)
-            u->err_tail = GF__NIL;
-        deliver(u, i, &done[n++]);
-    }
+    while (n < max && u->err_head != GF__NIL)
+        deliver(u, list_pop(u, &u->err_head, &u->err_tail), &done[n++]);
     while (n < max) {
         struct io_uring_cqe *cqe;
         if (io_uring_peek_cqe(&u->ring, &cqe) != 0)
@@ -431,6 +522,8 @@ void gf__uring_destroy(gf__uring *u)
             u->inflight--;
         }
     }
+    while (u->wait_head != GF__NIL)
+        close(u->reqs[list_pop(u, &u->wait_head, &u->wait_tail)].fd);
     io_uring_queue_exit(&u->ring);
     close(u->efd);
     free(u->reqs);

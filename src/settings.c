@@ -57,6 +57,9 @@ int gf__check_settings(const gf_settings *s, char *msg, size_t msg_len)
     validate_or_ret(s->extensions == GF_EXT_TORCHVISION || s->extensions == GF_EXT_ALL);
     validate_or_ret(s->world >= 0 && s->rank >= 0 && (s->world == 0 || s->rank < s->world));
     validate_or_ret(s->max_pixels >= 1 && s->max_file_bytes >= 1);
+    validate_or_ret(s->read_budget_bytes == 0 ||
+                    (s->read_budget_bytes >= (1u << 20) &&
+                     (uint64_t)(size_t)s->read_budget_bytes == s->read_budget_bytes));
     validate_or_ret(s->scale_min > 0 && s->scale_min <= s->scale_max && s->scale_max <= 1);
     validate_or_ret(s->ratio_min > 0 && s->ratio_min <= s->ratio_max);
     validate_or_ret(s->flip_prob >= 0 && s->flip_prob <= 1);

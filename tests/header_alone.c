@@ -37,7 +37,8 @@ AT(gf_settings, copy_stream_per_slot, 224);
 AT(gf_settings, strictness, 228);
 AT(gf_settings, on_sample_warning, 232);
 AT(gf_settings, extensions, 248);
-AT(gf_settings, reserved, 252);
+AT(gf_settings, read_budget_bytes, 256);
+AT(gf_settings, reserved, 264);
 
 SIZE(gf_sample_error, 432);
 AT(gf_sample_error, code, 8);
@@ -61,7 +62,10 @@ AT(gf_stats, decoded_webp, 4136);
 AT(gf_stats, folder_dirs, 4144);
 AT(gf_stats, folder_dirs_again, 4152);
 AT(gf_stats, folder_skipped, 4160);
-AT(gf_stats, reserved, 4224);
+AT(gf_stats, read_budget_bytes, 4224);
+AT(gf_stats, read_bytes_peak, 4232);
+AT(gf_stats, read_budget_waits, 4240);
+AT(gf_stats, reserved, 4248);
 
 SIZE(gf_state, 40);
 AT(gf_state, seed, 16);
