@@ -237,7 +237,8 @@ static int walk_dir(walk *w, size_t plen, int depth)
     }
     /* In name order, so that which link to a directory is walked (the
      * first) does not depend on readdir's order. */
-    qsort_r(subdirs.off, subdirs.n, sizeof *subdirs.off, cmp_names, subdirs.buf);
+    if (subdirs.n > 1) /* none: off is NULL, which qsort_r must not get */
+        qsort_r(subdirs.off, subdirs.n, sizeof *subdirs.off, cmp_names, subdirs.buf);
     for (size_t i = 0; rc == 0 && i < subdirs.n; i++) {
         const char *name = subdirs.buf + subdirs.off[i];
         size_t nl = strlen(name);
