@@ -4,6 +4,7 @@
 set -eu
 g=$1
 tmp=$(mktemp -d)
+tests_dir=$(dirname "$0")
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -341,5 +342,31 @@ else
         fail "verify names the cut webp: $out"
     echo "$out" | grep -q '^12 samples, 1 bad$' || fail "verify summary with a cut webp: $out"
 fi
+
+# One damaged file of each class (tests/damaged_set.py: JPEG scan and cut,
+# PNG CRCs, deflate, Adler-32 and cut, GIF/BMP/TGA/PNM/PSD cut or with
+# header nonsense, WebP cut, a FIFO, a directory, a TIFF) among good ones:
+# verify --json lists each damaged file once with its error in every
+# strictness (or, in lenient, among warned_samples), and no good file.
+ds=$tmp/damaged
+"$g" make-dataset "$ds-src/j" --classes 1 --per-class 1 --size 64x48 >/dev/null
+"$g" make-dataset "$ds-src/p" --classes 1 --per-class 1 --size 64x48 --format png >/dev/null
+dflags=$("$g" doctor --json | python3 -c 'import json, sys; d = json.load(sys.stdin)["decoders"]
+print(" ".join(f for f, k in (("--turbo", "libjpeg_turbo"), ("--spng", "libspng"), ("--webp", "libwebp")) if d[k]))')
+webp=
+if echo "$dflags" | grep -q -- --webp; then
+    "$g" make-dataset "$ds-src/w" --classes 1 --per-class 1 --size 64x48 --format webp >/dev/null
+    webp=$ds-src/w/class_00/img_00000.webp
+fi
+python3 "$tests_dir/damaged_set.py" make "$ds" "$ds-src/j/class_00/img_00000.jpg" \
+    "$ds-src/p/class_00/img_00000.png" $webp
+for m in whole strict lenient; do
+    set +e
+    timeout 60 "$g" verify --data "$ds" --extensions all --strictness $m --json >"$tmp/ds-$m.json"
+    rc=$?
+    set -e
+    [ $rc -eq 1 ] || fail "verify --strictness $m on the damaged set must exit 1, got $rc"
+    python3 "$tests_dir/damaged_set.py" check "$ds" $m "$tmp/ds-$m.json" $dflags || fail "damaged set, $m"
+done
 
 echo "cli: ok"

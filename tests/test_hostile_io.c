@@ -220,8 +220,11 @@ static void run_budgeted(gf_io io, int threads)
     ck_assert_uint_eq(st.read_budget_bytes, 1 * MIB);
     ck_assert_msg(st.read_bytes_peak > 0 && st.read_bytes_peak <= 1 * MIB,
                   "read buffers peaked at %llu bytes", (unsigned long long)st.read_bytes_peak);
-    /* It had to hold reads back: more was wanted than it allows. */
-    ck_assert_uint_gt(st.read_budget_waits, 0);
+    /* io_uring submits the reads of every slot at once, more than the
+     * budget allows, so some wait; with pread, whether decode threads'
+     * reads overlap is the scheduler's choice. */
+    if (io == GF_IO_URING)
+        ck_assert_uint_gt(st.read_budget_waits, 0);
     tu_rmrf(root);
     free(root);
 }
