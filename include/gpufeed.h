@@ -151,12 +151,35 @@ typedef enum gf_on_error {
  *   STRICT_WHOLE: STRICT, and every JPEG is entropy-decoded to its end
  *     (EOI included), whatever the crop: what `gpufeed verify` runs.
  *   LENIENT: what PIL/torchvision accept: the sample decodes as libjpeg
- *     made it, and stats.decode_warnings counts it; but "Premature end of
- *     JPEG file" stays GF_ETRUNC, as PIL refuses a truncated file too.
- * stb_image (PNG, GIF, BMP, TGA, PSD, PNM, and JPEG where there is no
- * libjpeg-turbo) has no warnings: the three modes decode alike there. In
- * every mode an entry that is not a regular file is GF_EIO ("not a regular
- * file: a FIFO"). */
+ *     made it, and stats.decode_warnings counts it (gf_recent_warnings and
+ *     on_sample_warning name it, with STRICT's code and reason); but
+ *     "Premature end of JPEG file" stays GF_ETRUNC, as PIL refuses a
+ *     truncated file too.
+ * A JPEG of more than 500 scans is GF_ECORRUPT "more than 500 scans (a
+ * decompression-time bomb?)" on both decoders; 12-bit, lossless and
+ * hierarchical JPEGs, and arithmetic-coded ones on stb_image, GF_EFORMAT.
+ * PNG (libspng): STRICT checks every chunk CRC (gpufeed walks them when the
+ * crop stops above the last row) and the deflate data down to the crop's
+ * last row, and the Adler-32 when that is the image's last row; damage
+ * that breaks no CRC below the crop (an encoder bug) is not seen. WHOLE
+ * inflates all and checks the Adler-32. LENIENT follows PIL: a bad CRC
+ * before the first IDAT fails; a bad IDAT CRC or Adler-32 that the decode
+ * meets decodes with a warning; a broken deflate stream or a cut fails.
+ * decoder = STB, or no libspng: the same CRC rules, no Adler-32 check.
+ * WebP (libwebp) has no warnings: LENIENT is STRICT. A file shorter than
+ * its RIFF size is GF_ETRUNC whatever the crop; lossy VP8 has no checksum,
+ * so a flipped byte may decode to other pixels. Animated WebP: GF_EFORMAT.
+ * GIF, BMP, TGA, PSD, PNM (stb_image, which fills in what a file lacks):
+ * gpufeed first checks that the file holds what its header promises. In
+ * every mode data that runs out is GF_ETRUNC ("TGA: 768 of 49152 pixel
+ * bytes (truncated?)") and header nonsense GF_ECORRUPT ("PNM: maxval 0",
+ * "BMP: palette of 2147483648 entries", "GIF: frame 0 is 0x0"); a GIF with
+ * no trailer after its last whole frame, a later GIF frame outside the
+ * screen, or a BMP palette overlapping the pixels fail STRICT and decode
+ * under LENIENT with a warning; bytes after the image (a TGA footer,
+ * concatenated PNMs) are allowed. In every mode an entry that is not a
+ * regular file is GF_EIO ("not a regular file: a FIFO"), and a TIFF is
+ * GF_EFORMAT ("TIFF: not a supported format"). */
 typedef enum gf_strictness {
     GF_STRICT = 0,
     GF_LENIENT = 1,
