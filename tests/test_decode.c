@@ -9,7 +9,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #if GF_HAVE_TURBO
 #include <stdio.h>
@@ -851,36 +850,6 @@ START_TEST(corrupt_jpeg_middle_never_crashes)
 END_TEST
 
 #if GF_HAVE_TURBO
-/* A w x h RGB JPEG by libjpeg itself: baseline, or progressive (which
- * stb_image_write cannot make). */
-static uint8_t *jpeg_enc(const uint8_t *px, int w, int h, int progressive, size_t *len)
-{
-    struct jpeg_compress_struct ci;
-    struct jpeg_error_mgr je;
-    ci.err = jpeg_std_error(&je);
-    jpeg_create_compress(&ci);
-    unsigned char *mem = NULL;
-    unsigned long n = 0;
-    jpeg_mem_dest(&ci, &mem, &n);
-    ci.image_width = (JDIMENSION)w;
-    ci.image_height = (JDIMENSION)h;
-    ci.input_components = 3;
-    ci.in_color_space = JCS_RGB;
-    jpeg_set_defaults(&ci);
-    jpeg_set_quality(&ci, 90, TRUE);
-    if (progressive)
-        jpeg_simple_progression(&ci);
-    jpeg_start_compress(&ci, TRUE);
-    while (ci.next_scanline < ci.image_height) {
-        JSAMPROW row = (JSAMPROW)(px + (size_t)ci.next_scanline * w * 3);
-        jpeg_write_scanlines(&ci, &row, 1);
-    }
-    jpeg_finish_compress(&ci);
-    jpeg_destroy_compress(&ci);
-    *len = n;
-    return mem;
-}
-
 /* Offset of the first scan's entropy-coded data. */
 static size_t scan_start(const uint8_t *p, size_t n)
 {
@@ -927,7 +896,7 @@ START_TEST(jpeg_warnings_fail_strict_and_are_counted_lenient)
     int used;
     for (int prog = 0; prog < 2; prog++) {
         size_t len;
-        uint8_t *jpg = jpeg_enc(px, w, h, prog, &len);
+        uint8_t *jpg = tu_jpeg_lib(px, w, h, 90, prog ? TU_JPEG_PROGRESSIVE : TU_JPEG_BASELINE, &len);
         size_t s0 = scan_start(jpg, len);
         /* mid-scan, and in the first rows, which the eval crop skips */
         size_t offs[2] = {s0 + (len - s0) / 2, s0 + 6};
@@ -997,7 +966,7 @@ START_TEST(damage_below_a_partial_decode_is_seen_only_when_whole)
     int used;
     for (int prog = 0; prog < 2; prog++) {
         size_t len;
-        uint8_t *jpg = jpeg_enc(px, w, h, prog, &len);
+        uint8_t *jpg = tu_jpeg_lib(px, w, h, 90, prog ? TU_JPEG_PROGRESSIVE : TU_JPEG_BASELINE, &len);
         uint8_t *bad = plant_marker(jpg, len, len - 12);
         gf__transform t = eval_t(32, 32, 3, 0.5f); /* the centre half */
         int rc = dec_mode(bad, len, t, GF_STRICT, &used, why, sizeof why);
@@ -1021,7 +990,7 @@ START_TEST(random_scan_damage_fails_strict_where_lenient_warns)
     int used, caught = 0;
     for (int prog = 0; prog < 2; prog++) {
         size_t len;
-        uint8_t *jpg = jpeg_enc(px, w, h, prog, &len);
+        uint8_t *jpg = tu_jpeg_lib(px, w, h, 90, prog ? TU_JPEG_PROGRESSIVE : TU_JPEG_BASELINE, &len);
         size_t s0 = scan_start(jpg, len);
         uint8_t *bad = malloc(len);
         for (int trial = 0; trial < 30; trial++) {
@@ -1060,27 +1029,9 @@ START_TEST(random_scan_damage_fails_strict_where_lenient_warns)
 END_TEST
 #endif
 
-static void limit_address_space(void)
-{
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__has_feature)
-#define GF_NO_ASAN 1
-#elif defined(__has_feature)
-#if !__has_feature(address_sanitizer) && !defined(__SANITIZE_ADDRESS__)
-#define GF_NO_ASAN 1
-#endif
-#endif
-#ifdef GF_NO_ASAN
-    /* fork mode: only this test's process; valgrind needs its own room */
-    if (!getenv("GF_TEST_NO_RLIMIT")) {
-        struct rlimit rl = {1ull << 30, 1ull << 30};
-        setrlimit(RLIMIT_AS, &rl);
-    }
-#endif
-}
-
 START_TEST(huge_png_header_is_etoobig_before_allocating)
 {
-    limit_address_space();
+    tu_limit_address_space();
     /* IHDR claims 100000 x 100000 RGB; the tiny IDAT is never reached. */
     uint8_t raw[3] = {1, 2, 3};
     size_t len;
@@ -1097,7 +1048,7 @@ END_TEST
 
 START_TEST(huge_jpeg_header_is_etoobig_for_both_decoders)
 {
-    limit_address_space();
+    tu_limit_address_space();
     const int w = 32, h = 32;
     uint8_t *px = malloc(w * h * 3);
     tu_fill_smooth(px, w, h, 3, 15);
@@ -1287,27 +1238,8 @@ START_TEST(arithmetic_coded_jpeg_decodes_on_turbo_and_is_eformat_on_stb)
     const int w = 48, h = 32;
     uint8_t *px = malloc((size_t)w * h * 3);
     tu_fill_smooth(px, w, h, 3, 10);
-    struct jpeg_compress_struct ci;
-    struct jpeg_error_mgr je;
-    ci.err = jpeg_std_error(&je);
-    jpeg_create_compress(&ci);
-    unsigned char *jpg = NULL;
-    unsigned long n = 0;
-    jpeg_mem_dest(&ci, &jpg, &n);
-    ci.image_width = (JDIMENSION)w;
-    ci.image_height = (JDIMENSION)h;
-    ci.input_components = 3;
-    ci.in_color_space = JCS_RGB;
-    jpeg_set_defaults(&ci);
-    jpeg_set_quality(&ci, 95, TRUE);
-    ci.arith_code = TRUE;
-    jpeg_start_compress(&ci, TRUE);
-    while (ci.next_scanline < ci.image_height) {
-        JSAMPROW row = (JSAMPROW)(px + (size_t)ci.next_scanline * w * 3);
-        jpeg_write_scanlines(&ci, &row, 1);
-    }
-    jpeg_finish_compress(&ci);
-    jpeg_destroy_compress(&ci);
+    size_t n;
+    uint8_t *jpg = tu_jpeg_lib(px, w, h, 95, TU_JPEG_ARITH, &n);
     ck_assert_uint_eq(jpg[sof_at(jpg, n) + 1], 0xc9);
 
     gf__transform t = eval_t(w, h, 3, 1.0f);

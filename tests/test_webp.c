@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #if GF_HAVE_WEBP
 #include <webp/encode.h>
@@ -439,30 +438,12 @@ START_TEST(flipped_bytes_fail_where_the_format_can_tell)
 }
 END_TEST
 
-static void limit_address_space(void)
-{
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__has_feature)
-#define GF_NO_ASAN 1
-#elif defined(__has_feature)
-#if !__has_feature(address_sanitizer) && !defined(__SANITIZE_ADDRESS__)
-#define GF_NO_ASAN 1
-#endif
-#endif
-#ifdef GF_NO_ASAN
-    /* fork mode: only this test's process; valgrind needs its own room */
-    if (!getenv("GF_TEST_NO_RLIMIT")) {
-        struct rlimit rl = {1ull << 30, 1ull << 30};
-        setrlimit(RLIMIT_AS, &rl);
-    }
-#endif
-}
-
 /* The pixel limit from the header, before anything is allocated: a VP8X
  * canvas of 100000 x 100000 (which libwebp itself would only call a
  * bitstream error) and a plain VP8 frame header of 16383 x 16383. */
 START_TEST(huge_headers_are_etoobig_before_allocating)
 {
-    limit_address_space();
+    tu_limit_address_space();
     char why[256];
     gf__transform t = train_t(16, 16, 3);
     size_t len;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -342,6 +343,46 @@ static size_t scan_end(const uint8_t *p, size_t n, size_t sos)
     return n;
 }
 
+/* libjpeg's encoder into memory; a scan script when script is not NULL. */
+static uint8_t *encode(const uint8_t *px, int w, int h, int q, int how,
+                       const jpeg_scan_info *script, int n_scans, size_t *len)
+{
+    struct jpeg_compress_struct ci;
+    struct jpeg_error_mgr je;
+    ci.err = jpeg_std_error(&je);
+    jpeg_create_compress(&ci);
+    unsigned char *mem = NULL;
+    unsigned long n = 0;
+    jpeg_mem_dest(&ci, &mem, &n);
+    ci.image_width = (JDIMENSION)w;
+    ci.image_height = (JDIMENSION)h;
+    ci.input_components = 3;
+    ci.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&ci);
+    jpeg_set_quality(&ci, q, TRUE);
+    if (how == TU_JPEG_PROGRESSIVE)
+        jpeg_simple_progression(&ci);
+    ci.arith_code = how == TU_JPEG_ARITH;
+    if (script) {
+        ci.scan_info = script;
+        ci.num_scans = n_scans;
+    }
+    jpeg_start_compress(&ci, TRUE);
+    while (ci.next_scanline < ci.image_height) {
+        JSAMPROW row = (JSAMPROW)(px + (size_t)ci.next_scanline * w * 3);
+        jpeg_write_scanlines(&ci, &row, 1);
+    }
+    jpeg_finish_compress(&ci);
+    jpeg_destroy_compress(&ci);
+    *len = n;
+    return mem;
+}
+
+uint8_t *tu_jpeg_lib(const uint8_t *px, int w, int h, int q, int how, size_t *len)
+{
+    return encode(px, w, h, q, how, NULL, 0, len);
+}
+
 uint8_t *tu_jpeg_scans(const uint8_t *px, int w, int h, int scans, size_t *len)
 {
     /* Every scan a first pass at full precision (Ah = Al = 0), so a
@@ -355,29 +396,8 @@ uint8_t *tu_jpeg_scans(const uint8_t *px, int w, int h, int scans, size_t *len)
     const int base = (int)(sizeof script / sizeof *script);
     if (scans < base)
         abort();
-    struct jpeg_compress_struct ci;
-    struct jpeg_error_mgr je;
-    ci.err = jpeg_std_error(&je);
-    jpeg_create_compress(&ci);
-    unsigned char *mem = NULL;
-    unsigned long n = 0;
-    jpeg_mem_dest(&ci, &mem, &n);
-    ci.image_width = (JDIMENSION)w;
-    ci.image_height = (JDIMENSION)h;
-    ci.input_components = 3;
-    ci.in_color_space = JCS_RGB;
-    jpeg_set_defaults(&ci);
-    jpeg_set_quality(&ci, 90, TRUE);
-    ci.scan_info = script;
-    ci.num_scans = base;
-    jpeg_start_compress(&ci, TRUE);
-    while (ci.next_scanline < ci.image_height) {
-        JSAMPROW row = (JSAMPROW)(px + (size_t)ci.next_scanline * w * 3);
-        jpeg_write_scanlines(&ci, &row, 1);
-    }
-    jpeg_finish_compress(&ci);
-    jpeg_destroy_compress(&ci);
-
+    size_t n;
+    uint8_t *mem = encode(px, w, h, 90, TU_JPEG_BASELINE, script, base, &n);
     size_t sos = 2; /* the second SOS: Y's AC scan */
     for (int seen = 0; sos + 3 < n; sos++)
         if (mem[sos] == 0xff && mem[sos + 1] == 0xda && ++seen == 2)
@@ -398,3 +418,21 @@ uint8_t *tu_jpeg_scans(const uint8_t *px, int w, int h, int scans, size_t *len)
     return out;
 }
 #endif
+
+void tu_limit_address_space(void)
+{
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__has_feature)
+#define GF_NO_ASAN 1
+#elif defined(__has_feature)
+#if !__has_feature(address_sanitizer) && !defined(__SANITIZE_ADDRESS__)
+#define GF_NO_ASAN 1
+#endif
+#endif
+#ifdef GF_NO_ASAN
+    /* fork mode: only this test's process; valgrind needs its own room */
+    if (!getenv("GF_TEST_NO_RLIMIT")) {
+        struct rlimit rl = {1ull << 30, 1ull << 30};
+        setrlimit(RLIMIT_AS, &rl);
+    }
+#endif
+}

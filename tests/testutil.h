@@ -63,9 +63,17 @@ uint8_t *tu_png_raw(int w, int h, int depth, int color_type, const uint8_t *raw,
 void tu_png_fix_crc(uint8_t *png, size_t at);
 /* Smooth, photo-like pixels (JPEG-friendly), deterministic in seed. */
 void tu_fill_smooth(uint8_t *px, int w, int h, int c, uint32_t seed);
+/* libjpeg-turbo builds: a w x h RGB JPEG by libjpeg itself at quality q:
+ * baseline, progressive (jpeg_simple_progression, which stb_image_write
+ * cannot make) or arithmetic-coded. */
+enum { TU_JPEG_BASELINE, TU_JPEG_PROGRESSIVE, TU_JPEG_ARITH };
+uint8_t *tu_jpeg_lib(const uint8_t *px, int w, int h, int q, int how, size_t *len);
 /* libjpeg-turbo builds: a w x h RGB progressive JPEG of `scans` scans
  * (>= 4): DC, each component's AC, then Y's AC scan repeated (a
  * decompression-time bomb when scans is large). Caller frees. */
 uint8_t *tu_jpeg_scans(const uint8_t *px, int w, int h, int scans, size_t *len);
+/* Lowers RLIMIT_AS to 1 GiB (not under ASan or GF_TEST_NO_RLIMIT=1, as
+ * valgrind sets): for tests that a huge header allocates nothing. */
+void tu_limit_address_space(void);
 
 #endif
