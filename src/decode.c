@@ -15,6 +15,7 @@
 #include "decode_internal.h"
 
 #include "grow.h"
+#include "magic.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -49,27 +50,15 @@ const char *const gf__fmt_name[] = {"image", "JPEG", "PNG", "GIF", "BMP", "PSD",
 
 static int sniff(const uint8_t *p, size_t n)
 {
-    static const uint8_t png[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    if (n >= 3 && p[0] == 0xff && p[1] == 0xd8 && p[2] == 0xff)
-        return F_JPEG;
-    if (n >= 8 && memcmp(p, png, 8) == 0)
-        return F_PNG;
-    if (n >= 4 && memcmp(p, "GIF8", 4) == 0)
-        return F_GIF;
-    if (n >= 2 && p[0] == 'B' && p[1] == 'M')
-        return F_BMP;
-    if (n >= 4 && memcmp(p, "8BPS", 4) == 0)
-        return F_PSD;
-    if (n >= 12 && memcmp(p, "RIFF", 4) == 0 && memcmp(p + 8, "WEBP", 4) == 0)
-        return F_WEBP;
-    if (n >= 3 && p[0] == 'P' && (p[1] == '5' || p[1] == '6') &&
-        (p[2] == ' ' || p[2] == '\n' || p[2] == '\r' || p[2] == '\t'))
-        return F_PNM;
-    if (n >= 4 && (memcmp(p, "II*\0", 4) == 0 || memcmp(p, "MM\0*", 4) == 0))
-        return F_TIFF; /* in torchvision's list, so ImageFolders index it */
-    if (gf__sniff_tga(p, n)) /* no magic: last, as stb_image tries it */
+    static const int fmt_of[] = {
+        [GF__MAGIC_NONE] = F_UNKNOWN, [GF__MAGIC_JPEG] = F_JPEG, [GF__MAGIC_PNG] = F_PNG,
+        [GF__MAGIC_GIF] = F_GIF,      [GF__MAGIC_BMP] = F_BMP,   [GF__MAGIC_PSD] = F_PSD,
+        [GF__MAGIC_PNM] = F_PNM,      [GF__MAGIC_WEBP] = F_WEBP, [GF__MAGIC_TIFF] = F_TIFF,
+    };
+    int fmt = fmt_of[gf__magic(p, n)];
+    if (fmt == F_UNKNOWN && gf__sniff_tga(p, n)) /* no magic: last, as stb_image tries it */
         return F_TGA;
-    return F_UNKNOWN;
+    return fmt; /* TIFF: in torchvision's list, so ImageFolders index it */
 }
 
 /* 1 if the PNG's chunk chain runs out before IEND. */

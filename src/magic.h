@@ -1,7 +1,7 @@
 /* The image magic numbers the decoder knows, in one place: the reader
  * refuses a large file whose first bytes are none of them before reading
- * the rest (reader.c), and the decoder's sniff could dispatch on the same
- * list. Pure functions; any thread. */
+ * the rest (reader.c), and the decoder's sniff dispatches on them
+ * (decode.c). Pure functions; any thread. */
 #ifndef GF_MAGIC_H
 #define GF_MAGIC_H
 
