@@ -290,18 +290,22 @@ static void write_shard(const char *path, uint32_t seed)
     free(w.p);
 }
 
+/* The samples that failed as changed (a bit each), and other errors. A
+ * batch the loader prefetched, finalised and reported before the gf_seek
+ * may already have met the replaced shard: its samples are then reported
+ * again after the seek, so the test counts samples, not reports. */
 typedef struct changed_errors {
-    int n, other;
+    unsigned samples;
+    int other;
 } changed_errors;
 
 static void count_changed(void *user, int64_t sample, const char *path, int code,
                           const char *reason)
 {
-    (void)sample;
     changed_errors *e = user;
-    if (code == GF_EIO && !strncmp(path, "a.tar:", 6) &&
+    if (code == GF_EIO && !strncmp(path, "a.tar:", 6) && sample >= 0 && sample < 32 &&
         strstr(reason, "changed since it was indexed (replaced: another inode"))
-        e->n++;
+        e->samples |= 1u << sample;
     else
         e->other++;
 }
@@ -355,7 +359,7 @@ static void replaced_shard(gf_io io)
     ck_assert_int_eq(st.reader, io);
     gf_close(&l);
     ck_assert_int_eq(samples, 4);
-    ck_assert_int_eq(e.n, 4);
+    ck_assert_uint_eq(e.samples, 0xf); /* a.tar's four */
     ck_assert_int_eq(e.other, 0);
     tu_rmrf(dir);
     free(dir);
