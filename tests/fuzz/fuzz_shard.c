@@ -56,8 +56,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     FUZZ_CHECK(fd >= 0);
     scan s = {.file_size = size};
+    gf__tar_damage dmg;
     int rc = gf__tar_scan(fd, size, "shard.tar", on_member, &s, &warnings, warning,
-                          sizeof warning, why, sizeof why);
+                          sizeof warning, &dmg, why, sizeof why);
     close(fd);
     FUZZ_CHECK(rc == 0 || rc == GF_EDATASET);
     if (rc)
