@@ -364,9 +364,14 @@ void gf__dataset_damage_entry(const gf__dataset *ds, size_t i, gf_sample_error *
     e->sample = -1;
     e->code = d->code;
     gf__fit_path(e->path, sizeof e->path, ds->shard_paths[d->shard]);
-    snprintf(e->reason, sizeof e->reason, "offset %llu: %s; %llu members kept, %llu lost",
-             (unsigned long long)d->offset, ds->damage_text + d->reason,
-             (unsigned long long)d->kept, (unsigned long long)d->lost);
+    /* The counts survive a long reason: it is what gets shortened. */
+    char head[32], tail[64];
+    int hn = snprintf(head, sizeof head, "offset %llu: ", (unsigned long long)d->offset);
+    int tn = snprintf(tail, sizeof tail, "; %llu members kept, %llu lost",
+                      (unsigned long long)d->kept, (unsigned long long)d->lost);
+    int room = (int)sizeof e->reason - 1 - hn - tn;
+    snprintf(e->reason, sizeof e->reason, "%s%.*s%s", head, room > 0 ? room : 0,
+             ds->damage_text + d->reason, tail);
 }
 
 int gf__dataset_damage(const gf__dataset *ds, gf_sample_error *out, int max)
