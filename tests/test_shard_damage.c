@@ -205,6 +205,17 @@ START_TEST(fail_names_the_first_damaged_shard_in_source_order)
         ck_assert_msg(strstr(gf_index_last_error(ix), w), "%s", gf_index_last_error(ix));
         gf_index_close(&ix);
     }
+    gf_settings s;
+    tu_cpu_settings(&s);
+    s.data = src;
+    s.on_shard_error = (gf_on_shard_error)3;
+    gf_loader *l = NULL;
+    ck_assert_int_eq(gf_open(&l, &s), GF_EINVAL);
+    gf_close(&l);
+    gf_index *ix = NULL;
+    ck_assert_int_eq(gf_index_open(&ix, &s), GF_EINVAL);
+    ck_assert_msg(strstr(gf_index_last_error(ix), "on_shard_error 3"), "%s", gf_index_last_error(ix));
+    gf_index_close(&ix);
 }
 END_TEST
 
