@@ -135,6 +135,31 @@ typedef enum gf_on_error {
     GF_ON_ERROR_FAIL = 1, /* gf_next() returns the sample's error */
 } gf_on_error;
 
+/* What a damaged tar shard does at gf_open (a shard that is zero bytes,
+ * has no member, is not a tar, or whose walk meets a bad header, a member
+ * running past the end of the file, or a failed read).
+ *   FOLLOW: FAIL under on_error = fail, SKIP under on_error = skip.
+ *   FAIL: gf_open fails (GF_EDATASET) naming the first damaged shard in
+ *     source order, the offset and the reason.
+ *   SKIP: the shard's members wholly before the damage are indexed (as
+ *     any shard's are), those from the damaged header on dropped; the
+ *     shard is reported: stats.shards_damaged and shard_members_lost,
+ *     gf_damaged_shards(), and one on_sample_error call and one
+ *     stats.recent entry per shard, from gf_open on its calling thread,
+ *     in source order, with sample -1, the shard's path, a code saying
+ *     what kind (GF_EEMPTY zero bytes or no member, GF_ETRUNC cut short,
+ *     GF_EIO a read failed, GF_ECORRUPT not a valid header) and reason
+ *     "offset N: reason; K members kept, L lost" (lost: the members of the
+ *     key the damage cut, and the damaged member itself). They are not
+ *     sample errors: stats.errors does not count them. The kept set is a
+ *     function of the files alone, so every rank and resume agrees, and
+ *     gf_index_open under the same settings indexes the same samples. */
+typedef enum gf_on_shard_error {
+    GF_SHARD_FOLLOW = 0,
+    GF_SHARD_FAIL = 1,
+    GF_SHARD_SKIP = 2,
+} gf_on_shard_error;
+
 /* What a decoder warning does. libjpeg-turbo warns, and goes on with grey
  * or smeared blocks, on damaged entropy data ("Corrupt JPEG data: 3
  * extraneous bytes before marker 0xd9", "bad Huffman code"); it does not
@@ -339,7 +364,8 @@ typedef struct gf_settings {
      * image magic (JPEG, PNG, GIF, BMP, PSD, PNM, WebP, TIFF; names ending
      * in .tga are exempt) is refused (GF_EFORMAT) after those 64 KiB. */
     uint64_t read_budget_bytes;
-    uint8_t reserved[24];  /* zero; room for fields without an ABI break */
+    gf_on_shard_error on_shard_error; /* GF_SHARD_FOLLOW: a damaged tar shard */
+    uint8_t reserved[20];  /* zero; room for fields without an ABI break */
 } gf_settings;
 
 #define GF_READ_BUDGET_DEFAULT (256ull << 20) /* 256 MiB */
@@ -448,7 +474,10 @@ typedef struct gf_stats {
      * one file larger than it was read alone), and the reads it held back
      * until others finished. */
     uint64_t read_budget_bytes, read_bytes_peak, read_budget_waits;
-    uint8_t reserved[360];     /* zero; room for fields without an ABI break:
+    /* Tar shards taken in part under on_shard_error SKIP, and the members
+     * lost with them (gf_damaged_shards() lists them). */
+    uint64_t shards_damaged, shard_members_lost;
+    uint8_t reserved[344];     /* zero; room for fields without an ABI break:
                                   gf_get_stats writes sizeof(gf_stats) bytes,
                                   a new field takes its place from here */
 } gf_stats;
@@ -588,6 +617,13 @@ GF_API int gf_get_stats(gf_loader *l, gf_stats *st);
  * observer: safe from any thread. */
 GF_API int gf_recent_warnings(gf_loader *l, gf_sample_error *out, int max);
 
+/* The tar shards taken in part under on_shard_error SKIP, in source order,
+ * as on_sample_error saw them (sample -1, path = the shard, the code,
+ * "offset N: reason; K members kept, L lost"): writes the first
+ * min(max, n) and returns n (all of them, INT_MAX at most), or GF_EINVAL.
+ * An observer: safe from any thread. */
+GF_API int gf_damaged_shards(gf_loader *l, gf_sample_error *out, int max);
+
 /* The data set's samples by index (list/folder/archive order, as in
  * batch->indices), for tools that need more than batches: checking,
  * benchmarking, exporting. These read the index built by gf_open(), never
@@ -663,7 +699,8 @@ GF_API int gf_decode_image(const gf_settings *s, const void *data, size_t len,
  * exactly as gf_open() does (same sources, same order, same labels and
  * paths) but the WHOLE data set: rank and world are ignored, so index i
  * here is index i of gf_sample_path()/gf_read_sample() on any rank. Only
- * data, extensions and max_file_bytes are read from the settings. Read-only after
+ * data, extensions, max_file_bytes, on_shard_error and on_error are read
+ * from the settings. Read-only after
  * open: every call but gf_index_read() and gf_index_close() may be made
  * from several threads at once. */
 typedef struct gf_index gf_index;
@@ -680,6 +717,9 @@ GF_API uint64_t gf_index_count(const gf_index *ix);
 GF_API int gf_index_classes(const gf_index *ix);
 /* Tar shards in the source; 0 for a folder or a list file. */
 GF_API uint32_t gf_index_shards(const gf_index *ix);
+/* As gf_damaged_shards(): on_shard_error and on_error are read too, and a
+ * damaged shard under SKIP is left out as gf_open leaves it out. */
+GF_API int gf_index_damaged_shards(const gf_index *ix, gf_sample_error *out, int max);
 /* As gf_sample_path(): NULL if i is out of range. Valid until close. */
 GF_API const char *gf_index_path(const gf_index *ix, uint64_t i);
 /* As gf_sample_label(): GF_EINVAL if i is out of range. */

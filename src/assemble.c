@@ -82,6 +82,19 @@ static int cmp_err(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+void gf__recent_add(gf_loader *l, int64_t sample, int code, const char *path,
+                    const char *reason)
+{
+    gf_sample_error *r = &l->recent[l->recent_at];
+    l->recent_at = (l->recent_at + 1) % GF_RECENT_ERRORS;
+    if (l->n_recent < GF_RECENT_ERRORS)
+        l->n_recent++;
+    r->sample = sample;
+    r->code = code;
+    gf__fit_path(r->path, sizeof r->path, path); /* its end names the file */
+    snprintf(r->reason, sizeof r->reason, "%s", reason);
+}
+
 /* Reports a finished batch's bad samples, in sampler order. */
 static void report_errors(gf_loader *l, slot *sl)
 {
@@ -98,14 +111,7 @@ static void report_errors(gf_loader *l, slot *sl)
         int kind = gf_sample_error_kind(e->code);
         if (kind >= 0)
             l->errors_by_kind[kind]++;
-        gf_sample_error *r = &l->recent[l->recent_at];
-        l->recent_at = (l->recent_at + 1) % GF_RECENT_ERRORS;
-        if (l->n_recent < GF_RECENT_ERRORS)
-            l->n_recent++;
-        r->sample = e->sample;
-        r->code = e->code;
-        gf__fit_path(r->path, sizeof r->path, path); /* its end names the file */
-        snprintf(r->reason, sizeof r->reason, "%s", e->why);
+        gf__recent_add(l, e->sample, e->code, path, e->why);
         pthread_mutex_unlock(&l->mu);
     }
 }

@@ -202,7 +202,7 @@ int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset
     struct stat st;
     if (gf__dataset_is_shards(source) &&
         !(strpbrk(source, ",{") == NULL && stat(source, &st) == 0 && S_ISDIR(st.st_mode))) {
-        int rc = gf__dataset_open_shards(ds, source, why, why_len);
+        int rc = gf__dataset_open_shards(ds, source, opts->shard_skip, why, why_len);
         if (rc == GF_ENOMEM)
             gf__why_path(why, why_len, source, "out of memory while indexing");
         if (rc < 0)
@@ -251,6 +251,8 @@ void gf__dataset_close(gf__dataset *ds)
     free(ds->shard);
     free(ds->data_off);
     free(ds->data_len);
+    free(ds->damage);
+    free(ds->damage_text);
     if (ds->root_fd > 0)
         close(ds->root_fd);
     memset(ds, 0, sizeof *ds);

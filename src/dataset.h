@@ -6,6 +6,18 @@
 #include "common.h"
 #include "reader.h"
 
+/* A shard the index took only part of (gf__dataset_opts.shard_skip): the
+ * members wholly before the damage at `offset` were indexed, the rest
+ * dropped. kept: members before it (in samples or skipped as today);
+ * lost: the members of the key the damage cut (it could not be a sample)
+ * and the damaged member itself when its header was there. */
+typedef struct gf__shard_damage {
+    uint32_t shard;      /* index into shard_paths */
+    int code;            /* GF_EEMPTY, GF_ETRUNC, GF_EIO or GF_ECORRUPT */
+    uint64_t offset, kept, lost;
+    size_t reason;       /* offset of its NUL-terminated text in damage_text */
+} gf__shard_damage;
+
 typedef struct gf__dataset {
     uint64_t n;          /* samples */
     int root_fd;         /* directory the paths are relative to (O_PATH) */
@@ -34,6 +46,12 @@ typedef struct gf__dataset {
      * a second link) and not walked twice. */
     uint64_t dirs, dirs_again;
     uint64_t skipped_ext[GF_SKIPPED_MAX]; /* files left out, [GF_SKIPPED_*] */
+    /* Damaged shards taken in part (shard_skip), in shard order. */
+    gf__shard_damage *damage;
+    size_t n_damage, damage_cap;
+    char *damage_text;
+    size_t damage_text_len, damage_text_cap;
+    uint64_t members_lost; /* the damaged shards' `lost`, summed */
 } gf__dataset;
 
 /* How a data set is indexed (gf__dataset_open: the defaults). */
@@ -41,9 +59,12 @@ typedef struct gf__dataset_opts {
     gf_extensions extensions; /* ImageFolder: the files it takes */
     int max_depth;        /* ImageFolder: levels below a class folder */
     uint64_t max_entries; /* ImageFolder: directory entries in the walk */
+    int shard_skip;       /* tar shards: 0 a damaged shard fails the open;
+                             1 its members before the damage are kept and
+                             it is recorded in ds->damage */
 } gf__dataset_opts;
 
-/* GF_EXT_TORCHVISION, GF_FOLDER_MAX_DEPTH, GF_FOLDER_MAX_ENTRIES. */
+/* GF_EXT_TORCHVISION, GF_FOLDER_MAX_DEPTH, GF_FOLDER_MAX_ENTRIES, shard_skip 0. */
 void gf__dataset_default_opts(gf__dataset_opts *o);
 
 /* source is tar shards, a directory or a list file.
@@ -62,8 +83,11 @@ void gf__dataset_default_opts(gf__dataset_opts *o);
  * text, at most 64 bytes); other members (key.json, ...) are ignored. Keys
  * that lack either are skipped and counted; so are members that are not
  * regular files or have absolute or '..' names. Samples are in shard order,
- * then archive order; n_classes = max label + 1. A malformed archive fails
- * with why = "shard: offset N: reason". Member names are never used as
+ * then archive order; n_classes = max label + 1. A malformed archive
+ * (also zero bytes, or no member) fails with why = "shard: offset N:
+ * reason", or under opts->shard_skip is taken in part and recorded in
+ * ds->damage (the kept set depends only on the files: shards are scanned
+ * one after another in source order). Member names are never used as
  * file-system paths.
  *
  * A directory (ImageFolder: label = index of the sub-folder in
@@ -97,6 +121,21 @@ int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset
  * struct (a zeroed struct's root_fd 0 is never closed: an open data set's
  * root_fd is always > 0). */
 void gf__dataset_close(gf__dataset *ds);
+
+/* on_shard_error resolved: 1 for SKIP, or FOLLOW under on_error = skip. */
+static inline int gf__shard_skip_of(const gf_settings *s)
+{
+    return s->on_shard_error == GF_SHARD_SKIP ||
+           (s->on_shard_error == GF_SHARD_FOLLOW && s->on_error == GF_ON_ERROR_SKIP);
+}
+
+/* The damaged shards as gf_damaged_shards() hands them out: the first
+ * min(max, n) in shard order into out (sample -1, the code, path = the
+ * shard's path, reason = "offset N: reason; K members kept, L lost");
+ * returns how many there are (INT_MAX at most). */
+int gf__dataset_damage(const gf__dataset *ds, gf_sample_error *out, int max);
+/* Entry i (< n_damage) of that list. */
+void gf__dataset_damage_entry(const gf__dataset *ds, size_t i, gf_sample_error *e);
 
 /* A name to print for sample i (for shards "shard.tar:member"). */
 static inline const char *gf__dataset_path(const gf__dataset *ds, uint64_t i)

@@ -70,6 +70,7 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_
                             char *why, size_t why_len);
 /* 1 if src names tar shards (every comma-separated element ends in .tar). */
 int gf__dataset_is_shards(const char *src);
-int gf__dataset_open_shards(gf__dataset *ds, const char *src, char *why, size_t why_len);
+int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged, char *why,
+                            size_t why_len);
 
 #endif

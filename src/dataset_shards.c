@@ -6,7 +6,13 @@
  * Shards are scanned once (tar.c reads only the headers and the tiny .cls
  * members, through a small read window); a sample costs its display name
  * "shard.tar:key.jpg" in the arena plus 28 bytes (path offset, label,
- * shard index, data offset, 32-bit size). */
+ * shard index, data offset, 32-bit size).
+ *
+ * A damaged shard (the scan stops: see tar.h) fails the open, or (skip)
+ * keeps the members the scan passed before the damage: samples whose
+ * image and label both lie wholly before it; the key the damage cut is
+ * lost. Shards are scanned one after another in source order, so the kept
+ * set is a function of the files alone, whatever the thread count. */
 #include "dataset_internal.h"
 
 #include "reader_internal.h"
@@ -15,6 +21,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -170,6 +177,8 @@ typedef struct shard_scan {
     const char *bad;       /* why the key cannot be a sample */
     uint64_t img_off, img_size, key_at;
     int32_t label;
+    uint64_t members;      /* this shard's, seen by on_member */
+    uint64_t key_members;  /* the current key's */
     char *why;             /* the scan's error message */
     size_t why_len;
 } shard_scan;
@@ -181,6 +190,11 @@ static int keep_name(char **p, size_t *cap, const char *s, size_t n)
     memcpy(*p, s, n);
     (*p)[n] = '\0';
     return 0;
+}
+
+static int key_is_sample(const shard_scan *c)
+{
+    return !c->bad && c->has_img && c->has_cls;
 }
 
 /* Ends the current key: a sample if it has an image and a label. */
@@ -246,6 +260,7 @@ static const char *parse_cls(const char *t, size_t n, int32_t *out)
 static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
 {
     shard_scan *c = ctx;
+    c->members++;
     if (m->skip) {
         c->ds->skipped_members++;
         ds_warn(c->ds, "%s: offset %llu: member '%.80s' skipped: %s", c->path,
@@ -271,7 +286,9 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
         c->has_img = c->has_cls = 0;
         c->bad = NULL;
         c->key_at = m->header_offset;
+        c->key_members = 0;
     }
+    c->key_members++;
     if (ext_len == 3 && strncasecmp(ext, "cls", 3) == 0) {
         if (c->has_cls) {
             c->ds->skipped_members++;
@@ -287,8 +304,10 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
         }
         char text[CLS_MAX];
         int rc = gf__tar_read(t, m->offset, text, (size_t)m->size, c->why, c->why_len);
-        if (rc < 0)
+        if (rc < 0) {
+            c->bad = "its .cls could not be read"; /* the key is lost with the shard */
             return rc;
+        }
         const char *bad = parse_cls(text, (size_t)m->size, &c->label);
         if (bad && !c->bad)
             c->bad = bad;
@@ -311,7 +330,60 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
     return 0; /* other members (key.json, ...) are not ours */
 }
 
-int gf__dataset_open_shards(gf__dataset *ds, const char *src, char *why, size_t why_len)
+/* Keeps what the scan of shard c->shard passed before damage d: the key
+ * being gathered if it is a whole sample, else its members are lost. */
+static int take_damaged(shard_scan *c, const gf__tar_damage *d)
+{
+    gf__dataset *ds = c->ds;
+    uint64_t lost = 0;
+    int rc = 0;
+    if (c->open && key_is_sample(c))
+        rc = flush_key(c);
+    else if (c->open)
+        lost = c->key_members;
+    c->open = 0;
+    if (rc < 0)
+        return rc;
+    size_t rlen = strlen(d->reason) + 1;
+    if (GF__GROW(&ds->damage, &ds->damage_cap, ds->n_damage + 1, 4) < 0 ||
+        GF__GROW(&ds->damage_text, &ds->damage_text_cap, ds->damage_text_len + rlen, 256) < 0)
+        return GF_ENOMEM;
+    gf__shard_damage *r = &ds->damage[ds->n_damage++];
+    *r = (gf__shard_damage){.shard = c->shard, .code = d->code, .offset = d->offset,
+                            .kept = c->members - lost, .lost = lost + (d->header_lost != 0),
+                            .reason = ds->damage_text_len};
+    memcpy(ds->damage_text + ds->damage_text_len, d->reason, rlen);
+    ds->damage_text_len += rlen;
+    ds->members_lost += r->lost;
+    return 0;
+}
+
+void gf__dataset_damage_entry(const gf__dataset *ds, size_t i, gf_sample_error *e)
+{
+    const gf__shard_damage *d = &ds->damage[i];
+    e->sample = -1;
+    e->code = d->code;
+    gf__fit_path(e->path, sizeof e->path, ds->shard_paths[d->shard]);
+    /* The counts survive a long reason: it is what gets shortened. */
+    char head[32], tail[64];
+    int hn = snprintf(head, sizeof head, "offset %llu: ", (unsigned long long)d->offset);
+    int tn = snprintf(tail, sizeof tail, "; %llu members kept, %llu lost",
+                      (unsigned long long)d->kept, (unsigned long long)d->lost);
+    int room = (int)sizeof e->reason - 1 - hn - tn;
+    snprintf(e->reason, sizeof e->reason, "%s%.*s%s", head, room > 0 ? room : 0,
+             ds->damage_text + d->reason, tail);
+}
+
+int gf__dataset_damage(const gf__dataset *ds, gf_sample_error *out, int max)
+{
+    size_t n = ds->n_damage < (size_t)INT_MAX ? ds->n_damage : (size_t)INT_MAX;
+    for (size_t i = 0; i < n && (int)i < max; i++)
+        gf__dataset_damage_entry(ds, i, &out[i]);
+    return (int)n;
+}
+
+int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged, char *why,
+                            size_t why_len)
 {
     gf__names paths = {0};
     int rc = expand_source(src, &paths, why, why_len);
@@ -373,16 +445,26 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, char *why, size_t 
         c.path = path;
         c.display = slash ? slash + 1 : path;
         c.display_len = strlen(c.display);
+        c.members = 0;
+        gf__tar_damage dmg;
         rc = gf__tar_scan(fd, (uint64_t)st.st_size, path, on_member, &c, &ds->warnings,
-                          ds->warning, sizeof ds->warning, why, why_len);
+                          ds->warning, sizeof ds->warning, &dmg, why, why_len);
         if (rc == 0)
             rc = flush_key(&c); /* a key never spans shards */
+        else if (rc == GF_EDATASET && skip_damaged)
+            rc = take_damaged(&c, &dmg);
         c.open = 0;
         close(fd);
     }
     free(c.key);
     free(c.img);
-    if (rc == 0 && b.n == 0) {
+    if (rc == 0 && b.n == 0 && ds->n_damage) {
+        gf_sample_error e;
+        gf__dataset_damage(ds, &e, 1);
+        gf__why(why, why_len, "%s: no samples in %u shard(s) (%zu damaged; first: %s: %s)", src,
+                ds->n_shards, ds->n_damage, e.path, e.reason);
+        rc = GF_EDATASET;
+    } else if (rc == 0 && b.n == 0) {
         gf__why(why, why_len, "%s: no samples in %u shard(s) (%llu keys, %llu members skipped%s%s)",
                 src, ds->n_shards, (unsigned long long)ds->skipped_keys,
                 (unsigned long long)ds->skipped_members, ds->warning[0] ? "; first: " : "",

@@ -34,9 +34,15 @@ int gf_index_open(gf_index **out, const gf_settings *s)
                 (int)s->extensions);
         return GF_EINVAL;
     }
+    if (s->on_shard_error < GF_SHARD_FOLLOW || s->on_shard_error > GF_SHARD_SKIP) {
+        gf__why(ix->msg, sizeof ix->msg, "gf_index_open: settings.on_shard_error %d is unknown",
+                (int)s->on_shard_error);
+        return GF_EINVAL;
+    }
     gf__dataset_opts o;
     gf__dataset_default_opts(&o);
     o.extensions = s->extensions;
+    o.shard_skip = gf__shard_skip_of(s); /* the kept set gf_open would index */
     return gf__dataset_open_with(&ix->ds, s->data, &o, ix->msg, sizeof ix->msg);
 }
 
@@ -53,6 +59,13 @@ int gf_index_classes(const gf_index *ix)
 uint32_t gf_index_shards(const gf_index *ix)
 {
     return ix ? ix->ds.n_shards : 0;
+}
+
+int gf_index_damaged_shards(const gf_index *ix, gf_sample_error *out, int max)
+{
+    if (!ix || (!out && max > 0) || max < 0)
+        return GF_EINVAL;
+    return gf__dataset_damage(&ix->ds, out, max);
 }
 
 const char *gf_index_path(const gf_index *ix, uint64_t i)

@@ -192,6 +192,22 @@ static int alloc_queues(gf_loader *l)
     return gf__pool_init(l, cap);
 }
 
+/* Each damaged shard the index took in part: one on_sample_error call
+ * (on gf_open's thread: no loader thread runs yet) and one recent entry. */
+static void report_damaged_shards(gf_loader *l)
+{
+    for (size_t i = 0; i < l->ds.n_damage; i++) {
+        gf_sample_error e;
+        gf__dataset_damage_entry(&l->ds, i, &e);
+        const char *path = l->ds.shard_paths[l->ds.damage[i].shard]; /* whole */
+        if (l->s.on_sample_error)
+            l->s.on_sample_error(l->s.on_sample_error_user, e.sample, path, e.code, e.reason);
+        pthread_mutex_lock(&l->mu);
+        gf__recent_add(l, e.sample, e.code, path, e.reason);
+        pthread_mutex_unlock(&l->mu);
+    }
+}
+
 int gf_open(gf_loader **out, const gf_settings *s)
 {
     if (!out)
@@ -245,9 +261,11 @@ int gf_open(gf_loader **out, const gf_settings *s)
     gf__dataset_opts dopts;
     gf__dataset_default_opts(&dopts);
     dopts.extensions = s->extensions;
+    dopts.shard_skip = gf__shard_skip_of(s);
     rc = gf__dataset_open_with(&l->ds, l->data_path, &dopts, why, sizeof why);
     if (rc < 0)
         return gf__fail(l, rc, "%s", why);
+    report_damaged_shards(l);
     rc = gf__sampler_init(&l->sampler, l->ds.n, s->seed, s->shuffle, (uint32_t)l->s.rank,
                           (uint32_t)l->s.world, s->drop_last);
     if (rc < 0)
@@ -443,6 +461,13 @@ int gf_seek(gf_loader *l, uint64_t epoch, uint64_t position)
     return start_pipeline(l, epoch, position);
 }
 
+int gf_damaged_shards(gf_loader *l, gf_sample_error *out, int max)
+{
+    if (!l || (!out && max > 0) || max < 0)
+        return GF_EINVAL;
+    return gf__dataset_damage(&l->ds, out, max); /* read-only after gf_open */
+}
+
 int gf_recent_warnings(gf_loader *l, gf_sample_error *out, int max)
 {
     if (!l || (!out && max > 0) || max < 0)
@@ -519,6 +544,8 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     snprintf(st->dataset_warning, sizeof st->dataset_warning, "%.*s",
              (int)sizeof st->dataset_warning - 1, l->ds.warning);
     st->shards = l->ds.n_shards;
+    st->shards_damaged = l->ds.n_damage;
+    st->shard_members_lost = l->ds.members_lost;
     st->read_budget_bytes = l->s.read_budget_bytes;
     gf__budget_stats(&l->budget, &st->read_bytes_peak, &st->read_budget_waits);
     gf__device_h2d(l->dev, &st->h2d_bytes, &st->h2d_copies, &st->h2d_s);

@@ -53,6 +53,7 @@ int gf__check_settings(const gf_settings *s, char *msg, size_t msg_len)
     validate_or_ret(s->decoder >= GF_DECODER_AUTO && s->decoder <= GF_DECODER_TURBO);
     validate_or_ret(s->transform == GF_TRANSFORM_TRAIN || s->transform == GF_TRANSFORM_EVAL);
     validate_or_ret(s->on_error == GF_ON_ERROR_SKIP || s->on_error == GF_ON_ERROR_FAIL);
+    validate_or_ret(s->on_shard_error >= GF_SHARD_FOLLOW && s->on_shard_error <= GF_SHARD_SKIP);
     validate_or_ret(s->strictness >= GF_STRICT && s->strictness <= GF_STRICT_WHOLE);
     validate_or_ret(s->extensions == GF_EXT_TORCHVISION || s->extensions == GF_EXT_ALL);
     validate_or_ret(s->world >= 0 && s->rank >= 0 && (s->world == 0 || s->rank < s->world));

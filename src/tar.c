@@ -41,8 +41,12 @@
  */
 #include "tar.h"
 
+#include "magic.h"
+
 #include <assert.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -59,7 +63,25 @@ struct gf__tar {
     uint64_t win_start;  /* file offset of win[0] */
     size_t win_len;      /* valid bytes */
     size_t win_want;     /* next refill size */
+    int in_fn;           /* the member callback runs: it saw the member */
+    gf__tar_damage *dmg; /* the caller's, or the scan's own scratch */
 };
+
+/* Records the damage at offset `at` and says it in why; GF_EDATASET. */
+static int damage(gf__tar *t, int code, uint64_t at, int header_lost, char *why,
+                  size_t why_len, const char *fmt, ...)
+{
+    gf__tar_damage *d = t->dmg;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->reason, sizeof d->reason, fmt, ap);
+    va_end(ap);
+    d->offset = at;
+    d->code = code;
+    d->header_lost = header_lost;
+    gf__why(why, why_len, "%s: offset %llu: %s", t->shard, (unsigned long long)at, d->reason);
+    return GF_EDATASET;
+}
 
 static int read_fully(gf__tar *t, uint64_t off, void *dst, size_t n, char *why,
                       size_t why_len)
@@ -69,16 +91,12 @@ static int read_fully(gf__tar *t, uint64_t off, void *dst, size_t n, char *why,
         ssize_t r = pread(t->fd, (uint8_t *)dst + got, n - got, (off_t)(off + got));
         if (r < 0 && errno == EINTR)
             continue;
-        if (r < 0) {
-            gf__why(why, why_len, "%s: offset %llu: read: %s", t->shard,
-                    (unsigned long long)(off + got), strerror(errno));
-            return GF_EDATASET;
-        }
-        if (r == 0) {
-            gf__why(why, why_len, "%s: offset %llu: file shrank while indexing", t->shard,
-                    (unsigned long long)(off + got));
-            return GF_EDATASET;
-        }
+        if (r < 0)
+            return damage(t, GF_EIO, off + got, !t->in_fn, why, why_len, "read: %s",
+                          strerror(errno));
+        if (r == 0)
+            return damage(t, GF_ETRUNC, off + got, !t->in_fn, why, why_len,
+                          "file shrank while indexing");
         got += (size_t)r;
     }
     return 0;
@@ -110,11 +128,9 @@ static const uint8_t *win_get(gf__tar *t, uint64_t off, size_t n, char *why, siz
 
 int gf__tar_read(gf__tar *t, uint64_t off, void *dst, size_t n, char *why, size_t why_len)
 {
-    if (off > t->file_size || n > t->file_size - off) {
-        gf__why(why, why_len, "%s: offset %llu: read of %zu bytes past the end of the file",
-                t->shard, (unsigned long long)off, n);
-        return GF_EDATASET;
-    }
+    if (off > t->file_size || n > t->file_size - off)
+        return damage(t, GF_ETRUNC, off, !t->in_fn, why, why_len,
+                      "read of %zu bytes past the end of the file", n);
     if (n > WIN_MAX / 2)
         return read_fully(t, off, dst, n, why, why_len);
     const uint8_t *p = win_get(t, off, n, why, why_len);
@@ -314,11 +330,25 @@ static int has_no_data(char type)
     return type >= '1' && type <= '6';
 }
 
+/* What a file that is no tar starts like, for the reason at offset 0. */
+static const char *image_kind(const uint8_t *h)
+{
+    static const char *const names[] = {
+        [GF__MAGIC_JPEG] = "a JPEG", [GF__MAGIC_PNG] = "a PNG",   [GF__MAGIC_GIF] = "a GIF",
+        [GF__MAGIC_BMP] = "a BMP",   [GF__MAGIC_PSD] = "a PSD",   [GF__MAGIC_PNM] = "a PNM",
+        [GF__MAGIC_WEBP] = "a WebP", [GF__MAGIC_TIFF] = "a TIFF",
+    };
+    int k = gf__magic(h, BLOCK);
+    return k == GF__MAGIC_NONE ? NULL : names[k];
+}
+
 int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_fn fn,
                  void *ctx, uint64_t *warnings, char *warning, size_t warning_len,
-                 char *why, size_t why_len)
+                 gf__tar_damage *dmg, char *why, size_t why_len)
 {
-    gf__tar t = {.fd = fd, .file_size = file_size, .shard = shard, .win_want = WIN_MIN};
+    gf__tar_damage scratch;
+    gf__tar t = {.fd = fd, .file_size = file_size, .shard = shard, .win_want = WIN_MIN,
+                 .dmg = dmg ? dmg : &scratch};
     t.win = malloc(WIN_MAX);
     if (!t.win)
         return GF_ENOMEM;
@@ -328,23 +358,24 @@ int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_f
     int has_pax_size = 0, has_longname = 0, lone_zero = 0;
     uint64_t pax_size = 0, lone_zero_at = 0;
     int rc = 0;
-    uint64_t pos = 0;
+    uint64_t pos = 0, members = 0;
 
-#define FAIL(...)                                                                      \
+    /* The damaged header at pos: the member it announced is lost. */
+#define FAIL(code, ...)                                                                \
     do {                                                                               \
-        char msg_[192];                                                                \
-        snprintf(msg_, sizeof msg_, __VA_ARGS__);                                      \
-        gf__why(why, why_len, "%s: offset %llu: %s", shard, (unsigned long long)pos,  \
-                msg_);                                                                 \
-        rc = GF_EDATASET;                                                              \
+        rc = damage(&t, code, pos, 1, why, why_len, __VA_ARGS__);                      \
         goto out;                                                                      \
     } while (0)
 
+    if (file_size == 0) {
+        rc = damage(&t, GF_EEMPTY, 0, 0, why, why_len, "zero bytes: not a tar archive");
+        goto out;
+    }
     for (;;) {
         if (pos == file_size)
             break; /* end of file on a block boundary */
         if (file_size - pos < BLOCK)
-            FAIL("truncated header: %llu bytes left, a header is 512",
+            FAIL(GF_ETRUNC, "truncated header: %llu bytes left, a header is 512",
                  (unsigned long long)(file_size - pos));
         const uint8_t *h = win_get(&t, pos, BLOCK, why, why_len);
         if (!h) {
@@ -368,15 +399,19 @@ int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_f
         }
         uint64_t stored = 0, computed = 0;
         int ck = checksum_ok(h, &stored, &computed);
+        const char *kind = pos == 0 && ck <= 0 ? image_kind(h) : NULL;
+        if (kind)
+            FAIL(GF_ECORRUPT, "not a tar archive: the file starts like %s image", kind);
         if (ck < 0)
-            FAIL("header checksum field is not octal");
+            FAIL(GF_ECORRUPT, "header checksum field is not octal");
         if (!ck)
-            FAIL("header checksum mismatch (stored %llu, computed %llu): not a tar "
+            FAIL(GF_ECORRUPT,
+                 "header checksum mismatch (stored %llu, computed %llu): not a tar "
                  "header, or a corrupt one",
                  (unsigned long long)stored, (unsigned long long)computed);
         uint64_t size;
         if (parse_number(h + 124, 12, &size) < 0)
-            FAIL("size field is not an octal or base-256 number");
+            FAIL(GF_ECORRUPT, "size field is not an octal or base-256 number");
         char type = (char)h[156];
         int meta = type == 'x' || type == 'g' || type == 'L' || type == 'K';
         if (!meta && has_pax_size)
@@ -385,16 +420,16 @@ int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_f
             size = 0;
         uint64_t data = pos + BLOCK;
         if (size > file_size - data)
-            FAIL("member size %llu runs past the end of the file (%llu bytes)",
+            FAIL(GF_ETRUNC, "member size %llu runs past the end of the file (%llu bytes)",
                  (unsigned long long)size, (unsigned long long)file_size);
         uint64_t padded = (size + BLOCK - 1) / BLOCK * BLOCK;
         if (padded > file_size - data)
-            FAIL("truncated archive: the file ends inside the member's last block");
+            FAIL(GF_ETRUNC, "truncated archive: the file ends inside the member's last block");
         uint64_t next = data + padded;
 
         if (type == 'x') {
             if (size > GF__TAR_PAX_MAX)
-                FAIL("pax header of %llu bytes, over the %zu-byte limit",
+                FAIL(GF_ECORRUPT, "pax header of %llu bytes, over the %zu-byte limit",
                      (unsigned long long)size, GF__TAR_PAX_MAX);
             if ((rc = bytes_reserve(&pax, (size_t)size)) < 0)
                 goto out;
@@ -406,10 +441,10 @@ int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_f
             has_pax_size = 0;
             if (parse_pax(pax.p, pax.len, &pax_path, &pax_path_len, &has_pax_size,
                           &pax_size) < 0)
-                FAIL("malformed pax extended header record");
+                FAIL(GF_ECORRUPT, "malformed pax extended header record");
         } else if (type == 'L') {
             if (size > GF__TAR_LONGNAME_MAX)
-                FAIL("GNU long name of %llu bytes, over the %zu-byte limit",
+                FAIL(GF_ECORRUPT, "GNU long name of %llu bytes, over the %zu-byte limit",
                      (unsigned long long)size, GF__TAR_LONGNAME_MAX);
             if ((rc = bytes_reserve(&longname, (size_t)size)) < 0)
                 goto out;
@@ -459,7 +494,11 @@ int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_f
             m.skip = type_problem(type);
             if (!m.skip)
                 m.skip = name_problem(nm, nml);
-            if ((rc = fn(ctx, &t, &m)) < 0)
+            members++;
+            t.in_fn = 1;
+            rc = fn(ctx, &t, &m);
+            t.in_fn = 0;
+            if (rc < 0)
                 goto out;
             pax_path = NULL;
             has_pax_size = 0;
@@ -468,6 +507,8 @@ int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_f
         /* 'g' and 'K': nothing to keep. */
         pos = next;
     }
+    if (members == 0)
+        rc = damage(&t, GF_EEMPTY, 0, 0, why, why_len, "no members: an empty archive");
 out:
 #undef FAIL
     free(t.win);

@@ -11,6 +11,20 @@
 
 typedef struct gf__tar gf__tar; /* one scan in progress */
 
+/* Where and why a scan stopped on a malformed archive (gf__tar_scan's
+ * GF_EDATASET): the offset of the damage (the header block, or the byte a
+ * read failed at), a sample-error code saying what kind (GF_EEMPTY: zero
+ * bytes or no member at all; GF_ETRUNC: the file ends inside a header or
+ * a member; GF_EIO: a read failed; GF_ECORRUPT: a header is not a valid
+ * one), the reason without the "shard: offset N: " prefix, and whether the
+ * damaged thing was a member header the callback never saw. */
+typedef struct gf__tar_damage {
+    uint64_t offset;
+    int code;
+    int header_lost;
+    char reason[160];
+} gf__tar_damage;
+
 typedef struct gf__tar_member {
     const char *name;       /* NUL-terminated, leading "./" removed; only a key,
                                never a file-system path */
@@ -31,19 +45,22 @@ typedef int (*gf__tar_member_fn)(void *ctx, gf__tar *t, const gf__tar_member *m)
 
 /* Scans fd (a regular file of file_size bytes; shard names it in
  * messages). Stops at two zero blocks or at end of file on a block
- * boundary. A malformed archive (bad checksum, a non-octal size, a member
- * or header past the end of the file, a bad pax record, an oversized pax
- * header or long name) fails with GF_EDATASET and why = "shard: offset N:
- * reason". Archive-level oddities that do not stop the scan (a lone zero
+ * boundary. A malformed archive (zero bytes or no member, bad checksum, a
+ * non-octal size, a member or header past the end of the file, a bad pax
+ * record, an oversized pax header or long name, a failed read) fails with
+ * GF_EDATASET, why = "shard: offset N: reason" and, if dmg is not NULL,
+ * *dmg filled; the members fn saw before were all wholly before the
+ * damage. Archive-level oddities that do not stop the scan (a lone zero
  * block) add to *warnings and, if warning[0] is 0, are described there.
  * Returns 0, GF_EDATASET, GF_ENOMEM or what fn returned. */
 int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_fn fn,
                  void *ctx, uint64_t *warnings, char *warning, size_t warning_len,
-                 char *why, size_t why_len);
+                 gf__tar_damage *dmg, char *why, size_t why_len);
 
 /* From inside fn: copies n bytes at offset off of the file being scanned
  * (e.g. a small member's data) into dst. off + n must lie within the file.
- * Returns 0 or GF_EDATASET with why. */
+ * Returns 0 or GF_EDATASET with why (and the scan's damage record: fn
+ * returns the error, and the scan stops with it). */
 int gf__tar_read(gf__tar *t, uint64_t off, void *dst, size_t n, char *why, size_t why_len);
 
 #endif

@@ -132,9 +132,10 @@ set -e
 echo "$out" | grep -q "^BAD $sh/train-000001\.tar:class_0[0-2]_img_0000[0-5]\.jpg: " ||
     fail "verify names the damaged member: $out"
 echo "$out" | grep -q '^18 samples, 1 bad$' || fail "verify summary with a damaged member: $out"
-# A shard cut mid-member is a malformed archive: the index refuses it
-# (exit 2), naming the shard and the offset. (Off a 512-byte boundary: a
-# tar cut on one is a shorter valid archive.)
+# A shard cut mid-member is a malformed archive: verify lists it (exit 1),
+# naming the shard and the offset, and checks the rest; under
+# --on-shard-error fail the index refuses it (exit 2). (Off a 512-byte
+# boundary: a tar cut on one is a shorter valid archive.)
 size=$(wc -c <"$sh/train-000002.tar")
 dd if="$sh/train-000002.tar" of="$tmp/cut.tar" bs=1 count=$((size / 2 + 100)) 2>/dev/null
 mv "$tmp/cut.tar" "$sh/train-000002.tar"
@@ -142,7 +143,13 @@ set +e
 out=$("$g" verify --data "$src" 2>&1)
 rc=$?
 set -e
-[ $rc -eq 2 ] || fail "verify on a cut shard must exit 2, got $rc: $out"
+[ $rc -eq 1 ] || fail "verify on a cut shard must exit 1, got $rc: $out"
+echo "$out" | grep -q "^DAMAGED $sh/train-000002\.tar: offset [0-9]*: " || fail "verify names the cut shard: $out"
+set +e
+out=$("$g" verify --data "$src" --on-shard-error fail 2>&1)
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "verify --on-shard-error fail on a cut shard must exit 2, got $rc: $out"
 echo "$out" | grep -q 'train-000002\.tar: offset [0-9]*: ' || fail "verify names the cut shard: $out"
 
 # train: a tiny train/ + val/ set, one epoch, both loops, one JSON object.
@@ -368,5 +375,67 @@ for m in whole strict lenient; do
     [ $rc -eq 1 ] || fail "verify --strictness $m on the damaged set must exit 1, got $rc"
     python3 "$tests_dir/damaged_set.py" check "$ds" $m "$tmp/ds-$m.json" $dflags || fail "damaged set, $m"
 done
+
+# Damaged shards among good ones (issue 19): one cut mid-data, one cut
+# mid-header, one zero bytes, one with a bad header checksum, one a JPEG
+# renamed .tar. verify lists each once, with its offset and counts, checks
+# the good ones, sums them up and exits 1; bench warns once per shard.
+dm=$tmp/damaged-shards
+"$g" make-dataset "$dm" --classes 2 --per-class 8 --size 64x48 --shards 8 --seed 3 >/dev/null
+python3 - "$dm" "$ds-src/j/class_00/img_00000.jpg" <<'PY' || fail "could not damage the shards"
+import sys, tarfile
+d, jpg = sys.argv[1], sys.argv[2]
+def path(k): return "%s/train-%06d.tar" % (d, k)
+def header_at(k, n):  # offset of the n-th member's header
+    with tarfile.open(path(k)) as t:
+        return t.getmembers()[n].offset
+at = {k: header_at(k, 2) for k in (1, 2, 4)}  # before any file is rewritten
+raw = open(path(1), "rb").read()
+open(path(1), "wb").write(raw[:at[1] + 512 + 100])                # mid-data of member 2
+raw = open(path(2), "rb").read()
+open(path(2), "wb").write(raw[:at[2] + 200])                      # mid-header of member 2
+open(path(3), "wb").close()                                       # zero bytes
+raw = bytearray(open(path(4), "rb").read())
+raw[at[4] + 10] ^= 1                                              # checksum of member 2
+open(path(4), "wb").write(raw)
+open(path(5), "wb").write(open(jpg, "rb").read())                 # a JPEG
+PY
+dsrc="$dm/train-{000000..000007}.tar"
+set +e
+out=$("$g" verify --data "$dsrc" 2>&1)
+rc=$?
+json=$("$g" verify --data "$dsrc" --json)
+set -e
+[ $rc -eq 1 ] || fail "verify on damaged shards must exit 1, got $rc: $out"
+[ "$(echo "$out" | grep -c '^DAMAGED ')" -eq 5 ] || fail "verify lists 5 damaged shards: $out"
+echo "$out" | grep -q "^shards: 3 good, 5 damaged (4 members lost)$" || fail "shards summary: $out"
+echo "$out" | grep -q "^DAMAGED $dm/train-000003.tar: offset 0: zero bytes" || fail "zero-byte shard: $out"
+echo "$out" | grep -q "^DAMAGED $dm/train-000005.tar: offset 0: not a tar archive: the file starts like a JPEG image; 0 members kept, 1 lost$" ||
+    fail "JPEG shard: $out"
+python3 - "$json" "$dm" <<'PY' || fail "verify --json on damaged shards: $json"
+import json, sys
+j, d = json.loads(sys.argv[1]), sys.argv[2]
+got = {x["path"]: (x["error"], x["kept"], x["lost"]) for x in j["damaged_shards"]}
+want = {
+    d + "/train-000001.tar": ("GF_ETRUNC", 2, 1),
+    d + "/train-000002.tar": ("GF_ETRUNC", 2, 1),
+    d + "/train-000003.tar": ("GF_EEMPTY", 0, 0),
+    d + "/train-000004.tar": ("GF_ECORRUPT", 2, 1),
+    d + "/train-000005.tar": ("GF_ECORRUPT", 0, 1),
+}
+assert got == want, got
+assert len(j["damaged_shards"]) == 5 and j["shards"] == 8 and j["shards_damaged"] == 5
+assert j["shard_members_lost"] == 4 and j["bad"] == 0
+assert j["samples"] == 3 * 2 + 3, j["samples"]  # 2 whole shards of 2 + 1 per cut one
+PY
+err=$("$g" bench --input-only --data "$dsrc" --threads 1 --image-size 32 --batch-size 4 --json 2>&1 >/dev/null)
+[ "$(echo "$err" | grep -c '^gpufeed bench: warning: damaged shard ')" -eq 5 ] ||
+    fail "bench warns once per damaged shard: $err"
+set +e
+out=$("$g" bench --input-only --data "$dsrc" --threads 1 --image-size 32 --on-error fail 2>&1)
+rc=$?
+set -e
+[ $rc -eq 2 ] && echo "$out" | grep -q "train-000001.tar: offset [0-9]*: member size" ||
+    fail "bench --on-error fail names the first damaged shard: $rc $out"
 
 echo "cli: ok"

@@ -38,7 +38,8 @@ AT(gf_settings, strictness, 228);
 AT(gf_settings, on_sample_warning, 232);
 AT(gf_settings, extensions, 248);
 AT(gf_settings, read_budget_bytes, 256);
-AT(gf_settings, reserved, 264);
+AT(gf_settings, on_shard_error, 264);
+AT(gf_settings, reserved, 268);
 
 SIZE(gf_sample_error, 432);
 AT(gf_sample_error, code, 8);
@@ -65,7 +66,9 @@ AT(gf_stats, folder_skipped, 4160);
 AT(gf_stats, read_budget_bytes, 4224);
 AT(gf_stats, read_bytes_peak, 4232);
 AT(gf_stats, read_budget_waits, 4240);
-AT(gf_stats, reserved, 4248);
+AT(gf_stats, shards_damaged, 4248);
+AT(gf_stats, shard_members_lost, 4256);
+AT(gf_stats, reserved, 4264);
 
 SIZE(gf_state, 40);
 AT(gf_state, seed, 16);

@@ -498,6 +498,7 @@ int run_loader(const bench_opts *o, consumer *c, loop_result *r)
         gf_close(&l);
         return CLI_USAGE;
     }
+    cli_warn_damaged_shards(CMD, l, o->s.data);
     gf_get_stats(l, &r->st);
     planned = planned_batches(o, &r->st);
     if (c) {

@@ -4,6 +4,7 @@
  */
 #include "loader_options.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -21,6 +22,8 @@ const char *const cli_copy_stream_names[] = {"one", "slot", NULL};
 const char *const cli_strictness_names[] = {"strict", "lenient", "whole", NULL};
 /* In gf_extensions order. */
 const char *const cli_extensions_names[] = {"torchvision", "all", NULL};
+/* In gf_on_shard_error order. */
+const char *const cli_on_shard_error_names[] = {"follow", "fail", "skip", NULL};
 
 typedef struct lopt_def {
     const char *name;
@@ -58,6 +61,7 @@ static const lopt_def table[CLI_LOPT_COUNT] = {
     [CLI_LOPT_STRICTNESS] = {"strictness", "M", NULL, "strict|lenient|whole: a decoder warning (a damaged\nJPEG scan) fails the sample, or is counted and the\nsample used (lenient); whole: strict, and every\nJPEG read to its end (default strict)", set_choice, 0, 0, cli_strictness_names},
     [CLI_LOPT_RANK] = {"rank", "R", NULL, "read share R of --world (default: the launcher's\nRANK, OMPI_COMM_WORLD_RANK or SLURM_PROCID, else 0)", set_int, 0, (1L << 30) - 1, NULL},
     [CLI_LOPT_WORLD] = {"world", "W", NULL, "shares the data set is split into (default: the\nlauncher's WORLD_SIZE, OMPI_COMM_WORLD_SIZE or\nSLURM_NTASKS, else 1)", set_int, 1, 1L << 30, NULL},
+    [CLI_LOPT_ON_SHARD_ERROR] = {"on-shard-error", "P", NULL, "follow|fail|skip: a damaged tar shard fails the open,\nor its members before the damage are kept and it is\nreported (default follow: as --on-error)", set_choice, 0, 0, cli_on_shard_error_names},
     [CLI_LOPT_EXTENSIONS] = {"extensions", "X", NULL, "torchvision|all: the files an ImageFolder indexes:\ntorchvision's (.jpg .jpeg .png .ppm .bmp .pgm .tif\n.tiff .webp; the default), or also .gif .tga .psd\n.pnm .pbm", set_choice, 0, 0, cli_extensions_names},
 };
 
@@ -123,6 +127,7 @@ static int set_choice(const char *cmd, const lopt_def *d, const char *arg, cli_l
     case CLI_LOPT_TRANSFORM: a->s->transform = (gf_transform)v; break;
     case CLI_LOPT_STRICTNESS: a->s->strictness = (gf_strictness)v; break;
     case CLI_LOPT_EXTENSIONS: a->s->extensions = (gf_extensions)v; break;
+    case CLI_LOPT_ON_SHARD_ERROR: a->s->on_shard_error = (gf_on_shard_error)v; break;
     default: a->s->on_error = (gf_on_error)v; break;
     }
     return 0;
@@ -186,4 +191,28 @@ void cli_loader_help(FILE *f, unsigned which, unsigned sweep, int col,
             }
         }
     }
+}
+
+void cli_warn_damaged_shards(const char *cmd, gf_loader *l, const char *data)
+{
+    static char *warned[8]; /* data sets already warned about; main thread */
+    int k = 0;
+    for (; k < 8 && warned[k]; k++)
+        if (strcmp(warned[k], data) == 0)
+            return;
+    int n = gf_damaged_shards(l, NULL, 0);
+    if (n <= 0)
+        return;
+    if (k < 8)
+        warned[k] = strdup(data); /* NULL: warned again next time, no harm */
+    gf_sample_error *v = malloc((size_t)n * sizeof *v);
+    if (!v) {
+        fprintf(stderr, "gpufeed %s: warning: %d damaged shards taken in part\n", cmd, n);
+        return;
+    }
+    n = gf_damaged_shards(l, v, n);
+    for (int i = 0; i < n; i++)
+        fprintf(stderr, "gpufeed %s: warning: damaged shard %s: %s\n", cmd, v[i].path,
+                v[i].reason);
+    free(v);
 }

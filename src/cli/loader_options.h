@@ -38,6 +38,7 @@ typedef enum cli_lopt {
     CLI_LOPT_RANK,           /* the share read: settings.rank, world */
     CLI_LOPT_WORLD,
     CLI_LOPT_EXTENSIONS,     /* ImageFolder files: settings.extensions */
+    CLI_LOPT_ON_SHARD_ERROR, /* a damaged tar shard: settings.on_shard_error */
     CLI_LOPT_COUNT
 } cli_lopt;
 #define CLI_LOPT(name) (1u << CLI_LOPT_##name)
@@ -78,6 +79,13 @@ void cli_loader_help(FILE *f, unsigned which, unsigned sweep, int col,
 extern const char *const cli_io_names[], *const cli_decoder_names[],
     *const cli_transform_names[], *const cli_on_error_names[], *const cli_device_names[],
     *const cli_dtype_names[], *const cli_layout_names[], *const cli_copy_stream_names[],
-    *const cli_strictness_names[], *const cli_extensions_names[];
+    *const cli_strictness_names[], *const cli_extensions_names[],
+    *const cli_on_shard_error_names[];
+
+/* After a gf_open that succeeded: one "warning: damaged shard PATH: offset
+ * N: reason; K members kept, L lost" line on stderr per shard the loader
+ * took in part (gf_damaged_shards), the first time this process opens
+ * `data` (bench and train open one data set many times). */
+void cli_warn_damaged_shards(const char *cmd, gf_loader *l, const char *data);
 
 #endif /* GF_CLI_LOADER_OPTIONS_H */

@@ -11,6 +11,13 @@
  * or label) is not a sample, so it does not change the exit status, but it
  * is reported from the loader's stats.
  *
+ * Damaged shards (cut short, zero bytes, not a tar, a bad header): verify
+ * takes each in part (on_shard_error skip unless --on-shard-error says
+ * otherwise), so one run lists every damaged shard ("DAMAGED shard.tar:
+ * offset N: reason; K members kept, L lost", from gf_damaged_shards) with
+ * every bad member of the rest, and sums them up: "shards: 998 good, 2
+ * damaged (17 members lost)". A damaged shard makes the exit status 1.
+ *
  * Strictness: GF_STRICT_WHOLE unless --strictness says otherwise, so a
  * libjpeg warning anywhere in a file (not only in the rows a crop needs)
  * makes the file bad; entries that are not regular files are bad in every
@@ -23,7 +30,7 @@
  * check one share inside every sbatch or mpirun job and call the data set
  * clean. The summary names a share when one was checked.
  *
- * Exit: 0 every sample decoded, 1 some were bad (also all of them: the
+ * Exit: 0 every sample decoded, 1 some were bad or a shard damaged (also all of them: the
  * loader's "epoch delivered no batch" is then the end of the list, not an
  * error), 2 usage or open error.
  */
@@ -43,7 +50,7 @@
 /* The shared loader options verify takes (loader_options.h). */
 #define VERIFY_LOPTS                                                                       \
     (CLI_LOPT(THREADS) | CLI_LOPT(STRICTNESS) | CLI_LOPT(EXTENSIONS) | CLI_LOPT(RANK) |      \
-     CLI_LOPT(WORLD))
+     CLI_LOPT(WORLD) | CLI_LOPT(ON_SHARD_ERROR))
 /* Where verify's default is not the table's. */
 static const char *const lopt_help[CLI_LOPT_COUNT] = {
     [CLI_LOPT_STRICTNESS] = "whole|strict|lenient (default whole: a decoder\n"
@@ -54,6 +61,9 @@ static const char *const lopt_help[CLI_LOPT_COUNT] = {
                       "data set, whatever a launcher's RANK, SLURM_PROCID\n"
                       "or OMPI_COMM_WORLD_RANK say)",
     [CLI_LOPT_WORLD] = "shares for --rank (default 1: everything)",
+    [CLI_LOPT_ON_SHARD_ERROR] = "skip|fail|follow: a damaged tar shard is listed and\n"
+                                "its members before the damage checked (skip, the\n"
+                                "default), or stops verify (fail: exit 2)",
 };
 
 typedef struct bad_sample {
@@ -75,6 +85,8 @@ static void on_bad(void *user, int64_t sample, const char *path, int code,
                    const char *reason)
 {
     bad_list *bl = user;
+    if (sample < 0)
+        return; /* a damaged shard: gf_damaged_shards() lists them all */
     pthread_mutex_lock(&bl->mu);
     bl->count++;
     if (bl->n == bl->cap) {
@@ -128,8 +140,12 @@ static void usage(FILE *f)
             "The whole data set unless --rank and --world pick a share (a launcher's\n"
             "environment does not). Members and keys of shards that indexing skipped\n"
             "(links, a key without .cls, ...) are reported on a 'skipped while\n"
-            "indexing' line but are not samples.\n"
-            "Exit status: 0 none bad, 1 some bad, 2 usage or open error.\n"
+            "indexing' line but are not samples. A damaged shard is listed as\n"
+            "'DAMAGED shard.tar: offset N: reason; K members kept, L lost' and its\n"
+            "members before the damage are checked; a 'shards: G good, D damaged\n"
+            "(L members lost)' line sums them up.\n"
+            "Exit status: 0 none bad, 1 some bad or a shard damaged, 2 usage or\n"
+            "open error.\n"
             "\n"
             "options:\n"
             "  --data DIR            data set (required; quote brace patterns)\n");
@@ -142,7 +158,10 @@ static void usage(FILE *f)
             "                         \"skipped_extensions\": {\".gif\": N, ..., \"other\"},\n"
             "                         \"folder_dirs_again\",\n"
             "                         \"strictness\", \"decode_warnings\", \"rank\", \"world\",\n"
-            "                         \"warned_samples\": [{\"path\", \"reason\"}]}\n"
+            "                         \"warned_samples\": [{\"path\", \"reason\"}],\n"
+            "                         \"shards\", \"shards_damaged\", \"shard_members_lost\",\n"
+            "                         \"damaged_shards\": [{\"path\", \"offset\", \"reason\",\n"
+            "                         \"error\", \"kept\", \"lost\"}]}\n"
             "  -h, --help            this text\n");
 }
 
@@ -221,6 +240,47 @@ static void text_skipped(const gf_stats *st)
                (unsigned long long)st->folder_dirs_again);
 }
 
+/* The damaged shards (gf_damaged_shards), all of them; NULL and 0 if none
+ * (or no memory: the count in the stats stays right). */
+static gf_sample_error *damaged_shards(gf_loader *l, int *n)
+{
+    *n = gf_damaged_shards(l, NULL, 0);
+    gf_sample_error *v = *n > 0 ? malloc((size_t)*n * sizeof *v) : NULL;
+    *n = v ? gf_damaged_shards(l, v, *n) : 0;
+    return v;
+}
+
+/* The numbers in a damaged shard's reason, "offset N: ...; K members
+ * kept, L lost" (gpufeed.h). */
+static void damage_numbers(const char *reason, unsigned long long *off, unsigned long long *kept,
+                           unsigned long long *lost)
+{
+    *off = *kept = *lost = 0;
+    sscanf(reason, "offset %llu:", off);
+    const char *t = strrchr(reason, ';');
+    if (t)
+        sscanf(t, "; %llu members kept, %llu lost", kept, lost);
+}
+
+static void json_damaged(cli_json *j, const gf_sample_error *v, int n)
+{
+    cli_json_key(j, "damaged_shards");
+    cli_json_array(j);
+    for (int i = 0; i < n; i++) {
+        unsigned long long off, kept, lost;
+        damage_numbers(v[i].reason, &off, &kept, &lost);
+        cli_json_object(j);
+        cli_json_kstr(j, "path", v[i].path);
+        cli_json_kuint(j, "offset", off);
+        cli_json_kstr(j, "reason", v[i].reason);
+        cli_json_kstr(j, "error", gf_err_name(v[i].code));
+        cli_json_kuint(j, "kept", kept);
+        cli_json_kuint(j, "lost", lost);
+        cli_json_object_end(j);
+    }
+    cli_json_array_end(j);
+}
+
 static void free_list(bad_list *bl)
 {
     for (size_t i = 0; i < bl->n; i++) {
@@ -247,11 +307,14 @@ int cmd_verify(int argc, char **argv)
     gf_loader *l = NULL;
     gf_stats st;
     bad_list bl = {.n = 0}, wl = {.n = 0}; /* bad; warned (lenient) */
+    gf_sample_error *dmg = NULL;
+    int n_dmg = 0;
     char *root = NULL;
 
     /* The table's options land in s; verify's own choices follow. */
     gf_default_settings(&s);
     s.strictness = GF_STRICT_WHOLE; /* the table's default is the loader's */
+    s.on_shard_error = GF_SHARD_SKIP; /* every damaged shard in one run */
     cli_loader_args la = {.s = &s};
     optind = 1;
     opterr = 0;
@@ -311,6 +374,7 @@ int cmd_verify(int argc, char **argv)
         status = CLI_USAGE;
         goto out;
     }
+    dmg = damaged_shards(l, &n_dmg);
     for (;;) {
         gf_batch *b;
         rc = gf_next(l, &b);
@@ -380,9 +444,15 @@ int cmd_verify(int argc, char **argv)
         cli_json_kstr(&j, "strictness", cli_strictness_names[s.strictness]);
         cli_json_kuint(&j, "decode_warnings", st.decode_warnings);
         json_list(&j, "warned_samples", &wl, root ? root : "");
+        cli_json_kuint(&j, "shards", st.shards);
+        cli_json_kuint(&j, "shards_damaged", st.shards_damaged);
+        cli_json_kuint(&j, "shard_members_lost", st.shard_members_lost);
+        json_damaged(&j, dmg, n_dmg);
         cli_json_object_end(&j);
         cli_json_end(&j);
     } else {
+        for (int i = 0; i < n_dmg; i++) /* the shard path as given: not under root */
+            printf("DAMAGED %s: %s\n", dmg[i].path, dmg[i].reason);
         text_list("BAD", &bl, root ? root : "");
         text_list("WARN", &wl, root ? root : "");
         if (st.shard_members_skipped || st.shard_keys_skipped || st.dataset_warnings)
@@ -394,6 +464,11 @@ int cmd_verify(int argc, char **argv)
         if (st.decode_warnings)
             printf("%llu decoded with warnings (strictness %s: not bad)\n",
                    (unsigned long long)st.decode_warnings, cli_strictness_names[s.strictness]);
+        if (st.shards)
+            printf("shards: %llu good, %llu damaged (%llu members lost)\n",
+                   (unsigned long long)(st.shards - st.shards_damaged),
+                   (unsigned long long)st.shards_damaged,
+                   (unsigned long long)st.shard_members_lost);
         printf("%llu samples, %llu bad", (unsigned long long)n_samples,
                (unsigned long long)n_bad);
         if (st.world > 1)
@@ -404,8 +479,9 @@ int cmd_verify(int argc, char **argv)
         cli_error(CMD, "%llu bad samples were counted but only %zu could be listed",
                   (unsigned long long)n_bad, bl.n);
     }
-    status = n_bad ? CLI_FAIL : CLI_OK;
+    status = n_bad || st.shards_damaged ? CLI_FAIL : CLI_OK;
 out:
+    free(dmg);
     gf_close(&l);
     free_list(&bl);
     free_list(&wl);

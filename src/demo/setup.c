@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "loader_options.h"
 #include "compute.h"
 #include "samples.h"
 #include "train.h"
@@ -157,6 +158,7 @@ int train_open_loader(const gf_settings *s, gf_loader **l)
         gf_close(l);
         return CLI_USAGE;
     }
+    cli_warn_damaged_shards(CMD, *l, s->data);
     return CLI_OK;
 }
 

@@ -77,7 +77,7 @@ static const char *const allreduce_names[] = {"auto", "mpi", "nccl", NULL};
  * (src/cli/loader_options.h); its other options are its own. */
 #define TRAIN_LOPTS                                                                        \
     (CLI_LOPT(THREADS) | CLI_LOPT(PREFETCH_DEPTH) | CLI_LOPT(BATCH_SIZE) | CLI_LOPT(DEVICE) | \
-     CLI_LOPT(SEED) | CLI_LOPT(AUTOTUNE) | CLI_LOPT(STRICTNESS))
+     CLI_LOPT(SEED) | CLI_LOPT(AUTOTUNE) | CLI_LOPT(STRICTNESS) | CLI_LOPT(ON_SHARD_ERROR))
 /* Where train's default or meaning is not the table's. */
 static const char *const lopt_help[CLI_LOPT_COUNT] = {
     [CLI_LOPT_BATCH_SIZE] = "samples per batch (default 32)",

@@ -1,7 +1,10 @@
-/* A tar shard of any bytes, two ways: the raw scan (every member it
- * reports lies inside the file and can be read back), and the data set
- * index over it (every sample's bytes lie inside the file, labels are in
- * range, an error names the shard and says why). */
+/* A tar shard of any bytes, three ways: the raw scan (every member it
+ * reports lies inside the file and can be read back; a damage record lies
+ * inside it too and says why), and the data set index over it, with
+ * damage failing the open or taken in part (every sample's bytes lie
+ * inside the file, labels are in range, an error names the shard and says
+ * why; in part: the damaged shard is recorded once, with what the scan
+ * saw, and a shard that opens whole opens the same both ways). */
 #include "fuzz.h"
 #include "dataset.h"
 #include "reader.h"
@@ -47,6 +50,8 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
     return 0;
 }
 
+static void check_index(const gf__dataset *ds, size_t size);
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *path = fuzz_file("shard.tar", data, size);
@@ -56,20 +61,56 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     FUZZ_CHECK(fd >= 0);
     scan s = {.file_size = size};
+    gf__tar_damage dmg;
     int rc = gf__tar_scan(fd, size, "shard.tar", on_member, &s, &warnings, warning,
-                          sizeof warning, why, sizeof why);
+                          sizeof warning, &dmg, why, sizeof why);
     close(fd);
     FUZZ_CHECK(rc == 0 || rc == GF_EDATASET);
-    if (rc)
+    if (rc) {
         FUZZ_CHECK(strncmp(why, "shard.tar: ", 11) == 0);
+        FUZZ_CHECK(dmg.offset <= size && dmg.reason[0] && strstr(why, dmg.reason));
+        FUZZ_CHECK(dmg.code == GF_EEMPTY || dmg.code == GF_ETRUNC || dmg.code == GF_EIO ||
+                   dmg.code == GF_ECORRUPT);
+    }
 
     gf__dataset ds;
     why[0] = '\0';
-    rc = gf__dataset_open(&ds, path, why, sizeof why);
+    int whole = gf__dataset_open(&ds, path, why, sizeof why);
+    if (whole < 0)
+        FUZZ_CHECK(whole == GF_EDATASET && strstr(why, "shard.tar") != NULL);
+    else
+        check_index(&ds, size);
+    uint64_t n_whole = whole < 0 ? 0 : ds.n;
+    gf__dataset_close(&ds);
+
+    gf__dataset_opts o;
+    gf__dataset_default_opts(&o);
+    o.shard_skip = 1;
+    rc = gf__dataset_open_with(&ds, path, &o, why, sizeof why);
     if (rc < 0) {
         FUZZ_CHECK(rc == GF_EDATASET && strstr(why, "shard.tar") != NULL);
         return 0;
     }
+    check_index(&ds, size);
+    if (whole == 0)
+        FUZZ_CHECK(ds.n == n_whole && ds.n_damage == 0);
+    else
+        FUZZ_CHECK(ds.n_damage == 1);
+    if (ds.n_damage) {
+        const gf__shard_damage *d = &ds.damage[0];
+        FUZZ_CHECK(d->shard == 0 && d->offset <= size && d->kept <= s.members);
+        FUZZ_CHECK(ds.n * 2 <= d->kept && d->lost <= s.members - d->kept + 1);
+        gf_sample_error e;
+        FUZZ_CHECK(gf__dataset_damage(&ds, &e, 1) == 1 && e.sample == -1);
+        FUZZ_CHECK(strstr(e.path, "shard.tar") && strstr(e.reason, " lost"));
+    }
+    gf__dataset_close(&ds);
+    return 0;
+}
+
+static void check_index(const gf__dataset *dsp, size_t size)
+{
+    const gf__dataset ds = *dsp;
     FUZZ_CHECK(ds.n > 0 && ds.n_classes > 0 && ds.n_shards == 1);
     for (uint64_t i = 0; i < ds.n; i++) {
         FUZZ_CHECK(ds.labels[i] >= 0 && ds.labels[i] < ds.n_classes);
@@ -83,8 +124,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(r == 0 ? b.len == len : len == 0 && r == GF_EEMPTY);
         gf__buf_free(&b);
     }
-    gf__dataset_close(&ds);
-    return 0;
 }
 
 void fuzz_seeds(fuzz_emit emit)
@@ -103,6 +142,12 @@ void fuzz_seeds(fuzz_emit emit)
     tu_tar_file(&w, "k3.cls", "1", 1);
     tu_tar_end(&w);
     emit("shard", w.p, w.len);
+    /* Damaged: cut inside the second member's data, inside a header, and
+     * an image where a tar should be. */
+    emit("shard-cut-data", w.p, 512 * 3 + 100);
+    emit("shard-cut-header", w.p, 512 * 4 + 200);
+    uint8_t jpeg[600] = {0xff, 0xd8, 0xff, 0xe0};
+    emit("shard-jpeg", jpeg, sizeof jpeg);
 
     /* pax path record, a GNU long name and a ustar prefix. */
     tu_tar p = {0};
