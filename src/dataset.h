@@ -61,7 +61,10 @@ typedef struct gf__dataset_opts {
     uint64_t max_entries; /* ImageFolder: directory entries in the walk */
     int shard_skip;       /* tar shards: 0 a damaged shard fails the open;
                              1 its members before the damage are kept and
-                             it is recorded in ds->damage */
+                             it is recorded in ds->damage; 2 as 1, and a
+                             set whose every shard is damaged opens empty
+                             (n = 0, why says so) for the caller to report
+                             the damage before it fails */
 } gf__dataset_opts;
 
 /* GF_EXT_TORCHVISION, GF_FOLDER_MAX_DEPTH, GF_FOLDER_MAX_ENTRIES, shard_skip 0. */

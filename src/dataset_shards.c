@@ -463,7 +463,8 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged, 
         gf__dataset_damage(ds, &e, 1);
         gf__why(why, why_len, "%s: no samples in %u shard(s) (%zu damaged; first: %s: %s)", src,
                 ds->n_shards, ds->n_damage, e.path, e.reason);
-        rc = GF_EDATASET;
+        if (skip_damaged != 2)
+            rc = GF_EDATASET;
     } else if (rc == 0 && b.n == 0) {
         gf__why(why, why_len, "%s: no samples in %u shard(s) (%llu keys, %llu members skipped%s%s)",
                 src, ds->n_shards, (unsigned long long)ds->skipped_keys,

@@ -261,11 +261,13 @@ int gf_open(gf_loader **out, const gf_settings *s)
     gf__dataset_opts dopts;
     gf__dataset_default_opts(&dopts);
     dopts.extensions = s->extensions;
-    dopts.shard_skip = gf__shard_skip_of(s);
+    dopts.shard_skip = gf__shard_skip_of(s) ? 2 : 0;
     rc = gf__dataset_open_with(&l->ds, l->data_path, &dopts, why, sizeof why);
     if (rc < 0)
         return gf__fail(l, rc, "%s", why);
     report_damaged_shards(l);
+    if (l->ds.n == 0) /* every shard damaged: reported, then refused */
+        return gf__fail(l, GF_EDATASET, "%s", why);
     rc = gf__sampler_init(&l->sampler, l->ds.n, s->seed, s->shuffle, (uint32_t)l->s.rank,
                           (uint32_t)l->s.world, s->drop_last);
     if (rc < 0)

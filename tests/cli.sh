@@ -438,4 +438,25 @@ set -e
 [ $rc -eq 2 ] && echo "$out" | grep -q "train-000001.tar: offset [0-9]*: member size" ||
     fail "bench --on-error fail names the first damaged shard: $rc $out"
 
+# Every shard damaged (none keeps a sample): verify still lists each one
+# and exits 1, in text and JSON; the loader itself refuses the set.
+ad=$tmp/all-damaged
+mkdir "$ad"
+printf 'x' >"$ad/a.tar"
+: >"$ad/b.tar"
+head -c 700 "$d/class_00/img_00000.jpg" >"$ad/c.tar"
+set +e
+out=$("$g" verify --data "$ad/a.tar,$ad/b.tar,$ad/c.tar" 2>&1)
+rc=$?
+json=$("$g" verify --data "$ad/a.tar,$ad/b.tar,$ad/c.tar" --json 2>/dev/null)
+jrc=$?
+set -e
+[ $rc -eq 1 ] && [ $jrc -eq 1 ] || fail "verify on all-damaged shards must exit 1, got $rc/$jrc: $out"
+[ "$(echo "$out" | grep -c '^DAMAGED ')" -eq 3 ] || fail "verify lists each damaged shard: $out"
+echo "$out" | grep -q 'c.tar: offset 0: not a tar archive: the file starts like a JPEG image' ||
+    fail "verify names the JPEG posing as a shard: $out"
+echo "$out" | grep -q '^shards: 3 damaged (2 members lost), none with a sample$' || fail "all-damaged summary: $out"
+echo "$json" | python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["shards_damaged"] == 3 and len(d["damaged_shards"]) == 3, d' ||
+    fail "verify --json on all-damaged shards: $json"
+
 echo "cli: ok"

@@ -380,8 +380,16 @@ START_TEST(every_shard_damaged_is_no_samples_naming_the_first)
     gf_settings s;
     tu_cpu_settings(&s);
     s.data = only;
+    seen cb = {.n = 0};
+    s.on_sample_error = on_error;
+    s.on_sample_error_user = &cb;
     gf_loader *l = NULL;
     ck_assert_int_eq(gf_open(&l, &s), GF_EDATASET);
+    /* each damaged shard reported before the open fails (verify lists them) */
+    ck_assert_int_eq(cb.n, 2);
+    ck_assert_int_eq(cb.e[0].sample, -1);
+    ck_assert_msg(strstr(cb.e[0].path, "s3.tar") && strstr(cb.e[1].path, "s5.tar"), "%s, %s",
+                  cb.e[0].path, cb.e[1].path);
     const char *m = gf_last_error(l);
     ck_assert_msg(strstr(m, "no samples in 2 shard(s) (2 damaged; first: ") &&
                       strstr(m, "s3.tar: offset 0: zero bytes"),

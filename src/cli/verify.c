@@ -85,8 +85,6 @@ static void on_bad(void *user, int64_t sample, const char *path, int code,
                    const char *reason)
 {
     bad_list *bl = user;
-    if (sample < 0)
-        return; /* a damaged shard: gf_damaged_shards() lists them all */
     pthread_mutex_lock(&bl->mu);
     bl->count++;
     if (bl->n == bl->cap) {
@@ -115,6 +113,20 @@ static void on_bad(void *user, int64_t sample, const char *path, int code,
     }
 out:
     pthread_mutex_unlock(&bl->mu);
+}
+
+/* settings.on_sample_error: a bad sample, or (sample -1, from gf_open) a
+ * damaged shard. gf_damaged_shards() lists those once the loader is open;
+ * the list here is for an open that fails because no shard kept a sample. */
+typedef struct error_lists {
+    bad_list bad, damaged;
+} error_lists;
+
+static void on_error(void *user, int64_t sample, const char *path, int code,
+                     const char *reason)
+{
+    error_lists *e = user;
+    on_bad(sample < 0 ? &e->damaged : &e->bad, sample, path, code, reason);
 }
 
 /* gf_next's GF_EDATASET for an epoch that delivered no batch because
@@ -291,6 +303,43 @@ static void free_list(bad_list *bl)
     pthread_mutex_destroy(&bl->mu);
 }
 
+/* An open that failed because every shard was damaged (or kept no
+ * sample): each damaged shard, as when some are good, and exit 1. */
+static int all_damaged(int json, const bad_list *dl, const char *msg)
+{
+    unsigned long long lost = 0;
+    gf_sample_error *v = calloc(dl->n, sizeof *v);
+    int n = v ? (int)dl->n : 0;
+    for (int i = 0; i < n; i++) {
+        unsigned long long off, kept, l;
+        damage_numbers(dl->v[i].reason, &off, &kept, &l);
+        lost += l;
+        v[i] = (gf_sample_error){.sample = -1, .code = dl->v[i].code};
+        snprintf(v[i].path, sizeof v[i].path, "%s", dl->v[i].path);
+        snprintf(v[i].reason, sizeof v[i].reason, "%s", dl->v[i].reason);
+    }
+    if (json) {
+        cli_json j;
+        cli_json_init(&j, stdout);
+        cli_json_object(&j);
+        cli_json_kuint(&j, "samples", 0);
+        cli_json_kuint(&j, "bad", 0);
+        cli_json_kuint(&j, "shards_damaged", (uint64_t)n);
+        cli_json_kuint(&j, "shard_members_lost", lost);
+        json_damaged(&j, v, n);
+        cli_json_kstr(&j, "error", msg);
+        cli_json_object_end(&j);
+        cli_json_end(&j);
+    } else {
+        for (int i = 0; i < n; i++)
+            printf("DAMAGED %s: %s\n", v[i].path, v[i].reason);
+        printf("shards: %d damaged (%llu members lost), none with a sample\n0 samples, 0 bad\n",
+               n, lost);
+    }
+    free(v);
+    return CLI_FAIL;
+}
+
 int cmd_verify(int argc, char **argv)
 {
     struct option longopts[4 + CLI_LOPT_COUNT] = {
@@ -306,7 +355,8 @@ int cmd_verify(int argc, char **argv)
     gf_settings s;
     gf_loader *l = NULL;
     gf_stats st;
-    bad_list bl = {.n = 0}, wl = {.n = 0}; /* bad; warned (lenient) */
+    error_lists el = {.bad = {.n = 0}, .damaged = {.n = 0}};
+    bad_list wl = {.n = 0}; /* warned (lenient) */
     gf_sample_error *dmg = NULL;
     int n_dmg = 0;
     char *root = NULL;
@@ -357,14 +407,20 @@ int cmd_verify(int argc, char **argv)
     s.on_error = GF_ON_ERROR_SKIP;
     s.height = s.width = 32; /* decoding is the check; keep the resize cheap */
     s.batch_size = 64;
-    s.on_sample_error = on_bad;
-    s.on_sample_error_user = &bl;
+    s.on_sample_error = on_error;
+    s.on_sample_error_user = &el;
     s.on_sample_warning = on_bad;
     s.on_sample_warning_user = &wl;
-    pthread_mutex_init(&bl.mu, NULL);
+    pthread_mutex_init(&el.bad.mu, NULL);
+    pthread_mutex_init(&el.damaged.mu, NULL);
     pthread_mutex_init(&wl.mu, NULL);
 
     rc = gf_open(&l, &s);
+    if (rc == GF_EDATASET && el.damaged.n > 0) {
+        /* No shard kept a sample: the damage is the finding. */
+        status = all_damaged(json, &el.damaged, gf_last_error(l));
+        goto out;
+    }
     if (rc < 0) {
         const char *msg = l ? gf_last_error(l) : "";
         if (*msg)
@@ -420,7 +476,7 @@ int cmd_verify(int argc, char **argv)
     }
 
     uint64_t n_samples = st.epoch_samples ? st.epoch_samples : st.dataset_samples;
-    uint64_t n_bad = bl.count > st.errors ? bl.count : st.errors;
+    uint64_t n_bad = el.bad.count > st.errors ? el.bad.count : st.errors;
     if (json) {
         cli_json j;
         cli_json_init(&j, stdout);
@@ -429,7 +485,7 @@ int cmd_verify(int argc, char **argv)
         cli_json_kuint(&j, "bad", n_bad);
         cli_json_kint(&j, "rank", st.rank);
         cli_json_kint(&j, "world", st.world);
-        json_list(&j, "bad_samples", &bl, root ? root : "");
+        json_list(&j, "bad_samples", &el.bad, root ? root : "");
         cli_json_kuint(&j, "skipped_members", st.shard_members_skipped);
         cli_json_kuint(&j, "skipped_keys", st.shard_keys_skipped);
         cli_json_kuint(&j, "dataset_warnings", st.dataset_warnings);
@@ -453,7 +509,7 @@ int cmd_verify(int argc, char **argv)
     } else {
         for (int i = 0; i < n_dmg; i++) /* the shard path as given: not under root */
             printf("DAMAGED %s: %s\n", dmg[i].path, dmg[i].reason);
-        text_list("BAD", &bl, root ? root : "");
+        text_list("BAD", &el.bad, root ? root : "");
         text_list("WARN", &wl, root ? root : "");
         if (st.shard_members_skipped || st.shard_keys_skipped || st.dataset_warnings)
             printf("skipped while indexing: %llu members, %llu keys (%llu warnings; first: %s)\n",
@@ -475,15 +531,16 @@ int cmd_verify(int argc, char **argv)
             printf(" (rank %d of %d: its share only)", st.rank, st.world);
         putchar('\n');
     }
-    if (bl.oom || bl.n != n_bad) {
+    if (el.bad.oom || el.bad.n != n_bad) {
         cli_error(CMD, "%llu bad samples were counted but only %zu could be listed",
-                  (unsigned long long)n_bad, bl.n);
+                  (unsigned long long)n_bad, el.bad.n);
     }
     status = n_bad || st.shards_damaged ? CLI_FAIL : CLI_OK;
 out:
     free(dmg);
     gf_close(&l);
-    free_list(&bl);
+    free_list(&el.bad);
+    free_list(&el.damaged);
     free_list(&wl);
     free(root);
     return status;
