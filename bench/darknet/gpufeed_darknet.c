@@ -307,6 +307,15 @@ static void parse(int argc, char **argv, options *o)
         dn_die("--images, --darknet-threads must be > 0; the other counts >= 0");
 }
 
+/* The loop's time not spent at compute-alone speed: waiting for a batch,
+ * or training slowed by loader threads on the same cores (on 2 cores
+ * darknet's 32 loader threads mostly cost the latter, so its join waits
+ * stay short). 0 without --alone. */
+static double input_share(const result *x, double compute_ips)
+{
+    return compute_ips > 0 ? 1 - x->images / x->seconds / compute_ips : 0;
+}
+
 static void print_json(const options *o, network *shape, double compute_ips, const result *r)
 {
     printf("{\"cfg\":\"%s\",\"size\":%d,\"batch\":%d,\"images\":%d,\"seed\":%llu,"
@@ -320,10 +329,11 @@ static void print_json(const options *o, network *shape, double compute_ips, con
         const result *x = &r[k];
         printf("%s{\"loader\":\"%s\",\"images\":%llu,\"seconds\":%.3f,\"images_per_s\":%.1f,"
                "\"wait_s\":%.3f,\"wait_frac\":%.4f,\"cpu_s\":%.3f,\"cpu_per_wall\":%.3f,"
-               "\"loader_alone_ips\":%.1f,\"top1\":%.4f,\"loss\":[",
+               "\"loader_alone_ips\":%.1f,\"input_share\":%.4f,\"top1\":%.4f,\"loss\":[",
                sep, loader_name[k], (unsigned long long)x->images, x->seconds,
                x->images / x->seconds, x->wait_s, x->wait_s / x->seconds, x->cpu_s,
-               x->cpu_s / x->seconds, x->loader_alone_ips, x->top1);
+               x->cpu_s / x->seconds, x->loader_alone_ips, input_share(x, compute_ips),
+               x->top1);
         for (int i = 0; i < x->n_loss; i++)
             printf("%s%.5f", i ? "," : "", x->loss[i]);
         printf("]}");
@@ -376,13 +386,16 @@ int main(int argc, char **argv)
         if (!o.loaders[k])
             continue;
         const result *x = &r[k];
+        char alone[96] = "";
+        if (o.alone)
+            snprintf(alone, sizeof alone, "  loader alone %.0f images/s  input share %.0f%%",
+                     x->loader_alone_ips, 100 * input_share(x, compute_ips));
         if (!o.json)
             printf("%-8s %llu images  %.1f images/s  waited %.2f s (%.1f%%)  cpu %.2f s "
-                   "(%.2f cores)%s%.0f  top-1 %.3f on %d held-out\n",
+                   "(%.2f cores)%s  top-1 %.3f on %d held-out\n",
                    loader_name[k], (unsigned long long)x->images, x->images / x->seconds,
                    x->wait_s, 100 * x->wait_s / x->seconds, x->cpu_s, x->cpu_s / x->seconds,
-                   o.alone ? "  loader alone images/s " : "", o.alone ? x->loader_alone_ips : 0,
-                   x->top1, ds.val.n);
+                   alone, x->top1, ds.val.n);
         if (o.check && !(x->n_loss >= 2 && x->loss[x->n_loss - 1] < x->loss[0])) {
             fprintf(stderr, "check: %s's loss did not fall\n", loader_name[k]);
             ok = 0;
