@@ -6,7 +6,7 @@
 set -eu
 g=$1
 dn=$2
-[ -x "$dn" ] || { echo "gpufeed-darknet not built (no darknet package)"; exit 77; }
+[ -n "$dn" ] && [ -x "$dn" ] || { echo "gpufeed-darknet not built (no darknet package)"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }

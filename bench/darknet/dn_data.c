@@ -136,6 +136,22 @@ void dn_make_lists(dn_sets *ds, const char *train_dir, const char *val_dir, cons
     check_labels(&ds->val, ds->labels, ds->classes);
 }
 
+static void free_split(dn_split *sp)
+{
+    for (int i = 0; i < sp->n; i++)
+        free(sp->paths[i]);
+    free(sp->paths);
+    free(sp->labels);
+}
+
+void dn_free_sets(dn_sets *ds)
+{
+    free_ptrs((void **)ds->labels, ds->classes);
+    free_ptrs((void **)ds->dn_paths, ds->train.n);
+    free_split(&ds->train);
+    free_split(&ds->val);
+}
+
 void dn_write_cfg(const char *in, const char *out, const dn_override *ov, int n)
 {
     FILE *src = fopen(in, "r");
@@ -188,6 +204,44 @@ float *dn_load_val(const dn_split *val, int w, int h)
         free_image(r);
         free_image(im);
     }
+    return x;
+}
+
+/* The same images through gpufeed's eval transform (shorter side to the
+ * net's width, centre crop: crop_fraction 1), its resampler's filter
+ * instead of darknet's bilinear: a second path, to see which way each
+ * network leans. */
+float *dn_load_val_gpufeed(const char *dir, const dn_split *val, int w, int h)
+{
+    size_t px = (size_t)w * h * 3;
+    float *x = malloc(px * (size_t)val->n * sizeof *x);
+    gf_settings s;
+    gf_default_settings(&s);
+    s.data = dir;
+    s.height = h;
+    s.width = w;
+    s.transform = GF_TRANSFORM_EVAL;
+    s.crop_fraction = 1;
+    s.shuffle = 0;
+    s.device = GF_DEVICE_CPU;
+    s.dtype = GF_DTYPE_FLOAT32;
+    s.layout = GF_LAYOUT_NCHW;
+    for (int c = 0; c < 3; c++)
+        s.std[c] = 255;
+    gf_loader *l;
+    if (!x || gf_open(&l, &s) < 0)
+        dn_die("%s: %s", dir, x ? gf_last_error(l) : "out of memory");
+    gf_batch *b;
+    int rc, seen = 0;
+    while ((rc = gf_next(l, &b)) == 0) {
+        for (int i = 0; i < b->count; i++)
+            memcpy(x + px * (size_t)b->indices[i], (float *)b->data + px * i, px * sizeof *x);
+        seen += b->count;
+        gf_release(l, b);
+    }
+    if (rc != GF_EOF || seen != val->n)
+        dn_die("%s: %d of %d held-out images: %s", dir, seen, val->n, gf_last_error(l));
+    gf_close(&l);
     return x;
 }
 

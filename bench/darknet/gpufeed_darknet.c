@@ -47,7 +47,7 @@ typedef struct feed {
 #define MAX_INTERVALS 1000
 
 typedef struct result {
-    double seconds, wait_s, cpu_s, loader_alone_ips, top1;
+    double seconds, wait_s, cpu_s, loader_alone_ips, top1, top1_gf;
     uint64_t images;
     int n_loss;
     double loss[MAX_INTERVALS];
@@ -203,7 +203,7 @@ static double compute_alone(const char *cfg, const dn_sets *ds, const options *o
     return ips;
 }
 
-static void train(int kind, const char *cfg, const dn_sets *ds, const float *val_x,
+static void train(int kind, const char *cfg, const dn_sets *ds, const float *const val_x[2],
                   const options *o, result *r)
 {
     network *net = make_net(cfg, o->seed, ds->classes);
@@ -236,7 +236,8 @@ static void train(int kind, const char *cfg, const dn_sets *ds, const float *val
     r->seconds = now() - t0;
     r->cpu_s = cpu_seconds() - cpu0;
     r->images = *net->seen;
-    r->top1 = dn_top1(net, val_x, &ds->val, ds->classes);
+    r->top1 = dn_top1(net, val_x[0], &ds->val, ds->classes);
+    r->top1_gf = dn_top1(net, val_x[1], &ds->val, ds->classes);
     free_network(net);
 }
 
@@ -329,11 +330,12 @@ static void print_json(const options *o, network *shape, double compute_ips, con
         const result *x = &r[k];
         printf("%s{\"loader\":\"%s\",\"images\":%llu,\"seconds\":%.3f,\"images_per_s\":%.1f,"
                "\"wait_s\":%.3f,\"wait_frac\":%.4f,\"cpu_s\":%.3f,\"cpu_per_wall\":%.3f,"
-               "\"loader_alone_ips\":%.1f,\"input_share\":%.4f,\"top1\":%.4f,\"loss\":[",
+               "\"loader_alone_ips\":%.1f,\"input_share\":%.4f,\"top1\":%.4f,\"top1_gpufeed_eval\":%.4f,"
+               "\"loss\":[",
                sep, loader_name[k], (unsigned long long)x->images, x->seconds,
                x->images / x->seconds, x->wait_s, x->wait_s / x->seconds, x->cpu_s,
                x->cpu_s / x->seconds, x->loader_alone_ips, input_share(x, compute_ips),
-               x->top1);
+               x->top1, x->top1_gf);
         for (int i = 0; i < x->n_loss; i++)
             printf("%s%.5f", i ? "," : "", x->loss[i]);
         printf("]}");
@@ -369,7 +371,8 @@ int main(int argc, char **argv)
     ov[5].value = o.images / per_batch;
     dn_write_cfg(o.cfg, cfg, ov, 6);
 
-    float *val_x = dn_load_val(&ds.val, shape->w, shape->h);
+    const float *val_x[2] = {dn_load_val(&ds.val, shape->w, shape->h),
+                             dn_load_val_gpufeed(o.val, &ds.val, shape->w, shape->h)};
     double compute_ips = o.alone > 0 ? compute_alone(cfg, &ds, &o) : 0;
     if (!o.json && o.alone > 0)
         printf("compute alone (one cached batch): %.1f images/s\n", compute_ips);
@@ -392,10 +395,10 @@ int main(int argc, char **argv)
                      x->loader_alone_ips, 100 * input_share(x, compute_ips));
         if (!o.json)
             printf("%-8s %llu images  %.1f images/s  waited %.2f s (%.1f%%)  cpu %.2f s "
-                   "(%.2f cores)%s  top-1 %.3f on %d held-out\n",
+                   "(%.2f cores)%s  top-1 %.3f (gpufeed eval %.3f) on %d held-out\n",
                    loader_name[k], (unsigned long long)x->images, x->images / x->seconds,
                    x->wait_s, 100 * x->wait_s / x->seconds, x->cpu_s, x->cpu_s / x->seconds,
-                   alone, x->top1, ds.val.n);
+                   alone, x->top1, x->top1_gf, ds.val.n);
         if (o.check && !(x->n_loss >= 2 && x->loss[x->n_loss - 1] < x->loss[0])) {
             fprintf(stderr, "check: %s's loss did not fall\n", loader_name[k]);
             ok = 0;
@@ -406,8 +409,10 @@ int main(int argc, char **argv)
                 (unsigned long long)r[0].images, (unsigned long long)r[1].images);
         ok = 0;
     }
-    free(val_x);
+    free((void *)val_x[0]);
+    free((void *)val_x[1]);
     free_network(shape);
+    dn_free_sets(&ds);
     if (!o.work) {
         const char *names[] = {"labels.txt", "train.list", "valid.list", "set.data", "net.cfg"};
         char p[4300];
