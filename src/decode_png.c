@@ -191,11 +191,33 @@ static int spng_why(int e, int flags, const uint8_t *data, size_t len, const gf_
     }
 }
 
+/* 1 if a STRICT or LENIENT decode of this non-interlaced PNG stops above
+ * its last row, from IHDR's numbers (libspng checks them later): then
+ * the Adler-32 at the stream's end is never read, and zlib's running sum
+ * of every byte inflated (a tenth of the inflate) is wasted. */
+static int stops_above_the_last_row(gf__decoder *d, const uint8_t *p, size_t n,
+                                    const gf__transform *t, uint64_t key)
+{
+    if (t->strictness == GF_STRICT_WHOLE || t->full_decode || n < 29 ||
+        memcmp(p + 12, "IHDR", 4) != 0 || p[28] != 0)
+        return 0;
+    uint32_t W = gf__be32(p + 16), H = gf__be32(p + 20);
+    uint64_t lim = t->max_pixels ? t->max_pixels : GF__DEFAULT_MAX_PIXELS;
+    if (W == 0 || H == 0 || W > 0x7fffffffu || H > 0x7fffffffu || (uint64_t)W * H > lim)
+        return 0;
+    gf__crop c;
+    gf__crop_plan(t, (int)W, (int)H, key, &c);
+    /* the rows the resampler reads, as png_pass will set them */
+    return gf__decode_set_axes(d, (int)W, (int)H, 1.0, &c, t) == 0 && d->rs.v.hi < (int)H;
+}
+
 /* One decode with libspng's checks less `ignore`. Returns 0, a GF_E* code
  * with why, or 1 with *err = libspng's error (the caller words it). */
 static int png_pass(gf__decoder *d, const uint8_t *data, size_t len, const gf__transform *t,
                     uint64_t key, uint8_t *dst, int ignore, int *err, char *why, size_t why_len)
 {
+    if (!(ignore & IGNORE_ADLER) && stops_above_the_last_row(d, data, len, t, key))
+        ignore |= IGNORE_ADLER; /* never reached: zlib need not compute it */
     spng_ctx *ctx = spng_ctx_new(ignore & IGNORE_ADLER ? SPNG_CTX_IGNORE_ADLER32 : 0);
     if (!ctx) {
         gf__why(why, why_len, "PNG: out of memory for libspng");
