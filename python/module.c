@@ -438,7 +438,73 @@ static PyObject *loader_set_state(PyObject *op, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+
+static int index_arg(PyObject *arg, uint64_t *i)
+{
+    unsigned long long v = PyLong_AsUnsignedLongLong(arg);
+    if (v == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    *i = v;
+    return 0;
+}
+
+static PyObject *loader_sample_path(PyObject *op, PyObject *arg)
+{
+    gfp_core *c = loader_core((LoaderObject *)op);
+    uint64_t i;
+    if (!c || index_arg(arg, &i) < 0)
+        return NULL;
+    const char *path = gf_sample_path(c->l, i);
+    if (!path) {
+        PyErr_SetString(PyExc_IndexError, "sample index out of range");
+        return NULL;
+    }
+    return PyUnicode_DecodeFSDefault(path);
+}
+
+static PyObject *loader_sample_label(PyObject *op, PyObject *arg)
+{
+    gfp_core *c = loader_core((LoaderObject *)op);
+    uint64_t i;
+    if (!c || index_arg(arg, &i) < 0)
+        return NULL;
+    int32_t label = gf_sample_label(c->l, i);
+    if (label == GF_EINVAL) {
+        PyErr_SetString(PyExc_IndexError, "sample index out of range");
+        return NULL;
+    }
+    return PyLong_FromLong(label);
+}
+
+/* The encoded bytes of a sample, as stored. */
+static PyObject *loader_read_sample(PyObject *op, PyObject *arg)
+{
+    gfp_core *c = loader_core((LoaderObject *)op);
+    uint64_t i;
+    if (!c || index_arg(arg, &i) < 0)
+        return NULL;
+    void *data;
+    size_t len;
+    char why[512];
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gf_read_sample(c->l, i, &data, &len, why, sizeof why);
+    Py_END_ALLOW_THREADS
+    if (rc == GF_EINVAL) {
+        PyErr_SetString(PyExc_IndexError, "sample index out of range");
+        return NULL;
+    }
+    if (rc < 0)
+        return gfp_raise(rc, why, NULL);
+    PyObject *out = PyBytes_FromStringAndSize(data, (Py_ssize_t)len);
+    gf_free(data);
+    return out;
+}
+
 static PyMethodDef loader_methods[] = {
+    {"sample_path", loader_sample_path, METH_O, NULL},
+    {"sample_label", loader_sample_label, METH_O, NULL},
+    {"read_sample", loader_read_sample, METH_O, NULL},
     {"next", loader_next, METH_NOARGS, "the next Batch, None after the last epoch"},
     {"close", loader_close, METH_NOARGS, NULL},
     {"stats", loader_stats, METH_NOARGS, NULL},
@@ -548,7 +614,43 @@ static PyObject *error_class_py(PyObject *m, PyObject *arg)
     return Py_NewRef(error_class_of((int)code));
 }
 
+/* decode_image(encoded, settings, epoch, index): the uint8 pixels the
+ * loader makes of that file for that sample (height x width x channels). */
+static PyObject *decode_image(PyObject *m, PyObject *args)
+{
+    (void)m;
+    Py_buffer in;
+    PyObject *fields;
+    unsigned long long epoch, index;
+    if (!PyArg_ParseTuple(args, "y*O!KK:decode_image", &in, &PyDict_Type, &fields, &epoch, &index))
+        return NULL;
+    gf_settings s;
+    PyObject *empty = PyUnicode_FromString(""), *out = NULL;
+    if (empty && settings_from(&s, empty, fields) == 0) {
+        size_t n = (size_t)s.height * (size_t)s.width * (size_t)s.channels;
+        out = s.height > 0 && s.width > 0 && s.channels > 0 && s.channels <= 4
+                  ? PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n)
+                  : (PyErr_SetString(PyExc_ValueError, "decode_image: bad size"), NULL);
+        if (out) {
+            char why[512] = "";
+            uint8_t *px = (uint8_t *)PyBytes_AsString(out);
+            int rc;
+            Py_BEGIN_ALLOW_THREADS
+            rc = gf_decode_image(&s, in.buf, (size_t)in.len, epoch, index, px, why, sizeof why);
+            Py_END_ALLOW_THREADS
+            if (rc < 0) {
+                Py_CLEAR(out);
+                gfp_raise(rc, why, NULL);
+            }
+        }
+    }
+    Py_XDECREF(empty);
+    PyBuffer_Release(&in);
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
+    {"decode_image", decode_image, METH_VARARGS, NULL},
     {"verify", verify, METH_VARARGS, NULL},
     {"error_class", error_class_py, METH_O, "the gpufeed.Error subclass of a GF_E* code"},
     {NULL, NULL, 0, NULL},

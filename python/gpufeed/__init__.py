@@ -25,7 +25,7 @@ from ._gpufeed import (Array, Batch, CorruptImage, DatasetError, EmptyFile, EndO
                        SampleError, SampleNotFound, ThreadError, TooBig, TruncatedImage,
                        UnsupportedFormat)
 
-__all__ = ["Loader", "Batch", "Array", "verify", "BadSample", "Error", "SampleError",
+__all__ = ["Loader", "Batch", "Array", "verify", "decode_image", "BadSample", "Error", "SampleError",
            "IMAGENET_MEAN", "IMAGENET_STD"] + [
     n for n in dir(_gpufeed) if isinstance(getattr(_gpufeed, n), type)
     and issubclass(getattr(_gpufeed, n), Error)]
@@ -180,6 +180,17 @@ class Loader:
         """gf_stats as a dict (wait_s: the time spent waiting for batches)."""
         return self._c.stats()
 
+    def sample_path(self, index):
+        """The display path of data set sample `index` (as in batch.indices)."""
+        return self._c.sample_path(index)
+
+    def sample_label(self, index):
+        return self._c.sample_label(index)
+
+    def read_sample(self, index):
+        """The encoded bytes of sample `index`, exactly as stored."""
+        return self._c.read_sample(index)
+
     def state_dict(self):
         """Where the next batch starts (torchdata's StatefulDataLoader name)."""
         return self._c.get_state()
@@ -205,6 +216,12 @@ class BadSample(tuple):
 
     def __repr__(self):
         return f"BadSample(path={self.path!r}, reason={self.reason!r}, error={self.error.__name__})"
+
+
+def decode_image(encoded, *, epoch=0, index=0, **kw):
+    """The uint8 pixels (bytes, height x width x channels) a loader with these
+    settings makes of one encoded image as sample `index` of `epoch`."""
+    return _gpufeed.decode_image(encoded, _settings(kw), epoch, index)
 
 
 def verify(data, *, threads=0, strictness="whole", extensions="torchvision", rank=0, world=1,
