@@ -41,10 +41,15 @@ class ManagedVersioned(ctypes.Structure):
                 ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
 
 
+# The capsule keeps a pointer to its name: these must outlive it.
+USED = {b"dltensor": ctypes.c_char_p(b"used_dltensor"),
+        b"dltensor_versioned": ctypes.c_char_p(b"used_dltensor_versioned")}
+
+
 def take(cap, name, struct):
     """What a consumer does: claim the capsule, keep the struct."""
     m = struct.from_address(capsule_pointer(cap, name))
-    capsule_set_name(cap, b"used_" + name)
+    capsule_set_name(cap, USED[name])
     return m
 
 

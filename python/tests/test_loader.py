@@ -236,7 +236,8 @@ def test_thousand_batches_no_growth(dataset):
         grown = _rss_kb() - rss
         assert loader.stats()["held"] == 1
         del b  # else the last batch keeps the C loader (and its fds) open
-    assert grown < 1024, f"RSS grew {grown} KiB over 800 batches"
+    if "libasan" not in os.environ.get("LD_PRELOAD", ""):  # ASan's quarantine grows
+        assert grown < 1024, f"RSS grew {grown} KiB over 800 batches"
     for _ in range(20):
         gpufeed.Loader(dataset, **SMALL).close()
     assert len(os.listdir("/proc/self/fd")) == fds
