@@ -155,23 +155,44 @@ def test_numpy(dataset):
         assert loader.stats()["held"] == 0
 
 
-def test_cuda_batches_when_there_is_a_gpu(dataset):
+def test_cuda_batches(dataset):
+    """Device batches: DLPack as kDLCUDA, the consumer's stream made to wait
+    and recorded for the release. Runs on a GPU and on the cudaemu build."""
     with gpufeed.Loader(dataset, **{**SMALL, "device": "auto"}) as loader:
         if loader.stats()["device"] != 1:
             pytest.skip("no CUDA device: device batches are tested on the device check")
+        b = next(loader)
+        assert b.device == "cuda" and b.data.device == "cuda" and b.labels.device == "cpu"
+        assert b.data.__dlpack_device__() == (2, loader.stats()["device_id"])
+        with pytest.raises(BufferError, match="CUDA"):
+            memoryview(b.data)
+        assert len(memoryview(b.labels).tolist()) == 8
+        with pytest.raises(ValueError, match="stream"):
+            b.data.__dlpack__(stream=0)
+        caps = [b.data.__dlpack__(stream=s) for s in (None, 1, 2, -1)]
+        m = take(caps[0], b"dltensor", Managed)
+        assert m.dl_tensor.device_type == 2 and m.dl_tensor.data
+        del caps
+        b.release()
+        assert loader.stats()["held"] == 1
+        DELETER(m.deleter)(ctypes.addressof(m))  # released after the stream recorded
+        assert loader.stats()["held"] == 0
+        assert sum(1 for _ in loader) == 7
+
+
+def test_cuda_into_torch(dataset):
+    with gpufeed.Loader(dataset, **{**SMALL, "device": "auto"}) as loader:
+        if loader.stats()["device"] != 1:
+            pytest.skip("no CUDA device")
         torch = pytest.importorskip("torch")
         if not torch.cuda.is_available():
             pytest.skip("this torch has no CUDA")
         b = next(loader)
-        assert b.data.__dlpack_device__()[0] == 2
-        with pytest.raises(BufferError, match="CUDA"):
-            memoryview(b.data)
         s = torch.cuda.Stream()
         with torch.cuda.stream(s):
             x = torch.from_dlpack(b.data)  # s waits for the batch, the release for s
-            total = x.float().sum()
-        ref = gpufeed.Loader(dataset, **SMALL)
-        want = torch.from_dlpack(next(ref).data).float().sum()
+            total = x.double().sum()
+        with gpufeed.Loader(dataset, **SMALL) as ref:
+            want = torch.from_dlpack(next(ref).data).double().sum()
         assert total.item() == want.item()
         del x, b
-        ref.close()
