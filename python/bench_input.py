@@ -21,6 +21,11 @@ import sys
 import tempfile
 import time
 
+# python/ holds the package's sources without the built module: import the
+# build's (PYTHONPATH) or the installed one, not this directory's.
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
+
 
 def run_gpufeed(a):
     import torch

@@ -387,6 +387,25 @@ fail:
     return NULL;
 }
 
+/* gf_recent_warnings: samples decoded although their decoder warned. */
+static PyObject *loader_recent_warnings(PyObject *op, PyObject *unused)
+{
+    (void)unused;
+    gfp_core *c = loader_core((LoaderObject *)op);
+    if (!c)
+        return NULL;
+    gf_sample_error w[GF_RECENT_WARNINGS];
+    int n = gf_recent_warnings(c->l, w, GF_RECENT_WARNINGS);
+    PyObject *out = PyList_New(0);
+    for (int i = 0; out && i < n; i++) {
+        PyObject *e = sample_error_dict(&w[i]);
+        if (!e || PyList_Append(out, e) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(e);
+    }
+    return out;
+}
+
 static PyObject *loader_get_state(PyObject *op, PyObject *unused)
 {
     (void)unused;
@@ -508,6 +527,7 @@ static PyMethodDef loader_methods[] = {
     {"next", loader_next, METH_NOARGS, "the next Batch, None after the last epoch"},
     {"close", loader_close, METH_NOARGS, NULL},
     {"stats", loader_stats, METH_NOARGS, NULL},
+    {"recent_warnings", loader_recent_warnings, METH_NOARGS, NULL},
     {"get_state", loader_get_state, METH_NOARGS, NULL},
     {"set_state", loader_set_state, METH_O, NULL},
     {NULL, NULL, 0, NULL},

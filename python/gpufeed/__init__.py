@@ -18,6 +18,10 @@ past the step: `x.clone()`. A tensor may outlive its loader: close() stops
 iteration at once and the C loader is closed when the last slot returns.
 """
 import os
+import sys
+
+if sys.version_info < (3, 11):  # the stable ABI of 3.11: Py_buffer
+    raise ImportError("gpufeed needs Python 3.11 or later")
 
 from . import _gpufeed
 from ._gpufeed import (Array, Batch, CorruptImage, DatasetError, EmptyFile, EndOfData, Error,
@@ -179,6 +183,11 @@ class Loader:
     def stats(self):
         """gf_stats as a dict (wait_s: the time spent waiting for batches)."""
         return self._c.stats()
+
+    def recent_warnings(self):
+        """strictness="lenient": the last samples decoded although their decoder
+        warned, newest first, each with the code strict would have failed it with."""
+        return self._c.recent_warnings()
 
     def sample_path(self, index):
         """The display path of data set sample `index` (as in batch.indices)."""

@@ -241,3 +241,38 @@ def test_thousand_batches_no_growth(dataset):
     for _ in range(20):
         gpufeed.Loader(dataset, **SMALL).close()
     assert len(os.listdir("/proc/self/fd")) == fds
+
+
+def _scan_start(data):
+    i = 2
+    while i + 4 <= len(data):
+        marker, n = data[i + 1], struct.unpack(">H", data[i + 2:i + 4])[0]
+        if marker == 0xDA:
+            return i + 2 + n
+        i += 2 + n
+    raise AssertionError("no SOS")
+
+
+def test_lenient_warnings_and_strict_failure(dataset, tmp_path):
+    """A stray RST mid-scan: libjpeg-turbo warns. Lenient delivers the
+    sample and lists it in recent_warnings; strict fails it."""
+    with gpufeed.Loader(dataset, **SMALL) as loader:
+        good = loader.read_sample(0)
+        next(loader)
+        turbo = loader.stats()["decoded_turbo"] > 0
+    if not turbo:
+        pytest.skip("no libjpeg-turbo: stb_image has no warnings")
+    s0 = _scan_start(good)
+    mid = s0 + (len(good) - s0) // 2
+    os.makedirs(tmp_path / "a")
+    (tmp_path / "a" / "scan.jpg").write_bytes(good[:mid] + b"\xff\xd3" + good[mid + 2:])
+    kw = {**SMALL, "image_size": (48, 64), "transform": "eval"}
+    with gpufeed.Loader(str(tmp_path), strictness="lenient", **kw) as loader:
+        assert sum(b.count for b in loader) == 1
+        warned = loader.recent_warnings()
+        assert loader.stats()["decode_warnings"] == 1
+    assert [(w["path"], w["error"]) for w in warned] == [("a/scan.jpg", "GF_ECORRUPT")]
+    assert "corrupt JPEG data" in warned[0]["reason"]
+    with pytest.raises(gpufeed.CorruptImage, match="a/scan.jpg"):
+        with gpufeed.Loader(str(tmp_path), on_error="fail", **kw) as loader:
+            next(loader)
