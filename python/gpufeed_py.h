@@ -39,6 +39,7 @@ typedef struct gfp_core {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int want, done, stop, in_flight;
+    int busy;                 /* a Python thread is in next() or set_state (GIL) */
     int rc;                   /* the fetched result: gf_next's code, */
     gf_batch *b;              /* its batch, */
     gf_state after;           /* and gf_get_state right after it */

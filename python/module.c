@@ -225,6 +225,32 @@ static gfp_core *loader_core(LoaderObject *self)
     return self->core;
 }
 
+/* For a call that drops the GIL: a reference of its own, so that close()
+ * from another thread meanwhile cannot free the core under it, and the
+ * consumer's calls one at a time (gf_next's rule). */
+static gfp_core *loader_enter(LoaderObject *self, const char *what)
+{
+    gfp_core *c = loader_core(self);
+    if (!c)
+        return NULL;
+    if (c->busy) {
+        PyErr_Format(PyExc_RuntimeError, "%s: another thread is iterating this loader or "
+                     "loading its state (one consumer at a time)", what);
+        return NULL;
+    }
+    c->busy = 1;
+    atomic_fetch_add(&c->refs, 1);
+    return c;
+}
+
+static void loader_leave(gfp_core *c)
+{
+    c->busy = 0;
+    Py_BEGIN_ALLOW_THREADS
+    gfp_core_unref(c);
+    Py_END_ALLOW_THREADS
+}
+
 static PyObject *loader_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 {
     PyObject *data, *fields;
@@ -285,16 +311,17 @@ static PyObject *loader_close(PyObject *op, PyObject *unused)
 static PyObject *loader_next(PyObject *op, PyObject *unused)
 {
     (void)unused;
-    gfp_core *c = loader_core((LoaderObject *)op);
+    gfp_core *c = loader_enter((LoaderObject *)op, "next");
     if (!c)
         return NULL;
     gf_batch *b;
     int rc = gfp_core_next(c, &b);
+    PyObject *out = NULL;
     if (rc == 1)
-        return NULL; /* KeyboardInterrupt (or a handler's exception) */
-    if (rc == GF_EOF)
-        Py_RETURN_NONE;
-    if (rc < 0) {
+        ; /* KeyboardInterrupt (or a handler's exception) */
+    else if (rc == GF_EOF)
+        out = Py_NewRef(Py_None);
+    else if (rc < 0) {
         char msg[1200];
         const char *why = gf_last_error(c->l);
         if (rc == GF_EBUSY)
@@ -304,9 +331,11 @@ static PyObject *loader_next(PyObject *op, PyObject *unused)
                      "prefetch_depth", why, c->prefetch_depth);
         else
             snprintf(msg, sizeof msg, "%s", why);
-        return gfp_raise(rc, msg, c->l);
-    }
-    return gfp_batch_new(c, b);
+        gfp_raise(rc, msg, c->l);
+    } else
+        out = gfp_batch_new(c, b);
+    loader_leave(c);
+    return out;
 }
 
 #define STAT_U64(f) if (put(d, #f, PyLong_FromUnsignedLongLong(st.f)) < 0) goto fail;
@@ -423,8 +452,7 @@ static PyObject *loader_get_state(PyObject *op, PyObject *unused)
 
 static PyObject *loader_set_state(PyObject *op, PyObject *arg)
 {
-    gfp_core *c = loader_core((LoaderObject *)op);
-    if (!c)
+    if (!loader_core((LoaderObject *)op))
         return NULL;
     if (!PyDict_Check(arg)) {
         PyErr_SetString(PyExc_TypeError, "load_state_dict: a dict from state_dict()");
@@ -444,17 +472,24 @@ static PyObject *loader_set_state(PyObject *op, PyObject *arg)
     }
     gf_state st = {.version = (uint32_t)v[0], .rank = (uint32_t)v[1], .world = (uint32_t)v[2],
                    .seed = v[3], .epoch = v[4], .position = v[5]};
+    gfp_core *c = loader_enter((LoaderObject *)op, "load_state_dict");
+    if (!c)
+        return NULL;
     int rc;
+    char why[1024];
     Py_BEGIN_ALLOW_THREADS
     gfp_core_settle(c);
     rc = gf_set_state(c->l, &st);
+    snprintf(why, sizeof why, "%s", rc < 0 ? gf_last_error(c->l) : "");
     Py_END_ALLOW_THREADS
-    if (rc < 0)
-        return gfp_raise(rc, gf_last_error(c->l), c->l);
-    pthread_mutex_lock(&c->mu);
-    c->delivered = st;
-    pthread_mutex_unlock(&c->mu);
-    Py_RETURN_NONE;
+    if (rc == 0) {
+        pthread_mutex_lock(&c->mu);
+        c->delivered = st;
+        pthread_mutex_unlock(&c->mu);
+    } else
+        gfp_raise(rc, why, c->l);
+    loader_leave(c);
+    return rc == 0 ? Py_NewRef(Py_None) : NULL;
 }
 
 
@@ -502,12 +537,14 @@ static PyObject *loader_read_sample(PyObject *op, PyObject *arg)
     uint64_t i;
     if (!c || index_arg(arg, &i) < 0)
         return NULL;
+    atomic_fetch_add(&c->refs, 1); /* a close() meanwhile must not free it */
     void *data;
     size_t len;
     char why[512];
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = gf_read_sample(c->l, i, &data, &len, why, sizeof why);
+    gfp_core_unref(c);
     Py_END_ALLOW_THREADS
     if (rc == GF_EINVAL) {
         PyErr_SetString(PyExc_IndexError, "sample index out of range");

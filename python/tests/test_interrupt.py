@@ -53,3 +53,22 @@ def test_sigint_during_iteration(large):
     start = time.monotonic()
     loader.close()
     assert time.monotonic() - start < 10
+
+
+def test_close_and_next_from_another_thread(large):
+    """close() while another thread waits in next(): that next still ends
+    (its own reference keeps the C loader); a second consumer is refused."""
+    loader = gpufeed.Loader(large, batch_size=16, threads=1, device="cpu", epochs=0,
+                            prefetch_depth=2, strictness="whole")
+    got = []
+    th = threading.Thread(target=lambda: got.append(next(loader)))
+    th.start()
+    time.sleep(0.1)  # a batch takes over 0.25 s: the thread is inside next()
+    with pytest.raises(RuntimeError, match="one consumer"):
+        next(loader)
+    loader.close()
+    th.join(30)
+    assert got and got[0].count == 16
+    with pytest.raises(ValueError, match="closed"):
+        next(loader)
+    del got
