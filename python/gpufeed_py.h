@@ -67,6 +67,12 @@ gfp_slot *gfp_slot_new(gfp_core *c, gf_batch *b);
 void gfp_slot_ref(gfp_slot *s);
 void gfp_slot_unref(gfp_slot *s); /* any thread, GIL or not */
 
+/* module.c: s from (data, {gf_settings field: value}); data is borrowed. */
+int gfp_settings_from(gf_settings *s, PyObject *data, PyObject *fields);
+PyObject *gfp_sample_error_dict(const gf_sample_error *e);
+/* loader.c */
+int gfp_loader_type_init(PyObject *module);
+
 /* module.c: raises the gpufeed.Error subclass of code with message msg
  * (and, for a sample error, the path of the newest bad sample of l). */
 PyObject *gfp_raise(int code, const char *msg, gf_loader *l);
