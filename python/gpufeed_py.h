@@ -1,0 +1,86 @@
+/*
+ * gpufeed._gpufeed internals: the objects the module's three files share.
+ *
+ * Lifetimes (DESIGN: "From Python"). A gfp_core owns the gf_loader and the
+ * fetcher thread; the Python Loader holds one reference, every batch slot
+ * still held holds one. A gfp_slot is one delivered batch: the Batch holds
+ * one reference until it is released or freed, every live export (a DLPack
+ * tensor, a buffer view) one more. The last slot reference gives the slot
+ * back (gf_release_stream, ordered after the stream recorded at export);
+ * the last core reference stops the fetcher and closes the loader. Both
+ * counts are atomic and their last drop touches no Python object, so a
+ * DLPack deleter may run on any thread, without the GIL, after close().
+ */
+#ifndef GPUFEED_PY_H
+#define GPUFEED_PY_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdint.h>
+
+#include "gpufeed.h"
+
+typedef struct gfp_core {
+    atomic_int refs;
+    atomic_int held;          /* slots Python holds (Batch or exports) */
+    gf_loader *l;
+    int prefetch_depth;
+    int device_id;            /* CUDA ordinal, -1 on the CPU */
+    /* The fetcher: gf_next runs on it, so the consumer's thread can wait
+     * with a timeout and see Ctrl-C (gf_next has none). One request at a
+     * time, so gf_next calls never overlap. */
+    pthread_t fetcher;
+    int fetcher_started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int want, done, stop, in_flight;
+    int busy;                 /* a Python thread is in next() or set_state (GIL) */
+    int rc;                   /* the fetched result: gf_next's code, */
+    gf_batch *b;              /* its batch, */
+    gf_state after;           /* and gf_get_state right after it */
+    gf_state delivered;       /* the state after the last batch Python got */
+} gfp_core;
+
+typedef struct gfp_slot {
+    atomic_int refs;
+    atomic_uintptr_t stream; /* CUDA stream of the last export; 0 = legacy */
+    gfp_core *core;
+    gf_batch *b;
+} gfp_slot;
+
+/* core.c */
+int gfp_core_open(gfp_core **out, const gf_settings *s, char *why, size_t why_len);
+void gfp_core_unref(gfp_core *c); /* the last one closes: call without the GIL */
+/* The next batch: 0 and *b, GF_EOF, a negative code, or 1 when a signal
+ * handler raised (the Python error is set; the request stays in flight and
+ * the next call picks its batch up). Call with the GIL. */
+int gfp_core_next(gfp_core *c, gf_batch **b);
+/* Waits for a request in flight (after an interrupted next) and gives its
+ * batch back, so that a lifecycle call may run. Call without the GIL. */
+void gfp_core_settle(gfp_core *c);
+gfp_slot *gfp_slot_new(gfp_core *c, gf_batch *b);
+void gfp_slot_ref(gfp_slot *s);
+void gfp_slot_unref(gfp_slot *s); /* any thread, GIL or not */
+
+/* module.c: s from (data, {gf_settings field: value}); data is borrowed. */
+int gfp_settings_from(gf_settings *s, PyObject *data, PyObject *fields);
+PyObject *gfp_sample_error_dict(const gf_sample_error *e);
+/* loader.c */
+int gfp_loader_type_init(PyObject *module);
+
+/* module.c: raises the gpufeed.Error subclass of code with message msg
+ * (and, for a sample error, the path of the newest bad sample of l). */
+PyObject *gfp_raise(int code, const char *msg, gf_loader *l);
+extern PyObject *gfp_error_base;
+
+/* batch.c */
+extern PyObject *gfp_batch_type, *gfp_array_type;
+int gfp_batch_types_init(PyObject *module);
+PyObject *gfp_batch_new(gfp_core *c, gf_batch *b);
+
+#endif
