@@ -50,8 +50,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* GF_VERSION_MAJOR, _MINOR, _PATCH, GF_VERSION ("0.2.0") and
- * GF_VERSION_HEX (0x000100): generated from meson.build's project version. */
+/* GF_VERSION_MAJOR, _MINOR, _PATCH, GF_VERSION ("0.3.0") and
+ * GF_VERSION_HEX (0x000300): generated from meson.build's project version. */
 #include "gpufeed_version.h"
 
 #ifdef __cplusplus
