@@ -1,31 +1,36 @@
-/* PNG through libspng, on the decode threads; compiled only where meson
- * found libspng (GF_HAVE_SPNG). A context per sample (spng_ctx_new/free
- * and the inflate state it sets up cost about 2 us, next to a decode of
- * milliseconds); the decoded rows live in d->buf.
+/* PNG on the decode threads; compiled only where meson found libspng
+ * (GF_HAVE_SPNG). libspng reads the chunks up to the first IDAT (IHDR,
+ * PLTE, tRNS; a context per sample, about 2 us) and decodes interlaced
+ * (Adam7) images whole. A non-interlaced image's rows gpufeed inflates
+ * itself with zlib, all rows [0, bottom) into d->buf in one inflate() per
+ * IDAT chunk, then unfilters them in place: libspng inflates a row per
+ * call, so zlib's fast loop (it wants 258 bytes of room) misses the end
+ * of every row; this is about a fifth faster.
  *
- * Pixels equal stb_image's on good files: libspng hands back the rows as
- * the file stores them (SPNG_FMT_PNG) and expand_row() widens them as
- * stb_image does: gray of 1/2/4 bits times 0xff/0x55/0x11, 16 bits
- * narrowed (v * 255 + 32767) / 65535 as decode_stb.c narrows them, a
- * palette to RGB, or RGBA when there is a tRNS, and a tRNS on gray or RGB
- * to an alpha of 0 or 255. Neither applies gAMA or sBIT. A palette index
- * past the palette gives black (stb_image reads stale stack bytes there).
+ * Pixels equal stb_image's on good files: the rows as the file stores
+ * them and expand_row() widens them as stb_image does: gray of 1/2/4
+ * bits times 0xff/0x55/0x11, 16 bits narrowed (v * 255 + 32767) / 65535
+ * as decode_stb.c narrows them, a palette to RGB, or RGBA when there is a
+ * tRNS, and a tRNS on gray or RGB to an alpha of 0 or 255. Neither
+ * applies gAMA or sBIT. A palette index past the palette gives black
+ * (stb_image reads stale stack bytes there).
  *
- * What each strictness checks (the zlib stream is libspng's; CRCs past
- * where libspng stopped, gpufeed's own walk, png_check.c):
- * - STRICT: every chunk's CRC, and the deflate data and filter bytes of
- *   the rows down to the crop's last one. When that is the last row,
- *   libspng checks it all, reading on to IEND (the Adler-32 too); when
- *   it is above, gpufeed's walk checks every CRC first and libspng
- *   decodes without computing them again. Any damaged byte breaks a CRC,
- *   so storage or transfer damage anywhere is found; deflate data bad
+ * What each strictness checks (non-interlaced; an interlaced image is
+ * read whole by libspng, on to IEND, every CRC and the Adler-32):
+ * - STRICT: every chunk's CRC (gpufeed's walk, png_check.c, once), and
+ *   the deflate data and filter bytes of the rows down to the crop's last
+ *   one. When that is the last row, the stream to its end with its
+ *   Adler-32, and the chunks after it to IEND; when it is above, zlib
+ *   computes no Adler-32 (inflateValidate). Any damaged byte breaks a
+ *   CRC, so storage or transfer damage anywhere is found; deflate data bad
  *   only below the crop under CRCs that match (an encoder's bug) is not,
  *   nor then the Adler-32.
  * - STRICT_WHOLE: every row, then on to IEND: all CRCs, the whole deflate
  *   stream and its Adler-32.
  * - LENIENT (what PIL accepts): rows down to the crop's last one. A bad
- *   CRC before the first IDAT fails; a bad IDAT CRC or Adler-32 is decoded
- *   again ignoring both and passes with a warning (d->warn). A broken
+ *   CRC before the first IDAT fails (libspng); a bad CRC of an IDAT read
+ *   to its end (or of a chunk after, when the decode reaches the last
+ *   row) or a bad Adler-32 passes with a warning (d->warn). A broken
  *   deflate stream or truncation fails in every mode. */
 #include "decode_internal.h"
 
@@ -33,6 +38,7 @@
 
 #include <spng.h>
 #include <string.h>
+#include <zlib.h>
 
 enum { IGNORE_ADLER = 1, IGNORE_CRC = 2 };
 
@@ -191,24 +197,219 @@ static int spng_why(int e, int flags, const uint8_t *data, size_t len, const gf_
     }
 }
 
-/* 1 if a STRICT or LENIENT decode of this non-interlaced PNG stops above
- * its last row, from IHDR's numbers (libspng checks them later): then
- * the Adler-32 at the stream's end is never read, and zlib's running sum
- * of every byte inflated (a tenth of the inflate) is wasted. */
-static int stops_above_the_last_row(gf__decoder *d, const uint8_t *p, size_t n,
-                                    const gf__transform *t, uint64_t key)
+/* PNG's unfiltering of `rows` rows in place: each row is its filter byte
+ * then rowbytes bytes, the previous row (zeros above the first) already
+ * unfiltered. Returns the first bad filter's row or -1. */
+static int unfilter(uint8_t *zb, size_t rowbytes, int rows, size_t bpp)
 {
-    if (t->strictness == GF_STRICT_WHOLE || t->full_decode || n < 29 ||
-        memcmp(p + 12, "IHDR", 4) != 0 || p[28] != 0)
+    size_t stride = rowbytes + 1;
+    for (int y = 0; y < rows; y++) {
+        uint8_t *r = zb + stride * y + 1;
+        const uint8_t *u = y ? r - stride : NULL;
+        size_t i;
+        switch (r[-1]) {
+        case 0:
+            break;
+        case 1:
+            for (i = bpp; i < rowbytes; i++)
+                r[i] = (uint8_t)(r[i] + r[i - bpp]);
+            break;
+        case 2:
+            if (u)
+                for (i = 0; i < rowbytes; i++)
+                    r[i] = (uint8_t)(r[i] + u[i]);
+            break;
+        case 3:
+            if (u) {
+                for (i = 0; i < bpp; i++)
+                    r[i] = (uint8_t)(r[i] + (u[i] >> 1));
+                for (; i < rowbytes; i++)
+                    r[i] = (uint8_t)(r[i] + ((r[i - bpp] + u[i]) >> 1));
+            } else {
+                for (i = bpp; i < rowbytes; i++)
+                    r[i] = (uint8_t)(r[i] + (r[i - bpp] >> 1));
+            }
+            break;
+        case 4:
+            if (u) {
+                for (i = 0; i < bpp; i++)
+                    r[i] = (uint8_t)(r[i] + u[i]); /* Paeth(0, b, 0) = b */
+                for (; i < rowbytes; i++) {
+                    int a = r[i - bpp], b = u[i], c = u[i - bpp];
+                    int pa = b - c, pb = a - c, pc = pa + pb;
+                    pa = pa < 0 ? -pa : pa;
+                    pb = pb < 0 ? -pb : pb;
+                    pc = pc < 0 ? -pc : pc;
+                    r[i] = (uint8_t)(r[i] + (pa <= pb && pa <= pc ? a : pb <= pc ? b : c));
+                }
+            } else { /* Paeth(a, 0, 0) = a */
+                for (i = bpp; i < rowbytes; i++)
+                    r[i] = (uint8_t)(r[i] + r[i - bpp]);
+            }
+            break;
+        default:
+            return y;
+        }
+    }
+    return -1;
+}
+
+/* The chunk at pos, whole in the file: its data length, or -1. */
+static int64_t chunk_at(const uint8_t *p, size_t n, size_t pos)
+{
+    if (pos > n || n - pos < 12)
+        return -1;
+    uint32_t l = gf__be32(p + pos);
+    if (l > 0x7fffffffu || l > n - pos - 12)
+        return -1;
+    return l;
+}
+
+/* 1 if the chunk at pos (length l) has a bad CRC, named in *bad. */
+static int chunk_crc_bad(const uint8_t *p, size_t pos, uint32_t l, gf__png_bad *bad)
+{
+    const uint8_t *type = p + pos + 4;
+    if ((uint32_t)crc32_z(0, type, 4 + (size_t)l) == gf__be32(type + 4 + l))
         return 0;
-    uint32_t W = gf__be32(p + 16), H = gf__be32(p + 20);
-    uint64_t lim = t->max_pixels ? t->max_pixels : GF__DEFAULT_MAX_PIXELS;
-    if (W == 0 || H == 0 || W > 0x7fffffffu || H > 0x7fffffffu || (uint64_t)W * H > lim)
-        return 0;
-    gf__crop c;
-    gf__crop_plan(t, (int)W, (int)H, key, &c);
-    /* the rows the resampler reads, as png_pass will set them */
-    return gf__decode_set_axes(d, (int)W, (int)H, 1.0, &c, t) == 0 && d->rs.v.hi < (int)H;
+    bad->at = pos;
+    memcpy(bad->type, type, 4);
+    for (int i = 0; i < 4; i++)
+        if (!((bad->type[i] | 32) >= 'a' && (bad->type[i] | 32) <= 'z'))
+            bad->type[i] = '?';
+    bad->type[4] = 0;
+    bad->before_idat = 0;
+    return 1;
+}
+
+/* The rows [0, bottom) of a non-interlaced PNG, inflated by zlib itself
+ * from the IDAT chunks into zb (bottom rows of a filter byte and rowbytes
+ * each) in as few inflate() calls as the chunks allow, then unfiltered.
+ * libspng has read the chunks before the first IDAT. Returns 0 or a GF_E*
+ * code with why; LENIENT damage it lets through goes to warn. */
+static int inflate_rows(const uint8_t *data, size_t len, const gf__transform *t, int H,
+                        int bottom, size_t rowbytes, size_t bpp, uint8_t *zb, char *warn,
+                        size_t warn_len, char *why, size_t why_len)
+{
+    int lenient = t->strictness == GF_LENIENT, want_end = bottom == H;
+    size_t pos = 8;
+    int64_t l;
+    while ((l = chunk_at(data, len, pos)) >= 0 && memcmp(data + pos + 4, "IDAT", 4) != 0)
+        pos += 12 + (size_t)l;
+    if (l < 0)
+        return spng_why(SPNG_EOF, 0, data, len, t, why, why_len);
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit(&z) != Z_OK) {
+        gf__why(why, why_len, "PNG: out of memory for zlib");
+        return GF_ENOMEM;
+    }
+    if (!want_end)
+        inflateValidate(&z, 0); /* the Adler-32 is never reached */
+    uint8_t scratch[256];
+    size_t need = (rowbytes + 1) * (size_t)bottom;
+    size_t out_left = need; /* past what avail_out (a uInt) holds */
+#define REFILL()                                                                                   \
+    if (z.avail_out == 0 && out_left) {                                                            \
+        uInt n_ = out_left < 0x40000000u ? (uInt)out_left : 0x40000000u;                           \
+        z.avail_out = n_;                                                                          \
+        out_left -= n_;                                                                            \
+    }
+    z.next_out = zb;
+    REFILL();
+    int rows_done = 0, ended = 0, rc = 0, ret = Z_OK;
+    gf__png_bad bad;
+    for (;;) {
+        REFILL();
+        if (z.avail_out == 0 && !rows_done) {
+            rows_done = 1;
+            if (!want_end)
+                break;
+        }
+        if ((l = chunk_at(data, len, pos)) < 0) {
+            rc = spng_why(SPNG_EOF, 0, data, len, t, why, why_len);
+            goto out;
+        }
+        if (memcmp(data + pos + 4, "IDAT", 4) != 0)
+            break; /* the stream ran out */
+        z.next_in = (Bytef *)(uintptr_t)(data + pos + 8); /* zlib reads it only */
+        z.avail_in = (uInt)l;
+        while (z.avail_in) {
+            REFILL();
+            if (z.avail_out == 0) {
+                if (!rows_done) {
+                    rows_done = 1;
+                    if (!want_end)
+                        goto rows_read;
+                }
+                z.next_out = scratch; /* data past the last row: read, dropped */
+                z.avail_out = sizeof scratch;
+            }
+            ret = inflate(&z, Z_NO_FLUSH);
+            if (ret == Z_STREAM_END) {
+                ended = 1;
+                break;
+            }
+            if (ret != Z_OK)
+                break;
+        }
+        if (ret == Z_MEM_ERROR) {
+            gf__why(why, why_len, "PNG: out of memory for zlib");
+            rc = GF_ENOMEM;
+            goto out;
+        }
+        if (ret == Z_DATA_ERROR && z.msg && strcmp(z.msg, "incorrect data check") == 0) {
+            /* every row is out: only the Adler-32 is wrong */
+            if (!lenient) {
+                rc = spng_why(SPNG_EIDAT_STREAM, IGNORE_ADLER, data, len, t, why, why_len);
+                goto out;
+            }
+            if (!warn[0])
+                spng_why(SPNG_EIDAT_STREAM, IGNORE_ADLER, data, len, t, warn, warn_len);
+            ended = 1;
+        } else if (ret != Z_OK && ret != Z_STREAM_END) {
+            rc = spng_why(SPNG_EIDAT_STREAM, 0, data, len, t, why, why_len);
+            goto out;
+        }
+        /* a chunk read to its end: libspng compared its CRC there */
+        if (lenient && !warn[0] && chunk_crc_bad(data, pos, (uint32_t)l, &bad))
+            gf__png_crc_why(&bad, " (checked by gpufeed)", warn, warn_len);
+        pos += 12 + (size_t)l;
+        if (ended)
+            break;
+    }
+#undef REFILL
+    if ((z.avail_out == 0 && !out_left) || z.next_out < zb || z.next_out > zb + need)
+        rows_done = 1;
+    if (!rows_done) {
+        rc = spng_why(SPNG_EIDAT_TOO_SHORT, 0, data, len, t, why,
+                      why_len);
+        goto out;
+    }
+    if (want_end && !ended) {
+        rc = spng_why(SPNG_EIDAT_STREAM, 0, data, len, t, why, why_len);
+        goto out;
+    }
+    if (want_end) { /* on to IEND: the rest of the IDATs, then the last chunks */
+        for (;;) {
+            if ((l = chunk_at(data, len, pos)) < 0) {
+                rc = spng_why(SPNG_EOF, 0, data, len, t, why, why_len);
+                goto out;
+            }
+            if (lenient && !warn[0] && chunk_crc_bad(data, pos, (uint32_t)l, &bad))
+                gf__png_crc_why(&bad, " (checked by gpufeed)", warn, warn_len);
+            if (memcmp(data + pos + 4, "IEND", 4) == 0)
+                break;
+            pos += 12 + (size_t)l;
+        }
+    }
+rows_read: {
+    int y = unfilter(zb, rowbytes, bottom, bpp);
+    if (y >= 0)
+        rc = spng_why(SPNG_EFILTER, 0, data, len, t, why, why_len);
+}
+out:
+    inflateEnd(&z);
+    return rc;
 }
 
 /* One decode with libspng's checks less `ignore`. Returns 0, a GF_E* code
@@ -216,8 +417,6 @@ static int stops_above_the_last_row(gf__decoder *d, const uint8_t *p, size_t n,
 static int png_pass(gf__decoder *d, const uint8_t *data, size_t len, const gf__transform *t,
                     uint64_t key, uint8_t *dst, int ignore, int *err, char *why, size_t why_len)
 {
-    if (!(ignore & IGNORE_ADLER) && stops_above_the_last_row(d, data, len, t, key))
-        ignore |= IGNORE_ADLER; /* never reached: zlib need not compute it */
     spng_ctx *ctx = spng_ctx_new(ignore & IGNORE_ADLER ? SPNG_CTX_IGNORE_ADLER32 : 0);
     if (!ctx) {
         gf__why(why, why_len, "PNG: out of memory for libspng");
@@ -256,34 +455,37 @@ static int png_pass(gf__decoder *d, const uint8_t *data, size_t len, const gf__t
     int bottom = t->strictness == GF_STRICT_WHOLE || t->full_decode || ih.interlace_method
                      ? H
                      : v->hi;
-    if (bottom < H && t->strictness == GF_STRICT && !(ignore & IGNORE_CRC)) {
-        /* The decode stops above the last IDAT: libspng would not compare
-         * its CRC, only compute it. Every CRC here instead, once. */
+    png_fmt f;
+    if ((e = read_format(ctx, &ih, &f)))
+        goto out;
+    if (!ih.interlace_method && t->strictness != GF_LENIENT && !(ignore & IGNORE_CRC)) {
+        /* libspng reads no IDAT here: every CRC, once, to IEND */
         gf__png_bad bad;
         if (gf__png_find_bad_crc(data, len, &bad)) {
             gf__png_crc_why(&bad, " (checked by gpufeed)", why, why_len);
             rc = GF_ECORRUPT;
             goto out;
         }
-        spng_set_crc_action(ctx, SPNG_CRC_USE, SPNG_CRC_USE);
     }
-    png_fmt f;
-    if ((e = read_format(ctx, &ih, &f)))
-        goto out;
     int lo = v->lo, rows = v->hi - v->lo, x0 = h->lo, w = h->hi - h->lo;
     size_t rowbytes = ((size_t)W * f.n_src * f.depth + 7) / 8;
     size_t span_row = (size_t)w * f.kind;
-    /* interlaced: the whole image (Adam7's passes cover every row), else
-     * the crop's rows when direct, plus one row for the others */
-    size_t raw_rows = ih.interlace_method ? (size_t)H : f.direct ? (size_t)rows + 1 : 1;
+    /* interlaced: the whole image (Adam7's passes cover every row) as
+     * libspng returns it, plus the crop's rows widened when not direct;
+     * else rows [0, bottom) as inflated (a filter byte before each), a
+     * spare row (aligned, host order) and the widened rows */
+    size_t zstride = rowbytes + 1;
     size_t span_bytes = f.direct ? 0 : span_row * rows;
-    if (rowbytes > (SIZE_MAX - span_bytes - 64) / raw_rows ||
-        GF__GROW(&d->buf, &d->buf_cap, rowbytes * raw_rows + span_bytes + 64, 4096)) {
+    size_t head = ih.interlace_method ? rowbytes * H : zstride * bottom + rowbytes + 64;
+    if ((ih.interlace_method ? rowbytes > (SIZE_MAX / 2) / H
+                             : zstride > (SIZE_MAX / 2) / (size_t)bottom) ||
+        span_bytes > SIZE_MAX / 4 ||
+        GF__GROW(&d->buf, &d->buf_cap, head + span_bytes + 128, 4096)) {
         gf__why(why, why_len, "PNG: out of memory for the rows");
         rc = GF_ENOMEM;
         goto out;
     }
-    uint8_t *raw = d->buf, *span = d->buf + ((rowbytes * raw_rows + 63) & ~(size_t)63);
+    uint8_t *raw = d->buf, *span = d->buf + ((head + 63) & ~(size_t)63);
     if (ih.interlace_method) {
         if (f.depth < 8) /* libspng ORs packed samples into place */
             memset(raw, 0, rowbytes * H);
@@ -295,19 +497,39 @@ static int png_pass(gf__decoder *d, const uint8_t *data, size_t len, const gf__t
         else
             raw += rowbytes * lo;
     } else {
-        if ((e = spng_decode_image(ctx, NULL, 0, SPNG_FMT_PNG, SPNG_DECODE_PROGRESSIVE)))
+        char warn[sizeof d->warn];
+        warn[0] = 0;
+        size_t bpp = (size_t)f.n_src * f.depth / 8;
+        rc = inflate_rows(data, len, t, H, bottom, rowbytes, bpp ? bpp : 1, raw, warn,
+                          sizeof warn, why, why_len);
+        if (rc)
             goto out;
-        uint8_t *spare = f.direct ? raw + rowbytes * rows : raw;
-        for (int y = 0; y < bottom; y++) {
-            int in = y >= lo && y < lo + rows;
-            uint8_t *row = in && f.direct ? raw + rowbytes * (y - lo) : spare;
-            e = spng_decode_row(ctx, row, rowbytes);
-            if (e && !(e == SPNG_EOI && y == H - 1))
-                goto out;
-            if (in && !f.direct)
-                expand_row(&f, row, x0, w, span + span_row * (y - lo));
+        spng_ctx_free(ctx);
+        uint8_t *first = raw + zstride * lo + 1;
+        if (f.direct) {
+            rc = gf__decode_finish(d, first + (size_t)x0 * f.n_src, zstride, f.kind, t, c.flip,
+                                   dst, why, why_len);
+        } else {
+            /* a row at a time into the spare, aligned, 16 bits in host order */
+            uint8_t *spare = raw + ((zstride * bottom + 63) & ~(size_t)63);
+            for (int y = 0; y < rows; y++) {
+                const uint8_t *r = first + zstride * y;
+                if (f.depth == 16) {
+                    uint16_t *s16 = (uint16_t *)(void *)spare;
+                    for (size_t i = 0; i < rowbytes / 2; i++)
+                        s16[i] = (uint16_t)(r[2 * i] << 8 | r[2 * i + 1]);
+                    expand_row(&f, spare, x0, w, span + span_row * y);
+                } else {
+                    expand_row(&f, r, x0, w, span + span_row * y);
+                }
+            }
+            rc = gf__decode_finish(d, span, span_row, f.kind, t, c.flip, dst, why, why_len);
         }
-        e = 0;
+        if (rc == 0 && warn[0]) {
+            d->warned = 1;
+            snprintf(d->warn, sizeof d->warn, "%s", warn);
+        }
+        return rc;
     }
     if (bottom == H && (e = spng_decode_chunks(ctx))) /* the last CRCs, on to IEND */
         goto out;
