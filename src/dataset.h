@@ -173,7 +173,7 @@ static inline void gf__dataset_extent(const gf__dataset *ds, uint64_t i, const c
 }
 
 /* What sample i's file must still be (its shard as indexed), or NULL
- * where the index keeps nothing to check it by (folders and lists). */
+ * for folders and lists (gf__dataset_file_seen). */
 static inline const gf__file_id *gf__dataset_file_id(const gf__dataset *ds, uint64_t i)
 {
     return ds->shard_ids ? &ds->shard_ids[ds->shard[i]] : NULL;
