@@ -282,8 +282,9 @@ static void submit_reads(gf_loader *l)
                              ? 0
                              : GF__READ_SNIFF;
         const gf__file_id *expect = gf__dataset_file_id(&l->ds, (uint64_t)sl->indices[c]);
-        if (gf__uring_submit_sample(l->uring, l->ds.root_fd, rel, off, len, flags, expect, buf,
-                                    r) < 0) {
+        if (gf__uring_submit_sample(l->uring, l->ds.root_fd, rel, off, len, flags, expect,
+                                    gf__dataset_file_seen(&l->ds, (uint64_t)sl->indices[c]),
+                                    buf, r) < 0) {
             gf__halt(l, GF_EINVAL, "internal error: io_uring refused a read it had room for");
             break;
         }

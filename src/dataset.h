@@ -24,6 +24,8 @@ typedef struct gf__dataset {
     char *arena;         /* NUL-terminated relative paths, back to back */
     uint64_t *path_off;  /* n offsets into arena */
     int32_t *labels;     /* n labels */
+    gf__file_seen *seen; /* n (folders and lists): each file's identity,
+                            checked at each read (reader.h) */
     int n_classes;
     char **class_names;  /* n_classes names (ImageFolder), or NULL */
     size_t bytes;        /* heap bytes held, for stats */
@@ -171,10 +173,16 @@ static inline void gf__dataset_extent(const gf__dataset *ds, uint64_t i, const c
 }
 
 /* What sample i's file must still be (its shard as indexed), or NULL
- * where the index keeps nothing to check it by (folders and lists). */
+ * for folders and lists (gf__dataset_file_seen). */
 static inline const gf__file_id *gf__dataset_file_id(const gf__dataset *ds, uint64_t i)
 {
     return ds->shard_ids ? &ds->shard_ids[ds->shard[i]] : NULL;
+}
+
+/* Sample i's record to check its file by (folders and lists), or NULL. */
+static inline gf__file_seen *gf__dataset_file_seen(const gf__dataset *ds, uint64_t i)
+{
+    return ds->seen ? &ds->seen[i] : NULL;
 }
 
 #endif

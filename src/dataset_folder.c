@@ -20,7 +20,13 @@
  * GF_FOLDER_MAX_ENTRIES entries (gpufeed.h): GF_EDATASET naming the
  * directory where it stopped. FIFOs, sockets, devices and
  * links that lead nowhere are samples, as in torchvision, that fail when
- * read (GF_EIO, "not a regular file: a FIFO"): never silently dropped. */
+ * read (GF_EIO, "not a regular file: a FIFO"): never silently dropped.
+ *
+ * Each file's inode comes from readdir's d_ino (free; a link's target's
+ * from the stat that resolves it), so a file replaced (mv) after indexing
+ * is an error when read (gf__file_seen). Where d_ino is not st_ino (some
+ * overlay set-ups), checked on one file a directory, that directory's
+ * inodes are left to the first read to record. */
 #include "dataset_internal.h"
 
 #include <dirent.h>
@@ -64,6 +70,26 @@ static int cmp_walk_order(const void *x, const void *y, void *ctx)
     if (pl != ql)
         return pl < ql ? -1 : 1;
     return strcmp(ps + 1, qs + 1);
+}
+
+/* Sorts samples [first, b->n) in walk order, their inodes with them. */
+static int sort_class(gf__builder *b, size_t first)
+{
+    size_t n = b->n - first;
+    uint64_t(*pair)[2] = malloc(n * sizeof *pair);
+    if (!pair)
+        return GF_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        pair[i][0] = b->off[first + i];
+        pair[i][1] = b->ino[first + i];
+    }
+    qsort_r(pair, n, sizeof *pair, cmp_walk_order, b->arena); /* by pair[i][0] */
+    for (size_t i = 0; i < n; i++) {
+        b->off[first + i] = pair[i][0];
+        b->ino[first + i] = pair[i][1];
+    }
+    free(pair);
+    return 0;
 }
 
 /* Directories walked, by (st_dev, st_ino): open addressing, grown at half
@@ -131,16 +157,28 @@ enum { KIND_FILE, KIND_DIR };
  * sample that the reader names ("not a regular file: a FIFO"; it opens
  * with O_NONBLOCK and fstats before reading, so none blocks), not an entry
  * that vanishes from the count; indices still match torchvision's. */
-static int entry_kind(int dfd, const struct dirent *d)
+static int entry_kind(int dfd, const struct dirent *d, uint64_t *ino)
 {
     unsigned char t = d->d_type;
+    *ino = (uint64_t)d->d_ino;
     if (t == DT_UNKNOWN || t == DT_LNK) {
         struct stat st;
-        if (fstatat(dfd, d->d_name, &st, 0) != 0)
+        if (fstatat(dfd, d->d_name, &st, 0) != 0) {
+            *ino = 0;
             return KIND_FILE;
+        }
+        *ino = (uint64_t)st.st_ino;
         return S_ISDIR(st.st_mode) ? KIND_DIR : KIND_FILE;
     }
     return t == DT_DIR ? KIND_DIR : KIND_FILE;
+}
+
+/* 1 if readdir's d_ino is the file's st_ino (checked once a directory). */
+static int d_ino_is_st_ino(int dfd, const struct dirent *d)
+{
+    struct stat st;
+    return fstatat(dfd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+           (uint64_t)st.st_ino == (uint64_t)d->d_ino;
 }
 
 /* "src/path[/name]: strerror(err)" into w->why, the reason kept whole. */
@@ -182,7 +220,7 @@ static int walk_dir(walk *w, size_t plen, int depth)
         return GF_EDATASET;
     }
     gf__names subdirs = {0};
-    int rc = 0;
+    int rc = 0, d_ino_ok = -1; /* -1: not checked yet */
     for (;;) {
         errno = 0;
         struct dirent *d = readdir(dir);
@@ -203,7 +241,14 @@ static int walk_dir(walk *w, size_t plen, int depth)
             break;
         }
         size_t nl = strlen(d->d_name);
-        int kind = entry_kind(dirfd(dir), d);
+        uint64_t ino;
+        int kind = entry_kind(dirfd(dir), d, &ino);
+        if (d->d_type == DT_REG) {
+            if (d_ino_ok < 0)
+                d_ino_ok = d_ino_is_st_ino(dirfd(dir), d);
+            if (!d_ino_ok)
+                ino = 0; /* the first read records it */
+        }
         if (kind == KIND_DIR && (rc = gf__names_add(&subdirs, d->d_name)) < 0)
             break;
         /* A directory named like an image (x.jpg/) is walked and is also a
@@ -224,6 +269,7 @@ static int walk_dir(walk *w, size_t plen, int depth)
             memcpy(p + plen + 1, d->d_name, nl + 1);
             b->off[b->n] = b->arena_len;
             b->labels[b->n] = w->label;
+            b->ino[b->n] = ino;
             b->n++;
             b->arena_len += plen + 1 + nl + 1;
         }
@@ -286,7 +332,8 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_
             }
             break;
         }
-        if (d->d_name[0] == '.' || entry_kind(dirfd(dir), d) != KIND_DIR)
+        uint64_t ino;
+        if (d->d_name[0] == '.' || entry_kind(dirfd(dir), d, &ino) != KIND_DIR)
             continue;
         if ((rc = gf__names_add(&classes, d->d_name)) < 0)
             break;
@@ -322,7 +369,7 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_
     ds->class_names = cn;
     ds->bytes += names_bytes;
 
-    gf__builder b = {0};
+    gf__builder b = {.with_ino = 1};
     walk *w = calloc(1, sizeof *w);
     if (!w)
         return GF_ENOMEM;
@@ -345,8 +392,8 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_
         size_t first = b.n;
         if ((rc = walk_dir(w, nl, 0)) < 0)
             break;
-        if (b.n - first > 1)
-            qsort_r(b.off + first, b.n - first, sizeof *b.off, cmp_walk_order, b.arena);
+        if (b.n - first > 1 && (rc = sort_class(&b, first)) < 0)
+            break;
     }
     free(w->seen.v);
     free(w);
@@ -359,6 +406,8 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_
         return rc;
     }
     ds->n_classes = (int)n_classes;
+    uint64_t *ino = b.ino;
+    b.ino = NULL;
     gf__builder_finish(&b, ds);
-    return 0;
+    return gf__dataset_seen_init(ds, ino);
 }

@@ -21,6 +21,8 @@ typedef struct gf__builder {
     size_t arena_len, arena_cap;
     uint64_t *off;
     int32_t *labels;
+    int with_ino;      /* ImageFolder: ino too (gf__file_seen.ino) */
+    uint64_t *ino;
     int ranged;        /* tar shards: the three arrays below too */
     uint32_t *shard;
     uint64_t *doff;
@@ -34,6 +36,9 @@ int gf__builder_reserve_paths(gf__builder *b, size_t bytes);
 int gf__builder_reserve_samples(gf__builder *b, size_t more);
 /* Shrinks the arrays to their contents and moves them into ds. */
 void gf__builder_finish(gf__builder *b, gf__dataset *ds);
+/* ds->seen for ds->n samples, ino from `ino` (NULL: all unknown), which
+ * is freed; 0 or GF_ENOMEM. */
+int gf__dataset_seen_init(gf__dataset *ds, uint64_t *ino);
 
 /* A list of names in one block, for one directory's sub-directories, the
  * class names and the shard paths. */

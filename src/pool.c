@@ -44,7 +44,8 @@ static double run_decode(worker *w, const gf__job *j, gf__done *d)
             .flags = gf__name_is_tga(gf__dataset_path(&l->ds, (uint64_t)j->decode.sample))
                          ? 0
                          : GF__READ_SNIFF,
-            .expect = gf__dataset_file_id(&l->ds, (uint64_t)j->decode.sample)};
+            .expect = gf__dataset_file_id(&l->ds, (uint64_t)j->decode.sample),
+            .seen = gf__dataset_file_seen(&l->ds, (uint64_t)j->decode.sample)};
         err = gf__read_sample(l->ds.root_fd, rel, off, len, &o, in, why, sizeof why);
         gf__range_pop();
         t1 = gf__now();

@@ -258,8 +258,51 @@ static int check_identity(const gf__file_id *expect, const struct stat *st, char
     return GF_EIO;
 }
 
+/* gf__file_seen.stamp of the file st describes. */
+static uint64_t seen_stamp(const struct stat *st)
+{
+    uint64_t h = ((uint64_t)st->st_dev * 0x9e3779b97f4a7c15ull) ^ (uint64_t)st->st_mtim.tv_sec;
+    h = (h * 0xff51afd7ed558ccdull) ^ (uint64_t)st->st_mtim.tv_nsec;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    uint64_t size = (uint64_t)st->st_size < GF__SEEN_SIZE_MAX ? (uint64_t)st->st_size
+                                                               : GF__SEEN_SIZE_MAX;
+    return 1ull << 63 | (h >> 41) << 40 | size;
+}
+
+/* As check_identity, for a folder or list sample: records what seen lacks
+ * (the first read), then compares. */
+static int check_seen(gf__file_seen *seen, const struct stat *st, char *why, size_t why_len)
+{
+    uint64_t ino = (uint64_t)st->st_ino, stamp = seen_stamp(st);
+    uint64_t was_ino = atomic_load_explicit(&seen->ino, memory_order_relaxed);
+    uint64_t was = atomic_load_explicit(&seen->stamp, memory_order_relaxed);
+    if (GF__UNLIKELY(!was_ino) &&
+        atomic_compare_exchange_strong_explicit(&seen->ino, &was_ino, ino,
+                                                memory_order_relaxed, memory_order_relaxed))
+        was_ino = ino;
+    if (GF__UNLIKELY(!was) &&
+        atomic_compare_exchange_strong_explicit(&seen->stamp, &was, stamp,
+                                                memory_order_relaxed, memory_order_relaxed))
+        was = stamp;
+    if (GF__LIKELY(was_ino == ino && was == stamp))
+        return 0;
+    uint64_t was_size = was & GF__SEEN_SIZE_MAX, size = stamp & GF__SEEN_SIZE_MAX;
+    if (was_ino != ino)
+        gf__why(why, why_len,
+                "changed since it was indexed (replaced: another inode, %llu bytes)",
+                (unsigned long long)st->st_size);
+    else if (was_size != size)
+        gf__why(why, why_len,
+                "changed since it was indexed (its size: %llu bytes, %llu when first read)",
+                (unsigned long long)st->st_size, (unsigned long long)was_size);
+    else
+        gf__why(why, why_len, "changed since it was indexed (its mtime, same size)");
+    return GF_EIO;
+}
+
 int gf__open_sized(int root_fd, const char *rel, uint64_t offset, uint64_t length,
-                   size_t max_bytes, const gf__file_id *expect, int *fd_out, size_t *size_out,
+                   size_t max_bytes, const gf__file_id *expect, gf__file_seen *seen,
+                   int *fd_out, size_t *size_out,
                    char *why, size_t why_len)
 {
     *fd_out = -1;
@@ -289,6 +332,8 @@ int gf__open_sized(int root_fd, const char *rel, uint64_t offset, uint64_t lengt
         gf__why(why, why_len, "not a regular file: %s", file_kind(st.st_mode));
         err = GF_EIO;
     } else if (expect && (err = check_identity(expect, &st, why, why_len)) != 0) {
+        /* the reason is set */
+    } else if (seen && (err = check_seen(seen, &st, why, why_len)) != 0) {
         /* the reason is set */
     } else if (length != GF__WHOLE_FILE) {
         if (length == 0) {
@@ -380,7 +425,7 @@ int gf__read_sample(int root_fd, const char *rel, uint64_t offset, uint64_t leng
     b->len = b->got = 0;
     int fd, waited = 0;
     size_t size, max = gf__effective_max(o->max_bytes);
-    int err = gf__open_sized(root_fd, rel, offset, length, max, o->expect, &fd, &size, why,
+    int err = gf__open_sized(root_fd, rel, offset, length, max, o->expect, o->seen, &fd, &size, why,
                              why_len);
     if (err)
         return err;
@@ -410,13 +455,13 @@ int gf__read_sample(int root_fd, const char *rel, uint64_t offset, uint64_t leng
 int gf__uring_submit(gf__uring *u, int root_fd, const char *rel, gf__buf *buf,
                      uint64_t user)
 {
-    return gf__uring_submit_sample(u, root_fd, rel, 0, GF__WHOLE_FILE, 0, NULL, buf, user);
+    return gf__uring_submit_sample(u, root_fd, rel, 0, GF__WHOLE_FILE, 0, NULL, NULL, buf, user);
 }
 
 int gf__uring_submit_range(gf__uring *u, int root_fd, const char *rel, uint64_t offset,
                            uint64_t length, gf__buf *buf, uint64_t user)
 {
-    return gf__uring_submit_sample(u, root_fd, rel, offset, length, 0, NULL, buf, user);
+    return gf__uring_submit_sample(u, root_fd, rel, offset, length, 0, NULL, NULL, buf, user);
 }
 
 /* ---- without io_uring ---- */
@@ -463,10 +508,11 @@ void gf__uring_set_budget(gf__uring *u, gf__budget *g)
 
 int gf__uring_submit_sample(gf__uring *u, int root_fd, const char *rel, uint64_t offset,
                             uint64_t length, unsigned flags, const gf__file_id *expect,
-                            gf__buf *buf, uint64_t user)
+                            gf__file_seen *seen, gf__buf *buf, uint64_t user)
 {
     (void)flags;
     (void)expect;
+    (void)seen;
     (void)u;
     (void)root_fd;
     (void)rel;

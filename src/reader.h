@@ -26,6 +26,19 @@ typedef struct gf__file_id {
     int64_t mtime_s, mtime_ns;
 } gf__file_id;
 
+/* What a folder or list sample's file was (16 bytes a sample): ino from
+ * the folder walk's readdir (0: unknown, lists), stamp 0 until the first
+ * read records it (bit 63 | 23-bit hash of device and mtime << 40 | size,
+ * capped at 2^40 - 1). A read records what is missing, then checks the
+ * rest: a file replaced (mv) since indexing, or grown, shrunk or touched
+ * since its first read, is GF_EIO "changed since it was indexed". Written
+ * by whichever thread reads first (relaxed atomics: each word stands
+ * alone), so no syscall beyond the open's fstat. */
+#define GF__SEEN_SIZE_MAX ((1ull << 40) - 1)
+typedef struct gf__file_seen {
+    _Atomic uint64_t ino, stamp;
+} gf__file_seen;
+
 /* The read budget: a cap on the bytes a loader's read buffers hold
  * (settings.read_budget_bytes). Every growth of a buffer passes it; a
  * buffer over `keep` bytes belongs to one read in flight and is freed when
@@ -75,6 +88,7 @@ typedef struct gf__read_opts {
     unsigned flags;     /* GF__READ_* */
     const gf__file_id *expect; /* NULL, or the file must still be this one:
                            else GF_EIO "changed since it was indexed" */
+    gf__file_seen *seen; /* NULL, or a folder/list sample's record, as above */
 } gf__read_opts;
 
 /* Blocking read of root_fd/rel (openat rules: rel may be absolute, root_fd
@@ -148,11 +162,11 @@ int gf__uring_submit(gf__uring *u, int root_fd, const char *rel, gf__buf *buf,
  * file); range errors as gf__read_range reports them. */
 int gf__uring_submit_range(gf__uring *u, int root_fd, const char *rel, uint64_t offset,
                            uint64_t length, gf__buf *buf, uint64_t user);
-/* gf__uring_submit_range with GF__READ_* flags, and expect as
+/* gf__uring_submit_range with GF__READ_* flags, and expect and seen as
  * gf__read_opts has it (kept by the caller until the read is reaped). */
 int gf__uring_submit_sample(gf__uring *u, int root_fd, const char *rel, uint64_t offset,
                             uint64_t length, unsigned flags, const gf__file_id *expect,
-                            gf__buf *buf, uint64_t user);
+                            gf__file_seen *seen, gf__buf *buf, uint64_t user);
 /* Finished reads, without blocking; returns how many were written to done
  * (at most max). If more remain, the eventfd stays readable. */
 int gf__uring_reap(gf__uring *u, gf__read_done *done, int max);

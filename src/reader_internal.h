@@ -25,8 +25,10 @@ static inline size_t gf__effective_max(size_t max_bytes)
  * cannot block the caller in open(); it does not affect reads of regular
  * files by pread(). On failure the file is closed and *fd_out is -1. */
 int gf__open_sized(int root_fd, const char *rel, uint64_t offset, uint64_t length,
-                   size_t max_bytes, const gf__file_id *expect, int *fd_out, size_t *size_out,
+                   size_t max_bytes, const gf__file_id *expect, gf__file_seen *seen,
+                   int *fd_out, size_t *size_out,
                    char *why, size_t why_len);
+/* (expect, seen: gf__read_opts.) */
 /* The identity of the file st describes. */
 void gf__file_id_of(gf__file_id *id, const struct stat *st);
 

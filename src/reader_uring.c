@@ -334,7 +334,7 @@ static void flush(gf__uring *u)
 
 int gf__uring_submit_sample(gf__uring *u, int root_fd, const char *rel, uint64_t offset,
                             uint64_t length, unsigned flags, const gf__file_id *expect,
-                            gf__buf *buf, uint64_t user)
+                            gf__file_seen *seen, gf__buf *buf, uint64_t user)
 {
     if (!u || !rel || !buf || u->free_head == GF__NIL)
         return GF_EINVAL;
@@ -361,7 +361,7 @@ int gf__uring_submit_sample(gf__uring *u, int root_fd, const char *rel, uint64_t
     r->base = r->ranged ? offset : 0;
     buf->len = buf->got = 0;
 
-    r->err = gf__open_sized(root_fd, rel, offset, length, u->max_bytes, expect, &r->fd,
+    r->err = gf__open_sized(root_fd, rel, offset, length, u->max_bytes, expect, seen, &r->fd,
                             &r->size, r->why, sizeof r->why);
     if (r->err) {
         push_failed(u, i);

@@ -104,13 +104,13 @@ START_TEST(a_large_file_that_is_no_image_costs_its_first_bytes)
         ck_assert_int_eq(gf__uring_create(&u, 4, 10 * MIB, why, sizeof why), 0);
         gf__buf ub[3] = {{0}};
         ck_assert_int_eq(gf__uring_submit_sample(u, AT_FDCWD, zeros, 0, GF__WHOLE_FILE,
-                                                 GF__READ_SNIFF, NULL, &ub[0], 0),
+                                                 GF__READ_SNIFF, NULL, NULL, &ub[0], 0),
                          0);
         ck_assert_int_eq(gf__uring_submit_sample(u, AT_FDCWD, zeros, 0, 1 * MIB,
-                                                 GF__READ_SNIFF, NULL, &ub[1], 1),
+                                                 GF__READ_SNIFF, NULL, NULL, &ub[1], 1),
                          0);
         ck_assert_int_eq(gf__uring_submit_sample(u, AT_FDCWD, jpeg, 0, GF__WHOLE_FILE,
-                                                 GF__READ_SNIFF, NULL, &ub[2], 2),
+                                                 GF__READ_SNIFF, NULL, NULL, &ub[2], 2),
                          0);
         gf__read_done d[3];
         int got = 0;
