@@ -127,7 +127,7 @@ static const struct {
     S_(mean, K_FLOAT4), S_(std, K_FLOAT4), S_(flip_on_device, K_INT),
     S_(pinned_max_bytes, K_U64), S_(device_max_bytes, K_U64), S_(autotune, K_INT),
     S_(max_threads, K_INT), S_(copy_stream_per_slot, K_INT), S_(strictness, K_INT),
-    S_(extensions, K_INT), S_(read_budget_bytes, K_U64),
+    S_(extensions, K_INT), S_(read_budget_bytes, K_U64), S_(on_shard_error, K_INT),
 #undef S_
 };
 /* The enum fields are read and written as int. */

@@ -49,6 +49,7 @@ _CHOICES = {
     "io": {"auto": 0, "uring": 1, "posix": 2},
     "decoder": {"auto": 0, "stb": 1, "turbo": 2},
     "extensions": {"torchvision": 0, "all": 1},
+    "on_shard_error": {"follow": 0, "fail": 1, "skip": 2},
 }
 # Integer settings and their least value (the C library checks the rest).
 _INTS = {"batch_size": 1, "channels": 1, "threads": 0, "prefetch_depth": 0, "queue_depth": 0,
@@ -141,6 +142,7 @@ class Loader:
     drop_last=False, transform="train"|"eval", device="auto"|"cpu"|"cuda",
     device_id=-1, dtype="uint8"|"float32"|"float16"|"bfloat16",
     layout="nhwc"|"nchw", mean=None, std=None, on_error="skip"|"fail",
+    on_shard_error="follow"|"fail"|"skip",
     strictness="strict"|"lenient"|"whole", rank=None, world=None (None: from
     torchrun / mpirun / Slurm), scale=(0.08, 1.0), ratio=(3/4, 4/3),
     flip_prob=0.5, crop_fraction=0.875, io, decoder, queue_depth,
@@ -234,9 +236,12 @@ def decode_image(encoded, *, epoch=0, index=0, **kw):
 
 
 def verify(data, *, threads=0, strictness="whole", extensions="torchvision", rank=0, world=1,
-           max_pixels=None, max_file_bytes=None):
-    """Decodes every sample (as `gpufeed verify` does); returns the bad ones as BadSample."""
-    kw = dict(threads=threads, strictness=strictness, extensions=extensions, rank=rank,
+           max_pixels=None, max_file_bytes=None, on_shard_error="skip"):
+    """Decodes every sample (as `gpufeed verify` does); returns the bad ones as
+    BadSample, and each damaged tar shard as one (index -1, path the shard's,
+    reason "offset N: ...; K members kept, L lost")."""
+    kw = dict(threads=threads, strictness=strictness, extensions=extensions,
+              on_shard_error=on_shard_error, rank=rank,
               world=world, transform="eval", shuffle=False, epochs=1, on_error="skip",
               image_size=32, batch_size=64, device="cpu")
     if max_pixels is not None:

@@ -276,3 +276,29 @@ def test_lenient_warnings_and_strict_failure(dataset, tmp_path):
     with pytest.raises(gpufeed.CorruptImage, match="a/scan.jpg"):
         with gpufeed.Loader(str(tmp_path), on_error="fail", **kw) as loader:
             next(loader)
+
+
+def test_a_damaged_shard_is_reported_by_verify_and_counted(dataset, tmp_path):
+    """on_shard_error reaches the C setting: a shard cut inside its first
+    header is one BadSample from verify (index -1) under skip, and the
+    loader refuses the set under fail."""
+    import io
+    import tarfile
+    jpgs = sorted(p for p in __import__("pathlib").Path(dataset).rglob("*.jpg"))[:2]
+    good = tmp_path / "a.tar"
+    with tarfile.open(good, "w", format=tarfile.USTAR_FORMAT) as t:
+        for k, jpg in enumerate(jpgs):
+            for name, data in ((f"k{k}.jpg", jpg.read_bytes()), (f"k{k}.cls", b"0")):
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+    (tmp_path / "b.tar").write_bytes(b"x" * 100)
+    data = f"{good},{tmp_path / 'b.tar'}"
+    bad = gpufeed.verify(data)
+    assert [b.path for b in bad] == [str(tmp_path / "b.tar")]
+    assert "0 members kept" in bad[0].reason
+    with gpufeed.Loader(data, batch_size=1, image_size=8, device="cpu") as l:
+        assert l.stats()["shards_damaged"] == 1
+        assert sum(b.count for b in l) == 2
+    with pytest.raises(gpufeed.DatasetError):
+        gpufeed.Loader(data, batch_size=1, image_size=8, device="cpu", on_shard_error="fail")
