@@ -151,11 +151,9 @@ static int read_format(spng_ctx *ctx, const struct spng_ihdr *ih, png_fmt *f)
 }
 
 /* The reason and code of libspng's error e. */
-static int spng_why(int e, int flags, const uint8_t *data, size_t len, const gf__transform *t,
-                    char *why, size_t why_len)
+static int why_of(int e, int flags, const char *tail, const uint8_t *data, size_t len,
+                  const gf__transform *t, char *why, size_t why_len)
 {
-    char tail[96];
-    snprintf(tail, sizeof tail, " (libspng: %s)", spng_strerror(e));
     switch (e) {
     case SPNG_EMEM:
         gf__why(why, why_len, "PNG: out of memory%s", tail);
@@ -195,6 +193,26 @@ static int spng_why(int e, int flags, const uint8_t *data, size_t len, const gf_
         gf__why(why, why_len, "PNG: corrupt data%s", tail);
         return GF_ECORRUPT;
     }
+}
+
+/* libspng's error e: its words, and libspng's text after them. */
+static int spng_why(int e, int flags, const uint8_t *data, size_t len, const gf__transform *t,
+                    char *why, size_t why_len)
+{
+    char tail[96];
+    snprintf(tail, sizeof tail, " (libspng: %s)", spng_strerror(e));
+    return why_of(e, flags, tail, data, len, t, why, why_len);
+}
+
+/* The same words for what gpufeed's own inflate met (libspng's code for
+ * the kind), with zlib's text when it has one. */
+static int zlib_why(int e, int flags, const z_stream *z, const uint8_t *data, size_t len,
+                    const gf__transform *t, char *why, size_t why_len)
+{
+    char tail[96] = "";
+    if (z && z->msg)
+        snprintf(tail, sizeof tail, " (zlib: %s)", z->msg);
+    return why_of(e, flags, tail, data, len, t, why, why_len);
 }
 
 /* PNG's unfiltering of `rows` rows in place: each row is its filter byte
@@ -296,7 +314,7 @@ static int inflate_rows(const uint8_t *data, size_t len, const gf__transform *t,
     while ((l = chunk_at(data, len, pos)) >= 0 && memcmp(data + pos + 4, "IDAT", 4) != 0)
         pos += 12 + (size_t)l;
     if (l < 0)
-        return spng_why(SPNG_EOF, 0, data, len, t, why, why_len);
+        return zlib_why(SPNG_EOF, 0, NULL, data, len, t, why, why_len);
     z_stream z;
     memset(&z, 0, sizeof z);
     if (inflateInit(&z) != Z_OK) {
@@ -326,7 +344,7 @@ static int inflate_rows(const uint8_t *data, size_t len, const gf__transform *t,
                 break;
         }
         if ((l = chunk_at(data, len, pos)) < 0) {
-            rc = spng_why(SPNG_EOF, 0, data, len, t, why, why_len);
+            rc = zlib_why(SPNG_EOF, 0, &z, data, len, t, why, why_len);
             goto out;
         }
         if (memcmp(data + pos + 4, "IDAT", 4) != 0)
@@ -360,14 +378,14 @@ static int inflate_rows(const uint8_t *data, size_t len, const gf__transform *t,
         if (ret == Z_DATA_ERROR && z.msg && strcmp(z.msg, "incorrect data check") == 0) {
             /* every row is out: only the Adler-32 is wrong */
             if (!lenient) {
-                rc = spng_why(SPNG_EIDAT_STREAM, IGNORE_ADLER, data, len, t, why, why_len);
+                rc = zlib_why(SPNG_EIDAT_STREAM, IGNORE_ADLER, &z, data, len, t, why, why_len);
                 goto out;
             }
             if (!warn[0])
-                spng_why(SPNG_EIDAT_STREAM, IGNORE_ADLER, data, len, t, warn, warn_len);
+                zlib_why(SPNG_EIDAT_STREAM, IGNORE_ADLER, &z, data, len, t, warn, warn_len);
             ended = 1;
         } else if (ret != Z_OK && ret != Z_STREAM_END) {
-            rc = spng_why(SPNG_EIDAT_STREAM, 0, data, len, t, why, why_len);
+            rc = zlib_why(SPNG_EIDAT_STREAM, 0, &z, data, len, t, why, why_len);
             goto out;
         }
         /* a chunk read to its end: libspng compared its CRC there */
@@ -381,18 +399,18 @@ static int inflate_rows(const uint8_t *data, size_t len, const gf__transform *t,
     if ((z.avail_out == 0 && !out_left) || z.next_out < zb || z.next_out > zb + need)
         rows_done = 1;
     if (!rows_done) {
-        rc = spng_why(SPNG_EIDAT_TOO_SHORT, 0, data, len, t, why,
+        rc = zlib_why(SPNG_EIDAT_TOO_SHORT, 0, &z, data, len, t, why,
                       why_len);
         goto out;
     }
     if (want_end && !ended) {
-        rc = spng_why(SPNG_EIDAT_STREAM, 0, data, len, t, why, why_len);
+        rc = zlib_why(SPNG_EIDAT_STREAM, 0, &z, data, len, t, why, why_len);
         goto out;
     }
     if (want_end) { /* on to IEND: the rest of the IDATs, then the last chunks */
         for (;;) {
             if ((l = chunk_at(data, len, pos)) < 0) {
-                rc = spng_why(SPNG_EOF, 0, data, len, t, why, why_len);
+                rc = zlib_why(SPNG_EOF, 0, &z, data, len, t, why, why_len);
                 goto out;
             }
             if (lenient && !warn[0] && chunk_crc_bad(data, pos, (uint32_t)l, &bad))
@@ -405,7 +423,7 @@ static int inflate_rows(const uint8_t *data, size_t len, const gf__transform *t,
 rows_read: {
     int y = unfilter(zb, rowbytes, bottom, bpp);
     if (y >= 0)
-        rc = spng_why(SPNG_EFILTER, 0, data, len, t, why, why_len);
+        rc = zlib_why(SPNG_EFILTER, 0, &z, data, len, t, why, why_len);
 }
 out:
     inflateEnd(&z);
