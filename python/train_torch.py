@@ -127,7 +127,8 @@ def run(a, name, classes):
     model = None if a.input_only else model_for(a, classes)
     if model is not None:
         opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9, weight_decay=5e-4)
-        scaler = torch.cuda.amp.GradScaler(enabled=a.cuda)
+        scaler = (torch.amp.GradScaler("cuda", enabled=a.cuda) if hasattr(torch.amp, "GradScaler")
+                  else torch.cuda.amp.GradScaler(enabled=a.cuda))  # torch < 2.3
         loss_fn = torch.nn.CrossEntropyLoss()
     rows = []
     for e, batches in enumerate(LOADERS[name](a, a.epochs)):
@@ -250,20 +251,20 @@ def main(argv=None):
             per_run[-1]["rss_last_mib"]
         med["runs"] = runs[n]
         result["loaders"][n] = med
-    if a.json:
-        print(json.dumps(result, indent=1))
-        return result
+    table = sys.stderr if a.json else sys.stdout
     what = "input only" if a.input_only else f"width {a.width}"
     print(f"{what}: {a.train}, {a.image_size}x{a.image_size} on {a.device}, batch "
           f"{a.batch_size}, {a.threads} threads/workers, {a.epochs} epochs, medians of "
-          f"{a.runs} alternated runs (epochs after the first)")
+          f"{a.runs} alternated runs (epochs after the first)", file=table)
     for n in names:
         m = result["loaders"][n]
         acc = "" if m["val_accuracy"] is None else \
             "  val acc " + " ".join(f"{v:.3f}" for v in m["val_accuracy"])
         print(f"  {n:8s} {m['images_per_s']:8.1f} images/s  waited {100 * m['wait_fraction']:4.1f}%"
               f" of the loop  step {1000 * m['step_s']:6.1f} ms  rss {m['rss_first_mib']:.0f}"
-              f" -> {m['rss_last_mib']:.0f} MiB{acc}")
+              f" -> {m['rss_last_mib']:.0f} MiB{acc}", file=table)
+    if a.json:
+        print(json.dumps(result, indent=1))
     return result
 
 
