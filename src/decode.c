@@ -297,7 +297,8 @@ size_t gf__decoder_scratch_bytes(const gf__decoder *d)
     return n;
 }
 
-atomic_uint gf__jpeg_long_decodes, gf__decode_cancels;
+atomic_uint gf__jpeg_long_decodes, gf__decode_cancels, gf__jpeg_held;
+atomic_int gf__jpeg_hold;
 
 void gf__decoder_set_cancel(gf__decoder *d, const atomic_int *cancel)
 {

@@ -42,9 +42,14 @@ const char *gf__decoder_warning(const gf__decoder *d, int *code);
  * NULL (the default): never cancelled. */
 void gf__decoder_set_cancel(gf__decoder *d, const atomic_int *cancel);
 /* Test hooks, counted process-wide: JPEG decodes that ran past
- * GF__JPEG_LONG_SCANS scans, and decodes that saw the cancel flag. */
+ * GF__JPEG_LONG_SCANS scans, and decodes that saw the cancel flag. While
+ * gf__jpeg_hold is set, a decode past GF__JPEG_LONG_SCANS waits there
+ * (counted in gf__jpeg_held) until it is cleared or the decode is
+ * cancelled: a test can then stop a loader with a decode surely in
+ * progress, whatever the scheduler (valgrind runs one thread at a time). */
 enum { GF__JPEG_MAX_SCANS = 500, GF__JPEG_LONG_SCANS = 100 };
-extern atomic_uint gf__jpeg_long_decodes, gf__decode_cancels;
+extern atomic_uint gf__jpeg_long_decodes, gf__decode_cancels, gf__jpeg_held;
+extern atomic_int gf__jpeg_hold;
 /* 1 if this build has libjpeg-turbo. */
 int gf__have_turbo(void);
 

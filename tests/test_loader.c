@@ -1546,20 +1546,20 @@ START_TEST(read_sample_on_shards_gives_each_members_bytes_and_stats_count_what_w
 END_TEST
 
 #if GF_HAVE_TURBO
-/* Waits (polling) until some decode has run past GF__JPEG_LONG_SCANS
- * scans since `before`. */
-static void wait_for_a_long_decode(unsigned before)
+/* Waits (polling) until a decode is held past GF__JPEG_LONG_SCANS scans
+ * (gf__jpeg_hold is set). */
+static void wait_for_a_held_decode(void)
 {
-    for (int i = 0; i < 60000 && atomic_load(&gf__jpeg_long_decodes) == before; i++)
+    for (int i = 0; i < 60000 && atomic_load(&gf__jpeg_held) == 0; i++)
         nanosleep(&(struct timespec){0, 1000000}, NULL);
-    ck_assert_uint_gt(atomic_load(&gf__jpeg_long_decodes), before);
+    ck_assert_uint_eq(atomic_load(&gf__jpeg_held), 1);
 }
 
 /* gf_close and gf_seek do not wait out a long decode: the flag they
  * raise ends the one in progress (counted), its result is dropped (no
  * error counted), and after a seek the same files decode in full. One
- * thread and a queue of 499-scan files (under the cap): a decode is in
- * progress at almost any instant, so the cancel is seen. */
+ * thread, 499-scan files (under the cap); the hook holds a decode past
+ * its 100th scan, so one is surely in progress when the loader stops. */
 START_TEST(close_and_seek_cancel_a_decode_in_progress)
 {
     enum { FILES = 24, SIDE = 1024 };
@@ -1582,23 +1582,26 @@ START_TEST(close_and_seek_cancel_a_decode_in_progress)
     s.batch_size = 2;
     s.prefetch_depth = 4;
     s.epochs = 1;
-    gf_loader *l = open_ok(&s);
-
     unsigned cancels = atomic_load(&gf__decode_cancels);
-    wait_for_a_long_decode(atomic_load(&gf__jpeg_long_decodes));
+    atomic_store(&gf__jpeg_hold, 1);
+    gf_loader *l = open_ok(&s);
+    wait_for_a_held_decode();
     ck_assert_int_eq(gf_seek(l, 0, 0), 0);
     ck_assert_uint_eq(atomic_load(&gf__decode_cancels), cancels + 1);
+    atomic_store(&gf__jpeg_hold, 0);
     gf_batch *b;
     ck_assert_int_eq(gf_next(l, &b), 0); /* decodes in full again */
     ck_assert_int_eq(b->count, 2);
-    ck_assert_int_eq(gf_release(l, b), 0);
     gf_stats st;
     gf_get_stats(l, &st);
     ck_assert_uint_eq(st.errors, 0);
 
-    wait_for_a_long_decode(atomic_load(&gf__jpeg_long_decodes));
+    atomic_store(&gf__jpeg_hold, 1);
+    ck_assert_int_eq(gf_release(l, b), 0); /* room: a decode starts, or goes on */
+    wait_for_a_held_decode();
     gf_close(&l);
     ck_assert_uint_eq(atomic_load(&gf__decode_cancels), cancels + 2);
+    atomic_store(&gf__jpeg_hold, 0);
     tu_rmrf(dir);
     free(dir);
     free(jpg);
