@@ -3,6 +3,7 @@
 #include "decode.h"
 #include "resample.h"
 #include "testutil.h"
+#include "tu_engine.h"
 #include "run_suite.h"
 
 #include <check.h>
@@ -16,33 +17,6 @@
 #endif
 
 /* ---- helpers ---- */
-
-static gf__transform eval_t(int w, int h, int c, float crop_fraction)
-{
-    gf_settings s;
-    gf_default_settings(&s);
-    s.width = w;
-    s.height = h;
-    s.channels = c;
-    s.transform = GF_TRANSFORM_EVAL;
-    s.crop_fraction = crop_fraction;
-    gf__transform t;
-    gf__transform_from_settings(&t, &s);
-    return t;
-}
-
-static gf__transform train_t(int w, int h, int c)
-{
-    gf_settings s;
-    gf_default_settings(&s);
-    s.width = w;
-    s.height = h;
-    s.channels = c;
-    s.transform = GF_TRANSFORM_TRAIN;
-    gf__transform t;
-    gf__transform_from_settings(&t, &s);
-    return t;
-}
 
 /* Decodes with a fresh decoder; fails the test on error. */
 static uint8_t *dec(const uint8_t *data, size_t len, const gf__transform *t, uint64_t key,
@@ -128,7 +102,7 @@ START_TEST(png_rgb_identity_is_pixel_exact)
     tu_fill(px, w, h, 3, 7);
     size_t len;
     uint8_t *png = tu_png_mem(px, w, h, 3, &len);
-    gf__transform t = eval_t(w, h, 3, 1.0f);
+    gf__transform t = tu_eval_transform(w, h, 3, 1.0f);
     int used;
     uint8_t *out = dec(png, len, &t, 1, &used);
     ck_assert_int_eq(used, GF_HAVE_SPNG ? GF__USED_SPNG : GF__USED_STB);
@@ -145,7 +119,7 @@ START_TEST(train_with_full_scale_and_no_flip_is_identity)
     tu_fill(px, w, h, 3, 8);
     size_t len;
     uint8_t *png = tu_png_mem(px, w, h, 3, &len);
-    gf__transform t = train_t(w, h, 3);
+    gf__transform t = tu_train_transform(w, h, 3);
     t.scale_min = t.scale_max = 1.0f;
     t.ratio_min = t.ratio_max = (float)w / h;
     t.flip_prob = 0;
@@ -171,7 +145,7 @@ START_TEST(png_channel_conversions_follow_the_rules)
         for (int C = 1; C <= 4; C++) {
             if (C == 2)
                 continue;
-            gf__transform t = eval_t(w, h, C, 1.0f);
+            gf__transform t = tu_eval_transform(w, h, C, 1.0f);
             uint8_t *out = dec(png, len, &t, 3, NULL);
             for (int i = 0; i < w * h; i++) {
                 uint8_t e[4];
@@ -199,7 +173,7 @@ START_TEST(png_16bit_is_rounded_to_8bit)
     }
     size_t len;
     uint8_t *png = tu_png_raw(w, h, 16, 2, raw, (size_t)w * 6, NULL, 0, NULL, 0, &len);
-    gf__transform t = eval_t(w, h, 3, 1.0f);
+    gf__transform t = tu_eval_transform(w, h, 3, 1.0f);
     uint8_t *out = dec(png, len, &t, 0, NULL);
     for (int i = 0; i < w * h * 3; i++)
         ck_assert_int_eq(out[i], (int)(((uint32_t)v[i] * 255 + 32767) / 65535));
@@ -218,7 +192,7 @@ START_TEST(png_palette_expands_with_transparency)
         idx[i] = (uint8_t)((i * 7) % 4);
     size_t len;
     uint8_t *png = tu_png_raw(w, h, 8, 3, idx, (size_t)w, plte, 4, trns, 4, &len);
-    gf__transform t3 = eval_t(w, h, 3, 1.0f), t4 = eval_t(w, h, 4, 1.0f);
+    gf__transform t3 = tu_eval_transform(w, h, 3, 1.0f), t4 = tu_eval_transform(w, h, 4, 1.0f);
     uint8_t *o3 = dec(png, len, &t3, 0, NULL), *o4 = dec(png, len, &t4, 0, NULL);
     for (int i = 0; i < w * h; i++) {
         ck_assert_mem_eq(o3 + 3 * i, plte + 3 * idx[i], 3);
@@ -240,7 +214,7 @@ START_TEST(eval_center_crop_picks_the_center)
     tu_fill(px, w, h, 3, 9);
     size_t len;
     uint8_t *png = tu_png_mem(px, w, h, 3, &len);
-    gf__transform t = eval_t(20, 10, 3, 1.0f / 3);
+    gf__transform t = tu_eval_transform(20, 10, 3, 1.0f / 3);
     uint8_t *out = dec(png, len, &t, 0, NULL);
     for (int y = 0; y < 10; y++)
         ck_assert_mem_eq(out + y * 20 * 3, px + ((y + 10) * w + 10) * 3, 20 * 3);
@@ -258,7 +232,7 @@ START_TEST(flip_mirrors_exactly)
     tu_fill_smooth(px, w, h, 3, 5);
     size_t len;
     uint8_t *png = tu_png_mem(px, w, h, 3, &len);
-    gf__transform t = train_t(24, 16, 3);
+    gf__transform t = tu_train_transform(24, 16, 3);
     for (uint64_t key = 0; key < 8; key++) {
         t.flip_prob = 0;
         uint8_t *a = dec(png, len, &t, key, NULL);
@@ -281,7 +255,7 @@ START_TEST(same_key_same_bytes_different_keys_different_crops)
     tu_fill(px, w, h, 3, 11);
     size_t len;
     uint8_t *png = tu_png_mem(px, w, h, 3, &len);
-    gf__transform t = train_t(32, 32, 3);
+    gf__transform t = tu_train_transform(32, 32, 3);
     uint8_t *first = dec(png, len, &t, 1234, NULL);
     uint8_t *again = dec(png, len, &t, 1234, NULL);
     ck_assert_mem_eq(first, again, 32 * 32 * 3);
@@ -333,7 +307,7 @@ START_TEST(jpeg_stb_and_turbo_agree_with_each_other_and_the_source)
     tu_fill_smooth(px, w, h, 3, 1);
     size_t len;
     uint8_t *jpg = tu_jpg_mem(px, w, h, 3, 95, &len);
-    gf__transform t = eval_t(w, h, 3, 1.0f);
+    gf__transform t = tu_eval_transform(w, h, 3, 1.0f);
     t.decoder = GF_DECODER_STB;
     int used;
     uint8_t *s = dec(jpg, len, &t, 0, &used);
@@ -366,7 +340,7 @@ START_TEST(jpeg_gray_and_rgba_outputs_agree_between_decoders)
     size_t len;
     uint8_t *jpg = tu_jpg_mem(px, w, h, 3, 95, &len);
     for (int C = 1; C <= 4; C += 3) {
-        gf__transform t = train_t(32, 24, C);
+        gf__transform t = tu_train_transform(32, 24, C);
         t.decoder = GF_DECODER_STB;
         uint8_t *s = dec(jpg, len, &t, 77, NULL);
         t.decoder = GF_DECODER_AUTO;
@@ -401,7 +375,7 @@ START_TEST(dct_scaled_partial_jpeg_matches_full_decode)
         if (C == 2)
             continue;
         for (uint64_t key = 0; key < 24; key++) {
-            gf__transform t = key % 4 == 3 ? eval_t(56, 56, C, 0.875f) : train_t(56, 56, C);
+            gf__transform t = key % 4 == 3 ? tu_eval_transform(56, 56, C, 0.875f) : tu_train_transform(56, 56, C);
             uint8_t *part = dec(jpg, len, &t, key, NULL);
             t.full_decode = 1;
             uint8_t *full = dec(jpg, len, &t, key, NULL);
@@ -461,7 +435,7 @@ START_TEST(cmyk_jpeg_decodes_to_rgb_like_photoshop)
     }
     size_t len;
     uint8_t *jpg = cmyk_jpeg(cmyk, w, h, &len);
-    gf__transform t = eval_t(w, h, 3, 1.0f);
+    gf__transform t = tu_eval_transform(w, h, 3, 1.0f);
     int used, mx;
     uint8_t *j = dec(jpg, len, &t, 0, &used);
     ck_assert_int_eq(used, GF__USED_TURBO);
@@ -471,7 +445,7 @@ START_TEST(cmyk_jpeg_decodes_to_rgb_like_photoshop)
     uint8_t *s = dec(jpg, len, &t, 0, &used);
     m = mean_abs_diff(s, j, (size_t)w * h * 3, &mx);
     ck_assert_msg(m < 1.0 && mx <= 8, "stb vs turbo CMYK: mean %.2f max %d", m, mx);
-    gf__transform t1 = eval_t(w, h, 1, 1.0f);
+    gf__transform t1 = tu_eval_transform(w, h, 1, 1.0f);
     uint8_t *g = dec(jpg, len, &t1, 0, NULL);
     for (int i = 0; i < w * h; i++)
         ck_assert_int_eq(g[i], luma(j[3 * i], j[3 * i + 1], j[3 * i + 2]));
@@ -630,7 +604,7 @@ START_TEST(decoder_reuse_across_sizes_stays_correct)
         tu_fill(px, w, h, 3, (uint32_t)i);
         size_t len;
         uint8_t *png = tu_png_mem(px, w, h, 3, &len);
-        gf__transform t = eval_t(w, h, C, 1.0f);
+        gf__transform t = tu_eval_transform(w, h, C, 1.0f);
         ck_assert_int_eq(gf__decode(d, png, len, &t, 0, out, &used, why, sizeof why), 0);
         for (int p = 0; p < w * h; p++) {
             uint8_t e[4];
@@ -652,7 +626,7 @@ START_TEST(small_image_enlarges_within_its_range)
     tu_fill(px, w, h, 3, 21);
     size_t len;
     uint8_t *png = tu_png_mem(px, w, h, 3, &len);
-    gf__transform t = train_t(32, 32, 3);
+    gf__transform t = tu_train_transform(32, 32, 3);
     uint8_t *out = dec(png, len, &t, 9, NULL);
     int lo = 255, hi = 0;
     for (int i = 0; i < w * h * 3; i++) {
@@ -670,7 +644,7 @@ END_TEST
 
 START_TEST(empty_and_tiny_and_text_inputs_are_rejected)
 {
-    gf__transform t = train_t(16, 16, 3);
+    gf__transform t = tu_train_transform(16, 16, 3);
     char why[256];
     ck_assert_int_eq(dec_rc((const uint8_t *)"", 0, &t, why, sizeof why), GF_EEMPTY);
     ck_assert_int_eq(dec_rc((const uint8_t *)"\xff", 1, &t, why, sizeof why), GF_EFORMAT);
@@ -690,7 +664,7 @@ START_TEST(truncated_jpeg_is_etrunc_for_both_decoders)
     uint8_t *jpg = tu_jpg_mem(px, w, h, 3, 90, &len);
     char why[256];
     for (int dcd = 0; dcd < 2; dcd++) {
-        gf__transform t = eval_t(64, 64, 3, 0.875f);
+        gf__transform t = tu_eval_transform(64, 64, 3, 0.875f);
         t.decoder = dcd ? GF_DECODER_STB : GF_DECODER_AUTO;
         ck_assert_int_eq(dec_rc(jpg, len / 2, &t, why, sizeof why), GF_ETRUNC);
         ck_assert_msg(strstr(why, "JPEG: premature end of data") != NULL, "why: %s", why);
@@ -709,7 +683,7 @@ START_TEST(truncated_png_is_etrunc)
     tu_fill(px, w, h, 3, 13);
     size_t len;
     uint8_t *png = tu_png_mem(px, w, h, 3, &len);
-    gf__transform t = train_t(16, 16, 3);
+    gf__transform t = tu_train_transform(16, 16, 3);
     char why[256];
     ck_assert_int_eq(dec_rc(png, len / 2, &t, why, sizeof why), GF_ETRUNC);
     ck_assert_msg(strstr(why, "PNG: premature end of data") != NULL, "why: %s", why);
@@ -754,7 +728,7 @@ START_TEST(overfull_huffman_table_is_ecorrupt_for_both_decoders)
             n = len + 21;
         }
         for (int dcd = 0; dcd < 2; dcd++) {
-            gf__transform t = eval_t(16, 16, 3, 1.0f);
+            gf__transform t = tu_eval_transform(16, 16, 3, 1.0f);
             t.decoder = dcd ? GF_DECODER_STB : GF_DECODER_AUTO;
             int rc = dec_rc(bad, n, &t, why, sizeof why);
             if (where == 0) {
@@ -782,7 +756,7 @@ START_TEST(pnm_header_numbers_over_int_max_are_ecorrupt)
         "P5 3 2147483648 255 ",
         "P5\n# a comment 9999999999999\n3 2\n# another\n55555555555555555555\nxyz",
     };
-    gf__transform t = eval_t(4, 4, 3, 1.0f);
+    gf__transform t = tu_eval_transform(4, 4, 3, 1.0f);
     char why[256];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = dec_rc((const uint8_t *)bad[i], strlen(bad[i]), &t, why, sizeof why);
@@ -819,7 +793,7 @@ START_TEST(corrupt_jpeg_middle_never_crashes)
             bad[len / 3 + (s >> 8) % (len / 3)] ^= (uint8_t)(1 + (s >> 24) % 255);
         }
         for (int dcd = 0; dcd < 2; dcd++) {
-            gf__transform t = trial % 2 ? eval_t(48, 48, 3, 0.875f) : train_t(48, 48, 3);
+            gf__transform t = trial % 2 ? tu_eval_transform(48, 48, 3, 0.875f) : tu_train_transform(48, 48, 3);
             t.decoder = dcd ? GF_DECODER_STB : GF_DECODER_AUTO;
             why[0] = 0;
             int rc = dec_rc(bad, len, &t, why, sizeof why);
@@ -837,7 +811,7 @@ START_TEST(corrupt_jpeg_middle_never_crashes)
             bad[i + 7] = bad[i + 8] = 0;
             break;
         }
-    gf__transform t = train_t(48, 48, 3);
+    gf__transform t = tu_train_transform(48, 48, 3);
     int rc = dec_rc(bad, len, &t, why, sizeof why);
     ck_assert_msg(rc == GF_ECORRUPT || rc == GF_EFORMAT, "rc %d (%s)", rc, why);
 #if GF_HAVE_TURBO
@@ -902,8 +876,8 @@ START_TEST(jpeg_warnings_fail_strict_and_are_counted_lenient)
         size_t offs[2] = {s0 + (len - s0) / 2, s0 + 6};
         for (int k = 0; k < 2; k++) {
             uint8_t *bad = plant_marker(jpg, len, offs[k]);
-            gf__transform ts[3] = {eval_t(32, 32, 3, 0.5f), train_t(48, 48, 3),
-                                   eval_t(32, 32, 3, 0.5f)};
+            gf__transform ts[3] = {tu_eval_transform(32, 32, 3, 0.5f), tu_train_transform(48, 48, 3),
+                                   tu_eval_transform(32, 32, 3, 0.5f)};
             ts[2].full_decode = 1;
             for (int ti = 0; ti < 3; ti++) {
                 for (int m = GF_STRICT; m <= GF_STRICT_WHOLE; m++) {
@@ -933,7 +907,7 @@ START_TEST(jpeg_warnings_fail_strict_and_are_counted_lenient)
             junk[len - 2 + i] = (uint8_t)(i + 1);
         junk[jl - 2] = 0xff;
         junk[jl - 1] = 0xd9;
-        gf__transform te = eval_t(32, 32, 3, 0.875f);
+        gf__transform te = tu_eval_transform(32, 32, 3, 0.875f);
         int rc = dec_mode(junk, jl, te, GF_STRICT_WHOLE, &used, why, sizeof why);
         ck_assert_int_eq(rc, GF_ECORRUPT);
         ck_assert_msg(strstr(why, "corrupt JPEG data: ") == why &&
@@ -968,7 +942,7 @@ START_TEST(damage_below_a_partial_decode_is_seen_only_when_whole)
         size_t len;
         uint8_t *jpg = tu_jpeg_lib(px, w, h, 90, prog ? TU_JPEG_PROGRESSIVE : TU_JPEG_BASELINE, &len);
         uint8_t *bad = plant_marker(jpg, len, len - 12);
-        gf__transform t = eval_t(32, 32, 3, 0.5f); /* the centre half */
+        gf__transform t = tu_eval_transform(32, 32, 3, 0.5f); /* the centre half */
         int rc = dec_mode(bad, len, t, GF_STRICT, &used, why, sizeof why);
         ck_assert_msg(rc == (prog ? GF_ECORRUPT : 0), "prog %d: rc %d (%s)", prog, rc, why);
         ck_assert_int_eq(dec_mode(bad, len, t, GF_STRICT_WHOLE, &used, why, sizeof why),
@@ -1003,7 +977,7 @@ START_TEST(random_scan_damage_fails_strict_where_lenient_warns)
             /* The same partial decode: lenient warns exactly where strict
              * fails (strict may also fail at the end, which it reads when
              * the crop reaches the bottom); whole fails wherever strict does. */
-            gf__transform t = eval_t(48, 48, 3, 0.875f);
+            gf__transform t = tu_eval_transform(48, 48, 3, 0.875f);
             int lr = dec_mode(bad, len, t, GF_LENIENT, &used, why, sizeof why);
             int warned = lr == 0 && (used & GF__WARNED);
             int sr = dec_mode(bad, len, t, GF_STRICT, &used, why, sizeof why);
@@ -1038,7 +1012,7 @@ START_TEST(huge_png_header_is_etoobig_before_allocating)
     uint8_t *png = tu_png_raw(1, 1, 8, 2, raw, 3, NULL, 0, NULL, 0, &len);
     png[16] = 0, png[17] = 0x01, png[18] = 0x86, png[19] = 0xa0; /* width */
     png[20] = 0, png[21] = 0x01, png[22] = 0x86, png[23] = 0xa0; /* height */
-    gf__transform t = train_t(16, 16, 3);
+    gf__transform t = tu_train_transform(16, 16, 3);
     char why[256];
     ck_assert_int_eq(dec_rc(png, len, &t, why, sizeof why), GF_ETOOBIG);
     ck_assert_str_eq(why, "PNG 100000x100000 = 10000000000 pixels over the limit of 67108864");
@@ -1065,7 +1039,7 @@ START_TEST(huge_jpeg_header_is_etoobig_for_both_decoders)
     jpg[sof + 7] = 0xfd, jpg[sof + 8] = 0xe8; /* width 65000 */
     char why[256];
     for (int dcd = 0; dcd < 2; dcd++) {
-        gf__transform t = train_t(16, 16, 3);
+        gf__transform t = tu_train_transform(16, 16, 3);
         t.decoder = dcd ? GF_DECODER_STB : GF_DECODER_AUTO;
         ck_assert_int_eq(dec_rc(jpg, len, &t, why, sizeof why), GF_ETOOBIG);
         ck_assert_msg(strstr(why, "JPEG 65000x65000") != NULL, "why: %s", why);
@@ -1077,10 +1051,10 @@ END_TEST
 
 START_TEST(bad_arguments_are_einval)
 {
-    gf__transform t = train_t(16, 16, 2);
+    gf__transform t = tu_train_transform(16, 16, 2);
     char why[64];
     ck_assert_int_eq(dec_rc((const uint8_t *)"x", 1, &t, why, sizeof why), GF_EINVAL);
-    t = train_t(0, 16, 3);
+    t = tu_train_transform(0, 16, 3);
     ck_assert_int_eq(dec_rc((const uint8_t *)"x", 1, &t, why, sizeof why), GF_EINVAL);
 }
 END_TEST
@@ -1094,7 +1068,7 @@ START_TEST(jpeg_scans_over_the_cap_are_a_bomb_and_under_it_decode)
     const int w = 64, h = 48;
     uint8_t *px = malloc((size_t)w * h * 3);
     tu_fill_smooth(px, w, h, 3, 5);
-    gf__transform t = eval_t(w, h, 3, 1.0f);
+    gf__transform t = tu_eval_transform(w, h, 3, 1.0f);
     size_t n4, n400, nbomb;
     uint8_t *plain = tu_jpeg_scans(px, w, h, 4, &n4);
     uint8_t *under = tu_jpeg_scans(px, w, h, 400, &n400);
@@ -1133,7 +1107,7 @@ START_TEST(a_raised_cancel_flag_ends_a_progressive_decode)
     tu_fill_smooth(px, w, h, 3, 6);
     size_t n;
     uint8_t *jpg = tu_jpeg_scans(px, w, h, 8, &n);
-    gf__transform t = eval_t(w, h, 3, 1.0f);
+    gf__transform t = tu_eval_transform(w, h, 3, 1.0f);
     gf__decoder *d;
     ck_assert_int_eq(gf__decoder_create(&d), 0);
     atomic_int cancel = 1;
@@ -1208,7 +1182,7 @@ START_TEST(unsupported_jpeg_processes_are_eformat_naming_what)
         memcpy(b, jpg, n);
         b[sof + 1] = cases[k].marker;
         b[sof + 4] = cases[k].precision;
-        gf__transform t = eval_t(16, 16, 3, 1.0f);
+        gf__transform t = tu_eval_transform(16, 16, 3, 1.0f);
         t.decoder = GF_DECODER_STB;
         char why[160];
         ck_assert_int_eq(dec_rc(b, n, &t, why, sizeof why), GF_EFORMAT);
@@ -1242,7 +1216,7 @@ START_TEST(arithmetic_coded_jpeg_decodes_on_turbo_and_is_eformat_on_stb)
     uint8_t *jpg = tu_jpeg_lib(px, w, h, 95, TU_JPEG_ARITH, &n);
     ck_assert_uint_eq(jpg[sof_at(jpg, n) + 1], 0xc9);
 
-    gf__transform t = eval_t(w, h, 3, 1.0f);
+    gf__transform t = tu_eval_transform(w, h, 3, 1.0f);
     t.decoder = GF_DECODER_TURBO;
     uint8_t *out = dec(jpg, n, &t, 1, NULL);
     ck_assert_double_lt(mean_abs_diff(out, px, (size_t)w * h * 3, NULL), 4.0);

@@ -2,6 +2,7 @@
  * image cost their first bytes, not their size; the bytes read buffers
  * hold stay within the read budget, with io_uring and with pread. */
 #include "testutil.h"
+#include "tu_engine.h"
 
 #include "dataset.h"
 #include "reader_internal.h"
@@ -34,16 +35,6 @@ static uint64_t file_size(const char *path)
     struct stat st;
     ck_assert_int_eq(stat(path, &st), 0);
     return (uint64_t)st.st_size;
-}
-
-static int uring_works(void)
-{
-    gf__uring *u = NULL;
-    char why[160];
-    if (gf__uring_create(&u, 4, 0, why, sizeof why) < 0)
-        return 0;
-    gf__uring_destroy(u);
-    return 1;
 }
 
 /* ------------------------------------------------------------ the sniff */
@@ -99,7 +90,7 @@ START_TEST(a_large_file_that_is_no_image_costs_its_first_bytes)
     ck_assert_uint_eq(fresh.got, 0);
     gf__buf_free(&b);
 
-    if (uring_works()) {
+    if (tu_uring_works()) {
         gf__uring *u = NULL;
         ck_assert_int_eq(gf__uring_create(&u, 4, 10 * MIB, why, sizeof why), 0);
         gf__buf ub[3] = {{0}};
@@ -237,7 +228,7 @@ END_TEST
 
 START_TEST(reads_in_flight_stay_within_the_budget_with_io_uring)
 {
-    if (!uring_works())
+    if (!tu_uring_works())
         return; /* the reader suite says why; nothing to hold to a budget */
     run_budgeted(GF_IO_URING, 1);
 }
@@ -373,7 +364,7 @@ END_TEST
 
 START_TEST(a_shard_replaced_by_mv_is_an_error_naming_it_with_io_uring)
 {
-    if (!uring_works())
+    if (!tu_uring_works())
         return;
     replaced_shard(GF_IO_URING);
 }

@@ -8,6 +8,7 @@
 #include "sampler.h"
 #include "reader.h"
 #include "testutil.h"
+#include "tu_engine.h"
 
 #include <check.h>
 #include <dirent.h>
@@ -70,16 +71,6 @@ static gf_loader *open_ok(const gf_settings *s)
 }
 
 /* io_uring in this build and allowed by this kernel (seccomp, sysctl). */
-static int uring_works(void)
-{
-    gf__uring *u = NULL;
-    char why[160];
-    if (gf__uring_create(&u, 4, 1 << 20, why, sizeof why) < 0)
-        return 0;
-    gf__uring_destroy(u);
-    return 1;
-}
-
 /* Runs a loader to the end; returns a hash of every batch's bytes and the
  * delivered indices in order. */
 typedef struct run_result {
@@ -219,7 +210,7 @@ START_TEST(batches_are_identical_for_any_thread_count_and_reader)
     for (int t = 0; t < 3; t++) {
         s.threads = threads[t];
         for (int io = GF_IO_AUTO; io <= GF_IO_POSIX; io++) {
-            if (io == GF_IO_URING && !uring_works())
+            if (io == GF_IO_URING && !tu_uring_works())
                 continue;
             s.io = (gf_io)io;
             s.prefetch_depth = 1 + t * 3;
@@ -855,7 +846,7 @@ START_TEST(bad_samples_are_skipped_counted_and_named)
     uint64_t h = r->hash;
     for (int t = 1; t <= 6; t += 5)
         for (int io = GF_IO_URING; io <= GF_IO_POSIX; io++) {
-            if (io == GF_IO_URING && !uring_works())
+            if (io == GF_IO_URING && !tu_uring_works())
                 continue;
             s.threads = t;
             s.io = (gf_io)io;
@@ -928,7 +919,7 @@ START_TEST(non_regular_entries_are_counted_errors_naming_the_kind)
                                  "not a regular file: a socket",
                                  "not a regular file: a character device"};
     for (int io = GF_IO_URING; io <= GF_IO_POSIX; io++) {
-        if (io == GF_IO_URING && !uring_works())
+        if (io == GF_IO_URING && !tu_uring_works())
             continue;
         gf_settings s;
         seen_reasons e = {0};

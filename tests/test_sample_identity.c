@@ -3,6 +3,7 @@
  * file, "changed since it was indexed (...)", on both readers; the other
  * samples are delivered, and an untouched set has none (gf__file_seen). */
 #include "testutil.h"
+#include "tu_engine.h"
 
 #include "dataset.h"
 #include "reader.h"
@@ -168,21 +169,11 @@ static gf_io io_of(int i)
 }
 
 /* Built with io_uring, and the kernel lets us set one up. */
-static int uring_works(void)
-{
-    gf__uring *u = NULL;
-    char why[160];
-    if (gf__uring_create(&u, 4, 0, why, sizeof why) < 0)
-        return 0;
-    gf__uring_destroy(u);
-    return 1;
-}
-
 /* _i: bit 0 the reader, bit 1 list (else folder), bits 2-3 the change. */
 START_TEST(a_changed_sample_is_an_error_naming_it)
 {
     gf_io io = io_of(_i);
-    if (io == GF_IO_URING && !uring_works())
+    if (io == GF_IO_URING && !tu_uring_works())
         return;
     changed_after_a_read(io, (_i >> 1) & 1, (enum change)(_i >> 2));
 }
@@ -192,7 +183,7 @@ END_TEST
 START_TEST(an_untouched_set_has_no_false_positive_over_three_epochs)
 {
     gf_io io = io_of(_i);
-    if (io == GF_IO_URING && !uring_works())
+    if (io == GF_IO_URING && !tu_uring_works())
         return;
     char *dir = make_set();
     char src[4200];

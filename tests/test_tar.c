@@ -6,6 +6,7 @@
 #include "reader.h"
 #include "tar.h"
 #include "testutil.h"
+#include "tu_engine.h"
 #include "run_suite.h"
 
 #include <check.h>
@@ -754,16 +755,6 @@ static gf_io run(const gf_settings *s, batches *r, int stop, uint64_t seek_epoch
     return st.reader;
 }
 
-static int uring_works(void)
-{
-    gf__uring *u = NULL;
-    char why[160];
-    if (gf__uring_create(&u, 4, 1 << 20, why, sizeof why) < 0)
-        return 0;
-    gf__uring_destroy(u);
-    return 1;
-}
-
 START_TEST(shards_give_the_batches_of_the_same_images_as_a_folder)
 {
     char *root = tu_image_folder(CLASSES, PER_CLASS, W, H, "png");
@@ -774,7 +765,7 @@ START_TEST(shards_give_the_batches_of_the_same_images_as_a_folder)
     run(&s, &want, -1, 0, 0, 0);
     ck_assert_int_eq(want.n, 2 * ((N + 3) / 4));
     for (int io = GF_IO_URING; io <= GF_IO_POSIX; io++) {
-        if (io == GF_IO_URING && !uring_works()) {
+        if (io == GF_IO_URING && !tu_uring_works()) {
             fprintf(stderr, "note: io_uring unavailable here; shards checked with pread only\n");
             continue;
         }
@@ -825,7 +816,7 @@ START_TEST(a_bad_member_is_reported_with_shard_and_member_name)
     tu_tar_end(&w);
     char *p = tw_save(&w, "mixed.tar");
     for (int io = GF_IO_URING; io <= GF_IO_POSIX; io++) {
-        if (io == GF_IO_URING && !uring_works())
+        if (io == GF_IO_URING && !tu_uring_works())
             continue;
         gf_settings s;
         settings(&s, p, (gf_io)io);

@@ -6,6 +6,7 @@
 #include "config.h"
 #include "decode.h"
 #include "testutil.h"
+#include "tu_engine.h"
 #include "run_suite.h"
 
 #include <check.h>
@@ -18,20 +19,6 @@
 #endif
 
 /* ---- helpers ---- */
-
-static gf__transform eval_t(int w, int h, int c, float crop_fraction)
-{
-    gf_settings s;
-    gf_default_settings(&s);
-    s.width = w;
-    s.height = h;
-    s.channels = c;
-    s.transform = GF_TRANSFORM_EVAL;
-    s.crop_fraction = crop_fraction;
-    gf__transform t;
-    gf__transform_from_settings(&t, &s);
-    return t;
-}
 
 /* One decode with a fresh decoder: rc, *used, why; the pixels in *out
  * (caller frees) when out is not NULL. */
@@ -60,19 +47,6 @@ static const uint8_t riff_webp[20] = {'R', 'I', 'F', 'F', 12, 0, 0, 0, 'W', 'E',
                                       'B', 'P', 'V', 'P', '8', 'L', 0, 0, 0, 0};
 
 #if GF_HAVE_WEBP
-
-static gf__transform train_t(int w, int h, int c)
-{
-    gf_settings s;
-    gf_default_settings(&s);
-    s.width = w;
-    s.height = h;
-    s.channels = c;
-    s.transform = GF_TRANSFORM_TRAIN;
-    gf__transform t;
-    gf__transform_from_settings(&t, &s);
-    return t;
-}
 
 /* Decodes; fails the test on error; checks it went through libwebp. */
 static uint8_t *dec(const uint8_t *data, size_t len, const gf__transform *t, uint64_t key)
@@ -187,7 +161,7 @@ START_TEST(lossless_decodes_to_the_source_pixels)
         for (int C = 1; C <= 4; C++) {
             if (C == 2)
                 continue;
-            gf__transform t = eval_t(w, h, C, 1.0f);
+            gf__transform t = tu_eval_transform(w, h, C, 1.0f);
             uint8_t *out = dec(webp, len, &t, 1);
             for (int i = 0; i < w * h; i++) {
                 const uint8_t *s = px + (size_t)i * n, *o = out + (size_t)i * C;
@@ -220,7 +194,7 @@ START_TEST(lossy_is_close_to_the_source_and_keeps_alpha)
         uint8_t *px = source(k, w, h, 11);
         size_t len;
         uint8_t *webp = encode(k, px, w, h, &len);
-        gf__transform t = eval_t(w, h, 4, 1.0f);
+        gf__transform t = tu_eval_transform(w, h, 4, 1.0f);
         uint8_t *out = dec(webp, len, &t, 1);
         uint8_t *rgb = malloc((size_t)w * h * 3), *src = malloc((size_t)w * h * 3);
         for (int i = 0; i < w * h; i++) {
@@ -257,7 +231,7 @@ START_TEST(cropped_decode_equals_whole_decode)
                 if (C == 2)
                     continue;
                 for (uint64_t key = 0; key < 12; key++) {
-                    gf__transform t = key % 4 == 3 ? eval_t(40, 40, C, 0.5f) : train_t(24, 24, C);
+                    gf__transform t = key % 4 == 3 ? tu_eval_transform(40, 40, C, 0.5f) : tu_train_transform(24, 24, C);
                     t.scale_min = 0.05f; /* small crops: most of the image skipped */
                     uint8_t *part = dec(webp, len, &t, key);
                     gf__transform tf = t;
@@ -293,7 +267,7 @@ START_TEST(decoder_reuse_across_sizes_stays_exact)
         size_t len;
         uint8_t *webp = encode(k, px, w, h, &len);
         int n = k == LOSSLESS_ALPHA ? 4 : 3;
-        gf__transform t = eval_t(w, h, n, 1.0f);
+        gf__transform t = tu_eval_transform(w, h, n, 1.0f);
         uint8_t *out = malloc((size_t)w * h * n);
         char why[256];
         int used;
@@ -322,7 +296,7 @@ START_TEST(truncated_files_are_etrunc_in_every_mode)
         uint8_t *webp = encoded(k, w, h, 3, &len);
         size_t cuts[] = {12, 16, 20, 30, 40, len / 3, len / 2, len - 100, len - 2, len - 1};
         for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
-            gf__transform ts[2] = {eval_t(16, 16, 3, 0.3f), train_t(24, 24, 4)};
+            gf__transform ts[2] = {tu_eval_transform(16, 16, 3, 0.3f), tu_train_transform(24, 24, 4)};
             for (int ti = 0; ti < 2; ti++)
                 for (int m = GF_STRICT; m <= GF_STRICT_WHOLE; m++) {
                     int rc = dec_mode(webp, cuts[i], ts[ti], (gf_strictness)m, why, sizeof why);
@@ -343,7 +317,7 @@ END_TEST
 START_TEST(a_lying_riff_size_is_named)
 {
     char why[256];
-    gf__transform t = eval_t(32, 32, 3, 1.0f);
+    gf__transform t = tu_eval_transform(32, 32, 3, 1.0f);
     for (int k = 0; k < KINDS; k++) {
         size_t len;
         uint8_t *webp = encoded(k, 64, 48, 5, &len);
@@ -394,7 +368,7 @@ START_TEST(flipped_bytes_fail_where_the_format_can_tell)
         uint8_t *bad = malloc(len);
         memcpy(bad, webp, len);
         bad[pos + 8 + (lossless ? 0 : 3)] ^= 0x40; /* signature / start code */
-        gf__transform t = eval_t(32, 32, 3, 0.875f);
+        gf__transform t = tu_eval_transform(32, 32, 3, 0.875f);
         for (int m = GF_STRICT; m <= GF_STRICT_WHOLE; m++) {
             ck_assert_int_eq(dec_mode(bad, len, t, (gf_strictness)m, why, sizeof why),
                              GF_ECORRUPT);
@@ -445,7 +419,7 @@ START_TEST(huge_headers_are_etoobig_before_allocating)
 {
     tu_limit_address_space();
     char why[256];
-    gf__transform t = train_t(16, 16, 3);
+    gf__transform t = tu_train_transform(16, 16, 3);
     size_t len;
     uint8_t *webp = encoded(LOSSY_ALPHA, 32, 32, 1, &len);
     ck_assert(memcmp(webp + 12, "VP8X", 4) == 0);
@@ -485,7 +459,7 @@ START_TEST(animated_files_are_eformat)
     put_le(p + 14, 7, 3), put_le(p + 17, 7, 3), put_le(p + 20, 100, 3);
     memcpy(p + 24, frame + 12, clen);
     char why[256];
-    gf__transform t = eval_t(8, 8, 3, 1.0f);
+    gf__transform t = tu_eval_transform(8, 8, 3, 1.0f);
     ck_assert_int_eq(dec_mode(a, len, t, GF_STRICT, why, sizeof why), GF_EFORMAT);
     ck_assert_str_eq(why, "WebP: animated files are not supported");
     free(a);
@@ -593,7 +567,7 @@ START_TEST(without_libwebp_webp_is_refused_with_the_reason)
 {
     char why[256];
     int used;
-    gf__transform t = eval_t(8, 8, 3, 1.0f);
+    gf__transform t = tu_eval_transform(8, 8, 3, 1.0f);
     for (int m = GF_STRICT; m <= GF_STRICT_WHOLE; m++) {
         t.strictness = (gf_strictness)m;
         ck_assert_int_eq(dec_full(riff_webp, sizeof riff_webp, &t, 0, NULL, &used, why,
@@ -612,7 +586,7 @@ START_TEST(riff_webp_without_an_image_is_refused)
 {
     char why[256];
     int used;
-    gf__transform t = eval_t(8, 8, 3, 1.0f);
+    gf__transform t = tu_eval_transform(8, 8, 3, 1.0f);
     int rc = dec_full(riff_webp, sizeof riff_webp, &t, 0, NULL, &used, why, sizeof why);
     ck_assert_msg(rc == GF_EFORMAT || rc == GF_ECORRUPT || rc == GF_ETRUNC, "rc %d", rc);
     ck_assert_msg(strncmp(why, "WebP: ", 6) == 0, "why: %s", why);
