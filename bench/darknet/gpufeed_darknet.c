@@ -29,7 +29,7 @@ static const char *loader_name[LOADERS] = {"darknet", "gpufeed"};
 typedef struct options {
     const char *train, *val, *cfg, *work;
     int loaders[LOADERS], size, batch, images, interval, dn_threads, gf_threads, alone;
-    int json, check;
+    int json, check, rates_only;
     uint64_t seed;
 } options;
 
@@ -258,7 +258,9 @@ static void usage(FILE *to)
           "                    and of each loader alone\n"
           "  --work DIR        keep the darknet list files there (default: a temp dir)\n"
           "  --json            one JSON object on stdout\n"
-          "  --check           exit 1 unless each loss fell and both saw the same images\n",
+          "  --check           exit 1 unless each loss fell and both saw the same images\n"
+          "  --rates-only      only the --alone rates (compute, each loader): no training,\n"
+          "                    no scoring\n",
           to);
 }
 
@@ -270,7 +272,8 @@ static void parse(int argc, char **argv, options *o)
         {"batch", 1, 0, 'b'}, {"seed", 1, 0, 'S'},   {"interval", 1, 0, 'i'},
         {"darknet-threads", 1, 0, 'D'}, {"gpufeed-threads", 1, 0, 'G'},
         {"alone", 1, 0, 'a'}, {"work", 1, 0, 'w'},   {"json", 0, 0, 'j'},
-        {"check", 0, 0, 'k'}, {"help", 0, 0, 'h'},   {0, 0, 0, 0}};
+        {"check", 0, 0, 'k'}, {"rates-only", 0, 0, 'r'}, {"help", 0, 0, 'h'},
+        {0, 0, 0, 0}};
     *o = (options){.cfg = DN_DEFAULT_CFG, .images = 6400, .dn_threads = 32, .seed = 1,
                    .loaders = {1, 1}};
     for (int c; (c = getopt_long(argc, argv, "h", longs, 0)) != -1;) {
@@ -295,6 +298,7 @@ static void parse(int argc, char **argv, options *o)
         case 'w': o->work = optarg; break;
         case 'j': o->json = 1; break;
         case 'k': o->check = 1; break;
+        case 'r': o->rates_only = 1; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); exit(2);
         }
@@ -306,6 +310,8 @@ static void parse(int argc, char **argv, options *o)
     if (o->images <= 0 || o->dn_threads <= 0 || o->gf_threads < 0 || o->alone < 0 ||
         o->size < 0 || o->batch < 0)
         dn_die("--images, --darknet-threads must be > 0; the other counts >= 0");
+    if (o->rates_only && o->alone == 0)
+        dn_die("--rates-only needs --alone K");
 }
 
 /* The loop's time not spent at compute-alone speed: waiting for a batch,
@@ -344,6 +350,51 @@ static void print_json(const options *o, network *shape, double compute_ips, con
     printf("]}\n");
 }
 
+/* The work directory's files, unless --work asked to keep them. */
+static void remove_work(const char *work, const char *kept)
+{
+    if (kept)
+        return;
+    const char *names[] = {"labels.txt", "train.list", "valid.list", "set.data", "net.cfg"};
+    char p[4300];
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        snprintf(p, sizeof p, "%s/%s", work, names[i]);
+        unlink(p);
+    }
+    rmdir(work);
+}
+
+/* --rates-only: compute alone and each loader alone, nothing trained. */
+static void print_rates(const options *o, const network *shape, const dn_sets *ds, const char *cfg)
+{
+    double compute_ips = compute_alone(cfg, ds, o), loader_ips[LOADERS] = {0};
+    for (int k = 0; k < LOADERS; k++) {
+        if (!o->loaders[k])
+            continue;
+        network *net = make_net(cfg, o->seed, ds->classes);
+        loader_ips[k] = loader_alone(k, net, ds, o);
+        free_network(net);
+    }
+    if (!o->json) {
+        printf("compute alone %.1f images/s", compute_ips);
+        for (int k = 0; k < LOADERS; k++)
+            if (o->loaders[k])
+                printf(", %s loader alone %.1f images/s", loader_name[k], loader_ips[k]);
+        printf(" (%s, %d px, batch %d)\n", o->cfg, shape->w, shape->batch * shape->subdivisions);
+        return;
+    }
+    printf("{\"cfg\":\"%s\",\"size\":%d,\"batch\":%d,\"compute_alone_ips\":%.2f,\"loaders\":[",
+           o->cfg, shape->w, shape->batch * shape->subdivisions, compute_ips);
+    const char *sep = "";
+    for (int k = 0; k < LOADERS; k++)
+        if (o->loaders[k]) {
+            printf("%s{\"loader\":\"%s\",\"loader_alone_ips\":%.2f}", sep, loader_name[k],
+                   loader_ips[k]);
+            sep = ",";
+        }
+    printf("]}\n");
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -371,6 +422,13 @@ int main(int argc, char **argv)
     ov[5].value = o.images / per_batch;
     dn_write_cfg(o.cfg, cfg, ov, 6);
 
+    if (o.rates_only) {
+        print_rates(&o, shape, &ds, cfg);
+        free_network(shape);
+        dn_free_sets(&ds);
+        remove_work(work, o.work);
+        return 0;
+    }
     const float *val_x[2] = {dn_load_val(&ds.val, shape->w, shape->h),
                              dn_load_val_gpufeed(o.val, &ds.val, shape->w, shape->h)};
     double compute_ips = o.alone > 0 ? compute_alone(cfg, &ds, &o) : 0;
@@ -413,14 +471,6 @@ int main(int argc, char **argv)
     free((void *)val_x[1]);
     free_network(shape);
     dn_free_sets(&ds);
-    if (!o.work) {
-        const char *names[] = {"labels.txt", "train.list", "valid.list", "set.data", "net.cfg"};
-        char p[4300];
-        for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-            snprintf(p, sizeof p, "%s/%s", work, names[i]);
-            unlink(p);
-        }
-        rmdir(work);
-    }
+    remove_work(work, o.work);
     return ok ? 0 : 1;
 }
