@@ -7,8 +7,11 @@
       RandomResizedCrop(S) + RandomHorizontalFlip + PILToTensor (uint8,
       as gpufeed's uint8 batches)
 
-Each is timed from after its loader is built to its last batch, one epoch;
-the runs alternate and each figure is the median of --runs.
+Each is timed from after its loader is built to its last batch, over
+--epochs epochs (the DataLoader keeps its workers between them:
+persistent_workers, its faster setting; the first epoch pays each loader's
+start: worker forks, the first ring fill); the runs alternate and each
+figure is the median of --runs.
 
   PYTHONPATH=build/python python3 python/bench_input.py --cli build/src/cli/gpufeed
 """
@@ -31,7 +34,8 @@ def run_gpufeed(a):
     import torch
     import gpufeed
     with gpufeed.Loader(a.data, batch_size=a.batch_size, image_size=a.image_size,
-                        threads=a.threads, device="cpu", seed=a.seed) as loader:
+                        threads=a.threads, device="cpu", seed=a.seed,
+                        epochs=a.epochs) as loader:
         t0 = time.perf_counter()
         n = 0
         for b in loader:
@@ -47,7 +51,7 @@ def run_cli(a):
     out = subprocess.run([a.cli, "bench", "--input-only", "--json", "--data", a.data,
                           "--threads", str(a.threads), "--batch-size", str(a.batch_size),
                           "--image-size", str(a.image_size), "--device", "cpu",
-                          "--seed", str(a.seed)],
+                          "--seed", str(a.seed), "--epochs", str(a.epochs)],
                          check=True, capture_output=True, text=True).stdout
     r = json.loads(out)
     return r["images_per_s"], r.get("stall_fraction", float("nan"))
@@ -60,18 +64,20 @@ def run_torch(a):
                              transforms.RandomHorizontalFlip(), transforms.PILToTensor()])
     ds = datasets.ImageFolder(a.data, transform=tf)
     dl = torch.utils.data.DataLoader(ds, batch_size=a.batch_size, shuffle=True,
-                                     num_workers=a.threads)
+                                     num_workers=a.threads,
+                                     persistent_workers=a.threads > 0 and a.epochs > 1)
     t0 = time.perf_counter()
     n, wait = 0, 0.0
-    it = iter(dl)
-    while True:
-        w = time.perf_counter()
-        try:
-            x, y = next(it)
-        except StopIteration:
-            break
-        wait += time.perf_counter() - w
-        n += x.shape[0]
+    for _ in range(a.epochs):
+        it = iter(dl)
+        while True:
+            w = time.perf_counter()
+            try:
+                x, y = next(it)
+            except StopIteration:
+                break
+            wait += time.perf_counter() - w
+            n += x.shape[0]
     took = time.perf_counter() - t0
     return n / took, wait / took
 
@@ -85,6 +91,7 @@ def main():
     p.add_argument("--image-size", type=int, default=224)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--classes", type=int, default=8)
     p.add_argument("--per-class", type=int, default=100)
     p.add_argument("--size", default="500x375", help="made images, WxH (ImageNet's median)")
@@ -108,7 +115,7 @@ def main():
     med = {name: statistics.median(v[0] for v in vals) for name, vals in rows.items()}
     stall = {name: statistics.median(v[1] for v in vals) for name, vals in rows.items()}
     print(f"input only: {a.data}, {a.image_size}x{a.image_size} train transform, batch "
-          f"{a.batch_size}, {a.threads} threads/workers, medians of {a.runs} alternated runs")
+          f"{a.batch_size}, {a.threads} threads/workers, {a.epochs} epoch(s), medians of {a.runs} alternated runs")
     for name in runners:
         print(f"  {name:40s} {med[name]:8.1f} images/s  (stall fraction {stall[name]:.2f}; "
               f"runs {', '.join(f'{v[0]:.0f}' for v in rows[name])})")
