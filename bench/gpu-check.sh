@@ -1,11 +1,12 @@
 #!/bin/sh
 # The device check: on a GPU machine, from a build made elsewhere, within
-# a fixed budget (300 s): the gpu test suites, gpufeed doctor,
+# a fixed budget (360 s): the gpu test suites, gpufeed doctor,
 # host<->device bandwidth, the input pipeline, the overlap benchmark on
 # CUDA (with one copy stream, and with one per slot), gpufeed train (the
 # demo, and at a width where the GPU outruns one decode thread but not the
-# loader), and the NCCL all-reduce path against the plain step. Prints a
-# short table last.
+# loader), the NCCL all-reduce path against the plain step, and the Python
+# module on CUDA (its DLPack tests, the PyTorch example). Prints a short
+# table last.
 #
 #   bench/gpu-check.sh [BUILD_DIR (build)] [OUT_DIR (.)]
 #
@@ -22,7 +23,8 @@
 #   PATH=/usr/local/cuda/bin:$PATH meson setup build-gpu -Dcuda=enabled \
 #     -Dmpi=disabled -Dprefer_static=true -Ddefault_library=static \
 #     -Db_pie=false -Dbuildtype=release && ninja -C build-gpu
-#   bench/gpu-check.sh --pack build-gpu build-gpu-pack
+#   GPUFEED_PACK_PYTHON=build bench/gpu-check.sh --pack build-gpu build-gpu-pack
+#   (GPUFEED_PACK_PYTHON: a shared build whose Python module is packed too)
 #   then on the device: bench/gpu-check.sh build-gpu-pack "$OUT"
 # Needs a CUDA driver (CUDA 13's cudart: 580 or newer). NCCL is looked up
 # in $GPUFEED_NCCL_LIBRARY, the loader's path, then every Python
@@ -31,7 +33,7 @@
 #
 # The budget, by construction: every step has a cap (its command is killed
 # there), and starts only if now + its cap fits GPUFEED_CHECK_BUDGET_S
-# (300); otherwise the table says "skipped (budget: ...)". The caps of all
+# (360); otherwise the table says "skipped (budget: ...)". The caps of all
 # the steps add up to less than the budget, and the script prints that sum
 # first. Without fork a CUDA suite's test is bounded by the suites'
 # watchdog (tests/run_suite.h), set here to 2/3 of the suite's cap
@@ -54,6 +56,19 @@ if [ "${1:-}" = --pack ]; then
     for b in $binaries; do
         mkdir -p "$dest/${b%/*}" && cp "$build/$b" "$dest/$b" || exit 1
     done
+    # The Python module comes from a shared build (a static one has none:
+    # Debian's libuv.a is not PIC), with the libraries it links that a
+    # device image lacks; it is built for the stable ABI, so Debian's 3.11
+    # build loads under the device's 3.12.
+    if [ -n "${GPUFEED_PACK_PYTHON:-}" ]; then
+        mod=$GPUFEED_PACK_PYTHON/python/gpufeed
+        [ -f "$mod/_gpufeed.abi3.so" ] || { echo "$mod/_gpufeed.abi3.so: not built" >&2; exit 1; }
+        mkdir -p "$dest/python/gpufeed" "$dest/python/lib" &&
+            cp "$mod/__init__.py" "$mod/_gpufeed.abi3.so" "$dest/python/gpufeed/" || exit 1
+        ldd "$mod/_gpufeed.abi3.so" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' |
+            grep -v -E '/(libc|libm|libdl|libpthread|librt|libz|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
+            while read -r lib; do cp -L "$lib" "$dest/python/lib/" || exit 1; done || exit 1
+    fi
     # The device tool sends the working tree and the carried paths, 64 MiB
     # at most; the whole build folder is over that.
     limit=67108864
@@ -83,7 +98,7 @@ trap 'exit 143' TERM INT HUP
 export CUDA_MODULE_LOADING=EAGER
 t0=$(date +%s)
 quick=${GPUFEED_CHECK_QUICK:-0}
-budget=${GPUFEED_CHECK_BUDGET_S:-300}
+budget=${GPUFEED_CHECK_BUDGET_S:-360}
 inject=${GPUFEED_CHECK_INJECT_HANG:-}
 case $inject in
 "" | suite | overlap | nccl) ;;
@@ -99,12 +114,12 @@ if [ "$quick" = 1 ]; then
     small="--epochs 1 --image-size 32 --batch-size 16"
     cap_smi=5 cap_doctor=20 cap_gpu=40 cap_model_gpu=30 cap_gpu_fault=20 cap_bw=20
     cap_data=30 cap_input=20 cap_overlap=15 cap_train=90 cap_lookup=5 cap_nccl=30 cap_width=60
-    cap_tuned=100
+    cap_tuned=100 cap_py_tests=60 cap_py_train=60
 else
     per_class=200 batch=128 widths="16 32 48 64 96 128" width_batches=120 small=""
     cap_smi=5 cap_doctor=10 cap_gpu=25 cap_model_gpu=15 cap_gpu_fault=12 cap_bw=10
     cap_data=15 cap_input=10 cap_overlap=7 cap_train=30 cap_lookup=5 cap_nccl=10 cap_width=5
-    cap_tuned=25
+    cap_tuned=25 cap_py_tests=25 cap_py_train=35
 fi
 reserve=5 # the table and the tarball, after the last step
 overlap_runs="2:0.5:one 2:1:one 2:2:one 4:0.5:one 4:1:one 4:2:one 2:1:slot 4:1:slot"
@@ -115,7 +130,7 @@ cap_dataset=0
 [ -f "$data/.complete" ] || cap_dataset=$cap_data
 worst=$((cap_smi + cap_doctor + cap_gpu + cap_model_gpu + cap_gpu_fault + cap_bw + cap_dataset +
     cap_input + n_over * cap_overlap + cap_train + cap_lookup + 2 * cap_nccl + n_width * cap_width +
-    2 * cap_tuned + reserve))
+    2 * cap_tuned + cap_py_tests + cap_py_train + reserve))
 
 say() { echo "$*" | tee -a "$log"; }
 row() { echo "$*" | tee -a "$rows" >>"$log"; } # a row of the table, kept as it is measured
@@ -479,6 +494,43 @@ if [ -n "$width" ]; then
         amp=$(cat "$work/train-amp.out")
     keep_json "train width $width amp" "$amp"
     train_row "width $width --amp" "$amp"
+fi
+
+# Python (python/): the DLPack tests, device batches among them, and the
+# PyTorch example on CUDA (float16 device batches against DataLoader with
+# pinned memory), from the module --pack copied out of a shared build.
+say "== Python: gpufeed.Loader on CUDA"
+py=$build/python
+pyexe=${GPUFEED_PYTHON:-python3}
+if [ ! -f "$py/gpufeed/_gpufeed.abi3.so" ]; then
+    row "Python:                  not packed (GPUFEED_PACK_PYTHON=BUILD at --pack)"
+    status=1
+else
+    pyenv="env LD_LIBRARY_PATH=$py/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} PYTHONPATH=$py GPUFEED_CLI=$gf"
+    step py-tests "Python DLPack tests" "$cap_py_tests" $pyenv "$pyexe" -m pytest -q \
+        -p no:cacheprovider python/tests/test_dlpack.py
+    tally=$(grep -E '[0-9]+ (passed|failed|skipped)' "$work/py-tests.out" 2>/dev/null | tail -n 1)
+    row "Python DLPack tests:     ${step_why:-ok}${tally:+: $tally} ($step_s s)"
+    pydev=cuda pysets="--classes 8 --per-class 100 --val-per-class 25"
+    [ "$quick" = 1 ] && pydev=cpu pysets="--classes 2 --per-class 8 --val-per-class 4 --size 64x48 --image-size 32 --batch-size 8"
+    step py-train "train_torch.py --device $pydev" "$cap_py_train" $pyenv "$pyexe" \
+        python/train_torch.py --device "$pydev" --cli "$gf" $pysets --epochs 2 \
+        --threads "$threads" --json
+    pyrows=$("$pyexe" -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+for name, x in r["loaders"].items():
+    acc = ", ".join(f"{v:.2f}" for v in x["val_accuracy"])
+    ips, wait, step = x["images_per_s"], 100 * x["wait_fraction"], 1000 * x["step_s"]
+    print(f"{name:8s} {ips:8.0f} images/s, waits {wait:.0f}%, step {step:.1f} ms, "
+          f"val accuracy {acc}")' "$work/py-train.out" 2>/dev/null)
+    keep_json "train_torch" "$(cat "$work/py-train.out" 2>/dev/null)"
+    if [ -n "$pyrows" ]; then
+        echo "$pyrows" | while read -r line; do row "$(printf '%-24s %s' "Python train ($pydev):" "$line")"; done
+    else
+        row "Python train ($pydev):     ${step_why:-no figures}"
+        status=1
+    fi
 fi
 
 {
