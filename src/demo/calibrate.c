@@ -32,9 +32,9 @@
 #define CALIB_STEP_SECONDS 0.1 /* per width, about */
 #define CALIB_BUDGET_SECONDS 20.0 /* the whole calibration, about */
 
+#if GF_CLI_HAVE_CUDA
 static const int calib_widths[] = {8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512};
 
-#if GF_CLI_HAVE_CUDA
 /* The gpufeed loader's time per batch with nothing else on the device:
  * batches after the ring's first fill, to the stream. */
 static int input_ms(trainer *t, double *ms)
