@@ -70,7 +70,6 @@ static gf_loader *open_ok(const gf_settings *s)
     return l;
 }
 
-/* io_uring in this build and allowed by this kernel (seccomp, sysctl). */
 /* Runs a loader to the end; returns a hash of every batch's bytes and the
  * delivered indices in order. */
 typedef struct run_result {

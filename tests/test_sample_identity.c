@@ -168,7 +168,6 @@ static gf_io io_of(int i)
     return i & 1 ? GF_IO_URING : GF_IO_POSIX;
 }
 
-/* Built with io_uring, and the kernel lets us set one up. */
 /* _i: bit 0 the reader, bit 1 list (else folder), bits 2-3 the change. */
 START_TEST(a_changed_sample_is_an_error_naming_it)
 {

@@ -122,6 +122,7 @@ static double entropy_only_ms(const membuf *img, int iters)
 {
     struct jpeg_decompress_struct ci;
     floor_err e;
+    memset(&ci, 0, sizeof ci); /* destroyable even if create fails */
     ci.err = jpeg_std_error(&e.pub);
     e.pub.error_exit = floor_error_exit;
     if (setjmp(e.jb)) {
@@ -224,7 +225,7 @@ int main(int argc, char **argv)
         printf("DCT-scaled + cropped decode speed-up over full decode: %.2fx\n", full / scaled);
 #if GF_HAVE_TURBO
     double floor_ms = entropy_only_ms(&img, iters);
-    if (floor_ms > 0)
+    if (floor_ms > 0 && full > 0 && scaled > 0)
         printf("entropy decoding alone (the whole file): %.3f ms = %.0f%% of the full decode, "
                "%.0f%% of the cropped one\n",
                floor_ms, 100 * floor_ms / full, 100 * floor_ms / scaled);

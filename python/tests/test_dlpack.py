@@ -1,6 +1,7 @@
 # DLPack exports into torch and numpy, their lifetime, and the deleter run
 # from another thread without the GIL after the loader was closed.
 import ctypes
+import os
 import threading
 
 import pytest
@@ -8,6 +9,14 @@ import pytest
 import gpufeed
 
 SMALL = dict(batch_size=8, image_size=32, threads=1, device="cpu")
+
+
+def no_cuda(why):
+    """Skips a CUDA test, or fails it where the device check requires CUDA
+    (GPUFEED_REQUIRE_CUDA=1): there a skip would hide the one thing run."""
+    if os.environ.get("GPUFEED_REQUIRE_CUDA") == "1":
+        pytest.fail(f"GPUFEED_REQUIRE_CUDA=1 but {why}")
+    pytest.skip(why)
 
 capsule_valid = ctypes.pythonapi.PyCapsule_IsValid
 capsule_valid.restype, capsule_valid.argtypes = ctypes.c_int, [ctypes.py_object, ctypes.c_char_p]
@@ -160,7 +169,7 @@ def test_cuda_batches(dataset):
     and recorded for the release. Runs on a GPU and on the cudaemu build."""
     with gpufeed.Loader(dataset, **{**SMALL, "device": "auto"}) as loader:
         if loader.stats()["device"] != 1:
-            pytest.skip("no CUDA device: device batches are tested on the device check")
+            no_cuda("no CUDA device: device batches are tested on the device check")
         b = next(loader)
         assert b.device == "cuda" and b.data.device == "cuda" and b.labels.device == "cpu"
         assert b.data.__dlpack_device__() == (2, loader.stats()["device_id"])
@@ -183,10 +192,10 @@ def test_cuda_batches(dataset):
 def test_cuda_into_torch(dataset):
     with gpufeed.Loader(dataset, **{**SMALL, "device": "auto"}) as loader:
         if loader.stats()["device"] != 1:
-            pytest.skip("no CUDA device")
+            no_cuda("no CUDA device")
         torch = pytest.importorskip("torch")
         if not torch.cuda.is_available():
-            pytest.skip("this torch has no CUDA")
+            no_cuda("this torch has no CUDA")
         b = next(loader)
         s = torch.cuda.Stream()
         with torch.cuda.stream(s):
