@@ -392,32 +392,6 @@ START_TEST(dct_scaled_partial_jpeg_matches_full_decode)
 }
 END_TEST
 
-static uint8_t *cmyk_jpeg(const uint8_t *cmyk, int w, int h, size_t *len)
-{
-    struct jpeg_compress_struct ci;
-    struct jpeg_error_mgr je;
-    ci.err = jpeg_std_error(&je);
-    jpeg_create_compress(&ci);
-    unsigned char *mem = NULL;
-    unsigned long n = 0;
-    jpeg_mem_dest(&ci, &mem, &n);
-    ci.image_width = (JDIMENSION)w;
-    ci.image_height = (JDIMENSION)h;
-    ci.input_components = 4;
-    ci.in_color_space = JCS_CMYK;
-    jpeg_set_defaults(&ci); /* CMYK in, Adobe marker written */
-    jpeg_set_quality(&ci, 98, TRUE);
-    jpeg_start_compress(&ci, TRUE);
-    while (ci.next_scanline < ci.image_height) {
-        JSAMPROW row = (JSAMPROW)(cmyk + (size_t)ci.next_scanline * w * 4);
-        jpeg_write_scanlines(&ci, &row, 1);
-    }
-    jpeg_finish_compress(&ci);
-    jpeg_destroy_compress(&ci);
-    *len = n;
-    return mem;
-}
-
 START_TEST(cmyk_jpeg_decodes_to_rgb_like_photoshop)
 {
     /* Stored (Adobe-inverted) values: R = C*K/255. With K = 255 the
@@ -434,7 +408,7 @@ START_TEST(cmyk_jpeg_decodes_to_rgb_like_photoshop)
         cmyk[4 * i + 3] = (uint8_t)k;
     }
     size_t len;
-    uint8_t *jpg = cmyk_jpeg(cmyk, w, h, &len);
+    uint8_t *jpg = tu_jpeg_cmyk(cmyk, w, h, 98, &len);
     gf__transform t = tu_eval_transform(w, h, 3, 1.0f);
     int used, mx;
     uint8_t *j = dec(jpg, len, &t, 0, &used);

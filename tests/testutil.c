@@ -343,8 +343,10 @@ static size_t scan_end(const uint8_t *p, size_t n, size_t sos)
     return n;
 }
 
-/* libjpeg's encoder into memory; a scan script when script is not NULL. */
-static uint8_t *encode(const uint8_t *px, int w, int h, int q, int how,
+/* libjpeg's encoder into memory, RGB (c 3) or CMYK (c 4, with the Adobe
+ * marker jpeg_set_defaults writes for it); a scan script when script is
+ * not NULL. */
+static uint8_t *encode(const uint8_t *px, int w, int h, int c, int q, int how,
                        const jpeg_scan_info *script, int n_scans, size_t *len)
 {
     struct jpeg_compress_struct ci;
@@ -356,8 +358,8 @@ static uint8_t *encode(const uint8_t *px, int w, int h, int q, int how,
     jpeg_mem_dest(&ci, &mem, &n);
     ci.image_width = (JDIMENSION)w;
     ci.image_height = (JDIMENSION)h;
-    ci.input_components = 3;
-    ci.in_color_space = JCS_RGB;
+    ci.input_components = c;
+    ci.in_color_space = c == 4 ? JCS_CMYK : JCS_RGB;
     jpeg_set_defaults(&ci);
     jpeg_set_quality(&ci, q, TRUE);
     if (how == TU_JPEG_PROGRESSIVE)
@@ -369,7 +371,7 @@ static uint8_t *encode(const uint8_t *px, int w, int h, int q, int how,
     }
     jpeg_start_compress(&ci, TRUE);
     while (ci.next_scanline < ci.image_height) {
-        JSAMPROW row = (JSAMPROW)(px + (size_t)ci.next_scanline * w * 3);
+        JSAMPROW row = (JSAMPROW)(px + (size_t)ci.next_scanline * w * c);
         jpeg_write_scanlines(&ci, &row, 1);
     }
     jpeg_finish_compress(&ci);
@@ -380,7 +382,12 @@ static uint8_t *encode(const uint8_t *px, int w, int h, int q, int how,
 
 uint8_t *tu_jpeg_lib(const uint8_t *px, int w, int h, int q, int how, size_t *len)
 {
-    return encode(px, w, h, q, how, NULL, 0, len);
+    return encode(px, w, h, 3, q, how, NULL, 0, len);
+}
+
+uint8_t *tu_jpeg_cmyk(const uint8_t *cmyk, int w, int h, int q, size_t *len)
+{
+    return encode(cmyk, w, h, 4, q, TU_JPEG_BASELINE, NULL, 0, len);
 }
 
 uint8_t *tu_jpeg_scans(const uint8_t *px, int w, int h, int scans, size_t *len)
@@ -397,7 +404,7 @@ uint8_t *tu_jpeg_scans(const uint8_t *px, int w, int h, int scans, size_t *len)
     if (scans < base)
         abort();
     size_t n;
-    uint8_t *mem = encode(px, w, h, 90, TU_JPEG_BASELINE, script, base, &n);
+    uint8_t *mem = encode(px, w, h, 3, 90, TU_JPEG_BASELINE, script, base, &n);
     size_t sos = 2; /* the second SOS: Y's AC scan */
     for (int seen = 0; sos + 3 < n; sos++)
         if (mem[sos] == 0xff && mem[sos + 1] == 0xda && ++seen == 2)

@@ -68,6 +68,8 @@ void tu_fill_smooth(uint8_t *px, int w, int h, int c, uint32_t seed);
  * cannot make) or arithmetic-coded. */
 enum { TU_JPEG_BASELINE, TU_JPEG_PROGRESSIVE, TU_JPEG_ARITH };
 uint8_t *tu_jpeg_lib(const uint8_t *px, int w, int h, int q, int how, size_t *len);
+/* The same from w x h x 4 CMYK samples, baseline, with the Adobe marker. */
+uint8_t *tu_jpeg_cmyk(const uint8_t *cmyk, int w, int h, int q, size_t *len);
 /* libjpeg-turbo builds: a w x h RGB progressive JPEG of `scans` scans
  * (>= 4): DC, each component's AC, then Y's AC scan repeated (a
  * decompression-time bomb when scans is large). Caller frees. */

@@ -14,16 +14,10 @@ alone=${2:-3}
 here=$(dirname "$0")
 cfgs=${*:-"$here/small.cfg /usr/share/darknet/cfg/cifar.cfg /usr/share/darknet/cfg/tiny.cfg /usr/share/darknet/cfg/darknet.cfg /usr/share/darknet/cfg/resnet18.cfg"}
 sizes=${GPUFEED_SWEEP_SIZES:-32 48 64 96 128}
-data=${GPUFEED_DARKNET_DATA:-${XDG_CACHE_HOME:-$HOME/.cache}/gpufeed-darknet-800q50}
 out=${GPUFEED_SWEEP_OUT:-/dev/null}
 g=$build/src/cli/gpufeed
 dn=$build/bench/darknet/gpufeed-darknet
-if [ ! -d "$data/val" ]; then
-    "$g" make-dataset "$data/train" --classes 10 --per-class 40 --size 800x800 --quality 50 \
-        --seed 1 >/dev/null
-    "$g" make-dataset "$data/val" --classes 10 --per-class 20 --size 800x800 --quality 50 \
-        --seed 2 >/dev/null
-fi
+. "$here/data.sh"
 lines=$(mktemp)
 tmp=$(mktemp -d)
 trap 'rm -rf "$lines" "$tmp"' EXIT
