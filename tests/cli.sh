@@ -166,6 +166,29 @@ echo "$json" | grep -q '"loader": *"sync"' || fail "train --json lacks the sync 
 echo "$json" | grep -q '"loader": *"gpufeed"' || fail "train --json lacks the gpufeed row: $json"
 [ "$(echo "$json" | wc -l)" -eq 1 ] || fail "train --json must print one line: $json"
 "$g" train --data "$tmp/data" 2>/dev/null && fail "train without train/ and val/ must fail"
+# With no --model-width the CPU path calibrates too: the width is the first
+# tried whose step is >= factor x the input per batch (or the widest tried),
+# and the JSON says so; a set with no full batch to time keeps width 7.
+json=$("$g" train --data "$t" --epochs 1 --batch-size 4 --image-size 16 --threads 1 \
+       --device cpu --loader gpufeed --json) || fail "train, calibrated: $json"
+echo "$json" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+k = d["calibration"]
+assert d["width_calibrated"] is True and k["input_threads"] == 1 and k["input_ms"] > 0, d
+steps = [w["step_ms"] for w in k["widths"]]
+reached = [s >= k["factor"] * k["input_ms"] for s in steps]
+assert d["model_width"] == k["widths"][-1]["width"] and k["step_ms"] == steps[-1], k
+assert not any(reached[:-1]) and k["met"] == reached[-1], k
+' || fail "train: the calibrated width is not the narrowest that reaches the factor: $json"
+json=$("$g" train --data "$t" --epochs 1 --batch-size 32 --image-size 16 --threads 1 \
+       --device cpu --loader gpufeed --json) || fail "train, too few batches: $json"
+echo "$json" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["width_calibrated"] is False and d["model_width"] == 7 and "calibration" not in d, d
+assert d["width_note"].startswith("fewer samples than a batch"), d
+' || fail "train: a set too small to time must keep width 7 and say why: $json"
 
 # --allreduce nccl: refused with the reason where it cannot run (built
 # without NCCL, --device cpu, no library, no CUDA device), never a crash.

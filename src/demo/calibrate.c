@@ -1,19 +1,23 @@
 /*
- * gpufeed train's model width on CUDA, by calibration, on the command's
- * thread before the runs. The CPU default width makes a GPU step of tens
- * of microseconds: launch-bound, a toy next to any loader. So on CUDA,
- * with no --model-width, the demo measures the loader's input time per
- * batch (the gpufeed loader with no model, at its steady rate), then the
- * step on one cached batch for increasing widths, and takes the smallest
- * width whose step is >= CALIB_FACTOR x the input: the loader then has to
- * keep a busy GPU fed, the story the default tells on the CPU.
+ * gpufeed train's model width, by calibration, on the command's thread
+ * before the runs, on the CPU and on CUDA alike. The demo exists to show
+ * a job whose input, done naively, holds the model back, and a loader
+ * that keeps it fed: that needs a step a little longer than what the
+ * decode threads the demo leaves take per batch. A fixed width cannot be
+ * that on every machine (a CUDA step at the CPU's width is tens of
+ * microseconds; a faster CPU core outruns one decode thread). So with no
+ * --model-width the demo measures the loader's input time per batch (the
+ * gpufeed loader with no model, at its steady rate, with the runs'
+ * threads), then the step on one cached batch for increasing widths, and
+ * takes the smallest width whose step is >= CALIB_FACTOR x the input.
  *
- * A step's time is kernel time: a CUDA event pair on the trainer's
- * stream around steps queued back to back behind a step already running,
- * so the first event fires when that step ends, not when the host
- * enqueues (on an idle stream a pair around the enqueue measures the
- * host's launches). CUDA graphs would cut the launches further; cudaemu
- * has no graphs, so the step is not captured.
+ * On the CPU a step's time is the wall time of the calls (the model runs
+ * on this thread). On CUDA it is kernel time: a CUDA event pair on the
+ * trainer's stream around steps queued back to back behind a step
+ * already running, so the first event fires when that step ends, not
+ * when the host enqueues (on an idle stream a pair around the enqueue
+ * measures the host's launches). CUDA graphs would cut the launches
+ * further; cudaemu has no graphs, so the step is not captured.
  */
 #include <math.h>
 #include <stdio.h>
@@ -26,18 +30,26 @@
 #include "sysinfo.h"
 #include "train.h"
 
-#define CALIB_FACTOR 1.2
 #define CALIB_INPUT_BATCHES 48 /* timed at most, after the ring's first fill */
 #define CALIB_INPUT_SECONDS 1.5
 #define CALIB_STEP_SECONDS 0.1 /* per width, about */
 #define CALIB_BUDGET_SECONDS 20.0 /* the whole calibration, about */
 
+/* The widths tried, in order. The step grows about as the width's
+ * square: on the CPU (a step of ~20 ms at width 7) every width up to 16
+ * keeps the chosen step within ~30% of the target; a GPU step is
+ * launch-bound below 8. */
+static const int cpu_widths[] = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 20, 24, 32};
 #if GF_CLI_HAVE_CUDA
-static const int calib_widths[] = {8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512};
+static const int cuda_widths[] = {8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512};
+#endif
 
-/* The gpufeed loader's time per batch with nothing else on the device:
- * batches after the ring's first fill, to the stream. */
-static int input_ms(trainer *t, double *ms)
+/* The gpufeed loader's time per batch with no model, at its steady rate:
+ * full batches (drop_last), epoch after epoch so that a set the ring
+ * holds whole is still timed at the decode threads' pace, after the
+ * ring's first fill (on CUDA, to the stream); *threads: its decode
+ * threads. 0 ms when the set has no full batch. */
+static int input_ms(trainer *t, double *ms, int *threads)
 {
     gf_settings s;
     gf_loader *l = NULL;
@@ -45,14 +57,17 @@ static int input_ms(trainer *t, double *ms)
     gf_batch *b;
     int rc, status, skip, timed = 0;
     double t0 = 0;
+    *ms = 0;
+    if (t->train_n / (uint64_t)t->world < (uint64_t)t->o->batch)
+        return CLI_OK; /* the rank's share: drop_last would refuse it */
     train_loader_settings(t, &s, 0);
+    s.epochs = 0; /* unbounded */
+    s.drop_last = 1;
     if ((status = train_open_loader(&s, &l)) != CLI_OK)
         return status;
     gf_get_stats(l, &st);
-    uint64_t batches = st.epoch_samples / (uint64_t)st.batch_size;
+    *threads = st.threads;
     skip = st.prefetch_depth + 1; /* what the ring filled ahead comes fast */
-    if ((uint64_t)skip > batches / 2)
-        skip = (int)(batches / 2);
     for (int k = 0;; k++) {
         if (k == skip)
             t0 = cli_now();
@@ -60,30 +75,59 @@ static int input_ms(trainer *t, double *ms)
             break;
         if ((rc = gf_next(l, &b)) == GF_EOF)
             break;
-        const int count = rc < 0 ? 0 : b->count;
-        if (rc == 0 && (rc = gf_batch_wait(b, t->stream)) < 0)
+        if (rc == 0 && t->cuda && (rc = gf_batch_wait(b, t->stream)) < 0)
             gf_release(l, b);
         else if (rc == 0)
-            rc = gf_release_stream(l, b, t->stream);
+            rc = t->cuda ? gf_release_stream(l, b, t->stream) : gf_release(l, b);
         if (rc < 0) {
             status = train_loader_failed(l, rc);
             gf_close(&l);
             return status;
         }
-        if (k >= skip && count == st.batch_size)
+        if (k >= skip)
             timed++;
     }
-    if (cli_cuda_stream_sync(t->stream) < 0) {
+#if GF_CLI_HAVE_CUDA
+    if (t->cuda && cli_cuda_stream_sync(t->stream) < 0) {
         gf_close(&l);
         return train_cuda_failed();
     }
+#endif
     *ms = timed ? (cli_now() - t0) * 1e3 / timed : 0;
     gf_close(&l);
     return CLI_OK;
 }
 
-/* Kernel time of one step at width w on the cached batch; -1 if the
- * model cannot be made or step at that width (too large). */
+/* The time of `steps` steps, one after the other, on the cached batch. */
+static int time_steps(trainer *t, gfm_model *m, sync_bufs *sb, int nb, int steps, double *ms)
+{
+    float loss;
+    int correct;
+    if (!t->cuda) {
+        double t0 = cli_now();
+        for (int i = 0; i < steps; i++)
+            if (gfm_train_step(m, sb->dev, sb->labels, nb, NULL, &loss, &correct) < 0)
+                return -1;
+        *ms = (cli_now() - t0) * 1e3;
+        return 0;
+    }
+#if GF_CLI_HAVE_CUDA
+    if (cli_cuda_event_record(t->ev[0], t->stream) < 0)
+        return -1;
+    for (int i = 0; i < steps; i++)
+        if (gfm_train_step(m, sb->dev, sb->labels, nb, t->stream, &loss, &correct) < 0)
+            return -1;
+    if (cli_cuda_event_record(t->ev[1], t->stream) < 0 || gfm_sync(m, &loss, &correct) < 0 ||
+        cli_cuda_event_ms(t->ev[0], t->ev[1], ms) < 0)
+        return -1;
+    return 0;
+#else
+    return -1;
+#endif
+}
+
+/* The time of one step at width w on the cached batch; -1 if the model
+ * cannot be made or step at that width (too large). */
 static int step_ms(trainer *t, sync_bufs *sb, int nb, int w, double *ms)
 {
     gfm_config c = t->mc;
@@ -91,31 +135,26 @@ static int step_ms(trainer *t, sync_bufs *sb, int nb, int w, double *ms)
     char why[256];
     float loss;
     int correct, rc = -1, steps = 1;
-    double one;
+    double all;
     c.width = w;
     if (gfm_create(&m, &c, why, sizeof why) < 0)
         return -1;
-    /* The first step loads and allocates; each pair is then recorded
-     * behind a step in flight, so it times kernels, not launches. */
+    /* The first step loads and allocates (and on CUDA leaves a step in
+     * flight, so each pair times kernels, not launches). */
     if (gfm_train_step(m, sb->dev, sb->labels, nb, t->stream, &loss, &correct) < 0)
         goto out;
     for (int round = 0; round < 2; round++) {
-        if (cli_cuda_event_record(t->ev[0], t->stream) < 0)
+        if (time_steps(t, m, sb, nb, steps, &all) < 0)
             goto out;
-        for (int i = 0; i < steps; i++)
-            if (gfm_train_step(m, sb->dev, sb->labels, nb, t->stream, &loss, &correct) < 0)
-                goto out;
-        if (cli_cuda_event_record(t->ev[1], t->stream) < 0 || gfm_sync(m, &loss, &correct) < 0 ||
-            cli_cuda_event_ms(t->ev[0], t->ev[1], &one) < 0)
-            goto out;
-        *ms = one / steps;
+        *ms = all / steps;
         if (round == 0) { /* then enough steps for about CALIB_STEP_SECONDS */
             steps = *ms > 0 ? (int)(CALIB_STEP_SECONDS * 1e3 / *ms) : 20;
             steps = steps < 1 ? 1 : steps > 20 ? 20 : steps;
             if (*ms >= CALIB_STEP_SECONDS * 1e3)
                 break;
-            /* again behind a step in flight */
-            if (gfm_train_step(m, sb->dev, sb->labels, nb, t->stream, &loss, &correct) < 0)
+            /* CUDA: again behind a step in flight */
+            if (t->cuda && gfm_train_step(m, sb->dev, sb->labels, nb, t->stream, &loss,
+                                          &correct) < 0)
                 goto out;
         }
     }
@@ -130,12 +169,23 @@ static int calibrate(trainer *t, int fallback)
 {
     calibration *k = &t->calib;
     sync_bufs sb;
-    int status, nb = t->o->batch;
+    int status, nb = t->o->batch, n_widths = (int)(sizeof cpu_widths / sizeof *cpu_widths);
+    const int *widths = cpu_widths;
     double t0 = cli_now();
+#if GF_CLI_HAVE_CUDA
+    if (t->cuda) {
+        widths = cuda_widths;
+        n_widths = (int)(sizeof cuda_widths / sizeof *cuda_widths);
+    }
+#endif
     memset(k, 0, sizeof *k);
     t->mc.width = fallback;
-    if ((status = input_ms(t, &k->input_ms)) != CLI_OK)
+    if ((status = input_ms(t, &k->input_ms, &k->input_threads)) != CLI_OK)
         return status;
+    if (k->input_ms <= 0) {
+        k->skipped = "fewer samples than a batch, no input to time: the default width";
+        return CLI_OK;
+    }
     if ((status = train_sync_bufs_init(t, &sb)) != CLI_OK)
         return status;
     if ((uint64_t)nb > t->train_n)
@@ -144,13 +194,13 @@ static int calibrate(trainer *t, int fallback)
     if ((status = train_sync_input(t, &sb, 0, 0, nb, &k->errors)) != CLI_OK)
         goto out;
     k->done = 1;
-    for (size_t i = 0; i < sizeof calib_widths / sizeof *calib_widths; i++) {
+    for (int i = 0; i < n_widths && k->n < CALIB_MAX_WIDTHS; i++) {
         double ms;
-        if (step_ms(t, &sb, nb, calib_widths[i], &ms) < 0)
+        if (step_ms(t, &sb, nb, widths[i], &ms) < 0)
             break; /* too wide for this device or batch: the last one stands */
-        k->widths[k->n] = calib_widths[i];
+        k->widths[k->n] = widths[i];
         k->step_ms_at[k->n++] = ms;
-        t->mc.width = calib_widths[i];
+        t->mc.width = widths[i];
         k->step_ms = ms;
         if (ms >= CALIB_FACTOR * k->input_ms) {
             k->met = 1;
@@ -164,14 +214,10 @@ out:
     train_sync_bufs_free(t, &sb);
     return status;
 }
-#endif
 
 int train_choose_width(trainer *t, int fallback)
 {
     t->mc.width = fallback;
-    if (!t->cuda)
-        return CLI_OK;
-#if GF_CLI_HAVE_CUDA
     if (t->o->resume) {
         /* The checkpoint's width is not known before it is read: a
          * calibrated one must be given again (--model-width). */
@@ -184,10 +230,8 @@ int train_choose_width(trainer *t, int fallback)
         if (w < 0)
             return status == CLI_OK ? CLI_FAIL : status;
         t->mc.width = w;
-        t->calib.done = 1;
+        if (t->rank != 0)
+            t->calib.done = 1; /* rank 0's choice, whatever it was */
     }
     return status;
-#else
-    return CLI_OK;
-#endif
 }

@@ -69,20 +69,34 @@ static const char *row_name(int loader)
 
 /* ---- the lines as it goes -------------------------------------------------- */
 
-/* CUDA, no --model-width: how the width was chosen (calibrate.c). */
+/* No --model-width: the width chosen and why, in a line's words
+ * (calibrate.c); "" when the width was given. */
+static const char *width_reason(const trainer *t, char *buf, size_t len)
+{
+    const calibration *k = &t->calib;
+    const int th = k->input_threads;
+    if (k->skipped)
+        snprintf(buf, len, "%s", k->skipped);
+    else if (!k->done || t->rank != 0)
+        snprintf(buf, len, "%s", t->o->width ? "" : "rank 0's calibration");
+    else
+        snprintf(buf, len, "calibrated%s: step %.2f ms %s %.1f x input %.2f ms a batch (%d "
+                 "decode thread%s)", k->met ? "" : ", not reached at the widest tried",
+                 k->step_ms, k->met ? ">=" : "<", CALIB_FACTOR, k->input_ms, th,
+                 th == 1 ? "" : "s");
+    return buf;
+}
+
+/* No --model-width: how the width was chosen (calibrate.c). */
 static void report_calibration(const trainer *t)
 {
     const calibration *k = &t->calib;
-    if (k->skipped)
-        printf("  model width %d (%s)\n", t->mc.width, k->skipped);
-    if (!k->done || t->rank != 0)
+    char why[200];
+    if (!*width_reason(t, why, sizeof why))
         return;
-    if (k->met)
-        printf("  model width %d (calibrated: step %.2f ms >= 1.2 x input %.2f ms)\n",
-               t->mc.width, k->step_ms, k->input_ms);
-    else
-        printf("  model width %d (calibrated, not reached: step %.2f ms < 1.2 x input %.2f ms "
-               "at the widest tried)\n", t->mc.width, k->step_ms, k->input_ms);
+    printf("  model width %d (%s)\n", t->mc.width, why);
+    if (!k->done || t->rank != 0 || k->skipped)
+        return;
     printf("  calibration (%.1f s), width: step ms:", k->seconds);
     for (int i = 0; i < k->n; i++)
         printf(" %d: %.2f", k->widths[i], k->step_ms_at[i]);
@@ -189,6 +203,9 @@ void report_table(const trainer *t, const run_result *runs, int n)
                "%.0f%%.\n",
                100 * figures_of(t, &t->alone).device_util, 100 * fg.stall, 100 * fs.stall);
     }
+    char why[200];
+    if (*width_reason(t, why, sizeof why))
+        printf("  model width %d: %s\n", t->mc.width, why);
     if (!t->cuda)
         printf("  CPU path: the model steps on the consumer thread; device util = time inside "
                "the step / wall.\n");
@@ -275,13 +292,16 @@ void report_json(const trainer *t, const run_result *runs, int n)
     cli_json_kint(j, "image_size", o->size);
     cli_json_kint(j, "model_width", t->mc.width);
     cli_json_kbool(j, "width_calibrated", t->calib.done);
+    if (t->calib.skipped)
+        cli_json_kstr(j, "width_note", t->calib.skipped);
     if (t->calib.done && t->rank == 0) {
         const calibration *k = &t->calib;
         cli_json_key(j, "calibration");
         cli_json_object(j);
-        cli_json_knum(j, "factor", 1.2);
+        cli_json_knum(j, "factor", CALIB_FACTOR);
         cli_json_kbool(j, "met", k->met);
         cli_json_knum(j, "input_ms", k->input_ms);
+        cli_json_kint(j, "input_threads", k->input_threads);
         cli_json_knum(j, "step_ms", k->step_ms);
         cli_json_knum(j, "seconds", k->seconds);
         cli_json_key(j, "widths");

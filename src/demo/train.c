@@ -58,10 +58,11 @@
 #include "sysinfo.h"
 #include "train.h"
 
-/* The default model: width 7 at 60x60, a step a little shorter than one
- * decode thread's batch on the build machine (input / compute ~1.06), so
- * the synchronous loop is input-bound and one decode thread still keeps
- * the model ~94% busy (bench/README.md, "gpufeed train"). */
+/* The default model: 60x60 input, its width calibrated (calibrate.c) so
+ * the step is a little longer than the decode threads' batch: the
+ * synchronous loop is input-bound and the loader can keep the model
+ * busy, on any machine (bench/README.md, "gpufeed train"). Width 7 where
+ * calibration cannot run (--resume, a set too small to time). */
 #define DEFAULT_WIDTH 7
 #define DEFAULT_SIZE 60
 
@@ -112,8 +113,9 @@ static void usage(FILE *f)
     fprintf(f,
             "  --image-size S        model input S x S, a multiple of 4 (default %d)\n"
             "  --model-width W       channels of the first conv: compute per step\n"
-            "                        (default %d on the CPU; on CUDA the narrowest whose\n"
-            "                        step takes >= 1.2x the loader's input, by calibration)\n",
+            "                        (default: by calibration, the narrowest whose step\n"
+            "                        takes >= 1.2x the loader's input per batch; %d with\n"
+            "                        --resume)\n",
             DEFAULT_SIZE, DEFAULT_WIDTH);
     lopt_usage(f, CLI_LOPT_THREADS);
     lopt_usage(f, CLI_LOPT_PREFETCH_DEPTH);
@@ -445,7 +447,7 @@ int cmd_train(int argc, char **argv)
     }
     if ((status = train_probe(&t)) != CLI_OK)
         goto out;
-    /* no --model-width: DEFAULT_WIDTH on the CPU, calibrated on CUDA */
+    /* no --model-width: calibrated */
     if (!o.width && (status = train_choose_width(&t, DEFAULT_WIDTH)) != CLI_OK)
         goto out;
     if (t.dp && (status = dp_allreduce_setup(&t)) != CLI_OK)

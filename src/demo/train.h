@@ -7,7 +7,7 @@
  *
  *   train.c       the command: options, set-up order, the runs' driver
  *   setup.c       the data set, the device, the loaders' settings, teardown
- *   calibrate.c   the model width on CUDA: the step >= 1.2 x the loader's input
+ *   calibrate.c   the model width: the step >= 1.2 x the loader's input
  *   loops.c       the step, the synchronous loop, the gpufeed loop, evaluation
  *   parallel.c    data-parallel: MPI, the gradient all-reduce (MPI or NCCL)
  *   checkpoint.c  --checkpoint / --resume: the file format
@@ -96,18 +96,22 @@ typedef struct tally {
     int pending_n;
 } tally;
 
-/* CUDA with no --model-width: how the width was chosen (calibrate.c). */
+/* No --model-width: how the width was chosen (calibrate.c): the
+ * narrowest whose step is >= CALIB_FACTOR x the loader's input time. */
+#define CALIB_FACTOR 1.2
+#define CALIB_MAX_WIDTHS 20
 typedef struct calibration {
     int done;             /* the width was chosen by calibration */
-    int met;              /* its step is >= 1.2 x the input time */
+    int met;              /* its step is >= CALIB_FACTOR x the input time */
     const char *skipped;  /* why it did not run, or NULL */
     double input_ms;      /* the loader's time per batch, no model */
-    double step_ms;       /* the step's kernel time at the chosen width */
+    int input_threads;    /* its decode threads */
+    double step_ms;       /* the step at the chosen width (CUDA: kernel time) */
     double seconds;       /* the calibration's own time */
     uint64_t errors;
     int n;                /* widths tried, in order, and their steps */
-    int widths[16];
-    double step_ms_at[16];
+    int widths[CALIB_MAX_WIDTHS];
+    double step_ms_at[CALIB_MAX_WIDTHS];
 } calibration;
 
 typedef struct trainer {
@@ -177,7 +181,8 @@ int train_loader_failed(gf_loader *l, int rc);
 int train_probe(trainer *t);
 void train_free(trainer *t);
 
-/* calibrate.c: sets t->mc.width: fallback on the CPU, else calibrated. */
+/* calibrate.c: sets t->mc.width by calibration (fallback where it cannot
+ * run: --resume, a set too small to time). */
 int train_choose_width(trainer *t, int fallback);
 
 /* loops.c */
