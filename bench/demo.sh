@@ -11,12 +11,16 @@
 # ${XDG_CACHE_HOME:-~/.cache}/gpufeed/train-data, or here in
 # $GPUFEED_DEMO_DATA when that is set ($GPUFEED_DEMO_PER_CLASS train images
 # per class, a quarter of that, at least 2, for validation).
+#
+# It builds the gpufeed program alone in build-release (a release build:
+# the speed a trainer gets, assertions off), apart from the tests' build/
+# (debugoptimized, assertions on).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/gpufeed
-[ -d build ] || meson setup build >/dev/null
-meson compile -C build >/dev/null
-g=build/src/cli/gpufeed
+[ -d build-release ] || meson setup build-release --buildtype=release -Dtests=false >/dev/null
+meson compile -C build-release src/cli/gpufeed >/dev/null
+g=build-release/src/cli/gpufeed
 
 # make_set DIR SUBDIR SEED PER_CLASS: one ImageFolder, once.
 make_set() {
