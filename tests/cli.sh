@@ -231,6 +231,16 @@ ck=$tmp/ck
 tr1="train --data $t --batch-size 4 --image-size 16 --model-width 2 --threads 1 --device cpu --loader gpufeed"
 "$g" $tr1 --epochs 1 --checkpoint "$ck" >/dev/null || fail "train --checkpoint"
 "$g" $tr1 --epochs 2 --resume "$ck" >/dev/null || fail "train --resume of a good checkpoint"
+# With no --model-width, --resume goes on at the checkpoint's width.
+tr0="train --data $t --batch-size 4 --image-size 16 --threads 1 --device cpu --loader gpufeed --json"
+w=$("$g" $tr0 --epochs 1 --checkpoint "$ck.cal" | python3 -c 'import json, sys; print(json.load(sys.stdin)["model_width"])') ||
+    fail "train --checkpoint, calibrated"
+json=$("$g" $tr0 --epochs 2 --resume "$ck.cal") || fail "train --resume, calibrated: $json"
+echo "$json" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["model_width"] == int(sys.argv[1]) and d["width_note"].startswith("--resume"), d
+' "$w" || fail "train --resume must take the checkpoint's width $w: $json"
 resume_refused() { # $1: what, $2: text the error must hold, then the command's arguments
     what=$1 text=$2
     shift 2

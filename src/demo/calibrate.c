@@ -218,10 +218,10 @@ out:
 int train_choose_width(trainer *t, int fallback)
 {
     t->mc.width = fallback;
-    if (t->o->resume) {
-        /* The checkpoint's width is not known before it is read: a
-         * calibrated one must be given again (--model-width). */
-        t->calib.skipped = "--resume: the default width, not calibrated";
+    if (t->o->resume) { /* the model goes on at the width it was saved with */
+        int w = checkpoint_width(t->o->resume);
+        t->mc.width = w ? w : fallback;
+        t->calib.skipped = "--resume: the checkpoint's width";
         return CLI_OK;
     }
     int status = t->rank == 0 ? calibrate(t, fallback) : CLI_OK;

@@ -136,6 +136,20 @@ out:
     return ok ? CLI_OK : CLI_FAIL;
 }
 
+/* The model width FILE was saved with; 0 if it is not a checkpoint this
+ * version reads (checkpoint_load then says why). */
+int checkpoint_width(const char *path)
+{
+    ckpt_head h;
+    FILE *f = fopen(path, "rb");
+    int ok = f && fread(&h, sizeof h, 1, f) == 1 &&
+             memcmp(h.magic, CKPT_MAGIC, sizeof CKPT_MAGIC) == 0 && h.version == CKPT_VERSION &&
+             h.width >= 1 && h.width <= 4096;
+    if (f)
+        fclose(f);
+    return ok ? (int)h.width : 0;
+}
+
 /* Reads --resume into t (checked against this run's model and world);
  * the model and the loader get it when the run starts. */
 int checkpoint_load(trainer *t)

@@ -61,8 +61,8 @@
 /* The default model: 60x60 input, its width calibrated (calibrate.c) so
  * the step is a little longer than the decode threads' batch: the
  * synchronous loop is input-bound and the loader can keep the model
- * busy, on any machine (bench/README.md, "gpufeed train"). Width 7 where
- * calibration cannot run (--resume, a set too small to time). */
+ * busy, on any machine (bench/README.md, "gpufeed train"). Width 7 on a
+ * set too small to time; --resume goes on at the checkpoint's width. */
 #define DEFAULT_WIDTH 7
 #define DEFAULT_SIZE 60
 
@@ -114,8 +114,8 @@ static void usage(FILE *f)
             "  --image-size S        model input S x S, a multiple of 4 (default %d)\n"
             "  --model-width W       channels of the first conv: compute per step\n"
             "                        (default: by calibration, the narrowest whose step\n"
-            "                        takes >= 1.2x the loader's input per batch; %d with\n"
-            "                        --resume)\n",
+            "                        takes >= 1.2x the loader's input per batch; %d on a\n"
+            "                        set too small to time; --resume: the checkpoint's)\n",
             DEFAULT_SIZE, DEFAULT_WIDTH);
     lopt_usage(f, CLI_LOPT_THREADS);
     lopt_usage(f, CLI_LOPT_PREFETCH_DEPTH);

@@ -181,8 +181,8 @@ int train_loader_failed(gf_loader *l, int rc);
 int train_probe(trainer *t);
 void train_free(trainer *t);
 
-/* calibrate.c: sets t->mc.width by calibration (fallback where it cannot
- * run: --resume, a set too small to time). */
+/* calibrate.c: sets t->mc.width by calibration (--resume: the
+ * checkpoint's; fallback on a set too small to time). */
 int train_choose_width(trainer *t, int fallback);
 
 /* loops.c */
@@ -245,6 +245,7 @@ void dp_finalize(const trainer *t);
 /* checkpoint.c */
 int checkpoint_save(trainer *t, gfm_model *m, int epochs_done);
 int checkpoint_load(trainer *t);
+int checkpoint_width(const char *path);
 
 /* report.c */
 void report_progress(trainer *t, int loader, int epoch, uint64_t step_no, uint64_t steps,
