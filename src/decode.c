@@ -73,7 +73,7 @@ typedef struct format_entry {
     gf__format_check_fn *stb_check;
 } format_entry;
 
-static const format_entry formats[F_TIFF + 1] = {
+static const format_entry formats[F_COUNT] = {
     [F_JPEG] = {
         .truncated = gf__jpeg_truncated,
 #if GF_HAVE_TURBO
