@@ -6,7 +6,7 @@
  * resampled to out_w x out_h and optionally mirrored: train is
  * torchvision's RandomResizedCrop + RandomHorizontalFlip, eval its
  * Resize(size / crop_fraction) + CenterCrop. */
-#include "decode_internal.h"
+#include "decoder.h"
 
 #include <math.h>
 

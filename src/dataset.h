@@ -3,71 +3,7 @@
 #ifndef GF_DATASET_H
 #define GF_DATASET_H
 
-#include "common.h"
-#include "reader.h"
-
-/* A shard the index took only part of (gf__dataset_opts.shard_skip): the
- * members wholly before the damage at `offset` were indexed, the rest
- * dropped. kept: members before it (in samples or skipped as today);
- * lost: the members of the key the damage cut (it could not be a sample)
- * and the damaged member itself when its header was there. */
-typedef struct gf__shard_damage {
-    uint32_t shard;      /* index into shard_paths */
-    int code;            /* GF_EEMPTY, GF_ETRUNC, GF_EIO or GF_ECORRUPT */
-    uint64_t offset, kept, lost;
-    size_t reason;       /* offset of its NUL-terminated text in damage_text */
-} gf__shard_damage;
-
-typedef struct gf__dataset {
-    uint64_t n;          /* samples */
-    int root_fd;         /* directory the paths are relative to (O_PATH) */
-    char *arena;         /* NUL-terminated relative paths, back to back */
-    uint64_t *path_off;  /* n offsets into arena */
-    int32_t *labels;     /* n labels */
-    gf__file_seen *seen; /* n (folders and lists): each file's identity,
-                            checked at each read (reader.h) */
-    int n_classes;
-    char **class_names;  /* n_classes names (ImageFolder), or NULL */
-    size_t bytes;        /* heap bytes held, for stats */
-
-    /* Tar shards only (NULL / 0 otherwise). The arena then holds display
-     * names "train-000003.tar:key.jpg" (shard basename : member name). */
-    uint32_t n_shards;
-    char **shard_paths;  /* n_shards paths, relative to root_fd */
-    gf__file_id *shard_ids; /* n_shards: each as indexed, checked at each read */
-    uint32_t *shard;     /* n: index into shard_paths */
-    uint64_t *data_off;  /* n: the image member's data offset */
-    uint32_t *data_len;  /* n: its size (members over 4 GiB are skipped) */
-    /* What indexing left out (tar shards): members that cannot be samples
-     * (links, devices, FIFOs, directories, unsafe names, a second image or
-     * label of a key), keys without an image or a valid .cls, and all
-     * warnings (those two and archive oddities); the first in `warning`. */
-    uint64_t skipped_members, skipped_keys, warnings;
-    char warning[256];
-    /* ImageFolder: directories walked, and those reached again (a loop or
-     * a second link) and not walked twice. */
-    uint64_t dirs, dirs_again;
-    uint64_t skipped_ext[GF_SKIPPED_MAX]; /* files left out, [GF_SKIPPED_*] */
-    /* Damaged shards taken in part (shard_skip), in shard order. */
-    gf__shard_damage *damage;
-    size_t n_damage, damage_cap;
-    char *damage_text;
-    size_t damage_text_len, damage_text_cap;
-    uint64_t members_lost; /* the damaged shards' `lost`, summed */
-} gf__dataset;
-
-/* How a data set is indexed (gf__dataset_open: the defaults). */
-typedef struct gf__dataset_opts {
-    gf_extensions extensions; /* ImageFolder: the files it takes */
-    int max_depth;        /* ImageFolder: levels below a class folder */
-    uint64_t max_entries; /* ImageFolder: directory entries in the walk */
-    int shard_skip;       /* tar shards: 0 a damaged shard fails the open;
-                             1 its members before the damage are kept and
-                             it is recorded in ds->damage; 2 as 1, and a
-                             set whose every shard is damaged opens empty
-                             (n = 0, why says so) for the caller to report
-                             the damage before it fails */
-} gf__dataset_opts;
+#include "dataset_indexers.h" /* and the table, dataset_builder.h */
 
 /* GF_EXT_TORCHVISION, GF_FOLDER_MAX_DEPTH, GF_FOLDER_MAX_ENTRIES, shard_skip 0. */
 void gf__dataset_default_opts(gf__dataset_opts *o);
@@ -133,14 +69,6 @@ static inline int gf__shard_skip_of(const gf_settings *s)
     return s->on_shard_error == GF_SHARD_SKIP ||
            (s->on_shard_error == GF_SHARD_FOLLOW && s->on_error == GF_ON_ERROR_SKIP);
 }
-
-/* The damaged shards as gf_damaged_shards() hands them out: the first
- * min(max, n) in shard order into out (sample -1, the code, path = the
- * shard's path, reason = "offset N: reason; K members kept, L lost");
- * returns how many there are (INT_MAX at most). */
-int gf__dataset_damage(const gf__dataset *ds, gf_sample_error *out, int max);
-/* Entry i (< n_damage) of that list. */
-void gf__dataset_damage_entry(const gf__dataset *ds, size_t i, gf_sample_error *e);
 
 /* A name to print for sample i (for shards "shard.tar:member"). */
 static inline const char *gf__dataset_path(const gf__dataset *ds, uint64_t i)

@@ -27,7 +27,7 @@
  * is an error when read (gf__file_seen). Where d_ino is not st_ino (some
  * overlay set-ups), checked on one file a directory, that directory's
  * inodes are left to the first read to record. */
-#include "dataset_internal.h"
+#include "dataset_indexers.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
  * each line's path is moved down over the bytes of the lines before it
  * (whose labels and newlines are no longer needed), NUL-terminated in
  * place, and the buffer is shrunk at the end. */
-#include "dataset_internal.h"
+#include "dataset_indexers.h"
 
 #include <assert.h>
 #include <errno.h>

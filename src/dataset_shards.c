@@ -13,7 +13,7 @@
  * image and label both lie wholly before it; the key the damage cut is
  * lost. Shards are scanned one after another in source order, so the kept
  * set is a function of the files alone, whatever the thread count. */
-#include "dataset_internal.h"
+#include "dataset_indexers.h"
 
 #include "reader_internal.h"
 

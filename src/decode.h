@@ -2,28 +2,9 @@
 #ifndef GF_DECODE_H
 #define GF_DECODE_H
 
-#include "common.h"
-
-#include <stdatomic.h>
-
-typedef struct gf__transform {
-    int out_w, out_h, channels;      /* channels: 1, 3 or 4 */
-    gf_transform kind;
-    float scale_min, scale_max, ratio_min, ratio_max, flip_prob;
-    float crop_fraction;
-    uint64_t max_pixels;             /* source width*height limit */
-    gf_decoder_kind decoder;         /* AUTO, STB or TURBO */
-    int defer_flip;                  /* decide the flip, leave it to the device */
-    int full_decode;                 /* 0; 1 = no DCT scaling, no row/column
-                                        cropping (tests, benchmarks) */
-    gf_strictness strictness;        /* what a decoder warning does */
-} gf__transform;
+#include "decoder.h"
 
 void gf__transform_from_settings(gf__transform *t, const gf_settings *s);
-
-/* Per-thread decoder state: codec handles, scratch, resampler weights.
- * Never shared between threads. */
-typedef struct gf__decoder gf__decoder;
 
 int gf__decoder_create(gf__decoder **out);
 void gf__decoder_destroy(gf__decoder *d);
@@ -41,15 +22,6 @@ const char *gf__decoder_warning(const gf__decoder *d, int *code);
  * flag stop_pipeline raises, so gf_close does not wait out a long decode.
  * NULL (the default): never cancelled. */
 void gf__decoder_set_cancel(gf__decoder *d, const atomic_int *cancel);
-/* Test hooks, counted process-wide: JPEG decodes that ran past
- * GF__JPEG_LONG_SCANS scans, and decodes that saw the cancel flag. While
- * gf__jpeg_hold is set, a decode past GF__JPEG_LONG_SCANS waits there
- * (counted in gf__jpeg_held) until it is cleared or the decode is
- * cancelled: a test can then stop a loader with a decode surely in
- * progress, whatever the scheduler (valgrind runs one thread at a time). */
-enum { GF__JPEG_MAX_SCANS = 500, GF__JPEG_LONG_SCANS = 100 };
-extern atomic_uint gf__jpeg_long_decodes, gf__decode_cancels, gf__jpeg_held;
-extern atomic_int gf__jpeg_hold;
 /* 1 if this build has libjpeg-turbo. */
 int gf__have_turbo(void);
 

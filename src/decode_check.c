@@ -15,7 +15,7 @@
  * BMP V5 profile, concatenated PNMs, anything after a GIF trailer) are
  * allowed in every mode. What stb_image does not read at all (RLE BMP,
  * PSB, ZIP-compressed PSD) is left for it to refuse by name. */
-#include "decode_internal.h"
+#include "decode_formats.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -13,7 +13,7 @@
  * GF__JPEG_MAX_SCANS scans (each costs a pass over every coefficient
  * block, so a repeated scan is a CPU-time bomb), or once the loader
  * cancels. */
-#include "decode_internal.h"
+#include "decode_formats.h"
 
 #include "grow.h"
 

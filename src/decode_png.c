@@ -32,7 +32,7 @@
  *   to its end (or of a chunk after, when the decode reaches the last
  *   row) or a bad Adler-32 passes with a warning (d->warn). A broken
  *   deflate stream or truncation fails in every mode. */
-#include "decode_internal.h"
+#include "decode_formats.h"
 
 #include "grow.h"
 

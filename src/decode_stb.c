@@ -11,7 +11,7 @@
  * The pixel limit is checked from the header (where the format keeps the
  * size at a known place, else from stb_image's info call) before anything
  * is decoded. */
-#include "decode_internal.h"
+#include "decode_formats.h"
 
 #include "stb_image_impl.h"
 

@@ -27,7 +27,7 @@
  * libwebp has no warnings: a WebP decodes or fails, so LENIENT is STRICT.
  * Animated files are refused: their first frame is a sub-rectangle to be
  * composed on a canvas (libwebpdemux's job), not an image. */
-#include "decode_internal.h"
+#include "decode_formats.h"
 
 #include "grow.h"
 

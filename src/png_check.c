@@ -1,4 +1,5 @@
-/* PNG chunk CRCs, checked by gpufeed itself: for the stb_image path
+/* PNG's checks by gpufeed itself: whether the chunk chain reaches IEND
+ * (before any decoder runs), and chunk CRCs: for the stb_image path
  * (which checks none) and, in decode_png.c, for what libspng did not
  * read (the IDAT chunks below a crop) and to name the chunk libspng found
  * bad. Any thread. zlib's crc32 where libspng (which needs zlib) is
@@ -7,7 +8,7 @@
  * PIL's rule decides what GF_LENIENT lets through: a chunk before the
  * first IDAT with a bad CRC fails in every mode (PIL checks those), one
  * from the first IDAT on only under GF_STRICT / GF_STRICT_WHOLE. */
-#include "decode_internal.h"
+#include "decode_formats.h"
 
 #include <string.h>
 
@@ -106,4 +107,19 @@ int gf__png_check_crcs(gf__decoder *d, const uint8_t *p, size_t n, const gf__tra
     d->warned = 1;
     gf__png_crc_why(&bad, "", d->warn, sizeof d->warn);
     return 0;
+}
+
+/* 1 if the PNG's chunk chain runs out before IEND. */
+int gf__png_truncated(const uint8_t *p, size_t n)
+{
+    size_t pos = 8;
+    while (pos + 8 <= n) {
+        uint32_t len = gf__be32(p + pos);
+        if (len > 0x7fffffffu)
+            return 0; /* corrupt, not truncated: stb will say */
+        if (memcmp(p + pos + 4, "IEND", 4) == 0)
+            return pos + 12 > n; /* its CRC too */
+        pos += 12 + (size_t)len;
+    }
+    return 1;
 }

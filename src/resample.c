@@ -1,7 +1,7 @@
 /* Separable antialiased triangle resampler, fixed point: the weights
- * (gf__rs_axis_set), the choice of kernels (isa_init, gf__resample) and
- * the portable C kernels; the SSE2 and AVX2 ones are resample_sse2.c and
- * resample_avx2.c. Run on the decode threads, each with its own
+ * (gf__rs_axis_set) and the choice of kernels (isa_init, gf__resample);
+ * the kernels are resample_c.c (portable, below the others: the SSE2
+ * path's tails use it), resample_sse2.c and resample_avx2.c. Run on the decode threads, each with its own
  * gf__resampler; the kernel choice is process-wide, made once.
  *
  * Vertical pass first, then horizontal: the vertical pass is a plain
@@ -154,93 +154,6 @@ int gf__rs_axis_set(gf__rs_axis *a, int in_n, double x0, double len, int out_n)
  * to uint8, which on the in-range values here is clamp8. Their outputs
  * are byte-identical; tests/test_resample.c compares them. */
 
-/* Loops below work on fixed-size blocks (BLOCK values, per-pixel lanes of
- * 4) so that gcc vectorizes them even at -O2, whose "very cheap" cost
- * model only takes loops whose trip count is a multiple of the vector
- * width and needs no aliasing checks; `restrict` rules those out. */
-#define BLOCK 16
-
-/* One output row of the vertical pass: n = span_w * ch values. */
-void gf__rs_vpass_row(const uint8_t *restrict src, size_t stride, const int16_t *restrict w,
-                      int taps, int n, int16_t *restrict out)
-{
-    int x = 0;
-    for (; x + BLOCK <= n; x += BLOCK) {
-        int32_t a[BLOCK];
-        for (int k = 0; k < BLOCK; k++)
-            a[k] = 1 << (VSHIFT - 1);
-        const uint8_t *r = src + x;
-        for (int t = 0; t < taps; t++, r += stride) {
-            int16_t wt = w[t];
-            for (int k = 0; k < BLOCK; k++)
-                a[k] += (int16_t)r[k] * wt;
-        }
-        for (int k = 0; k < BLOCK; k++)
-            out[x + k] = (int16_t)(a[k] >> VSHIFT);
-    }
-    for (; x < n; x++) {
-        int32_t a = 1 << (VSHIFT - 1);
-        for (int t = 0; t < taps; t++)
-            a += src[(size_t)t * stride + x] * w[t];
-        out[x] = (int16_t)(a >> VSHIFT);
-    }
-}
-
-static inline uint8_t clamp8(int32_t v)
-{
-    v >>= HSHIFT;
-    return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
-}
-
-/* Horizontal pass for 3 and 4 channels: 4 lanes per pixel (for 3
- * channels the 4th lane reads the next pixel's first value, which the
- * tmp buffer is padded for, and is dropped). Outputs go right to left
- * when flipping. */
-static void hpass_row34_c(const int16_t *restrict in, const gf__rs_axis *h, int ch,
-                          uint8_t *restrict out, int flip)
-{
-    const int taps = h->taps;
-    const int16_t *restrict w = h->w;
-    const int32_t *restrict start = h->start;
-    ptrdiff_t dir = flip ? -ch : ch;
-    uint8_t *o = flip ? out + (size_t)(h->out_n - 1) * ch : out;
-    for (int i = 0; i < h->out_n; i++, w += taps, o += dir) {
-        const int16_t *p = in + (size_t)start[i] * ch;
-        /* written out lane by lane: gcc's basic-block SLP makes one 4 x int32
-         * multiply-add of it; a loop over c stays scalar at -O2 */
-        int32_t a0 = 1 << (HSHIFT - 1), a1 = a0, a2 = a0, a3 = a0;
-        for (int t = 0; t < taps; t++, p += ch) {
-            int32_t wt = w[t];
-            a0 += p[0] * wt;
-            a1 += p[1] * wt;
-            a2 += p[2] * wt;
-            a3 += p[3] * wt;
-        }
-        o[0] = clamp8(a0);
-        o[1] = clamp8(a1);
-        o[2] = clamp8(a2);
-        if (ch == 4)
-            o[3] = clamp8(a3);
-    }
-}
-
-static void hpass_n(const int16_t *restrict in, const gf__rs_axis *h, int ch,
-                    uint8_t *restrict out, int flip)
-{
-    const int taps = h->taps;
-    ptrdiff_t dir = flip ? -ch : ch;
-    uint8_t *o = flip ? out + (size_t)(h->out_n - 1) * ch : out;
-    for (int i = 0; i < h->out_n; i++, o += dir)
-        for (int c = 0; c < ch; c++) {
-            const int16_t *p = in + (size_t)h->start[i] * ch + c;
-            const int16_t *w = h->w + (size_t)i * taps;
-            int32_t a = 1 << (HSHIFT - 1);
-            for (int t = 0; t < taps; t++)
-                a += w[t] * p[t * ch];
-            o[c] = clamp8(a);
-        }
-}
-
 /* Instruction set: detected once (thread-safe), overridable by tests. */
 static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
 static int isa_auto = GF__RS_ISA_C, cpu_avx2;
@@ -313,14 +226,7 @@ int gf__resample(gf__resampler *r, const uint8_t *src, size_t stride, int ch, ui
     if (isa >= GF__RS_ISA_SSE2 && (ch == 3 || ch == 4))
         return gf__rs_hpass34_sse2(r, n, ch, dst, dst_stride, flip);
 #endif
-    for (int y = 0; y < v->out_n; y++) {
-        const int16_t *in = r->tmp + n * y;
-        uint8_t *out = dst + dst_stride * y;
-        if (ch == 3 || ch == 4)
-            hpass_row34_c(in, h, ch, out, flip);
-        else
-            hpass_n(in, h, ch, out, flip);
-    }
+    gf__rs_hpass_c(r, n, ch, dst, dst_stride, flip);
     return 0;
 }
 

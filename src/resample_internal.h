@@ -1,7 +1,8 @@
-/* What the resampler's files share (resample.c: plan, dispatch, portable
- * kernels; resample_sse2.c; resample_avx2.c): the fixed-point layout
- * between the passes, the kernels each file lends the dispatch, and the
- * small SSE2 helpers the SSE2 and AVX2 paths both inline. Run on the
+/* What the resampler's files share (resample.c: plan, dispatch;
+ * resample_c.c: portable kernels; resample_sse2.c; resample_avx2.c): the
+ * fixed-point layout between the passes, the kernels each file lends the
+ * dispatch, and the small SSE2 helpers the SSE2 and AVX2 paths both
+ * inline. Run on the
  * decode threads, each with its own gf__resampler. */
 #ifndef GF_RESAMPLE_INTERNAL_H
 #define GF_RESAMPLE_INTERNAL_H
@@ -33,8 +34,12 @@
 typedef void vpass_fn(const uint8_t *restrict src, size_t stride, const int16_t *restrict w,
                       int taps, int n, int16_t *restrict out);
 
-/* One output row of the vertical pass: n = span_w * ch values (resample.c). */
+/* resample_c.c: one output row of the vertical pass (n = span_w * ch
+ * values), and the horizontal pass of every row (tmp: out_h rows of n
+ * values). */
 vpass_fn gf__rs_vpass_row;
+void gf__rs_hpass_c(const gf__resampler *r, size_t n, int ch, uint8_t *dst, size_t dst_stride,
+                    int flip);
 
 #if defined(__SSE2__)
 /* resample_sse2.c: the vertical pass, and the horizontal pass of every row

@@ -3,7 +3,8 @@
  * checks of src/decode_check.c refuse damaged ones by name. Each good file
  * is made here (stb_image_write for BMP/TGA, bytes by hand for the rest);
  * each damaged one is made from a good one. */
-#include "decode_internal.h"
+#include "decode.h"
+#include "decode_formats.h"
 #include "testutil.h"
 #include "run_suite.h"
 

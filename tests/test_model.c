@@ -1,4 +1,4 @@
-/* The demo trainer's model (src/demo/model.c), CPU reference: the loss and
+/* The demo trainer's model (src/model/model.c), CPU reference: the loss and
  * its gradients against hand values and finite differences, determinism,
  * and that it learns a separable task but not shuffled labels. With
  * GF_TEST_FMA_REF, also the reference built a second time with FMA

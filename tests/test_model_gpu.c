@@ -1,5 +1,5 @@
 /* The demo trainer's model on a CUDA device against its plain-C reference
- * (src/demo/model.c): the same initial weights, the loss and every gradient
+ * (src/model/model.c): the same initial weights, the loss and every gradient
  * within float rounding, training that tracks the reference, and the
  * data-parallel packed step (gfm_grad_pack + gfm_apply_packed, the NCCL
  * path) equal to gfm_train_step bit for bit. Exits 77 (skipped) without

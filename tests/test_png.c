@@ -4,7 +4,8 @@
  * and reason each strictness documents. Without libspng (build-min) the
  * same tests hold the stb_image path to gpufeed's own CRC check. */
 #include "config.h"
-#include "decode_internal.h"
+#include "decode.h"
+#include "decode_formats.h"
 #include "testutil.h"
 #include "run_suite.h"
 

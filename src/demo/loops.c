@@ -94,31 +94,6 @@ int train_events_flush(trainer *t)
     return CLI_OK;
 }
 
-void train_tally_add(tally *a, float loss, int correct, int n)
-{
-    if (n <= 0)
-        return;
-    a->loss_sum += (double)loss * n;
-    a->correct += (uint64_t)(correct > 0 ? correct : 0);
-    a->n += (uint64_t)n;
-}
-
-/* CUDA: makes the last step's figures current (waits for the stream). */
-int train_tally_sync(trainer *t, gfm_model *m, tally *a)
-{
-    float loss = 0;
-    int correct = 0;
-    if (!t->cuda)
-        return CLI_OK;
-    if (gfm_sync(m, &loss, &correct) < 0) {
-        cli_error(CMD, "model: the queued steps failed");
-        return CLI_FAIL;
-    }
-    train_tally_add(a, loss, correct, a->pending_n);
-    a->pending_n = 0;
-    return CLI_OK;
-}
-
 /* One training step on x (host memory on the CPU, device memory ready on
  * the trainer's stream on CUDA), its device time added to r->busy_s (CPU)
  * or to the event pairs (CUDA: recorded on the stream, so behind a step

@@ -10,6 +10,7 @@
  *   calibrate.c   the model width: the step >= 1.2 x the loader's input
  *   loops.c       the step, the synchronous loop, the gpufeed loop, evaluation
  *   parallel.c    data-parallel: MPI, the gradient all-reduce (MPI or NCCL)
+ *   tally.c       an epoch's loss and accuracy, below loops.c and parallel.c
  *   checkpoint.c  --checkpoint / --resume: the file format
  *   report.c      what it prints: progress, epoch lines, the table, JSON
  */
@@ -185,13 +186,15 @@ void train_free(trainer *t);
  * checkpoint's; fallback on a set too small to time). */
 int train_choose_width(trainer *t, int fallback);
 
+/* tally.c */
+void train_tally_add(tally *a, float loss, int correct, int n);
+int train_tally_sync(trainer *t, gfm_model *m, tally *a);
+
 /* loops.c */
 void train_nvml_on(trainer *t);
 void train_nvml_off(trainer *t);
 void train_nvml_take(trainer *t, run_result *r);
 int train_events_flush(trainer *t);
-void train_tally_add(tally *a, float loss, int correct, int n);
-int train_tally_sync(trainer *t, gfm_model *m, tally *a);
 int train_step(trainer *t, gfm_model *m, const float *x, const int32_t *labels, int n,
                int wait, run_result *r, tally *a);
 int train_busy_collect(trainer *t, run_result *r);

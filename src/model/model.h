@@ -1,6 +1,6 @@
 /* The demo trainer's model: a small convolutional classifier with a
  * plain-C reference implementation (the CPU path, and the tests' oracle)
- * and CUDA kernels (kernels in src/demo/model.cu, built with CUDA).
+ * and CUDA kernels (kernels in src/model/model.cu, built with CUDA).
  *
  *   conv3x3(C -> W) ReLU maxpool2 -> conv3x3(W -> 2W) ReLU maxpool2
  *   -> global average pool -> linear(2W -> classes) -> softmax
@@ -137,7 +137,7 @@ int gfm_params_get(gfm_model *m, gfm_params *p);
 int gfm_gradients(gfm_model *m, const float *x, const int32_t *labels, int n, gfm_params *grad,
                   float *loss);
 
-/* --- internal: the CUDA backend (src/demo/model.cu), called by model.c ---
+/* --- internal: the CUDA backend (src/model/model.cu), called by model.c ---
  * model.c validates arguments and initialises the parameters (the same
  * values as the CPU model: one RNG); the backend uploads and owns them.
  * seg: offsets of w1 b1 w2 b2 w3 b3 and the total in one float array.

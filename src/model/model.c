@@ -1,7 +1,7 @@
 /*
- * The demo trainer's model (src/demo/model.h): argument checking,
+ * The demo trainer's model (src/model/model.h): argument checking,
  * parameter initialisation, its memory, and the dispatch to the plain-C
- * reference (model_ref.c) or to the CUDA backend (src/demo/model.cu)
+ * reference (model_ref.c) or to the CUDA backend (src/model/model.cu)
  * when the CLI was built with CUDA.
  *
  * Every buffer is allocated once, sized for the largest batch seen.

@@ -1,14 +1,16 @@
-/* What the decoder's files share (decode.c, crop.c, decode_stb.c,
- * decode_jpeg.c): the per-thread decoder state, the crop rectangle, the
- * format and pixel-layout codes, and the steps every path ends with. Not
- * for use outside them; the rest of the library includes decode.h. */
-#ifndef GF_DECODE_INTERNAL_H
-#define GF_DECODE_INTERNAL_H
+/* The decoders' toolbox (decoder.c, crop.c), below decode.c and every
+ * format's files: the transform, the per-thread decoder state, the crop
+ * rectangle, the format and pixel-layout codes, and the steps every path
+ * ends with. Not for use outside the decoder; the rest of the library
+ * includes decode.h. */
+#ifndef GF_DECODER_H
+#define GF_DECODER_H
 
-#include "decode.h"
-
+#include "common.h"
 #include "config.h"
 #include "resample.h"
+
+#include <stdatomic.h>
 
 #if GF_HAVE_TURBO
 #include <setjmp.h>
@@ -17,6 +19,33 @@
 #endif
 
 #define GF__DEFAULT_MAX_PIXELS (64ull << 20)
+
+typedef struct gf__transform {
+    int out_w, out_h, channels;      /* channels: 1, 3 or 4 */
+    gf_transform kind;
+    float scale_min, scale_max, ratio_min, ratio_max, flip_prob;
+    float crop_fraction;
+    uint64_t max_pixels;             /* source width*height limit */
+    gf_decoder_kind decoder;         /* AUTO, STB or TURBO */
+    int defer_flip;                  /* decide the flip, leave it to the device */
+    int full_decode;                 /* 0; 1 = no DCT scaling, no row/column
+                                        cropping (tests, benchmarks) */
+    gf_strictness strictness;        /* what a decoder warning does */
+} gf__transform;
+
+/* Per-thread decoder state: codec handles, scratch, resampler weights.
+ * Never shared between threads. */
+typedef struct gf__decoder gf__decoder;
+
+/* Test hooks, counted process-wide (decoder.c): JPEG decodes that ran past
+ * GF__JPEG_LONG_SCANS scans, and decodes that saw the cancel flag. While
+ * gf__jpeg_hold is set, a decode past GF__JPEG_LONG_SCANS waits there
+ * (counted in gf__jpeg_held) until it is cleared or the decode is
+ * cancelled: a test can then stop a loader with a decode surely in
+ * progress, whatever the scheduler (valgrind runs one thread at a time). */
+enum { GF__JPEG_MAX_SCANS = 500, GF__JPEG_LONG_SCANS = 100 };
+extern atomic_uint gf__jpeg_long_decodes, gf__decode_cancels, gf__jpeg_held;
+extern atomic_int gf__jpeg_hold;
 
 #if GF_HAVE_TURBO
 typedef struct gf__jerr {
@@ -56,7 +85,7 @@ struct gf__decoder {
 };
 
 /* Formats, as sniffed from the first bytes; gf__fmt_name[fmt] for messages. */
-enum { F_UNKNOWN, F_JPEG, F_PNG, F_GIF, F_BMP, F_PSD, F_PNM, F_TGA, F_WEBP, F_TIFF };
+enum { F_UNKNOWN, F_JPEG, F_PNG, F_GIF, F_BMP, F_PSD, F_PNM, F_TGA, F_WEBP, F_TIFF, F_COUNT };
 extern const char *const gf__fmt_name[];
 
 /* Pixel layouts a decoder hands back: 1-4 channels as their count, or
@@ -94,56 +123,5 @@ int gf__decode_set_axes(gf__decoder *d, int sw, int sh, double f, const gf__crop
 int gf__decode_finish(gf__decoder *d, const uint8_t *src, size_t stride, int kind,
                       const gf__transform *t, int flip, uint8_t *dst, char *why,
                       size_t why_len);
-
-/* decode_stb.c: anything stb_image reads; fmt as sniffed. */
-int gf__decode_stb(gf__decoder *d, const uint8_t *data, size_t len, int fmt,
-                   const gf__transform *t, uint64_t key, uint8_t *dst, char *why,
-                   size_t why_len);
-
-/* png_check.c: the first chunk whose CRC is wrong (1, in *bad) or 0.
- * Walks from the first chunk to IEND; stops quietly at a bad length. */
-typedef struct gf__png_bad {
-    size_t at;       /* the chunk's offset */
-    char type[5];    /* its type, '?' for bytes that are not letters */
-    int before_idat; /* a header chunk: bad in every strictness */
-} gf__png_bad;
-int gf__png_find_bad_crc(const uint8_t *p, size_t n, gf__png_bad *bad);
-/* "PNG: IDAT chunk CRC mismatch (chunk at byte N)" + tail. */
-void gf__png_crc_why(const gf__png_bad *bad, const char *tail, char *why, size_t why_len);
-/* The stb_image path's CRC check: 0, or GF_ECORRUPT with why; under
- * GF_LENIENT a bad CRC from the first IDAT on is d->warned instead. */
-int gf__png_check_crcs(gf__decoder *d, const uint8_t *p, size_t n, const gf__transform *t,
-                       char *why, size_t why_len);
-
-#if GF_HAVE_SPNG
-/* decode_png.c: PNG through libspng; a context per sample. */
-int gf__decode_png(gf__decoder *d, const uint8_t *data, size_t len, const gf__transform *t,
-                   uint64_t key, uint8_t *dst, char *why, size_t why_len);
-#endif
-
-/* decode_check.c: 0 if a GIF, BMP, TGA, PSD or PNM (any data starting P5
- * or P6, as stb_image reads it) holds what its header promises, else
- * GF_ETRUNC / GF_ECORRUPT with why; under GF_LENIENT a complete but
- * untidy file returns 0 with d->warned set. Other formats: 0. */
-int gf__check_stb_format(int fmt, const uint8_t *p, size_t n, gf_strictness s, gf__decoder *d,
-                         char *why, size_t why_len);
-/* 1 if p passes stb_image's TGA test (TGA has no magic number). */
-int gf__sniff_tga(const uint8_t *p, size_t n);
-
-#if GF_HAVE_TURBO
-/* decode_jpeg.c: JPEG through libjpeg-turbo; its handle set up in d at
- * create (0 or GF_ENOMEM) and torn down at destroy. */
-int gf__decode_jpeg_init(gf__decoder *d);
-void gf__decode_jpeg_free(gf__decoder *d);
-int gf__decode_jpeg(gf__decoder *d, const uint8_t *data, size_t len, const gf__transform *t,
-                    uint64_t key, uint8_t *dst, char *why, size_t why_len);
-#endif
-
-#if GF_HAVE_WEBP
-/* decode_webp.c: WebP through libwebp (lossy, lossless, alpha; not
- * animated). */
-int gf__decode_webp(gf__decoder *d, const uint8_t *data, size_t len, const gf__transform *t,
-                    uint64_t key, uint8_t *dst, char *why, size_t why_len);
-#endif
 
 #endif

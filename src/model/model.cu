@@ -1,5 +1,5 @@
 /*
- * The demo trainer's model on CUDA: the network of src/demo/model.c (the
+ * The demo trainer's model on CUDA: the network of src/model/model.c (the
  * reference; see model.h) with plain kernels of our own, no cuBLAS/cuDNN:
  * nothing was measured against them. Everything runs on the caller's
  * stream, copies and memsets included (before the first call: on the

@@ -1,0 +1,176 @@
+/* The data set indexers' toolbox, below dataset.c and the three
+ * indexers: the table being built (geometric growth; one arena of paths,
+ * one array per field, no allocation per sample), the per-sample file
+ * records, blocks of names and the image extensions. On the thread that
+ * opens the data set. */
+#include "dataset_builder.h"
+
+#include <assert.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+/* ---- the table being built ---- */
+
+void gf__builder_free(gf__builder *b)
+{
+    free(b->arena);
+    free(b->off);
+    free(b->labels);
+    free(b->shard);
+    free(b->doff);
+    free(b->dlen);
+    free(b->ino);
+    memset(b, 0, sizeof *b);
+}
+
+int gf__builder_reserve_paths(gf__builder *b, size_t bytes)
+{
+    if (bytes > SIZE_MAX - b->arena_len)
+        return GF_ENOMEM;
+    return GF__GROW(&b->arena, &b->arena_cap, b->arena_len + bytes, 1 << 16);
+}
+
+static int resize(void **p, size_t bytes)
+{
+    void *q = realloc(*p, bytes ? bytes : 1);
+    if (!q)
+        return GF_ENOMEM;
+    *p = q;
+    return 0;
+}
+
+/* Every per-sample array holds at least cap entries; one that grew before
+ * another failed is merely larger than cap. */
+int gf__builder_reserve_samples(gf__builder *b, size_t more)
+{
+    if (more > SIZE_MAX - b->n)
+        return GF_ENOMEM;
+    size_t need = b->n + more;
+    if (need <= b->cap)
+        return 0;
+    size_t c = gf__grow_cap(b->cap, need, 1024, sizeof(uint64_t));
+    if (!c)
+        return GF_ENOMEM;
+    if (resize((void **)&b->off, c * sizeof *b->off) < 0 ||
+        resize((void **)&b->labels, c * sizeof *b->labels) < 0)
+        return GF_ENOMEM;
+    if (b->with_ino && resize((void **)&b->ino, c * sizeof *b->ino) < 0)
+        return GF_ENOMEM;
+    if (b->ranged && (resize((void **)&b->shard, c * sizeof *b->shard) < 0 ||
+                      resize((void **)&b->doff, c * sizeof *b->doff) < 0 ||
+                      resize((void **)&b->dlen, c * sizeof *b->dlen) < 0))
+        return GF_ENOMEM;
+    b->cap = c;
+    return 0;
+}
+
+void gf__builder_finish(gf__builder *b, gf__dataset *ds)
+{
+    assert(b->n <= b->cap && b->arena_len <= b->arena_cap);
+    if (b->arena_len < b->arena_cap) {
+        char *a = realloc(b->arena, b->arena_len ? b->arena_len : 1);
+        if (a)
+            b->arena = a;
+    }
+    if (b->n < b->cap) {
+        uint64_t *o = realloc(b->off, b->n * sizeof *o);
+        if (o)
+            b->off = o;
+        int32_t *l = realloc(b->labels, b->n * sizeof *l);
+        if (l)
+            b->labels = l;
+        if (b->ranged) {
+            (void)resize((void **)&b->shard, b->n * sizeof *b->shard);
+            (void)resize((void **)&b->doff, b->n * sizeof *b->doff);
+            (void)resize((void **)&b->dlen, b->n * sizeof *b->dlen);
+        }
+    }
+    ds->n = b->n;
+    ds->arena = b->arena;
+    ds->path_off = b->off;
+    ds->labels = b->labels;
+    ds->bytes += b->arena_len + b->n * (sizeof *b->off + sizeof *b->labels);
+    if (b->ranged) {
+        ds->shard = b->shard;
+        ds->data_off = b->doff;
+        ds->data_len = b->dlen;
+        ds->bytes += b->n * (sizeof *b->shard + sizeof *b->doff + sizeof *b->dlen);
+    }
+    memset(b, 0, sizeof *b);
+}
+
+int gf__dataset_seen_init(gf__dataset *ds, uint64_t *ino)
+{
+    ds->seen = calloc(ds->n ? ds->n : 1, sizeof *ds->seen);
+    if (!ds->seen) {
+        free(ino);
+        return GF_ENOMEM;
+    }
+    for (uint64_t i = 0; ino && i < ds->n; i++)
+        atomic_init(&ds->seen[i].ino, ino[i]);
+    free(ino);
+    ds->bytes += ds->n * sizeof *ds->seen;
+    return 0;
+}
+
+int gf__keep_fd(int fd)
+{
+    if (fd == 0) {
+        int hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        close(fd);
+        return hi;
+    }
+    return fd;
+}
+
+/* ---- names, extensions ---- */
+
+/* torchvision's IMG_EXTENSIONS first, then the rest of GF_EXT_ALL in
+ * GF_SKIPPED_* order. */
+static const char *const image_ext[] = {"jpg", "jpeg", "png", "ppm", "bmp", "pgm", "tif",
+                                        "tiff", "webp", "gif", "tga", "psd", "pnm", "pbm"};
+enum { N_TORCHVISION_EXT = 9, N_IMAGE_EXT = sizeof image_ext / sizeof image_ext[0] };
+
+/* image_ext's index of ext[0, len), or -1. */
+static int image_ext_index(const char *ext, size_t len)
+{
+    for (int i = 0; i < N_IMAGE_EXT; i++)
+        if (strlen(image_ext[i]) == len && strncasecmp(image_ext[i], ext, len) == 0)
+            return i;
+    return -1;
+}
+
+int gf__is_image_suffix(const char *ext, size_t len)
+{
+    return image_ext_index(ext, len) >= 0;
+}
+
+int gf__folder_skip_kind(const char *ext, size_t len, gf_extensions which)
+{
+    int i = ext ? image_ext_index(ext, len) : -1;
+    if (i < 0)
+        return GF_SKIPPED_OTHER;
+    return i < N_TORCHVISION_EXT || which == GF_EXT_ALL ? -1 : GF_SKIPPED_GIF + i - N_TORCHVISION_EXT;
+}
+
+int gf__names_add(gf__names *s, const char *name)
+{
+    size_t l = strlen(name) + 1;
+    if (GF__GROW(&s->buf, &s->cap, s->len + l, 256) < 0 ||
+        GF__GROW(&s->off, &s->ncap, s->n + 1, 16) < 0)
+        return GF_ENOMEM;
+    memcpy(s->buf + s->len, name, l);
+    s->off[s->n++] = s->len;
+    s->len += l;
+    return 0;
+}
+
+void gf__names_free(gf__names *s)
+{
+    free(s->buf);
+    free(s->off);
+    memset(s, 0, sizeof *s);
+}

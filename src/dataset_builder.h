@@ -1,0 +1,134 @@
+/* The data set indexers' toolbox (dataset_builder.c), below dataset.c
+ * and the three indexers (dataset_list.c, dataset_folder.c,
+ * dataset_shards.c): the table (gf__dataset), the growing table they fill,
+ * a block of names, image extensions. Run by whichever thread opens the
+ * data set (gf_open's caller); nothing here is shared between threads. */
+#ifndef GF_DATASET_BUILDER_H
+#define GF_DATASET_BUILDER_H
+
+#include "common.h"
+#include "grow.h"
+#include "reader.h"
+
+#include <sys/stat.h>
+
+/* A shard the index took only part of (gf__dataset_opts.shard_skip): the
+ * members wholly before the damage at `offset` were indexed, the rest
+ * dropped. kept: members before it (in samples or skipped as today);
+ * lost: the members of the key the damage cut (it could not be a sample)
+ * and the damaged member itself when its header was there. */
+typedef struct gf__shard_damage {
+    uint32_t shard;      /* index into shard_paths */
+    int code;            /* GF_EEMPTY, GF_ETRUNC, GF_EIO or GF_ECORRUPT */
+    uint64_t offset, kept, lost;
+    size_t reason;       /* offset of its NUL-terminated text in damage_text */
+} gf__shard_damage;
+
+typedef struct gf__dataset {
+    uint64_t n;          /* samples */
+    int root_fd;         /* directory the paths are relative to (O_PATH) */
+    char *arena;         /* NUL-terminated relative paths, back to back */
+    uint64_t *path_off;  /* n offsets into arena */
+    int32_t *labels;     /* n labels */
+    gf__file_seen *seen; /* n (folders and lists): each file's identity,
+                            checked at each read (reader.h) */
+    int n_classes;
+    char **class_names;  /* n_classes names (ImageFolder), or NULL */
+    size_t bytes;        /* heap bytes held, for stats */
+
+    /* Tar shards only (NULL / 0 otherwise). The arena then holds display
+     * names "train-000003.tar:key.jpg" (shard basename : member name). */
+    uint32_t n_shards;
+    char **shard_paths;  /* n_shards paths, relative to root_fd */
+    gf__file_id *shard_ids; /* n_shards: each as indexed, checked at each read */
+    uint32_t *shard;     /* n: index into shard_paths */
+    uint64_t *data_off;  /* n: the image member's data offset */
+    uint32_t *data_len;  /* n: its size (members over 4 GiB are skipped) */
+    /* What indexing left out (tar shards): members that cannot be samples
+     * (links, devices, FIFOs, directories, unsafe names, a second image or
+     * label of a key), keys without an image or a valid .cls, and all
+     * warnings (those two and archive oddities); the first in `warning`. */
+    uint64_t skipped_members, skipped_keys, warnings;
+    char warning[256];
+    /* ImageFolder: directories walked, and those reached again (a loop or
+     * a second link) and not walked twice. */
+    uint64_t dirs, dirs_again;
+    uint64_t skipped_ext[GF_SKIPPED_MAX]; /* files left out, [GF_SKIPPED_*] */
+    /* Damaged shards taken in part (shard_skip), in shard order. */
+    gf__shard_damage *damage;
+    size_t n_damage, damage_cap;
+    char *damage_text;
+    size_t damage_text_len, damage_text_cap;
+    uint64_t members_lost; /* the damaged shards' `lost`, summed */
+} gf__dataset;
+
+/* How a data set is indexed (gf__dataset_open: the defaults). */
+typedef struct gf__dataset_opts {
+    gf_extensions extensions; /* ImageFolder: the files it takes */
+    int max_depth;        /* ImageFolder: levels below a class folder */
+    uint64_t max_entries; /* ImageFolder: directory entries in the walk */
+    int shard_skip;       /* tar shards: 0 a damaged shard fails the open;
+                             1 its members before the damage are kept and
+                             it is recorded in ds->damage; 2 as 1, and a
+                             set whose every shard is damaged opens empty
+                             (n = 0, why says so) for the caller to report
+                             the damage before it fails */
+} gf__dataset_opts;
+
+/* Label limit: n_classes = max label + 1 must fit in an int. */
+#define GF__LABEL_MAX (INT32_MAX - 1)
+
+/* The table being built (geometric growth; offsets, never pointers, into
+ * the arena so that a realloc moves nothing that is referenced). */
+typedef struct gf__builder {
+    char *arena;
+    size_t arena_len, arena_cap;
+    uint64_t *off;
+    int32_t *labels;
+    int with_ino;      /* ImageFolder: ino too (gf__file_seen.ino) */
+    uint64_t *ino;
+    int ranged;        /* tar shards: the three arrays below too */
+    uint32_t *shard;
+    uint64_t *doff;
+    uint32_t *dlen;
+    size_t n, cap;
+} gf__builder;
+
+void gf__builder_free(gf__builder *b);
+/* Room for `bytes` more path bytes / `more` more samples; 0 or GF_ENOMEM. */
+int gf__builder_reserve_paths(gf__builder *b, size_t bytes);
+int gf__builder_reserve_samples(gf__builder *b, size_t more);
+/* Shrinks the arrays to their contents and moves them into ds. */
+void gf__builder_finish(gf__builder *b, gf__dataset *ds);
+/* ds->seen for ds->n samples, ino from `ino` (NULL: all unknown), which
+ * is freed; 0 or GF_ENOMEM. */
+int gf__dataset_seen_init(gf__dataset *ds, uint64_t *ino);
+
+/* A list of names in one block, for one directory's sub-directories, the
+ * class names and the shard paths. */
+typedef struct gf__names {
+    char *buf;
+    size_t len, cap;
+    size_t *off;
+    size_t n, ncap;
+} gf__names;
+
+int gf__names_add(gf__names *s, const char *name);
+void gf__names_free(gf__names *s);
+
+/* An fd of at least 1, so that a zeroed struct (root_fd 0) never owns one. */
+int gf__keep_fd(int fd);
+
+/* 1 if ext[0, len) (after the dot) is an image extension, any case: one
+ * of GF_EXT_ALL's (tar shards take these). */
+int gf__is_image_suffix(const char *ext, size_t len);
+/* For an ImageFolder file named ext[0, len) after its last dot: -1 if
+ * `which` takes it, else its GF_SKIPPED_* entry. */
+int gf__folder_skip_kind(const char *ext, size_t len, gf_extensions which);
+
+static inline int gf__is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+#endif

@@ -1,0 +1,28 @@
+/* The three indexers, which dataset.c chooses among and dispatches to;
+ * each builds with dataset_builder.h's tools, never calling back into
+ * dataset.c. On gf_open's (or gf_index_open's) thread. */
+#ifndef GF_DATASET_INDEXERS_H
+#define GF_DATASET_INDEXERS_H
+
+#include "dataset_builder.h"
+
+/* The three indexers; on failure ds may hold part of what they built
+ * (gf__dataset_open closes it). */
+int gf__dataset_open_list(gf__dataset *ds, const char *src, int fd, const struct stat *st,
+                          char *why, size_t why_len);
+int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_opts *o,
+                            char *why, size_t why_len);
+/* 1 if src names tar shards (every comma-separated element ends in .tar). */
+int gf__dataset_is_shards(const char *src);
+int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged, char *why,
+                            size_t why_len);
+
+/* dataset_shards.c: the damaged shards as gf_damaged_shards() hands them
+ * out: the first min(max, n) in shard order into out (sample -1, the code, path = the
+ * shard's path, reason = "offset N: reason; K members kept, L lost");
+ * returns how many there are (INT_MAX at most). */
+int gf__dataset_damage(const gf__dataset *ds, gf_sample_error *out, int max);
+/* Entry i (< n_damage) of that list. */
+void gf__dataset_damage_entry(const gf__dataset *ds, size_t i, gf_sample_error *e);
+
+#endif

@@ -1,0 +1,115 @@
+/* What every format's decoder shares, below them all (decode.c
+ * dispatches to them; none calls back into it): format names, the pixel
+ * limit, channel conversion, the resampler's axes and the resampling
+ * every path ends with, and the process-wide test counters. Run on the
+ * decoding thread, with its own gf__decoder.
+ *
+ * Nothing here prints, exits or aborts. */
+#include "decoder.h"
+
+#include "grow.h"
+
+#include <string.h>
+
+const char *const gf__fmt_name[F_COUNT] = {"image", "JPEG", "PNG", "GIF", "BMP", "PSD", "PNM", "TGA", "WebP", "TIFF"};
+
+int gf__too_big(const gf__transform *t, int fmt, uint64_t W, uint64_t H, char *why,
+                size_t why_len)
+{
+    uint64_t lim = t->max_pixels ? t->max_pixels : GF__DEFAULT_MAX_PIXELS;
+    if (W * H <= lim)
+        return 0;
+    gf__why(why, why_len, "%s %llux%llu = %llu pixels over the limit of %llu", gf__fmt_name[fmt],
+            (unsigned long long)W, (unsigned long long)H, (unsigned long long)(W * H),
+            (unsigned long long)lim);
+    return 1;
+}
+
+/* ---- channel conversion ---- */
+
+static inline uint8_t luma(int r, int g, int b) /* BT.601, libjpeg's constants */
+{
+    return (uint8_t)((19595 * r + 38470 * g + 7471 * b + 32768) >> 16);
+}
+
+static inline uint8_t blinn(int x, int y) /* x * y / 255, rounded (stb's) */
+{
+    unsigned t = (unsigned)(x * y) + 128;
+    return (uint8_t)((t + (t >> 8)) >> 8);
+}
+
+/* w x h pixels of source kind `kind` (rows `stride` bytes apart) to C
+ * channels, packed. CMYK is Adobe's inverted CMYK (what Photoshop writes
+ * and what libjpeg and stb_image hand back): R = C * K / 255. */
+static void convert(const uint8_t *src, size_t stride, int kind, int w, int h, uint8_t *dst,
+                    int C)
+{
+    for (int y = 0; y < h; y++) {
+        const uint8_t *s = src + stride * y;
+        uint8_t *o = dst + (size_t)w * C * y;
+        for (int x = 0; x < w; x++, o += C) {
+            int r, g, b, a = 255;
+            switch (kind) {
+            case K_GRAY: r = g = b = s[x]; break;
+            case K_GA: r = g = b = s[2 * x]; a = s[2 * x + 1]; break;
+            case K_RGB: r = s[3 * x]; g = s[3 * x + 1]; b = s[3 * x + 2]; break;
+            case K_RGBA:
+                r = s[4 * x]; g = s[4 * x + 1]; b = s[4 * x + 2]; a = s[4 * x + 3];
+                break;
+            default: {
+                int k = s[4 * x + 3];
+                r = blinn(s[4 * x], k);
+                g = blinn(s[4 * x + 1], k);
+                b = blinn(s[4 * x + 2], k);
+            }
+            }
+            if (C == 1) {
+                o[0] = kind <= K_GA ? (uint8_t)r : luma(r, g, b);
+            } else {
+                o[0] = (uint8_t)r;
+                o[1] = (uint8_t)g;
+                o[2] = (uint8_t)b;
+                if (C == 4)
+                    o[3] = (uint8_t)a;
+            }
+        }
+    }
+}
+
+int gf__decode_finish(gf__decoder *d, const uint8_t *src, size_t stride, int kind,
+                      const gf__transform *t, int flip, uint8_t *dst, char *why,
+                      size_t why_len)
+{
+    int C = t->channels;
+    if (kind != C) {
+        int w = d->rs.h.hi - d->rs.h.lo, h = d->rs.v.hi - d->rs.v.lo;
+        if (GF__GROW(&d->conv, &d->conv_cap, (size_t)w * h * C, 4096))
+            goto nomem;
+        convert(src, stride, kind, w, h, d->conv, C);
+        src = d->conv;
+        stride = (size_t)w * C;
+    }
+    double t0 = gf__now();
+    d->flipped = flip; /* decided here; applied here unless the device does it */
+    int rc = gf__resample(&d->rs, src, stride, C, dst, (size_t)t->out_w * C,
+                          flip && !t->defer_flip);
+    d->resample_s += gf__now() - t0;
+    if (rc == 0)
+        return 0;
+nomem:
+    gf__why(why, why_len, "out of memory for the resampler");
+    return GF_ENOMEM;
+}
+
+int gf__decode_set_axes(gf__decoder *d, int sw, int sh, double f, const gf__crop *c,
+                        const gf__transform *t)
+{
+    if (gf__rs_axis_set(&d->rs.h, sw, c->x * f, c->w * f, t->out_w) ||
+        gf__rs_axis_set(&d->rs.v, sh, c->y * f, c->h * f, t->out_h))
+        return -1;
+    return 0;
+}
+
+/* Test hooks (decoder.h), counted process-wide. */
+atomic_uint gf__jpeg_long_decodes, gf__decode_cancels, gf__jpeg_held;
+atomic_int gf__jpeg_hold;
