@@ -23,10 +23,13 @@
  * hands over (gf_read_sample) is freed with gf_free().
  *
  * Threads. A loader's calls come in three groups:
- * - The consumer's: gf_next, gf_release, gf_release_stream. Calls of
- *   gf_next must not overlap one another (one consumer thread at a time);
- *   a held batch may be released from any thread, also while gf_next
- *   blocks in another, but each batch once.
+ * - The consumer's: gf_next, gf_next_timed, gf_release,
+ *   gf_release_stream. Calls of gf_next and gf_next_timed must not overlap
+ *   one another (one consumer thread at a time); a held batch may be
+ *   released from any thread, also while gf_next blocks in another, but
+ *   each batch once. A consumer that must stay responsive (to signals, to
+ *   a stop request) calls gf_next_timed in slices instead of blocking in
+ *   gf_next: a GF_EAGAIN takes nothing, so the next call goes on exactly.
  * - The lifecycle's: gf_open, gf_seek, gf_set_state, gf_close. They stop
  *   and restart the loader's threads: no consumer's or other lifecycle
  *   call may overlap them, gf_open and gf_close need the loader wholly to
@@ -89,7 +92,8 @@ extern "C" {
     X(EDATASET, -4011, "bad data set: unreadable, empty or malformed")          \
     X(EBUSY, -4012, "batches are still held by the caller")                     \
     X(ENODEV, -4013, "backend not available on this build or machine")         \
-    X(ETHREAD, -4014, "could not start a thread")
+    X(ETHREAD, -4014, "could not start a thread")                               \
+    X(EAGAIN, -4015, "no batch became ready in time")
 
 typedef enum gf_errno {
 #define GF_ERRNO_ENUM_(name, value, text) GF_##name = (value),
@@ -549,8 +553,17 @@ GF_API int gf_open(gf_loader **out, const gf_settings *s);
  * needs is still held (slot = batch number mod prefetch_depth: release
  * batches in order to keep the ring full).
  * The batch and its arrays live in a ring slot: valid until
- * gf_release(l, batch) or gf_close(). */
+ * gf_release(l, batch) or gf_close(). gf_next is gf_next_timed(l, out, -1). */
 GF_API int gf_next(gf_loader *l, gf_batch **out);
+
+/* gf_next, waiting at most timeout_ns nanoseconds (on CLOCK_MONOTONIC) for
+ * the next batch: 0 looks without waiting, a negative timeout waits as
+ * long as it takes. Returns what gf_next returns, or GF_EAGAIN when no
+ * batch became ready in time: then *out is NULL and nothing changed (no
+ * batch taken or skipped, gf_get_state and gf_last_error as they were),
+ * so the next call delivers exactly the batch this one would have. The
+ * time waited counts in stats.wait_s. */
+GF_API int gf_next_timed(gf_loader *l, gf_batch **out, int64_t timeout_ns);
 
 /* Gives a batch's slot back to the ring. Returns 0 or GF_EINVAL.
  * On CUDA this is gf_release_stream(l, b, NULL). */

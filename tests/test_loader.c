@@ -1598,6 +1598,72 @@ START_TEST(close_and_seek_cancel_a_decode_in_progress)
     free(px);
 }
 END_TEST
+
+/* While no batch can be ready (the one decode thread is held), a poll and
+ * a short wait return GF_EAGAIN and change nothing; once the decode goes
+ * on, slices of waiting deliver every batch in order, none lost. */
+START_TEST(a_timed_next_that_runs_out_takes_nothing)
+{
+    enum { FILES = 6, SIDE = 256 };
+    uint8_t *px = malloc((size_t)SIDE * SIDE * 3);
+    for (size_t i = 0; i < (size_t)SIDE * SIDE * 3; i++)
+        px[i] = (uint8_t)(90 + 30 * (i % 3));
+    size_t n;
+    uint8_t *jpg = tu_jpeg_scans(px, SIDE, SIDE, GF__JPEG_MAX_SCANS - 1, &n);
+    char *dir = tu_mkdtemp(), path[4096];
+    for (int i = 0; i < FILES; i++) {
+        snprintf(path, sizeof path, "%s/c/%02d.jpg", dir, i);
+        tu_write_file(path, jpg, n);
+    }
+    gf_settings s;
+    tu_cpu_settings(&s);
+    s.data = dir;
+    s.width = s.height = 8;
+    s.threads = 1;
+    s.shuffle = 0;
+    s.batch_size = 2;
+    s.prefetch_depth = 2;
+    atomic_store(&gf__jpeg_hold, 1);
+    gf_loader *l = open_ok(&s);
+    wait_for_a_held_decode();
+    gf_state before, after;
+    ck_assert_int_eq(gf_get_state(l, &before), 0);
+    gf_batch dummy, *b = &dummy; /* the call must clear it */
+    ck_assert_int_eq(gf_next_timed(l, &b, 0), GF_EAGAIN);
+    ck_assert_ptr_null(b);
+    ck_assert_int_eq(gf_next_timed(l, &b, 20 * 1000 * 1000), GF_EAGAIN);
+    ck_assert_ptr_null(b);
+    ck_assert_int_eq(gf_get_state(l, &after), 0);
+    ck_assert_uint_eq(after.epoch, before.epoch);
+    ck_assert_uint_eq(after.position, before.position);
+    ck_assert_str_eq(gf_last_error(l), "");
+    gf_stats st;
+    gf_get_stats(l, &st);
+    ck_assert_uint_eq(st.batches, 0);
+
+    atomic_store(&gf__jpeg_hold, 0);
+    int rc, got = 0;
+    for (;;) {
+        rc = gf_next_timed(l, &b, 1000 * 1000);
+        if (rc == GF_EAGAIN)
+            continue;
+        if (rc < 0)
+            break;
+        for (int i = 0; i < b->count; i++)
+            ck_assert_int_eq(b->indices[i], got + i);
+        got += b->count;
+        ck_assert_int_eq(gf_release(l, b), 0);
+    }
+    ck_assert_int_eq(rc, GF_EOF);
+    ck_assert_int_eq(got, FILES);
+    ck_assert_int_eq(gf_next_timed(l, &b, 0), GF_EOF); /* the end stays the end */
+    gf_close(&l);
+    tu_rmrf(dir);
+    free(dir);
+    free(jpg);
+    free(px);
+}
+END_TEST
 #endif
 
 static int ends_with(const char *s, const char *end)
@@ -1684,6 +1750,7 @@ static Suite *loader_suite(void)
     tcase_add_test(t, autotune_adds_threads_when_the_consumer_stalls_and_keeps_the_bytes);
 #if GF_HAVE_TURBO
     tcase_add_test(t, close_and_seek_cancel_a_decode_in_progress);
+    tcase_add_test(t, a_timed_next_that_runs_out_takes_nothing);
 #endif
     suite_add_tcase(s, t);
 
