@@ -16,7 +16,6 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -57,6 +56,8 @@ void gfp_slot_unref(gfp_slot *s); /* any thread, GIL or not */
 /* module.c: s from (data, {gf_settings field: value}); data is borrowed. */
 int gfp_settings_from(gf_settings *s, PyObject *data, PyObject *fields);
 PyObject *gfp_sample_error_dict(const gf_sample_error *e);
+/* loader.c: {sample, code, error, path, reason}, as gfp_sample_error_dict. */
+PyObject *gfp_error_dict(int64_t sample, int code, const char *path, const char *reason);
 /* loader.c */
 int gfp_loader_type_init(PyObject *module);
 

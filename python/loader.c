@@ -147,11 +147,16 @@ static int put(PyObject *d, const char *key, PyObject *v)
     return rc;
 }
 
+PyObject *gfp_error_dict(int64_t sample, int code, const char *path, const char *reason)
+{
+    return Py_BuildValue("{s:L,s:i,s:s,s:N,s:s}", "sample", (long long)sample, "code", code,
+                         "error", gf_err_name(code), "path", PyUnicode_DecodeFSDefault(path),
+                         "reason", reason);
+}
+
 PyObject *gfp_sample_error_dict(const gf_sample_error *e)
 {
-    return Py_BuildValue("{s:L,s:i,s:s,s:N,s:s}", "sample", (long long)e->sample, "code", e->code,
-                         "error", gf_err_name(e->code), "path",
-                         PyUnicode_DecodeFSDefault(e->path), "reason", e->reason);
+    return gfp_error_dict(e->sample, e->code, e->path, e->reason);
 }
 
 static PyObject *loader_stats(PyObject *op, PyObject *unused)
