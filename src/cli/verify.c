@@ -3,7 +3,8 @@
  * (gf_verify: eval transform, tiny output size, on_error = skip, on the
  * CPU) and lists each bad sample with its reason. gf_verify is also what
  * gpufeed.verify() runs, so the two agree; this file is the options and
- * the output.
+ * the output. Names in text lines are escaped (quote.h): a data set's
+ * names must not write to the terminal; JSON keeps their bytes.
  *
  * Tar shards: bad samples are named "DIR/train-000003.tar:key.jpg"; what
  * indexing left out (members that cannot be samples, keys without an image
@@ -42,6 +43,7 @@
 #include "cli.h"
 #include "json.h"
 #include "loader_options.h"
+#include "quote.h"
 #include "gpufeed.h"
 
 #define CMD "verify"
@@ -103,7 +105,8 @@ static void usage(FILE *f)
 }
 
 /* The path as the user can act on it: the loader reports paths relative to
- * the data set's root (the folder, or the list file's folder). */
+ * the data set's root (the folder, or the list file's folder). JSON gets
+ * the bytes, text the escaped name. */
 static void print_path(FILE *f, cli_json *j, const char *root, const char *path)
 {
     char *full = NULL;
@@ -117,7 +120,7 @@ static void print_path(FILE *f, cli_json *j, const char *root, const char *path)
     if (j)
         cli_json_str(j, full ? full : path);
     else
-        fputs(full ? full : path, f);
+        cli_put_quoted(f, full ? full : path);
     free(full);
 }
 
@@ -145,7 +148,9 @@ static void text_list(const char *tag, const gf_verify_entry *v, size_t n, const
     for (size_t i = 0; i < n; i++) {
         printf("%s ", tag);
         print_path(stdout, NULL, root, v[i].path);
-        printf(": %s\n", v[i].reason);
+        fputs(": ", stdout);
+        cli_put_quoted(stdout, v[i].reason);
+        putchar('\n');
     }
 }
 
@@ -369,11 +374,15 @@ int cmd_verify(int argc, char **argv)
         text_list("DAMAGED", r->damaged_shards, r->n_damaged_shards, "");
         text_list("BAD", r->bad_samples, r->n_bad_samples, root ? root : "");
         text_list("WARN", r->warned_samples, r->n_warned_samples, root ? root : "");
-        if (st.shard_members_skipped || st.shard_keys_skipped || st.dataset_warnings)
-            printf("skipped while indexing: %llu members, %llu keys (%llu warnings; first: %s)\n",
+        if (st.shard_members_skipped || st.shard_keys_skipped || st.dataset_warnings) {
+            /* the warning names a member */
+            printf("skipped while indexing: %llu members, %llu keys (%llu warnings; first: ",
                    (unsigned long long)st.shard_members_skipped,
                    (unsigned long long)st.shard_keys_skipped,
-                   (unsigned long long)st.dataset_warnings, st.dataset_warning);
+                   (unsigned long long)st.dataset_warnings);
+            cli_put_quoted(stdout, st.dataset_warning);
+            fputs(")\n", stdout);
+        }
         text_skipped(&st);
         if (st.decode_warnings)
             printf("%llu decoded with warnings (strictness %s: not bad)\n",
