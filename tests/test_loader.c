@@ -1545,6 +1545,33 @@ static void wait_for_a_held_decode(void)
     ck_assert_uint_eq(atomic_load(&gf__jpeg_held), 1);
 }
 
+/* A folder of `files` copies of one flat side x side JPEG of 499 scans
+ * (under the cap: long enough for the hold), and a one-thread loader's
+ * settings for it (8x8, batches of 2, one epoch). Returns the folder. */
+static char *long_scan_set(int files, int side, gf_settings *s)
+{
+    uint8_t *px = malloc((size_t)side * side * 3);
+    for (size_t i = 0; i < (size_t)side * side * 3; i++)
+        px[i] = (uint8_t)(90 + 30 * (i % 3)); /* flat: small scans, each a pass */
+    size_t n;
+    uint8_t *jpg = tu_jpeg_scans(px, side, side, GF__JPEG_MAX_SCANS - 1, &n);
+    char *dir = tu_mkdtemp(), path[4096];
+    for (int i = 0; i < files; i++) {
+        snprintf(path, sizeof path, "%s/c/%02d.jpg", dir, i);
+        tu_write_file(path, jpg, n);
+    }
+    free(jpg);
+    free(px);
+    tu_cpu_settings(s);
+    s->data = dir;
+    s->width = s->height = 8;
+    s->threads = 1;
+    s->autotune = 0;
+    s->batch_size = 2;
+    s->epochs = 1;
+    return dir;
+}
+
 /* gf_close and gf_seek do not wait out a long decode: the flag they
  * raise ends the one in progress (counted), its result is dropped (no
  * error counted), and after a seek the same files decode in full. One
@@ -1552,26 +1579,9 @@ static void wait_for_a_held_decode(void)
  * its 100th scan, so one is surely in progress when the loader stops. */
 START_TEST(close_and_seek_cancel_a_decode_in_progress)
 {
-    enum { FILES = 24, SIDE = 1024 };
-    uint8_t *px = malloc((size_t)SIDE * SIDE * 3);
-    for (size_t i = 0; i < (size_t)SIDE * SIDE * 3; i++)
-        px[i] = (uint8_t)(90 + 30 * (i % 3)); /* flat: small scans, each a pass */
-    size_t n;
-    uint8_t *jpg = tu_jpeg_scans(px, SIDE, SIDE, GF__JPEG_MAX_SCANS - 1, &n);
-    char *dir = tu_mkdtemp(), path[4096];
-    for (int i = 0; i < FILES; i++) {
-        snprintf(path, sizeof path, "%s/c/%02d.jpg", dir, i);
-        tu_write_file(path, jpg, n);
-    }
     gf_settings s;
-    tu_cpu_settings(&s);
-    s.data = dir;
-    s.width = s.height = 8;
-    s.threads = 1;
-    s.autotune = 0;
-    s.batch_size = 2;
+    char *dir = long_scan_set(24, 1024, &s);
     s.prefetch_depth = 4;
-    s.epochs = 1;
     unsigned cancels = atomic_load(&gf__decode_cancels);
     atomic_store(&gf__jpeg_hold, 1);
     gf_loader *l = open_ok(&s);
@@ -1594,8 +1604,6 @@ START_TEST(close_and_seek_cancel_a_decode_in_progress)
     atomic_store(&gf__jpeg_hold, 0);
     tu_rmrf(dir);
     free(dir);
-    free(jpg);
-    free(px);
 }
 END_TEST
 
@@ -1604,24 +1612,10 @@ END_TEST
  * on, slices of waiting deliver every batch in order, none lost. */
 START_TEST(a_timed_next_that_runs_out_takes_nothing)
 {
-    enum { FILES = 6, SIDE = 256 };
-    uint8_t *px = malloc((size_t)SIDE * SIDE * 3);
-    for (size_t i = 0; i < (size_t)SIDE * SIDE * 3; i++)
-        px[i] = (uint8_t)(90 + 30 * (i % 3));
-    size_t n;
-    uint8_t *jpg = tu_jpeg_scans(px, SIDE, SIDE, GF__JPEG_MAX_SCANS - 1, &n);
-    char *dir = tu_mkdtemp(), path[4096];
-    for (int i = 0; i < FILES; i++) {
-        snprintf(path, sizeof path, "%s/c/%02d.jpg", dir, i);
-        tu_write_file(path, jpg, n);
-    }
+    enum { FILES = 6 };
     gf_settings s;
-    tu_cpu_settings(&s);
-    s.data = dir;
-    s.width = s.height = 8;
-    s.threads = 1;
+    char *dir = long_scan_set(FILES, 256, &s);
     s.shuffle = 0;
-    s.batch_size = 2;
     s.prefetch_depth = 2;
     atomic_store(&gf__jpeg_hold, 1);
     gf_loader *l = open_ok(&s);
@@ -1660,8 +1654,6 @@ START_TEST(a_timed_next_that_runs_out_takes_nothing)
     gf_close(&l);
     tu_rmrf(dir);
     free(dir);
-    free(jpg);
-    free(px);
 }
 END_TEST
 #endif
