@@ -23,10 +23,13 @@
  * hands over (gf_read_sample) is freed with gf_free().
  *
  * Threads. A loader's calls come in three groups:
- * - The consumer's: gf_next, gf_release, gf_release_stream. Calls of
- *   gf_next must not overlap one another (one consumer thread at a time);
- *   a held batch may be released from any thread, also while gf_next
- *   blocks in another, but each batch once.
+ * - The consumer's: gf_next, gf_next_timed, gf_release,
+ *   gf_release_stream. Calls of gf_next and gf_next_timed must not overlap
+ *   one another (one consumer thread at a time); a held batch may be
+ *   released from any thread, also while gf_next blocks in another, but
+ *   each batch once. A consumer that must stay responsive (to signals, to
+ *   a stop request) calls gf_next_timed in slices instead of blocking in
+ *   gf_next: a GF_EAGAIN takes nothing, so the next call goes on exactly.
  * - The lifecycle's: gf_open, gf_seek, gf_set_state, gf_close. They stop
  *   and restart the loader's threads: no consumer's or other lifecycle
  *   call may overlap them, gf_open and gf_close need the loader wholly to
@@ -89,7 +92,8 @@ extern "C" {
     X(EDATASET, -4011, "bad data set: unreadable, empty or malformed")          \
     X(EBUSY, -4012, "batches are still held by the caller")                     \
     X(ENODEV, -4013, "backend not available on this build or machine")         \
-    X(ETHREAD, -4014, "could not start a thread")
+    X(ETHREAD, -4014, "could not start a thread")                               \
+    X(EAGAIN, -4015, "no batch became ready in time")
 
 typedef enum gf_errno {
 #define GF_ERRNO_ENUM_(name, value, text) GF_##name = (value),
@@ -549,8 +553,17 @@ GF_API int gf_open(gf_loader **out, const gf_settings *s);
  * needs is still held (slot = batch number mod prefetch_depth: release
  * batches in order to keep the ring full).
  * The batch and its arrays live in a ring slot: valid until
- * gf_release(l, batch) or gf_close(). */
+ * gf_release(l, batch) or gf_close(). gf_next is gf_next_timed(l, out, -1). */
 GF_API int gf_next(gf_loader *l, gf_batch **out);
+
+/* gf_next, waiting at most timeout_ns nanoseconds (on CLOCK_MONOTONIC) for
+ * the next batch: 0 looks without waiting, a negative timeout waits as
+ * long as it takes. Returns what gf_next returns, or GF_EAGAIN when no
+ * batch became ready in time: then *out is NULL and nothing changed (no
+ * batch taken or skipped, gf_get_state and gf_last_error as they were),
+ * so the next call delivers exactly the batch this one would have. The
+ * time waited counts in stats.wait_s. */
+GF_API int gf_next_timed(gf_loader *l, gf_batch **out, int64_t timeout_ns);
 
 /* Gives a batch's slot back to the ring. Returns 0 or GF_EINVAL.
  * On CUDA this is gf_release_stream(l, b, NULL). */
@@ -691,6 +704,56 @@ GF_API void gf_free(void *p);
 GF_API int gf_decode_image(const gf_settings *s, const void *data, size_t len,
                            uint64_t epoch, uint64_t index, uint8_t *out,
                            char *why, size_t why_len);
+
+/* ---- Verify --------------------------------------------------------------
+ * Decodes every sample of a data set and lists what cannot be used: what
+ * `gpufeed verify` and gpufeed.verify() run. From settings it reads data,
+ * threads, io, queue_depth, decoder, strictness, extensions, max_pixels,
+ * max_file_bytes, read_budget_bytes, on_shard_error, rank and world (world
+ * 0: the whole data set, not a launcher's share) and channels; the
+ * rest it sets itself: one unshuffled epoch, the eval transform at 32x32,
+ * batches of 64, on_error skip, on the CPU (never a device ring), its own
+ * on_sample_error and on_sample_warning. An epoch in which every sample
+ * is bad (gf_next's GF_EDATASET with no batch delivered) ends the list:
+ * every sample is listed, and it is not an error. Blocks the calling
+ * thread; any thread. */
+typedef struct gf_verify_entry {
+    int64_t sample;     /* data set index; -1 for a damaged shard */
+    int code;           /* GF_E* */
+    char *path;         /* as on_sample_error names it (relative to the
+                           data set's root; "train-000003.tar:key.jpg";
+                           a damaged shard's path as given), whole */
+    char *reason;
+} gf_verify_entry;
+
+typedef struct gf_verify_result {
+    uint64_t samples;   /* checked: the share's samples in the epoch */
+    uint64_t bad;       /* of them, bad (stats.errors) */
+    gf_verify_entry *bad_samples;     /* in sampler order */
+    size_t n_bad_samples;
+    gf_verify_entry *warned_samples;  /* LENIENT: decoded although the
+                                         decoder warned, as decodes finish */
+    size_t n_warned_samples;
+    gf_verify_entry *damaged_shards;  /* taken in part (on_shard_error
+                                         SKIP), in source order */
+    size_t n_damaged_shards;
+    int opened;         /* 1: the loader opened and stats are its figures */
+    int incomplete;     /* memory ran out: n_bad_samples < bad */
+    gf_stats stats;     /* the loader's at the end: what indexing left
+                           out, decoders, shards (zero unless opened) */
+    char error[512];    /* why it failed, or why no shard kept a sample:
+                           the loader's message ("" if it gave none) */
+} gf_verify_result;
+
+/* Returns 0 with the lists in *out, also when every shard was damaged and
+ * none kept a sample (opened 0, damaged_shards listed, error says why); or
+ * GF_EINVAL, GF_EDATASET, GF_ENOMEM, GF_ETHREAD, ... with error naming the
+ * file and the reason. *out is set either way (unless it could not be
+ * allocated: GF_ENOMEM and NULL): free it with gf_verify_free(). The
+ * library allocates the result, so fields may be added at its end. */
+GF_API int gf_verify(const gf_settings *s, gf_verify_result **out);
+/* Frees *r and everything it points to, sets *r = NULL; NULL is a no-op. */
+GF_API void gf_verify_free(gf_verify_result **r);
 
 /* ---- The index alone ----------------------------------------------------
  * A data set's index without a loader: what the loader would deliver,

@@ -1,13 +1,13 @@
 /*
  * gpufeed._gpufeed internals: the objects the module's three files share.
  *
- * Lifetimes (DESIGN: "From Python"). A gfp_core owns the gf_loader and the
- * fetcher thread; the Python Loader holds one reference, every batch slot
- * still held holds one. A gfp_slot is one delivered batch: the Batch holds
+ * Lifetimes (DESIGN: "From Python"). A gfp_core owns the gf_loader; the
+ * Python Loader holds one reference, every batch slot still held holds
+ * one. A gfp_slot is one delivered batch: the Batch holds
  * one reference until it is released or freed, every live export (a DLPack
  * tensor, a buffer view) one more. The last slot reference gives the slot
  * back (gf_release_stream, ordered after the stream recorded at export);
- * the last core reference stops the fetcher and closes the loader. Both
+ * the last core reference closes the loader. Both
  * counts are atomic and their last drop touches no Python object, so a
  * DLPack deleter may run on any thread, without the GIL, after close().
  */
@@ -16,7 +16,6 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -31,19 +30,8 @@ typedef struct gfp_core {
     gf_loader *l;
     int prefetch_depth;
     int device_id;            /* CUDA ordinal, -1 on the CPU */
-    /* The fetcher: gf_next runs on it, so the consumer's thread can wait
-     * with a timeout and see Ctrl-C (gf_next has none). One request at a
-     * time, so gf_next calls never overlap. */
-    pthread_t fetcher;
-    int fetcher_started;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int want, done, stop, in_flight;
-    int busy;                 /* a Python thread is in next() or set_state (GIL) */
-    int rc;                   /* the fetched result: gf_next's code, */
-    gf_batch *b;              /* its batch, */
-    gf_state after;           /* and gf_get_state right after it */
-    gf_state delivered;       /* the state after the last batch Python got */
+    int busy;                 /* a Python thread is in next() or set_state
+                                 (under the GIL): gf_next's calls never overlap */
 } gfp_core;
 
 typedef struct gfp_slot {
@@ -57,12 +45,10 @@ typedef struct gfp_slot {
 int gfp_core_open(gfp_core **out, const gf_settings *s, char *why, size_t why_len);
 void gfp_core_unref(gfp_core *c); /* the last one closes: call without the GIL */
 /* The next batch: 0 and *b, GF_EOF, a negative code, or 1 when a signal
- * handler raised (the Python error is set; the request stays in flight and
- * the next call picks its batch up). Call with the GIL. */
+ * handler raised (the Python error is set; nothing was taken, so the next
+ * call delivers the batch this one waited for). Waits in slices of
+ * gf_next_timed with the GIL released. Call with the GIL. */
 int gfp_core_next(gfp_core *c, gf_batch **b);
-/* Waits for a request in flight (after an interrupted next) and gives its
- * batch back, so that a lifecycle call may run. Call without the GIL. */
-void gfp_core_settle(gfp_core *c);
 gfp_slot *gfp_slot_new(gfp_core *c, gf_batch *b);
 void gfp_slot_ref(gfp_slot *s);
 void gfp_slot_unref(gfp_slot *s); /* any thread, GIL or not */
@@ -70,6 +56,8 @@ void gfp_slot_unref(gfp_slot *s); /* any thread, GIL or not */
 /* module.c: s from (data, {gf_settings field: value}); data is borrowed. */
 int gfp_settings_from(gf_settings *s, PyObject *data, PyObject *fields);
 PyObject *gfp_sample_error_dict(const gf_sample_error *e);
+/* loader.c: {sample, code, error, path, reason}, as gfp_sample_error_dict. */
+PyObject *gfp_error_dict(int64_t sample, int code, const char *path, const char *reason);
 /* loader.c */
 int gfp_loader_type_init(PyObject *module);
 

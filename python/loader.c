@@ -147,11 +147,16 @@ static int put(PyObject *d, const char *key, PyObject *v)
     return rc;
 }
 
+PyObject *gfp_error_dict(int64_t sample, int code, const char *path, const char *reason)
+{
+    return Py_BuildValue("{s:L,s:i,s:s,s:N,s:s}", "sample", (long long)sample, "code", code,
+                         "error", gf_err_name(code), "path", PyUnicode_DecodeFSDefault(path),
+                         "reason", reason);
+}
+
 PyObject *gfp_sample_error_dict(const gf_sample_error *e)
 {
-    return Py_BuildValue("{s:L,s:i,s:s,s:N,s:s}", "sample", (long long)e->sample, "code", e->code,
-                         "error", gf_err_name(e->code), "path",
-                         PyUnicode_DecodeFSDefault(e->path), "reason", e->reason);
+    return gfp_error_dict(e->sample, e->code, e->path, e->reason);
 }
 
 static PyObject *loader_stats(PyObject *op, PyObject *unused)
@@ -239,9 +244,8 @@ static PyObject *loader_get_state(PyObject *op, PyObject *unused)
     gfp_core *c = loader_core((LoaderObject *)op);
     if (!c)
         return NULL;
-    pthread_mutex_lock(&c->mu);
-    gf_state st = c->delivered;
-    pthread_mutex_unlock(&c->mu);
+    gf_state st;
+    gf_get_state(c->l, &st); /* an observer: also while next() waits */
     return Py_BuildValue("{s:I,s:I,s:I,s:K,s:K,s:K}", "version", st.version, "rank", st.rank,
                          "world", st.world, "seed", (unsigned long long)st.seed, "epoch",
                          (unsigned long long)st.epoch, "position",
@@ -276,15 +280,10 @@ static PyObject *loader_set_state(PyObject *op, PyObject *arg)
     int rc;
     char why[1024];
     Py_BEGIN_ALLOW_THREADS
-    gfp_core_settle(c);
     rc = gf_set_state(c->l, &st);
     snprintf(why, sizeof why, "%s", rc < 0 ? gf_last_error(c->l) : "");
     Py_END_ALLOW_THREADS
-    if (rc == 0) {
-        pthread_mutex_lock(&c->mu);
-        c->delivered = st;
-        pthread_mutex_unlock(&c->mu);
-    } else
+    if (rc < 0)
         gfp_raise(rc, why, c->l);
     loader_leave(c);
     return rc == 0 ? Py_NewRef(Py_None) : NULL;

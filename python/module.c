@@ -33,6 +33,7 @@ static const struct {
     {GF_EBUSY, "RingStarved", NULL},
     {GF_ENODEV, "NoDevice", NULL},
     {GF_ETHREAD, "ThreadError", NULL},
+    {GF_EAGAIN, "NotReady", NULL},
 };
 #define N_ERRORS (sizeof error_table / sizeof error_table[0])
 static PyObject *error_class[N_ERRORS], *sample_error_base;
@@ -212,38 +213,8 @@ int gfp_settings_from(gf_settings *s, PyObject *data, PyObject *fields)
 
 /* ---- verify ------------------------------------------------------------- */
 
-typedef struct {
-    pthread_mutex_t mu;
-    gf_sample_error *v;
-    size_t n, cap;
-    int oom;
-} bad_list;
-
-static void on_bad(void *user, int64_t sample, const char *path, int code, const char *reason)
-{
-    bad_list *bl = user;
-    pthread_mutex_lock(&bl->mu);
-    if (bl->n == bl->cap) {
-        size_t cap = bl->cap ? 2 * bl->cap : 64;
-        gf_sample_error *v = realloc(bl->v, cap * sizeof *v);
-        if (!v) {
-            bl->oom = 1;
-            pthread_mutex_unlock(&bl->mu);
-            return;
-        }
-        bl->v = v;
-        bl->cap = cap;
-    }
-    gf_sample_error *e = &bl->v[bl->n++];
-    e->sample = sample;
-    e->code = code;
-    snprintf(e->path, sizeof e->path, "%s", path);
-    snprintf(e->reason, sizeof e->reason, "%s", reason);
-    pthread_mutex_unlock(&bl->mu);
-}
-
-/* verify(data, settings): every bad sample as a dict, as `gpufeed verify`
- * lists them (the caller sets eval, one epoch, no shuffle, skip). */
+/* verify(data, settings): gf_verify, the one `gpufeed verify` runs: each
+ * damaged shard (index -1) then each bad sample, as a dict. */
 static PyObject *verify(PyObject *m, PyObject *args)
 {
     (void)m;
@@ -253,42 +224,32 @@ static PyObject *verify(PyObject *m, PyObject *args)
     gf_settings s;
     if (gfp_settings_from(&s, data, fields) < 0)
         return NULL;
-    bad_list bl = {.n = 0};
-    pthread_mutex_init(&bl.mu, NULL);
-    s.on_sample_error = on_bad;
-    s.on_sample_error_user = &bl;
-    gf_loader *l = NULL;
+    gf_verify_result *r = NULL;
     int rc;
-    char why[1024] = "";
     Py_BEGIN_ALLOW_THREADS
-    rc = gf_open(&l, &s);
-    gf_batch *b;
-    while (rc == 0 && (rc = gf_next(l, &b)) == 0)
-        gf_release(l, b);
-    /* Every sample bad: the loader's "no batch in the epoch" ends the list. */
-    if (rc == GF_EOF || (rc == GF_EDATASET && bl.n > 0))
-        rc = 0;
-    if (rc < 0)
-        snprintf(why, sizeof why, "%s", l ? gf_last_error(l) : gf_strerror(rc));
-    gf_close(&l);
+    rc = gf_verify(&s, &r);
     Py_END_ALLOW_THREADS
     PyObject *out = NULL;
     if (rc < 0)
-        gfp_raise(rc, why, NULL);
-    else if (bl.oom)
+        gfp_raise(rc, r ? r->error : "", NULL);
+    else if (r->incomplete)
         PyErr_NoMemory();
-    else if ((out = PyList_New(0)))
-        for (size_t i = 0; i < bl.n; i++) {
-            PyObject *e = gfp_sample_error_dict(&bl.v[i]);
-            if (!e || PyList_Append(out, e) < 0) {
-                Py_XDECREF(e);
-                Py_CLEAR(out);
-                break;
+    else if ((out = PyList_New(0))) {
+        const gf_verify_entry *lists[2] = {r->damaged_shards, r->bad_samples};
+        size_t ns[2] = {r->n_damaged_shards, r->n_bad_samples};
+        for (int k = 0; k < 2 && out; k++)
+            for (size_t i = 0; i < ns[k]; i++) {
+                const gf_verify_entry *v = &lists[k][i];
+                PyObject *e = gfp_error_dict(v->sample, v->code, v->path, v->reason);
+                if (!e || PyList_Append(out, e) < 0) {
+                    Py_XDECREF(e);
+                    Py_CLEAR(out);
+                    break;
+                }
+                Py_DECREF(e);
             }
-            Py_DECREF(e);
-        }
-    free(bl.v);
-    pthread_mutex_destroy(&bl.mu);
+    }
+    gf_verify_free(&r);
     return out;
 }
 

@@ -14,9 +14,11 @@
 #include "decode.h"
 #include "settings.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Joins every thread and drops in-flight work; slots become FREE. */
 static void stop_pipeline(gf_loader *l)
@@ -221,7 +223,12 @@ int gf_open(gf_loader **out, const gf_settings *s)
     l->ds.root_fd = -1;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->pool.work, NULL);
-    pthread_cond_init(&l->ready_cv, NULL);
+    /* gf_next_timed's deadlines: monotonic, so a clock step cannot stretch one. */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->ready_cv, &ca);
+    pthread_condattr_destroy(&ca);
     gf__budget_init(&l->budget, 0, 1, &l->cancel);
     if (!s)
         return gf__fail(l, GF_EINVAL, "invalid settings: s != NULL");
@@ -315,12 +322,31 @@ static GF__COLD int no_sample_in_epoch(gf_loader *l, uint64_t epoch)
                 (unsigned long long)l->errors, e->path, e->reason);
 }
 
+/* timeout_ns from now on ready_cv's clock (CLOCK_MONOTONIC, gf_open). */
+static struct timespec deadline_after(int64_t timeout_ns)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    int64_t ns = t.tv_nsec + timeout_ns % 1000000000;
+    t.tv_sec += (time_t)(timeout_ns / 1000000000 + ns / 1000000000);
+    t.tv_nsec = (long)(ns % 1000000000);
+    return t;
+}
+
 int gf_next(gf_loader *l, gf_batch **out)
+{
+    return gf_next_timed(l, out, -1);
+}
+
+int gf_next_timed(gf_loader *l, gf_batch **out, int64_t timeout_ns)
 {
     if (!l || !out)
         return GF_EINVAL;
     *out = NULL;
     double t0 = gf__now();
+    struct timespec until = {0, 0};
+    if (timeout_ns > 0)
+        until = deadline_after(timeout_ns);
     int rc = 0;
     pthread_mutex_lock(&l->mu);
     l->waiting_since = t0;
@@ -382,7 +408,15 @@ int gf_next(gf_loader *l, gf_batch **out)
                       (int)(l->head % (uint64_t)l->D));
             break;
         }
-        pthread_cond_wait(&l->ready_cv, &l->mu);
+        if (timeout_ns < 0) {
+            pthread_cond_wait(&l->ready_cv, &l->mu);
+        } else if (timeout_ns == 0 ||
+                   pthread_cond_timedwait(&l->ready_cv, &l->mu, &until) == ETIMEDOUT) {
+            /* Nothing ready in time: nothing was taken, so the next call
+             * goes on exactly from here. */
+            rc = GF_EAGAIN;
+            break;
+        }
     }
     l->wait_s += gf__now() - t0;
     l->waiting_since = 0;

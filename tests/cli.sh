@@ -293,6 +293,36 @@ assert len(paths) == 80 and len(set(paths)) == 80, paths
 ' || fail "verify --json, every sample bad: $json"
 fi
 
+# Names printed safely: a file whose name holds a newline, a carriage
+# return, an escape sequence and a byte that is not UTF-8 is one escaped
+# line of verify's text (it can neither erase nor forge a line), and its
+# exact bytes in --json (the byte as \u00ff). Error lines escape too.
+# (printf, not echo: dash's echo would read the backslashes.)
+q=$tmp/names
+"$g" make-dataset "$q" --classes 1 --per-class 2 --size 32x32 --seed 4 >/dev/null
+printf 'not a jpeg' >"$q/class_00/$(printf 'a\nBAD forged\r\033[2Kb\377.jpg')"
+set +e
+out=$("$g" verify --data "$q" 2>&1)
+json=$("$g" verify --data "$q" --json)
+err=$("$g" verify --data "$q/no$(printf '\033')where" 2>&1)
+set -e
+[ "$(printf '%s\n' "$out" | wc -l)" -eq 2 ] || fail "verify prints a name on one line: $out"
+printf '%s\n' "$out" | grep -qF "BAD $q/class_00/a\nBAD forged\r\033[2Kb\xff.jpg: " ||
+    fail "verify escapes the name: $out"
+printf '%s\n' "$out" | grep -q '^3 samples, 1 bad$' || fail "verify summary, odd name: $out"
+case "$out$err" in
+*"$(printf '\r')"* | *"$(printf '\033')"*) fail "a control byte reached the terminal: $out $err" ;;
+esac
+printf '%s\n' "$err" | grep -qF "$q/no\033where" || fail "an error line escapes the name: $err"
+if command -v python3 >/dev/null 2>&1; then
+    printf '%s\n' "$json" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+want = sys.argv[1].encode() + b"/class_00/a\nBAD forged\r\x1b[2Kb\xff.jpg"
+assert [b["path"].encode("latin-1") for b in d["bad_samples"]] == [want], d
+' "$q" || fail "verify --json keeps the name's bytes: $json"
+fi
+
 # verify under a launcher (SLURM_PROCID/NTASKS are set in every sbatch
 # step, OMPI_COMM_WORLD_* under mpirun) still checks the whole data set;
 # --rank/--world check one share, and the summary says so.

@@ -1545,6 +1545,33 @@ static void wait_for_a_held_decode(void)
     ck_assert_uint_eq(atomic_load(&gf__jpeg_held), 1);
 }
 
+/* A folder of `files` copies of one flat side x side JPEG of 499 scans
+ * (under the cap: long enough for the hold), and a one-thread loader's
+ * settings for it (8x8, batches of 2, one epoch). Returns the folder. */
+static char *long_scan_set(int files, int side, gf_settings *s)
+{
+    uint8_t *px = malloc((size_t)side * side * 3);
+    for (size_t i = 0; i < (size_t)side * side * 3; i++)
+        px[i] = (uint8_t)(90 + 30 * (i % 3)); /* flat: small scans, each a pass */
+    size_t n;
+    uint8_t *jpg = tu_jpeg_scans(px, side, side, GF__JPEG_MAX_SCANS - 1, &n);
+    char *dir = tu_mkdtemp(), path[4096];
+    for (int i = 0; i < files; i++) {
+        snprintf(path, sizeof path, "%s/c/%02d.jpg", dir, i);
+        tu_write_file(path, jpg, n);
+    }
+    free(jpg);
+    free(px);
+    tu_cpu_settings(s);
+    s->data = dir;
+    s->width = s->height = 8;
+    s->threads = 1;
+    s->autotune = 0;
+    s->batch_size = 2;
+    s->epochs = 1;
+    return dir;
+}
+
 /* gf_close and gf_seek do not wait out a long decode: the flag they
  * raise ends the one in progress (counted), its result is dropped (no
  * error counted), and after a seek the same files decode in full. One
@@ -1552,26 +1579,9 @@ static void wait_for_a_held_decode(void)
  * its 100th scan, so one is surely in progress when the loader stops. */
 START_TEST(close_and_seek_cancel_a_decode_in_progress)
 {
-    enum { FILES = 24, SIDE = 1024 };
-    uint8_t *px = malloc((size_t)SIDE * SIDE * 3);
-    for (size_t i = 0; i < (size_t)SIDE * SIDE * 3; i++)
-        px[i] = (uint8_t)(90 + 30 * (i % 3)); /* flat: small scans, each a pass */
-    size_t n;
-    uint8_t *jpg = tu_jpeg_scans(px, SIDE, SIDE, GF__JPEG_MAX_SCANS - 1, &n);
-    char *dir = tu_mkdtemp(), path[4096];
-    for (int i = 0; i < FILES; i++) {
-        snprintf(path, sizeof path, "%s/c/%02d.jpg", dir, i);
-        tu_write_file(path, jpg, n);
-    }
     gf_settings s;
-    tu_cpu_settings(&s);
-    s.data = dir;
-    s.width = s.height = 8;
-    s.threads = 1;
-    s.autotune = 0;
-    s.batch_size = 2;
+    char *dir = long_scan_set(24, 1024, &s);
     s.prefetch_depth = 4;
-    s.epochs = 1;
     unsigned cancels = atomic_load(&gf__decode_cancels);
     atomic_store(&gf__jpeg_hold, 1);
     gf_loader *l = open_ok(&s);
@@ -1594,8 +1604,56 @@ START_TEST(close_and_seek_cancel_a_decode_in_progress)
     atomic_store(&gf__jpeg_hold, 0);
     tu_rmrf(dir);
     free(dir);
-    free(jpg);
-    free(px);
+}
+END_TEST
+
+/* While no batch can be ready (the one decode thread is held), a poll and
+ * a short wait return GF_EAGAIN and change nothing; once the decode goes
+ * on, slices of waiting deliver every batch in order, none lost. */
+START_TEST(a_timed_next_that_runs_out_takes_nothing)
+{
+    enum { FILES = 6 };
+    gf_settings s;
+    char *dir = long_scan_set(FILES, 256, &s);
+    s.shuffle = 0;
+    s.prefetch_depth = 2;
+    atomic_store(&gf__jpeg_hold, 1);
+    gf_loader *l = open_ok(&s);
+    wait_for_a_held_decode();
+    gf_state before, after;
+    ck_assert_int_eq(gf_get_state(l, &before), 0);
+    gf_batch dummy, *b = &dummy; /* the call must clear it */
+    ck_assert_int_eq(gf_next_timed(l, &b, 0), GF_EAGAIN);
+    ck_assert_ptr_null(b);
+    ck_assert_int_eq(gf_next_timed(l, &b, 20 * 1000 * 1000), GF_EAGAIN);
+    ck_assert_ptr_null(b);
+    ck_assert_int_eq(gf_get_state(l, &after), 0);
+    ck_assert_uint_eq(after.epoch, before.epoch);
+    ck_assert_uint_eq(after.position, before.position);
+    ck_assert_str_eq(gf_last_error(l), "");
+    gf_stats st;
+    gf_get_stats(l, &st);
+    ck_assert_uint_eq(st.batches, 0);
+
+    atomic_store(&gf__jpeg_hold, 0);
+    int rc, got = 0;
+    for (;;) {
+        rc = gf_next_timed(l, &b, 1000 * 1000);
+        if (rc == GF_EAGAIN)
+            continue;
+        if (rc < 0)
+            break;
+        for (int i = 0; i < b->count; i++)
+            ck_assert_int_eq(b->indices[i], got + i);
+        got += b->count;
+        ck_assert_int_eq(gf_release(l, b), 0);
+    }
+    ck_assert_int_eq(rc, GF_EOF);
+    ck_assert_int_eq(got, FILES);
+    ck_assert_int_eq(gf_next_timed(l, &b, 0), GF_EOF); /* the end stays the end */
+    gf_close(&l);
+    tu_rmrf(dir);
+    free(dir);
 }
 END_TEST
 #endif
@@ -1684,6 +1742,7 @@ static Suite *loader_suite(void)
     tcase_add_test(t, autotune_adds_threads_when_the_consumer_stalls_and_keeps_the_bytes);
 #if GF_HAVE_TURBO
     tcase_add_test(t, close_and_seek_cancel_a_decode_in_progress);
+    tcase_add_test(t, a_timed_next_that_runs_out_takes_nothing);
 #endif
     suite_add_tcase(s, t);
 

@@ -25,9 +25,9 @@ if sys.version_info < (3, 11):  # the stable ABI of 3.11: Py_buffer
 
 from . import _gpufeed
 from ._gpufeed import (Array, Batch, CorruptImage, DatasetError, EmptyFile, EndOfData, Error,
-                       InvalidArgument, NoDevice, OutOfMemory, ReadError, RingStarved,
-                       SampleError, SampleNotFound, ThreadError, TooBig, TruncatedImage,
-                       UnsupportedFormat)
+                       InvalidArgument, NoDevice, NotReady, OutOfMemory, ReadError,
+                       RingStarved, SampleError, SampleNotFound, ThreadError, TooBig,
+                       TruncatedImage, UnsupportedFormat)
 
 __all__ = ["Loader", "Batch", "Array", "verify", "decode_image", "BadSample", "Error", "SampleError",
            "IMAGENET_MEAN", "IMAGENET_STD"] + [

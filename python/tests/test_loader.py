@@ -152,6 +152,29 @@ def test_verify_lists_the_bad_samples(damaged, dataset):
         gpufeed.verify(os.path.join(root, "nowhere"))
 
 
+def test_verify_lists_what_the_cli_lists(damaged, tmp_path):
+    """One implementation: the same bad samples, reasons and order as
+    `gpufeed verify --json`, also when every sample is bad (the list, not
+    an error) and for a damaged shard."""
+    import json
+    import subprocess
+    from conftest import cli
+    root, _ = damaged
+    all_bad = tmp_path / "all_bad" / "a"
+    all_bad.mkdir(parents=True)
+    for i in range(3):
+        (all_bad / f"{i}.jpg").write_bytes(b"not a jpeg")
+    (tmp_path / "cut.tar").write_bytes(b"x" * 100)
+    for data in (root, str(all_bad.parent), str(tmp_path / "cut.tar")):
+        run = subprocess.run([cli(), "verify", "--data", data, "--json"], capture_output=True)
+        assert run.returncode == 1, run.stderr
+        want = json.loads(run.stdout)
+        base = data if os.path.isdir(data) else ""  # the CLI prints paths under the root
+        got = [(os.path.join(base, b.path), b.reason) for b in gpufeed.verify(data)]
+        assert got == [(d["path"], d["reason"]) for d in
+                       want.get("damaged_shards", []) + want.get("bad_samples", [])], (got, want)
+
+
 @pytest.mark.parametrize("kw, exc", [
     (dict(batch_size=-1), ValueError), (dict(batch_size=0), ValueError),
     (dict(batch_size="8"), TypeError), (dict(batch_size=2.5), TypeError),

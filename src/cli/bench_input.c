@@ -16,6 +16,7 @@
 #include "compute.h"
 #include "json.h"
 #include "plot.h"
+#include "quote.h"
 #include "samples.h"
 #include "sysinfo.h"
 
@@ -78,7 +79,7 @@ void print_input_human(const bench_opts *o, const input_result *r)
         snprintf(cache, sizeof cache, "%.0f%% resident before the run%s", r->page_cache * 100,
                  r->page_cache < 0.9 ? " (cold: run again)" : "");
 
-    printf("gpufeed bench --input-only  %s\n", o->s.data);
+    cli_put_heading(stdout, "gpufeed bench --input-only  ", o->s.data);
     printf("  %-18s %d x %dx%d, %s transform, %" PRIu64 " epoch(s)\n", "batches", st->batch_size,
            o->s.width, o->s.height, cli_transform_names[o->s.transform], o->s.epochs);
     printf("  %-18s %" PRIu64 " in %.3f s\n", "samples", st->samples, r->elapsed_s);

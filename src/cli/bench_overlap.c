@@ -16,6 +16,7 @@
 #include "compute.h"
 #include "json.h"
 #include "plot.h"
+#include "quote.h"
 #include "samples.h"
 #include "sysinfo.h"
 
@@ -223,7 +224,7 @@ static double h2d_batch_gbps(const gf_stats *st)
 void print_overlap_human(const bench_opts *o, const overlap_result *r)
 {
     const gf_stats *st = &r->step.st;
-    printf("gpufeed bench --overlap  %s\n", o->s.data);
+    cli_put_heading(stdout, "gpufeed bench --overlap  ", o->s.data);
     printf("  %s, %s %s, batch %d x %dx%d, %s transform, %d thread%s, prefetch depth %d%s\n",
            where(r->device), cli_dtype_names[o->s.dtype],
            o->s.dtype == GF_DTYPE_UINT8 ? "nhwc" : cli_layout_names[o->s.layout], st->batch_size,

@@ -16,6 +16,7 @@
 #include "compute.h"
 #include "json.h"
 #include "plot.h"
+#include "quote.h"
 #include "samples.h"
 #include "sysinfo.h"
 
@@ -316,7 +317,7 @@ void print_verdict_human(const bench_opts *o, const verdict_result *v)
     const verdict_row *r = &v->rows[v->rec];
     char what[128];
     const double mib = 1048576.0;
-    printf("gpufeed bench  %s\n", o->s.data);
+    cli_put_heading(stdout, "gpufeed bench  ", o->s.data);
     printf("  %s, %s %s, %dx%d, %s transform; compute: %s\n", where(v->device),
            cli_dtype_names[o->s.dtype], o->s.dtype == GF_DTYPE_UINT8 ? "nhwc" : cli_layout_names[o->s.layout],
            o->s.width, o->s.height, cli_transform_names[o->s.transform],

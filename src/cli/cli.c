@@ -5,6 +5,7 @@
 #include "cli.h"
 
 #include "gpufeed.h"
+#include "quote.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -23,9 +24,20 @@ void cli_error(const char *cmd, const char *fmt, ...)
         fprintf(stderr, "gpufeed %s: ", cmd);
     else
         fputs("gpufeed: ", stderr);
+    /* Messages name files (the library's, the user's arguments): escaped,
+     * so a name cannot write to the terminal. */
+    char small[1024], *msg = small;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
+    if (n >= (int)sizeof small && (msg = malloc((size_t)n + 1)) != NULL) {
+        va_start(ap, fmt);
+        vsnprintf(msg, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    cli_put_quoted(stderr, msg ? msg : small);
+    if (msg != small)
+        free(msg);
     fputc('\n', stderr);
 }
 

@@ -2,45 +2,12 @@
  * The JSON writer of --json outputs; see json.h.
  */
 #include "json.h"
+#include "quote.h"
 
 #include <assert.h>
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
-
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. */
-static int utf8_len(const unsigned char *p)
-{
-    unsigned c = p[0];
-    int n;
-    unsigned min;
-    uint32_t cp;
-    if (c < 0x80)
-        return 1;
-    if ((c & 0xE0) == 0xC0) {
-        n = 2;
-        cp = c & 0x1F;
-        min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-        n = 3;
-        cp = c & 0x0F;
-        min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-        n = 4;
-        cp = c & 0x07;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    for (int i = 1; i < n; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return n;
-}
 
 /* s as a JSON string literal, quotes included. */
 static void json_string(FILE *f, const char *s)
@@ -65,7 +32,7 @@ static void json_string(FILE *f, const char *s)
             p++;
             continue;
         }
-        n = utf8_len(p);
+        n = cli_utf8_len(p);
         if (n == 0) { /* not UTF-8: keep the byte visible, output stays valid */
             fprintf(f, "\\u%04x", c);
             p++;

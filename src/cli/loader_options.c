@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "quote.h"
 
 const char *const cli_io_names[] = {"auto", "uring", "posix", NULL};
 const char *const cli_decoder_names[] = {"auto", "stb", "turbo", NULL};
@@ -211,8 +212,12 @@ void cli_warn_damaged_shards(const char *cmd, gf_loader *l, const char *data)
         return;
     }
     n = gf_damaged_shards(l, v, n);
-    for (int i = 0; i < n; i++)
-        fprintf(stderr, "gpufeed %s: warning: damaged shard %s: %s\n", cmd, v[i].path,
-                v[i].reason);
+    for (int i = 0; i < n; i++) {
+        fprintf(stderr, "gpufeed %s: warning: damaged shard ", cmd);
+        cli_put_quoted(stderr, v[i].path);
+        fputs(": ", stderr);
+        cli_put_quoted(stderr, v[i].reason);
+        fputc('\n', stderr);
+    }
     free(v);
 }

@@ -1,10 +1,10 @@
 /*
  * gpufeed verify: decodes every sample of a data set through the loader
- * (eval transform, tiny output size, on_error = skip) and lists each bad
- * sample with its reason. The list comes from settings.on_sample_error,
- * which the loader calls on one of its threads in sampler order; it is
- * collected under a mutex and printed only after the loader is closed, so
- * nothing is printed from a library thread.
+ * (gf_verify: eval transform, tiny output size, on_error = skip, on the
+ * CPU) and lists each bad sample with its reason. gf_verify is also what
+ * gpufeed.verify() runs, so the two agree; this file is the options and
+ * the output. Names in text lines are escaped (quote.h): a data set's
+ * names must not write to the terminal; JSON keeps their bytes.
  *
  * Tar shards: bad samples are named "DIR/train-000003.tar:key.jpg"; what
  * indexing left out (members that cannot be samples, keys without an image
@@ -35,7 +35,6 @@
  * error), 2 usage or open error.
  */
 #include <getopt.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +43,7 @@
 #include "cli.h"
 #include "json.h"
 #include "loader_options.h"
+#include "quote.h"
 #include "gpufeed.h"
 
 #define CMD "verify"
@@ -65,79 +65,6 @@ static const char *const lopt_help[CLI_LOPT_COUNT] = {
                                 "its members before the damage checked (skip, the\n"
                                 "default), or stops verify (fail: exit 2)",
 };
-
-typedef struct bad_sample {
-    int64_t sample;
-    int code;
-    char *path;
-    char *reason;
-} bad_sample;
-
-typedef struct bad_list {
-    pthread_mutex_t mu;
-    bad_sample *v;
-    size_t n, cap;
-    int oom; /* a record could not be stored; the count is still right */
-    uint64_t count;
-} bad_list;
-
-static void on_bad(void *user, int64_t sample, const char *path, int code,
-                   const char *reason)
-{
-    bad_list *bl = user;
-    pthread_mutex_lock(&bl->mu);
-    bl->count++;
-    if (bl->n == bl->cap) {
-        size_t cap = bl->cap ? bl->cap * 2 : 16;
-        bad_sample *p = realloc(bl->v, cap * sizeof *p);
-        if (!p) {
-            bl->oom = 1;
-            goto out;
-        }
-        bl->v = p;
-        bl->cap = cap;
-    }
-    {
-        bad_sample *b = &bl->v[bl->n];
-        b->sample = sample;
-        b->code = code;
-        b->path = strdup(path ? path : "");
-        b->reason = strdup(reason && *reason ? reason : gf_strerror(code));
-        if (!b->path || !b->reason) {
-            free(b->path);
-            free(b->reason);
-            bl->oom = 1;
-            goto out;
-        }
-        bl->n++;
-    }
-out:
-    pthread_mutex_unlock(&bl->mu);
-}
-
-/* settings.on_sample_error: a bad sample, or (sample -1, from gf_open) a
- * damaged shard. gf_damaged_shards() lists those once the loader is open;
- * the list here is for an open that fails because no shard kept a sample. */
-typedef struct error_lists {
-    bad_list bad, damaged;
-} error_lists;
-
-static void on_error(void *user, int64_t sample, const char *path, int code,
-                     const char *reason)
-{
-    error_lists *e = user;
-    on_bad(sample < 0 ? &e->damaged : &e->bad, sample, path, code, reason);
-}
-
-/* gf_next's GF_EDATASET for an epoch that delivered no batch because
- * every sample failed: for verify that is the answer, not an error. Each
- * failure was reported (in sampler order) before gf_next saw the epoch end. */
-static int every_sample_bad(gf_loader *l)
-{
-    gf_stats st;
-    return gf_get_stats(l, &st) == 0 && st.samples == 0 && st.epoch_samples > 0 &&
-           st.errors == st.epoch_samples;
-}
 
 static void usage(FILE *f)
 {
@@ -178,7 +105,8 @@ static void usage(FILE *f)
 }
 
 /* The path as the user can act on it: the loader reports paths relative to
- * the data set's root (the folder, or the list file's folder). */
+ * the data set's root (the folder, or the list file's folder). JSON gets
+ * the bytes, text the escaped name. */
 static void print_path(FILE *f, cli_json *j, const char *root, const char *path)
 {
     char *full = NULL;
@@ -192,32 +120,37 @@ static void print_path(FILE *f, cli_json *j, const char *root, const char *path)
     if (j)
         cli_json_str(j, full ? full : path);
     else
-        fputs(full ? full : path, f);
+        cli_put_quoted(f, full ? full : path);
     free(full);
 }
 
-static void json_list(cli_json *j, const char *key, const bad_list *bl, const char *root)
+static void json_list(cli_json *j, const char *key, const gf_verify_entry *v, size_t n,
+                      const char *root)
 {
     cli_json_key(j, key);
     cli_json_array(j);
-    for (size_t i = 0; i < bl->n; i++) {
+    for (size_t i = 0; i < n; i++) {
         cli_json_object(j);
         cli_json_key(j, "path");
-        print_path(stdout, j, root, bl->v[i].path);
-        cli_json_kstr(j, "reason", bl->v[i].reason);
-        cli_json_kstr(j, "error", gf_err_name(bl->v[i].code));
-        cli_json_kint(j, "index", bl->v[i].sample);
+        print_path(stdout, j, root, v[i].path);
+        cli_json_kstr(j, "reason", v[i].reason);
+        cli_json_kstr(j, "error", gf_err_name(v[i].code));
+        cli_json_kint(j, "index", v[i].sample);
         cli_json_object_end(j);
     }
     cli_json_array_end(j);
 }
 
-static void text_list(const char *tag, const bad_list *bl, const char *root)
+/* "TAG path: reason" lines; a damaged shard's path is as given, not under
+ * root (root ""). */
+static void text_list(const char *tag, const gf_verify_entry *v, size_t n, const char *root)
 {
-    for (size_t i = 0; i < bl->n; i++) {
+    for (size_t i = 0; i < n; i++) {
         printf("%s ", tag);
-        print_path(stdout, NULL, root, bl->v[i].path);
-        printf(": %s\n", bl->v[i].reason);
+        print_path(stdout, NULL, root, v[i].path);
+        fputs(": ", stdout);
+        cli_put_quoted(stdout, v[i].reason);
+        putchar('\n');
     }
 }
 
@@ -252,16 +185,6 @@ static void text_skipped(const gf_stats *st)
                (unsigned long long)st->folder_dirs_again);
 }
 
-/* The damaged shards (gf_damaged_shards), all of them; NULL and 0 if none
- * (or no memory: the count in the stats stays right). */
-static gf_sample_error *damaged_shards(gf_loader *l, int *n)
-{
-    *n = gf_damaged_shards(l, NULL, 0);
-    gf_sample_error *v = *n > 0 ? malloc((size_t)*n * sizeof *v) : NULL;
-    *n = v ? gf_damaged_shards(l, v, *n) : 0;
-    return v;
-}
-
 /* The numbers in a damaged shard's reason, "offset N: ...; K members
  * kept, L lost" (gpufeed.h). */
 static void damage_numbers(const char *reason, unsigned long long *off, unsigned long long *kept,
@@ -274,11 +197,11 @@ static void damage_numbers(const char *reason, unsigned long long *off, unsigned
         sscanf(t, "; %llu members kept, %llu lost", kept, lost);
 }
 
-static void json_damaged(cli_json *j, const gf_sample_error *v, int n)
+static void json_damaged(cli_json *j, const gf_verify_entry *v, size_t n)
 {
     cli_json_key(j, "damaged_shards");
     cli_json_array(j);
-    for (int i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         unsigned long long off, kept, lost;
         damage_numbers(v[i].reason, &off, &kept, &lost);
         cli_json_object(j);
@@ -293,30 +216,15 @@ static void json_damaged(cli_json *j, const gf_sample_error *v, int n)
     cli_json_array_end(j);
 }
 
-static void free_list(bad_list *bl)
-{
-    for (size_t i = 0; i < bl->n; i++) {
-        free(bl->v[i].path);
-        free(bl->v[i].reason);
-    }
-    free(bl->v);
-    pthread_mutex_destroy(&bl->mu);
-}
-
 /* An open that failed because every shard was damaged (or kept no
  * sample): each damaged shard, as when some are good, and exit 1. */
-static int all_damaged(int json, const bad_list *dl, const char *msg)
+static int all_damaged(int json, const gf_verify_result *r)
 {
     unsigned long long lost = 0;
-    gf_sample_error *v = calloc(dl->n, sizeof *v);
-    int n = v ? (int)dl->n : 0;
-    for (int i = 0; i < n; i++) {
+    for (size_t i = 0; i < r->n_damaged_shards; i++) {
         unsigned long long off, kept, l;
-        damage_numbers(dl->v[i].reason, &off, &kept, &l);
+        damage_numbers(r->damaged_shards[i].reason, &off, &kept, &l);
         lost += l;
-        v[i] = (gf_sample_error){.sample = -1, .code = dl->v[i].code};
-        snprintf(v[i].path, sizeof v[i].path, "%s", dl->v[i].path);
-        snprintf(v[i].reason, sizeof v[i].reason, "%s", dl->v[i].reason);
     }
     if (json) {
         cli_json j;
@@ -324,19 +232,17 @@ static int all_damaged(int json, const bad_list *dl, const char *msg)
         cli_json_object(&j);
         cli_json_kuint(&j, "samples", 0);
         cli_json_kuint(&j, "bad", 0);
-        cli_json_kuint(&j, "shards_damaged", (uint64_t)n);
+        cli_json_kuint(&j, "shards_damaged", r->n_damaged_shards);
         cli_json_kuint(&j, "shard_members_lost", lost);
-        json_damaged(&j, v, n);
-        cli_json_kstr(&j, "error", msg);
+        json_damaged(&j, r->damaged_shards, r->n_damaged_shards);
+        cli_json_kstr(&j, "error", r->error);
         cli_json_object_end(&j);
         cli_json_end(&j);
     } else {
-        for (int i = 0; i < n; i++)
-            printf("DAMAGED %s: %s\n", v[i].path, v[i].reason);
-        printf("shards: %d damaged (%llu members lost), none with a sample\n0 samples, 0 bad\n",
-               n, lost);
+        text_list("DAMAGED", r->damaged_shards, r->n_damaged_shards, "");
+        printf("shards: %zu damaged (%llu members lost), none with a sample\n0 samples, 0 bad\n",
+               r->n_damaged_shards, lost);
     }
-    free(v);
     return CLI_FAIL;
 }
 
@@ -353,12 +259,7 @@ int cmd_verify(int argc, char **argv)
     const char *data = NULL;
     int json = 0, ch, rc, status = CLI_OK;
     gf_settings s;
-    gf_loader *l = NULL;
-    gf_stats st;
-    error_lists el = {.bad = {.n = 0}, .damaged = {.n = 0}};
-    bad_list wl = {.n = 0}; /* warned (lenient) */
-    gf_sample_error *dmg = NULL;
-    int n_dmg = 0;
+    gf_verify_result *r = NULL;
     char *root = NULL;
 
     /* The table's options land in s; verify's own choices follow. */
@@ -401,58 +302,21 @@ int cmd_verify(int argc, char **argv)
     }
 
     s.data = data;
-    s.transform = GF_TRANSFORM_EVAL;
-    s.shuffle = 0;
-    s.epochs = 1;
-    s.on_error = GF_ON_ERROR_SKIP;
-    s.height = s.width = 32; /* decoding is the check; keep the resize cheap */
-    s.batch_size = 64;
-    s.on_sample_error = on_error;
-    s.on_sample_error_user = &el;
-    s.on_sample_warning = on_bad;
-    s.on_sample_warning_user = &wl;
-    pthread_mutex_init(&el.bad.mu, NULL);
-    pthread_mutex_init(&el.damaged.mu, NULL);
-    pthread_mutex_init(&wl.mu, NULL);
-
-    rc = gf_open(&l, &s);
-    if (rc == GF_EDATASET && el.damaged.n > 0) {
+    rc = gf_verify(&s, &r);
+    if (rc == 0 && !r->opened) {
         /* No shard kept a sample: the damage is the finding. */
-        status = all_damaged(json, &el.damaged, gf_last_error(l));
+        status = all_damaged(json, r);
         goto out;
     }
     if (rc < 0) {
-        const char *msg = l ? gf_last_error(l) : "";
-        if (*msg)
-            cli_error(CMD, "%s", msg); /* the loader's message names the file */
+        if (r && r->error[0])
+            cli_error(CMD, "%s", r->error); /* the loader's message names the file */
         else
             cli_error(CMD, "%s: %s", data, gf_strerror(rc));
         status = CLI_USAGE;
         goto out;
     }
-    dmg = damaged_shards(l, &n_dmg);
-    for (;;) {
-        gf_batch *b;
-        rc = gf_next(l, &b);
-        if (rc == GF_EOF)
-            break;
-        if (rc < 0 && !(rc == GF_EDATASET && every_sample_bad(l))) {
-            cli_error_msg(CMD, gf_last_error(l), rc);
-            status = CLI_USAGE;
-            goto out;
-        }
-        if (rc < 0)
-            break; /* the epoch is over: each of its samples was reported */
-        gf_release(l, b);
-    }
-    if (gf_get_stats(l, &st) < 0) {
-        cli_error(CMD, "could not read the loader's statistics");
-        status = CLI_USAGE;
-        goto out;
-    }
-    /* Every callback has run once gf_next() returned GF_EOF; closing joins
-     * the loader threads, so the list is final and no longer shared. */
-    gf_close(&l);
+    const gf_stats st = r->stats;
 
     /* Root for printing: DIR itself, or the list file's folder. Shard
      * samples are named by the shard's base name, so the root is the
@@ -475,8 +339,7 @@ int cmd_verify(int argc, char **argv)
         }
     }
 
-    uint64_t n_samples = st.epoch_samples ? st.epoch_samples : st.dataset_samples;
-    uint64_t n_bad = el.bad.count > st.errors ? el.bad.count : st.errors;
+    uint64_t n_samples = r->samples, n_bad = r->bad;
     if (json) {
         cli_json j;
         cli_json_init(&j, stdout);
@@ -485,7 +348,7 @@ int cmd_verify(int argc, char **argv)
         cli_json_kuint(&j, "bad", n_bad);
         cli_json_kint(&j, "rank", st.rank);
         cli_json_kint(&j, "world", st.world);
-        json_list(&j, "bad_samples", &el.bad, root ? root : "");
+        json_list(&j, "bad_samples", r->bad_samples, r->n_bad_samples, root ? root : "");
         cli_json_kuint(&j, "skipped_members", st.shard_members_skipped);
         cli_json_kuint(&j, "skipped_keys", st.shard_keys_skipped);
         cli_json_kuint(&j, "dataset_warnings", st.dataset_warnings);
@@ -499,23 +362,27 @@ int cmd_verify(int argc, char **argv)
         cli_json_kuint(&j, "folder_dirs_again", st.folder_dirs_again);
         cli_json_kstr(&j, "strictness", cli_strictness_names[s.strictness]);
         cli_json_kuint(&j, "decode_warnings", st.decode_warnings);
-        json_list(&j, "warned_samples", &wl, root ? root : "");
+        json_list(&j, "warned_samples", r->warned_samples, r->n_warned_samples,
+                  root ? root : "");
         cli_json_kuint(&j, "shards", st.shards);
         cli_json_kuint(&j, "shards_damaged", st.shards_damaged);
         cli_json_kuint(&j, "shard_members_lost", st.shard_members_lost);
-        json_damaged(&j, dmg, n_dmg);
+        json_damaged(&j, r->damaged_shards, r->n_damaged_shards);
         cli_json_object_end(&j);
         cli_json_end(&j);
     } else {
-        for (int i = 0; i < n_dmg; i++) /* the shard path as given: not under root */
-            printf("DAMAGED %s: %s\n", dmg[i].path, dmg[i].reason);
-        text_list("BAD", &el.bad, root ? root : "");
-        text_list("WARN", &wl, root ? root : "");
-        if (st.shard_members_skipped || st.shard_keys_skipped || st.dataset_warnings)
-            printf("skipped while indexing: %llu members, %llu keys (%llu warnings; first: %s)\n",
+        text_list("DAMAGED", r->damaged_shards, r->n_damaged_shards, "");
+        text_list("BAD", r->bad_samples, r->n_bad_samples, root ? root : "");
+        text_list("WARN", r->warned_samples, r->n_warned_samples, root ? root : "");
+        if (st.shard_members_skipped || st.shard_keys_skipped || st.dataset_warnings) {
+            /* the warning names a member */
+            printf("skipped while indexing: %llu members, %llu keys (%llu warnings; first: ",
                    (unsigned long long)st.shard_members_skipped,
                    (unsigned long long)st.shard_keys_skipped,
-                   (unsigned long long)st.dataset_warnings, st.dataset_warning);
+                   (unsigned long long)st.dataset_warnings);
+            cli_put_quoted(stdout, st.dataset_warning);
+            fputs(")\n", stdout);
+        }
         text_skipped(&st);
         if (st.decode_warnings)
             printf("%llu decoded with warnings (strictness %s: not bad)\n",
@@ -531,17 +398,13 @@ int cmd_verify(int argc, char **argv)
             printf(" (rank %d of %d: its share only)", st.rank, st.world);
         putchar('\n');
     }
-    if (el.bad.oom || el.bad.n != n_bad) {
+    if (r->incomplete) {
         cli_error(CMD, "%llu bad samples were counted but only %zu could be listed",
-                  (unsigned long long)n_bad, el.bad.n);
+                  (unsigned long long)n_bad, r->n_bad_samples);
     }
     status = n_bad || st.shards_damaged ? CLI_FAIL : CLI_OK;
 out:
-    free(dmg);
-    gf_close(&l);
-    free_list(&el.bad);
-    free_list(&el.damaged);
-    free_list(&wl);
+    gf_verify_free(&r);
     free(root);
     return status;
 }
