@@ -190,6 +190,16 @@ START_TEST(shuffled_order_is_the_samplers_for_each_epoch)
 }
 END_TEST
 
+/* The tests that compare readers are loop tests: _i == URING_CASE (the
+ * uring test case, run alone: skipped where io_uring is refused) takes
+ * io_uring, 0 the others. */
+#define URING_CASE 1
+
+static int reader_in_case(int io, int i)
+{
+    return (io == GF_IO_URING) == (i == URING_CASE);
+}
+
 START_TEST(batches_are_identical_for_any_thread_count_and_reader)
 {
     gf_settings s;
@@ -209,7 +219,7 @@ START_TEST(batches_are_identical_for_any_thread_count_and_reader)
     for (int t = 0; t < 3; t++) {
         s.threads = threads[t];
         for (int io = GF_IO_AUTO; io <= GF_IO_POSIX; io++) {
-            if (io == GF_IO_URING && !tu_uring_works())
+            if (!reader_in_case(io, _i))
                 continue;
             s.io = (gf_io)io;
             s.prefetch_depth = 1 + t * 3;
@@ -235,15 +245,8 @@ START_TEST(forcing_each_reader_is_reported_in_stats)
     run_all(&s, r);
     ck_assert_int_eq(r->stats.reader, GF_IO_POSIX);
     uint64_t h = r->hash;
-    s.io = GF_IO_URING;
-    gf_loader *l = NULL;
-    int rc = gf_open(&l, &s);
-    if (rc == GF_ENODEV) {
-        fprintf(stderr, "note: io_uring unavailable here: %s\n", gf_last_error(l));
-        gf_close(&l);
-    } else {
-        ck_assert_int_eq(rc, 0);
-        gf_close(&l);
+    if (_i == URING_CASE) {
+        s.io = GF_IO_URING;
         run_all(&s, r);
         ck_assert_int_eq(r->stats.reader, GF_IO_URING);
         ck_assert_uint_eq(r->hash, h);
@@ -845,7 +848,7 @@ START_TEST(bad_samples_are_skipped_counted_and_named)
     uint64_t h = r->hash;
     for (int t = 1; t <= 6; t += 5)
         for (int io = GF_IO_URING; io <= GF_IO_POSIX; io++) {
-            if (io == GF_IO_URING && !tu_uring_works())
+            if (!reader_in_case(io, _i))
                 continue;
             s.threads = t;
             s.io = (gf_io)io;
@@ -918,7 +921,7 @@ START_TEST(non_regular_entries_are_counted_errors_naming_the_kind)
                                  "not a regular file: a socket",
                                  "not a regular file: a character device"};
     for (int io = GF_IO_URING; io <= GF_IO_POSIX; io++) {
-        if (io == GF_IO_URING && !tu_uring_works())
+        if (!reader_in_case(io, _i))
             continue;
         gf_settings s;
         seen_reasons e = {0};
@@ -1664,8 +1667,8 @@ static Suite *loader_suite(void)
     tcase_add_test(t, pixels_and_labels_match_the_files);
     tcase_add_test(t, a_final_short_batch_or_none_with_drop_last);
     tcase_add_test(t, shuffled_order_is_the_samplers_for_each_epoch);
-    tcase_add_test(t, batches_are_identical_for_any_thread_count_and_reader);
-    tcase_add_test(t, forcing_each_reader_is_reported_in_stats);
+    tcase_add_loop_test(t, batches_are_identical_for_any_thread_count_and_reader, 0, 1);
+    tcase_add_loop_test(t, forcing_each_reader_is_reported_in_stats, 0, 1);
     tcase_add_test(t, rank_shares_are_disjoint_and_cover_the_epoch);
     tcase_add_test(t, unbounded_epochs_keep_coming);
     suite_add_tcase(s, t);
@@ -1691,8 +1694,8 @@ static Suite *loader_suite(void)
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_set_timeout(t, 120);
     tcase_add_test(t, bad_settings_are_rejected_with_the_check_named);
-    tcase_add_test(t, bad_samples_are_skipped_counted_and_named);
-    tcase_add_test(t, non_regular_entries_are_counted_errors_naming_the_kind);
+    tcase_add_loop_test(t, bad_samples_are_skipped_counted_and_named, 0, 1);
+    tcase_add_loop_test(t, non_regular_entries_are_counted_errors_naming_the_kind, 0, 1);
 #if GF_HAVE_TURBO
     tcase_add_test(t, strictness_decides_a_warned_jpeg_and_lenient_counts_it);
 #endif
@@ -1718,12 +1721,23 @@ static Suite *loader_suite(void)
     tcase_add_test(t, read_sample_on_a_folder_gives_each_files_bytes_path_and_label);
     tcase_add_test(t, read_sample_on_shards_gives_each_members_bytes_and_stats_count_what_was_skipped);
     suite_add_tcase(s, t);
+
+    t = tu_uring_tcase("uring");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 120);
+    tcase_add_loop_test(t, batches_are_identical_for_any_thread_count_and_reader, URING_CASE,
+                        URING_CASE + 1);
+    tcase_add_loop_test(t, forcing_each_reader_is_reported_in_stats, URING_CASE, URING_CASE + 1);
+    tcase_add_loop_test(t, bad_samples_are_skipped_counted_and_named, URING_CASE, URING_CASE + 1);
+    tcase_add_loop_test(t, non_regular_entries_are_counted_errors_naming_the_kind, URING_CASE,
+                        URING_CASE + 1);
+    suite_add_tcase(s, t);
     return s;
 }
 
 #include "run_suite.h"
 
-int main(void)
+int main(int argc, char **argv)
 {
-    return tu_run_suite(loader_suite());
+    return tu_run_suite_split(loader_suite(), argc, argv);
 }
