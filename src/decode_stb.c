@@ -10,7 +10,9 @@
  * nonsense, PNM numbers over INT_MAX (signed overflow in stb) among it.
  * The pixel limit is checked from the header (where the format keeps the
  * size at a known place, else from stb_image's info call) before anything
- * is decoded. */
+ * is decoded; then every allocation of stb_image's is capped by what an
+ * image of that size can need (alloc_cap), so a PNG whose deflate data
+ * goes on past its rows fails at the cap instead of growing to gigabytes. */
 #include "decode_internal.h"
 
 #include "stb_image_impl.h"
@@ -159,6 +161,43 @@ static int header_dims(int fmt, const uint8_t *p, size_t n, uint64_t *W, uint64_
     }
 }
 
+/* The most one stb_image allocation may take for a W x H image read from
+ * len bytes: its pixels at 16 bits and 4 channels, with 32 rows and
+ * columns of slack (JPEG's MCUs), filter bytes; or the data twice (a
+ * PNG's IDATs gathered, doubling); and 1 MiB. Past it the data lies. */
+static size_t alloc_cap(int W, int H, size_t len)
+{
+    uint64_t px = ((uint64_t)W + 32) * ((uint64_t)H + 32) * 8 + (uint64_t)H * 8;
+    uint64_t data = 2 * (uint64_t)len;
+    uint64_t cap = (px > data ? px : data) + (1u << 20); /* TGA: a 256 KiB colour map */
+    return cap < SIZE_MAX ? (size_t)cap : SIZE_MAX;
+}
+
+/* stb_image's load under alloc_cap(cw, ch, len); NULL with *refused set
+ * when the cap refused an allocation. */
+static uint8_t *load_capped(const uint8_t *data, size_t len, int is16, int cw, int ch, int *W,
+                            int *H, int *n, size_t *refused)
+{
+    gf__stb_cap_allocations(alloc_cap(cw, ch, len));
+    uint8_t *px = is16 ? (uint8_t *)gf__stb_load_16(data, (int)len, W, H, n)
+                       : gf__stb_load(data, (int)len, W, H, n);
+    *refused = px ? 0 : gf__stb_refused_bytes();
+    gf__stb_cap_allocations(0);
+    return px;
+}
+
+/* What an allocation the cap refused means. */
+static int refused_why(int fmt, size_t refused, int W, int H, size_t len, char *why,
+                       size_t why_len)
+{
+    gf__why(why, why_len,
+            "%s: corrupt data (stb_image asked for %zu bytes, more than a %dx%d image of %zu "
+            "bytes can need%s)",
+            gf__fmt_name[fmt], refused, W, H, len,
+            fmt == F_PNG ? ": image data past the last row, a deflate bomb?" : "");
+    return GF_ECORRUPT;
+}
+
 static int stb_error(int fmt, char *why, size_t why_len)
 {
     const char *r = gf__stb_failure_reason();
@@ -205,7 +244,13 @@ int gf__decode_stb(gf__decoder *d, const uint8_t *data, size_t len, int fmt,
          * known format its own loader says what is wrong (in the header:
          * what info rejected, so nothing big is allocated) */
         if (fmt != F_UNKNOWN) {
-            void *px = gf__stb_load(data, (int)len, &W, &H, &n);
+            int known = header_dims(fmt, data, len, &hw, &hh) && hw < INT32_MAX &&
+                        hh < INT32_MAX;
+            int cw = known ? (int)hw : 0, ch = known ? (int)hh : 0;
+            size_t refused;
+            void *px = load_capped(data, len, 0, cw, ch, &W, &H, &n, &refused);
+            if (refused)
+                return refused_why(fmt, refused, cw, ch, len, why, why_len);
             if (px) { /* info and load disagree: trust neither */
                 gf__stb_free(px);
                 gf__why(why, why_len, "%s: corrupt header", gf__fmt_name[fmt]);
@@ -217,8 +262,10 @@ int gf__decode_stb(gf__decoder *d, const uint8_t *data, size_t len, int fmt,
     if (gf__too_big(t, fmt, (uint64_t)W, (uint64_t)H, why, why_len))
         return GF_ETOOBIG;
     int is16 = gf__stb_is_16_bit(data, (int)len);
-    uint8_t *px = is16 ? (uint8_t *)gf__stb_load_16(data, (int)len, &W, &H, &n)
-                       : gf__stb_load(data, (int)len, &W, &H, &n);
+    size_t refused;
+    uint8_t *px = load_capped(data, len, is16, W, H, &W, &H, &n, &refused);
+    if (refused)
+        return refused_why(fmt, refused, W, H, len, why, why_len);
     if (!px)
         return stb_error(fmt, why, why_len);
     if (is16) { /* narrow in place, rounded: v * 255 / 65535 */
