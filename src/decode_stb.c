@@ -54,36 +54,90 @@ static int dht_overfull(const uint8_t *p, size_t n, size_t i)
  * first scan, walked as stb_image walks them (a segment it accepts is
  * exactly its length long), and, from the first scan on, at every FF C4
  * (a marker it may find in or after entropy-coded data). */
+/* The segments before a JPEG's first scan as stb_image walks them (a
+ * segment it accepts is exactly its length long): *pos starts at 0; each
+ * call returns the next marker, *pos at its length field, or -1 where
+ * stb_image gives up (no SOI, the data ends, a marker without a length).
+ * SOS (0xDA) is the last. */
+static int jpeg_next_segment(const uint8_t *p, size_t n, size_t *pos)
+{
+    size_t i = *pos;
+    if (i == 0) { /* stb_image's SOI: any run of FF fill bytes, then D8 */
+        while (i < n && p[i] == 0xff)
+            i++;
+        if (i == 0 || i >= n || p[i] != 0xd8)
+            return -1;
+        i++;
+    } else if (i < n && p[i - 1] != 0xda) {
+        i += (size_t)byte_at(p, n, i) << 8 | byte_at(p, n, i + 1);
+    } else {
+        return -1;
+    }
+    while (i < n && p[i] != 0xff) /* stb_image skips such bytes */
+        i++;
+    while (i < n && p[i] == 0xff)
+        i++;
+    if (i + 2 > n)
+        return -1;
+    uint8_t m = p[i++];
+    if (m == 0xd8 || m == 0xd9 || m == 0x01 || (m >= 0xd0 && m <= 0xd7))
+        return -1; /* no length: stb_image gives up here */
+    *pos = i;
+    return m;
+}
+
 static int jpeg_dht_overfull(const uint8_t *p, size_t n)
 {
-    /* stb_image's SOI: any run of FF fill bytes, then D8. */
     size_t pos = 0;
-    while (pos < n && p[pos] == 0xff)
-        pos++;
-    if (pos == 0 || pos >= n || p[pos] != 0xd8)
-        return 0;
-    pos++;
-    for (;;) {
-        while (pos < n && p[pos] != 0xff) /* stb_image skips such bytes */
-            pos++;
-        while (pos < n && p[pos] == 0xff)
-            pos++;
-        if (pos + 2 > n)
-            return 0;
-        uint8_t m = p[pos++];
+    int m;
+    while ((m = jpeg_next_segment(p, n, &pos)) >= 0 && m != 0xda)
         if (m == 0xc4 && dht_overfull(p, n, pos))
             return 1;
-        if (m == 0xda)
-            break;
-        if (m == 0xd8 || m == 0xd9 || m == 0x01 || (m >= 0xd0 && m <= 0xd7))
-            return 0; /* no length: stb_image gives up here */
-        pos += (size_t)byte_at(p, n, pos) << 8 | byte_at(p, n, pos + 1);
-    }
+    if (m < 0)
+        return 0;
     for (const uint8_t *ff; pos + 1 < n; pos = (size_t)(ff - p) + 1) {
         if (!(ff = memchr(p + pos, 0xff, n - 1 - pos)))
             break;
         if (ff[1] == 0xc4 && dht_overfull(p, n, (size_t)(ff - p) + 2))
             return 1;
+    }
+    return 0;
+}
+
+/* libjpeg refuses a scan whose component's quantization table no DQT
+ * defined ("Quantization table 0x00 was not defined"); stb_image decodes
+ * it with a table of zeros, a flat grey image, as good. 1 (with why) if
+ * the first scan has such a component. */
+static int jpeg_quant_undefined(const uint8_t *p, size_t n, char *why, size_t why_len)
+{
+    size_t pos = 0;
+    unsigned defined = 0, nf = 0;
+    uint8_t id[4], tq[4];
+    int m;
+    while ((m = jpeg_next_segment(p, n, &pos)) >= 0) {
+        size_t len = (size_t)byte_at(p, n, pos) << 8 | byte_at(p, n, pos + 1);
+        if (m == 0xdb) { /* tables of 64 bytes, or 128 at 16 bits */
+            for (size_t i = pos + 2; i < pos + len && i < n; i += 1 + (p[i] >> 4 ? 128 : 64))
+                defined |= 1u << (p[i] & 15);
+        } else if (m >= 0xc0 && m <= 0xc2) { /* the frames stb_image reads */
+            nf = byte_at(p, n, pos + 7);
+            nf = nf > 4 ? 4 : nf;
+            for (unsigned k = 0; k < nf; k++) {
+                id[k] = byte_at(p, n, pos + 8 + 3 * k);
+                tq[k] = byte_at(p, n, pos + 10 + 3 * k);
+            }
+        } else if (m == 0xda) {
+            unsigned ns = byte_at(p, n, pos + 2);
+            for (unsigned s = 0; s < ns && s < 4; s++)
+                for (unsigned k = 0; k < nf; k++)
+                    if (id[k] == byte_at(p, n, pos + 3 + 2 * s) && tq[k] < 16 &&
+                        !(defined >> tq[k] & 1)) {
+                        gf__why(why, why_len, "JPEG: Quantization table 0x%02x was not "
+                                "defined (libjpeg's words: stb_image decodes with zeros)", tq[k]);
+                        return 1;
+                    }
+            return 0;
+        }
     }
     return 0;
 }
@@ -235,6 +289,8 @@ int gf__decode_stb(gf__decoder *d, const uint8_t *data, size_t len, int fmt,
         gf__why(why, why_len, "JPEG: corrupt data (a Huffman table with more than 256 codes)");
         return GF_ECORRUPT;
     }
+    if (fmt == F_JPEG && jpeg_quant_undefined(data, len, why, why_len))
+        return GF_ECORRUPT;
     int rc = gf__check_stb_format(fmt, data, len, t->strictness, d, why, why_len);
     if (rc)
         return rc;

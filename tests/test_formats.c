@@ -702,12 +702,99 @@ START_TEST(psd_header_nonsense_is_named)
 }
 END_TEST
 
+/* A 64x64 GIF as some encoders write it (issue 26, a real file PIL,
+ * ImageMagick and stb_image read): LZW minimum code size 11, so every code
+ * is 12 bits, each pixel a literal and no clear code after the first,
+ * the code table full (4096) after 2046 of them. `wide` puts the literal
+ * code 300 (a colour index over 255) at pixel 5. */
+static buf make_gif_wide_codes(const uint8_t *idx64, int wide)
+{
+    buf b = {0};
+    put(&b, "GIF89a", 6);
+    put16le(&b, 64);
+    put16le(&b, 64);
+    put8(&b, 0xf7);
+    put8(&b, 0);
+    put8(&b, 0);
+    for (int i = 0; i < 256; i++)
+        for (int c = 0; c < 3; c++)
+            put8(&b, pal(i, c));
+    put8(&b, 0x2c);
+    put16le(&b, 0);
+    put16le(&b, 0);
+    put16le(&b, 64);
+    put16le(&b, 64);
+    put8(&b, 0);
+    put8(&b, 11);
+    buf lzw = {0};
+    uint32_t acc = 0;
+    int bits = 0;
+    for (int i = -1; i <= 64 * 64; i++) {
+        unsigned code = i < 0 ? 2048 : i == 64 * 64 ? 2049 : wide && i == 5 ? 300 : idx64[i];
+        acc |= (uint32_t)code << bits;
+        for (bits += 12; bits >= 8; bits -= 8, acc >>= 8)
+            put8(&lzw, acc & 255);
+    }
+    if (bits)
+        put8(&lzw, acc & 255);
+    for (size_t at = 0; at < lzw.n; at += 255) {
+        size_t len = lzw.n - at < 255 ? lzw.n - at : 255;
+        put8(&b, (unsigned)len);
+        put(&b, lzw.p + at, len);
+    }
+    put8(&b, 0);
+    put8(&b, 0x3b);
+    free(lzw.p);
+    return b;
+}
+
+START_TEST(gif_with_a_large_minimum_code_size_decodes_and_a_wide_literal_is_named)
+{
+    static uint8_t idx64[64 * 64], want[64 * 64 * 3], got[64 * 64 * 3];
+    for (int i = 0; i < 64 * 64; i++) {
+        idx64[i] = (uint8_t)(i * 7 + i / 64 * 13);
+        for (int c = 0; c < 3; c++)
+            want[i * 3 + c] = pal(idx64[i], c);
+    }
+    gf_settings st;
+    gf_default_settings(&st);
+    st.width = st.height = 64;
+    st.channels = 3;
+    st.transform = GF_TRANSFORM_EVAL;
+    st.crop_fraction = 1.0f;
+    gf__transform t;
+    gf__transform_from_settings(&t, &st);
+    gf__decoder *d;
+    ck_assert_int_eq(gf__decoder_create(&d), 0);
+    for (int wide = 0; wide < 2; wide++) {
+        buf g = make_gif_wide_codes(idx64, wide);
+        for (int m = 0; m < 3; m++) {
+            t.strictness = modes[m];
+            char why[256] = "";
+            int used = 0;
+            int rc = gf__decode(d, g.p, g.n, &t, 1, got, &used, why, sizeof why);
+            if (!wide) {
+                ck_assert_msg(rc == 0 && !(used & GF__WARNED), "mode %d: %d %s", m, rc, why);
+                ck_assert_msg(memcmp(got, want, sizeof want) == 0, "mode %d: wrong pixels", m);
+            } else {
+                ck_assert_msg(rc == GF_ECORRUPT && strstr(why, "GIF: frame 0 has the literal "
+                                                               "code 300: a colour index over 255"),
+                              "mode %d: %d %s", m, rc, why);
+            }
+        }
+        free(g.p);
+    }
+    gf__decoder_destroy(d);
+}
+END_TEST
+
 static Suite *formats_suite(void)
 {
     Suite *s = suite_create("formats");
     TCase *good = tcase_create("good");
     tcase_add_test(good, good_files_decode_to_their_pixels_in_every_mode);
     tcase_add_test(good, trailing_bytes_after_the_image_are_allowed);
+    tcase_add_test(good, gif_with_a_large_minimum_code_size_decodes_and_a_wide_literal_is_named);
     suite_add_tcase(s, good);
     TCase *bad = tcase_create("damaged");
     tcase_add_test(bad, every_truncation_is_etrunc_in_every_mode);
