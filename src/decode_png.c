@@ -189,6 +189,9 @@ static int why_of(int e, int flags, const char *tail, const uint8_t *data, size_
                                      : "damaged deflate stream in the image data",
                 tail);
         return GF_ECORRUPT;
+    case SPNG_EFILTER:
+        gf__why(why, why_len, "PNG: invalid scanline filter%s", tail);
+        return GF_ECORRUPT;
     case SPNG_EIDAT_TOO_SHORT:
         gf__why(why, why_len, "PNG: the image data ends before the last row%s", tail);
         return GF_ECORRUPT;
@@ -460,8 +463,11 @@ static int inflate_rows(const uint8_t *data, size_t len, const gf__transform *t,
     }
 rows_read: {
     int y = unfilter(zb, rowbytes, bottom, bpp);
-    if (y >= 0)
-        rc = zlib_why(SPNG_EFILTER, 0, &z, data, len, t, why, why_len);
+    if (y >= 0) {
+        gf__why(why, why_len, "PNG: invalid scanline filter %u in row %d",
+                zb[(rowbytes + 1) * (size_t)y], y);
+        rc = GF_ECORRUPT;
+    }
 }
 out:
     inflateEnd(&z);

@@ -788,6 +788,77 @@ START_TEST(gif_with_a_large_minimum_code_size_decodes_and_a_wide_literal_is_name
 }
 END_TEST
 
+/* Plain (ASCII) PNM, P1-P3, and binary PBM, P4: what stb_image does not
+ * read (issue 26: "not an image of a known format", and .pbm indexed but
+ * never decoded). px is W x H x c (c 1 or 3); P1 and P4 take its bit
+ * 7 (1 is black); P2 and P3 write v * maxval / 255. */
+static buf make_pnm_plain(int kind, const uint8_t *px, unsigned maxval)
+{
+    buf b = {0};
+    char t[64];
+    int bits = kind == 1 || kind == 4, c = kind == 3 ? 3 : 1;
+    int k = bits ? snprintf(t, sizeof t, "P%d\n# a comment\n%d %d\n", kind, W, H)
+                 : snprintf(t, sizeof t, "P%d\n%d %d # a comment\n%u\n", kind, W, H, maxval);
+    put(&b, t, (size_t)k);
+    for (int y = 0; y < H; y++) {
+        unsigned acc = 0;
+        for (int x = 0; x < W * c; x++) {
+            unsigned v = px[y * W * c + x];
+            if (kind == 4) {
+                acc = acc << 1 | v >> 7;
+                if (x % 8 == 7 || x == W - 1) {
+                    put8(&b, acc << (7 - x % 8) & 255);
+                    acc = 0;
+                }
+                continue;
+            }
+            k = kind == 1 ? snprintf(t, sizeof t, "%u", v >> 7) /* no spaces: P1 allows it */
+                          : snprintf(t, sizeof t, "%u%s", (v * maxval + 127) / 255,
+                                     x % 5 == 4 ? "\n" : " ");
+            put(&b, t, (size_t)k);
+        }
+        if (kind != 4)
+            put8(&b, '\n');
+    }
+    return b;
+}
+
+START_TEST(plain_pnm_and_binary_pbm_decode_to_their_pixels)
+{
+    make_pixels();
+    static uint8_t bw[W * H * 3];
+    for (int i = 0; i < W * H; i++)
+        for (int c = 0; c < 3; c++)
+            bw[3 * i + c] = gray[i] >> 7 ? 0 : 255;
+    buf b = make_pnm_plain(1, gray, 1);
+    expect_pixels("P1", b.p, b.n, bw);
+    free(b.p);
+    b = make_pnm_plain(4, gray, 1);
+    expect_pixels("P4", b.p, b.n, bw);
+    free(b.p);
+    b = make_pnm_plain(2, gray, 255);
+    expect_pixels("P2", b.p, b.n, gray_rgb);
+    free(b.p);
+    b = make_pnm_plain(3, rgb, 255);
+    expect_pixels("P3", b.p, b.n, rgb);
+    free(b.p);
+    b = make_pnm_plain(3, rgb, 65535); /* scaled back: v * 257 / 257 */
+    expect_pixels("P3 maxval 65535", b.p, b.n, rgb);
+    /* damage is named: cut (the last sample gone), a sample over maxval */
+    buf g = make_pnm_plain(2, gray, 255);
+    expect_fail("P2 cut", g.p, g.n - 5, GF_ETRUNC, "PNM", "the data ends at sample");
+    expect_fail("P3 header cut", b.p, 20, GF_ETRUNC, "PNM", "the header ends at byte 20");
+    free(b.p);
+    b = make_pnm_plain(4, gray, 1);
+    expect_fail("P4 cut", b.p, b.n - 1, GF_ETRUNC, "PNM", "of the 7 rows (truncated?)");
+    free(b.p);
+    char over[] = "P2\n2 1\n100\n50 101\n";
+    expect_fail("P2 over maxval", (uint8_t *)over, sizeof over - 1, GF_ECORRUPT, "PNM",
+                "sample 1 is not a number up to the maxval 100");
+    free(g.p);
+}
+END_TEST
+
 static Suite *formats_suite(void)
 {
     Suite *s = suite_create("formats");
@@ -795,6 +866,7 @@ static Suite *formats_suite(void)
     tcase_add_test(good, good_files_decode_to_their_pixels_in_every_mode);
     tcase_add_test(good, trailing_bytes_after_the_image_are_allowed);
     tcase_add_test(good, gif_with_a_large_minimum_code_size_decodes_and_a_wide_literal_is_named);
+    tcase_add_test(good, plain_pnm_and_binary_pbm_decode_to_their_pixels);
     suite_add_tcase(s, good);
     TCase *bad = tcase_create("damaged");
     tcase_add_test(bad, every_truncation_is_etrunc_in_every_mode);

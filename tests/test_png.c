@@ -432,6 +432,7 @@ START_TEST(broken_deflate_stream_fails_in_every_mode)
         }
         ck_assert_msg(r.rc == GF_ECORRUPT && (strstr(r.why, "deflate") || strstr(r.why, "CRC") ||
                                               strstr(r.why, "Adler-32") ||
+                                              strstr(r.why, "invalid scanline filter") ||
                                               strstr(r.why, "corrupt data")),
                       "%d %s", r.rc, r.why);
     }
@@ -504,6 +505,30 @@ START_TEST(pixel_limit_is_checked_from_ihdr)
     expect_fail(&r, GF_ETOOBIG, "over the limit");
     free(r.px);
     free(png);
+}
+END_TEST
+
+/* A filter byte past 4 (row 1's 7): named as libspng names it, with the
+ * row (issue 26: gpufeed's inflate said "corrupt data"). */
+START_TEST(a_bad_filter_byte_is_named)
+{
+    static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    static const uint8_t ihdr[13] = {0, 0, 0, 4, 0, 0, 0, 2, 8, 0, 0, 0, 0};
+    uint8_t raw[10] = {0, 1, 2, 3, 4, 7, 5, 6, 7, 8};
+    int zl;
+    uint8_t *z = stbi_zlib_compress(raw, sizeof raw, &zl, 8);
+    buf b = {0};
+    put(&b, sig, 8);
+    chunk(&b, "IHDR", ihdr, 13);
+    chunk(&b, "IDAT", z, (size_t)zl);
+    chunk(&b, "IEND", NULL, 0);
+    for (int i = 0; i < 3; i++) {
+        result r = damaged(b.p, b.n, modes[i], 1.0f, GF_DECODER_AUTO);
+        expect_fail(&r, GF_ECORRUPT,
+                    GF_HAVE_SPNG ? "PNG: invalid scanline filter 7 in row 1" : "corrupt data");
+    }
+    free(z);
+    free(b.p);
 }
 END_TEST
 
@@ -663,6 +688,7 @@ static Suite *png_suite(void)
     tcase_add_test(bad, wrong_adler32_fails_where_the_stream_is_read_to_its_end);
     tcase_add_test(bad, truncation_is_etrunc_in_every_mode);
     tcase_add_test(bad, pixel_limit_is_checked_from_ihdr);
+    tcase_add_test(bad, a_bad_filter_byte_is_named);
     suite_add_tcase(s, bad);
     TCase *bombs = tcase_create("bombs");
     tcase_set_timeout(bombs, 120);
