@@ -89,7 +89,8 @@ extern "C" {
     X(EDATASET, -4011, "bad data set: unreadable, empty or malformed")          \
     X(EBUSY, -4012, "batches are still held by the caller")                     \
     X(ENODEV, -4013, "backend not available on this build or machine")         \
-    X(ETHREAD, -4014, "could not start a thread")
+    X(ETHREAD, -4014, "could not start a thread")                              \
+    X(EMFILE, -4016, "too few file descriptors")
 
 typedef enum gf_errno {
 #define GF_ERRNO_ENUM_(name, value, text) GF_##name = (value),
@@ -533,7 +534,9 @@ GF_API void gf_default_settings(gf_settings *s);
 /* Indexes the data set, starts the threads and begins prefetching.
  * Returns 0, or GF_EINVAL (a setting; the message names the check),
  * GF_EDATASET, GF_ENODEV (a forced backend is missing), GF_ENOMEM,
- * GF_ETHREAD. *out is set even on failure (unless the loader itself could
+ * GF_ETHREAD, GF_EMFILE (too few file descriptors left for the loader's
+ * loop and reads: the message says how many it needs and the limit).
+ * *out is set even on failure (unless the loader itself could
  * not be allocated) so gf_last_error() can say why: gf_close() it either
  * way. Pointers in s are not kept past the call, except
  * on_sample_error_user and on_sample_warning_user. */

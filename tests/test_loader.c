@@ -21,9 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1658,6 +1661,59 @@ START_TEST(a_long_path_keeps_the_reason_and_the_files_name)
 }
 END_TEST
 
+/* In a child whose every descriptor but `left` is taken: gf_open's code
+ * (its exit status: 0 EMFILE as wanted, 1 another outcome, 2 opened), or
+ * the signal that ended it (libuv's abort(): SIGABRT). */
+static void open_with_descriptors_left(int left, int *exit_code, int *signal_no)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        struct rlimit r = {64, 64};
+        if (setrlimit(RLIMIT_NOFILE, &r) != 0)
+            _exit(3);
+        int last = -1;
+        for (int fd; (fd = open("/dev/null", O_RDONLY)) >= 0;)
+            last = fd;
+        for (int i = 0; i < left && last >= 0; i++)
+            close(last--); /* the highest: open() takes them back first */
+        gf_settings s;
+        exact_settings(&s, root);
+        s.threads = 1;
+        s.io = GF_IO_POSIX;
+        gf_loader *l = NULL;
+        int rc = gf_open(&l, &s);
+        int ok = rc == GF_EMFILE && strstr(gf_last_error(l), "too few file descriptors: the "
+                                                             "loader needs 6") &&
+                 strstr(gf_last_error(l), "RLIMIT_NOFILE 64");
+        if (!ok && rc != 0)
+            fprintf(stderr, "%d free: %s: %s\n", left, gf_err_name(rc), gf_last_error(l));
+        gf_close(&l);
+        _exit(rc == 0 ? 2 : ok ? 0 : 1);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    *exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    *signal_no = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+}
+
+/* Issue 26: with 2-5 descriptors left at a process's first gf_open,
+ * libuv called abort(); with fewer, "uv_loop_init failed" (GF_ENOMEM).
+ * Now GF_EMFILE, naming how many it needs and the limit; with enough it
+ * opens. */
+START_TEST(too_few_descriptors_are_emfile_never_an_abort)
+{
+    for (int left = 2; left <= 5; left++) {
+        int code, sig;
+        open_with_descriptors_left(left, &code, &sig);
+        ck_assert_msg(sig == 0 && code == 0, "%d left: exit %d, signal %d", left, code, sig);
+    }
+    int code, sig;
+    open_with_descriptors_left(30, &code, &sig);
+    ck_assert_msg(sig == 0 && code == 2, "30 left: exit %d, signal %d", code, sig);
+}
+END_TEST
+
 static Suite *loader_suite(void)
 {
     Suite *s = suite_create("loader");
@@ -1705,6 +1761,7 @@ static Suite *loader_suite(void)
     tcase_add_test(t, an_all_bad_data_set_is_an_error_not_an_endless_loop);
     tcase_add_test(t, drop_last_with_a_share_under_a_batch_is_refused);
     tcase_add_test(t, a_long_path_keeps_the_reason_and_the_files_name);
+    tcase_add_test(t, too_few_descriptors_are_emfile_never_an_abort);
     suite_add_tcase(s, t);
 
     t = tcase_create("device");
