@@ -261,8 +261,10 @@ typedef enum gf_extensions {
 } gf_extensions;
 
 /* stats.folder_skipped's entries: files left out of an ImageFolder per
- * extension (those of GF_EXT_ALL that TORCHVISION leaves out), and every
- * other file (another extension or none). Hidden entries are not counted. */
+ * extension (those of GF_EXT_ALL that TORCHVISION leaves out), every
+ * other file (another extension or none), and macOS AppleDouble files
+ * named like images ("._x.jpg": metadata, no image; gf_skipped_entry
+ * names them). Other hidden entries are not counted. */
 enum {
     GF_SKIPPED_GIF,
     GF_SKIPPED_TGA,
@@ -270,6 +272,7 @@ enum {
     GF_SKIPPED_PNM,
     GF_SKIPPED_PBM,
     GF_SKIPPED_OTHER,
+    GF_SKIPPED_APPLEDOUBLE,
     GF_SKIPPED_MAX = 8 /* the array's length: fixed, for the ABI */
 };
 
@@ -655,6 +658,17 @@ GF_API const char *gf_sample_path(gf_loader *l, uint64_t index);
 /* The label of sample `index`, or GF_EINVAL if index >= dataset_samples or
  * l is NULL. */
 GF_API int32_t gf_sample_label(gf_loader *l, uint64_t index);
+
+/* The ImageFolder entries left out for what they are, not for their
+ * extension: AppleDouble files named like images
+ * (stats.folder_skipped[GF_SKIPPED_APPLEDOUBLE]) and directories reached
+ * again through a link, a loop or a second one (stats.folder_dirs_again),
+ * in walk order. Returns how many there were; for i below that and
+ * GF_SKIPPED_NAMED_MAX (the first ones are named), sets *path (from the
+ * data set's root) and *reason, valid until gf_close. Any thread. */
+#define GF_SKIPPED_NAMED_MAX 32
+GF_API uint64_t gf_skipped_entry(gf_loader *l, uint64_t i, const char **path,
+                                 const char **reason);
 
 /* The message for the loader's last failure (names the sample and
  * reason), or "" if none. An observer: safe from any thread, also while a

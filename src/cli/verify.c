@@ -450,6 +450,16 @@ int cmd_verify(int argc, char **argv)
         status = CLI_USAGE;
         goto out;
     }
+    /* Named while the loader is open (the paths live until gf_close). */
+    for (uint64_t i = 0, n = gf_skipped_entry(l, 0, NULL, NULL); !json && i < n; i++) {
+        const char *path = "", *reason = "";
+        if (i < GF_SKIPPED_NAMED_MAX)
+            gf_skipped_entry(l, i, &path, &reason);
+        else if (i == GF_SKIPPED_NAMED_MAX)
+            printf("SKIPPED and %llu more\n", (unsigned long long)(n - i));
+        if (i < GF_SKIPPED_NAMED_MAX)
+            printf("SKIPPED %s/%s: %s\n", data, path, reason);
+    }
     /* Every callback has run once gf_next() returned GF_EOF; closing joins
      * the loader threads, so the list is final and no longer shared. */
     gf_close(&l);
