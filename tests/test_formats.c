@@ -165,6 +165,19 @@ static buf make_pnm(const uint8_t *px, int c, unsigned maxval)
     return b;
 }
 
+/* lzw as GIF data sub-blocks (255 bytes at most each, then an empty one)
+ * onto b; frees lzw. */
+static void put_sub_blocks(buf *b, buf *lzw)
+{
+    for (size_t at = 0; at < lzw->n; at += 255) {
+        size_t len = lzw->n - at < 255 ? lzw->n - at : 255;
+        put8(b, (unsigned)len);
+        put(b, lzw->p + at, len);
+    }
+    put8(b, 0);
+    free(lzw->p);
+}
+
 /* A GIF frame of 9-bit LZW codes, every pixel a literal and a clear code
  * every 200 so that the code size never grows: uncompressed LZW. */
 static void gif_frame(buf *b, unsigned x, unsigned y, unsigned w, unsigned h, const uint8_t *idx)
@@ -189,13 +202,7 @@ static void gif_frame(buf *b, unsigned x, unsigned y, unsigned w, unsigned h, co
     }
     if (bits)
         put8(&lzw, acc & 255);
-    for (size_t at = 0; at < lzw.n; at += 255) {
-        size_t len = lzw.n - at < 255 ? lzw.n - at : 255;
-        put8(b, (unsigned)len);
-        put(b, lzw.p + at, len);
-    }
-    put8(b, 0);
-    free(lzw.p);
+    put_sub_blocks(b, &lzw);
 }
 
 /* GIF89a, 256-entry global table, a graphic control and a comment
@@ -737,14 +744,8 @@ static buf make_gif_wide_codes(const uint8_t *idx64, int wide)
     }
     if (bits)
         put8(&lzw, acc & 255);
-    for (size_t at = 0; at < lzw.n; at += 255) {
-        size_t len = lzw.n - at < 255 ? lzw.n - at : 255;
-        put8(&b, (unsigned)len);
-        put(&b, lzw.p + at, len);
-    }
-    put8(&b, 0);
+    put_sub_blocks(&b, &lzw);
     put8(&b, 0x3b);
-    free(lzw.p);
     return b;
 }
 
