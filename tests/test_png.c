@@ -534,6 +534,15 @@ END_TEST
 
 /* ---- bombs ---- */
 
+/* The issue's bound, 1 s; under valgrind (its preload in LD_PRELOAD),
+ * which runs code some 50 times slower, 60 s: still far from a bomb's
+ * minutes. */
+static double bound_s(void)
+{
+    const char *p = getenv("LD_PRELOAD");
+    return p && strstr(p, "vgpreload") ? 60.0 : 1.0;
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -552,7 +561,7 @@ static void expect_bomb_ended(gf_decoder_kind dec, size_t mb)
         double t0 = now_s();
         result r = damaged(png, len, modes[i], 1.0f, dec);
         double took = now_s() - t0;
-        ck_assert_msg(took < 1.0, "mode %d decoder %d: %.1f s", modes[i], dec, took);
+        ck_assert_msg(took < bound_s(), "mode %d decoder %d: %.1f s", modes[i], dec, took);
         if (dec == GF_DECODER_STB)
             expect_fail(&r, GF_ECORRUPT, "a deflate bomb?");
         else if (modes[i] == GF_LENIENT)
@@ -667,7 +676,7 @@ START_TEST(a_loader_over_png_bombs_closes_at_once)
     double t0 = now_s();
     gf_close(&l);
     double took = now_s() - t0;
-    ck_assert_msg(took < 1.0, "gf_close took %.1f s", took);
+    ck_assert_msg(took < bound_s(), "gf_close took %.1f s", took);
     tu_rmrf(dir);
     free(dir);
 }
