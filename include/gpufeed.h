@@ -92,8 +92,9 @@ extern "C" {
     X(EDATASET, -4011, "bad data set: unreadable, empty or malformed")          \
     X(EBUSY, -4012, "batches are still held by the caller")                     \
     X(ENODEV, -4013, "backend not available on this build or machine")         \
-    X(ETHREAD, -4014, "could not start a thread")                               \
-    X(EAGAIN, -4015, "no batch became ready in time")
+    X(ETHREAD, -4014, "could not start a thread")                              \
+    X(EAGAIN, -4015, "no batch became ready in time")                          \
+    X(EMFILE, -4016, "too few file descriptors")
 
 typedef enum gf_errno {
 #define GF_ERRNO_ENUM_(name, value, text) GF_##name = (value),
@@ -264,8 +265,10 @@ typedef enum gf_extensions {
 } gf_extensions;
 
 /* stats.folder_skipped's entries: files left out of an ImageFolder per
- * extension (those of GF_EXT_ALL that TORCHVISION leaves out), and every
- * other file (another extension or none). Hidden entries are not counted. */
+ * extension (those of GF_EXT_ALL that TORCHVISION leaves out), every
+ * other file (another extension or none), and macOS AppleDouble files
+ * named like images ("._x.jpg": metadata, no image; gf_skipped_entry
+ * names them). Other hidden entries are not counted. */
 enum {
     GF_SKIPPED_GIF,
     GF_SKIPPED_TGA,
@@ -273,6 +276,7 @@ enum {
     GF_SKIPPED_PNM,
     GF_SKIPPED_PBM,
     GF_SKIPPED_OTHER,
+    GF_SKIPPED_APPLEDOUBLE,
     GF_SKIPPED_MAX = 8 /* the array's length: fixed, for the ABI */
 };
 
@@ -537,7 +541,9 @@ GF_API void gf_default_settings(gf_settings *s);
 /* Indexes the data set, starts the threads and begins prefetching.
  * Returns 0, or GF_EINVAL (a setting; the message names the check),
  * GF_EDATASET, GF_ENODEV (a forced backend is missing), GF_ENOMEM,
- * GF_ETHREAD. *out is set even on failure (unless the loader itself could
+ * GF_ETHREAD, GF_EMFILE (too few file descriptors left for the loader's
+ * loop and reads: the message says how many it needs and the limit).
+ * *out is set even on failure (unless the loader itself could
  * not be allocated) so gf_last_error() can say why: gf_close() it either
  * way. Pointers in s are not kept past the call, except
  * on_sample_error_user and on_sample_warning_user. */
@@ -666,6 +672,17 @@ GF_API const char *gf_sample_path(gf_loader *l, uint64_t index);
  * l is NULL. */
 GF_API int32_t gf_sample_label(gf_loader *l, uint64_t index);
 
+/* The ImageFolder entries left out for what they are, not for their
+ * extension: AppleDouble files named like images
+ * (stats.folder_skipped[GF_SKIPPED_APPLEDOUBLE]) and directories reached
+ * again through a link, a loop or a second one (stats.folder_dirs_again),
+ * in walk order. Returns how many there were; for i below that and
+ * GF_SKIPPED_NAMED_MAX (the first ones are named), sets *path (from the
+ * data set's root) and *reason, valid until gf_close. Any thread. */
+#define GF_SKIPPED_NAMED_MAX 32
+GF_API uint64_t gf_skipped_entry(gf_loader *l, uint64_t i, const char **path,
+                                 const char **reason);
+
 /* The message for the loader's last failure (names the sample and
  * reason), or "" if none. An observer: safe from any thread, also while a
  * loader thread sets a new message. The text is a copy in a buffer of the
@@ -743,6 +760,12 @@ typedef struct gf_verify_result {
                            out, decoders, shards (zero unless opened) */
     char error[512];    /* why it failed, or why no shard kept a sample:
                            the loader's message ("" if it gave none) */
+    gf_verify_entry *skipped_entries; /* ImageFolder: what the walk left out
+                                         by name (gf_skipped_entry; sample
+                                         -1, code 0), the first
+                                         GF_SKIPPED_NAMED_MAX */
+    size_t n_skipped_entries;
+    uint64_t skipped_entries_total; /* all of them, named or not */
 } gf_verify_result;
 
 /* Returns 0 with the lists in *out, also when every shard was damaged and

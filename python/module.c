@@ -34,6 +34,7 @@ static const struct {
     {GF_ENODEV, "NoDevice", NULL},
     {GF_ETHREAD, "ThreadError", NULL},
     {GF_EAGAIN, "NotReady", NULL},
+    {GF_EMFILE, "TooManyOpenFiles", &PyExc_OSError},
 };
 #define N_ERRORS (sizeof error_table / sizeof error_table[0])
 static PyObject *error_class[N_ERRORS], *sample_error_base;

@@ -54,6 +54,13 @@ typedef struct gf__dataset {
      * a second link) and not walked twice. */
     uint64_t dirs, dirs_again;
     uint64_t skipped_ext[GF_SKIPPED_MAX]; /* files left out, [GF_SKIPPED_*] */
+    /* The AppleDouble files and dirs_again (gf_skipped_entry): all
+     * counted, the first GF_SKIPPED_NAMED_MAX named (paths cut to fit). */
+    uint64_t n_named_skips;
+    struct {
+        char path[224];
+        int dir_again; /* else an AppleDouble file */
+    } named_skips[GF_SKIPPED_NAMED_MAX];
     /* Damaged shards taken in part (shard_skip), in shard order. */
     gf__shard_damage *damage;
     size_t n_damage, damage_cap;

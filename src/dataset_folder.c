@@ -9,7 +9,9 @@
  * then sorted(fnames) do, i.e. by (directory path, file name), with
  * torchvision's extensions by default (opts->extensions; files left out
  * are counted per extension in ds->skipped_ext). Differences,
- * on purpose: hidden entries (leading '.') are skipped at every level, a
+ * on purpose: hidden entries (leading '.') are skipped at every level
+ * (macOS's AppleDouble "._x.jpg" counted and named, as are directories
+ * reached again: gf_skipped_entry), a
  * directory named like an image file is a (bad) sample as well as walked,
  * a directory that cannot be read is an error instead of silently dropped,
  * and each directory (by device and inode) is walked once in the whole
@@ -189,6 +191,21 @@ static GF__COLD void walk_why(const walk *w, const char *name, int err)
     gf__why_path(w->why, w->why_len, p, "%s", strerror(err));
 }
 
+/* Counts and, while there is room, names an entry left out for what it is
+ * (gf_skipped_entry): w->path, plus /name when name is not NULL. */
+static void note_skipped(walk *w, const char *name, int dir_again)
+{
+    gf__dataset *ds = w->ds;
+    if (ds->n_named_skips < GF_SKIPPED_NAMED_MAX) {
+        char full[2 * PATH_MAX + 2];
+        snprintf(full, sizeof full, "%s%s%s", w->path, name ? "/" : "", name ? name : "");
+        gf__fit_path(ds->named_skips[ds->n_named_skips].path, sizeof ds->named_skips[0].path,
+                     full);
+        ds->named_skips[ds->n_named_skips].dir_again = dir_again;
+    }
+    ds->n_named_skips++;
+}
+
 /* Reads directory w->path (length plen): appends its image files, then
  * descends into its sub-directories (after closing it, so that the number
  * of open descriptors does not grow with depth). */
@@ -208,8 +225,10 @@ static int walk_dir(walk *w, size_t plen, int depth)
     int added = st.st_ino ? dir_set_add(&w->seen, st.st_dev, st.st_ino) : 1;
     if (added <= 0) {
         close(fd); /* a loop, or a second link to a directory walked */
-        if (added == 0)
+        if (added == 0) {
             w->ds->dirs_again++;
+            note_skipped(w, NULL, 1);
+        }
         return added;
     }
     w->ds->dirs++;
@@ -231,8 +250,14 @@ static int walk_dir(walk *w, size_t plen, int depth)
             }
             break;
         }
-        if (d->d_name[0] == '.')
-            continue; /* hidden, and "." and ".." */
+        if (d->d_name[0] == '.') { /* hidden, and "." and ".." */
+            size_t hl = strlen(d->d_name);
+            if (d->d_name[1] == '_' && skip_kind(d->d_name + 2, hl - 2, w->o->extensions) < 0) {
+                w->ds->skipped_ext[GF_SKIPPED_APPLEDOUBLE]++; /* "._x.jpg": macOS's */
+                note_skipped(w, d->d_name, 0);
+            }
+            continue;
+        }
         if (++w->entries > w->o->max_entries) {
             gf__why(w->why, w->why_len,
                     "%s/%s: the tree has over %llu entries; indexing stopped here",

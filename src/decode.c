@@ -182,6 +182,9 @@ static int decode(gf__decoder *d, const uint8_t *data, size_t len, const gf__tra
     } else if (f->refused) {
         gf__why(why, why_len, "%s", f->refused);
         return GF_EFORMAT;
+    } else if (fmt == F_PNM && data[1] >= '1' && data[1] <= '4') {
+        by = GF__USED_STB; /* stb_image's path, though not stb_image's code */
+        rc = gf__decode_pnm_plain(d, data, len, t, key, dst, why, why_len);
     } else {
         if (f->stb_check && (rc = f->stb_check(d, data, len, t, why, why_len)) < 0)
             return rc;

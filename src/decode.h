@@ -17,7 +17,7 @@ void gf__decoder_times(const gf__decoder *d, double *total_s, double *resample_s
  * decoded with GF__WARNED; never NULL. */
 const char *gf__decoder_warning(const gf__decoder *d, int *code);
 /* A flag a decode polls where a decoder loops on untrusted input (the
- * JPEG progress monitor): once it is nonzero the decode ends with
+ * JPEG progress monitor, the PNG inflate loop): once it is nonzero the decode ends with
  * GF_EBUSY, "cancelled". The loader points its workers' decoders at the
  * flag stop_pipeline raises, so gf_close does not wait out a long decode.
  * NULL (the default): never cancelled. */

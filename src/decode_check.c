@@ -13,7 +13,9 @@
  * the screen; a BMP palette overlapping the pixels) fails STRICT and
  * passes LENIENT with d->warn set. Bytes after the image (a TGA footer, a
  * BMP V5 profile, concatenated PNMs, anything after a GIF trailer) are
- * allowed in every mode. What stb_image does not read at all (RLE BMP,
+ * allowed in every mode. A GIF's LZW minimum code size may be 9-11 (valid,
+ * rare): frame 0's codes are then walked for a literal stb_image cannot
+ * hold in a byte. What stb_image does not read at all (RLE BMP,
  * PSB, ZIP-compressed PSD) is left for it to refuse by name. */
 #include "decode_formats.h"
 
@@ -337,6 +339,49 @@ static int gif_sub_blocks(const chk *c, size_t *pos)
     return 0;
 }
 
+/* stb_image keeps a literal code's low 8 bits: with a minimum code size
+ * of 9-11 (valid, rare, read by PIL and ImageMagick) a literal code of
+ * 256 or more would decode to another colour. Walks the frame's codes at
+ * pos as stb_image does, without pixels, and returns the first such code,
+ * or 0 (also where stb_image itself stops with an error). */
+static unsigned gif_wide_literal(const chk *c, size_t pos, unsigned min_code)
+{
+    unsigned clear = 1u << min_code, size = min_code + 1, avail = clear + 2, len = 0;
+    uint32_t bits = 0;
+    unsigned have = 0;
+    int old = -1;
+    for (;;) {
+        if (have < size) {
+            if (len == 0 && (pos >= c->n || (len = c->p[pos++]) == 0))
+                return 0;
+            if (pos >= c->n)
+                return 0;
+            len--;
+            bits |= (uint32_t)c->p[pos++] << have;
+            have += 8;
+            continue;
+        }
+        unsigned code = bits & ((1u << size) - 1);
+        bits >>= size;
+        have -= size;
+        if (code == clear) {
+            size = min_code + 1;
+            avail = clear + 2;
+            old = -1;
+        } else if (code == clear + 1 || code > avail) {
+            return 0;
+        } else {
+            if (code >= 256 && code < clear)
+                return code;
+            if (old >= 0 && ++avail > 8192)
+                return 0;
+            if ((avail & ((1u << size) - 1)) == 0 && avail <= 0x0fff)
+                size++;
+            old = (int)code;
+        }
+    }
+}
+
 static int check_gif(chk *c)
 {
     const uint8_t *p = c->p;
@@ -399,10 +444,13 @@ static int check_gif(chk *c)
         if (pos >= n)
             return fail(c, GF_ETRUNC, "frame %u's colour table ends with the data (truncated?)",
                         frames);
-        unsigned min_code = p[pos++];
-        if (min_code < 2 || min_code > 8)
+        unsigned min_code = p[pos++], wide;
+        if (min_code < 2 || min_code > 11) /* codes are 12 bits at most */
             return fail(c, GF_ECORRUPT, "frame %u has LZW minimum code size %u", frames,
                         min_code);
+        if (!frames && min_code > 8 && (wide = gif_wide_literal(c, pos, min_code)))
+            return fail(c, GF_ECORRUPT, "frame 0 has the literal code %u: a colour index "
+                        "over 255 (LZW minimum code size %u)", wide, min_code);
         if (gif_sub_blocks(c, &pos))
             return fail(c, GF_ETRUNC, "frame %u's image data ends at byte %zu (truncated?)",
                         frames, n);

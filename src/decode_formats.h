@@ -32,6 +32,12 @@ int gf__decode_stb(gf__decoder *d, const uint8_t *data, size_t len, int fmt,
                    const gf__transform *t, uint64_t key, uint8_t *dst, char *why,
                    size_t why_len);
 
+/* decode_pnm.c: P1-P4 PNM (data[1] says which), which stb_image does not
+ * read. */
+int gf__decode_pnm_plain(gf__decoder *d, const uint8_t *data, size_t len,
+                         const gf__transform *t, uint64_t key, uint8_t *dst, char *why,
+                         size_t why_len);
+
 /* png_check.c: the first chunk whose CRC is wrong (1, in *bad) or 0.
  * Walks from the first chunk to IEND; stops quietly at a bad length. */
 typedef struct gf__png_bad {

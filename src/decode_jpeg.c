@@ -165,10 +165,27 @@ static int turbo_body(gf__decoder *d, const uint8_t *data, size_t len, const gf_
                       uint64_t key, uint8_t *dst, char *why, size_t why_len)
 {
     struct jpeg_decompress_struct *ci = &d->ci;
+    /* The handle keeps the last file's quantization tables (abbreviated
+     * streams may rely on them): a file without DQT decoded with another's
+     * tables, as good. Zeroed, a table this file did not define shows. */
+    for (int i = 0; i < NUM_QUANT_TBLS; i++)
+        if (ci->quant_tbl_ptrs[i])
+            memset(ci->quant_tbl_ptrs[i]->quantval, 0, sizeof ci->quant_tbl_ptrs[i]->quantval);
     jpeg_mem_src(ci, data, (unsigned long)len);
     jpeg_read_header(ci, TRUE);
     if (d->err.eof)
         return j_code(&d->err, "", why, why_len);
+    for (int k = 0; k < ci->comps_in_scan; k++) {
+        int q = ci->cur_comp_info[k]->quant_tbl_no;
+        const JQUANT_TBL *tbl = q >= 0 && q < NUM_QUANT_TBLS ? ci->quant_tbl_ptrs[q] : NULL;
+        int defined = 0;
+        for (int i = 0; tbl && i < DCTSIZE2 && !defined; i++)
+            defined = tbl->quantval[i] != 0;
+        if (!defined) { /* libjpeg's words, as on a fresh handle */
+            gf__why(why, why_len, "JPEG: Quantization table 0x%02x was not defined", q);
+            return GF_ECORRUPT;
+        }
+    }
     int W = (int)ci->image_width, H = (int)ci->image_height;
     if (gf__too_big(t, F_JPEG, (uint64_t)W, (uint64_t)H, why, why_len))
         return GF_ETOOBIG;

@@ -27,6 +27,9 @@
  *   nor then the Adler-32.
  * - STRICT_WHOLE: every row, then on to IEND: all CRCs, the whole deflate
  *   stream and its Adler-32.
+ * - Every mode that reads past the last row reads on only within
+ *   trailing_budget(): more is a deflate bomb (STRICT*: an error naming
+ *   it; LENIENT: the rows, warned). The inflate loop polls d->cancel.
  * - LENIENT (what PIL accepts): rows down to the crop's last one. A bad
  *   CRC before the first IDAT fails (libspng); a bad CRC of an IDAT read
  *   to its end (or of a chunk after, when the decode reaches the last
@@ -186,6 +189,9 @@ static int why_of(int e, int flags, const char *tail, const uint8_t *data, size_
                                      : "damaged deflate stream in the image data",
                 tail);
         return GF_ECORRUPT;
+    case SPNG_EFILTER:
+        gf__why(why, why_len, "PNG: invalid scanline filter%s", tail);
+        return GF_ECORRUPT;
     case SPNG_EIDAT_TOO_SHORT:
         gf__why(why, why_len, "PNG: the image data ends before the last row%s", tail);
         return GF_ECORRUPT;
@@ -299,14 +305,24 @@ static int chunk_crc_bad(const uint8_t *p, size_t pos, uint32_t l, gf__png_bad *
     return 1;
 }
 
+/* Past the rows, a stream to its end is checked (its Adler-32) only while
+ * it inflates to no more than this: a deflate bomb after one row costs
+ * the time of the image, not of the bomb (1000x per byte). */
+static size_t trailing_budget(size_t rows_bytes)
+{
+    return rows_bytes > (64u << 10) ? rows_bytes : 64u << 10;
+}
+
 /* The rows [0, bottom) of a non-interlaced PNG, inflated by zlib itself
  * from the IDAT chunks into zb (bottom rows of a filter byte and rowbytes
  * each) in as few inflate() calls as the chunks allow, then unfiltered.
  * libspng has read the chunks before the first IDAT. Returns 0 or a GF_E*
- * code with why; LENIENT damage it lets through goes to warn. */
+ * code with why; LENIENT damage it lets through goes to warn. A raised
+ * *cancel ends it (GF_EBUSY) between inflate() calls. */
 static int inflate_rows(const uint8_t *data, size_t len, const gf__transform *t, int H,
-                        int bottom, size_t rowbytes, size_t bpp, uint8_t *zb, char *warn,
-                        size_t warn_len, char *why, size_t why_len)
+                        int bottom, size_t rowbytes, size_t bpp, uint8_t *zb,
+                        const atomic_int *cancel, char *warn, size_t warn_len, char *why,
+                        size_t why_len)
 {
     int lenient = t->strictness == GF_LENIENT, want_end = bottom == H;
     size_t pos = 8;
@@ -323,12 +339,14 @@ static int inflate_rows(const uint8_t *data, size_t len, const gf__transform *t,
     }
     if (!want_end)
         inflateValidate(&z, 0); /* the Adler-32 is never reached */
-    uint8_t scratch[256];
+    uint8_t scratch[4096];
     size_t need = (rowbytes + 1) * (size_t)bottom;
     size_t out_left = need; /* past what avail_out (a uInt) holds */
+    size_t trail_left = trailing_budget(need);
+    /* 16 MiB an inflate() call at most: a cancel waits for no more */
 #define REFILL()                                                                                   \
     if (z.avail_out == 0 && out_left) {                                                            \
-        uInt n_ = out_left < 0x40000000u ? (uInt)out_left : 0x40000000u;                           \
+        uInt n_ = out_left < (16u << 20) ? (uInt)out_left : 16u << 20;                             \
         z.avail_out = n_;                                                                          \
         out_left -= n_;                                                                            \
     }
@@ -352,12 +370,35 @@ static int inflate_rows(const uint8_t *data, size_t len, const gf__transform *t,
         z.next_in = (Bytef *)(uintptr_t)(data + pos + 8); /* zlib reads it only */
         z.avail_in = (uInt)l;
         while (z.avail_in) {
+            if (cancel && atomic_load_explicit(cancel, memory_order_relaxed)) {
+                atomic_fetch_add_explicit(&gf__decode_cancels, 1, memory_order_relaxed);
+                gf__why(why, why_len, "PNG: decode cancelled (the loader is stopping)");
+                rc = GF_EBUSY;
+                goto out;
+            }
             REFILL();
             if (z.avail_out == 0) {
                 if (!rows_done) {
                     rows_done = 1;
                     if (!want_end)
                         goto rows_read;
+                }
+                if (z.next_out == scratch + sizeof scratch) {
+                    if (trail_left < sizeof scratch) {
+                        gf__why(why, why_len,
+                                "PNG: the image data goes on past the last row (%zu bytes "
+                                "more and not ended; the rows hold %zu: a deflate bomb?)",
+                                trailing_budget(need) - trail_left, need);
+                        if (!lenient) {
+                            rc = GF_ECORRUPT;
+                            goto out;
+                        }
+                        if (!warn[0])
+                            snprintf(warn, warn_len, "%s", why);
+                        why[0] = 0;
+                        goto rows_read; /* the rows are whole: LENIENT uses them */
+                    }
+                    trail_left -= sizeof scratch;
                 }
                 z.next_out = scratch; /* data past the last row: read, dropped */
                 z.avail_out = sizeof scratch;
@@ -422,8 +463,11 @@ static int inflate_rows(const uint8_t *data, size_t len, const gf__transform *t,
     }
 rows_read: {
     int y = unfilter(zb, rowbytes, bottom, bpp);
-    if (y >= 0)
-        rc = zlib_why(SPNG_EFILTER, 0, &z, data, len, t, why, why_len);
+    if (y >= 0) {
+        gf__why(why, why_len, "PNG: invalid scanline filter %u in row %d",
+                zb[(rowbytes + 1) * (size_t)y], y);
+        rc = GF_ECORRUPT;
+    }
 }
 out:
     inflateEnd(&z);
@@ -518,8 +562,8 @@ static int png_pass(gf__decoder *d, const uint8_t *data, size_t len, const gf__t
         char warn[sizeof d->warn];
         warn[0] = 0;
         size_t bpp = (size_t)f.n_src * f.depth / 8;
-        rc = inflate_rows(data, len, t, H, bottom, rowbytes, bpp ? bpp : 1, raw, warn,
-                          sizeof warn, why, why_len);
+        rc = inflate_rows(data, len, t, H, bottom, rowbytes, bpp ? bpp : 1, raw, d->cancel,
+                          warn, sizeof warn, why, why_len);
         if (rc)
             goto out;
         spng_ctx_free(ctx);

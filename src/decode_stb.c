@@ -10,7 +10,9 @@
  * nonsense, PNM numbers over INT_MAX (signed overflow in stb) among it.
  * The pixel limit is checked from the header (where the format keeps the
  * size at a known place, else from stb_image's info call) before anything
- * is decoded. */
+ * is decoded; then every allocation of stb_image's is capped by what an
+ * image of that size can need (alloc_cap), so a PNG whose deflate data
+ * goes on past its rows fails at the cap instead of growing to gigabytes. */
 #include "decode_formats.h"
 
 #include "stb_image_impl.h"
@@ -52,36 +54,90 @@ static int dht_overfull(const uint8_t *p, size_t n, size_t i)
  * first scan, walked as stb_image walks them (a segment it accepts is
  * exactly its length long), and, from the first scan on, at every FF C4
  * (a marker it may find in or after entropy-coded data). */
+/* The segments before a JPEG's first scan as stb_image walks them (a
+ * segment it accepts is exactly its length long): *pos starts at 0; each
+ * call returns the next marker, *pos at its length field, or -1 where
+ * stb_image gives up (no SOI, the data ends, a marker without a length).
+ * SOS (0xDA) is the last. */
+static int jpeg_next_segment(const uint8_t *p, size_t n, size_t *pos)
+{
+    size_t i = *pos;
+    if (i == 0) { /* stb_image's SOI: any run of FF fill bytes, then D8 */
+        while (i < n && p[i] == 0xff)
+            i++;
+        if (i == 0 || i >= n || p[i] != 0xd8)
+            return -1;
+        i++;
+    } else if (i < n && p[i - 1] != 0xda) {
+        i += (size_t)byte_at(p, n, i) << 8 | byte_at(p, n, i + 1);
+    } else {
+        return -1;
+    }
+    while (i < n && p[i] != 0xff) /* stb_image skips such bytes */
+        i++;
+    while (i < n && p[i] == 0xff)
+        i++;
+    if (i + 2 > n)
+        return -1;
+    uint8_t m = p[i++];
+    if (m == 0xd8 || m == 0xd9 || m == 0x01 || (m >= 0xd0 && m <= 0xd7))
+        return -1; /* no length: stb_image gives up here */
+    *pos = i;
+    return m;
+}
+
 static int jpeg_dht_overfull(const uint8_t *p, size_t n)
 {
-    /* stb_image's SOI: any run of FF fill bytes, then D8. */
     size_t pos = 0;
-    while (pos < n && p[pos] == 0xff)
-        pos++;
-    if (pos == 0 || pos >= n || p[pos] != 0xd8)
-        return 0;
-    pos++;
-    for (;;) {
-        while (pos < n && p[pos] != 0xff) /* stb_image skips such bytes */
-            pos++;
-        while (pos < n && p[pos] == 0xff)
-            pos++;
-        if (pos + 2 > n)
-            return 0;
-        uint8_t m = p[pos++];
+    int m;
+    while ((m = jpeg_next_segment(p, n, &pos)) >= 0 && m != 0xda)
         if (m == 0xc4 && dht_overfull(p, n, pos))
             return 1;
-        if (m == 0xda)
-            break;
-        if (m == 0xd8 || m == 0xd9 || m == 0x01 || (m >= 0xd0 && m <= 0xd7))
-            return 0; /* no length: stb_image gives up here */
-        pos += (size_t)byte_at(p, n, pos) << 8 | byte_at(p, n, pos + 1);
-    }
+    if (m < 0)
+        return 0;
     for (const uint8_t *ff; pos + 1 < n; pos = (size_t)(ff - p) + 1) {
         if (!(ff = memchr(p + pos, 0xff, n - 1 - pos)))
             break;
         if (ff[1] == 0xc4 && dht_overfull(p, n, (size_t)(ff - p) + 2))
             return 1;
+    }
+    return 0;
+}
+
+/* libjpeg refuses a scan whose component's quantization table no DQT
+ * defined ("Quantization table 0x00 was not defined"); stb_image decodes
+ * it with a table of zeros, a flat grey image, as good. 1 (with why) if
+ * the first scan has such a component. */
+static int jpeg_quant_undefined(const uint8_t *p, size_t n, char *why, size_t why_len)
+{
+    size_t pos = 0;
+    unsigned defined = 0, nf = 0;
+    uint8_t id[4], tq[4];
+    int m;
+    while ((m = jpeg_next_segment(p, n, &pos)) >= 0) {
+        size_t len = (size_t)byte_at(p, n, pos) << 8 | byte_at(p, n, pos + 1);
+        if (m == 0xdb) { /* tables of 64 bytes, or 128 at 16 bits */
+            for (size_t i = pos + 2; i < pos + len && i < n; i += 1 + (p[i] >> 4 ? 128 : 64))
+                defined |= 1u << (p[i] & 15);
+        } else if (m >= 0xc0 && m <= 0xc2) { /* the frames stb_image reads */
+            nf = byte_at(p, n, pos + 7);
+            nf = nf > 4 ? 4 : nf;
+            for (unsigned k = 0; k < nf; k++) {
+                id[k] = byte_at(p, n, pos + 8 + 3 * k);
+                tq[k] = byte_at(p, n, pos + 10 + 3 * k);
+            }
+        } else if (m == 0xda) {
+            unsigned ns = byte_at(p, n, pos + 2);
+            for (unsigned s = 0; s < ns && s < 4; s++)
+                for (unsigned k = 0; k < nf; k++)
+                    if (id[k] == byte_at(p, n, pos + 3 + 2 * s) && tq[k] < 16 &&
+                        !(defined >> tq[k] & 1)) {
+                        gf__why(why, why_len, "JPEG: Quantization table 0x%02x was not "
+                                "defined (libjpeg's words: stb_image decodes with zeros)", tq[k]);
+                        return 1;
+                    }
+            return 0;
+        }
     }
     return 0;
 }
@@ -159,6 +215,43 @@ static int header_dims(int fmt, const uint8_t *p, size_t n, uint64_t *W, uint64_
     }
 }
 
+/* The most one stb_image allocation may take for a W x H image read from
+ * len bytes: its pixels at 16 bits and 4 channels, with 32 rows and
+ * columns of slack (JPEG's MCUs), filter bytes; or the data twice (a
+ * PNG's IDATs gathered, doubling); and 1 MiB. Past it the data lies. */
+static size_t alloc_cap(int W, int H, size_t len)
+{
+    uint64_t px = ((uint64_t)W + 32) * ((uint64_t)H + 32) * 8 + (uint64_t)H * 8;
+    uint64_t data = 2 * (uint64_t)len;
+    uint64_t cap = (px > data ? px : data) + (1u << 20); /* TGA: a 256 KiB colour map */
+    return cap < SIZE_MAX ? (size_t)cap : SIZE_MAX;
+}
+
+/* stb_image's load under alloc_cap(cw, ch, len); NULL with *refused set
+ * when the cap refused an allocation. */
+static uint8_t *load_capped(const uint8_t *data, size_t len, int is16, int cw, int ch, int *W,
+                            int *H, int *n, size_t *refused)
+{
+    gf__stb_cap_allocations(alloc_cap(cw, ch, len));
+    uint8_t *px = is16 ? (uint8_t *)gf__stb_load_16(data, (int)len, W, H, n)
+                       : gf__stb_load(data, (int)len, W, H, n);
+    *refused = px ? 0 : gf__stb_refused_bytes();
+    gf__stb_cap_allocations(0);
+    return px;
+}
+
+/* What an allocation the cap refused means. */
+static int refused_why(int fmt, size_t refused, int W, int H, size_t len, char *why,
+                       size_t why_len)
+{
+    gf__why(why, why_len,
+            "%s: corrupt data (stb_image asked for %zu bytes, more than a %dx%d image of %zu "
+            "bytes can need%s)",
+            gf__fmt_name[fmt], refused, W, H, len,
+            fmt == F_PNG ? ": image data past the last row, a deflate bomb?" : "");
+    return GF_ECORRUPT;
+}
+
 static int stb_error(int fmt, char *why, size_t why_len)
 {
     const char *r = gf__stb_failure_reason();
@@ -196,6 +289,8 @@ int gf__decode_stb(gf__decoder *d, const uint8_t *data, size_t len, int fmt,
         gf__why(why, why_len, "JPEG: corrupt data (a Huffman table with more than 256 codes)");
         return GF_ECORRUPT;
     }
+    if (fmt == F_JPEG && jpeg_quant_undefined(data, len, why, why_len))
+        return GF_ECORRUPT;
     int rc = gf__check_stb_format(fmt, data, len, t->strictness, d, why, why_len);
     if (rc)
         return rc;
@@ -205,7 +300,13 @@ int gf__decode_stb(gf__decoder *d, const uint8_t *data, size_t len, int fmt,
          * known format its own loader says what is wrong (in the header:
          * what info rejected, so nothing big is allocated) */
         if (fmt != F_UNKNOWN) {
-            void *px = gf__stb_load(data, (int)len, &W, &H, &n);
+            int known = header_dims(fmt, data, len, &hw, &hh) && hw < INT32_MAX &&
+                        hh < INT32_MAX;
+            int cw = known ? (int)hw : 0, ch = known ? (int)hh : 0;
+            size_t refused;
+            void *px = load_capped(data, len, 0, cw, ch, &W, &H, &n, &refused);
+            if (refused)
+                return refused_why(fmt, refused, cw, ch, len, why, why_len);
             if (px) { /* info and load disagree: trust neither */
                 gf__stb_free(px);
                 gf__why(why, why_len, "%s: corrupt header", gf__fmt_name[fmt]);
@@ -217,8 +318,10 @@ int gf__decode_stb(gf__decoder *d, const uint8_t *data, size_t len, int fmt,
     if (gf__too_big(t, fmt, (uint64_t)W, (uint64_t)H, why, why_len))
         return GF_ETOOBIG;
     int is16 = gf__stb_is_16_bit(data, (int)len);
-    uint8_t *px = is16 ? (uint8_t *)gf__stb_load_16(data, (int)len, &W, &H, &n)
-                       : gf__stb_load(data, (int)len, &W, &H, &n);
+    size_t refused;
+    uint8_t *px = load_capped(data, len, is16, W, H, &W, &H, &n, &refused);
+    if (refused)
+        return refused_why(fmt, refused, W, H, len, why, why_len);
     if (!px)
         return stb_error(fmt, why, why_len);
     if (is16) { /* narrow in place, rounded: v * 255 / 65535 */

@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "decode.h"
+#include "descriptors.h"
 #include "settings.h"
 
 #include <errno.h>
@@ -59,6 +60,8 @@ static void stop_pipeline(gf_loader *l)
 /* The loop and its handles: the wake-up, the io_uring eventfd, autotune. */
 static int start_loop(gf_loader *l)
 {
+    if (gf__check_descriptors(l) < 0) /* before libuv, which may abort */
+        return GF_EMFILE;
     if (uv_loop_init(&l->loop) != 0)
         return gf__fail_locking(l, GF_ENOMEM, "uv_loop_init failed");
     uv_async_init(&l->loop, &l->wake, gf__on_wake);

@@ -41,7 +41,7 @@ static inline int gf__magic(const uint8_t *p, size_t n)
         return GF__MAGIC_PSD;
     if (n >= 12 && memcmp(p, "RIFF", 4) == 0 && memcmp(p + 8, "WEBP", 4) == 0)
         return GF__MAGIC_WEBP;
-    if (n >= 3 && p[0] == 'P' && (p[1] == '5' || p[1] == '6') &&
+    if (n >= 3 && p[0] == 'P' && p[1] >= '1' && p[1] <= '6' && /* P1-P4: decode_pnm.c */
         (p[2] == ' ' || p[2] == '\n' || p[2] == '\r' || p[2] == '\t'))
         return GF__MAGIC_PNM;
     if (n >= 4 && (memcmp(p, "II*\0", 4) == 0 || memcmp(p, "MM\0*", 4) == 0))

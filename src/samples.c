@@ -75,3 +75,20 @@ int32_t gf_sample_label(gf_loader *l, uint64_t index)
 {
     return l && index < l->ds.n ? l->ds.labels[index] : GF_EINVAL;
 }
+
+uint64_t gf_skipped_entry(gf_loader *l, uint64_t i, const char **path, const char **reason)
+{
+    if (!l)
+        return 0;
+    if (i < l->ds.n_named_skips && i < GF_SKIPPED_NAMED_MAX) {
+        if (path)
+            *path = l->ds.named_skips[i].path;
+        if (reason)
+            *reason = l->ds.named_skips[i].dir_again
+                          ? "a directory reached again through a link (a loop, or a second "
+                            "link): walked once"
+                          : "a macOS AppleDouble file (metadata named like an image, no "
+                            "image): left out";
+    }
+    return l->ds.n_named_skips;
+}

@@ -18,6 +18,35 @@
  *   libjpeg-turbo. */
 #include "stb_image_impl.h"
 
+#include <stdlib.h>
+
+/* stb_image sizes its buffers from the data, not the header: a PNG's
+ * inflate doubles its output until the stream ends (a 1 MB file took
+ * 1 GB). Every allocation goes through a per-thread cap the caller sets
+ * from the header, refused before it is made. */
+static _Thread_local size_t alloc_cap, alloc_refused;
+
+static void *capped_malloc(size_t n)
+{
+    if (alloc_cap && n > alloc_cap) {
+        alloc_refused = n;
+        return NULL;
+    }
+    return malloc(n);
+}
+
+static void *capped_realloc(void *p, size_t n)
+{
+    if (alloc_cap && n > alloc_cap) {
+        alloc_refused = n;
+        return NULL;
+    }
+    return realloc(p, n);
+}
+
+#define STBI_MALLOC(n) capped_malloc(n)
+#define STBI_REALLOC(p, n) capped_realloc(p, n)
+#define STBI_FREE(p) free(p)
 #define STB_IMAGE_IMPLEMENTATION
 #define STB_IMAGE_STATIC
 #define STBI_NO_STDIO
@@ -51,6 +80,17 @@ int gf__stb_info(const uint8_t *data, int len, int *w, int *h, int *comp)
 int gf__stb_is_16_bit(const uint8_t *data, int len)
 {
     return stbi_is_16_bit_from_memory(data, len);
+}
+
+void gf__stb_cap_allocations(size_t max_bytes)
+{
+    alloc_cap = max_bytes;
+    alloc_refused = 0;
+}
+
+size_t gf__stb_refused_bytes(void)
+{
+    return alloc_refused;
 }
 
 uint8_t *gf__stb_load(const uint8_t *data, int len, int *w, int *h, int *comp)

@@ -22,7 +22,7 @@ typedef struct entry_list {
 } entry_list;
 
 typedef struct collector {
-    entry_list bad, warned, damaged;
+    entry_list bad, warned, damaged, skipped;
     int oom;
 } collector;
 
@@ -131,6 +131,14 @@ static int run(gf_verify_result *r, const gf_settings *in, collector *c)
     gf_batch *b;
     while ((rc = gf_next(l, &b)) == 0)
         gf_release(l, b);
+    /* Named while the loader is open (the paths live until gf_close). */
+    uint64_t n_skipped = gf_skipped_entry(l, 0, NULL, NULL);
+    r->skipped_entries_total = n_skipped;
+    for (uint64_t i = 0; i < n_skipped && i < GF_SKIPPED_NAMED_MAX; i++) {
+        const char *path = "", *reason = "";
+        gf_skipped_entry(l, i, &path, &reason);
+        add(c, &c->skipped, -1, path, 0, reason);
+    }
     if (gf_get_stats(l, &r->stats) < 0 && rc == GF_EOF)
         rc = GF_EINVAL;
     if (rc == GF_EOF || (rc == GF_EDATASET && every_sample_bad(&r->stats)))
@@ -164,6 +172,8 @@ int gf_verify(const gf_settings *s, gf_verify_result **out)
     r->n_warned_samples = c.warned.n;
     r->damaged_shards = c.damaged.v;
     r->n_damaged_shards = c.damaged.n;
+    r->skipped_entries = c.skipped.v;
+    r->n_skipped_entries = c.skipped.n;
     r->incomplete = c.oom || c.bad.n != r->bad;
     return rc;
 }
@@ -176,6 +186,7 @@ void gf_verify_free(gf_verify_result **r)
     free_entries(&(entry_list){.v = v->bad_samples, .n = v->n_bad_samples});
     free_entries(&(entry_list){.v = v->warned_samples, .n = v->n_warned_samples});
     free_entries(&(entry_list){.v = v->damaged_shards, .n = v->n_damaged_shards});
+    free_entries(&(entry_list){.v = v->skipped_entries, .n = v->n_skipped_entries});
     free(v);
     *r = NULL;
 }

@@ -376,6 +376,51 @@ START_TEST(folder_extensions_default_to_torchvisions_list)
 }
 END_TEST
 
+/* Real-file misses (issue 26): a macOS AppleDouble file named like an
+ * image ("._x.jpg") and a directory link to itself were left out without
+ * a word. Both are counted and named, in walk order, also through the
+ * loader (gf_skipped_entry, what verify prints). */
+START_TEST(folder_appledouble_files_and_link_loops_are_counted_and_named)
+{
+    touch("a/x.jpg");
+    touch("a/._x.jpg");
+    touch("a/.hidden.jpg"); /* other hidden entries stay silent */
+    char p[4200];
+    snprintf(p, sizeof p, "%s/a/loop", root);
+    ck_assert_int_eq(symlink(".", p), 0);
+    gf__dataset ds;
+    open_ok(&ds, root);
+    ck_assert_uint_eq(ds.n, 1);
+    ck_assert_uint_eq(ds.skipped_ext[GF_SKIPPED_APPLEDOUBLE], 1);
+    ck_assert_uint_eq(ds.dirs_again, 1);
+    ck_assert_uint_eq(ds.n_named_skips, 2);
+    ck_assert_str_eq(ds.named_skips[0].path, "a/._x.jpg");
+    ck_assert_int_eq(ds.named_skips[0].dir_again, 0);
+    ck_assert_str_eq(ds.named_skips[1].path, "a/loop");
+    ck_assert_int_eq(ds.named_skips[1].dir_again, 1);
+    gf__dataset_close(&ds);
+
+    gf_settings s;
+    tu_cpu_settings(&s);
+    s.data = root;
+    s.width = s.height = 4;
+    gf_loader *l = NULL;
+    ck_assert_int_eq(gf_open(&l, &s), 0);
+    const char *path = NULL, *reason = NULL;
+    ck_assert_uint_eq(gf_skipped_entry(l, 0, &path, &reason), 2);
+    ck_assert_str_eq(path, "a/._x.jpg");
+    ck_assert_ptr_nonnull(strstr(reason, "AppleDouble"));
+    ck_assert_uint_eq(gf_skipped_entry(l, 1, &path, &reason), 2);
+    ck_assert_str_eq(path, "a/loop");
+    ck_assert_ptr_nonnull(strstr(reason, "reached again through a link"));
+    gf_stats st;
+    gf_get_stats(l, &st);
+    ck_assert_uint_eq(st.folder_skipped[GF_SKIPPED_APPLEDOUBLE], 1);
+    ck_assert_uint_eq(st.folder_dirs_again, 1);
+    gf_close(&l);
+}
+END_TEST
+
 /* Through the loader: the skipped counts reach the stats, and a .tif (in
  * torchvision's list) is a sample that fails as an unsupported format,
  * counted, with the reason; both byte orders. */
@@ -774,6 +819,7 @@ static Suite *dataset_suite(void)
     tcase_add_test(tc, folder_files_are_sorted_within_a_class);
     tcase_add_test(tc, folder_nested_files_follow_torchvision_walk_order);
     tcase_add_test(tc, folder_skips_hidden_entries_and_non_image_files);
+    tcase_add_test(tc, folder_appledouble_files_and_link_loops_are_counted_and_named);
     tcase_add_test(tc, folder_ignores_files_in_the_root);
     tcase_add_test(tc, folder_keeps_an_empty_class_so_labels_match_its_position);
     tcase_add_test(tc, folder_follows_symlinks_but_not_loops);

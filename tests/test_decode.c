@@ -1205,6 +1205,58 @@ START_TEST(arithmetic_coded_jpeg_decodes_on_turbo_and_is_eformat_on_stb)
 END_TEST
 #endif
 
+/* A real-file miss (issue 26): a JPEG whose DQT segments were removed.
+ * libjpeg says "Quantization table 0x00 was not defined"; stb_image
+ * decoded it with zeros, a grey image, as good. Every decoder and
+ * strictness now refuses it with libjpeg's words. */
+START_TEST(a_jpeg_without_its_quantization_tables_is_ecorrupt_on_every_path)
+{
+    const int w = 32, h = 24;
+    uint8_t px[32 * 24 * 3];
+    tu_fill_smooth(px, w, h, 3, 4);
+    size_t n;
+    uint8_t *jpg = tu_jpg_mem(px, w, h, 3, 90, &n);
+    size_t k = 2;
+    for (size_t i = 2; i + 4 <= n;) { /* drop every DQT (FF DB) before the scan */
+        size_t seg = 2 + ((size_t)jpg[i + 2] << 8 | jpg[i + 3]);
+        int last = jpg[i + 1] == 0xda;
+        if (last)
+            seg = n - i;
+        if (jpg[i + 1] != 0xdb) {
+            memmove(jpg + k, jpg + i, seg);
+            k += seg;
+        }
+        i += seg;
+        if (last)
+            break;
+    }
+    ck_assert_uint_lt(k, n);
+    static const gf_strictness modes[] = {GF_STRICT, GF_STRICT_WHOLE, GF_LENIENT};
+    gf__decoder *d;
+    ck_assert_int_eq(gf__decoder_create(&d), 0);
+    uint8_t out[32 * 24 * 3];
+    size_t good_n;
+    uint8_t *good = tu_jpg_mem(px, w, h, 3, 90, &good_n);
+    for (int m = 0; m < 3; m++)
+        for (int dec = 0; dec < 2; dec++) {
+            gf__transform t = tu_eval_transform(w, h, 3, 1.0f);
+            t.strictness = modes[m];
+            t.decoder = dec ? GF_DECODER_STB : GF_DECODER_AUTO;
+            char why[256] = "";
+            int used;
+            /* a good file first: libjpeg's handle keeps its tables */
+            ck_assert_int_eq(gf__decode(d, good, good_n, &t, 1, out, &used, why, sizeof why), 0);
+            int rc = gf__decode(d, jpg, k, &t, 1, out, &used, why, sizeof why);
+            ck_assert_msg(rc == GF_ECORRUPT &&
+                              strstr(why, "JPEG: Quantization table 0x00 was not defined"),
+                          "mode %d decoder %d: %d %s", modes[m], dec, rc, why);
+        }
+    gf__decoder_destroy(d);
+    free(good);
+    free(jpg);
+}
+END_TEST
+
 static Suite *decode_suite(void)
 {
     Suite *s = suite_create("decode");
@@ -1259,6 +1311,7 @@ static Suite *decode_suite(void)
     tcase_add_test(bad, arithmetic_coded_jpeg_decodes_on_turbo_and_is_eformat_on_stb);
 #endif
     tcase_add_test(bad, unsupported_jpeg_processes_are_eformat_naming_what);
+    tcase_add_test(bad, a_jpeg_without_its_quantization_tables_is_ecorrupt_on_every_path);
     suite_add_tcase(s, bad);
     return s;
 }

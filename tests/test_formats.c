@@ -166,6 +166,19 @@ static buf make_pnm(const uint8_t *px, int c, unsigned maxval)
     return b;
 }
 
+/* lzw as GIF data sub-blocks (255 bytes at most each, then an empty one)
+ * onto b; frees lzw. */
+static void put_sub_blocks(buf *b, buf *lzw)
+{
+    for (size_t at = 0; at < lzw->n; at += 255) {
+        size_t len = lzw->n - at < 255 ? lzw->n - at : 255;
+        put8(b, (unsigned)len);
+        put(b, lzw->p + at, len);
+    }
+    put8(b, 0);
+    free(lzw->p);
+}
+
 /* A GIF frame of 9-bit LZW codes, every pixel a literal and a clear code
  * every 200 so that the code size never grows: uncompressed LZW. */
 static void gif_frame(buf *b, unsigned x, unsigned y, unsigned w, unsigned h, const uint8_t *idx)
@@ -190,13 +203,7 @@ static void gif_frame(buf *b, unsigned x, unsigned y, unsigned w, unsigned h, co
     }
     if (bits)
         put8(&lzw, acc & 255);
-    for (size_t at = 0; at < lzw.n; at += 255) {
-        size_t len = lzw.n - at < 255 ? lzw.n - at : 255;
-        put8(b, (unsigned)len);
-        put(b, lzw.p + at, len);
-    }
-    put8(b, 0);
-    free(lzw.p);
+    put_sub_blocks(b, &lzw);
 }
 
 /* GIF89a, 256-entry global table, a graphic control and a comment
@@ -703,12 +710,165 @@ START_TEST(psd_header_nonsense_is_named)
 }
 END_TEST
 
+/* A 64x64 GIF as some encoders write it (issue 26, a real file PIL,
+ * ImageMagick and stb_image read): LZW minimum code size 11, so every code
+ * is 12 bits, each pixel a literal and no clear code after the first,
+ * the code table full (4096) after 2046 of them. `wide` puts the literal
+ * code 300 (a colour index over 255) at pixel 5. */
+static buf make_gif_wide_codes(const uint8_t *idx64, int wide)
+{
+    buf b = {0};
+    put(&b, "GIF89a", 6);
+    put16le(&b, 64);
+    put16le(&b, 64);
+    put8(&b, 0xf7);
+    put8(&b, 0);
+    put8(&b, 0);
+    for (int i = 0; i < 256; i++)
+        for (int c = 0; c < 3; c++)
+            put8(&b, pal(i, c));
+    put8(&b, 0x2c);
+    put16le(&b, 0);
+    put16le(&b, 0);
+    put16le(&b, 64);
+    put16le(&b, 64);
+    put8(&b, 0);
+    put8(&b, 11);
+    buf lzw = {0};
+    uint32_t acc = 0;
+    int bits = 0;
+    for (int i = -1; i <= 64 * 64; i++) {
+        unsigned code = i < 0 ? 2048 : i == 64 * 64 ? 2049 : wide && i == 5 ? 300 : idx64[i];
+        acc |= (uint32_t)code << bits;
+        for (bits += 12; bits >= 8; bits -= 8, acc >>= 8)
+            put8(&lzw, acc & 255);
+    }
+    if (bits)
+        put8(&lzw, acc & 255);
+    put_sub_blocks(&b, &lzw);
+    put8(&b, 0x3b);
+    return b;
+}
+
+START_TEST(gif_with_a_large_minimum_code_size_decodes_and_a_wide_literal_is_named)
+{
+    static uint8_t idx64[64 * 64], want[64 * 64 * 3], got[64 * 64 * 3];
+    for (int i = 0; i < 64 * 64; i++) {
+        idx64[i] = (uint8_t)(i * 7 + i / 64 * 13);
+        for (int c = 0; c < 3; c++)
+            want[i * 3 + c] = pal(idx64[i], c);
+    }
+    gf_settings st;
+    gf_default_settings(&st);
+    st.width = st.height = 64;
+    st.channels = 3;
+    st.transform = GF_TRANSFORM_EVAL;
+    st.crop_fraction = 1.0f;
+    gf__transform t;
+    gf__transform_from_settings(&t, &st);
+    gf__decoder *d;
+    ck_assert_int_eq(gf__decoder_create(&d), 0);
+    for (int wide = 0; wide < 2; wide++) {
+        buf g = make_gif_wide_codes(idx64, wide);
+        for (int m = 0; m < 3; m++) {
+            t.strictness = modes[m];
+            char why[256] = "";
+            int used = 0;
+            int rc = gf__decode(d, g.p, g.n, &t, 1, got, &used, why, sizeof why);
+            if (!wide) {
+                ck_assert_msg(rc == 0 && !(used & GF__WARNED), "mode %d: %d %s", m, rc, why);
+                ck_assert_msg(memcmp(got, want, sizeof want) == 0, "mode %d: wrong pixels", m);
+            } else {
+                ck_assert_msg(rc == GF_ECORRUPT && strstr(why, "GIF: frame 0 has the literal "
+                                                               "code 300: a colour index over 255"),
+                              "mode %d: %d %s", m, rc, why);
+            }
+        }
+        free(g.p);
+    }
+    gf__decoder_destroy(d);
+}
+END_TEST
+
+/* Plain (ASCII) PNM, P1-P3, and binary PBM, P4: what stb_image does not
+ * read (issue 26: "not an image of a known format", and .pbm indexed but
+ * never decoded). px is W x H x c (c 1 or 3); P1 and P4 take its bit
+ * 7 (1 is black); P2 and P3 write v * maxval / 255. */
+static buf make_pnm_plain(int kind, const uint8_t *px, unsigned maxval)
+{
+    buf b = {0};
+    char t[64];
+    int bits = kind == 1 || kind == 4, c = kind == 3 ? 3 : 1;
+    int k = bits ? snprintf(t, sizeof t, "P%d\n# a comment\n%d %d\n", kind, W, H)
+                 : snprintf(t, sizeof t, "P%d\n%d %d # a comment\n%u\n", kind, W, H, maxval);
+    put(&b, t, (size_t)k);
+    for (int y = 0; y < H; y++) {
+        unsigned acc = 0;
+        for (int x = 0; x < W * c; x++) {
+            unsigned v = px[y * W * c + x];
+            if (kind == 4) {
+                acc = acc << 1 | v >> 7;
+                if (x % 8 == 7 || x == W - 1) {
+                    put8(&b, acc << (7 - x % 8) & 255);
+                    acc = 0;
+                }
+                continue;
+            }
+            k = kind == 1 ? snprintf(t, sizeof t, "%u", v >> 7) /* no spaces: P1 allows it */
+                          : snprintf(t, sizeof t, "%u%s", (v * maxval + 127) / 255,
+                                     x % 5 == 4 ? "\n" : " ");
+            put(&b, t, (size_t)k);
+        }
+        if (kind != 4)
+            put8(&b, '\n');
+    }
+    return b;
+}
+
+START_TEST(plain_pnm_and_binary_pbm_decode_to_their_pixels)
+{
+    make_pixels();
+    static uint8_t bw[W * H * 3];
+    for (int i = 0; i < W * H; i++)
+        for (int c = 0; c < 3; c++)
+            bw[3 * i + c] = gray[i] >> 7 ? 0 : 255;
+    buf b = make_pnm_plain(1, gray, 1);
+    expect_pixels("P1", b.p, b.n, bw);
+    free(b.p);
+    b = make_pnm_plain(4, gray, 1);
+    expect_pixels("P4", b.p, b.n, bw);
+    free(b.p);
+    b = make_pnm_plain(2, gray, 255);
+    expect_pixels("P2", b.p, b.n, gray_rgb);
+    free(b.p);
+    b = make_pnm_plain(3, rgb, 255);
+    expect_pixels("P3", b.p, b.n, rgb);
+    free(b.p);
+    b = make_pnm_plain(3, rgb, 65535); /* scaled back: v * 257 / 257 */
+    expect_pixels("P3 maxval 65535", b.p, b.n, rgb);
+    /* damage is named: cut (the last sample gone), a sample over maxval */
+    buf g = make_pnm_plain(2, gray, 255);
+    expect_fail("P2 cut", g.p, g.n - 5, GF_ETRUNC, "PNM", "the data ends at sample");
+    expect_fail("P3 header cut", b.p, 20, GF_ETRUNC, "PNM", "the header ends at byte 20");
+    free(b.p);
+    b = make_pnm_plain(4, gray, 1);
+    expect_fail("P4 cut", b.p, b.n - 1, GF_ETRUNC, "PNM", "of the 7 rows (truncated?)");
+    free(b.p);
+    char over[] = "P2\n2 1\n100\n50 101\n";
+    expect_fail("P2 over maxval", (uint8_t *)over, sizeof over - 1, GF_ECORRUPT, "PNM",
+                "sample 1 is not a number up to the maxval 100");
+    free(g.p);
+}
+END_TEST
+
 static Suite *formats_suite(void)
 {
     Suite *s = suite_create("formats");
     TCase *good = tcase_create("good");
     tcase_add_test(good, good_files_decode_to_their_pixels_in_every_mode);
     tcase_add_test(good, trailing_bytes_after_the_image_are_allowed);
+    tcase_add_test(good, gif_with_a_large_minimum_code_size_decodes_and_a_wide_literal_is_named);
+    tcase_add_test(good, plain_pnm_and_binary_pbm_decode_to_their_pixels);
     suite_add_tcase(s, good);
     TCase *bad = tcase_create("damaged");
     tcase_add_test(bad, every_truncation_is_etrunc_in_every_mode);

@@ -39,16 +39,24 @@ static uint64_t file_size(const char *path)
 
 /* ------------------------------------------------------------ the sniff */
 
+/* 50 MiB of zeros named .jpg, 200 KiB of zeros named .tga, 3 MiB that
+ * start as a JPEG; the paths are dir's. */
+static void make_sniff_files(const char *dir, char zeros[4096], char tga[4096],
+                             char jpeg[4096])
+{
+    snprintf(zeros, 4096, "%s/zeros.jpg", dir);
+    snprintf(tga, 4096, "%s/zeros.tga", dir);
+    snprintf(jpeg, 4096, "%s/head.jpg", dir);
+    write_sparse(zeros, 50 * MIB, NULL, 0);
+    write_sparse(tga, 200 << 10, NULL, 0);
+    write_sparse(jpeg, 3 * MIB, "\xff\xd8\xff", 3);
+}
+
 START_TEST(a_large_file_that_is_no_image_costs_its_first_bytes)
 {
     char *dir = tu_mkdtemp();
     char zeros[4096], tga[4096], jpeg[4096];
-    snprintf(zeros, sizeof zeros, "%s/zeros.jpg", dir);
-    snprintf(tga, sizeof tga, "%s/zeros.tga", dir);
-    snprintf(jpeg, sizeof jpeg, "%s/head.jpg", dir);
-    write_sparse(zeros, 50 * MIB, NULL, 0);
-    write_sparse(tga, 200 << 10, NULL, 0);
-    write_sparse(jpeg, 3 * MIB, "\xff\xd8\xff", 3);
+    make_sniff_files(dir, zeros, tga, jpeg);
 
     gf__buf b = {0};
     char why[160];
@@ -89,43 +97,50 @@ START_TEST(a_large_file_that_is_no_image_costs_its_first_bytes)
     ck_assert_uint_eq(fresh.cap, 0);
     ck_assert_uint_eq(fresh.got, 0);
     gf__buf_free(&b);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
 
-    if (tu_uring_works()) {
-        gf__uring *u = NULL;
-        ck_assert_int_eq(gf__uring_create(&u, 4, 10 * MIB, why, sizeof why), 0);
-        gf__buf ub[3] = {{0}};
-        ck_assert_int_eq(gf__uring_submit_sample(u, AT_FDCWD, zeros, 0, GF__WHOLE_FILE,
-                                                 GF__READ_SNIFF, NULL, NULL, &ub[0], 0),
-                         0);
-        ck_assert_int_eq(gf__uring_submit_sample(u, AT_FDCWD, zeros, 0, 1 * MIB,
-                                                 GF__READ_SNIFF, NULL, NULL, &ub[1], 1),
-                         0);
-        ck_assert_int_eq(gf__uring_submit_sample(u, AT_FDCWD, jpeg, 0, GF__WHOLE_FILE,
-                                                 GF__READ_SNIFF, NULL, NULL, &ub[2], 2),
-                         0);
-        gf__read_done d[3];
-        int got = 0;
-        while (got < 3)
-            got += gf__uring_reap(u, d + got, 3 - got);
-        for (int k = 0; k < 3; k++) {
-            int i = (int)d[k].user;
-            if (i == 0) { /* over the 10 MiB cap, from its size */
-                ck_assert_int_eq(d[k].err, GF_ETOOBIG);
-                ck_assert_uint_eq(ub[0].got, 0);
-            } else if (i == 1) {
-                ck_assert_int_eq(d[k].err, GF_EFORMAT);
-                ck_assert_str_eq(d[k].why, "not an image of a known format");
-                ck_assert_uint_eq(ub[1].got, GF__SNIFF_BYTES);
-            } else {
-                ck_assert_int_eq(d[k].err, 0);
-                ck_assert_uint_eq(ub[2].len, 3 * MIB);
-                ck_assert(memcmp(ub[2].data, "\xff\xd8\xff\0", 4) == 0);
-            }
+START_TEST(a_large_file_that_is_no_image_costs_its_first_bytes_with_io_uring)
+{
+    char *dir = tu_mkdtemp();
+    char zeros[4096], tga[4096], jpeg[4096], why[160];
+    make_sniff_files(dir, zeros, tga, jpeg);
+    gf__uring *u = NULL;
+    ck_assert_int_eq(gf__uring_create(&u, 4, 10 * MIB, why, sizeof why), 0);
+    gf__buf ub[3] = {{0}};
+    ck_assert_int_eq(gf__uring_submit_sample(u, AT_FDCWD, zeros, 0, GF__WHOLE_FILE,
+                                             GF__READ_SNIFF, NULL, NULL, &ub[0], 0),
+                     0);
+    ck_assert_int_eq(gf__uring_submit_sample(u, AT_FDCWD, zeros, 0, 1 * MIB,
+                                             GF__READ_SNIFF, NULL, NULL, &ub[1], 1),
+                     0);
+    ck_assert_int_eq(gf__uring_submit_sample(u, AT_FDCWD, jpeg, 0, GF__WHOLE_FILE,
+                                             GF__READ_SNIFF, NULL, NULL, &ub[2], 2),
+                     0);
+    gf__read_done d[3];
+    int got = 0;
+    while (got < 3)
+        got += gf__uring_reap(u, d + got, 3 - got);
+    for (int k = 0; k < 3; k++) {
+        int i = (int)d[k].user;
+        if (i == 0) { /* over the 10 MiB cap, from its size */
+            ck_assert_int_eq(d[k].err, GF_ETOOBIG);
+            ck_assert_uint_eq(ub[0].got, 0);
+        } else if (i == 1) {
+            ck_assert_int_eq(d[k].err, GF_EFORMAT);
+            ck_assert_str_eq(d[k].why, "not an image of a known format");
+            ck_assert_uint_eq(ub[1].got, GF__SNIFF_BYTES);
+        } else {
+            ck_assert_int_eq(d[k].err, 0);
+            ck_assert_uint_eq(ub[2].len, 3 * MIB);
+            ck_assert(memcmp(ub[2].data, "\xff\xd8\xff\0", 4) == 0);
         }
-        gf__uring_destroy(u);
-        for (int k = 0; k < 3; k++)
-            gf__buf_free(&ub[k]);
     }
+    gf__uring_destroy(u);
+    for (int k = 0; k < 3; k++)
+        gf__buf_free(&ub[k]);
     tu_rmrf(dir);
     free(dir);
 }
@@ -228,8 +243,6 @@ END_TEST
 
 START_TEST(reads_in_flight_stay_within_the_budget_with_io_uring)
 {
-    if (!tu_uring_works())
-        return; /* the reader suite says why; nothing to hold to a budget */
     run_budgeted(GF_IO_URING, 1);
 }
 END_TEST
@@ -364,8 +377,6 @@ END_TEST
 
 START_TEST(a_shard_replaced_by_mv_is_an_error_naming_it_with_io_uring)
 {
-    if (!tu_uring_works())
-        return;
     replaced_shard(GF_IO_URING);
 }
 END_TEST
@@ -419,21 +430,25 @@ static Suite *hostile_io_suite(void)
     tcase_set_timeout(t, 120);
     tcase_add_test(t, a_large_file_that_is_no_image_costs_its_first_bytes);
     tcase_add_test(t, reads_in_flight_stay_within_the_budget_with_pread);
-    tcase_add_test(t, reads_in_flight_stay_within_the_budget_with_io_uring);
     tcase_add_test(t, the_budget_setting_is_checked_and_defaults_to_256_mib);
     suite_add_tcase(s, t);
     t = tcase_create("identity");
     tcase_set_timeout(t, 120);
     tcase_add_test(t, a_shard_replaced_by_mv_is_an_error_naming_it_with_pread);
-    tcase_add_test(t, a_shard_replaced_by_mv_is_an_error_naming_it_with_io_uring);
     tcase_add_test(t, a_shard_rewritten_grown_or_touched_is_caught_at_the_read);
+    suite_add_tcase(s, t);
+    t = tu_uring_tcase("uring");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, a_large_file_that_is_no_image_costs_its_first_bytes_with_io_uring);
+    tcase_add_test(t, reads_in_flight_stay_within_the_budget_with_io_uring);
+    tcase_add_test(t, a_shard_replaced_by_mv_is_an_error_naming_it_with_io_uring);
     suite_add_tcase(s, t);
     return s;
 }
 
 #include "run_suite.h"
 
-int main(void)
+int main(int argc, char **argv)
 {
-    return tu_run_suite(hostile_io_suite());
+    return tu_run_suite_split(hostile_io_suite(), argc, argv);
 }

@@ -21,9 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -190,6 +193,16 @@ START_TEST(shuffled_order_is_the_samplers_for_each_epoch)
 }
 END_TEST
 
+/* The tests that compare readers are loop tests: _i == URING_CASE (the
+ * uring test case, run alone: skipped where io_uring is refused) takes
+ * io_uring, 0 the others. */
+#define URING_CASE 1
+
+static int reader_in_case(int io, int i)
+{
+    return (io == GF_IO_URING) == (i == URING_CASE);
+}
+
 START_TEST(batches_are_identical_for_any_thread_count_and_reader)
 {
     gf_settings s;
@@ -209,7 +222,7 @@ START_TEST(batches_are_identical_for_any_thread_count_and_reader)
     for (int t = 0; t < 3; t++) {
         s.threads = threads[t];
         for (int io = GF_IO_AUTO; io <= GF_IO_POSIX; io++) {
-            if (io == GF_IO_URING && !tu_uring_works())
+            if (!reader_in_case(io, _i))
                 continue;
             s.io = (gf_io)io;
             s.prefetch_depth = 1 + t * 3;
@@ -235,15 +248,8 @@ START_TEST(forcing_each_reader_is_reported_in_stats)
     run_all(&s, r);
     ck_assert_int_eq(r->stats.reader, GF_IO_POSIX);
     uint64_t h = r->hash;
-    s.io = GF_IO_URING;
-    gf_loader *l = NULL;
-    int rc = gf_open(&l, &s);
-    if (rc == GF_ENODEV) {
-        fprintf(stderr, "note: io_uring unavailable here: %s\n", gf_last_error(l));
-        gf_close(&l);
-    } else {
-        ck_assert_int_eq(rc, 0);
-        gf_close(&l);
+    if (_i == URING_CASE) {
+        s.io = GF_IO_URING;
         run_all(&s, r);
         ck_assert_int_eq(r->stats.reader, GF_IO_URING);
         ck_assert_uint_eq(r->hash, h);
@@ -845,7 +851,7 @@ START_TEST(bad_samples_are_skipped_counted_and_named)
     uint64_t h = r->hash;
     for (int t = 1; t <= 6; t += 5)
         for (int io = GF_IO_URING; io <= GF_IO_POSIX; io++) {
-            if (io == GF_IO_URING && !tu_uring_works())
+            if (!reader_in_case(io, _i))
                 continue;
             s.threads = t;
             s.io = (gf_io)io;
@@ -918,7 +924,7 @@ START_TEST(non_regular_entries_are_counted_errors_naming_the_kind)
                                  "not a regular file: a socket",
                                  "not a regular file: a character device"};
     for (int io = GF_IO_URING; io <= GF_IO_POSIX; io++) {
-        if (io == GF_IO_URING && !tu_uring_works())
+        if (!reader_in_case(io, _i))
             continue;
         gf_settings s;
         seen_reasons e = {0};
@@ -1713,6 +1719,59 @@ START_TEST(a_long_path_keeps_the_reason_and_the_files_name)
 }
 END_TEST
 
+/* In a child whose every descriptor but `left` is taken: gf_open's code
+ * (its exit status: 0 EMFILE as wanted, 1 another outcome, 2 opened), or
+ * the signal that ended it (libuv's abort(): SIGABRT). */
+static void open_with_descriptors_left(int left, int *exit_code, int *signal_no)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        struct rlimit r = {64, 64};
+        if (setrlimit(RLIMIT_NOFILE, &r) != 0)
+            _exit(3);
+        int last = -1;
+        for (int fd; (fd = open("/dev/null", O_RDONLY)) >= 0;)
+            last = fd;
+        for (int i = 0; i < left && last >= 0; i++)
+            close(last--); /* the highest: open() takes them back first */
+        gf_settings s;
+        exact_settings(&s, root);
+        s.threads = 1;
+        s.io = GF_IO_POSIX;
+        gf_loader *l = NULL;
+        int rc = gf_open(&l, &s);
+        int ok = rc == GF_EMFILE && strstr(gf_last_error(l), "too few file descriptors: the "
+                                                             "loader needs 6") &&
+                 strstr(gf_last_error(l), "RLIMIT_NOFILE 64");
+        if (!ok && rc != 0)
+            fprintf(stderr, "%d free: %s: %s\n", left, gf_err_name(rc), gf_last_error(l));
+        gf_close(&l);
+        _exit(rc == 0 ? 2 : ok ? 0 : 1);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    *exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    *signal_no = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+}
+
+/* Issue 26: with 2-5 descriptors left at a process's first gf_open,
+ * libuv called abort(); with fewer, "uv_loop_init failed" (GF_ENOMEM).
+ * Now GF_EMFILE, naming how many it needs and the limit; with enough it
+ * opens. */
+START_TEST(too_few_descriptors_are_emfile_never_an_abort)
+{
+    for (int left = 2; left <= 5; left++) {
+        int code, sig;
+        open_with_descriptors_left(left, &code, &sig);
+        ck_assert_msg(sig == 0 && code == 0, "%d left: exit %d, signal %d", left, code, sig);
+    }
+    int code, sig;
+    open_with_descriptors_left(30, &code, &sig);
+    ck_assert_msg(sig == 0 && code == 2, "30 left: exit %d, signal %d", code, sig);
+}
+END_TEST
+
 static Suite *loader_suite(void)
 {
     Suite *s = suite_create("loader");
@@ -1722,8 +1781,8 @@ static Suite *loader_suite(void)
     tcase_add_test(t, pixels_and_labels_match_the_files);
     tcase_add_test(t, a_final_short_batch_or_none_with_drop_last);
     tcase_add_test(t, shuffled_order_is_the_samplers_for_each_epoch);
-    tcase_add_test(t, batches_are_identical_for_any_thread_count_and_reader);
-    tcase_add_test(t, forcing_each_reader_is_reported_in_stats);
+    tcase_add_loop_test(t, batches_are_identical_for_any_thread_count_and_reader, 0, 1);
+    tcase_add_loop_test(t, forcing_each_reader_is_reported_in_stats, 0, 1);
     tcase_add_test(t, rank_shares_are_disjoint_and_cover_the_epoch);
     tcase_add_test(t, unbounded_epochs_keep_coming);
     suite_add_tcase(s, t);
@@ -1750,8 +1809,8 @@ static Suite *loader_suite(void)
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_set_timeout(t, 120);
     tcase_add_test(t, bad_settings_are_rejected_with_the_check_named);
-    tcase_add_test(t, bad_samples_are_skipped_counted_and_named);
-    tcase_add_test(t, non_regular_entries_are_counted_errors_naming_the_kind);
+    tcase_add_loop_test(t, bad_samples_are_skipped_counted_and_named, 0, 1);
+    tcase_add_loop_test(t, non_regular_entries_are_counted_errors_naming_the_kind, 0, 1);
 #if GF_HAVE_TURBO
     tcase_add_test(t, strictness_decides_a_warned_jpeg_and_lenient_counts_it);
 #endif
@@ -1761,6 +1820,7 @@ static Suite *loader_suite(void)
     tcase_add_test(t, an_all_bad_data_set_is_an_error_not_an_endless_loop);
     tcase_add_test(t, drop_last_with_a_share_under_a_batch_is_refused);
     tcase_add_test(t, a_long_path_keeps_the_reason_and_the_files_name);
+    tcase_add_test(t, too_few_descriptors_are_emfile_never_an_abort);
     suite_add_tcase(s, t);
 
     t = tcase_create("device");
@@ -1777,12 +1837,23 @@ static Suite *loader_suite(void)
     tcase_add_test(t, read_sample_on_a_folder_gives_each_files_bytes_path_and_label);
     tcase_add_test(t, read_sample_on_shards_gives_each_members_bytes_and_stats_count_what_was_skipped);
     suite_add_tcase(s, t);
+
+    t = tu_uring_tcase("uring");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 120);
+    tcase_add_loop_test(t, batches_are_identical_for_any_thread_count_and_reader, URING_CASE,
+                        URING_CASE + 1);
+    tcase_add_loop_test(t, forcing_each_reader_is_reported_in_stats, URING_CASE, URING_CASE + 1);
+    tcase_add_loop_test(t, bad_samples_are_skipped_counted_and_named, URING_CASE, URING_CASE + 1);
+    tcase_add_loop_test(t, non_regular_entries_are_counted_errors_naming_the_kind, URING_CASE,
+                        URING_CASE + 1);
+    suite_add_tcase(s, t);
     return s;
 }
 
 #include "run_suite.h"
 
-int main(void)
+int main(int argc, char **argv)
 {
-    return tu_run_suite(loader_suite());
+    return tu_run_suite_split(loader_suite(), argc, argv);
 }

@@ -12,6 +12,11 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 unsigned char *stbi_zlib_compress(unsigned char *data, int data_len, int *out_len, int quality);
 
@@ -428,6 +433,7 @@ START_TEST(broken_deflate_stream_fails_in_every_mode)
         }
         ck_assert_msg(r.rc == GF_ECORRUPT && (strstr(r.why, "deflate") || strstr(r.why, "CRC") ||
                                               strstr(r.why, "Adler-32") ||
+                                              strstr(r.why, "invalid scanline filter") ||
                                               strstr(r.why, "corrupt data")),
                       "%d %s", r.rc, r.why);
     }
@@ -503,6 +509,180 @@ START_TEST(pixel_limit_is_checked_from_ihdr)
 }
 END_TEST
 
+/* A filter byte past 4 (row 1's 7): named as libspng names it, with the
+ * row (issue 26: gpufeed's inflate said "corrupt data"). */
+START_TEST(a_bad_filter_byte_is_named)
+{
+    static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    static const uint8_t ihdr[13] = {0, 0, 0, 4, 0, 0, 0, 2, 8, 0, 0, 0, 0};
+    uint8_t raw[10] = {0, 1, 2, 3, 4, 7, 5, 6, 7, 8};
+    int zl;
+    uint8_t *z = stbi_zlib_compress(raw, sizeof raw, &zl, 8);
+    buf b = {0};
+    put(&b, sig, 8);
+    chunk(&b, "IHDR", ihdr, 13);
+    chunk(&b, "IDAT", z, (size_t)zl);
+    chunk(&b, "IEND", NULL, 0);
+    for (int i = 0; i < 3; i++) {
+        result r = damaged(b.p, b.n, modes[i], 1.0f, GF_DECODER_AUTO);
+        expect_fail(&r, GF_ECORRUPT,
+                    GF_HAVE_SPNG ? "PNG: invalid scanline filter 7 in row 1" : "corrupt data");
+    }
+    free(z);
+    free(b.p);
+}
+END_TEST
+
+/* ---- bombs ---- */
+
+/* The issue's bound, 1 s; under valgrind (its preload in LD_PRELOAD),
+ * which runs code some 50 times slower, 60 s: still far from a bomb's
+ * minutes. */
+static double bound_s(void)
+{
+    const char *p = getenv("LD_PRELOAD");
+    return p && strstr(p, "vgpreload") ? 60.0 : 1.0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A bomb of `mb` MB through decoder dec in every mode, each within 1 s:
+ * gpufeed's inflate refuses it (LENIENT: the row, warned), stb_image's
+ * path fails at its allocation cap (twice the file: its own work). */
+static void expect_bomb_ended(gf_decoder_kind dec, size_t mb)
+{
+    size_t len;
+    uint8_t *png = tu_png_bomb(mb << 20, &len);
+    for (int i = 0; i < 3; i++) {
+        double t0 = now_s();
+        result r = damaged(png, len, modes[i], 1.0f, dec);
+        double took = now_s() - t0;
+        ck_assert_msg(took < bound_s(), "mode %d decoder %d: %.1f s", modes[i], dec, took);
+        if (dec == GF_DECODER_STB)
+            expect_fail(&r, GF_ECORRUPT, "a deflate bomb?");
+        else if (modes[i] == GF_LENIENT)
+            expect_warned(&r, "goes on past the last row");
+        else
+            expect_fail(&r, GF_ECORRUPT, "goes on past the last row");
+    }
+    free(png);
+}
+
+/* 8 MB of deflate data that inflate to 1.3 GB past a 1x1 image's row:
+ * gpufeed's inflate stops within a budget of the image (STRICT and
+ * STRICT_WHOLE refuse it, naming it; LENIENT keeps the row, warned). */
+START_TEST(a_deflate_bomb_past_the_last_row_is_ended_within_the_images_budget)
+{
+    if (GF_HAVE_SPNG) /* else AUTO is stb_image's path: the test below */
+        expect_bomb_ended(GF_DECODER_AUTO, 8);
+}
+END_TEST
+
+/* stb_image's path (decoder = STB, and builds without libspng): its
+ * allocations are capped by what the 1x1 image can need, so the bomb
+ * fails at once, named, in every mode. */
+START_TEST(a_deflate_bomb_on_the_stb_path_fails_at_the_allocation_cap)
+{
+    expect_bomb_ended(GF_DECODER_STB, 2); /* 330 MB past the row */
+}
+END_TEST
+
+/* And in memory: a 1 MB bomb grows a child's peak RSS by under 64 MiB
+ * (issue 26: 1 GB; 2 GB for a 16.7 MB file). */
+START_TEST(a_deflate_bomb_on_the_stb_path_stays_under_64_mib)
+{
+    size_t len;
+    uint8_t *png = tu_png_bomb(1u << 20, &len);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        struct rusage a, b;
+        getrusage(RUSAGE_SELF, &a);
+        result r = damaged(png, len, GF_STRICT, 1.0f, GF_DECODER_STB);
+        getrusage(RUSAGE_SELF, &b);
+        long grew_kib = b.ru_maxrss - a.ru_maxrss;
+        int ok = r.rc == GF_ECORRUPT && grew_kib < 64 * 1024;
+        if (!ok)
+            fprintf(stderr, "rc %d (%s), peak RSS grew by %ld KiB\n", r.rc, r.why, grew_kib);
+        _exit(ok ? 0 : 1);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed: status %d", st);
+    free(png);
+}
+END_TEST
+
+/* The flag the loader raises at close ends gpufeed's inflate too. */
+START_TEST(a_raised_cancel_flag_ends_a_png_decode)
+{
+    if (!GF_HAVE_SPNG)
+        return; /* stb_image's inflate has no hook: bounded by the image */
+    size_t len;
+    uint8_t *png = make_png(&rgb, 64, 48, &len);
+    gf__transform t = tf(GF_TRANSFORM_EVAL, 16, 16, 3, 1.0f, GF_STRICT);
+    gf__decoder *d;
+    ck_assert_int_eq(gf__decoder_create(&d), 0);
+    atomic_int cancel = 1;
+    gf__decoder_set_cancel(d, &cancel);
+    uint8_t out[16 * 16 * 3];
+    char why[160];
+    int used;
+    unsigned before = atomic_load(&gf__decode_cancels);
+    ck_assert_int_eq(gf__decode(d, png, len, &t, 1, out, &used, why, sizeof why), GF_EBUSY);
+    ck_assert_str_eq(why, "PNG: decode cancelled (the loader is stopping)");
+    ck_assert_uint_eq(atomic_load(&gf__decode_cancels), before + 1);
+    cancel = 0;
+    ck_assert_int_eq(gf__decode(d, png, len, &t, 1, out, &used, why, sizeof why), 0);
+    gf__decoder_destroy(d);
+    free(png);
+}
+END_TEST
+
+/* A loader over bombs, STRICT_WHOLE as verify runs it: closed at once
+ * while its decodes are in progress (issue 26: 28-40 s). */
+START_TEST(a_loader_over_png_bombs_closes_at_once)
+{
+    size_t len;
+    uint8_t *png = tu_png_bomb(8u << 20, &len);
+    char *dir = tu_mkdtemp(), p[4200];
+    snprintf(p, sizeof p, "%s/a", dir);
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/a/bomb%d.png", dir, i);
+        tu_write_file(p, png, len);
+    }
+    free(png);
+    gf_settings s;
+    tu_cpu_settings(&s);
+    s.data = dir;
+    s.width = s.height = 8;
+    s.threads = 2;
+    s.strictness = GF_STRICT_WHOLE;
+    gf_loader *l = NULL;
+    ck_assert_int_eq(gf_open(&l, &s), 0);
+    gf_stats st;
+    for (int i = 0; i < 500; i++) { /* a bomb read: its decode under way */
+        gf_get_stats(l, &st);
+        if (st.bytes_read >= len)
+            break;
+        usleep(10 * 1000);
+    }
+    usleep(20 * 1000);
+    double t0 = now_s();
+    gf_close(&l);
+    double took = now_s() - t0;
+    ck_assert_msg(took < bound_s(), "gf_close took %.1f s", took);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
 static Suite *png_suite(void)
 {
     Suite *s = suite_create("png");
@@ -518,7 +698,16 @@ static Suite *png_suite(void)
     tcase_add_test(bad, wrong_adler32_fails_where_the_stream_is_read_to_its_end);
     tcase_add_test(bad, truncation_is_etrunc_in_every_mode);
     tcase_add_test(bad, pixel_limit_is_checked_from_ihdr);
+    tcase_add_test(bad, a_bad_filter_byte_is_named);
     suite_add_tcase(s, bad);
+    TCase *bombs = tcase_create("bombs");
+    tcase_set_timeout(bombs, 120);
+    tcase_add_test(bombs, a_deflate_bomb_past_the_last_row_is_ended_within_the_images_budget);
+    tcase_add_test(bombs, a_deflate_bomb_on_the_stb_path_fails_at_the_allocation_cap);
+    tcase_add_test(bombs, a_deflate_bomb_on_the_stb_path_stays_under_64_mib);
+    tcase_add_test(bombs, a_raised_cancel_flag_ends_a_png_decode);
+    tcase_add_test(bombs, a_loader_over_png_bombs_closes_at_once);
+    suite_add_tcase(s, bombs);
     return s;
 }
 

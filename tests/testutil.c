@@ -193,12 +193,17 @@ uint8_t *tu_jpg_mem(const uint8_t *px, int w, int h, int c, int quality, size_t 
 
 static uint32_t tu_crc(const uint8_t *p, size_t n)
 {
+    static uint32_t table[256]; /* bytewise: tu_png_bomb's chunks are megabytes */
+    if (!table[1])
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t c = i;
+            for (int k = 0; k < 8; k++)
+                c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+            table[i] = c;
+        }
     uint32_t c = 0xffffffffu;
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++)
-            c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-    }
+    for (size_t i = 0; i < n; i++)
+        c = table[(c ^ p[i]) & 255] ^ (c >> 8);
     return c ^ 0xffffffffu;
 }
 
@@ -265,6 +270,76 @@ uint8_t *tu_png_raw(int w, int h, int depth, int color_type, const uint8_t *raw,
     tu_chunk(&m, "IEND", NULL, 0);
     free(z);
     free(filt);
+    *len = m.n;
+    return m.p;
+}
+
+/* Deflate's bits, least significant first; Huffman codes go in reversed. */
+typedef struct tu_bits {
+    uint8_t *p;
+    size_t n;    /* whole bytes written */
+    uint32_t acc;
+    int fill;
+} tu_bits;
+
+static void tu_put_bits(tu_bits *b, uint32_t v, int n)
+{
+    b->acc |= v << b->fill;
+    b->fill += n;
+    while (b->fill >= 8) {
+        b->p[b->n++] = (uint8_t)b->acc;
+        b->acc >>= 8;
+        b->fill -= 8;
+    }
+}
+
+static void tu_put_code(tu_bits *b, uint32_t code, int n)
+{
+    uint32_t r = 0;
+    for (int i = 0; i < n; i++)
+        r |= (code >> i & 1) << (n - 1 - i);
+    tu_put_bits(b, r, n);
+}
+
+uint8_t *tu_png_bomb(size_t deflate_bytes, size_t *len)
+{
+    /* One fixed-Huffman block: the row (filter 0, gray 0x80), then copies
+     * of 258 bytes at distance 1 (13 bits each: 158x), an end of block;
+     * an empty final block and the Adler-32 of it all. */
+    size_t copies = deflate_bytes * 8 / 13;
+    tu_bits b = {.p = malloc(deflate_bytes + 64)};
+    b.p[b.n++] = 0x78;
+    b.p[b.n++] = 0x01;
+    tu_put_bits(&b, 0, 1); /* not final */
+    tu_put_bits(&b, 1, 2); /* fixed Huffman */
+    tu_put_code(&b, 0x30 + 0x00, 8);
+    tu_put_code(&b, 0x30 + 0x80, 8);
+    for (size_t i = 0; i < copies; i++) {
+        tu_put_code(&b, 0xc0 + (285 - 280), 8); /* length 258 */
+        tu_put_code(&b, 0, 5);                  /* distance 1 */
+    }
+    tu_put_code(&b, 0, 7); /* end of block */
+    tu_put_bits(&b, 1, 1);
+    tu_put_bits(&b, 1, 2);
+    tu_put_code(&b, 0, 7);
+    tu_put_bits(&b, 0, 7); /* to a byte */
+    /* Adler-32 of 0x00, then n bytes of 0x80, in closed form mod 65521 */
+    const uint64_t M = 65521, v = 0x80;
+    uint64_t n = (uint64_t)copies * 258 + 1, a0 = 1, b0 = 1;
+    uint64_t tri = n % 2 ? (n % M) * (((n + 1) / 2) % M) : ((n / 2) % M) * ((n + 1) % M);
+    uint64_t a = (a0 + (n % M) * v) % M, bb = (b0 + (n % M) * a0 + v * (tri % M)) % M;
+    uint8_t adler[4];
+    tu_be32(adler, (uint32_t)(bb << 16 | a));
+    memcpy(b.p + b.n, adler, 4);
+    b.n += 4;
+    static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    static const uint8_t ihdr[13] = {0, 0, 0, 1, 0, 0, 0, 1, 8, 0, 0, 0, 0};
+    tu_membuf m = {0};
+    tu_put(&m, (void *)sig, 8);
+    tu_chunk(&m, "IHDR", ihdr, 13);
+    tu_chunk(&m, "IDAT", b.p, b.n);
+    tu_chunk(&m, "IEND", NULL, 0);
+    free(b.p);
     *len = m.n;
     return m.p;
 }

@@ -61,6 +61,10 @@ uint8_t *tu_png_raw(int w, int h, int depth, int color_type, const uint8_t *raw,
 /* Makes the CRC of the PNG chunk at byte `at` (its length field) match
  * its type and data again, after a test changed them. */
 void tu_png_fix_crc(uint8_t *png, size_t at);
+/* A 1x1 gray PNG whose one IDAT holds about deflate_bytes of deflate
+ * data that inflate to the row and then 158 times as much past it (a
+ * valid stream, Adler-32 and CRCs right): a time and memory bomb. */
+uint8_t *tu_png_bomb(size_t deflate_bytes, size_t *len);
 /* Smooth, photo-like pixels (JPEG-friendly), deterministic in seed. */
 void tu_fill_smooth(uint8_t *px, int w, int h, int c, uint32_t seed);
 /* libjpeg-turbo builds: a w x h RGB JPEG by libjpeg itself at quality q:

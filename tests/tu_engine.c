@@ -1,6 +1,11 @@
 #include "tu_engine.h"
 
 #include "reader.h"
+#include "run_suite.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 static gf__transform transform(int w, int h, int channels, gf_transform kind, float crop_fraction)
 {
@@ -29,10 +34,35 @@ gf__transform tu_train_transform(int w, int h, int channels)
 
 int tu_uring_works(void)
 {
+    const char *refused = getenv("TU_URING_REFUSED");
+    if (refused && strcmp(refused, "1") == 0)
+        return 0;
     gf__uring *u = NULL;
     char why[160];
     if (gf__uring_create(&u, 4, 1 << 20, why, sizeof why) < 0)
         return 0;
     gf__uring_destroy(u);
     return 1;
+}
+
+TCase *tu_uring_tcase(const char *name)
+{
+    TCase *t = tcase_create(name);
+    tcase_set_tags(t, "uring");
+    return t;
+}
+
+int tu_run_suite_split(Suite *s, int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "uring") == 0) {
+        if (!tu_uring_works()) {
+            printf("SKIP: io_uring unavailable here\n");
+            srunner_free(srunner_create(s)); /* frees the suite */
+            return 77;
+        }
+        setenv("CK_INCLUDE_TAGS", "uring", 1);
+    } else {
+        setenv("CK_EXCLUDE_TAGS", "uring", 1);
+    }
+    return tu_run_suite(s);
 }

@@ -28,6 +28,7 @@ from ._gpufeed import (Array, Batch, CorruptImage, DatasetError, EmptyFile, EndO
                        InvalidArgument, NoDevice, NotReady, OutOfMemory, ReadError,
                        RingStarved, SampleError, SampleNotFound, ThreadError, TooBig,
                        TruncatedImage, UnsupportedFormat)
+from ._gpufeed import TooManyOpenFiles  # GF_EMFILE
 
 __all__ = ["Loader", "Batch", "Array", "verify", "decode_image", "BadSample", "Error", "SampleError",
            "IMAGENET_MEAN", "IMAGENET_STD"] + [

@@ -143,6 +143,22 @@ static void json_list(cli_json *j, const char *key, const gf_verify_entry *v, si
 
 /* "TAG path: reason" lines; a damaged shard's path is as given, not under
  * root (root ""). */
+/* "skipped_entries": what the folder walk left out by name. */
+static void json_skipped(cli_json *j, const gf_verify_result *r, const char *root)
+{
+    cli_json_kuint(j, "skipped_entries_total", r->skipped_entries_total);
+    cli_json_key(j, "skipped_entries");
+    cli_json_array(j);
+    for (size_t i = 0; i < r->n_skipped_entries; i++) {
+        cli_json_object(j);
+        cli_json_key(j, "path");
+        print_path(stdout, j, root, r->skipped_entries[i].path);
+        cli_json_kstr(j, "reason", r->skipped_entries[i].reason);
+        cli_json_object_end(j);
+    }
+    cli_json_array_end(j);
+}
+
 static void text_list(const char *tag, const gf_verify_entry *v, size_t n, const char *root)
 {
     for (size_t i = 0; i < n; i++) {
@@ -368,9 +384,14 @@ int cmd_verify(int argc, char **argv)
         cli_json_kuint(&j, "shards_damaged", st.shards_damaged);
         cli_json_kuint(&j, "shard_members_lost", st.shard_members_lost);
         json_damaged(&j, r->damaged_shards, r->n_damaged_shards);
+        json_skipped(&j, r, root ? root : "");
         cli_json_object_end(&j);
         cli_json_end(&j);
     } else {
+        text_list("SKIPPED", r->skipped_entries, r->n_skipped_entries, root ? root : "");
+        if (r->skipped_entries_total > r->n_skipped_entries)
+            printf("SKIPPED and %llu more\n",
+                   (unsigned long long)(r->skipped_entries_total - r->n_skipped_entries));
         text_list("DAMAGED", r->damaged_shards, r->n_damaged_shards, "");
         text_list("BAD", r->bad_samples, r->n_bad_samples, root ? root : "");
         text_list("WARN", r->warned_samples, r->n_warned_samples, root ? root : "");

@@ -12,6 +12,7 @@
 #include <webp/encode.h>
 #endif
 #include <stb_image_write.h>
+unsigned char *stbi_zlib_compress(unsigned char *data, int data_len, int *out_len, int quality);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -184,6 +185,92 @@ void fuzz_seeds(fuzz_emit emit)
                               "\x10\x20\x30\x40\x50\x60\x70\x80\x90\xa0\xb0\xc0"
                               "\xd0\xe0\xf0\x01\x02\x03";
     emit_image(emit, "ppm", 0x09, 0x22, (const uint8_t *)ppm, sizeof ppm - 1);
+    /* Issue 26's cases: plain PNM and binary PBM (decode_pnm.c), a PNG
+     * deflate bomb on both paths, a bad PNG filter byte, a JPEG without
+     * its DQT (after the good ones: the handle's stale tables) on both
+     * decoders, a GIF with LZW minimum code size 11. */
+#define PNM_SEED(name, text) {name, text, sizeof text - 1}
+    static const struct {
+        const char *name, *data;
+        size_t len;
+    } pnm[] = {
+        PNM_SEED("pbm-plain", "P1\n# c\n3 2\n010\n1 1 0\n"),
+        PNM_SEED("pgm-plain", "P2\n2 2\n1000\n0 700\n1000 3\n"),
+        PNM_SEED("ppm-plain", "P3\n1 2\n255\n1 2 3\n4 5 6\n"),
+        PNM_SEED("pbm-raw", "P4\n9 2\n\xff\x80\x01\x00"),
+    };
+#undef PNM_SEED
+    for (size_t i = 0; i < sizeof pnm / sizeof *pnm; i++)
+        emit_image(emit, pnm[i].name, 0x08, 0x22, (const uint8_t *)pnm[i].data, pnm[i].len);
+    uint8_t *bomb = tu_png_bomb(512, &len);
+    emit_image(emit, "png-bomb", 0x48, 0x22, bomb, len);
+    emit_image(emit, "png-bomb-stb", 0x49, 0x22, bomb, len);
+    free(bomb);
+    static const uint8_t filt_raw[10] = {0, 1, 2, 3, 4, 7, 5, 6, 7, 8}; /* row 1: filter 7 */
+    {
+        int zl;
+        unsigned char *z = stbi_zlib_compress((unsigned char *)filt_raw, 10, &zl, 8);
+        static const uint8_t head[] = "\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\0\x04\0\0\0\x02"
+                                      "\x08\0\0\0\0";
+        uint8_t png[128];
+        size_t n = sizeof head - 1;
+        memcpy(png, head, n);
+        memset(png + n, 0, 4); /* IHDR's CRC: fixed below */
+        n += 4;
+        size_t idat = n;
+        png[n++] = 0, png[n++] = 0, png[n++] = 0, png[n++] = (uint8_t)zl;
+        memcpy(png + n, "IDAT", 4);
+        memcpy(png + n + 4, z, (size_t)zl);
+        n += 4 + (size_t)zl + 4;
+        memcpy(png + n, "\0\0\0\0IEND\xae\x42\x60\x82", 12);
+        n += 12;
+        tu_png_fix_crc(png, 8);
+        tu_png_fix_crc(png, idat);
+        emit_image(emit, "png-bad-filter", 0x08, 0x22, png, n);
+        free(z);
+    }
+    tu_fill_smooth(px, W, H, 3, 3);
+    uint8_t *jpg = tu_jpg_mem(px, W, H, 3, 85, &len);
+    size_t k = 2;
+    for (size_t i = 2; i + 4 <= len;) { /* every DQT (FF DB) before the scan out */
+        size_t seg = jpg[i + 1] == 0xda ? len - i : 2 + ((size_t)jpg[i + 2] << 8 | jpg[i + 3]);
+        if (jpg[i + 1] != 0xdb) {
+            memmove(jpg + k, jpg + i, seg);
+            k += seg;
+        }
+        if (jpg[i + 1] == 0xda)
+            break;
+        i += seg;
+    }
+    emit_image(emit, "jpg-no-dqt", 0x0c, 0x2f, jpg, k);
+    emit_image(emit, "jpg-no-dqt-stb", 0x0d, 0x2f, jpg, k);
+    free(jpg);
+    {
+        /* 8x4 GIF, minimum code size 11: clear, 32 literals of 12 bits, end */
+        uint8_t g[256];
+        size_t n = 0;
+        static const uint8_t hdr[] = "GIF89a\x08\x00\x04\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff"
+                                     "\x2c\x00\x00\x00\x00\x08\x00\x04\x00\x00\x0b";
+        memcpy(g, hdr, sizeof hdr - 1);
+        n = sizeof hdr - 1;
+        uint8_t lzw[64];
+        size_t ln = 0;
+        uint32_t acc = 0;
+        int bits = 0;
+        for (int i = -1; i <= 32; i++) {
+            acc |= (uint32_t)(i < 0 ? 2048 : i == 32 ? 2049 : i % 2) << bits;
+            for (bits += 12; bits >= 8; bits -= 8, acc >>= 8)
+                lzw[ln++] = (uint8_t)acc;
+        }
+        if (bits)
+            lzw[ln++] = (uint8_t)acc;
+        g[n++] = (uint8_t)ln;
+        memcpy(g + n, lzw, ln);
+        n += ln;
+        g[n++] = 0;
+        g[n++] = 0x3b;
+        emit_image(emit, "gif-min-code-11", 0x08, 0x22, g, n);
+    }
 #if GF_HAVE_WEBP
     /* WebP: lossy, lossy + ALPH (VP8X), lossless, lossless + alpha; each
      * cropped (train, eval) and whole, then cut and with a byte flipped in
