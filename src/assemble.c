@@ -2,9 +2,12 @@
  * samples a batch met, and finalising the oldest batch: its holes filled
  * (from later batches of its epoch, or the cursor), its good cells packed
  * and put in sampler order, its errors reported. See loader_impl.h for
- * why only the oldest batch is ever filled. */
+ * why only the oldest batch is ever filled. Below the controller: new
+ * samples come from the cursor and start through dispatch.c. */
+#include "assemble.h"
+
+#include "dispatch.h"
 #include "grow.h"
-#include "loader_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +43,7 @@ void gf__cell_finished(gf_loader *l, slot *sl, int c, int err, char *why)
 static int find_donor(gf_loader *l, uint64_t epoch, slot **donor_slot, bool *wait)
 {
     for (uint64_t seq = l->fin + 1; seq < l->tail; seq++) {
-        slot *d = slot_of(l, seq);
+        slot *d = gf__slot_of(l, seq);
         if (d->epoch != epoch)
             break;
         int best = -1;
@@ -66,7 +69,7 @@ static void move_cell(gf_loader *l, slot *from, int fc, slot *to, int tc)
 {
     assert(from->cells[fc].state == CELL_OK);
     uint64_t pos = from->cells[fc].pos;
-    memcpy(cell_pixels(l, to, tc), cell_pixels(l, from, fc), l->cell_bytes);
+    memcpy(gf__cell_pixels(to, tc), gf__cell_pixels(from, fc), l->cell_bytes);
     to->cells[tc] = (cell){.pos = pos, .state = CELL_OK};
     if (pos + 1 > to->end_pos)
         to->end_pos = pos + 1;
@@ -193,20 +196,20 @@ static int sort_cells(gf_loader *l, slot *sl, int n)
         int32_t lab0 = sl->labels[i];
         int64_t idx0 = sl->indices[i];
         uint8_t flip0 = sl->flips[i];
-        memcpy(tmp, cell_pixels(l, sl, i), l->cell_bytes);
+        memcpy(tmp, gf__cell_pixels(sl, i), l->cell_bytes);
         int dst = i;
         for (;;) {
             int src = order[dst].cell;
             order[dst].cell = -1;
             if (src == i) {
-                memcpy(cell_pixels(l, sl, dst), tmp, l->cell_bytes);
+                memcpy(gf__cell_pixels(sl, dst), tmp, l->cell_bytes);
                 sl->cells[dst] = c0;
                 sl->labels[dst] = lab0;
                 sl->indices[dst] = idx0;
                 sl->flips[dst] = flip0;
                 break;
             }
-            memcpy(cell_pixels(l, sl, dst), cell_pixels(l, sl, src), l->cell_bytes);
+            memcpy(gf__cell_pixels(sl, dst), gf__cell_pixels(sl, src), l->cell_bytes);
             sl->cells[dst] = sl->cells[src];
             sl->labels[dst] = sl->labels[src];
             sl->indices[dst] = sl->indices[src];
@@ -237,9 +240,9 @@ static bool fill_holes(gf_loader *l, slot *sl, gf__job *js, int *n_jobs)
             move_cell(l, d, dc, sl, c);
             continue;
         }
-        gf__normalise_cursor(l);
-        if (l->cur_epoch == sl->epoch && l->cur_pos < l->sampler.len) {
-            gf__dispatch_cell(l, js, n_jobs, sl, c, l->cur_pos++);
+        uint64_t pos;
+        if (gf__cursor_take(&l->cur, sl->epoch, &pos)) {
+            gf__dispatch_cell(l, js, n_jobs, sl, c, pos);
             continue;
         }
         /* The epoch has no more samples: a short batch, and every
@@ -264,7 +267,7 @@ bool gf__finalise_oldest(gf_loader *l, gf__job *js, int *n_jobs)
     pthread_mutex_unlock(&l->mu);
     if (halted)
         return false;
-    slot *sl = slot_of(l, l->fin);
+    slot *sl = gf__slot_of(l, l->fin);
     assert(sl->seq == l->fin && l->xfer <= l->fin);
     if (sl->pending > 0)
         return false;
@@ -300,7 +303,7 @@ bool gf__finalise_oldest(gf_loader *l, gf__job *js, int *n_jobs)
                      gf__dataset_path(&l->ds, (uint64_t)e->sample), e->why);
         l->halted = true;
     }
-    slot_set_host(sl, HOST_FILLING, HOST_FINAL);
+    gf__slot_set_host(sl, HOST_FILLING, HOST_FINAL);
     l->fin++;
     pthread_mutex_unlock(&l->mu);
     gf__clear_errors(sl);

@@ -7,6 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+slot *gf__slot_of(gf_loader *l, uint64_t seq)
+{
+    return &l->slots[seq % (uint64_t)l->D];
+}
+
 int gf__ring_alloc(gf_loader *l)
 {
     size_t B = (size_t)l->B;
@@ -20,6 +25,7 @@ int gf__ring_alloc(gf_loader *l)
     for (int i = 0; i < l->D; i++) {
         slot *sl = &l->slots[i];
         sl->l = l;
+        sl->cell_bytes = l->cell_bytes;
         char why[192] = "";
         /* The flips live after the pixels: pinned with them, so their copy
          * to the device cannot block the controller either. */

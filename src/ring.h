@@ -11,8 +11,8 @@
  * Slots are allocated and freed on gf_open/gf_close's thread. Their
  * states change on the controller, the consumer (gf_next, gf_release*)
  * and, on CUDA, the copy callback's thread and the copy thread (gf-copy),
- * always through slot_set_host
- * / slot_set_out with mu held: they assert that the change is one of
+ * always through gf__slot_set_host
+ * / gf__slot_set_out with mu held: they assert that the change is one of
  * those listed below. */
 #ifndef GF_RING_H
 #define GF_RING_H
@@ -67,6 +67,7 @@ typedef struct slot {
     struct gf_loader *l;
     gf_batch batch;      /* the consumer's view */
     uint8_t *pixels;
+    size_t cell_bytes;   /* one cell's pixels */
     int32_t *labels;
     int64_t *indices;
     uint8_t *flips;      /* per cell: to be mirrored by the device kernel */
@@ -115,7 +116,7 @@ static inline bool gf__out_step_ok(int from, int to)
 }
 
 /* Under mu. */
-static inline void slot_set_host(slot *sl, int from, int to)
+static inline void gf__slot_set_host(slot *sl, int from, int to)
 {
     assert(sl->host == from && gf__host_step_ok(from, to));
     (void)from;
@@ -123,7 +124,7 @@ static inline void slot_set_host(slot *sl, int from, int to)
 }
 
 /* Under mu. */
-static inline void slot_set_out(slot *sl, int from, int to)
+static inline void gf__slot_set_out(slot *sl, int from, int to)
 {
     assert(sl->out_state == from && gf__out_step_ok(from, to));
     (void)from;
@@ -131,11 +132,19 @@ static inline void slot_set_out(slot *sl, int from, int to)
 }
 
 /* Both sides FREE whatever they were: the pipeline has stopped. */
-static inline void slot_reset(slot *sl)
+static inline void gf__slot_reset(slot *sl)
 {
     sl->host = HOST_FREE;
     sl->out_state = OUT_FREE;
 }
+
+static inline uint8_t *gf__cell_pixels(const slot *sl, int c)
+{
+    return sl->pixels + (size_t)c * sl->cell_bytes;
+}
+
+/* The slot of batch seq: seq % D, on both sides. */
+slot *gf__slot_of(struct gf_loader *l, uint64_t seq);
 
 /* Allocates l->D slots for l->B cells (pinned when l->dev can, else
  * pageable) and points each batch at its memory. Returns 0, GF_ENOMEM or
