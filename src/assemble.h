@@ -6,7 +6,7 @@
 
 #include "loader_impl.h"
 
-void gf__cell_finished(gf_loader *l, slot *sl, int c, int err, char *why);
+void gf__cell_finished(gf_loader *l, gf__slot *sl, int c, int err, char *why);
 /* A sample decoded although its decoder warned (LENIENT): into the ring
  * gf_recent_warnings reads, and to settings.on_sample_warning. */
 void gf__record_warning(gf_loader *l, int64_t sample, int code, const char *why);
@@ -16,6 +16,6 @@ void gf__recent_add(gf_loader *l, int64_t sample, int code, const char *path,
 /* Tries to finalise the oldest unfinished batch, appending the jobs its
  * holes need to js. Returns true when it did. */
 bool gf__finalise_oldest(gf_loader *l, gf__job *js, int *n_jobs);
-void gf__clear_errors(slot *sl);
+void gf__clear_errors(gf__slot *sl);
 
 #endif

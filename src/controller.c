@@ -40,7 +40,7 @@ static void push_jobs(gf_loader *l, const gf__job *js, int n)
  * stopping, the controller is gone or going: nothing wakes it. */
 static void host_slot_copied(void *arg, int cuda_error)
 {
-    slot *sl = arg;
+    gf__slot *sl = arg;
     gf_loader *l = sl->l;
     char why[160];
     if (cuda_error)
@@ -49,7 +49,7 @@ static void host_slot_copied(void *arg, int cuda_error)
                  "of this process may have faulted)",
                  cuda_error);
     pthread_mutex_lock(&l->mu);
-    gf__slot_set_host(sl, HOST_OUT, HOST_FREE);
+    gf__slot_set_host(sl, GF__HOST_OUT, GF__HOST_FREE);
     if (cuda_error)
         gf__halt_locked(l, GF_ENODEV, why);
     if (!l->stopping)
@@ -64,10 +64,10 @@ static void host_slot_copied(void *arg, int cuda_error)
  * consumer may have it. */
 static void batch_queued(void *arg)
 {
-    slot *sl = arg;
+    gf__slot *sl = arg;
     gf_loader *l = sl->l;
     pthread_mutex_lock(&l->mu);
-    gf__slot_set_out(sl, OUT_COPYING, OUT_READY);
+    gf__slot_set_out(sl, GF__OUT_COPYING, GF__OUT_READY);
     pthread_cond_broadcast(&l->ready_cv);
     pthread_mutex_unlock(&l->mu);
 }
@@ -76,7 +76,7 @@ static void batch_queued(void *arg)
  * host side is OUT until host_slot_copied. Returns 0 (queued), 1 (posted
  * to the copy thread: the delivery side is COPYING until batch_queued),
  * or GF_ENODEV having halted. */
-static int queue_copy(gf_loader *l, slot *sl)
+static int queue_copy(gf_loader *l, gf__slot *sl)
 {
     memcpy(sl->out_labels, sl->labels, (size_t)sl->count * sizeof *sl->labels);
     memcpy(sl->out_indices, sl->indices, (size_t)sl->count * sizeof *sl->indices);
@@ -86,10 +86,10 @@ static int queue_copy(gf_loader *l, slot *sl)
      * the batch ready, before this thread takes mu again. */
     pthread_mutex_lock(&l->mu);
     l->copies_in_flight++;
-    gf__slot_set_host(sl, HOST_FINAL, HOST_OUT);
+    gf__slot_set_host(sl, GF__HOST_FINAL, GF__HOST_OUT);
     if (posted) {
         sl->out_seq = l->xfer;
-        gf__slot_set_out(sl, OUT_FREE, OUT_COPYING);
+        gf__slot_set_out(sl, GF__OUT_FREE, GF__OUT_COPYING);
     }
     pthread_mutex_unlock(&l->mu);
     int rc = gf__device_enqueue(l->dev, (int)(sl - l->slots), sl->pixels,
@@ -111,14 +111,14 @@ static int queue_copy(gf_loader *l, slot *sl)
 
 /* CPU: the CPU twin of batch sl as jobs for the pool, about two per
  * thread; their completions make it READY (drain_dones). */
-static void queue_convert(gf_loader *l, slot *sl, gf__job *js, int *n_jobs)
+static void queue_convert(gf_loader *l, gf__slot *sl, gf__job *js, int *n_jobs)
 {
     int chunks = GF__MIN(sl->count, 2 * l->threads);
     int per = (sl->count + chunks - 1) / chunks;
     sl->converting = 0;
     for (int first = 0; first < sl->count; first += per) {
         *gf__add_job(l, js, n_jobs) = (gf__job){
-            .kind = JOB_CONVERT,
+            .kind = GF__JOB_CONVERT,
             .slot = (uint32_t)(sl - l->slots),
             .convert = {.first = first, .count = GF__MIN(per, sl->count - first)}};
         sl->converting++;
@@ -133,12 +133,12 @@ static void queue_convert(gf_loader *l, slot *sl, gf__job *js, int *n_jobs)
 static bool deliver_next(gf_loader *l, gf__job *js, int *n_jobs)
 {
     assert(l->xfer < l->fin);
-    slot *sl = gf__slot_of(l, l->xfer);
+    gf__slot *sl = gf__slot_of(l, l->xfer);
     assert(sl->seq == l->xfer);
     pthread_mutex_lock(&l->mu);
     /* CUDA: not FREE, the consumer still holds this device slot; not
      * FINAL, its copy could not be queued and the loader has halted. */
-    bool out_free = sl->out_state == OUT_FREE, final = sl->host == HOST_FINAL;
+    bool out_free = sl->out_state == GF__OUT_FREE, final = sl->host == GF__HOST_FINAL;
     pthread_mutex_unlock(&l->mu);
     if (!out_free || !final)
         return false;
@@ -147,7 +147,7 @@ static bool deliver_next(gf_loader *l, gf__job *js, int *n_jobs)
     b->count = sl->count;
     b->epoch = sl->epoch;
     b->position = sl->end_pos;
-    int out = sl->empty ? OUT_EMPTY : OUT_READY;
+    int out = sl->empty ? GF__OUT_EMPTY : GF__OUT_READY;
     bool has_pixels = !sl->empty && sl->status == 0;
     int posted = 0; /* CUDA: the delivery side is COPYING already */
     if (has_pixels && l->dev) {
@@ -155,20 +155,20 @@ static bool deliver_next(gf_loader *l, gf__job *js, int *n_jobs)
             return false;
     } else if (has_pixels && l->convert) {
         queue_convert(l, sl, js, n_jobs);
-        out = OUT_CONVERTING;
+        out = GF__OUT_CONVERTING;
     }
     pthread_mutex_lock(&l->mu);
     if (!posted) {
         sl->out_seq = l->xfer;
-        gf__slot_set_out(sl, OUT_FREE, out);
+        gf__slot_set_out(sl, GF__OUT_FREE, out);
     }
     /* CUDA: the host slot is free once copied (host_slot_copied), or now
      * if there is nothing to copy; CPU: it is the batch, free when the
      * consumer is done. */
     if (!l->dev)
-        gf__slot_set_host(sl, HOST_FINAL, HOST_OUT);
+        gf__slot_set_host(sl, GF__HOST_FINAL, GF__HOST_OUT);
     else if (!has_pixels)
-        gf__slot_set_host(sl, HOST_FINAL, HOST_FREE);
+        gf__slot_set_host(sl, GF__HOST_FINAL, GF__HOST_FREE);
     l->xfer++;
     pthread_cond_broadcast(&l->ready_cv);
     pthread_mutex_unlock(&l->mu);
@@ -181,8 +181,8 @@ static void assign_batches(gf_loader *l, gf__job *js, int *n_jobs)
     for (;;) {
         gf__cursor_normalise(&l->cur);
         pthread_mutex_lock(&l->mu);
-        slot *sl = gf__slot_of(l, l->tail);
-        bool can = !l->halted && !l->stopping && sl->host == HOST_FREE &&
+        gf__slot *sl = gf__slot_of(l, l->tail);
+        bool can = !l->halted && !l->stopping && sl->host == GF__HOST_FREE &&
                    l->tail - l->head < (uint64_t)l->active_depth;
         bool more = epochs_left(l, l->cur.epoch);
         if (!more && !l->exhausted) {
@@ -190,7 +190,7 @@ static void assign_batches(gf_loader *l, gf__job *js, int *n_jobs)
             pthread_cond_broadcast(&l->ready_cv);
         }
         if (can && more)
-            gf__slot_set_host(sl, HOST_FREE, HOST_FILLING);
+            gf__slot_set_host(sl, GF__HOST_FREE, GF__HOST_FILLING);
         pthread_mutex_unlock(&l->mu);
         if (!can || !more)
             return;
@@ -221,7 +221,7 @@ static void submit_reads(gf_loader *l)
         if (!buf)
             break;
         uint64_t r = l->reads[gf__fifo_pop(&l->read_q)];
-        slot *sl = &l->slots[r >> 32];
+        gf__slot *sl = &l->slots[r >> 32];
         int c = (int)(uint32_t)r;
         gf__read_req q;
         gf__read_req_of(l, (uint64_t)sl->indices[c], &q);
@@ -248,7 +248,7 @@ static void reap_reads(gf_loader *l, gf__job *js, int *n_jobs)
     while ((n = gf__uring_reap(l->uring, l->reaped, GF__REAP_BATCH)) > 0) {
         for (int i = 0; i < n; i++) {
             gf__read_done *r = &l->reaped[i];
-            slot *sl = &l->slots[r->user >> 32];
+            gf__slot *sl = &l->slots[r->user >> 32];
             int c = (int)(uint32_t)r->user;
             l->ctl_uring_bytes += r->buf->got;
             if (r->err) {
@@ -274,12 +274,12 @@ static uint32_t drain_dones(gf_loader *l)
     pthread_mutex_unlock(&l->mu);
     for (uint32_t i = 0; i < n_done; i++) {
         gf__done d = gf__pool_done(&l->pool, i);
-        slot *sl = &l->slots[d.slot];
-        if (d.kind == JOB_CONVERT) {
+        gf__slot *sl = &l->slots[d.slot];
+        if (d.kind == GF__JOB_CONVERT) {
             assert(sl->converting > 0);
             if (--sl->converting == 0) {
                 pthread_mutex_lock(&l->mu);
-                gf__slot_set_out(sl, OUT_CONVERTING, OUT_READY);
+                gf__slot_set_out(sl, GF__OUT_CONVERTING, GF__OUT_READY);
                 pthread_cond_broadcast(&l->ready_cv);
                 pthread_mutex_unlock(&l->mu);
             }

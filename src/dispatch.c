@@ -18,10 +18,10 @@ void gf__read_req_of(gf_loader *l, uint64_t sample, gf__read_req *r)
         .seen = gf__dataset_file_seen(&l->ds, sample)};
 }
 
-gf__job gf__decode_job(gf_loader *l, slot *sl, int c, gf__buf *buf)
+gf__job gf__decode_job(gf_loader *l, gf__slot *sl, int c, gf__buf *buf)
 {
     uint64_t sample = (uint64_t)sl->indices[c];
-    return (gf__job){.kind = JOB_DECODE,
+    return (gf__job){.kind = GF__JOB_DECODE,
                      .slot = (uint32_t)(sl - l->slots),
                      .decode = {.dst = gf__cell_pixels(sl, c),
                                 .buf = buf,
@@ -30,10 +30,10 @@ gf__job gf__decode_job(gf_loader *l, slot *sl, int c, gf__buf *buf)
                                 .cell = (uint32_t)c}};
 }
 
-void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, slot *sl, int c, uint64_t pos)
+void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, gf__slot *sl, int c, uint64_t pos)
 {
     uint64_t sample = gf__cursor_sample(&l->cur, sl->epoch, pos);
-    sl->cells[c] = (cell){.pos = pos, .state = CELL_PENDING};
+    sl->cells[c] = (gf__cell){.pos = pos, .state = GF__CELL_PENDING};
     sl->indices[c] = (int64_t)sample;
     sl->labels[c] = l->ds.labels[sample];
     sl->flips[c] = 0;

@@ -27,10 +27,10 @@ static inline gf__job *gf__add_job(gf_loader *l, gf__job *js, int *n_jobs)
 
 /* Controller: the job that decodes cell c of sl (its bytes in buf, read
  * by io_uring, or NULL: the decode thread reads them). */
-gf__job gf__decode_job(gf_loader *l, slot *sl, int c, gf__buf *buf);
+gf__job gf__decode_job(gf_loader *l, gf__slot *sl, int c, gf__buf *buf);
 
 /* Controller: starts work on cell c of sl at sampler position pos: an
  * io_uring read, or a decode job appended to js. */
-void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, slot *sl, int c, uint64_t pos);
+void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, gf__slot *sl, int c, uint64_t pos);
 
 #endif

@@ -269,11 +269,11 @@ int gf_open(gf_loader **out, const gf_settings *s)
 
 /* Under mu: the delivery side is free again; on the CPU it is the host
  * slot too. */
-static void free_out(gf_loader *l, slot *sl, int from)
+static void free_out(gf_loader *l, gf__slot *sl, int from)
 {
-    gf__slot_set_out(sl, from, OUT_FREE);
+    gf__slot_set_out(sl, from, GF__OUT_FREE);
     if (!l->dev)
-        gf__slot_set_host(sl, HOST_OUT, HOST_FREE);
+        gf__slot_set_host(sl, GF__HOST_OUT, GF__HOST_FREE);
 }
 
 /* A whole epoch gave no batch: every sample failed (on_error = skip) or a
@@ -310,13 +310,13 @@ int gf_next(gf_loader *l, gf_batch **out)
             rc = GF_EINVAL;
             break;
         }
-        slot *sl = gf__slot_of(l, l->head);
+        gf__slot *sl = gf__slot_of(l, l->head);
         bool here = sl->out_seq == l->head &&
-                    (sl->out_state == OUT_READY || sl->out_state == OUT_EMPTY);
+                    (sl->out_state == GF__OUT_READY || sl->out_state == GF__OUT_EMPTY);
         if (here) {
             /* The host side's status is still this batch's: the slot
              * is not refilled before head moves past it. */
-            if (sl->out_state == OUT_EMPTY || sl->status < 0) {
+            if (sl->out_state == GF__OUT_EMPTY || sl->status < 0) {
                 rc = sl->status;
                 if (rc == 0 && (!l->live_any || sl->epoch > l->live_epoch))
                     rc = no_sample_in_epoch(l, sl->epoch);
@@ -329,7 +329,7 @@ int gf_next(gf_loader *l, gf_batch **out)
                 }
                 continue;
             }
-            gf__slot_set_out(sl, OUT_READY, OUT_HELD);
+            gf__slot_set_out(sl, GF__OUT_READY, GF__OUT_HELD);
             l->held++;
             l->head++;
             l->samples += (uint64_t)sl->batch.count;
@@ -354,7 +354,7 @@ int gf_next(gf_loader *l, gf_batch **out)
             break;
         }
         /* The next batch needs the slot of one the caller still holds. */
-        if (sl->out_state == OUT_HELD) {
+        if (sl->out_state == GF__OUT_HELD) {
             rc = gf__fail(l, GF_EBUSY, "batch slot %d is still held: release it first",
                       (int)(l->head % (uint64_t)l->D));
             break;
@@ -371,9 +371,9 @@ int gf_release_stream(gf_loader *l, gf_batch *b, void *stream)
 {
     if (!l || !b || b->slot_ >= (uint32_t)l->D || &l->slots[b->slot_].batch != b)
         return GF_EINVAL;
-    slot *sl = &l->slots[b->slot_];
+    gf__slot *sl = &l->slots[b->slot_];
     pthread_mutex_lock(&l->mu);
-    bool held = sl->out_state == OUT_HELD;
+    bool held = sl->out_state == GF__OUT_HELD;
     pthread_mutex_unlock(&l->mu);
     if (!held)
         return GF_EINVAL;
@@ -396,7 +396,7 @@ int gf_release_stream(gf_loader *l, gf_batch *b, void *stream)
         return GF_ENODEV;
     }
     pthread_mutex_lock(&l->mu);
-    free_out(l, sl, OUT_HELD);
+    free_out(l, sl, GF__OUT_HELD);
     assert(l->held > 0);
     l->held--;
     pthread_mutex_unlock(&l->mu);
@@ -500,7 +500,7 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     st->queue_depth = l->s.queue_depth;
     st->batch_size = l->B;
     st->ring_bytes = (uint64_t)l->D * ((uint64_t)l->B * (l->cell_bytes + sizeof(int32_t) +
-                                                        sizeof(int64_t) + sizeof(cell)));
+                                                        sizeof(int64_t) + sizeof(gf__cell)));
     st->ring_bytes += l->out_bytes;
     st->dataset_samples = l->ds.n;
     st->epoch_samples = l->sampler.len;

@@ -89,7 +89,7 @@ struct gf_loader {
     bool halted;                 /* a failed batch or an internal error (any thread) */
     pthread_mutex_t mu;
     pthread_cond_t ready_cv;
-    slot *slots;
+    gf__slot *slots;
     gf__pool pool;               /* the decode threads and their queues */
     struct gf__worker *workers;  /* each decode thread's decoder and times */
     int n_workers;

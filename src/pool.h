@@ -55,21 +55,21 @@ static inline uint32_t gf__fifo_pop(gf__fifo *f)
 /* An array of at least `min` entries for f. NULL: out of memory. */
 void *gf__fifo_alloc(gf__fifo *f, uint32_t min, size_t item_size);
 
-enum { JOB_DECODE, JOB_CONVERT };
+enum { GF__JOB_DECODE, GF__JOB_CONVERT };
 
 /* One job for a decode thread; kind says which member holds it. */
 typedef struct gf__job {
     uint8_t kind;
     uint32_t slot;
     union {
-        struct {           /* JOB_DECODE: read (unless buf) and decode one cell */
+        struct {           /* GF__JOB_DECODE: read (unless buf) and decode one cell */
             uint8_t *dst;  /* the cell's pixels */
             gf__buf *buf;  /* encoded bytes (io_uring), or NULL: read them here */
             int64_t sample;
             uint64_t key;  /* gf__sample_key: the sample's randomness */
             uint32_t cell;
         } decode;
-        struct {           /* JOB_CONVERT: the CPU twin over cells [first, first + count) */
+        struct {           /* GF__JOB_CONVERT: the CPU twin over cells [first, first + count) */
             int first, count;
         } convert;
     };
@@ -79,7 +79,7 @@ typedef struct gf__job {
 typedef struct gf__done {
     uint8_t kind;
     uint32_t slot;
-    struct {               /* JOB_DECODE only */
+    struct {               /* GF__JOB_DECODE only */
         uint32_t cell;
         int err, used;     /* used: GF__USED_*, GF__FLIPPED, GF__WARNED */
         int warn_code;     /* GF__WARNED: the code STRICT would have given */

@@ -40,7 +40,7 @@ static double run_decode(gf_loader *l, gf__worker *w, const gf__job *j, gf__done
     int warn_code = 0;
     const char *reason = err ? (why[0] ? why : gf_strerror(err))
                          : used & GF__WARNED ? gf__decoder_warning(w->dec, &warn_code) : NULL;
-    *d = (gf__done){.kind = JOB_DECODE,
+    *d = (gf__done){.kind = GF__JOB_DECODE,
                     .slot = j->slot,
                     .decode = {.cell = j->decode.cell,
                                .err = err,
@@ -55,14 +55,14 @@ void gf__work_run(void *arg, int worker, const gf__job *j, gf__done *d)
     gf_loader *l = arg;
     gf__worker *w = &l->workers[worker];
     double t0 = gf__now();
-    if (j->kind == JOB_CONVERT) {
-        slot *sl = &l->slots[j->slot];
+    if (j->kind == GF__JOB_CONVERT) {
+        gf__slot *sl = &l->slots[j->slot];
         gf__range_push("gf convert");
         gf__convert_cpu(&l->cv, sl->pixels, sl->out, sl->flips, j->convert.first,
                         j->convert.count);
         gf__range_pop();
         w->ran_work_s = gf__now() - t0;
-        *d = (gf__done){.kind = JOB_CONVERT, .slot = j->slot};
+        *d = (gf__done){.kind = GF__JOB_CONVERT, .slot = j->slot};
         return;
     }
     w->ran_read_s = run_decode(l, w, j, d);
@@ -76,7 +76,7 @@ bool gf__work_settle(void *arg, int worker, const gf__job *j, gf__done *d)
 {
     gf_loader *l = arg;
     gf__worker *w = &l->workers[worker];
-    if (j->kind == JOB_CONVERT) {
+    if (j->kind == GF__JOB_CONVERT) {
         w->convert_s += w->ran_work_s;
         return true;
     }
