@@ -14,10 +14,10 @@
  *   pixels of that job's cell (or, converting, of its cell range); it
  *   reports through the completion queue.
  * - The consumer (gf_next/gf_release*) owns a delivery side while HELD.
- * - `mu` guards: both sides' states, the job and completion queues, the
- *   buffer free list, the stats counters, head/tail, and the failure
- *   fields. Nobody holds `mu` across a read, a decode, a CUDA call or a
- *   callback.
+ * - `mu` guards: both sides' states, the job and completion queues (and
+ *   the pool's active count and stop flag), the buffer free list, the
+ *   stats counters, head/tail, and the failure fields. Nobody holds `mu`
+ *   across a read, a decode, a CUDA call or a callback.
  *
  * Determinism with bad samples (on_error = skip): batch k is the first B
  * good samples, in sampler order, after batch k-1's content. A hole in the
@@ -73,7 +73,7 @@ struct gf_loader {
     bool uring_polling;
     gf__uring *uring;
     pthread_t controller;
-    gf__cursor cur;
+    gf__cursor cur;              /* the next sample no batch has taken */
     uint64_t fin;                /* next sequence number to finalise */
     uint64_t xfer;               /* next finalised one to hand to delivery */
     uint64_t *reads;             /* (slot << 32 | cell) waiting for an io_uring slot */
