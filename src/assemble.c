@@ -2,31 +2,34 @@
  * samples a batch met, and finalising the oldest batch: its holes filled
  * (from later batches of its epoch, or the cursor), its good cells packed
  * and put in sampler order, its errors reported. See loader_impl.h for
- * why only the oldest batch is ever filled. */
+ * why only the oldest batch is ever filled. Below the controller: new
+ * samples come from the cursor and start through dispatch.c. */
+#include "assemble.h"
+
+#include "dispatch.h"
 #include "grow.h"
-#include "loader_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static int record_error(slot *sl, int c, int code, char *why)
+static int record_error(gf__slot *sl, int c, int code, char *why)
 {
     if (GF__GROW(&sl->errs, &sl->cap_errs, (size_t)sl->n_errs + 1, 4) < 0) {
         free(why);
         return GF_ENOMEM;
     }
-    sl->errs[sl->n_errs++] = (sample_error){
+    sl->errs[sl->n_errs++] = (gf__sample_error){
         .pos = sl->cells[c].pos, .sample = sl->indices[c], .code = code, .why = why};
-    sl->cells[c].state = CELL_HOLE;
+    sl->cells[c].state = GF__CELL_HOLE;
     return 0;
 }
 
-void gf__cell_finished(gf_loader *l, slot *sl, int c, int err, char *why)
+void gf__cell_finished(gf_loader *l, gf__slot *sl, int c, int err, char *why)
 {
-    assert(sl->pending > 0 && sl->cells[c].state == CELL_PENDING);
+    assert(sl->pending > 0 && sl->cells[c].state == GF__CELL_PENDING);
     sl->pending--;
     if (!err) {
-        sl->cells[c].state = CELL_OK;
+        sl->cells[c].state = GF__CELL_OK;
         return;
     }
     if (!why)
@@ -37,22 +40,22 @@ void gf__cell_finished(gf_loader *l, slot *sl, int c, int err, char *why)
 
 /* The good cell of a later batch with the lowest position, or -1 with
  * *wait set when a lower position is still being decoded. */
-static int find_donor(gf_loader *l, uint64_t epoch, slot **donor_slot, bool *wait)
+static int find_donor(gf_loader *l, uint64_t epoch, gf__slot **donor_slot, bool *wait)
 {
     for (uint64_t seq = l->fin + 1; seq < l->tail; seq++) {
-        slot *d = slot_of(l, seq);
+        gf__slot *d = gf__slot_of(l, seq);
         if (d->epoch != epoch)
             break;
         int best = -1;
         for (int c = 0; c < d->n_cells; c++) {
             uint8_t st = d->cells[c].state;
-            if ((st == CELL_OK || st == CELL_PENDING) &&
+            if ((st == GF__CELL_OK || st == GF__CELL_PENDING) &&
                 (best < 0 || d->cells[c].pos < d->cells[best].pos))
                 best = c;
         }
         if (best < 0)
             continue;
-        if (d->cells[best].state == CELL_PENDING) {
+        if (d->cells[best].state == GF__CELL_PENDING) {
             *wait = true;
             return -1;
         }
@@ -62,23 +65,23 @@ static int find_donor(gf_loader *l, uint64_t epoch, slot **donor_slot, bool *wai
     return -1;
 }
 
-static void move_cell(gf_loader *l, slot *from, int fc, slot *to, int tc)
+static void move_cell(gf_loader *l, gf__slot *from, int fc, gf__slot *to, int tc)
 {
-    assert(from->cells[fc].state == CELL_OK);
+    assert(from->cells[fc].state == GF__CELL_OK);
     uint64_t pos = from->cells[fc].pos;
-    memcpy(cell_pixels(l, to, tc), cell_pixels(l, from, fc), l->cell_bytes);
-    to->cells[tc] = (cell){.pos = pos, .state = CELL_OK};
+    memcpy(gf__cell_pixels(to, tc), gf__cell_pixels(from, fc), l->cell_bytes);
+    to->cells[tc] = (gf__cell){.pos = pos, .state = GF__CELL_OK};
     if (pos + 1 > to->end_pos)
         to->end_pos = pos + 1;
     to->labels[tc] = from->labels[fc];
     to->indices[tc] = from->indices[fc];
     to->flips[tc] = from->flips[fc];
-    from->cells[fc].state = CELL_HOLE;
+    from->cells[fc].state = GF__CELL_HOLE;
 }
 
 static int cmp_err(const void *a, const void *b)
 {
-    uint64_t x = ((const sample_error *)a)->pos, y = ((const sample_error *)b)->pos;
+    uint64_t x = ((const gf__sample_error *)a)->pos, y = ((const gf__sample_error *)b)->pos;
     return x < y ? -1 : x > y;
 }
 
@@ -96,13 +99,13 @@ void gf__recent_add(gf_loader *l, int64_t sample, int code, const char *path,
 }
 
 /* Reports a finished batch's bad samples, in sampler order. */
-static void report_errors(gf_loader *l, slot *sl)
+static void report_errors(gf_loader *l, gf__slot *sl)
 {
     if (sl->n_errs == 0)
         return;
     qsort(sl->errs, (size_t)sl->n_errs, sizeof *sl->errs, cmp_err);
     for (int i = 0; i < sl->n_errs; i++) {
-        sample_error *e = &sl->errs[i];
+        gf__sample_error *e = &sl->errs[i];
         const char *path = gf__dataset_path(&l->ds, (uint64_t)e->sample);
         if (l->s.on_sample_error)
             l->s.on_sample_error(l->s.on_sample_error_user, e->sample, path, e->code, e->why);
@@ -133,7 +136,7 @@ void gf__record_warning(gf_loader *l, int64_t sample, int code, const char *why)
     pthread_mutex_unlock(&l->mu);
 }
 
-void gf__clear_errors(slot *sl)
+void gf__clear_errors(gf__slot *sl)
 {
     for (int i = 0; i < sl->n_errs; i++)
         free(sl->errs[i].why);
@@ -141,11 +144,11 @@ void gf__clear_errors(slot *sl)
 }
 
 /* Packs good cells to the front, keeping their order (short final batch). */
-static int compact(gf_loader *l, slot *sl)
+static int compact(gf_loader *l, gf__slot *sl)
 {
     int n = 0;
     for (int c = 0; c < sl->n_cells; c++) {
-        if (sl->cells[c].state != CELL_OK)
+        if (sl->cells[c].state != GF__CELL_OK)
             continue;
         if (c != n)
             move_cell(l, sl, c, sl, n);
@@ -168,7 +171,7 @@ static int cmp_pos_cell(const void *a, const void *b)
 /* Puts the first n cells in sampler order, so a batch that was filled
  * does not depend on where its holes were (ring depth, resume point).
  * Cheap unless the batch was filled after a bad sample. */
-static int sort_cells(gf_loader *l, slot *sl, int n)
+static int sort_cells(gf_loader *l, gf__slot *sl, int n)
 {
     bool sorted = true;
     for (int c = 1; c < n && sorted; c++)
@@ -189,24 +192,24 @@ static int sort_cells(gf_loader *l, slot *sl, int n)
     for (int i = 0; i < n; i++) {
         if (order[i].cell < 0 || order[i].cell == i)
             continue;
-        cell c0 = sl->cells[i];
+        gf__cell c0 = sl->cells[i];
         int32_t lab0 = sl->labels[i];
         int64_t idx0 = sl->indices[i];
         uint8_t flip0 = sl->flips[i];
-        memcpy(tmp, cell_pixels(l, sl, i), l->cell_bytes);
+        memcpy(tmp, gf__cell_pixels(sl, i), l->cell_bytes);
         int dst = i;
         for (;;) {
             int src = order[dst].cell;
             order[dst].cell = -1;
             if (src == i) {
-                memcpy(cell_pixels(l, sl, dst), tmp, l->cell_bytes);
+                memcpy(gf__cell_pixels(sl, dst), tmp, l->cell_bytes);
                 sl->cells[dst] = c0;
                 sl->labels[dst] = lab0;
                 sl->indices[dst] = idx0;
                 sl->flips[dst] = flip0;
                 break;
             }
-            memcpy(cell_pixels(l, sl, dst), cell_pixels(l, sl, src), l->cell_bytes);
+            memcpy(gf__cell_pixels(sl, dst), gf__cell_pixels(sl, src), l->cell_bytes);
             sl->cells[dst] = sl->cells[src];
             sl->labels[dst] = sl->labels[src];
             sl->indices[dst] = sl->indices[src];
@@ -223,13 +226,13 @@ static int sort_cells(gf_loader *l, slot *sl, int n)
  * (new reads: more to wait for), in cell order, until the epoch has no
  * more. Returns true when sl is complete: no hole can be filled now and
  * nothing is outstanding; false when it must wait for a decode. */
-static bool fill_holes(gf_loader *l, slot *sl, gf__job *js, int *n_jobs)
+static bool fill_holes(gf_loader *l, gf__slot *sl, gf__job *js, int *n_jobs)
 {
     for (int c = 0; c < sl->n_cells; c++) {
-        if (sl->cells[c].state == CELL_OK)
+        if (sl->cells[c].state == GF__CELL_OK)
             continue;
         bool wait = false;
-        slot *d = NULL;
+        gf__slot *d = NULL;
         int dc = find_donor(l, sl->epoch, &d, &wait);
         if (wait)
             return false;
@@ -237,9 +240,9 @@ static bool fill_holes(gf_loader *l, slot *sl, gf__job *js, int *n_jobs)
             move_cell(l, d, dc, sl, c);
             continue;
         }
-        gf__normalise_cursor(l);
-        if (l->cur_epoch == sl->epoch && l->cur_pos < l->sampler.len) {
-            gf__dispatch_cell(l, js, n_jobs, sl, c, l->cur_pos++);
+        uint64_t pos;
+        if (gf__cursor_take(&l->cur, sl->epoch, &pos)) {
+            gf__dispatch_cell(l, js, n_jobs, sl, c, pos);
             continue;
         }
         /* The epoch has no more samples: a short batch, and every
@@ -264,7 +267,7 @@ bool gf__finalise_oldest(gf_loader *l, gf__job *js, int *n_jobs)
     pthread_mutex_unlock(&l->mu);
     if (halted)
         return false;
-    slot *sl = slot_of(l, l->fin);
+    gf__slot *sl = gf__slot_of(l, l->fin);
     assert(sl->seq == l->fin && l->xfer <= l->fin);
     if (sl->pending > 0)
         return false;
@@ -294,13 +297,13 @@ bool gf__finalise_oldest(gf_loader *l, gf__job *js, int *n_jobs)
     if (status < 0) {
         /* Nothing after a failed batch is made: its message must stand,
          * unless another thread halted first (the first halt wins). */
-        sample_error *e = &sl->errs[0];
+        gf__sample_error *e = &sl->errs[0];
         if (!l->halted)
             gf__fail(l, status, "sample %lld (%s): %s", (long long)e->sample,
                      gf__dataset_path(&l->ds, (uint64_t)e->sample), e->why);
         l->halted = true;
     }
-    slot_set_host(sl, HOST_FILLING, HOST_FINAL);
+    gf__slot_set_host(sl, GF__HOST_FILLING, GF__HOST_FINAL);
     l->fin++;
     pthread_mutex_unlock(&l->mu);
     gf__clear_errors(sl);

@@ -1,10 +1,12 @@
-/* Autotune, a timer on the controller's loop: every window in which the
- * consumer waited more than 5% of it, it adds a decode thread if the
- * active ones were busy (input-bound), else a batch of depth (jitter, or
- * reads in flight). It never shrinks: a loader that stopped stalling stays
- * where it got. Runs on the controller thread (gf__autotune_start: the
- * thread that starts the pipeline, before the controller exists). */
-#include "loader_impl.h"
+/* Autotune's decision, once per window of the controller's 100 ms timer
+ * (controller.c owns the timer): when the consumer waited more than 5%
+ * of the window, a decode thread more if the active ones were busy
+ * (input-bound), else a batch of depth (jitter, or reads in flight). It
+ * never shrinks: a loader that stopped stalling stays where it got. On
+ * the controller thread. */
+#include "autotune.h"
+
+#include "work.h"
 
 /* Busy seconds of the readers and decoders so far; under mu. */
 static double busy_s(const gf_loader *l)
@@ -15,21 +17,27 @@ static double busy_s(const gf_loader *l)
     return busy;
 }
 
-static void on_tune(uv_timer_t *h)
+void gf__autotune_begin(gf_loader *l)
 {
-    gf_loader *l = h->data;
+    l->tune_t = gf__now();
+    pthread_mutex_lock(&l->mu); /* the decode threads run already */
+    l->tune_wait = l->wait_s;
+    l->tune_busy = busy_s(l);
+    pthread_mutex_unlock(&l->mu);
+}
+
+bool gf__autotune_window(gf_loader *l)
+{
     double now = gf__now();
     pthread_mutex_lock(&l->mu);
     double wait = l->wait_s + (l->waiting_since > 0 ? now - l->waiting_since : 0);
     double busy = busy_s(l);
     double dt = now - l->tune_t;
     double stall = dt > 0 ? (wait - l->tune_wait) / dt : 0;
-    double per_thread = dt > 0 ? (busy - l->tune_busy) / (dt * l->active_threads) : 0;
+    double per_thread = dt > 0 ? (busy - l->tune_busy) / (dt * l->pool.active) : 0;
     bool grew = false;
     if (stall > 0.05 && !l->exhausted) {
-        if (per_thread > 0.7 && l->active_threads < l->n_workers) {
-            l->active_threads++;
-            pthread_cond_broadcast(&l->pool.work);
+        if (per_thread > 0.7 && gf__pool_grow_locked(&l->pool)) {
             grew = true;
         } else if (l->active_depth < l->D) {
             l->active_depth++;
@@ -42,19 +50,5 @@ static void on_tune(uv_timer_t *h)
     l->tune_wait = wait;
     l->tune_busy = busy;
     pthread_mutex_unlock(&l->mu);
-    if (grew)
-        gf__pump(l); /* a deeper ring may take a batch now */
-}
-
-void gf__autotune_start(gf_loader *l)
-{
-    l->tuning = l->s.autotune != 0;
-    if (!l->tuning)
-        return;
-    uv_timer_init(&l->loop, &l->tune_timer);
-    l->tune_timer.data = l;
-    l->tune_t = gf__now();
-    l->tune_wait = l->wait_s;
-    l->tune_busy = busy_s(l);
-    uv_timer_start(&l->tune_timer, on_tune, 100, 100);
+    return grew;
 }

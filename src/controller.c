@@ -1,74 +1,25 @@
 /* The controller (gf-control), a libuv loop woken by the decode pool, the
- * io_uring eventfd, the consumer and CUDA callbacks. Each wake-up runs
- * pump: take completions, reap and submit reads, finalise and deliver
- * batches in order, assign free slots new batches. Everything here runs on
- * the controller thread, except host_slot_copied (a CUDA thread, or
- * gf-copy). */
-#include "loader_impl.h"
+ * io_uring eventfd, the consumer and CUDA callbacks, and ticked by
+ * autotune's timer. Each wake-up runs pump: take completions, reap and
+ * submit reads, finalise and deliver batches in order, assign free slots
+ * new batches. The loop's whole life is here: gf__controller_start and
+ * gf__controller_stop on the lifecycle thread; everything else runs on the
+ * controller thread, except host_slot_copied (a CUDA thread, or gf-copy),
+ * gf__wake_controller (any thread) and gf__controller_job_done (a decode
+ * thread). */
+#include "controller.h"
 
-#include "magic.h"
+#include "assemble.h"
+#include "autotune.h"
+#include "descriptors.h"
+#include "dispatch.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t sample_at(gf_loader *l, uint64_t epoch, uint64_t pos)
-{
-    if (!l->perm_valid || l->perm_epoch != epoch) {
-        gf__perm_init(&l->cur_perm, &l->sampler, epoch);
-        l->perm_epoch = epoch;
-        l->perm_valid = true;
-    }
-    return gf__sampler_at(&l->sampler, &l->cur_perm, pos);
-}
-
 static bool epochs_left(const gf_loader *l, uint64_t epoch)
 {
     return l->s.epochs == 0 || epoch < l->s.epochs;
-}
-
-void gf__normalise_cursor(gf_loader *l)
-{
-    if (l->cur_pos >= l->sampler.len) {
-        l->cur_epoch++;
-        l->cur_pos = 0;
-    }
-}
-
-/* js holds one job per cell at most (l->js_cap): a cell has one read or
- * decode outstanding, and a converting slot has no cell outstanding. */
-static inline gf__job *add_job(gf_loader *l, gf__job *js, int *n_jobs)
-{
-    assert(*n_jobs < l->js_cap);
-    return &js[(*n_jobs)++];
-}
-
-void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, slot *sl, int c, uint64_t pos)
-{
-    uint64_t sample = sample_at(l, sl->epoch, pos);
-    sl->cells[c] = (cell){.pos = pos, .state = CELL_PENDING};
-    sl->indices[c] = (int64_t)sample;
-    sl->labels[c] = l->ds.labels[sample];
-    sl->flips[c] = 0;
-    sl->pending++;
-    if (pos + 1 > sl->end_pos)
-        sl->end_pos = pos + 1;
-    uint32_t sidx = (uint32_t)(sl - l->slots);
-    if (l->uring) {
-        /* Room: one entry per cell of the ring, like the pool's queues. */
-        uint32_t i = gf__fifo_push(&l->read_q);
-        if (GF__UNLIKELY(i == UINT32_MAX))
-            gf__halt(l, GF_ENOMEM, "internal error: the read queue is full");
-        else
-            l->reads[i] = (uint64_t)sidx << 32 | (uint32_t)c;
-        return;
-    }
-    *add_job(l, js, n_jobs) = (gf__job){
-        .kind = JOB_DECODE,
-        .slot = sidx,
-        .decode = {.dst = cell_pixels(l, sl, c),
-                   .sample = (int64_t)sample,
-                   .key = gf__sample_key(l->s.seed, sl->epoch, sample),
-                   .cell = (uint32_t)c}};
 }
 
 static void push_jobs(gf_loader *l, const gf__job *js, int n)
@@ -76,7 +27,7 @@ static void push_jobs(gf_loader *l, const gf__job *js, int n)
     if (n == 0)
         return;
     pthread_mutex_lock(&l->mu);
-    if (gf__pool_push_locked(l, js, n) < 0)
+    if (gf__pool_push_locked(&l->pool, js, n) < 0)
         gf__halt_locked(l, GF_ENOMEM, "internal error: the job queue is full");
     pthread_mutex_unlock(&l->mu);
 }
@@ -90,7 +41,7 @@ static void push_jobs(gf_loader *l, const gf__job *js, int n)
  * stopping, the controller is gone or going: nothing wakes it. */
 static void host_slot_copied(void *arg, int cuda_error)
 {
-    slot *sl = arg;
+    gf__slot *sl = arg;
     gf_loader *l = sl->l;
     char why[160];
     if (cuda_error)
@@ -99,11 +50,11 @@ static void host_slot_copied(void *arg, int cuda_error)
                  "of this process may have faulted)",
                  cuda_error);
     pthread_mutex_lock(&l->mu);
-    slot_set_host(sl, HOST_OUT, HOST_FREE);
+    gf__slot_set_host(sl, GF__HOST_OUT, GF__HOST_FREE);
     if (cuda_error)
         gf__halt_locked(l, GF_ENODEV, why);
     if (!l->stopping)
-        wake_controller(l);
+        gf__wake_controller(l);
     assert(l->copies_in_flight > 0);
     l->copies_in_flight--;
     pthread_cond_broadcast(&l->ready_cv);
@@ -114,10 +65,10 @@ static void host_slot_copied(void *arg, int cuda_error)
  * consumer may have it. */
 static void batch_queued(void *arg)
 {
-    slot *sl = arg;
+    gf__slot *sl = arg;
     gf_loader *l = sl->l;
     pthread_mutex_lock(&l->mu);
-    slot_set_out(sl, OUT_COPYING, OUT_READY);
+    gf__slot_set_out(sl, GF__OUT_COPYING, GF__OUT_READY);
     pthread_cond_broadcast(&l->ready_cv);
     pthread_mutex_unlock(&l->mu);
 }
@@ -126,7 +77,7 @@ static void batch_queued(void *arg)
  * host side is OUT until host_slot_copied. Returns 0 (queued), 1 (posted
  * to the copy thread: the delivery side is COPYING until batch_queued),
  * or GF_ENODEV having halted. */
-static int queue_copy(gf_loader *l, slot *sl)
+static int queue_copy(gf_loader *l, gf__slot *sl)
 {
     memcpy(sl->out_labels, sl->labels, (size_t)sl->count * sizeof *sl->labels);
     memcpy(sl->out_indices, sl->indices, (size_t)sl->count * sizeof *sl->indices);
@@ -136,10 +87,10 @@ static int queue_copy(gf_loader *l, slot *sl)
      * the batch ready, before this thread takes mu again. */
     pthread_mutex_lock(&l->mu);
     l->copies_in_flight++;
-    slot_set_host(sl, HOST_FINAL, HOST_OUT);
+    gf__slot_set_host(sl, GF__HOST_FINAL, GF__HOST_OUT);
     if (posted) {
         sl->out_seq = l->xfer;
-        slot_set_out(sl, OUT_FREE, OUT_COPYING);
+        gf__slot_set_out(sl, GF__OUT_FREE, GF__OUT_COPYING);
     }
     pthread_mutex_unlock(&l->mu);
     int rc = gf__device_enqueue(l->dev, (int)(sl - l->slots), sl->pixels,
@@ -161,14 +112,14 @@ static int queue_copy(gf_loader *l, slot *sl)
 
 /* CPU: the CPU twin of batch sl as jobs for the pool, about two per
  * thread; their completions make it READY (drain_dones). */
-static void queue_convert(gf_loader *l, slot *sl, gf__job *js, int *n_jobs)
+static void queue_convert(gf_loader *l, gf__slot *sl, gf__job *js, int *n_jobs)
 {
     int chunks = GF__MIN(sl->count, 2 * l->threads);
     int per = (sl->count + chunks - 1) / chunks;
     sl->converting = 0;
     for (int first = 0; first < sl->count; first += per) {
-        *add_job(l, js, n_jobs) = (gf__job){
-            .kind = JOB_CONVERT,
+        *gf__add_job(l, js, n_jobs) = (gf__job){
+            .kind = GF__JOB_CONVERT,
             .slot = (uint32_t)(sl - l->slots),
             .convert = {.first = first, .count = GF__MIN(per, sl->count - first)}};
         sl->converting++;
@@ -183,12 +134,12 @@ static void queue_convert(gf_loader *l, slot *sl, gf__job *js, int *n_jobs)
 static bool deliver_next(gf_loader *l, gf__job *js, int *n_jobs)
 {
     assert(l->xfer < l->fin);
-    slot *sl = slot_of(l, l->xfer);
+    gf__slot *sl = gf__slot_of(l, l->xfer);
     assert(sl->seq == l->xfer);
     pthread_mutex_lock(&l->mu);
     /* CUDA: not FREE, the consumer still holds this device slot; not
      * FINAL, its copy could not be queued and the loader has halted. */
-    bool out_free = sl->out_state == OUT_FREE, final = sl->host == HOST_FINAL;
+    bool out_free = sl->out_state == GF__OUT_FREE, final = sl->host == GF__HOST_FINAL;
     pthread_mutex_unlock(&l->mu);
     if (!out_free || !final)
         return false;
@@ -197,7 +148,7 @@ static bool deliver_next(gf_loader *l, gf__job *js, int *n_jobs)
     b->count = sl->count;
     b->epoch = sl->epoch;
     b->position = sl->end_pos;
-    int out = sl->empty ? OUT_EMPTY : OUT_READY;
+    int out = sl->empty ? GF__OUT_EMPTY : GF__OUT_READY;
     bool has_pixels = !sl->empty && sl->status == 0;
     int posted = 0; /* CUDA: the delivery side is COPYING already */
     if (has_pixels && l->dev) {
@@ -205,20 +156,20 @@ static bool deliver_next(gf_loader *l, gf__job *js, int *n_jobs)
             return false;
     } else if (has_pixels && l->convert) {
         queue_convert(l, sl, js, n_jobs);
-        out = OUT_CONVERTING;
+        out = GF__OUT_CONVERTING;
     }
     pthread_mutex_lock(&l->mu);
     if (!posted) {
         sl->out_seq = l->xfer;
-        slot_set_out(sl, OUT_FREE, out);
+        gf__slot_set_out(sl, GF__OUT_FREE, out);
     }
     /* CUDA: the host slot is free once copied (host_slot_copied), or now
      * if there is nothing to copy; CPU: it is the batch, free when the
      * consumer is done. */
     if (!l->dev)
-        slot_set_host(sl, HOST_FINAL, HOST_OUT);
+        gf__slot_set_host(sl, GF__HOST_FINAL, GF__HOST_OUT);
     else if (!has_pixels)
-        slot_set_host(sl, HOST_FINAL, HOST_FREE);
+        gf__slot_set_host(sl, GF__HOST_FINAL, GF__HOST_FREE);
     l->xfer++;
     pthread_cond_broadcast(&l->ready_cv);
     pthread_mutex_unlock(&l->mu);
@@ -229,30 +180,30 @@ static bool deliver_next(gf_loader *l, gf__job *js, int *n_jobs)
 static void assign_batches(gf_loader *l, gf__job *js, int *n_jobs)
 {
     for (;;) {
-        gf__normalise_cursor(l);
+        gf__cursor_normalise(&l->cur);
         pthread_mutex_lock(&l->mu);
-        slot *sl = slot_of(l, l->tail);
-        bool can = !l->halted && !l->stopping && sl->host == HOST_FREE &&
+        gf__slot *sl = gf__slot_of(l, l->tail);
+        bool can = !l->halted && !l->stopping && sl->host == GF__HOST_FREE &&
                    l->tail - l->head < (uint64_t)l->active_depth;
-        bool more = epochs_left(l, l->cur_epoch);
+        bool more = epochs_left(l, l->cur.epoch);
         if (!more && !l->exhausted) {
             l->exhausted = true;
             pthread_cond_broadcast(&l->ready_cv);
         }
         if (can && more)
-            slot_set_host(sl, HOST_FREE, HOST_FILLING);
+            gf__slot_set_host(sl, GF__HOST_FREE, GF__HOST_FILLING);
         pthread_mutex_unlock(&l->mu);
         if (!can || !more)
             return;
         assert(sl->n_errs == 0); /* cleared when finalised, or by stop_pipeline */
 
         sl->seq = l->tail;
-        sl->epoch = l->cur_epoch;
+        sl->epoch = l->cur.epoch;
         sl->end_pos = 0;
         sl->pending = 0;
-        sl->n_cells = (int)GF__MIN((uint64_t)l->B, l->sampler.len - l->cur_pos);
+        sl->n_cells = (int)GF__MIN((uint64_t)l->B, l->sampler.len - l->cur.pos);
         for (int c = 0; c < sl->n_cells; c++)
-            gf__dispatch_cell(l, js, n_jobs, sl, c, l->cur_pos++);
+            gf__dispatch_cell(l, js, n_jobs, sl, c, l->cur.pos++);
         pthread_mutex_lock(&l->mu);
         l->tail++;
         pthread_mutex_unlock(&l->mu);
@@ -271,20 +222,14 @@ static void submit_reads(gf_loader *l)
         if (!buf)
             break;
         uint64_t r = l->reads[gf__fifo_pop(&l->read_q)];
-        slot *sl = &l->slots[r >> 32];
+        gf__slot *sl = &l->slots[r >> 32];
         int c = (int)(uint32_t)r;
-        const char *rel;
-        uint64_t off, len;
-        gf__dataset_extent(&l->ds, (uint64_t)sl->indices[c], &rel, &off, &len);
+        gf__read_req q;
+        gf__read_req_of(l, (uint64_t)sl->indices[c], &q);
         /* Room and a free buffer were checked: a refusal is a bug, and
          * would leave the cell pending for ever. */
-        unsigned flags = gf__name_is_tga(gf__dataset_path(&l->ds, (uint64_t)sl->indices[c]))
-                             ? 0
-                             : GF__READ_SNIFF;
-        const gf__file_id *expect = gf__dataset_file_id(&l->ds, (uint64_t)sl->indices[c]);
-        if (gf__uring_submit_sample(l->uring, l->ds.root_fd, rel, off, len, flags, expect,
-                                    gf__dataset_file_seen(&l->ds, (uint64_t)sl->indices[c]),
-                                    buf, r) < 0) {
+        if (gf__uring_submit_sample(l->uring, l->ds.root_fd, q.rel, q.off, q.len, q.o.flags,
+                                    q.o.expect, q.o.seen, buf, r) < 0) {
             gf__halt(l, GF_EINVAL, "internal error: io_uring refused a read it had room for");
             break;
         }
@@ -301,10 +246,10 @@ static void reap_reads(gf_loader *l, gf__job *js, int *n_jobs)
     if (!l->uring)
         return;
     int n;
-    while ((n = gf__uring_reap(l->uring, l->reaped, REAP_BATCH)) > 0) {
+    while ((n = gf__uring_reap(l->uring, l->reaped, GF__REAP_BATCH)) > 0) {
         for (int i = 0; i < n; i++) {
             gf__read_done *r = &l->reaped[i];
-            slot *sl = &l->slots[r->user >> 32];
+            gf__slot *sl = &l->slots[r->user >> 32];
             int c = (int)(uint32_t)r->user;
             l->ctl_uring_bytes += r->buf->got;
             if (r->err) {
@@ -316,15 +261,7 @@ static void reap_reads(gf_loader *l, gf__job *js, int *n_jobs)
                                   strdup(r->why[0] ? r->why : gf_strerror(r->err)));
                 continue;
             }
-            uint64_t sample = (uint64_t)sl->indices[c];
-            *add_job(l, js, n_jobs) = (gf__job){
-                .kind = JOB_DECODE,
-                .slot = (uint32_t)(sl - l->slots),
-                .decode = {.dst = cell_pixels(l, sl, c),
-                           .buf = r->buf,
-                           .sample = (int64_t)sample,
-                           .key = gf__sample_key(l->s.seed, sl->epoch, sample),
-                           .cell = (uint32_t)c}};
+            *gf__add_job(l, js, n_jobs) = gf__decode_job(l, sl, c, r->buf);
         }
     }
 }
@@ -333,19 +270,17 @@ static void reap_reads(gf_loader *l, gf__job *js, int *n_jobs)
  * the caller pops them (after reap_reads, before anything is finalised). */
 static uint32_t drain_dones(gf_loader *l)
 {
-    gf__pool *p = &l->pool;
     pthread_mutex_lock(&l->mu);
-    uint32_t n_done = gf__fifo_len(&p->done_q);
+    uint32_t n_done = gf__pool_dones_locked(&l->pool);
     pthread_mutex_unlock(&l->mu);
     for (uint32_t i = 0; i < n_done; i++) {
-        /* Workers only append, so entries below the tail we read are stable. */
-        gf__done d = p->dones[(p->done_q.head + i) & p->done_q.mask];
-        slot *sl = &l->slots[d.slot];
-        if (d.kind == JOB_CONVERT) {
+        gf__done d = gf__pool_done(&l->pool, i);
+        gf__slot *sl = &l->slots[d.slot];
+        if (d.kind == GF__JOB_CONVERT) {
             assert(sl->converting > 0);
             if (--sl->converting == 0) {
                 pthread_mutex_lock(&l->mu);
-                slot_set_out(sl, OUT_CONVERTING, OUT_READY);
+                gf__slot_set_out(sl, GF__OUT_CONVERTING, GF__OUT_READY);
                 pthread_cond_broadcast(&l->ready_cv);
                 pthread_mutex_unlock(&l->mu);
             }
@@ -373,7 +308,7 @@ static uint32_t drain_dones(gf_loader *l)
     return n_done;
 }
 
-void gf__pump(gf_loader *l)
+static void pump(gf_loader *l)
 {
     gf__job *js = l->js;
     gf__device_harvest(l->dev); /* copies done since: their times, for stats */
@@ -383,7 +318,7 @@ void gf__pump(gf_loader *l)
         reap_reads(l, js, &n_jobs);
         /* Published before any batch they count is finalised. */
         pthread_mutex_lock(&l->mu);
-        l->pool.done_q.head += n_done;
+        gf__pool_pop_dones_locked(&l->pool, n_done);
         l->decoded_turbo += l->ctl_turbo;
         l->decoded_stb += l->ctl_stb;
         l->decoded_spng += l->ctl_spng;
@@ -408,37 +343,103 @@ void gf__pump(gf_loader *l)
     }
 }
 
-void gf__on_wake(uv_async_t *h)
+static void close_handles(gf_loader *l)
+{
+    uv_close((uv_handle_t *)&l->wake, NULL);
+    if (l->uring_polling)
+        uv_close((uv_handle_t *)&l->uring_poll, NULL);
+    if (l->tuning)
+        uv_close((uv_handle_t *)&l->tune_timer, NULL);
+}
+
+static void on_wake(uv_async_t *h)
 {
     gf_loader *l = h->data;
     pthread_mutex_lock(&l->mu);
     bool stop = l->stopping;
     pthread_mutex_unlock(&l->mu);
     if (stop) {
-        uv_close((uv_handle_t *)&l->wake, NULL);
-        if (l->uring_polling)
-            uv_close((uv_handle_t *)&l->uring_poll, NULL);
-        if (l->tuning)
-            uv_close((uv_handle_t *)&l->tune_timer, NULL);
+        close_handles(l);
         return;
     }
-    gf__pump(l);
+    pump(l);
 }
 
-void gf__on_uring(uv_poll_t *h, int status, int events)
+static void on_uring(uv_poll_t *h, int status, int events)
 {
     (void)status;
     (void)events;
-    gf__on_wake(&((gf_loader *)h->data)->wake);
+    on_wake(&((gf_loader *)h->data)->wake);
 }
 
-void *gf__controller_main(void *arg)
+static void on_tune(uv_timer_t *h)
+{
+    gf_loader *l = h->data;
+    if (gf__autotune_window(l))
+        pump(l); /* a deeper ring may take a batch now */
+}
+
+static void *controller_main(void *arg)
 {
     gf_loader *l = arg;
     pthread_setname_np(pthread_self(), "gf-control");
     if (gf__device_bind(l->dev) < 0)
         gf__halt(l, GF_ENODEV, "cannot make the loader's CUDA device current");
-    gf__pump(l);
+    pump(l);
     uv_run(&l->loop, UV_RUN_DEFAULT);
     return NULL;
+}
+
+int gf__controller_start(gf_loader *l)
+{
+    if (gf__check_descriptors(l) < 0) /* before libuv, which may abort */
+        return GF_EMFILE;
+    if (uv_loop_init(&l->loop) != 0)
+        return gf__fail_locking(l, GF_ENOMEM, "uv_loop_init failed");
+    uv_async_init(&l->loop, &l->wake, on_wake);
+    l->wake.data = l;
+    l->uring_polling = false;
+    if (l->uring) {
+        uv_poll_init(&l->loop, &l->uring_poll, gf__uring_eventfd(l->uring));
+        l->uring_poll.data = l;
+        uv_poll_start(&l->uring_poll, UV_READABLE, on_uring);
+        l->uring_polling = true;
+    }
+    l->tuning = l->s.autotune != 0;
+    if (l->tuning) {
+        uv_timer_init(&l->loop, &l->tune_timer);
+        l->tune_timer.data = l;
+        gf__autotune_begin(l);
+        uv_timer_start(&l->tune_timer, on_tune, 100, 100);
+    }
+    int rc = pthread_create(&l->controller, NULL, controller_main, l);
+    if (rc == 0)
+        return 0;
+    /* Closed without running. */
+    close_handles(l);
+    uv_run(&l->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&l->loop);
+    return rc;
+}
+
+void gf__controller_stop(gf_loader *l)
+{
+    uv_async_send(&l->wake);
+    pthread_join(l->controller, NULL);
+    /* Callbacks still to come see `stopping` and leave the loop alone. */
+    uv_loop_close(&l->loop);
+}
+
+void gf__wake_controller(gf_loader *l)
+{
+    uv_async_send(&l->wake);
+}
+
+void gf__controller_job_done(void *arg, bool queued)
+{
+    gf_loader *l = arg;
+    if (queued)
+        gf__wake_controller(l);
+    else
+        gf__halt_locked(l, GF_ENOMEM, "internal error: the completion queue is full");
 }

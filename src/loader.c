@@ -2,18 +2,20 @@
  * The loader's lifecycle and public API: gf_open and gf_close, starting
  * and stopping the pipeline (gf_open, gf_seek, gf_close), and what the
  * consumer calls: gf_next, gf_release*, gf_batch_wait, and the stats and
- * state. Runs on the caller's threads; the stages are in
- * pool.c (decode threads), controller.c, assemble.c and autotune.c (the
- * controller), ring.c (slot memory) and settings.c; the failure message
- * in failure.c, the sample accessors in samples.c. loader_impl.h says who
- * owns what.
+ * state. Runs on the caller's threads, on top of the stages: pool.c
+ * (decode threads) running work.c's jobs, controller.c (the controller
+ * and its loop) over assemble.c, dispatch.c, cursor.c and autotune.c,
+ * ring.c (slot memory) and settings.c; the failure message in failure.c,
+ * the sample accessors in samples.c. loader_impl.h says who owns what.
  */
 #include "loader_impl.h"
 
+#include "assemble.h"
 #include "config.h"
+#include "controller.h"
 #include "decode.h"
-#include "descriptors.h"
 #include "settings.h"
+#include "work.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -29,13 +31,12 @@ static void stop_pipeline(gf_loader *l)
     pthread_mutex_lock(&l->mu);
     l->stopping = true;
     atomic_store_explicit(&l->cancel, 1, memory_order_relaxed);
-    pthread_cond_broadcast(&l->pool.work);
+    gf__pool_stop_locked(&l->pool);
     pthread_cond_broadcast(&l->ready_cv);
     pthread_mutex_unlock(&l->mu);
     gf__budget_wake(&l->budget); /* reads waiting for it give up */
-    gf__pool_join(l);
-    uv_async_send(&l->wake);
-    pthread_join(l->controller, NULL);
+    gf__pool_join(&l->pool);
+    gf__controller_stop(l);
     /* After the join: nothing queues a copy any more, and the callbacks of
      * those queued see `stopping` and leave the closed loop alone. Every
      * callback runs, errors included; wait for each, not only the stream. */
@@ -44,59 +45,35 @@ static void stop_pipeline(gf_loader *l)
     while (l->copies_in_flight > 0)
         pthread_cond_wait(&l->ready_cv, &l->mu);
     pthread_mutex_unlock(&l->mu);
-    uv_loop_close(&l->loop);
     if (l->uring) {
         gf__uring_destroy(l->uring); /* waits for reads still in flight */
         l->uring = NULL;
     }
-    gf__pool_reset(l);
+    gf__pool_reset(&l->pool);
     for (int i = 0; i < l->D; i++) {
         gf__clear_errors(&l->slots[i]);
-        slot_reset(&l->slots[i]);
+        gf__slot_reset(&l->slots[i]);
     }
     l->running = false;
-}
-
-/* The loop and its handles: the wake-up, the io_uring eventfd, autotune. */
-static int start_loop(gf_loader *l)
-{
-    if (gf__check_descriptors(l) < 0) /* before libuv, which may abort */
-        return GF_EMFILE;
-    if (uv_loop_init(&l->loop) != 0)
-        return gf__fail_locking(l, GF_ENOMEM, "uv_loop_init failed");
-    uv_async_init(&l->loop, &l->wake, gf__on_wake);
-    l->wake.data = l;
-    l->uring_polling = false;
-    if (l->uring) {
-        uv_poll_init(&l->loop, &l->uring_poll, gf__uring_eventfd(l->uring));
-        l->uring_poll.data = l;
-        uv_poll_start(&l->uring_poll, UV_READABLE, gf__on_uring);
-        l->uring_polling = true;
-    }
-    gf__autotune_start(l);
-    return 0;
 }
 
 /* Observers may run alongside (gf_seek): what they read is written
  * under mu. */
 static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
 {
-    l->cur_epoch = epoch;
-    l->cur_pos = pos;
-    gf__normalise_cursor(l);
+    gf__cursor_start(&l->cur, &l->sampler, epoch, pos);
     pthread_mutex_lock(&l->mu);
-    l->next_epoch = l->cur_epoch;
-    l->next_pos = l->cur_pos;
+    l->next_epoch = l->cur.epoch;
+    l->next_pos = l->cur.pos;
     pthread_mutex_unlock(&l->mu);
-    l->live_any = l->cur_pos > 0;
-    l->live_epoch = l->cur_epoch;
-    l->perm_valid = false;
+    l->live_any = l->cur.pos > 0;
+    l->live_epoch = l->cur.epoch;
     l->head = l->tail = l->fin = l->xfer = 0;
     l->held = 0;
     l->exhausted = l->stopping = l->halted = false;
     atomic_store_explicit(&l->cancel, 0, memory_order_relaxed);
     l->fail_code = l->halt_code = 0;
-    gf__pool_reset(l);
+    gf__pool_reset(&l->pool);
     l->read_q.head = l->read_q.tail = 0;
     l->n_free_bufs = l->n_bufs;
     for (int i = 0; i < l->n_bufs; i++)
@@ -121,39 +98,27 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
         gf__buf_free(&l->workers[i].buf);
     gf__budget_restart(&l->budget, (unsigned)(l->uring ? l->n_bufs : l->n_workers));
     gf__uring_set_budget(l->uring, &l->budget);
-    int rc = start_loop(l);
-    if (rc < 0) {
-        gf__uring_destroy(l->uring);
-        l->uring = NULL;
-        return rc;
-    }
 
     l->running = true;
     /* pthread_create returns its error; it does not set errno. */
-    if ((rc = gf__pool_start(l)) == 0) {
-        if ((rc = pthread_create(&l->controller, NULL, gf__controller_main, l)) == 0)
-            return 0;
+    int rc = gf__pool_start(&l->pool);
+    if (rc == 0 && (rc = gf__controller_start(l)) != 0) {
         pthread_mutex_lock(&l->mu);
-        l->stopping = true;
-        pthread_cond_broadcast(&l->pool.work);
+        gf__pool_stop_locked(&l->pool);
         pthread_mutex_unlock(&l->mu);
-        gf__pool_join(l);
+        gf__pool_join(&l->pool);
     }
-    /* Unwind what did start; the loop is closed without running. */
-    uv_close((uv_handle_t *)&l->wake, NULL);
-    if (l->uring_polling)
-        uv_close((uv_handle_t *)&l->uring_poll, NULL);
-    if (l->tuning)
-        uv_close((uv_handle_t *)&l->tune_timer, NULL);
-    uv_run(&l->loop, UV_RUN_DEFAULT);
-    uv_loop_close(&l->loop);
+    if (rc == 0)
+        return 0;
+    /* Unwind what did start. */
     if (l->uring) {
         gf__uring_destroy(l->uring);
         l->uring = NULL;
     }
     l->running = false;
-    return gf__fail_locking(l, GF_ETHREAD, "could not start a loader thread: %s",
-                            strerror(rc));
+    return rc < 0 ? rc
+                  : gf__fail_locking(l, GF_ETHREAD, "could not start a loader thread: %s",
+                                     strerror(rc));
 }
 
 /* CUDA when asked for and present; AUTO falls back to the CPU path and
@@ -189,12 +154,21 @@ static int alloc_queues(gf_loader *l)
     l->n_bufs = l->s.queue_depth + 2 * l->threads;
     l->bufs = calloc((size_t)l->n_bufs, sizeof *l->bufs);
     l->free_bufs = calloc((size_t)l->n_bufs, sizeof *l->free_bufs);
-    l->reaped = calloc(REAP_BATCH, sizeof *l->reaped);
+    l->reaped = calloc(GF__REAP_BATCH, sizeof *l->reaped);
     l->js = calloc(cap, sizeof *l->js);
     l->reads = gf__fifo_alloc(&l->read_q, cap, sizeof *l->reads);
     if (!l->bufs || !l->free_bufs || !l->reaped || !l->js || !l->reads)
         return gf__fail(l, GF_ENOMEM, "out of memory allocating queues");
-    return gf__pool_init(l, cap);
+    int rc = gf__work_init(l);
+    if (rc < 0)
+        return rc;
+    const gf__pool_user user = {.arg = l,
+                                .run = gf__work_run,
+                                .settle = gf__work_settle,
+                                .completed = gf__controller_job_done};
+    if (gf__pool_alloc(&l->pool, cap, l->threads, l->active_threads, user) < 0)
+        return gf__fail(l, GF_ENOMEM, "out of memory allocating queues");
+    return 0;
 }
 
 /* Each damaged shard the index took in part: one on_sample_error call
@@ -225,7 +199,7 @@ int gf_open(gf_loader **out, const gf_settings *s)
     l->t_open = gf__now();
     l->ds.root_fd = -1;
     pthread_mutex_init(&l->mu, NULL);
-    pthread_cond_init(&l->pool.work, NULL);
+    gf__pool_init(&l->pool, &l->mu);
     /* gf_next_timed's deadlines: monotonic, so a clock step cannot stretch one. */
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -302,11 +276,11 @@ int gf_open(gf_loader **out, const gf_settings *s)
 
 /* Under mu: the delivery side is free again; on the CPU it is the host
  * slot too. */
-static void free_out(gf_loader *l, slot *sl, int from)
+static void free_out(gf_loader *l, gf__slot *sl, int from)
 {
-    slot_set_out(sl, from, OUT_FREE);
+    gf__slot_set_out(sl, from, GF__OUT_FREE);
     if (!l->dev)
-        slot_set_host(sl, HOST_OUT, HOST_FREE);
+        gf__slot_set_host(sl, GF__HOST_OUT, GF__HOST_FREE);
 }
 
 /* A whole epoch gave no batch: every sample failed (on_error = skip) or a
@@ -362,26 +336,26 @@ int gf_next_timed(gf_loader *l, gf_batch **out, int64_t timeout_ns)
             rc = GF_EINVAL;
             break;
         }
-        slot *sl = slot_of(l, l->head);
+        gf__slot *sl = gf__slot_of(l, l->head);
         bool here = sl->out_seq == l->head &&
-                    (sl->out_state == OUT_READY || sl->out_state == OUT_EMPTY);
+                    (sl->out_state == GF__OUT_READY || sl->out_state == GF__OUT_EMPTY);
         if (here) {
             /* The host side's status is still this batch's: the slot
              * is not refilled before head moves past it. */
-            if (sl->out_state == OUT_EMPTY || sl->status < 0) {
+            if (sl->out_state == GF__OUT_EMPTY || sl->status < 0) {
                 rc = sl->status;
                 if (rc == 0 && (!l->live_any || sl->epoch > l->live_epoch))
                     rc = no_sample_in_epoch(l, sl->epoch);
                 free_out(l, sl, sl->out_state);
                 l->head++;
-                wake_controller(l);
+                gf__wake_controller(l);
                 if (rc < 0) {
                     l->fail_code = rc;
                     break;
                 }
                 continue;
             }
-            slot_set_out(sl, OUT_READY, OUT_HELD);
+            gf__slot_set_out(sl, GF__OUT_READY, GF__OUT_HELD);
             l->held++;
             l->head++;
             l->samples += (uint64_t)sl->batch.count;
@@ -406,7 +380,7 @@ int gf_next_timed(gf_loader *l, gf_batch **out, int64_t timeout_ns)
             break;
         }
         /* The next batch needs the slot of one the caller still holds. */
-        if (sl->out_state == OUT_HELD) {
+        if (sl->out_state == GF__OUT_HELD) {
             rc = gf__fail(l, GF_EBUSY, "batch slot %d is still held: release it first",
                       (int)(l->head % (uint64_t)l->D));
             break;
@@ -431,9 +405,9 @@ int gf_release_stream(gf_loader *l, gf_batch *b, void *stream)
 {
     if (!l || !b || b->slot_ >= (uint32_t)l->D || &l->slots[b->slot_].batch != b)
         return GF_EINVAL;
-    slot *sl = &l->slots[b->slot_];
+    gf__slot *sl = &l->slots[b->slot_];
     pthread_mutex_lock(&l->mu);
-    bool held = sl->out_state == OUT_HELD;
+    bool held = sl->out_state == GF__OUT_HELD;
     pthread_mutex_unlock(&l->mu);
     if (!held)
         return GF_EINVAL;
@@ -456,11 +430,11 @@ int gf_release_stream(gf_loader *l, gf_batch *b, void *stream)
         return GF_ENODEV;
     }
     pthread_mutex_lock(&l->mu);
-    free_out(l, sl, OUT_HELD);
+    free_out(l, sl, GF__OUT_HELD);
     assert(l->held > 0);
     l->held--;
     pthread_mutex_unlock(&l->mu);
-    wake_controller(l);
+    gf__wake_controller(l);
     return 0;
 }
 
@@ -535,7 +509,7 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     st->bytes_read = l->uring_bytes;
     st->buffer_bytes = l->buf_bytes;
     for (int i = 0; i < l->n_workers; i++) {
-        worker *w = &l->workers[i];
+        gf__worker *w = &l->workers[i];
         st->read_busy_s += w->read_s;
         st->decode_busy_s += w->decode_s;
         st->convert_busy_s += w->convert_s;
@@ -553,14 +527,14 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     st->decoded_stb = l->decoded_stb;
     st->decoded_spng = l->decoded_spng;
     st->decoded_webp = l->decoded_webp;
-    st->threads = l->active_threads;
+    st->threads = l->pool.active;
     st->prefetch_depth = l->active_depth;
     st->autotune = l->s.autotune != 0;
     st->autotune_changes = l->tune_changes;
     st->queue_depth = l->s.queue_depth;
     st->batch_size = l->B;
     st->ring_bytes = (uint64_t)l->D * ((uint64_t)l->B * (l->cell_bytes + sizeof(int32_t) +
-                                                        sizeof(int64_t) + sizeof(cell)));
+                                                        sizeof(int64_t) + sizeof(gf__cell)));
     st->ring_bytes += l->out_bytes;
     st->dataset_samples = l->ds.n;
     st->epoch_samples = l->sampler.len;
@@ -634,7 +608,8 @@ void gf_close(gf_loader **lp)
         return;
     gf_loader *l = *lp;
     stop_pipeline(l);
-    gf__pool_free(l);
+    gf__pool_free(&l->pool);
+    gf__work_free(l);
     gf__ring_free(l);
     for (int i = 0; i < l->n_bufs; i++)
         gf__buf_free(&l->bufs[i]);
@@ -646,7 +621,6 @@ void gf_close(gf_loader **lp)
     gf__device_close(l->dev);
     gf__dataset_close(&l->ds);
     free(l->data_path);
-    pthread_cond_destroy(&l->pool.work);
     pthread_cond_destroy(&l->ready_cv);
     pthread_mutex_destroy(&l->mu);
     gf__budget_destroy(&l->budget);

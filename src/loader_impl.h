@@ -1,8 +1,10 @@
 /*
  * The loader's insides, shared by its stages: a controller thread running
- * a libuv loop (controller.c, assemble.c, autotune.c), a pool of decode
- * threads (pool.c), a ring of D batch slots (ring.c), and the lifecycle
- * and public API (loader.c).
+ * a libuv loop (controller.c, over assemble.c, dispatch.c, cursor.c and
+ * autotune.c), a pool of decode threads (pool.c, running work.c's jobs),
+ * a ring of D batch slots (ring.c), and the lifecycle and public API
+ * (loader.c) on top. A stage calls only stages below it; each has its
+ * own header.
  *
  * Ownership (who may touch what without the mutex):
  * - The controller owns the cursor, every slot's cells and error lists,
@@ -12,10 +14,10 @@
  *   pixels of that job's cell (or, converting, of its cell range); it
  *   reports through the completion queue.
  * - The consumer (gf_next/gf_release*) owns a delivery side while HELD.
- * - `mu` guards: both sides' states, the job and completion queues, the
- *   buffer free list, the stats counters, head/tail, and the failure
- *   fields. Nobody holds `mu` across a read, a decode, a CUDA call or a
- *   callback.
+ * - `mu` guards: both sides' states, the job and completion queues (and
+ *   the pool's active count and stop flag), the buffer free list, the
+ *   stats counters, head/tail, and the failure fields. Nobody holds `mu`
+ *   across a read, a decode, a CUDA call or a callback.
  *
  * Determinism with bad samples (on_error = skip): batch k is the first B
  * good samples, in sampler order, after batch k-1's content. A hole in the
@@ -30,7 +32,9 @@
 #include "common.h"
 
 #include "convert.h"
+#include "cursor.h"
 #include "dataset.h"
+#include "decode.h"
 #include "device.h"
 #include "pool.h"
 #include "reader.h"
@@ -42,7 +46,7 @@
 #include <uv.h>
 
 /* io_uring completions taken per gf__uring_reap call. */
-enum { REAP_BATCH = 64 };
+enum { GF__REAP_BATCH = 64 };
 
 struct gf_loader {
     gf_settings s;
@@ -69,15 +73,12 @@ struct gf_loader {
     bool uring_polling;
     gf__uring *uring;
     pthread_t controller;
-    uint64_t cur_epoch, cur_pos; /* cursor: the next unassigned sample */
-    gf__perm cur_perm;
-    uint64_t perm_epoch;
-    bool perm_valid;
+    gf__cursor cur;              /* the next sample no batch has taken */
     uint64_t fin;                /* next sequence number to finalise */
     uint64_t xfer;               /* next finalised one to hand to delivery */
     uint64_t *reads;             /* (slot << 32 | cell) waiting for an io_uring slot */
     gf__fifo read_q;
-    gf__read_done *reaped;       /* REAP_BATCH */
+    gf__read_done *reaped;       /* GF__REAP_BATCH */
     gf__job *js;                 /* jobs made in one pump round */
     int js_cap;                  /* gf__pool_capacity: one per cell at most */
     uv_timer_t tune_timer;       /* autotune: looks at the last window */
@@ -88,11 +89,11 @@ struct gf_loader {
     bool halted;                 /* a failed batch or an internal error (any thread) */
     pthread_mutex_t mu;
     pthread_cond_t ready_cv;
-    slot *slots;
-    gf__pool pool;               /* the job and completion queues */
-    worker *workers;
+    gf__slot *slots;
+    gf__pool pool;               /* the decode threads and their queues */
+    struct gf__worker *workers;  /* each decode thread's decoder and times */
     int n_workers;
-    int active_threads;          /* workers that take jobs (autotune grows it) */
+    int active_threads;          /* workers that take jobs at first (pool.active grows) */
     gf__budget budget;           /* the read buffers' (its own lock) */
     gf__buf *bufs;
     gf__buf **free_bufs;
@@ -127,21 +128,6 @@ struct gf_loader {
     char msg[512];
 };
 
-static inline slot *slot_of(gf_loader *l, uint64_t seq)
-{
-    return &l->slots[seq % (uint64_t)l->D];
-}
-
-static inline uint8_t *cell_pixels(gf_loader *l, slot *sl, int c)
-{
-    return sl->pixels + (size_t)c * l->cell_bytes;
-}
-
-static inline void wake_controller(gf_loader *l)
-{
-    uv_async_send(&l->wake);
-}
-
 /* failure.c: sets l->msg; returns code. With mu held, or where no
  * observer can run (gf_open); _locking takes mu (a lifecycle call while
  * observers may run). */
@@ -151,31 +137,5 @@ GF__COLD int gf__fail_locking(gf_loader *l, int code, const char *fmt, ...);
  * wins. _locked: with mu held. */
 GF__COLD void gf__halt(gf_loader *l, int code, const char *what);
 GF__COLD void gf__halt_locked(gf_loader *l, int code, const char *what);
-
-/* controller.c: the controller thread and its libuv callbacks. */
-void *gf__controller_main(void *arg);
-void gf__on_wake(uv_async_t *h);
-void gf__on_uring(uv_poll_t *h, int status, int events);
-/* One round of everything the controller does. */
-void gf__pump(gf_loader *l);
-/* Moves the cursor past an exhausted epoch. */
-void gf__normalise_cursor(gf_loader *l);
-/* Starts work on cell c of sl at sampler position pos: an io_uring read,
- * or a decode job appended to js. */
-void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, slot *sl, int c, uint64_t pos);
-
-/* assemble.c: a batch's cells from completion to finalised. */
-void gf__cell_finished(gf_loader *l, slot *sl, int c, int err, char *why);
-/* A sample decoded although its decoder warned (LENIENT): into the ring
- * gf_recent_warnings reads, and to settings.on_sample_warning. */
-void gf__record_warning(gf_loader *l, int64_t sample, int code, const char *why);
-/* Under mu: one entry of l->recent (newest), as gf_get_stats hands it out. */
-void gf__recent_add(gf_loader *l, int64_t sample, int code, const char *path,
-                    const char *reason);
-bool gf__finalise_oldest(gf_loader *l, gf__job *js, int *n_jobs);
-void gf__clear_errors(slot *sl);
-
-/* autotune.c: the timer that grows threads and depth. */
-void gf__autotune_start(gf_loader *l);
 
 #endif

@@ -1,24 +1,25 @@
-/* The decode pool: its job and completion queues and the worker threads
- * (src/pool.c). The controller pushes jobs and pops completions; workers
- * pop jobs and push completions. Both queues live under the loader's mutex
- * (gf_loader.mu); the pool adds one condition variable, work to pop.
+/* The decode pool (src/pool.c), self-contained as zstd's POOL: worker
+ * threads (gf-decode-N), a job queue and a completion queue. It knows
+ * nothing of its user: the user gives it a function that runs a job (no
+ * lock held), one that settles a finished job under the lock (and says
+ * whether its completion is queued), and a hook told of each completion
+ * (the controller's wake). Both queues live under the user's mutex, given
+ * to gf__pool_init; the pool adds one condition variable, work to pop.
  *
  * There is no "room to push" condition: each queue holds every entry that
  * can exist at once (gf__pool_capacity), so the controller, a libuv loop
  * that must not block, never waits for room. A push that finds a queue
- * full is a bug: it asserts, and in a release build the loader halts. */
+ * full is a bug: it asserts, and in a release build the user is told
+ * (and halts). */
 #ifndef GF_POOL_H
 #define GF_POOL_H
 
 #include "common.h"
-#include "decode.h"
 #include "reader.h"
 
 #include <assert.h>
 #include <pthread.h>
 #include <stdbool.h>
-
-struct gf_loader;
 
 /* Free-running head/tail over a power-of-two array (liburing's ring):
  * tail - head is the fill level, index & mask the entry. */
@@ -54,21 +55,21 @@ static inline uint32_t gf__fifo_pop(gf__fifo *f)
 /* An array of at least `min` entries for f. NULL: out of memory. */
 void *gf__fifo_alloc(gf__fifo *f, uint32_t min, size_t item_size);
 
-enum { JOB_DECODE, JOB_CONVERT };
+enum { GF__JOB_DECODE, GF__JOB_CONVERT };
 
 /* One job for a decode thread; kind says which member holds it. */
 typedef struct gf__job {
     uint8_t kind;
     uint32_t slot;
     union {
-        struct {           /* JOB_DECODE: read (unless buf) and decode one cell */
+        struct {           /* GF__JOB_DECODE: read (unless buf) and decode one cell */
             uint8_t *dst;  /* the cell's pixels */
             gf__buf *buf;  /* encoded bytes (io_uring), or NULL: read them here */
             int64_t sample;
             uint64_t key;  /* gf__sample_key: the sample's randomness */
             uint32_t cell;
         } decode;
-        struct {           /* JOB_CONVERT: the CPU twin over cells [first, first + count) */
+        struct {           /* GF__JOB_CONVERT: the CPU twin over cells [first, first + count) */
             int first, count;
         } convert;
     };
@@ -78,7 +79,7 @@ typedef struct gf__job {
 typedef struct gf__done {
     uint8_t kind;
     uint32_t slot;
-    struct {               /* JOB_DECODE only */
+    struct {               /* GF__JOB_DECODE only */
         uint32_t cell;
         int err, used;     /* used: GF__USED_*, GF__FLIPPED, GF__WARNED */
         int warn_code;     /* GF__WARNED: the code STRICT would have given */
@@ -86,25 +87,38 @@ typedef struct gf__done {
     } decode;
 } gf__done;
 
-typedef struct worker {
-    struct gf_loader *l;
+/* The user's side: arg is passed to each. */
+typedef struct gf__pool_user {
+    void *arg;
+    /* On worker thread `worker`, no lock held: runs j, fills d. */
+    void (*run)(void *arg, int worker, const gf__job *j, gf__done *d);
+    /* Same thread, mu held: the job's bookkeeping. Returns whether d is
+     * queued; when not, the user has dropped it (and its reason). */
+    bool (*settle)(void *arg, int worker, const gf__job *j, gf__done *d);
+    /* Mu held: a completion was queued, or (queued false) the completion
+     * queue was full, a bug, and it was dropped. */
+    void (*completed)(void *arg, bool queued);
+} gf__pool_user;
+
+typedef struct gf__pool_thread {
+    struct gf__pool *p;
     pthread_t thread;
     int id;
-    gf__decoder *dec;
-    gf__buf buf;
-    double read_s, decode_s, convert_s; /* under mu */
-    uint64_t bytes;           /* under mu */
-    size_t scratch;           /* under mu: read buffer + decoder scratch */
-} worker;
+} gf__pool_thread;
 
-/* The workers themselves live in the loader (workers, n_workers,
- * active_threads: autotune grows the active ones), next to their stats. */
+/* Everything under *mu but the constants set by gf__pool_alloc. */
 typedef struct gf__pool {
+    pthread_mutex_t *mu;      /* the user's */
     pthread_cond_t work;      /* a job was pushed, a worker activated, or stopping */
     gf__job *jobs;
     gf__fifo job_q;
     gf__done *dones;
     gf__fifo done_q;
+    gf__pool_thread *threads;
+    int n_threads;
+    int active;               /* workers that take jobs; the others park */
+    bool stopping;
+    gf__pool_user user;
 } gf__pool;
 
 /* What can be in each queue at once: one decode job per cell of the ring
@@ -116,20 +130,47 @@ static inline uint32_t gf__pool_capacity(int depth, int batch)
     return (uint32_t)depth * (uint32_t)batch;
 }
 
-/* Allocates the queues and l->threads workers with their decoders (no
- * threads yet). Returns 0 or GF_ENOMEM, with l->msg. */
-int gf__pool_init(struct gf_loader *l, uint32_t capacity);
-void gf__pool_free(struct gf_loader *l);
-/* Empties both queues (frees the reasons of unread completions). */
-void gf__pool_reset(struct gf_loader *l);
+/* The condition variable, on mu (which guards the queues); nothing
+ * allocated yet, so gf__pool_free may follow at once. */
+void gf__pool_init(gf__pool *p, pthread_mutex_t *mu);
+/* The queues, for `threads` workers of which `active` take jobs (no
+ * threads yet). Returns 0 or GF_ENOMEM. */
+int gf__pool_alloc(gf__pool *p, uint32_t capacity, int threads, int active, gf__pool_user user);
+void gf__pool_free(gf__pool *p);
+/* No thread running: empties both queues (frees the reasons of unread
+ * completions) and clears stopping. */
+void gf__pool_reset(gf__pool *p);
 /* Starts the worker threads. Returns 0, or pthread_create's error with
  * none left running. */
-int gf__pool_start(struct gf_loader *l);
-/* With l->stopping set and the workers woken: joins them. */
-void gf__pool_join(struct gf_loader *l);
+int gf__pool_start(gf__pool *p);
+/* With mu held: the workers end once their job is settled. */
+void gf__pool_stop_locked(gf__pool *p);
+/* After gf__pool_stop_locked: joins them. */
+void gf__pool_join(gf__pool *p);
 
-/* Controller, with mu held: queues n jobs and wakes workers. Returns 0,
- * or GF_ENOMEM, queueing none, when they do not fit (a bug: asserted). */
-int gf__pool_push_locked(struct gf_loader *l, const gf__job *js, int n);
+/* With mu held: queues n jobs and wakes workers. Returns 0, or GF_ENOMEM,
+ * queueing none, when they do not fit (a bug: asserted). */
+int gf__pool_push_locked(gf__pool *p, const gf__job *js, int n);
+/* With mu held: completions queued and not yet popped. */
+static inline uint32_t gf__pool_dones_locked(const gf__pool *p)
+{
+    return gf__fifo_len(&p->done_q);
+}
+
+/* The i-th of those, read without mu: workers only append, so entries
+ * below a tail read under mu stay put until popped. */
+static inline gf__done gf__pool_done(const gf__pool *p, uint32_t i)
+{
+    return p->dones[(p->done_q.head + i) & p->done_q.mask];
+}
+
+/* With mu held: the first n completions are taken. */
+static inline void gf__pool_pop_dones_locked(gf__pool *p, uint32_t n)
+{
+    p->done_q.head += n;
+}
+
+/* With mu held: one more worker takes jobs. Returns false when all do. */
+bool gf__pool_grow_locked(gf__pool *p);
 
 #endif

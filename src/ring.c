@@ -7,6 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+gf__slot *gf__slot_of(gf_loader *l, uint64_t seq)
+{
+    return &l->slots[seq % (uint64_t)l->D];
+}
+
 int gf__ring_alloc(gf_loader *l)
 {
     size_t B = (size_t)l->B;
@@ -18,8 +23,9 @@ int gf__ring_alloc(gf_loader *l)
         return GF_ENOMEM;
     size_t out = l->convert && !l->dev ? B * gf__convert_sample_bytes(&l->cv) : 0;
     for (int i = 0; i < l->D; i++) {
-        slot *sl = &l->slots[i];
+        gf__slot *sl = &l->slots[i];
         sl->l = l;
+        sl->cell_bytes = l->cell_bytes;
         char why[192] = "";
         /* The flips live after the pixels: pinned with them, so their copy
          * to the device cannot block the controller either. */
@@ -77,7 +83,7 @@ void gf__ring_free(gf_loader *l)
     if (!l->slots)
         return;
     for (int i = 0; i < l->D; i++) {
-        slot *sl = &l->slots[i];
+        gf__slot *sl = &l->slots[i];
         if (sl->pixels)
             gf__host_free(l->dev, sl->pixels, sl->pinned);
         free(sl->out);

@@ -11,8 +11,8 @@
  * Slots are allocated and freed on gf_open/gf_close's thread. Their
  * states change on the controller, the consumer (gf_next, gf_release*)
  * and, on CUDA, the copy callback's thread and the copy thread (gf-copy),
- * always through slot_set_host
- * / slot_set_out with mu held: they assert that the change is one of
+ * always through gf__slot_set_host
+ * / gf__slot_set_out with mu held: they assert that the change is one of
  * those listed below. */
 #ifndef GF_RING_H
 #define GF_RING_H
@@ -26,7 +26,7 @@ struct gf_loader;
 
 /* A cell's sample. HOLE: failed, or given to an earlier batch; the batch
  * fills it again before it is finalised (or drops it at an epoch's end). */
-enum { CELL_PENDING, CELL_OK, CELL_HOLE };
+enum { GF__CELL_PENDING, GF__CELL_OK, GF__CELL_HOLE };
 
 /* The host side:
  *   FREE -> FILLING     the controller assigns the slot a batch
@@ -38,7 +38,7 @@ enum { CELL_PENDING, CELL_OK, CELL_HOLE };
  *                       copy the controller could not queue stays OUT
  *                       (halted); on gf-copy a failed queueing still
  *                       runs done(), so OUT -> FREE there */
-enum { HOST_FREE, HOST_FILLING, HOST_FINAL, HOST_OUT };
+enum { GF__HOST_FREE, GF__HOST_FILLING, GF__HOST_FINAL, GF__HOST_OUT };
 /* The delivery side, the batch the consumer sees (on CUDA, the device
  * slot of the same index):
  *   FREE -> CONVERTING  CPU: convert jobs queued; their completion -> READY
@@ -49,24 +49,32 @@ enum { HOST_FREE, HOST_FILLING, HOST_FINAL, HOST_OUT };
  *   READY -> HELD       gf_next hands it out
  *   READY | EMPTY -> FREE  gf_next skips an empty or failed batch
  *   HELD -> FREE        gf_release */
-enum { OUT_FREE, OUT_CONVERTING, OUT_COPYING, OUT_READY, OUT_EMPTY, OUT_HELD };
+enum {
+    GF__OUT_FREE,
+    GF__OUT_CONVERTING,
+    GF__OUT_COPYING,
+    GF__OUT_READY,
+    GF__OUT_EMPTY,
+    GF__OUT_HELD
+};
 
-typedef struct cell {
+typedef struct gf__cell {
     uint64_t pos;
     uint8_t state;
-} cell;
+} gf__cell;
 
-typedef struct sample_error {
+typedef struct gf__sample_error {
     uint64_t pos;
     int64_t sample;
     int code;
     char *why;
-} sample_error;
+} gf__sample_error;
 
-typedef struct slot {
+typedef struct gf__slot {
     struct gf_loader *l;
     gf_batch batch;      /* the consumer's view */
     uint8_t *pixels;
+    size_t cell_bytes;   /* one cell's pixels */
     int32_t *labels;
     int64_t *indices;
     uint8_t *flips;      /* per cell: to be mirrored by the device kernel */
@@ -74,28 +82,28 @@ typedef struct slot {
     int32_t *out_labels; /* CUDA: the delivered batch's own copies, since */
     int64_t *out_indices; /* the host slot is refilled while it is held */
     int pinned;
-    cell *cells;
+    gf__cell *cells;
     int n_cells;         /* cells in use: B, or fewer at the end of an epoch */
     int pending;         /* cells with a read or decode outstanding */
     int converting;      /* convert jobs outstanding */
     int count, status;   /* once finalised */
     bool empty;
     uint64_t seq, epoch, end_pos;
-    sample_error *errs;  /* bad samples met by this batch (rare) */
+    gf__sample_error *errs; /* bad samples met by this batch (rare) */
     int n_errs;
     size_t cap_errs;
-    int host;            /* HOST_*, under mu */
-    int out_state;       /* OUT_*, under mu */
+    int host;            /* GF__HOST_*, under mu */
+    int out_state;       /* GF__OUT_*, under mu */
     uint64_t out_seq;    /* the batch the delivery side holds */
-} slot;
+} gf__slot;
 
 static inline bool gf__host_step_ok(int from, int to)
 {
     switch (from) {
-    case HOST_FREE: return to == HOST_FILLING;
-    case HOST_FILLING: return to == HOST_FINAL;
-    case HOST_FINAL: return to == HOST_OUT || to == HOST_FREE;
-    case HOST_OUT: return to == HOST_FREE;
+    case GF__HOST_FREE: return to == GF__HOST_FILLING;
+    case GF__HOST_FILLING: return to == GF__HOST_FINAL;
+    case GF__HOST_FINAL: return to == GF__HOST_OUT || to == GF__HOST_FREE;
+    case GF__HOST_OUT: return to == GF__HOST_FREE;
     }
     return false;
 }
@@ -103,19 +111,20 @@ static inline bool gf__host_step_ok(int from, int to)
 static inline bool gf__out_step_ok(int from, int to)
 {
     switch (from) {
-    case OUT_FREE:
-        return to == OUT_CONVERTING || to == OUT_COPYING || to == OUT_READY || to == OUT_EMPTY;
-    case OUT_CONVERTING: return to == OUT_READY;
-    case OUT_COPYING: return to == OUT_READY;
-    case OUT_READY: return to == OUT_HELD || to == OUT_FREE;
-    case OUT_EMPTY: return to == OUT_FREE;
-    case OUT_HELD: return to == OUT_FREE;
+    case GF__OUT_FREE:
+        return to == GF__OUT_CONVERTING || to == GF__OUT_COPYING || to == GF__OUT_READY ||
+               to == GF__OUT_EMPTY;
+    case GF__OUT_CONVERTING: return to == GF__OUT_READY;
+    case GF__OUT_COPYING: return to == GF__OUT_READY;
+    case GF__OUT_READY: return to == GF__OUT_HELD || to == GF__OUT_FREE;
+    case GF__OUT_EMPTY: return to == GF__OUT_FREE;
+    case GF__OUT_HELD: return to == GF__OUT_FREE;
     }
     return false;
 }
 
 /* Under mu. */
-static inline void slot_set_host(slot *sl, int from, int to)
+static inline void gf__slot_set_host(gf__slot *sl, int from, int to)
 {
     assert(sl->host == from && gf__host_step_ok(from, to));
     (void)from;
@@ -123,7 +132,7 @@ static inline void slot_set_host(slot *sl, int from, int to)
 }
 
 /* Under mu. */
-static inline void slot_set_out(slot *sl, int from, int to)
+static inline void gf__slot_set_out(gf__slot *sl, int from, int to)
 {
     assert(sl->out_state == from && gf__out_step_ok(from, to));
     (void)from;
@@ -131,11 +140,19 @@ static inline void slot_set_out(slot *sl, int from, int to)
 }
 
 /* Both sides FREE whatever they were: the pipeline has stopped. */
-static inline void slot_reset(slot *sl)
+static inline void gf__slot_reset(gf__slot *sl)
 {
-    sl->host = HOST_FREE;
-    sl->out_state = OUT_FREE;
+    sl->host = GF__HOST_FREE;
+    sl->out_state = GF__OUT_FREE;
 }
+
+static inline uint8_t *gf__cell_pixels(const gf__slot *sl, int c)
+{
+    return sl->pixels + (size_t)c * sl->cell_bytes;
+}
+
+/* The slot of batch seq: seq % D, on both sides. */
+gf__slot *gf__slot_of(struct gf_loader *l, uint64_t seq);
 
 /* Allocates l->D slots for l->B cells (pinned when l->dev can, else
  * pageable) and points each batch at its memory. Returns 0, GF_ENOMEM or

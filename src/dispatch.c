@@ -1,0 +1,53 @@
+/* Starting work on a cell, on the controller thread: its sample from the
+ * cursor, its label and index, then an io_uring read (the read queue) or
+ * a decode job for the pool. gf__read_req_of also runs on decode threads:
+ * it only reads the index, read-only after gf_open. */
+#include "dispatch.h"
+
+#include "magic.h"
+
+void gf__read_req_of(gf_loader *l, uint64_t sample, gf__read_req *r)
+{
+    gf__dataset_extent(&l->ds, sample, &r->rel, &r->off, &r->len);
+    r->o = (gf__read_opts){
+        .max_bytes = l->s.max_file_bytes,
+        .budget = &l->budget,
+        /* A .tga has no magic: nothing to sniff. */
+        .flags = gf__name_is_tga(gf__dataset_path(&l->ds, sample)) ? 0 : GF__READ_SNIFF,
+        .expect = gf__dataset_file_id(&l->ds, sample),
+        .seen = gf__dataset_file_seen(&l->ds, sample)};
+}
+
+gf__job gf__decode_job(gf_loader *l, gf__slot *sl, int c, gf__buf *buf)
+{
+    uint64_t sample = (uint64_t)sl->indices[c];
+    return (gf__job){.kind = GF__JOB_DECODE,
+                     .slot = (uint32_t)(sl - l->slots),
+                     .decode = {.dst = gf__cell_pixels(sl, c),
+                                .buf = buf,
+                                .sample = (int64_t)sample,
+                                .key = gf__sample_key(l->s.seed, sl->epoch, sample),
+                                .cell = (uint32_t)c}};
+}
+
+void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, gf__slot *sl, int c, uint64_t pos)
+{
+    uint64_t sample = gf__cursor_sample(&l->cur, sl->epoch, pos);
+    sl->cells[c] = (gf__cell){.pos = pos, .state = GF__CELL_PENDING};
+    sl->indices[c] = (int64_t)sample;
+    sl->labels[c] = l->ds.labels[sample];
+    sl->flips[c] = 0;
+    sl->pending++;
+    if (pos + 1 > sl->end_pos)
+        sl->end_pos = pos + 1;
+    if (l->uring) {
+        /* Room: one entry per cell of the ring, like the pool's queues. */
+        uint32_t i = gf__fifo_push(&l->read_q);
+        if (GF__UNLIKELY(i == UINT32_MAX))
+            gf__halt(l, GF_ENOMEM, "internal error: the read queue is full");
+        else
+            l->reads[i] = (uint64_t)(sl - l->slots) << 32 | (uint32_t)c;
+        return;
+    }
+    *gf__add_job(l, js, n_jobs) = gf__decode_job(l, sl, c, NULL);
+}

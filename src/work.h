@@ -1,0 +1,29 @@
+/* The loader's work on the decode pool (src/work.c): each decode thread's
+ * decoder, read buffer and times, and the pool's run and settle hooks for
+ * the loader's jobs. */
+#ifndef GF_WORK_H
+#define GF_WORK_H
+
+#include "loader_impl.h"
+
+typedef struct gf__worker {
+    gf__decoder *dec;
+    gf__buf buf;
+    double read_s, decode_s, convert_s; /* under mu */
+    uint64_t bytes;                     /* under mu */
+    size_t scratch;                     /* under mu: read buffer + decoder scratch */
+    /* The job just run, from run to settle: this worker's alone. */
+    double ran_read_s, ran_work_s;
+    size_t ran_got, ran_scratch;
+} gf__worker;
+
+/* Lifecycle thread: l->threads workers' decoders. Returns 0 or GF_ENOMEM,
+ * with l->msg. */
+int gf__work_init(gf_loader *l);
+void gf__work_free(gf_loader *l);
+
+/* gf__pool_user's run and settle; arg is the loader. */
+void gf__work_run(void *arg, int worker, const gf__job *j, gf__done *d);
+bool gf__work_settle(void *arg, int worker, const gf__job *j, gf__done *d);
+
+#endif
