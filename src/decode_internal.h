@@ -16,8 +16,6 @@
 #include <jpeglib.h>
 #endif
 
-#define GF__DEFAULT_MAX_PIXELS (64ull << 20)
-
 #if GF_HAVE_TURBO
 typedef struct gf__jerr {
     struct jpeg_error_mgr pub;
