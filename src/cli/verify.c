@@ -161,7 +161,7 @@ static void usage(FILE *f)
             "\n"
             "options:\n"
             "  --data DIR            data set (required; quote brace patterns)\n");
-    cli_loader_help(f, VERIFY_LOPTS, 0, 24, lopt_help);
+    cli_loader_help(f, VERIFY_LOPTS | CLI_LOPT_GENERIC, 0, 24, lopt_help);
     fprintf(f,
             "  --json                print one JSON object instead:\n"
             "                        {\"samples\": N, \"bad\": K, \"bad_samples\": [{\"path\",\n"
@@ -342,14 +342,13 @@ static int all_damaged(int json, const bad_list *dl, const char *msg)
 
 int cmd_verify(int argc, char **argv)
 {
-    struct option longopts[4 + CLI_LOPT_COUNT] = {
+    static const struct option own[] = {
         {"data", required_argument, NULL, 'd'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
-    int nopts = 3;
-    cli_loader_longopts(VERIFY_LOPTS, longopts, &nopts);
-    longopts[nopts] = (struct option){NULL, 0, NULL, 0};
+    const struct option *longopts = cli_options(own, VERIFY_LOPTS);
     const char *data = NULL;
     int json = 0, ch, rc, status = CLI_OK;
     gf_settings s;

@@ -124,6 +124,10 @@ static void usage(FILE *f)
                "                        stored); the model reads them and computes in float32\n");
     lopt_usage(f, CLI_LOPT_AUTOTUNE);
     lopt_usage(f, CLI_LOPT_STRICTNESS);
+    lopt_usage(f, CLI_LOPT_ON_SHARD_ERROR);
+    fprintf(f, "  the loader's other settings (the model fixes size, channels, dtype,\n"
+               "  layout, mean and std; `gpufeed settings` lists them all):\n");
+    cli_loader_help(f, CLI_LOPT_GENERIC, 0, 24, NULL);
     fprintf(f,
             "  --json                print one JSON object\n"
             "  --checkpoint FILE     after each epoch, save model (parameters, momentum)\n"
@@ -300,7 +304,7 @@ int cmd_train(int argc, char **argv)
 {
     enum { O_DATA = 256, O_LOADER, O_EPOCHS, O_SIZE, O_WIDTH, O_LR, O_AMP, O_JSON, O_CKPT,
            O_RESUME, O_MPI, O_DUMP, O_ALLREDUCE };
-    struct option longopts[14 + CLI_LOPT_COUNT] = {
+    static const struct option own[] = {
         {"data", required_argument, NULL, O_DATA},
         {"loader", required_argument, NULL, O_LOADER},
         {"epochs", required_argument, NULL, O_EPOCHS},
@@ -315,8 +319,8 @@ int cmd_train(int argc, char **argv)
         {"allreduce", required_argument, NULL, O_ALLREDUCE},
         {"dump-indices", required_argument, NULL, O_DUMP},
         {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
-    int nopts = 14;
     train_opts o = {.epochs = 3, .size = DEFAULT_SIZE, .width = 0, .lr = 0.05,
                     .loader = L_BOTH};
     /* The shared options land here, then in o: the library's defaults
@@ -330,8 +334,7 @@ int cmd_train(int argc, char **argv)
     run_result runs[2];
     int ch, n_runs = 0, status = CLI_OK, loader_given = 0;
 
-    cli_loader_longopts(TRAIN_LOPTS, longopts, &nopts);
-    longopts[nopts] = (struct option){NULL, 0, NULL, 0};
+    const struct option *longopts = cli_options(own, TRAIN_LOPTS);
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -363,6 +366,7 @@ int cmd_train(int argc, char **argv)
     o.device = s.device;
     o.seed = s.seed;
     o.autotune = s.autotune;
+    o.loader_settings = s;
     if (optind < argc) {
         cli_error(CMD, "unexpected argument '%s' (the data set goes after --data)", argv[optind]);
         return CLI_USAGE;
