@@ -591,7 +591,7 @@ GF_API const gf_setting_info *gf_setting_find(const char *name);
 GF_API int gf_settings_set(gf_settings *s, const char *name, const char *value, char *why,
                            size_t why_len);
 /* Setting `name` of s as text gf_settings_set takes back (a CHOICE by its
- * first name, a float with 9 digits). Returns its length (truncated to
+ * first name, a float in the fewest digits that read back the same). Returns its length (truncated to
  * len - 1), or GF_EINVAL for an unknown name or a NULL argument. */
 GF_API int gf_settings_get(const gf_settings *s, const char *name, char *buf, size_t len);
 

@@ -80,7 +80,7 @@ static const gf_setting_info rows[] = {
            "train: the crop's greatest area, a fraction of the image"),
     FLOAT_(ratio_min, GF_SETTING_FLOAT, "0.75", 0, FLT_MAX, ABOVE_, NULL,
            "train: the crop's least aspect ratio"),
-    FLOAT_(ratio_max, GF_SETTING_FLOAT, "1.33333337", 0, FLT_MAX, ABOVE_, NULL,
+    FLOAT_(ratio_max, GF_SETTING_FLOAT, "1.3333334", 0, FLT_MAX, ABOVE_, NULL,
            "train: the crop's greatest aspect ratio"),
     FLOAT_(flip_prob, GF_SETTING_FLOAT, "0.5", 0, 1, 0, NULL,
            "train: the chance of a horizontal flip"),
@@ -419,6 +419,18 @@ int gf_settings_set(gf_settings *s, const char *name, const char *value, char *w
     return rc;
 }
 
+/* The shortest text that strtof reads back as v ("0.08", not "0.0799999982"). */
+static int float_text(char *buf, size_t len, float v)
+{
+    char t[32];
+    for (int digits = 6; digits < 9; digits++) {
+        snprintf(t, sizeof t, "%.*g", digits, v);
+        if (strtof(t, NULL) == v)
+            return snprintf(buf, len, "%s", t);
+    }
+    return snprintf(buf, len, "%.9g", v);
+}
+
 int gf_settings_get(const gf_settings *s, const char *name, char *buf, size_t len)
 {
     const gf_setting_info *r = gf_setting_find(name);
@@ -428,10 +440,16 @@ int gf_settings_get(const gf_settings *s, const char *name, char *buf, size_t le
     int n;
     switch (r->type) {
     case GF_SETTING_U64: n = snprintf(buf, len, "%" PRIu64, *(const uint64_t *)at); break;
-    case GF_SETTING_FLOAT: n = snprintf(buf, len, "%.9g", *(const float *)at); break;
+    case GF_SETTING_FLOAT: n = float_text(buf, len, *(const float *)at); break;
     case GF_SETTING_FLOAT4: {
         const float *v = at;
-        n = snprintf(buf, len, "%.9g,%.9g,%.9g,%.9g", v[0], v[1], v[2], v[3]);
+        n = 0;
+        for (int c = 0; c < 4 && n >= 0 && (size_t)n < len; c++) {
+            int k = float_text(buf + n, len - (size_t)n, v[c]);
+            n = k < 0 ? k : n + k;
+            if (c < 3 && n >= 0 && (size_t)n + 1 < len)
+                buf[n++] = ',', buf[n] = '\0';
+        }
         break;
     }
     case GF_SETTING_CHOICE: {
