@@ -39,8 +39,9 @@
  * gf_batch_wait: any thread, on a batch still held (it reaches the batch's
  * loader on CUDA, so not while that loader is being closed).
  * gf_version, gf_strerror, gf_err_name, gf_sample_error_kind,
- * gf_dtype_size, gf_default_settings, gf_probe, gf_free and gf_decode_image
- * touch no loader: any thread. A gf_decoder is one thread's at a time.
+ * gf_dtype_size, gf_default_settings, gf_setting_*, gf_settings_set/get
+ * (on the caller's struct), gf_probe, gf_free and gf_decode_image touch no
+ * loader: any thread. A gf_decoder is one thread's at a time.
  * settings.on_sample_error and on_sample_warning run on the loader's
  * controller thread (see gf_sample_error_fn for what they may call).
  */

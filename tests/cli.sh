@@ -477,7 +477,9 @@ own_choices=" verify:seed verify:epochs verify:batch_size verify:prefetch_depth 
 own_choices="$own_choices verify:decoder verify:transform verify:on_error verify:device "
 own_choices="$own_choices verify:dtype verify:layout verify:autotune train:io train:decoder "
 own_choices="$own_choices train:transform train:on_error train:rank train:world train:dtype "
-own_choices="$own_choices train:layout train:extensions bench:rank bench:world "
+own_choices="$own_choices train:layout train:extensions bench:rank bench:world verify:shuffle "
+own_choices="$own_choices verify:height verify:width train:height train:width train:channels "
+own_choices="$own_choices train:mean train:std train:drop_last "
 for row in $("$g" settings --json | python3 -c 'import json, sys; print(" ".join(f"{k}={v}" for k, v in json.load(sys.stdin).items()))'); do
     name=${row%%=*}
     opt=--$(echo "$name" | tr _ -)=${row#*=}
@@ -495,6 +497,8 @@ err=$("$g" verify --data "$d" --scale-min nan 2>&1) && fail "verify --scale-min 
 err=$("$g" bench --input-only --data "$d" --dtype float64 2>&1) && fail "bench --dtype float64 must fail"
 echo "$err" | grep -q -- "--dtype: 'float64' is not one of uint8, float32, float16, bfloat16 (also u8, f32, f16, bf16)$" ||
     fail "dtype refusal: $err"
+err=$("$g" bench --input-only --data "$d" --epochs 0 2>&1) && fail "bench --epochs 0 without --batches must fail"
+echo "$err" | grep -q -- "--epochs 0 (unbounded) needs --batches N" || fail "unbounded bench: $err"
 out=$(RANK=1 WORLD_SIZE=two "$g" bench --input-only --data "$d" --threads 1 --image-size 16 2>&1) &&
     fail "bench under RANK=1 WORLD_SIZE=two must fail"
 echo "$out" | grep -q "WORLD_SIZE='two' is not a whole number" || fail "malformed launcher: $out"

@@ -98,7 +98,7 @@ static void usage(FILE *f)
             "  --data DIR            ImageFolder directory, list file or tar shards\n"
             "                        ('dir/train-{000000..000127}.tar', 'a.tar,b.tar')\n"
             "                        (required)\n");
-    cli_loader_help(f, BENCH_LOPTS | CLI_LOPT_GENERIC, CLI_LOPT_SWEEPABLE, 24, NULL);
+    cli_loader_help(f, BENCH_LOPTS | CLI_LOPT_GENERIC, CLI_LOPT_SWEEPABLE, 24, NULL, NULL);
     fprintf(f,
             "  --json                print one JSON object\n"
             "  -h, --help            this text\n"
@@ -125,7 +125,7 @@ int cmd_bench(int argc, char **argv)
     bench_opts o;
     int ch, have_compute = 0, have_dtype, have_layout;
 
-    const struct option *longopts = cli_options(own, BENCH_LOPTS);
+    const struct option *longopts = cli_options(own, BENCH_LOPTS, NULL);
     memset(&o, 0, sizeof o);
     gf_default_settings(&o.s);
     o.s.batch_size = 64;
@@ -168,6 +168,10 @@ int cmd_bench(int argc, char **argv)
     have_layout = (la.given & CLI_LOPT(LAYOUT)) != 0;
     if (optind < argc) {
         cli_error(CMD, "unexpected argument '%s' (the data set goes after --data)", argv[optind]);
+        return CLI_USAGE;
+    }
+    if (o.s.epochs == 0 && o.max_batches == 0) {
+        cli_error(CMD, "--epochs 0 (unbounded) needs --batches N to end");
         return CLI_USAGE;
     }
     if (o.input_only + o.overlap > 1) {

@@ -152,6 +152,16 @@ static int set_curated(const char *cmd, int k, const char *arg, cli_loader_args 
     return set(cmd, d->name, d->setting, arg ? arg : "1", a->s);
 }
 
+/* 1 if row r is an option by its own name: no CLI face covers it and the
+ * command does not fix it (fixed: setting names, NULL-terminated, or NULL). */
+static int generic(const gf_setting_info *r, const char *const *fixed)
+{
+    for (; fixed && *fixed; fixed++)
+        if (strcmp(*fixed, r->name) == 0)
+            return 0;
+    return !curated(r);
+}
+
 /* 1 if the command has an option of its own by that name. */
 static int own_name(const struct option *own, const char *name)
 {
@@ -161,7 +171,8 @@ static int own_name(const struct option *own, const char *name)
     return 0;
 }
 
-const struct option *cli_options(const struct option *own, unsigned which)
+const struct option *cli_options(const struct option *own, unsigned which,
+                                 const char *const *fixed)
 {
     /* One command runs per process, on the main thread: the names live here. */
     static struct option opts[CLI_OPTIONS_MAX];
@@ -177,7 +188,7 @@ const struct option *cli_options(const struct option *own, unsigned which)
     for (int i = 0; i < gf_setting_count() && n + 1 < CLI_OPTIONS_MAX; i++) {
         const gf_setting_info *r = gf_setting_at(i);
         const char *name = option_name(r->name, names[n], sizeof names[n]);
-        if (curated(r) || own_name(own, name))
+        if (!generic(r, fixed) || own_name(own, name))
             continue;
         opts[n++] = (struct option){name,
                                     r->type == GF_SETTING_FLAG ? optional_argument
@@ -246,7 +257,7 @@ static void generic_arg(const gf_setting_info *r, char *out, size_t len)
 }
 
 void cli_loader_help(FILE *f, unsigned which, unsigned sweep, int col,
-                     const char *const own_help[CLI_LOPT_COUNT])
+                     const char *const own_help[CLI_LOPT_COUNT], const char *const *fixed)
 {
     char head[128], opt[40], arg[64], help[320];
     for (int k = 0; k < CLI_LOPT_COUNT; k++) {
@@ -261,7 +272,7 @@ void cli_loader_help(FILE *f, unsigned which, unsigned sweep, int col,
         return;
     for (int i = 0; i < gf_setting_count(); i++) {
         const gf_setting_info *r = gf_setting_at(i);
-        if (curated(r))
+        if (!generic(r, fixed))
             continue;
         generic_arg(r, arg, sizeof arg);
         snprintf(head, sizeof head, "--%s%s", option_name(r->name, opt, sizeof opt), arg);

@@ -67,10 +67,12 @@ typedef struct cli_loader_args {
 enum { CLI_OPTIONS_MAX = 128 };
 /* A command's getopt_long array: its own options (up to one whose name is
  * NULL), then the cli_lopt options in `which`, then every setting no
- * cli_lopt shows (but one the command has an option by the name of);
- * NULL-terminated. Valid until the next call (a static
- * array: one command per process). */
-const struct option *cli_options(const struct option *own, unsigned which);
+ * cli_lopt shows, but those in `fixed` (names of settings the command
+ * decides itself, NULL-terminated; may be NULL) and one the command has
+ * an option by the name of; NULL-terminated. Valid until the next call (a
+ * static array: one command per process). */
+const struct option *cli_options(const struct option *own, unsigned which,
+                                 const char *const *fixed);
 /* ch is getopt_long's return: for one of the table's options, parses arg
  * into a and returns 1, or -1 with "gpufeed <cmd>: --<opt>: ..." printed;
  * 0 if ch is not one of them. */
@@ -84,9 +86,10 @@ int cli_loader_parse_or_reject(const char *cmd, int ch, const char *arg, cli_loa
  * CLI_LOPT_GENERIC: the settings no cli_lopt shows, after them),
  * the description starting at column `col`. own_help (may be NULL), by
  * cli_lopt: a command's own text for an option whose default or meaning
- * differs there (train's batch size); NULL entries take the table's. */
+ * differs there (train's batch size); NULL entries take the table's.
+ * fixed: as cli_options'. */
 void cli_loader_help(FILE *f, unsigned which, unsigned sweep, int col,
-                     const char *const own_help[CLI_LOPT_COUNT]);
+                     const char *const own_help[CLI_LOPT_COUNT], const char *const *fixed);
 
 /* Choice names, in enum order, for commands that print them back. */
 extern const char *const cli_io_names[], *const cli_decoder_names[],

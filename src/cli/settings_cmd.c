@@ -72,7 +72,7 @@ int cmd_settings(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const struct option *longopts = cli_options(own, SETTINGS_LOPTS);
+    const struct option *longopts = cli_options(own, SETTINGS_LOPTS, NULL);
     gf_settings s;
     gf_default_settings(&s);
     cli_loader_args la = {.s = &s};

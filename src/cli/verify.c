@@ -51,6 +51,8 @@
 #define VERIFY_LOPTS                                                                       \
     (CLI_LOPT(THREADS) | CLI_LOPT(STRICTNESS) | CLI_LOPT(EXTENSIONS) | CLI_LOPT(RANK) |      \
      CLI_LOPT(WORLD) | CLI_LOPT(ON_SHARD_ERROR))
+/* Settings verify decides itself (below the options): not options. */
+static const char *const verify_fixed[] = {"shuffle", "height", "width", NULL};
 /* Where verify's default is not the table's. */
 static const char *const lopt_help[CLI_LOPT_COUNT] = {
     [CLI_LOPT_STRICTNESS] = "whole|strict|lenient (default whole: a decoder\n"
@@ -161,7 +163,7 @@ static void usage(FILE *f)
             "\n"
             "options:\n"
             "  --data DIR            data set (required; quote brace patterns)\n");
-    cli_loader_help(f, VERIFY_LOPTS | CLI_LOPT_GENERIC, 0, 24, lopt_help);
+    cli_loader_help(f, VERIFY_LOPTS | CLI_LOPT_GENERIC, 0, 24, lopt_help, verify_fixed);
     fprintf(f,
             "  --json                print one JSON object instead:\n"
             "                        {\"samples\": N, \"bad\": K, \"bad_samples\": [{\"path\",\n"
@@ -348,7 +350,7 @@ int cmd_verify(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const struct option *longopts = cli_options(own, VERIFY_LOPTS);
+    const struct option *longopts = cli_options(own, VERIFY_LOPTS, verify_fixed);
     const char *data = NULL;
     int json = 0, ch, rc, status = CLI_OK;
     gf_settings s;

@@ -78,6 +78,9 @@ static const char *const allreduce_names[] = {"auto", "mpi", "nccl", NULL};
 #define TRAIN_LOPTS                                                                        \
     (CLI_LOPT(THREADS) | CLI_LOPT(PREFETCH_DEPTH) | CLI_LOPT(BATCH_SIZE) | CLI_LOPT(DEVICE) | \
      CLI_LOPT(SEED) | CLI_LOPT(AUTOTUNE) | CLI_LOPT(STRICTNESS) | CLI_LOPT(ON_SHARD_ERROR))
+/* Settings the model's input or the run decides (setup.c): not options. */
+static const char *const train_fixed[] = {"height", "width", "channels", "mean", "std",
+                                          "drop_last", NULL};
 /* Where train's default or meaning is not the table's. */
 static const char *const lopt_help[CLI_LOPT_COUNT] = {
     [CLI_LOPT_BATCH_SIZE] = "samples per batch (default 32)",
@@ -89,7 +92,7 @@ static const char *const lopt_help[CLI_LOPT_COUNT] = {
 /* One shared option's help line(s), in train's order. */
 static void lopt_usage(FILE *f, cli_lopt k)
 {
-    cli_loader_help(f, 1u << k, 0, 24, lopt_help);
+    cli_loader_help(f, 1u << k, 0, 24, lopt_help, NULL);
 }
 
 static void usage(FILE *f)
@@ -125,9 +128,8 @@ static void usage(FILE *f)
     lopt_usage(f, CLI_LOPT_AUTOTUNE);
     lopt_usage(f, CLI_LOPT_STRICTNESS);
     lopt_usage(f, CLI_LOPT_ON_SHARD_ERROR);
-    fprintf(f, "  the loader's other settings (the model fixes size, channels, dtype,\n"
-               "  layout, mean and std; `gpufeed settings` lists them all):\n");
-    cli_loader_help(f, CLI_LOPT_GENERIC, 0, 24, NULL);
+    fprintf(f, "  the loader's other settings (`gpufeed settings` lists them all):\n");
+    cli_loader_help(f, CLI_LOPT_GENERIC, 0, 24, NULL, train_fixed);
     fprintf(f,
             "  --json                print one JSON object\n"
             "  --checkpoint FILE     after each epoch, save model (parameters, momentum)\n"
@@ -334,7 +336,7 @@ int cmd_train(int argc, char **argv)
     run_result runs[2];
     int ch, n_runs = 0, status = CLI_OK, loader_given = 0;
 
-    const struct option *longopts = cli_options(own, TRAIN_LOPTS);
+    const struct option *longopts = cli_options(own, TRAIN_LOPTS, train_fixed);
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
