@@ -42,8 +42,9 @@
  * gf_batch_wait: any thread, on a batch still held (it reaches the batch's
  * loader on CUDA, so not while that loader is being closed).
  * gf_version, gf_strerror, gf_err_name, gf_sample_error_kind,
- * gf_dtype_size, gf_default_settings, gf_probe, gf_free and gf_decode_image
- * touch no loader: any thread. A gf_decoder is one thread's at a time.
+ * gf_dtype_size, gf_default_settings, gf_setting_*, gf_settings_set/get
+ * (on the caller's struct), gf_probe, gf_free and gf_decode_image touch no
+ * loader: any thread. A gf_decoder is one thread's at a time.
  * settings.on_sample_error and on_sample_warning run on the loader's
  * controller thread (see gf_sample_error_fn for what they may call).
  */
@@ -312,10 +313,13 @@ typedef struct gf_settings {
                               world 0 (default): from the launcher's
                               environment (RANK/WORLD_SIZE of torchrun,
                               OMPI_COMM_WORLD_RANK/SIZE of mpirun,
-                              SLURM_PROCID/NTASKS), else rank 0 of 1 */
-    uint64_t max_pixels;   /* 64 Mi pixels: checked from the header before
-                              any pixel buffer is allocated */
-    uint64_t max_file_bytes; /* 256 MiB */
+                              SLURM_PROCID/NTASKS), else rank 0 of 1. A
+                              launcher's value that is not a whole number,
+                              or a rank without its world size, is
+                              GF_EINVAL naming the variable */
+    uint64_t max_pixels;   /* 64 Mi pixels (0 = that): checked from the
+                              header before any pixel buffer is allocated */
+    uint64_t max_file_bytes; /* 256 MiB (0 = that) */
     float scale_min, scale_max; /* 0.08, 1.0: random-resized-crop area */
     float ratio_min, ratio_max; /* 3/4, 4/3: random-resized-crop aspect */
     float flip_prob;       /* 0.5 (train only) */
@@ -538,8 +542,71 @@ GF_API int gf_probe(gf_probe_info *out);
 
 GF_API void gf_default_settings(gf_settings *s);
 
+/* ---- Settings by name ----------------------------------------------------
+ * One table in the library describes every value setting of gf_settings
+ * (not data or the callbacks): its name (the field's), type, default,
+ * bounds, accepted spellings and help. gf_default_settings writes its
+ * defaults; gf_open, gf_index_open, gf_decoder_open and gf_decode_image
+ * check a settings struct against it; the CLI's options and the Python
+ * keywords are made from it. */
+typedef enum gf_setting_type {
+    GF_SETTING_INT,    /* int: a decimal integer */
+    GF_SETTING_U64,    /* uint64_t: a decimal integer, not negative */
+    GF_SETTING_FLOAT,  /* float */
+    GF_SETTING_FLOAT4, /* float[4], per channel: "v" or "a,b,c[,d]" sets
+                          channels 0.. in order, the rest keep their value */
+    GF_SETTING_CHOICE, /* an enum, by name: choices[value] (or aliases[value]) */
+    GF_SETTING_FLAG,   /* int 0 or 1: 0|1|false|true|no|yes|off|on */
+} gf_setting_type;
+
+/* flags */
+#define GF_SETTING_ZERO_PICKS 1u    /* 0 is also accepted: "pick for me" (zero) */
+#define GF_SETTING_MIN_EXCLUSIVE 2u /* FLOAT*: the value must be above min_float */
+
+/* The library's (gf_setting_at): callers never allocate one, so fields may
+ * be added at the end. Pointers are static. */
+typedef struct gf_setting_info {
+    const char *name;          /* the gf_settings field: "prefetch_depth" */
+    gf_setting_type type;
+    size_t offset;             /* offsetof(gf_settings, name) */
+    const char *default_text;  /* gf_default_settings' value, as
+                                  gf_settings_set takes it */
+    int64_t min_int;           /* INT, U64: bounds, inclusive */
+    uint64_t max_int;
+    double min_float, max_float; /* FLOAT, FLOAT4: bounds (values finite) */
+    unsigned flags;            /* GF_SETTING_* */
+    const char *zero;          /* ZERO_PICKS: what 0 means ("cores - 1") */
+    /* CHOICE: the names in value order, NULL-terminated, and beside each
+     * another accepted spelling or NULL ("uint8" and "u8"); NULL for
+     * other types. INT: the only values allowed, if not NULL
+     * (channels: "1", "3", "4"); aliases NULL. */
+    const char *const *choices;
+    const char *const *aliases;
+    const char *help;          /* one line */
+} gf_setting_info;
+
+/* The table's rows: gf_setting_at(0 .. gf_setting_count() - 1), NULL past
+ * the end. gf_setting_find: by name ('-' may stand for '_'), or NULL. */
+GF_API int gf_setting_count(void);
+GF_API const gf_setting_info *gf_setting_at(int i);
+GF_API const gf_setting_info *gf_setting_find(const char *name);
+
+/* Sets setting `name` of s from its text: gf_settings_set(&s, "dtype",
+ * "float16", why, sizeof why). Nothing is written unless the value is
+ * valid on its own (its type, bounds and spellings; what depends on other
+ * settings, such as scale_min <= scale_max, gf_open checks). Returns 0, or
+ * GF_EINVAL with why = "dtype: 'float64' is not one of uint8, float32,
+ * float16, bfloat16 (also u8, f32, f16, bf16)" (why may be NULL). */
+GF_API int gf_settings_set(gf_settings *s, const char *name, const char *value, char *why,
+                           size_t why_len);
+/* Setting `name` of s as text gf_settings_set takes back (a CHOICE by its
+ * first name, a float in the fewest digits that read back the same). Returns its length (truncated to
+ * len - 1), or GF_EINVAL for an unknown name or a NULL argument. */
+GF_API int gf_settings_get(const gf_settings *s, const char *name, char *buf, size_t len);
+
 /* Indexes the data set, starts the threads and begins prefetching.
- * Returns 0, or GF_EINVAL (a setting; the message names the check),
+ * Returns 0, or GF_EINVAL (a setting: "invalid settings: batch_size: 0 is
+ * out of range 1..65536"; or the launcher's environment, naming the variable),
  * GF_EDATASET, GF_ENODEV (a forced backend is missing), GF_ENOMEM,
  * GF_ETHREAD, GF_EMFILE (too few file descriptors left for the loader's
  * loop and reads: the message says how many it needs and the limit).
@@ -699,8 +766,9 @@ GF_API void gf_close(gf_loader **l);
  * calls; use one per thread. */
 typedef struct gf_decoder gf_decoder;
 
-/* Returns 0, GF_EINVAL (the message is not kept: check s with gf_open's
- * rules) or GF_ENOMEM. s is copied; s->data is not used. */
+/* Returns 0, GF_EINVAL (s fails gf_open's checks; the message is not
+ * kept: gf_decode_image gives it) or GF_ENOMEM. s is copied; s->data is
+ * not used. */
 GF_API int gf_decoder_open(gf_decoder **out, const gf_settings *s);
 
 /* Decodes one encoded image as the loader would for sample `index` of
@@ -717,7 +785,8 @@ GF_API void gf_decoder_close(gf_decoder **d);
  * NULL is a no-op. Any thread. */
 GF_API void gf_free(void *p);
 
-/* One-shot gf_decoder_open + decode + close. Thread-safe. */
+/* One-shot gf_decoder_open + decode + close. Thread-safe. GF_EINVAL with
+ * why naming the setting when s fails gf_open's checks (all but data). */
 GF_API int gf_decode_image(const gf_settings *s, const void *data, size_t len,
                            uint64_t epoch, uint64_t index, uint8_t *out,
                            char *why, size_t why_len);
@@ -784,14 +853,14 @@ GF_API void gf_verify_free(gf_verify_result **r);
  * sampling, a trainer's own synchronous loop). It indexes settings.data
  * exactly as gf_open() does (same sources, same order, same labels and
  * paths) but the WHOLE data set: rank and world are ignored, so index i
- * here is index i of gf_sample_path()/gf_read_sample() on any rank. Only
- * data, extensions, max_file_bytes, on_shard_error and on_error are read
- * from the settings. Read-only after
+ * here is index i of gf_sample_path()/gf_read_sample() on any rank. The
+ * settings are checked as gf_open checks them; only data, extensions,
+ * max_file_bytes, on_shard_error and on_error are used. Read-only after
  * open: every call but gf_index_read() and gf_index_close() may be made
  * from several threads at once. */
 typedef struct gf_index gf_index;
 
-/* Returns 0, or GF_EINVAL (s or s->data NULL), GF_EDATASET (the message
+/* Returns 0, or GF_EINVAL (s, s->data or a setting), GF_EDATASET (the message
  * names the file and the reason, as gf_open's does), GF_ENOMEM. *out is
  * set even on failure (unless the handle itself could not be allocated)
  * so gf_index_last_error() can say why: gf_index_close() it either way. */

@@ -1,8 +1,9 @@
 /*
  * gpufeed._gpufeed: the module, its exceptions (one per GF_E* code), the
- * settings a dict of gf_settings field names fills, verify and
- * decode_image (the _Loader type is loader.c's). Python argument checking
- * and names live in gpufeed/__init__.py; this file takes C field names.
+ * settings a dict of gf_settings field names and their texts fills
+ * (through the library's table: gf_settings_set), the table itself,
+ * verify and decode_image (the _Loader type is loader.c's). Python type
+ * checks and composite keywords live in gpufeed/__init__.py.
  * Runs on the Python threads that call it; blocking calls drop the GIL.
  */
 #include <stddef.h>
@@ -111,89 +112,111 @@ static int errors_init(PyObject *m)
 
 /* ---- Settings --------------------------------------------------------- */
 
-enum { K_U64, K_INT, K_FLOAT, K_FLOAT4 };
-static const struct {
-    const char *name;
-    size_t offset;
-    int kind;
-} setting_table[] = {
-#define S_(field, kind) {#field, offsetof(gf_settings, field), kind}
-    S_(seed, K_U64), S_(epochs, K_U64), S_(batch_size, K_INT), S_(height, K_INT),
-    S_(width, K_INT), S_(channels, K_INT), S_(threads, K_INT), S_(prefetch_depth, K_INT),
-    S_(queue_depth, K_INT), S_(io, K_INT), S_(decoder, K_INT), S_(transform, K_INT),
-    S_(on_error, K_INT), S_(shuffle, K_INT), S_(drop_last, K_INT), S_(rank, K_INT),
-    S_(world, K_INT), S_(max_pixels, K_U64), S_(max_file_bytes, K_U64),
-    S_(scale_min, K_FLOAT), S_(scale_max, K_FLOAT), S_(ratio_min, K_FLOAT),
-    S_(ratio_max, K_FLOAT), S_(flip_prob, K_FLOAT), S_(crop_fraction, K_FLOAT),
-    S_(device, K_INT), S_(device_id, K_INT), S_(dtype, K_INT), S_(layout, K_INT),
-    S_(mean, K_FLOAT4), S_(std, K_FLOAT4), S_(flip_on_device, K_INT),
-    S_(pinned_max_bytes, K_U64), S_(device_max_bytes, K_U64), S_(autotune, K_INT),
-    S_(max_threads, K_INT), S_(copy_stream_per_slot, K_INT), S_(strictness, K_INT),
-    S_(extensions, K_INT), S_(read_budget_bytes, K_U64), S_(on_shard_error, K_INT),
-#undef S_
-};
-/* The enum fields are read and written as int. */
-_Static_assert(sizeof(gf_device) == sizeof(int) && sizeof(gf_io) == sizeof(int),
-               "enum fields are int-sized");
-
+/* One field from its text through the library's table (gf_settings_set):
+ * gpufeed/__init__.py checks the Python types and makes the text. */
 static int set_one(gf_settings *s, PyObject *key, PyObject *value)
 {
     const char *name = PyUnicode_AsUTF8AndSize(key, NULL);
     if (!name)
         return -1;
-    for (size_t i = 0; i < sizeof setting_table / sizeof setting_table[0]; i++) {
-        if (strcmp(name, setting_table[i].name))
-            continue;
-        char *at = (char *)s + setting_table[i].offset;
-        switch (setting_table[i].kind) {
-        case K_U64: {
-            unsigned long long v = PyLong_AsUnsignedLongLong(value);
-            if (v == (unsigned long long)-1 && PyErr_Occurred())
-                return -1;
-            *(uint64_t *)at = v;
-            return 0;
-        }
-        case K_INT: {
-            int overflow;
-            long v = PyLong_AsLongAndOverflow(value, &overflow);
-            if (v == -1 && PyErr_Occurred())
-                return -1;
-            if (overflow || v < INT32_MIN || v > INT32_MAX) {
-                PyErr_Format(PyExc_ValueError, "%s: out of range", name);
-                return -1;
-            }
-            *(int *)at = (int)v;
-            return 0;
-        }
-        case K_FLOAT: {
-            double v = PyFloat_AsDouble(value);
-            if (v == -1.0 && PyErr_Occurred())
-                return -1;
-            *(float *)at = (float)v;
-            return 0;
-        }
-        default: { /* K_FLOAT4: a sequence of up to 4 */
-            Py_ssize_t n = PySequence_Size(value);
-            if (n < 0)
-                return -1;
-            if (n > 4) {
-                PyErr_Format(PyExc_ValueError, "%s: at most 4 values (one per channel)", name);
-                return -1;
-            }
-            for (Py_ssize_t c = 0; c < n; c++) {
-                PyObject *item = PySequence_GetItem(value, c);
-                double v = item ? PyFloat_AsDouble(item) : -1.0;
-                Py_XDECREF(item);
-                if (v == -1.0 && PyErr_Occurred())
-                    return -1;
-                ((float *)at)[c] = (float)v;
-            }
-            return 0;
-        }
-        }
+    if (!PyUnicode_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "%s: the setting's text (a str)", name);
+        return -1;
     }
-    PyErr_Format(PyExc_TypeError, "unknown setting '%s'", name);
-    return -1;
+    const char *text = PyUnicode_AsUTF8AndSize(value, NULL);
+    char why[320];
+    if (!text)
+        return -1;
+    if (gf_settings_set(s, name, text, why, sizeof why) < 0) {
+        PyErr_SetString(gf_setting_find(name) ? PyExc_ValueError : PyExc_TypeError, why);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *list_of(const char *const *names)
+{
+    PyObject *l = PyList_New(0);
+    for (int i = 0; l && names && names[i]; i++) {
+        PyObject *v = PyUnicode_FromString(names[i]);
+        if (!v || PyList_Append(l, v) < 0) {
+            Py_XDECREF(v);
+            Py_CLEAR(l);
+        }
+        Py_XDECREF(v);
+    }
+    return l;
+}
+
+/* settings_table(): the library's table, a dict per row (gpufeed.h's
+ * gf_setting_info): name, type ("int", "u64", "float", "float4",
+ * "choice", "flag"), default, min, max, zero_picks, zero, choices,
+ * aliases, help. */
+static PyObject *settings_table(PyObject *m, PyObject *unused)
+{
+    (void)m, (void)unused;
+    static const char *const types[] = {"int", "u64", "float", "float4", "choice", "flag"};
+    PyObject *out = PyList_New(0);
+    for (int i = 0; out && i < gf_setting_count(); i++) {
+        const gf_setting_info *r = gf_setting_at(i);
+        int is_float = r->type == GF_SETTING_FLOAT || r->type == GF_SETTING_FLOAT4;
+        PyObject *lo = is_float ? PyFloat_FromDouble(r->min_float) : PyLong_FromLongLong(r->min_int);
+        PyObject *hi = is_float ? PyFloat_FromDouble(r->max_float)
+                                : PyLong_FromUnsignedLongLong(r->max_int);
+        PyObject *choices = list_of(r->choices), *aliases = list_of(r->aliases);
+        PyObject *row = lo && hi && choices && aliases
+            ? Py_BuildValue("{s:s,s:s,s:s,s:O,s:O,s:O,s:O,s:z,s:O,s:O,s:s}", "name", r->name,
+                            "type", types[r->type], "default", r->default_text, "min", lo, "max",
+                            hi, "zero_picks",
+                            (r->flags & GF_SETTING_ZERO_PICKS) ? Py_True : Py_False,
+                            "min_exclusive",
+                            (r->flags & GF_SETTING_MIN_EXCLUSIVE) ? Py_True : Py_False, "zero",
+                            r->zero, "choices", choices, "aliases", aliases, "help", r->help)
+            : NULL;
+        Py_XDECREF(lo);
+        Py_XDECREF(hi);
+        Py_XDECREF(choices);
+        Py_XDECREF(aliases);
+        if (!row || PyList_Append(out, row) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(row);
+    }
+    return out;
+}
+
+/* check_setting(name, text): None, or ValueError with the library's reason
+ * ("dtype: 'float64' is not one of ..."), as gf_settings_set says it. */
+static PyObject *check_setting(PyObject *m, PyObject *args)
+{
+    (void)m;
+    PyObject *name, *text;
+    if (!PyArg_ParseTuple(args, "UU:check_setting", &name, &text))
+        return NULL;
+    gf_settings s;
+    gf_default_settings(&s);
+    return set_one(&s, name, text) < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+/* get_setting(name, {field: text}): the text of setting name after those
+ * fields are set on the defaults (the value a loader would be given). */
+static PyObject *get_setting(PyObject *m, PyObject *args)
+{
+    (void)m;
+    const char *name;
+    PyObject *fields, *empty = PyUnicode_FromString("");
+    gf_settings s;
+    char buf[160];
+    if (!empty || !PyArg_ParseTuple(args, "sO!:get_setting", &name, &PyDict_Type, &fields) ||
+        gfp_settings_from(&s, empty, fields) < 0) {
+        Py_XDECREF(empty);
+        return NULL;
+    }
+    Py_DECREF(empty);
+    if (gf_settings_get(&s, name, buf, sizeof buf) < 0) {
+        PyErr_Format(PyExc_TypeError, "unknown setting '%s'", name);
+        return NULL;
+    }
+    return PyUnicode_FromString(buf);
 }
 
 /* s from (data, {field: value}); data is kept alive by the caller's tuple. */
@@ -302,6 +325,9 @@ static PyMethodDef module_methods[] = {
     {"decode_image", decode_image, METH_VARARGS, NULL},
     {"verify", verify, METH_VARARGS, NULL},
     {"error_class", error_class_py, METH_O, "the gpufeed.Error subclass of a GF_E* code"},
+    {"settings_table", settings_table, METH_NOARGS, "the library's settings, a dict per row"},
+    {"check_setting", check_setting, METH_VARARGS, "ValueError unless gf_settings_set takes it"},
+    {"get_setting", get_setting, METH_VARARGS, "a setting's text after fields are set"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -16,6 +16,8 @@
 #include "decode.h"
 #include "decode_formats.h"
 
+#include "settings.h"
+
 #include "magic.h"
 
 #include <stdlib.h>
@@ -39,7 +41,7 @@ void gf__transform_from_settings(gf__transform *t, const gf_settings *s)
     t->ratio_max = s->ratio_max;
     t->flip_prob = s->flip_prob;
     t->crop_fraction = s->crop_fraction;
-    t->max_pixels = s->max_pixels ? s->max_pixels : GF__DEFAULT_MAX_PIXELS;
+    t->max_pixels = s->max_pixels; /* resolved: gf__resolve_settings */
     t->decoder = s->decoder;
     t->defer_flip = s->flip_on_device;
     t->strictness = s->strictness;
@@ -222,13 +224,15 @@ int gf_decoder_open(gf_decoder **out, const gf_settings *s)
     if (!out)
         return GF_EINVAL;
     *out = NULL;
-    if (!s || s->height < 1 || s->width < 1 ||
-        (s->channels != 1 && s->channels != 3 && s->channels != 4))
-        return GF_EINVAL;
+    int rc = gf__check_settings(s, 0, NULL, 0);
+    if (rc < 0)
+        return rc;
+    gf_settings r = *s;
+    gf__resolve_settings(&r);
     gf_decoder *g = calloc(1, sizeof *g);
     if (!g)
         return GF_ENOMEM;
-    gf__transform_from_settings(&g->t, s);
+    gf__transform_from_settings(&g->t, &r);
     g->t.defer_flip = 0; /* no device kernel follows: mirror here */
     g->seed = s->seed;
     if (gf__decoder_create(&g->d) < 0) {
@@ -266,8 +270,11 @@ int gf_decode_image(const gf_settings *s, const void *data, size_t len, uint64_t
                     uint64_t index, uint8_t *out, char *why, size_t why_len)
 {
     gf_decoder *g;
-    int rc = gf_decoder_open(&g, s);
-    if (rc < 0) {
+    /* gf_decoder_open's check again, as it keeps no message */
+    int rc = gf__check_settings(s, 0, why, why_len);
+    if (rc < 0)
+        return rc;
+    if ((rc = gf_decoder_open(&g, s)) < 0) {
         gf__why(why, why_len, "%s", gf_strerror(rc));
         return rc;
     }

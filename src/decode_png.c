@@ -485,7 +485,7 @@ static int png_pass(gf__decoder *d, const uint8_t *data, size_t len, const gf__t
         return GF_ENOMEM;
     }
     int crc = ignore & IGNORE_CRC ? SPNG_CRC_USE : SPNG_CRC_ERROR;
-    uint64_t lim = t->max_pixels ? t->max_pixels : GF__DEFAULT_MAX_PIXELS;
+    uint64_t lim = t->max_pixels;
     uint32_t dim = lim < 0x7fffffffu ? (uint32_t)lim : 0x7fffffffu;
     /* text, ICC and EXIF chunks are inflated into libspng's cache: cap it */
     int e = spng_set_crc_action(ctx, crc, crc);

@@ -16,7 +16,7 @@ const char *const gf__fmt_name[F_COUNT] = {"image", "JPEG", "PNG", "GIF", "BMP",
 int gf__too_big(const gf__transform *t, int fmt, uint64_t W, uint64_t H, char *why,
                 size_t why_len)
 {
-    uint64_t lim = t->max_pixels ? t->max_pixels : GF__DEFAULT_MAX_PIXELS;
+    uint64_t lim = t->max_pixels;
     if (W * H <= lim)
         return 0;
     gf__why(why, why_len, "%s %llux%llu = %llu pixels over the limit of %llu", gf__fmt_name[fmt],

@@ -18,8 +18,6 @@
 #include <jpeglib.h>
 #endif
 
-#define GF__DEFAULT_MAX_PIXELS (64ull << 20)
-
 typedef struct gf__transform {
     int out_w, out_h, channels;      /* channels: 1, 3 or 4 */
     gf_transform kind;

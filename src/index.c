@@ -9,6 +9,7 @@
 #include "common.h"
 #include "dataset.h"
 #include "reader.h"
+#include "settings.h"
 
 struct gf_index {
     gf__dataset ds;
@@ -24,21 +25,12 @@ int gf_index_open(gf_index **out, const gf_settings *s)
     gf_index *ix = *out;
     if (!ix)
         return GF_ENOMEM;
-    if (!s || !s->data) {
-        gf__why(ix->msg, sizeof ix->msg, "gf_index_open: %s is NULL", s ? "settings.data" : "settings");
-        return GF_EINVAL;
-    }
-    ix->max_file_bytes = s->max_file_bytes ? (size_t)s->max_file_bytes : (size_t)256 << 20;
-    if (s->extensions != GF_EXT_TORCHVISION && s->extensions != GF_EXT_ALL) {
-        gf__why(ix->msg, sizeof ix->msg, "gf_index_open: settings.extensions %d is unknown",
-                (int)s->extensions);
-        return GF_EINVAL;
-    }
-    if (s->on_shard_error < GF_SHARD_FOLLOW || s->on_shard_error > GF_SHARD_SKIP) {
-        gf__why(ix->msg, sizeof ix->msg, "gf_index_open: settings.on_shard_error %d is unknown",
-                (int)s->on_shard_error);
-        return GF_EINVAL;
-    }
+    int rc = gf__check_settings(s, GF__CHECK_DATA, ix->msg, sizeof ix->msg);
+    if (rc < 0)
+        return rc;
+    gf_settings r = *s;
+    gf__resolve_settings(&r);
+    ix->max_file_bytes = (size_t)r.max_file_bytes;
     gf__dataset_opts o;
     gf__dataset_default_opts(&o);
     o.extensions = s->extensions;

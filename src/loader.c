@@ -209,29 +209,27 @@ int gf_open(gf_loader **out, const gf_settings *s)
     gf__budget_init(&l->budget, 0, 1, &l->cancel);
     if (!s)
         return gf__fail(l, GF_EINVAL, "invalid settings: s != NULL");
-    int rc = gf__check_settings(s, l->msg, sizeof l->msg);
+    int rc = gf__check_settings(s, GF__CHECK_DATA | GF__CHECK_READER, l->msg, sizeof l->msg);
     if (rc < 0)
         return rc;
 
     l->s = *s;
+    gf__resolve_settings(&l->s);
     l->data_path = strdup(s->data);
     if (!l->data_path)
         return GF_ENOMEM;
     l->s.data = l->data_path;
     l->B = s->batch_size;
-    l->D = s->prefetch_depth ? s->prefetch_depth : 4;
-    l->threads = s->threads ? s->threads : GF__MAX(1, gf__available_cores() - 1);
+    l->D = l->s.prefetch_depth;
+    l->threads = l->s.threads;
     if (s->autotune) {
-        int cap = s->max_threads ? s->max_threads : GF__MAX(1, gf__available_cores() - 1);
-        l->active_threads = s->threads ? GF__MIN(s->threads, cap) : 1;
-        l->threads = GF__MAX(cap, l->active_threads);
+        l->active_threads = GF__MIN(l->s.threads, l->s.max_threads);
+        l->threads = GF__MAX(l->s.max_threads, l->active_threads);
         l->active_depth = GF__MIN(2, l->D);
     } else {
         l->active_threads = l->threads;
         l->active_depth = l->D;
     }
-    l->s.queue_depth = s->queue_depth ? s->queue_depth : 64;
-    l->s.read_budget_bytes = s->read_budget_bytes ? s->read_budget_bytes : GF_READ_BUDGET_DEFAULT;
     l->budget.limit = (size_t)l->s.read_budget_bytes;
     l->io = s->io;
     l->cell_bytes = (size_t)s->height * (size_t)s->width * (size_t)s->channels;

@@ -522,4 +522,48 @@ echo "$out" | grep -q '^shards: 3 damaged (2 members lost), none with a sample$'
 echo "$json" | python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["shards_damaged"] == 3 and len(d["damaged_shards"]) == 3, d' ||
     fail "verify --json on all-damaged shards: $json"
 
+# The loader settings are the library's table (gpufeed settings lists it):
+# every row is an option of the loader commands, both spellings of a choice
+# work, and a refusal is the library's reason under the option's name.
+json=$("$g" settings --json --dtype f16 --layout nchw --max-pixels 1000 --copy-streams slot \
+       --scale-min 0.5 --std 2,3 --shuffle=no) || fail "settings --json: $json"
+echo "$json" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+want = {"dtype": "float16", "layout": "nchw", "max_pixels": "1000", "copy_stream_per_slot": "1",
+        "scale_min": "0.5", "std": "2,3,1,1", "shuffle": "0", "batch_size": "64"}
+assert {k: d[k] for k in want} == want, d
+' || fail "settings --json after options: $json"
+# Each command takes every row (its default given back) but the choices it
+# makes itself; a row added to the table is taken by all three.
+own_choices=" verify:seed verify:epochs verify:batch_size verify:prefetch_depth verify:io "
+own_choices="$own_choices verify:decoder verify:transform verify:on_error verify:device "
+own_choices="$own_choices verify:dtype verify:layout verify:autotune train:io train:decoder "
+own_choices="$own_choices train:transform train:on_error train:rank train:world train:dtype "
+own_choices="$own_choices train:layout train:extensions bench:rank bench:world verify:shuffle "
+own_choices="$own_choices verify:height verify:width train:height train:width train:channels "
+own_choices="$own_choices train:mean train:std train:drop_last "
+for row in $("$g" settings --json | python3 -c 'import json, sys; print(" ".join(f"{k}={v}" for k, v in json.load(sys.stdin).items()))'); do
+    name=${row%%=*}
+    opt=--$(echo "$name" | tr _ -)=${row#*=}
+    for cmd in bench verify train; do
+        case "$own_choices" in
+        *" $cmd:$name "*) "$g" $cmd "$opt" --help >/dev/null 2>&1 && fail "$cmd takes $opt: not its own choice?" ;;
+        *) "$g" $cmd "$opt" --help >/dev/null || fail "$cmd does not take the setting $opt" ;;
+        esac
+    done
+done
+err=$("$g" bench --input-only --data "$d" --batch-size 0 2>&1) && fail "bench --batch-size 0 must fail"
+[ "$err" = "gpufeed bench: --batch-size: 0 is out of range 1..65536" ] || fail "batch size refusal: $err"
+err=$("$g" verify --data "$d" --scale-min nan 2>&1) && fail "verify --scale-min nan must fail"
+[ "$err" = "gpufeed verify: --scale-min: nan is out of range (0, 1]" ] || fail "scale refusal: $err"
+err=$("$g" bench --input-only --data "$d" --dtype float64 2>&1) && fail "bench --dtype float64 must fail"
+echo "$err" | grep -q -- "--dtype: 'float64' is not one of uint8, float32, float16, bfloat16 (also u8, f32, f16, bf16)$" ||
+    fail "dtype refusal: $err"
+err=$("$g" bench --input-only --data "$d" --epochs 0 2>&1) && fail "bench --epochs 0 without --batches must fail"
+echo "$err" | grep -q -- "--epochs 0 (unbounded) needs --batches N" || fail "unbounded bench: $err"
+out=$(RANK=1 WORLD_SIZE=two "$g" bench --input-only --data "$d" --threads 1 --image-size 16 2>&1) &&
+    fail "bench under RANK=1 WORLD_SIZE=two must fail"
+echo "$out" | grep -q "WORLD_SIZE='two' is not a whole number" || fail "malformed launcher: $out"
+
 echo "cli: ok"

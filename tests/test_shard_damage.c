@@ -214,7 +214,8 @@ START_TEST(fail_names_the_first_damaged_shard_in_source_order)
     gf_close(&l);
     gf_index *ix = NULL;
     ck_assert_int_eq(gf_index_open(&ix, &s), GF_EINVAL);
-    ck_assert_msg(strstr(gf_index_last_error(ix), "on_shard_error 3"), "%s", gf_index_last_error(ix));
+    ck_assert_msg(strstr(gf_index_last_error(ix), "on_shard_error: 3 is not a value of follow"), "%s",
+                  gf_index_last_error(ix));
     gf_index_close(&ix);
 }
 END_TEST

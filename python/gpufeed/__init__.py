@@ -30,7 +30,8 @@ from ._gpufeed import (Array, Batch, CorruptImage, DatasetError, EmptyFile, EndO
                        TruncatedImage, UnsupportedFormat)
 from ._gpufeed import TooManyOpenFiles  # GF_EMFILE
 
-__all__ = ["Loader", "Batch", "Array", "verify", "decode_image", "BadSample", "Error", "SampleError",
+__all__ = ["Loader", "Batch", "Array", "verify", "decode_image", "settings_table", "BadSample",
+           "Error", "SampleError",
            "IMAGENET_MEAN", "IMAGENET_STD"] + [
     n for n in dir(_gpufeed) if isinstance(getattr(_gpufeed, n), type)
     and issubclass(getattr(_gpufeed, n), Error)]
@@ -39,93 +40,96 @@ __version__ = _gpufeed.version
 IMAGENET_MEAN = (0.485 * 255, 0.456 * 255, 0.406 * 255)
 IMAGENET_STD = (0.229 * 255, 0.224 * 255, 0.225 * 255)
 
-# Names of the C enums (include/gpufeed.h), value = the C constant.
-_CHOICES = {
-    "transform": {"train": 0, "eval": 1},
-    "device": {"auto": 0, "cuda": 1, "cpu": 2},
-    "dtype": {"uint8": 0, "float32": 1, "float16": 2, "bfloat16": 3},
-    "layout": {"nhwc": 0, "nchw": 1},
-    "on_error": {"skip": 0, "fail": 1},
-    "strictness": {"strict": 0, "lenient": 1, "whole": 2},
-    "io": {"auto": 0, "uring": 1, "posix": 2},
-    "decoder": {"auto": 0, "stb": 1, "turbo": 2},
-    "extensions": {"torchvision": 0, "all": 1},
-    "on_shard_error": {"follow": 0, "fail": 1, "skip": 2},
-}
-# Integer settings and their least value (the C library checks the rest).
-_INTS = {"batch_size": 1, "channels": 1, "threads": 0, "prefetch_depth": 0, "queue_depth": 0,
-         "device_id": -1, "max_threads": 0, "seed": 0, "epochs": 0, "max_pixels": 0,
-         "max_file_bytes": 0, "pinned_max_bytes": 0, "device_max_bytes": 0,
-         "read_budget_bytes": 0}
-_FLOATS = ("flip_prob", "crop_fraction")
-_FLAGS = ("shuffle", "drop_last", "flip_on_device", "autotune", "copy_stream_per_slot")
+# The library's settings table (gf_setting_at): every gf_settings field a
+# keyword sets by its own name, with its type, default, bounds and
+# spellings. Values go to C as text through gf_settings_set, so what is
+# accepted, and the ValueError's reason, are the library's.
+_TABLE = {row["name"]: row for row in _gpufeed.settings_table()}
+# Keywords of the Python's own that set several fields.
+_COMPOSITES = ("image_size", "scale", "ratio")
 
 
-def _int(name, v, least):
+def _int(name, v):
     if isinstance(v, bool) or not isinstance(v, int):
         raise TypeError(f"{name}: an int, not {type(v).__name__}")
-    if v < least:
-        raise ValueError(f"{name}: {v} is below {least}")
-    return v
+    return str(v)
 
 
 def _float(name, v):
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise TypeError(f"{name}: a number, not {type(v).__name__}")
-    return float(v)
+    return repr(float(v))
 
 
-def _pair(name, v, conv):
+def _text(name, v):
+    """A keyword's value as the text gf_settings_set takes, by the row's type."""
+    row = _TABLE[name]
+    kind = row["type"]
+    if kind in ("int", "u64"):
+        return _int(name, v)
+    if kind == "float":
+        return _float(name, v)
+    if kind == "float4":
+        return ",".join(_float(name, x) for x in (v if isinstance(v, (tuple, list)) else (v,)))
+    if kind == "flag":
+        if not isinstance(v, (bool, int)):
+            raise TypeError(f"{name}: a bool")
+        return "1" if v else "0"
+    if not isinstance(v, str):
+        raise TypeError(f"{name}: a string, one of {', '.join(row['choices'] + row['aliases'])}")
+    return v
+
+
+def _set(out, name, v, keyword=None):
+    text = _text(name, v)
+    try:
+        _gpufeed.check_setting(name, text)
+    except ValueError as e:
+        raise ValueError(f"{keyword}: {e}" if keyword else str(e)) from None
+    out[name] = text
+
+
+def _pair(name, v):
     if isinstance(v, (tuple, list)) and len(v) == 2:
-        return conv(name, v[0]), conv(name, v[1])
+        return v
     raise TypeError(f"{name}: a pair (low, high)")
 
 
 def _settings(kw):
-    """Python keyword arguments -> {gf_settings field: value}."""
+    """Python keyword arguments -> {gf_settings field: its text}."""
     out = {}
     for name, v in kw.items():
         if v is None and name in ("mean", "std", "rank", "world"):
             continue
-        if name in _CHOICES:
-            if not isinstance(v, str):
-                raise TypeError(f"{name}: a string, one of {', '.join(_CHOICES[name])}")
-            if v not in _CHOICES[name]:
-                raise ValueError(f"{name}: '{v}' is not one of {', '.join(_CHOICES[name])}")
-            out[name] = _CHOICES[name][v]
-        elif name == "image_size":
+        if name == "image_size":
             if isinstance(v, int) and not isinstance(v, bool):
                 v = (v, v)
             if not isinstance(v, (tuple, list)) or len(v) != 2:
                 raise TypeError("image_size: an int or a pair (height, width)")
-            out["height"] = _int("image_size", v[0], 1)
-            out["width"] = _int("image_size", v[1], 1)
-        elif name in ("rank", "world"):
-            out[name] = _int(name, v, 0 if name == "rank" else 1)
-        elif name in ("mean", "std"):
-            vals = [_float(name, x) for x in (v if isinstance(v, (tuple, list)) else (v,))]
-            out[name] = vals
-        elif name == "scale":
-            out["scale_min"], out["scale_max"] = _pair(name, v, _float)
-        elif name == "ratio":
-            out["ratio_min"], out["ratio_max"] = _pair(name, v, _float)
-        elif name in _INTS:
-            out[name] = _int(name, v, _INTS[name])
-        elif name in _FLOATS:
-            out[name] = _float(name, v)
-        elif name in _FLAGS:
-            if not isinstance(v, (bool, int)):
-                raise TypeError(f"{name}: a bool")
-            out[name] = int(bool(v))
+            _set(out, "height", v[0], name)
+            _set(out, "width", v[1], name)
+        elif name in ("scale", "ratio"):
+            lo, hi = _pair(name, v)
+            _set(out, name + "_min", lo, name)
+            _set(out, name + "_max", hi, name)
+        elif name in _TABLE:
+            _set(out, name, v)
         else:
             raise TypeError(f"unexpected keyword argument '{name}'")
     if "rank" in out and "world" not in out:
         raise ValueError("rank needs world")
     if "world" in out:
-        out.setdefault("rank", 0)
-        if out["rank"] >= out["world"]:
-            raise ValueError(f"rank {out['rank']} must be below world {out['world']}")
+        rank, world = int(out.setdefault("rank", "0")), int(out["world"])
+        if world and rank >= world:
+            raise ValueError(f"rank {rank} must be below world {world}")
     return out
+
+
+def settings_table():
+    """The library's settings: a dict per gf_settings field (name, type, default,
+    min, max, zero_picks, zero, choices, aliases, help). Each is a keyword of
+    Loader and decode_image; image_size=, scale= and ratio= set two at once."""
+    return [dict(row) for row in _TABLE.values()]
 
 
 def _path(data):
@@ -137,11 +141,12 @@ def _path(data):
 class Loader:
     """Batches from an ImageFolder tree, a list file or tar shards.
 
-    Keyword arguments are gf_settings' (include/gpufeed.h), by name:
+    Keyword arguments are gf_settings' (include/gpufeed.h; settings_table()
+    lists them all with their defaults and bounds), by name:
     batch_size=64, image_size=224 or (h, w), channels=3, threads=0 (cores - 1),
     prefetch_depth=4, seed=0, epochs=1 (0: unbounded), shuffle=True,
     drop_last=False, transform="train"|"eval", device="auto"|"cpu"|"cuda",
-    device_id=-1, dtype="uint8"|"float32"|"float16"|"bfloat16",
+    device_id=-1, dtype="uint8"|"float32"|"float16"|"bfloat16" (or "u8", "f32", ...),
     layout="nhwc"|"nchw", mean=None, std=None, on_error="skip"|"fail",
     on_shard_error="follow"|"fail"|"skip",
     strictness="strict"|"lenient"|"whole", rank=None, world=None (None: from
@@ -156,7 +161,7 @@ class Loader:
         self._settings = _settings(kw)
         self._c = _gpufeed._Loader(_path(data), self._settings)
         st = self._c.stats()
-        self._drop_last = bool(self._settings.get("drop_last"))
+        self._drop_last = self._settings.get("drop_last") == "1"
         self._epoch_samples, self._batch_size = st["epoch_samples"], st["batch_size"]
 
     def __iter__(self):

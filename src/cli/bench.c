@@ -98,7 +98,7 @@ static void usage(FILE *f)
             "  --data DIR            ImageFolder directory, list file or tar shards\n"
             "                        ('dir/train-{000000..000127}.tar', 'a.tar,b.tar')\n"
             "                        (required)\n");
-    cli_loader_help(f, BENCH_LOPTS, CLI_LOPT_SWEEPABLE, 24, NULL);
+    cli_loader_help(f, BENCH_LOPTS | CLI_LOPT_GENERIC, CLI_LOPT_SWEEPABLE, 24, NULL, NULL);
     fprintf(f,
             "  --json                print one JSON object\n"
             "  -h, --help            this text\n"
@@ -109,7 +109,7 @@ int cmd_bench(int argc, char **argv)
 {
     enum { O_INPUT = 256, O_OVERLAP, O_COMPUTE, O_BATCHES, O_DATA, O_JSON, O_MODEL, O_CSV,
            O_PLOT };
-    struct option longopts[11 + CLI_LOPT_COUNT] = {
+    static const struct option own[] = {
         {"input-only", no_argument, NULL, O_INPUT},
         {"overlap", no_argument, NULL, O_OVERLAP},
         {"compute-ms", required_argument, NULL, O_COMPUTE},
@@ -120,13 +120,12 @@ int cmd_bench(int argc, char **argv)
         {"csv", required_argument, NULL, O_CSV},
         {"plot", required_argument, NULL, O_PLOT},
         {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
-    int nopts = 10;
     bench_opts o;
     int ch, have_compute = 0, have_dtype, have_layout;
 
-    cli_loader_longopts(BENCH_LOPTS, longopts, &nopts);
-    longopts[nopts] = (struct option){NULL, 0, NULL, 0};
+    const struct option *longopts = cli_options(own, BENCH_LOPTS, NULL);
     memset(&o, 0, sizeof o);
     gf_default_settings(&o.s);
     o.s.batch_size = 64;
@@ -169,6 +168,10 @@ int cmd_bench(int argc, char **argv)
     have_layout = (la.given & CLI_LOPT(LAYOUT)) != 0;
     if (optind < argc) {
         cli_error(CMD, "unexpected argument '%s' (the data set goes after --data)", argv[optind]);
+        return CLI_USAGE;
+    }
+    if (o.s.epochs == 0 && o.max_batches == 0) {
+        cli_error(CMD, "--epochs 0 (unbounded) needs --batches N to end");
         return CLI_USAGE;
     }
     if (o.input_only + o.overlap > 1) {

@@ -71,6 +71,7 @@ int cmd_verify(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_settings(int argc, char **argv);
 
 #ifdef __cplusplus
 }

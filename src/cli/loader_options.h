@@ -1,12 +1,17 @@
 /*
- * The loader options that several commands share (bench, verify, train):
- * ONE table of {name, argument, help, setter} used both to parse
- * them (getopt_long entries, then one call per option seen) and to print
- * their --help lines, so a command cannot drift from another in what
- * --threads or --io accepts. Values land in a gf_settings. Main thread.
+ * The loader options that several commands share (bench, verify, train),
+ * made from the library's settings table (gf_setting_at): a setting is
+ * set through gf_settings_set, so its bounds and spellings are the
+ * library's, and its --help line says its default. Some settings have a
+ * face of the CLI's own (cli_lopt: --image-size S|WxH for height and
+ * width, --copy-streams one|slot, the help texts the commands have always
+ * shown), picked per command with a mask of CLI_LOPT(NAME) bits; every
+ * other row of the table is an option of every loader command by its own
+ * name ("max_pixels": --max-pixels N; "height": --height beside
+ * --image-size), so a setting added to the table is one with no change
+ * here. Values land in a gf_settings. Main thread.
  *
- * A command picks the options it takes with a mask of CLI_LOPT(NAME) bits;
- * those it lets sweep (bench's default mode: --threads 1,2,4) take
+ * Those a command lets sweep (bench's default mode: --threads 1,2,4) take
  * comma-separated lists, kept in cli_loader_args.list (the first value
  * also goes into the settings).
  */
@@ -56,9 +61,18 @@ typedef struct cli_loader_args {
     int n_list[3];
 } cli_loader_args;
 
-/* The getopt_long entries of the options in `which`, written at
- * opts[*n...] (*n advanced; the caller leaves room for CLI_LOPT_COUNT). */
-void cli_loader_longopts(unsigned which, struct option *opts, int *n);
+/* The help lines of the table's settings that no cli_lopt shows (not
+ * shown per option: cli_loader_help prints them when `which` has it). */
+#define CLI_LOPT_GENERIC (1u << CLI_LOPT_COUNT)
+enum { CLI_OPTIONS_MAX = 128 };
+/* A command's getopt_long array: its own options (up to one whose name is
+ * NULL), then the cli_lopt options in `which`, then every setting no
+ * cli_lopt shows, but those in `fixed` (names of settings the command
+ * decides itself, NULL-terminated; may be NULL) and one the command has
+ * an option by the name of; NULL-terminated. Valid until the next call (a
+ * static array: one command per process). */
+const struct option *cli_options(const struct option *own, unsigned which,
+                                 const char *const *fixed);
 /* ch is getopt_long's return: for one of the table's options, parses arg
  * into a and returns 1, or -1 with "gpufeed <cmd>: --<opt>: ..." printed;
  * 0 if ch is not one of them. */
@@ -68,12 +82,14 @@ int cli_loader_parse(const char *cmd, int ch, const char *arg, cli_loader_args *
  * 0, or -1 with the message printed. */
 int cli_loader_parse_or_reject(const char *cmd, int ch, const char *arg, cli_loader_args *a,
                                const char *seen);
-/* The --help lines of the options in `which` (lists shown for `sweep`),
+/* The --help lines of the options in `which` (lists shown for `sweep`;
+ * CLI_LOPT_GENERIC: the settings no cli_lopt shows, after them),
  * the description starting at column `col`. own_help (may be NULL), by
  * cli_lopt: a command's own text for an option whose default or meaning
- * differs there (train's batch size); NULL entries take the table's. */
+ * differs there (train's batch size); NULL entries take the table's.
+ * fixed: as cli_options'. */
 void cli_loader_help(FILE *f, unsigned which, unsigned sweep, int col,
-                     const char *const own_help[CLI_LOPT_COUNT]);
+                     const char *const own_help[CLI_LOPT_COUNT], const char *const *fixed);
 
 /* Choice names, in enum order, for commands that print them back. */
 extern const char *const cli_io_names[], *const cli_decoder_names[],

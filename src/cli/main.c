@@ -1,6 +1,6 @@
 /*
  * gpufeed — command-line front end: dispatches to one subcommand per file
- * (make_dataset.c, verify.c, bench.c, train.c, doctor.c). Each subcommand
+ * (make_dataset.c, verify.c, bench.c, train.c, doctor.c, settings_cmd.c). Each subcommand
  * parses its own options with getopt_long and returns its exit status:
  * 0 success, 1 the check/benchmark found a failure, 2 usage or setup error.
  */
@@ -23,6 +23,7 @@ static const command commands[] = {
     {"bench", cmd_bench, "measure the input pipeline (images/s, efficiency)"},
     {"train", cmd_train, "demo: train a small CNN, synchronous loop vs gpufeed"},
     {"doctor", cmd_doctor, "check CUDA, io_uring, decoders and cores; say what is missing"},
+    {"settings", cmd_settings, "list the loader settings: values, defaults, what each accepts"},
 };
 
 static void usage(FILE *f)

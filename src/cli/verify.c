@@ -51,6 +51,8 @@
 #define VERIFY_LOPTS                                                                       \
     (CLI_LOPT(THREADS) | CLI_LOPT(STRICTNESS) | CLI_LOPT(EXTENSIONS) | CLI_LOPT(RANK) |      \
      CLI_LOPT(WORLD) | CLI_LOPT(ON_SHARD_ERROR))
+/* Settings verify decides itself (below the options): not options. */
+static const char *const verify_fixed[] = {"shuffle", "height", "width", NULL};
 /* Where verify's default is not the table's. */
 static const char *const lopt_help[CLI_LOPT_COUNT] = {
     [CLI_LOPT_STRICTNESS] = "whole|strict|lenient (default whole: a decoder\n"
@@ -88,7 +90,7 @@ static void usage(FILE *f)
             "\n"
             "options:\n"
             "  --data DIR            data set (required; quote brace patterns)\n");
-    cli_loader_help(f, VERIFY_LOPTS, 0, 24, lopt_help);
+    cli_loader_help(f, VERIFY_LOPTS | CLI_LOPT_GENERIC, 0, 24, lopt_help, verify_fixed);
     fprintf(f,
             "  --json                print one JSON object instead:\n"
             "                        {\"samples\": N, \"bad\": K, \"bad_samples\": [{\"path\",\n"
@@ -264,14 +266,13 @@ static int all_damaged(int json, const gf_verify_result *r)
 
 int cmd_verify(int argc, char **argv)
 {
-    struct option longopts[4 + CLI_LOPT_COUNT] = {
+    static const struct option own[] = {
         {"data", required_argument, NULL, 'd'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
-    int nopts = 3;
-    cli_loader_longopts(VERIFY_LOPTS, longopts, &nopts);
-    longopts[nopts] = (struct option){NULL, 0, NULL, 0};
+    const struct option *longopts = cli_options(own, VERIFY_LOPTS, verify_fixed);
     const char *data = NULL;
     int json = 0, ch, rc, status = CLI_OK;
     gf_settings s;

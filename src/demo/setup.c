@@ -105,12 +105,13 @@ int train_demo_data(trainer *t)
 void train_loader_settings(const trainer *t, gf_settings *s, int eval)
 {
     const train_opts *o = t->o;
-    gf_default_settings(s);
+    *s = o->loader_settings;
     s->data = eval ? t->val_dir : t->train_dir;
     s->seed = o->seed;
     s->epochs = 1;
     s->batch_size = o->batch;
     s->height = s->width = o->size;
+    s->channels = 3; /* the model's input, as size, dtype, layout, mean and std */
     s->threads = o->autotune && t->tuned_threads ? t->tuned_threads : o->threads;
     s->prefetch_depth = o->depth;
     s->autotune = o->autotune && !eval;

@@ -79,6 +79,9 @@ static const char *const allreduce_names[] = {"auto", "mpi", "nccl", NULL};
 #define TRAIN_LOPTS                                                                        \
     (CLI_LOPT(THREADS) | CLI_LOPT(PREFETCH_DEPTH) | CLI_LOPT(BATCH_SIZE) | CLI_LOPT(DEVICE) | \
      CLI_LOPT(SEED) | CLI_LOPT(AUTOTUNE) | CLI_LOPT(STRICTNESS) | CLI_LOPT(ON_SHARD_ERROR))
+/* Settings the model's input or the run decides (setup.c): not options. */
+static const char *const train_fixed[] = {"height", "width", "channels", "mean", "std",
+                                          "drop_last", NULL};
 /* Where train's default or meaning is not the table's. */
 static const char *const lopt_help[CLI_LOPT_COUNT] = {
     [CLI_LOPT_BATCH_SIZE] = "samples per batch (default 32)",
@@ -90,7 +93,7 @@ static const char *const lopt_help[CLI_LOPT_COUNT] = {
 /* One shared option's help line(s), in train's order. */
 static void lopt_usage(FILE *f, cli_lopt k)
 {
-    cli_loader_help(f, 1u << k, 0, 24, lopt_help);
+    cli_loader_help(f, 1u << k, 0, 24, lopt_help, NULL);
 }
 
 static void usage(FILE *f)
@@ -126,6 +129,9 @@ static void usage(FILE *f)
                "                        stored); the model reads them and computes in float32\n");
     lopt_usage(f, CLI_LOPT_AUTOTUNE);
     lopt_usage(f, CLI_LOPT_STRICTNESS);
+    lopt_usage(f, CLI_LOPT_ON_SHARD_ERROR);
+    fprintf(f, "  the loader's other settings (`gpufeed settings` lists them all):\n");
+    cli_loader_help(f, CLI_LOPT_GENERIC, 0, 24, NULL, train_fixed);
     fprintf(f,
             "  --json                print one JSON object\n"
             "  --checkpoint FILE     after each epoch, save model (parameters, momentum)\n"
@@ -302,7 +308,7 @@ int cmd_train(int argc, char **argv)
 {
     enum { O_DATA = 256, O_LOADER, O_EPOCHS, O_SIZE, O_WIDTH, O_LR, O_AMP, O_JSON, O_CKPT,
            O_RESUME, O_MPI, O_DUMP, O_ALLREDUCE };
-    struct option longopts[14 + CLI_LOPT_COUNT] = {
+    static const struct option own[] = {
         {"data", required_argument, NULL, O_DATA},
         {"loader", required_argument, NULL, O_LOADER},
         {"epochs", required_argument, NULL, O_EPOCHS},
@@ -317,8 +323,8 @@ int cmd_train(int argc, char **argv)
         {"allreduce", required_argument, NULL, O_ALLREDUCE},
         {"dump-indices", required_argument, NULL, O_DUMP},
         {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
-    int nopts = 14;
     train_opts o = {.epochs = 3, .size = DEFAULT_SIZE, .width = 0, .lr = 0.05,
                     .loader = L_BOTH};
     /* The shared options land here, then in o: the library's defaults
@@ -332,8 +338,7 @@ int cmd_train(int argc, char **argv)
     run_result runs[2];
     int ch, n_runs = 0, status = CLI_OK, loader_given = 0;
 
-    cli_loader_longopts(TRAIN_LOPTS, longopts, &nopts);
-    longopts[nopts] = (struct option){NULL, 0, NULL, 0};
+    const struct option *longopts = cli_options(own, TRAIN_LOPTS, train_fixed);
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -365,6 +370,7 @@ int cmd_train(int argc, char **argv)
     o.device = s.device;
     o.seed = s.seed;
     o.autotune = s.autotune;
+    o.loader_settings = s;
     if (optind < argc) {
         cli_error(CMD, "unexpected argument '%s' (the data set goes after --data)", argv[optind]);
         return CLI_USAGE;

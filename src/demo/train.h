@@ -62,6 +62,7 @@ typedef struct train_opts {
     double lr;
     uint64_t seed;
     gf_device device;
+    gf_settings loader_settings; /* the shared options': the loaders start from them */
 } train_opts;
 
 /* One training run (or compute alone): sums over its timed loops. */

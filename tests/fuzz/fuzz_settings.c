@@ -1,12 +1,19 @@
 /* gf_open with any settings over a folder of awkward images (1x1, 1x200,
  * 200x1, 17x13): a refusal that names the setting, or batches of the
- * shape asked for. Each field comes from the input: a boundary value
- * (0, 1, -1, huge, NaN, infinity, tiny) or a small one. */
+ * shape asked for. Every row of the library's settings table
+ * (gf_setting_at) is drawn, in table order, one byte each: a value at or
+ * just past the row's bounds, a boundary value of its type (0, -1, huge,
+ * NaN, infinity), or a small one; a setting added to the table is fuzzed
+ * with no change here. Half the inputs write the field as a C caller
+ * would; the other half go through gf_settings_set, which must refuse
+ * exactly what gf_open would. */
 #include "fuzz.h"
 #include "testutil.h"
 #include "gpufeed.h"
 
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 typedef struct reader {
@@ -22,31 +29,43 @@ static uint8_t next_byte(reader *r)
     return *r->p++;
 }
 
-static int an_int(reader *r, int small_max)
+/* One value for row w from byte b, written into s. */
+static void draw(const gf_setting_info *w, uint8_t b, gf_settings *s)
 {
-    static const int edge[] = {0, 1, -1, 2, 3, 4, 16384, 16385, 65536, 65537, 1024, 1025,
-                               0x7fffffff, (int)0x80000000};
-    uint8_t b = next_byte(r);
-    if (b < 64)
-        return edge[b % (sizeof edge / sizeof edge[0])];
-    return (b - 64) % (small_max + 1);
-}
-
-static float a_float(reader *r, float lo, float hi)
-{
-    static const float edge[] = {0.0f, -0.0f, 1.0f, -1.0f, NAN, INFINITY, -INFINITY, 1e-30f,
-                                 1e30f, 1e-3f, 0.999f, 2.0f};
-    uint8_t b = next_byte(r);
-    if (b < 48)
-        return edge[b % (sizeof edge / sizeof edge[0])];
-    return lo + (hi - lo) * (float)(b - 48) / 207.0f;
-}
-
-static uint64_t a_u64(reader *r)
-{
-    static const uint64_t edge[] = {0, 1, 2, 100, 4096, 1u << 20, UINT64_MAX, UINT64_MAX / 2};
-    uint8_t b = next_byte(r);
-    return edge[b % (sizeof edge / sizeof edge[0])];
+    char *at = (char *)s + w->offset;
+    switch (w->type) {
+    case GF_SETTING_INT:
+    case GF_SETTING_CHOICE:
+    case GF_SETTING_FLAG: {
+        int n = 0; /* choices */
+        while (w->type == GF_SETTING_CHOICE && w->choices[n])
+            n++;
+        int64_t hi = w->type == GF_SETTING_CHOICE ? n - 1 : (int64_t)w->max_int;
+        int64_t lo = w->type == GF_SETTING_CHOICE ? 0 : w->min_int;
+        const int64_t edge[] = {0, 1, -1, lo, lo - 1, hi, hi + 1, 0x7fffffff, INT32_MIN};
+        int64_t v = b < 72 ? edge[b % 9] : lo + (b - 72) % 6;
+        if (v < INT32_MIN || v > INT32_MAX)
+            v = INT32_MAX;
+        *(int *)at = (int)v;
+        break;
+    }
+    case GF_SETTING_U64: {
+        const uint64_t edge[] = {0, 1, 2, 100, 4096, 1u << 20, UINT64_MAX, UINT64_MAX / 2,
+                                 (uint64_t)w->min_int, (uint64_t)w->min_int - 1};
+        *(uint64_t *)at = b < 100 ? edge[b % 10] : (uint64_t)w->min_int + (b - 100) % 4;
+        break;
+    }
+    default: { /* FLOAT, FLOAT4 */
+        const float edge[] = {0.0f, -0.0f, 1.0f, -1.0f, NAN, INFINITY, -INFINITY, 1e-30f, 1e30f,
+                              1e-3f, 0.999f, 2.0f, (float)w->min_float, (float)w->max_float};
+        float lo = w->min_float > -10 ? (float)w->min_float : -10,
+              hi = w->max_float < 10 ? (float)w->max_float : 10;
+        float v = b < 56 ? edge[b % 14] : lo + (hi - lo) * (float)(b - 56) / 199.0f;
+        for (int c = 0; c < (w->type == GF_SETTING_FLOAT ? 1 : 4); c++)
+            ((float *)at)[c] = c && b % 3 ? ((float *)at)[0] : v;
+        break;
+    }
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -71,46 +90,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_remove_at_exit(root);
     }
     reader r = {data, size};
-    gf_settings s;
+    gf_settings s, drawn;
     gf_default_settings(&s);
+    int by_name = next_byte(&r) & 1;
+    for (int i = 0; i < gf_setting_count(); i++) {
+        const gf_setting_info *w = gf_setting_at(i);
+        uint8_t b = next_byte(&r);
+        if (b == 0xff)
+            continue; /* the default */
+        drawn = s;
+        draw(w, b, &drawn);
+        if (!by_name) {
+            s = drawn;
+            continue;
+        }
+        /* the same value as text: the setter takes it iff gf_open's row check does */
+        char text[160], why[320];
+        FUZZ_CHECK(gf_settings_get(&drawn, w->name, text, sizeof text) > 0);
+        gf_settings t = s;
+        int rc = gf_settings_set(&t, w->name, text, why, sizeof why);
+        FUZZ_CHECK(rc == 0 || (rc == GF_EINVAL && strncmp(why, w->name, strlen(w->name)) == 0));
+        if (rc == 0)
+            s = t;
+    }
     s.data = root;
     s.device = GF_DEVICE_CPU;
     s.threads = 1 + next_byte(&r) % 2;
-    s.batch_size = an_int(&r, 9);
-    s.height = an_int(&r, 40);
-    s.width = an_int(&r, 40);
-    s.channels = an_int(&r, 5);
-    s.prefetch_depth = an_int(&r, 5);
-    s.queue_depth = an_int(&r, 8);
-    s.io = (gf_io)an_int(&r, 3);
-    s.decoder = (gf_decoder_kind)an_int(&r, 3);
-    s.transform = (gf_transform)an_int(&r, 2);
-    s.on_error = (gf_on_error)an_int(&r, 2);
-    s.shuffle = an_int(&r, 2);
-    s.drop_last = an_int(&r, 2);
-    s.world = an_int(&r, 4);
-    s.rank = an_int(&r, 4);
-    s.epochs = a_u64(&r) % 3;
-    s.seed = a_u64(&r);
-    s.max_pixels = a_u64(&r);
-    s.max_file_bytes = a_u64(&r);
-    s.scale_min = a_float(&r, 0.0f, 1.0f);
-    s.scale_max = a_float(&r, 0.0f, 1.0f);
-    s.ratio_min = a_float(&r, 0.0f, 4.0f);
-    s.ratio_max = a_float(&r, 0.0f, 8.0f);
-    s.flip_prob = a_float(&r, 0.0f, 1.0f);
-    s.crop_fraction = a_float(&r, 0.0f, 1.0f);
-    s.dtype = (gf_dtype)an_int(&r, 4);
-    s.layout = (gf_layout)an_int(&r, 2);
-    for (int c = 0; c < 4; c++) {
-        s.mean[c] = a_float(&r, -200.0f, 300.0f);
-        s.std[c] = a_float(&r, 0.0f, 100.0f);
-    }
-    s.flip_on_device = an_int(&r, 1);
-    s.autotune = an_int(&r, 1);
-    s.max_threads = an_int(&r, 3);
-    s.strictness = (gf_strictness)an_int(&r, 3); /* 3: out of range, refused */
-    if (s.threads > 0 && s.max_threads > 2)
+    s.world = s.world > 4 ? 4 : s.world;
+    if (s.epochs > 2)
+        s.epochs = 2;
+    if (s.max_threads > 2 || s.max_threads < 0)
         s.max_threads = 2;
 
     /* What a fuzzer's memory allows: the ring, bounded here, not by gf_open. */
@@ -140,18 +149,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     return 0;
 }
 
+/* in[1 + row] = b for the row named `name`. */
+static void seed_row(uint8_t *in, size_t len, const char *name, uint8_t b)
+{
+    for (int i = 0; i < gf_setting_count() && (size_t)i + 1 < len; i++)
+        if (strcmp(gf_setting_at(i)->name, name) == 0)
+            in[1 + i] = b;
+}
+
 void fuzz_seeds(fuzz_emit emit)
 {
-    /* Defaults-like: 1 thread, batch 2, 24x20 RGB, depth 2, train. */
-    uint8_t in[64];
+    /* Bytes per table row (0xff keeps the default), then threads. By
+     * field: batch 2, 6x5, depth 2, train; then by name, eval bfloat16. */
+    uint8_t in[80];
     memset(in, 0xff, sizeof in);
-    static const uint8_t head[] = {0, 64 + 2, 64 + 24, 64 + 20, 64 + 3, 64 + 2, 64 + 4,
-                                   64 + 2, 64 + 0, 64 + 0, 64 + 0, 64 + 1, 64 + 0, 64 + 1,
-                                   64 + 0, 1, 0, 6, 6, 48 + 20, 48 + 207, 48 + 40, 48 + 70,
-                                   48 + 100, 48 + 180, 64 + 2, 64 + 1};
-    memcpy(in, head, sizeof head);
+    in[0] = 0;
+    seed_row(in, sizeof in, "batch_size", 72 + 1); /* a small value: min + 1 */
+    seed_row(in, sizeof in, "height", 72 + 5);
+    seed_row(in, sizeof in, "width", 72 + 4);
+    seed_row(in, sizeof in, "prefetch_depth", 72 + 1);
     emit("settings-train", in, sizeof in);
-    in[9] = 64 + 1;  /* eval */
-    in[25] = 64 + 3; /* bfloat16 */
+    in[0] = 1;
+    seed_row(in, sizeof in, "transform", 72 + 1);
+    seed_row(in, sizeof in, "dtype", 72 + 3);
     emit("settings-eval-bf16", in, sizeof in);
 }

@@ -1,0 +1,127 @@
+"""Every setting of the library's table has three faces that must agree: the
+string setter (gf_settings_set), the Python keyword and the CLI option of the
+loader commands (`gpufeed settings`, which parses them as bench, verify and
+train do). Each row is walked from the table itself, so a row added to it alone
+is covered here: the same default, the same values accepted at its bounds and
+spellings, the same refused with the same reason."""
+import json
+import math
+import subprocess
+
+import pytest
+
+import gpufeed
+from gpufeed import _gpufeed
+
+from conftest import cli
+
+TABLE = gpufeed.settings_table()
+
+
+def option(name):
+    return "--" + name.replace("_", "-")
+
+
+def run_cli(*args):
+    """(exit status, {setting: text} or None, stderr)."""
+    p = subprocess.run([cli(), "settings", "--json", *args], capture_output=True, text=True)
+    return p.returncode, json.loads(p.stdout) if p.returncode == 0 else None, p.stderr.strip()
+
+
+def samples(row):
+    """(text, Python value, accepted) at the row's bounds and just past them."""
+    kind, lo, hi = row["type"], row["min"], row["max"]
+    if kind == "choice":
+        good = row["choices"] + row["aliases"]
+        return [(c, c, True) for c in good] + [("nope", "nope", False)]
+    if kind == "flag":
+        return [("1", True, True), ("0", False, True)]
+    if kind in ("int", "u64"):
+        if row["choices"]:  # the only values allowed (channels)
+            return [(c, int(c), True) for c in row["choices"]] + [("2", 2, False)]
+        out = [(str(lo), lo, True), (str(hi), hi, True),
+               (str(lo - 1), lo - 1, lo - 1 == 0 and row["zero_picks"])]
+        if hi < 2**64 - 1:
+            out.append((str(hi + 1), hi + 1, False))
+        return out
+    # float, float4: finite bounds only (mean takes any finite number)
+    out = [("nan", math.nan, False), ("inf", math.inf, False)]
+    if lo > -1e30:
+        out += [(repr(float(lo)), float(lo), not row["min_exclusive"]),
+                (repr(float(lo - 1)), float(lo - 1), False)]
+    if hi < 1e30:
+        out += [(repr(float(hi)), float(hi), True), (repr(hi + 0.5), hi + 0.5, False)]
+    return out
+
+
+def keywords(name, value):
+    kw = {name: [value] if isinstance(value, float) and name in ("mean", "std") else value}
+    if name == "rank":
+        kw["world"] = 1 << 30  # a rank needs its world in Python
+    return kw
+
+
+def test_the_table_is_every_keyword_and_option():
+    names = [row["name"] for row in TABLE]
+    assert len(names) == len(set(names)) > 30
+    rc, values, err = run_cli()
+    assert rc == 0, err
+    assert list(values) == names  # the CLI lists the table, in its order
+    for row in TABLE:
+        default = _gpufeed.get_setting(row["name"], {})
+        assert values[row["name"]] == default, row["name"]
+        assert _gpufeed.get_setting(row["name"], {row["name"]: row["default"]}) == default
+        assert _gpufeed.get_setting(row["name"], gpufeed._settings({})) == default
+
+
+@pytest.mark.parametrize("row", TABLE, ids=[row["name"] for row in TABLE])
+def test_each_face_accepts_and_refuses_the_same(row):
+    name = row["name"]
+    for text, value, ok in samples(row):
+        try:
+            _gpufeed.check_setting(name, text)
+            reason = None
+        except ValueError as e:
+            reason = str(e)
+        assert (reason is None) == ok, (name, text, reason)
+        rc, values, err = run_cli(f"{option(name)}={text}")
+        if ok:
+            assert rc == 0, (name, text, err)
+            assert values[name] == _gpufeed.get_setting(name, {name: text}), (name, text)
+        else:
+            assert rc == 2, (name, text)
+            assert reason.startswith(name + ": ")
+            assert err == f"gpufeed settings: {option(name)}: {reason[len(name) + 2:]}"
+        if isinstance(value, float) and math.isnan(value) or row["type"] == "flag" and not ok:
+            continue  # Python's own spelling: repr(nan) is "nan" too, flags are bools
+        if ok:
+            fields = gpufeed._settings(keywords(name, value))
+            assert _gpufeed.get_setting(name, fields) == values[name], (name, value)
+        else:
+            with pytest.raises(ValueError) as e:
+                gpufeed._settings(keywords(name, value))
+            assert str(e.value) == reason, (name, value)
+
+
+def test_types_are_checked_by_the_tables_type():
+    for row in TABLE:
+        bad = {"choice": 1, "flag": "yes", "int": "8", "u64": 2.5, "float": "x",
+               "float4": "x"}[row["type"]]
+        with pytest.raises(TypeError, match=row["name"]):
+            gpufeed._settings(keywords(row["name"], bad))
+
+
+def test_both_spellings_of_a_dtype():
+    assert _gpufeed.get_setting("dtype", gpufeed._settings({"dtype": "f16"})) == "float16"
+    assert _gpufeed.get_setting("dtype", gpufeed._settings({"dtype": "float16"})) == "float16"
+    rc, values, _ = run_cli("--dtype", "float16")
+    assert rc == 0 and values["dtype"] == "float16"
+    rc, values, _ = run_cli("--dtype", "bf16")
+    assert rc == 0 and values["dtype"] == "bfloat16"
+
+
+def test_decode_image_checks_its_settings():
+    with pytest.raises(ValueError, match="image_size: height: 60000 is out of range"):
+        gpufeed.decode_image(b"\x89PNG", image_size=(60000, 60000))
+    with pytest.raises(gpufeed.InvalidArgument, match="scale_min 0.9 is above scale_max 0.1"):
+        gpufeed.decode_image(b"\x89PNG", scale=(0.9, 0.1))
