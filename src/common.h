@@ -18,10 +18,12 @@
 
 #if defined(__GNUC__)
 #define GF__COLD __attribute__((cold))
+#define GF__PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
 #define GF__LIKELY(x) __builtin_expect(!!(x), 1)
 #define GF__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else
 #define GF__COLD
+#define GF__PRINTF(fmt, args)
 #define GF__LIKELY(x) (x)
 #define GF__UNLIKELY(x) (x)
 #endif
@@ -51,6 +53,7 @@ static inline double gf__now(void)
 }
 
 /* snprintf into a reason buffer; tolerates why == NULL. */
+static inline void gf__why(char *why, size_t len, const char *fmt, ...) GF__PRINTF(3, 4);
 static inline void gf__why(char *why, size_t len, const char *fmt, ...)
 {
     if (!why || !len)
@@ -68,6 +71,6 @@ void gf__fit_path(char *dst, size_t len, const char *path);
 /* "path: reason" into why[len] (tolerates why == NULL), fmt formatting
  * the reason: the reason is kept whole and the path fitted around it. */
 GF__COLD void gf__why_path(char *why, size_t len, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+    GF__PRINTF(4, 5);
 
 #endif

@@ -23,11 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gf__have_turbo(void)
-{
-    return GF_HAVE_TURBO;
-}
-
 void gf__transform_from_settings(gf__transform *t, const gf_settings *s)
 {
     memset(t, 0, sizeof *t);

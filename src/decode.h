@@ -22,8 +22,6 @@ const char *gf__decoder_warning(const gf__decoder *d, int *code);
  * flag stop_pipeline raises, so gf_close does not wait out a long decode.
  * NULL (the default): never cancelled. */
 void gf__decoder_set_cancel(gf__decoder *d, const atomic_int *cancel);
-/* 1 if this build has libjpeg-turbo. */
-int gf__have_turbo(void);
 
 /* *used: the decoder, plus GF__FLIPPED when t->defer_flip is set and the
  * sample is to be mirrored (by the device kernel, not here), plus

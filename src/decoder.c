@@ -113,3 +113,8 @@ int gf__decode_set_axes(gf__decoder *d, int sw, int sh, double f, const gf__crop
 /* Test hooks (decoder.h), counted process-wide. */
 atomic_uint gf__jpeg_long_decodes, gf__decode_cancels, gf__jpeg_held;
 atomic_int gf__jpeg_hold;
+
+int gf__have_turbo(void)
+{
+    return GF_HAVE_TURBO;
+}

@@ -122,4 +122,7 @@ int gf__decode_finish(gf__decoder *d, const uint8_t *src, size_t stride, int kin
                       const gf__transform *t, int flip, uint8_t *dst, char *why,
                       size_t why_len);
 
+/* 1 if this build has libjpeg-turbo. */
+int gf__have_turbo(void);
+
 #endif

@@ -131,8 +131,8 @@ struct gf_loader {
 /* failure.c: sets l->msg; returns code. With mu held, or where no
  * observer can run (gf_open); _locking takes mu (a lifecycle call while
  * observers may run). */
-GF__COLD int gf__fail(gf_loader *l, int code, const char *fmt, ...);
-GF__COLD int gf__fail_locking(gf_loader *l, int code, const char *fmt, ...);
+GF__COLD int gf__fail(gf_loader *l, int code, const char *fmt, ...) GF__PRINTF(3, 4);
+GF__COLD int gf__fail_locking(gf_loader *l, int code, const char *fmt, ...) GF__PRINTF(3, 4);
 /* Stops the controller making batches with the reason; the first halt
  * wins. _locked: with mu held. */
 GF__COLD void gf__halt(gf_loader *l, int code, const char *what);

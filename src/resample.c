@@ -17,7 +17,7 @@
  *   horizontal: sum(w * tmp) <= 32640 << 14 < 2^31, rounded to 8 bits.
  * At scale 1 on integer-aligned crops every output has one tap of weight
  * 1 << 14, so both passes are exact. */
-#include "resample_internal.h"
+#include "resample.h"
 
 #include "grow.h"
 

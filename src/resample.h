@@ -11,36 +11,7 @@
 #ifndef GF_RESAMPLE_H
 #define GF_RESAMPLE_H
 
-#include <stddef.h>
-#include <stdint.h>
-
-#define GF__RS_BITS 14
-
-typedef struct gf__rs_axis {
-    /* The geometry the weights below were computed for (cache key). */
-    int in_n, out_n;
-    double x0, len;
-    int valid;
-    /* Source span read by any output: [lo, hi), clamped to [0, in_n). */
-    int lo, hi;
-    /* Every output reads exactly `taps` source samples starting at
-     * start[i] (relative to lo); missing taps carry weight 0, and
-     * start[i] + taps <= hi - lo always. */
-    int taps;
-    int32_t *start;
-    int16_t *w; /* out_n * taps */
-    size_t cap_out, cap_w;
-} gf__rs_axis;
-
-typedef struct gf__resampler {
-    gf__rs_axis h, v;
-    int16_t *tmp;  /* vertical-pass output: out_h rows of span_w * ch */
-    size_t tmp_cap;
-    uint8_t *stage; /* four output rows, before they are streamed out */
-    size_t stage_cap;
-    int32_t *hwt; /* AVX2: h.w laid out for the horizontal pass's lanes */
-    size_t hwt_cap;
-} gf__resampler;
+#include "resample_c.h" /* the state: gf__rs_axis, gf__resampler */
 
 /* Maps the source interval [x0, x0 + len) of an axis of in_n samples onto
  * out_n samples. Reuses the weights when the geometry is unchanged.

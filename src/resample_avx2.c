@@ -4,7 +4,7 @@
  * target("avx2") (AVX2_FN) rather than this file a -mavx2: nothing of it
  * runs before the CPU check. Same integer arithmetic as the portable
  * kernels, byte-identical output. Compiled empty off x86. */
-#include "resample_internal.h"
+#include "resample_c.h"
 
 #include "grow.h"
 

@@ -3,7 +3,7 @@
  * resample_avx2.c's); the SSE2 kernels also finish their rows' tails with
  * gf__rs_vpass_row. Same integer arithmetic as the others, byte-identical
  * output. */
-#include "resample_internal.h"
+#include "resample_c.h"
 
 /* Loops below work on fixed-size blocks (BLOCK values, per-pixel lanes of
  * 4) so that gcc vectorizes them even at -O2, whose "very cheap" cost

@@ -2,7 +2,7 @@
  * elsewhere), run on the decode threads for gf__resample (resample.c
  * chooses them at run time). Same integer arithmetic as the portable
  * kernels, byte-identical output. */
-#include "resample_internal.h"
+#include "resample_c.h"
 
 #include "grow.h"
 

@@ -1,13 +1,42 @@
-/* What the resampler's files share (resample.c: plan, dispatch;
- * resample_c.c: portable kernels; resample_sse2.c; resample_avx2.c): the
- * fixed-point layout between the passes, the kernels each file lends the
- * dispatch, and the small SSE2 helpers the SSE2 and AVX2 paths both
- * inline. Run on the
- * decode threads, each with its own gf__resampler. */
-#ifndef GF_RESAMPLE_INTERNAL_H
-#define GF_RESAMPLE_INTERNAL_H
+/* The resampler's kernels (resample_c.c portable, resample_sse2.c,
+ * resample_avx2.c) and what they share, below resample.c (plan, dispatch)
+ * which chooses among them: the state they work on, the fixed-point
+ * layout between the passes, the kernels each file lends the dispatch,
+ * and the small SSE2 helpers the SSE2 and AVX2 paths both inline. Run on
+ * the decode threads, each with its own gf__resampler. */
+#ifndef GF_RESAMPLE_C_H
+#define GF_RESAMPLE_C_H
 
-#include "resample.h"
+#include <stddef.h>
+#include <stdint.h>
+
+#define GF__RS_BITS 14
+
+typedef struct gf__rs_axis {
+    /* The geometry the weights below were computed for (cache key). */
+    int in_n, out_n;
+    double x0, len;
+    int valid;
+    /* Source span read by any output: [lo, hi), clamped to [0, in_n). */
+    int lo, hi;
+    /* Every output reads exactly `taps` source samples starting at
+     * start[i] (relative to lo); missing taps carry weight 0, and
+     * start[i] + taps <= hi - lo always. */
+    int taps;
+    int32_t *start;
+    int16_t *w; /* out_n * taps */
+    size_t cap_out, cap_w;
+} gf__rs_axis;
+
+typedef struct gf__resampler {
+    gf__rs_axis h, v;
+    int16_t *tmp;  /* vertical-pass output: out_h rows of span_w * ch */
+    size_t tmp_cap;
+    uint8_t *stage; /* four output rows, before they are streamed out */
+    size_t stage_cap;
+    int32_t *hwt; /* AVX2: h.w laid out for the horizontal pass's lanes */
+    size_t hwt_cap;
+} gf__resampler;
 
 #include <string.h>
 #if defined(__SSE2__)
