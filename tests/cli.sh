@@ -19,6 +19,11 @@ d=$tmp/data
 
 out=$("$g" verify --data "$d") || fail "verify on a clean set: $out"
 echo "$out" | grep -q '^18 samples, 0 bad$' || fail "verify summary: $out"
+# What gf_verify decides itself is no option of verify: never taken and ignored.
+for opt in "--mean 3" "--shuffle=1" "--scale-min 0.5" "--device-id 1" "--drop-last=1"; do
+    out=$("$g" verify --data "$d" $opt 2>&1) && fail "verify took $opt: $out"
+    echo "$out" | grep -q "unknown option '${opt%% *}'" || fail "verify $opt: $out"
+done
 
 printf 'not a jpeg' >"$d/class_01/img_00002.jpg"
 : >"$d/class_02/img_00003.jpg"
@@ -543,6 +548,10 @@ own_choices="$own_choices train:transform train:on_error train:rank train:world 
 own_choices="$own_choices train:layout train:extensions bench:rank bench:world verify:shuffle "
 own_choices="$own_choices verify:height verify:width train:height train:width train:channels "
 own_choices="$own_choices train:mean train:std train:drop_last "
+own_choices="$own_choices verify:drop_last verify:scale_min verify:scale_max verify:ratio_min "
+own_choices="$own_choices verify:ratio_max verify:flip_prob verify:device_id verify:mean verify:std "
+own_choices="$own_choices verify:flip_on_device verify:pinned_max_bytes verify:device_max_bytes "
+own_choices="$own_choices verify:max_threads verify:copy_stream_per_slot "
 for row in $("$g" settings --json | python3 -c 'import json, sys; print(" ".join(f"{k}={v}" for k, v in json.load(sys.stdin).items()))'); do
     name=${row%%=*}
     opt=--$(echo "$name" | tr _ -)=${row#*=}
@@ -555,8 +564,8 @@ for row in $("$g" settings --json | python3 -c 'import json, sys; print(" ".join
 done
 err=$("$g" bench --input-only --data "$d" --batch-size 0 2>&1) && fail "bench --batch-size 0 must fail"
 [ "$err" = "gpufeed bench: --batch-size: 0 is out of range 1..65536" ] || fail "batch size refusal: $err"
-err=$("$g" verify --data "$d" --scale-min nan 2>&1) && fail "verify --scale-min nan must fail"
-[ "$err" = "gpufeed verify: --scale-min: nan is out of range (0, 1]" ] || fail "scale refusal: $err"
+err=$("$g" bench --input-only --data "$d" --scale-min nan 2>&1) && fail "bench --scale-min nan must fail"
+[ "$err" = "gpufeed bench: --scale-min: nan is out of range (0, 1]" ] || fail "scale refusal: $err"
 err=$("$g" bench --input-only --data "$d" --dtype float64 2>&1) && fail "bench --dtype float64 must fail"
 echo "$err" | grep -q -- "--dtype: 'float64' is not one of uint8, float32, float16, bfloat16 (also u8, f32, f16, bf16)$" ||
     fail "dtype refusal: $err"

@@ -51,8 +51,13 @@
 #define VERIFY_LOPTS                                                                       \
     (CLI_LOPT(THREADS) | CLI_LOPT(STRICTNESS) | CLI_LOPT(EXTENSIONS) | CLI_LOPT(RANK) |      \
      CLI_LOPT(WORLD) | CLI_LOPT(ON_SHARD_ERROR))
-/* Settings verify decides itself (below the options): not options. */
-static const char *const verify_fixed[] = {"shuffle", "height", "width", NULL};
+/* Settings verify decides itself (gf_verify forces an unshuffled eval
+ * epoch at 32x32 on the CPU): not options, so none is taken and ignored. */
+static const char *const verify_fixed[] = {
+    "shuffle",   "height",    "width",     "drop_last", "scale_min",      "scale_max",
+    "ratio_min", "ratio_max", "flip_prob", "device_id", "mean",           "std",
+    "flip_on_device", "pinned_max_bytes", "device_max_bytes", "max_threads",
+    "copy_stream_per_slot", NULL};
 /* Where verify's default is not the table's. */
 static const char *const lopt_help[CLI_LOPT_COUNT] = {
     [CLI_LOPT_STRICTNESS] = "whole|strict|lenient (default whole: a decoder\n"
