@@ -54,6 +54,8 @@ static int sniff(const uint8_t *p, size_t n)
     int fmt = fmt_of[gf__magic(p, n)];
     if (fmt == F_UNKNOWN && gf__sniff_tga(p, n)) /* no magic: last, as stb_image tries it */
         return F_TGA;
+    if (fmt == F_PNM && p[1] >= '1' && p[1] <= '4') /* the magic holds "P" and a digit */
+        return F_PNM_PLAIN;
     return fmt; /* TIFF: in torchvision's list, so ImageFolders index it */
 }
 
@@ -91,6 +93,8 @@ static const format_entry formats[F_COUNT] = {
     [F_WEBP] = {.refused = "WebP: this build has no WebP decoder (libwebp, the webp feature)"},
 #endif
     [F_TIFF] = {.refused = "TIFF: not a supported format"},
+    /* stb_image's path, though not stb_image's code */
+    [F_PNM_PLAIN] = {.own = gf__decode_pnm_plain, .own_used = GF__USED_STB, .own_always = 1},
 };
 
 /* ---- entry points ---- */
@@ -179,9 +183,6 @@ static int decode(gf__decoder *d, const uint8_t *data, size_t len, const gf__tra
     } else if (f->refused) {
         gf__why(why, why_len, "%s", f->refused);
         return GF_EFORMAT;
-    } else if (fmt == F_PNM && data[1] >= '1' && data[1] <= '4') {
-        by = GF__USED_STB; /* stb_image's path, though not stb_image's code */
-        rc = gf__decode_pnm_plain(d, data, len, t, key, dst, why, why_len);
     } else {
         if (f->stb_check && (rc = f->stb_check(d, data, len, t, why, why_len)) < 0)
             return rc;

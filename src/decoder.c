@@ -11,7 +11,8 @@
 
 #include <string.h>
 
-const char *const gf__fmt_name[F_COUNT] = {"image", "JPEG", "PNG", "GIF", "BMP", "PSD", "PNM", "TGA", "WebP", "TIFF"};
+const char *const gf__fmt_name[F_COUNT] = {"image", "JPEG", "PNG", "GIF", "BMP", "PSD", "PNM", "TGA", "WebP", "TIFF",
+                                            "PNM"};
 
 int gf__too_big(const gf__transform *t, int fmt, uint64_t W, uint64_t H, char *why,
                 size_t why_len)

@@ -83,7 +83,9 @@ struct gf__decoder {
 };
 
 /* Formats, as sniffed from the first bytes; gf__fmt_name[fmt] for messages. */
-enum { F_UNKNOWN, F_JPEG, F_PNG, F_GIF, F_BMP, F_PSD, F_PNM, F_TGA, F_WEBP, F_TIFF, F_COUNT };
+/* F_PNM_PLAIN: P1-P4, which stb_image does not read (decode_pnm.c). */
+enum { F_UNKNOWN, F_JPEG, F_PNG, F_GIF, F_BMP, F_PSD, F_PNM, F_TGA, F_WEBP, F_TIFF, F_PNM_PLAIN,
+       F_COUNT };
 extern const char *const gf__fmt_name[];
 
 /* Pixel layouts a decoder hands back: 1-4 channels as their count, or
