@@ -34,6 +34,15 @@ static int rng_int(rng *r, int n) /* [0, n] */
     return (int)(((rng_next(r) >> 32) * (uint64_t)((uint32_t)n + 1)) >> 32);
 }
 
+/* Python's round(): halves to even. Whatever the FPU's rounding mode. */
+static double round_even(double x)
+{
+    double r = floor(x + 0.5);
+    if (r - x == 0.5 && fmod(r, 2) != 0)
+        r -= 1;
+    return r;
+}
+
 /* torchvision RandomResizedCrop.get_params, then the flip. */
 static void plan_train(const gf__transform *t, int W, int H, uint64_t key, gf__crop *c)
 {
@@ -46,7 +55,7 @@ static void plan_train(const gf__transform *t, int W, int H, uint64_t key, gf__c
     for (int attempt = 0; attempt < 10; attempt++) {
         double target = area * rng_uniform(&r, t->scale_min, t->scale_max);
         double ar = exp(rng_uniform(&r, lr0, lr1));
-        double w = round(sqrt(target * ar)), h = round(sqrt(target / ar));
+        double w = round_even(sqrt(target * ar)), h = round_even(sqrt(target / ar));
         if (w >= 1 && w <= W && h >= 1 && h <= H) {
             int i = rng_int(&r, H - (int)h), j = rng_int(&r, W - (int)w);
             *c = (gf__crop){j, i, w, h, 0};
@@ -58,9 +67,9 @@ static void plan_train(const gf__transform *t, int W, int H, uint64_t key, gf__c
         double in_ratio = (double)W / H, w = W, h = H, lo = fmin(rmin, rmax),
                hi = fmax(rmin, rmax);
         if (in_ratio < lo)
-            h = fmax(1, fmin(H, round(w / lo)));
+            h = fmax(1, fmin(H, round_even(w / lo)));
         else if (in_ratio > hi)
-            w = fmax(1, fmin(W, round(h * hi)));
+            w = fmax(1, fmin(W, round_even(h * hi)));
         *c = (gf__crop){floor((W - w) / 2), floor((H - h) / 2), w, h, 0};
     }
 flip:
