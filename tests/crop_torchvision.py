@@ -1,6 +1,6 @@
 """gpufeed's crop boxes (src/crop.c, printed by tests/crop_boxes.c) held to
-torchvision's: train's RandomResizedCrop box distribution by two-sample
-Kolmogorov-Smirnov tests.
+torchvision's: eval's Resize(s) + CenterCrop box for box, train's
+RandomResizedCrop box distribution by two-sample Kolmogorov-Smirnov tests.
 
 Run by meson as the test crop_torchvision (GPUFEED_CROP_BOXES names the
 program); skipped without numpy, torch or torchvision."""
@@ -14,6 +14,7 @@ np = pytest.importorskip("numpy")
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchvision")
 from torchvision.transforms import RandomResizedCrop  # noqa: E402
+from torchvision.transforms import functional as F  # noqa: E402
 
 EXE = os.environ.get("GPUFEED_CROP_BOXES")
 if not EXE:
@@ -29,6 +30,99 @@ def run(*args, stdin=""):
     out = subprocess.run([EXE, *map(str, args)], input=stdin, capture_output=True, text=True,
                          check=True).stdout
     return np.array(out.split(), dtype=np.float64)
+
+
+# ---- eval: Resize(s) + CenterCrop((out_h, out_w)) ----
+
+def short_side(out_w, out_h, cf):
+    """Resize's s: min(out) / crop_fraction, the integer it is meant to be
+    within float32's error (224 / 0.875 = 256), else floored."""
+    q = min(out_w, out_h) / f32(cf)
+    r = math.floor(q + 0.5)
+    return r if abs(q - r) <= 1e-6 * q else math.floor(q)
+
+
+def tv_center_offset(n, c):
+    return int(round((n - c) / 2.0))  # torchvision's center_crop, verbatim
+
+
+def tv_eval_box(W, H, s, out_w, out_h):
+    """torchvision's Resize(s) + CenterCrop box in source pixels. Where the
+    crop does not fit, torchvision pads; gpufeed takes the smallest s' > s
+    whose resize holds it (documented in src/crop.c): checked here too."""
+    def size(s):
+        rh, rw = F._compute_resized_output_size((H, W), [s])
+        return rw, rh
+
+    rw, rh = size(s)
+    if rw < out_w or rh < out_h:
+        need = max(out_w, -(-out_h * W // H)) if W <= H else max(out_h, -(-out_w * H // W))
+        s = max(s, need - 2)
+        while True:
+            rw, rh = size(s)
+            if rw >= out_w and rh >= out_h:
+                break
+            s += 1
+        pw, ph = size(s - 1)
+        assert pw < out_w or ph < out_h, "the smallest s' that fits"
+    left, top = tv_center_offset(rw, out_w), tv_center_offset(rh, out_h)
+    return left * W / rw, top * H / rh, out_w * W / rw, out_h * H / rh
+
+
+def check_eval(out_w, out_h, cf, sizes):
+    got = run("eval", out_w, out_h, cf, stdin="".join(f"{w} {h}\n" for w, h in sizes))
+    got = got.reshape(-1, 4)
+    assert len(got) == len(sizes)
+    s = short_side(out_w, out_h, cf)
+    want = np.array([tv_eval_box(W, H, s, out_w, out_h) for W, H in sizes])
+    scale = np.array([[W, H, W, H] for W, H in sizes], dtype=np.float64)
+    # the same box: equal to a few ulps of the image's size
+    err = np.abs(got - want) / scale
+    worst = int(err.max(axis=1).argmax())
+    assert err.max() < 1e-12, f"{sizes[worst]}: got {got[worst]}, torchvision {want[worst]}"
+    # and inside the image
+    assert (got[:, 0] >= 0).all() and (got[:, 1] >= 0).all()
+    assert (got[:, 0] + got[:, 2] <= scale[:, 0] * (1 + 1e-12)).all()
+    assert (got[:, 1] + got[:, 3] <= scale[:, 1] * (1 + 1e-12)).all()
+
+
+EXTREME = [1, 2, 3, 7, 223, 224, 225, 255, 256, 257, 4096, 65535, 100000]
+
+
+def test_center_crop_offsets_are_torchvisions():
+    """The offset formula above is center_crop's own: on tensors whose
+    values are their row numbers, for every size and crop up to 60."""
+    for n in range(1, 61):
+        img = torch.arange(n, dtype=torch.float32).reshape(1, n, 1)
+        for c in range(1, n + 1):
+            assert int(F.center_crop(img, [c, 1])[0, 0, 0]) == tv_center_offset(n, c), (n, c)
+
+
+def test_short_side():
+    assert short_side(224, 224, 0.875) == 256
+    assert short_side(190, 190, 0.95) == 200  # 0.95 is not a float32
+    assert short_side(224, 224, 0.9) == 248  # timm: floor(224 / 0.9)
+    assert short_side(320, 256, 1.0) == 256
+
+
+def test_eval_224_is_resize_256_center_crop_224_for_every_size_to_600():
+    sizes = [(w, h) for w in range(1, 601) for h in range(1, 601)]
+    sizes += [(w, h) for w in EXTREME for h in EXTREME]
+    check_eval(224, 224, 0.875, sizes)
+
+
+@pytest.mark.parametrize("out_w,out_h,cf", [
+    (320, 256, 0.875),  # s = floor(292.57)
+    (256, 320, 0.9),
+    (190, 190, 0.95),
+    (640, 64, 1.0),  # the crop often wider than the resized image
+    (1, 1, 1.0),
+    (7, 300, 0.5),
+])
+def test_eval_other_outputs_are_torchvisions(out_w, out_h, cf):
+    sizes = [(w, h) for w in range(1, 241, 3) for h in range(1, 241, 2)]
+    sizes += [(w, h) for w in EXTREME for h in EXTREME]
+    check_eval(out_w, out_h, cf, sizes)
 
 
 # ---- train: RandomResizedCrop.get_params + the flip ----
