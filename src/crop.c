@@ -5,7 +5,8 @@
  * Both transforms reduce to one rectangle in source coordinates (float),
  * resampled to out_w x out_h and optionally mirrored: train is
  * torchvision's RandomResizedCrop + RandomHorizontalFlip, eval its
- * Resize(size / crop_fraction) + CenterCrop. */
+ * Resize(s) + CenterCrop((out_h, out_w)), box for box, to torchvision's
+ * rounding (tests/crop_torchvision.py holds both to torchvision). */
 #include "decoder.h"
 
 #include <math.h>
@@ -34,6 +35,15 @@ static int rng_int(rng *r, int n) /* [0, n] */
     return (int)(((rng_next(r) >> 32) * (uint64_t)((uint32_t)n + 1)) >> 32);
 }
 
+/* Python's round(): halves to even. Whatever the FPU's rounding mode. */
+static double round_even(double x)
+{
+    double r = floor(x + 0.5);
+    if (r - x == 0.5 && fmod(r, 2) != 0)
+        r -= 1;
+    return r;
+}
+
 /* torchvision RandomResizedCrop.get_params, then the flip. */
 static void plan_train(const gf__transform *t, int W, int H, uint64_t key, gf__crop *c)
 {
@@ -46,7 +56,7 @@ static void plan_train(const gf__transform *t, int W, int H, uint64_t key, gf__c
     for (int attempt = 0; attempt < 10; attempt++) {
         double target = area * rng_uniform(&r, t->scale_min, t->scale_max);
         double ar = exp(rng_uniform(&r, lr0, lr1));
-        double w = round(sqrt(target * ar)), h = round(sqrt(target / ar));
+        double w = round_even(sqrt(target * ar)), h = round_even(sqrt(target / ar));
         if (w >= 1 && w <= W && h >= 1 && h <= H) {
             int i = rng_int(&r, H - (int)h), j = rng_int(&r, W - (int)w);
             *c = (gf__crop){j, i, w, h, 0};
@@ -58,29 +68,68 @@ static void plan_train(const gf__transform *t, int W, int H, uint64_t key, gf__c
         double in_ratio = (double)W / H, w = W, h = H, lo = fmin(rmin, rmax),
                hi = fmax(rmin, rmax);
         if (in_ratio < lo)
-            h = fmax(1, fmin(H, round(w / lo)));
+            h = fmax(1, fmin(H, round_even(w / lo)));
         else if (in_ratio > hi)
-            w = fmax(1, fmin(W, round(h * hi)));
+            w = fmax(1, fmin(W, round_even(h * hi)));
         *c = (gf__crop){floor((W - w) / 2), floor((H - h) / 2), w, h, 0};
     }
 flip:
     c->flip = rng_unit(&r) < t->flip_prob;
 }
 
-/* Shorter side to min(out)/crop_fraction (scaled up further if the output
- * would not fit), then a center crop rounded to whole resized pixels; the
- * result mapped back to source coordinates. */
-static void plan_eval(const gf__transform *t, int W, int H, gf__crop *c)
+/* Resize(s)'s shorter side: min(out) / crop_fraction, taken as the integer
+ * it is meant to be when within float32's error of one (224 / 0.875 =
+ * 256), else floored (timm's int(math.floor(size / crop_pct))). */
+static int64_t eval_short_side(const gf__transform *t)
 {
     double cf = t->crop_fraction > 0 && t->crop_fraction <= 1 ? t->crop_fraction : 1.0;
-    double target = GF__MIN(t->out_w, t->out_h) / cf;
-    double f = target / GF__MIN(W, H);
-    f = fmax(f, fmax((double)t->out_w / W, (double)t->out_h / H));
-    double rw = W * f, rh = H * f;
-    double left = floor((rw - t->out_w) / 2 + 0.5), top = floor((rh - t->out_h) / 2 + 0.5);
-    left = fmax(0, left);
-    top = fmax(0, top);
-    *c = (gf__crop){left / f, top / f, t->out_w / f, t->out_h / f, 0};
+    double q = GF__MIN(t->out_w, t->out_h) / cf, r = floor(q + 0.5);
+    q = fabs(q - r) <= 1e-6 * q ? r : floor(q);
+    return (int64_t)fmin(q, 1 << 22); /* s * H stays exact in a double */
+}
+
+/* torchvision's Resize(s) of a W x H image (_compute_resized_output_size):
+ * the shorter side to s, the longer to int(s * long / short), truncated. */
+static void resized_size(int64_t W, int64_t H, int64_t s, int64_t *rw, int64_t *rh)
+{
+    if (W <= H) {
+        *rw = s;
+        *rh = (int64_t)((double)(s * H) / (double)W);
+    } else {
+        *rh = s;
+        *rw = (int64_t)((double)(s * W) / (double)H);
+    }
+}
+
+/* CenterCrop's offset, int(round((n - c) / 2.0)): halves to even. */
+static int64_t center_offset(int64_t n, int64_t c)
+{
+    int64_t d = n - c, half = d / 2;
+    return d % 2 && half % 2 ? half + 1 : half;
+}
+
+/* torchvision's Resize(s) + CenterCrop((out_h, out_w)), mapped back to
+ * source coordinates per axis (each has its own scale, rw / W and
+ * rh / H). Where the crop would be larger than the resized image (a
+ * non-square output elongated beyond the room 1 / crop_fraction leaves),
+ * torchvision pads with black; gpufeed instead takes the smallest s' > s
+ * whose Resize(s') holds the crop: no black bars to learn from. */
+static void plan_eval(const gf__transform *t, int W, int H, gf__crop *c)
+{
+    int64_t s = GF__MAX(1, eval_short_side(t)), rw, rh, ow = t->out_w, oh = t->out_h;
+    resized_size(W, H, s, &rw, &rh);
+    if (rw < ow || rh < oh) {
+        /* the exact need, less one for the truncation's rounding */
+        int64_t need = W <= H ? GF__MAX(ow, (oh * W + H - 1) / H)
+                              : GF__MAX(oh, (ow * H + W - 1) / W);
+        s = GF__MAX(s, need - 1);
+        for (resized_size(W, H, s, &rw, &rh); rw < ow || rh < oh;
+             resized_size(W, H, ++s, &rw, &rh))
+            ;
+    }
+    double left = (double)center_offset(rw, ow), top = (double)center_offset(rh, oh);
+    double fx = (double)W / (double)rw, fy = (double)H / (double)rh;
+    *c = (gf__crop){left * fx, top * fy, ow * fx, oh * fy, 0};
     /* guard the right/bottom edges against rounding past the image */
     c->w = fmin(c->w, W - c->x);
     c->h = fmin(c->h, H - c->y);
