@@ -887,6 +887,10 @@ GF_API uint64_t gf_index_count(const gf_index *ix);
 GF_API int gf_index_classes(const gf_index *ix);
 /* Tar shards in the source; 0 for a folder or a list file. */
 GF_API uint32_t gf_index_shards(const gf_index *ix);
+/* Shard k's path as the source pattern expanded it (relative to the
+ * current directory at open), or NULL when k >= gf_index_shards(ix).
+ * Valid until close. */
+GF_API const char *gf_index_shard_path(const gf_index *ix, uint32_t k);
 /* As gf_damaged_shards(): on_shard_error and on_error are read too, and a
  * damaged shard under SKIP is left out as gf_open leaves it out. */
 GF_API int gf_index_damaged_shards(const gf_index *ix, gf_sample_error *out, int max);
