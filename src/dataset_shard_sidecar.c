@@ -213,7 +213,10 @@ static int parse(const char *text, size_t len, uint64_t file_size, entry **es, s
     if (tn != 4 || memcmp(tok, "v1.2", 4) != 0)
         return *bad = "not a v1.2 index", 2;
     tn = token(&p, eol, &tok);
-    if (parse_u64(tok, tn, &count) || count == 0 || count > file_size / (2 * BLOCK))
+    /* a sample takes two members (1 KiB of shard at least) and a line of
+     * 24 bytes at least: the entries allocated are bounded by both files */
+    if (parse_u64(tok, tn, &count) || count == 0 || count > file_size / (2 * BLOCK) ||
+        count > len / 24)
         return *bad = "no plausible sample count", 2;
     uint64_t sz;
     tn = token(&p, eol, &tok);
