@@ -84,7 +84,8 @@ static void usage(FILE *f)
             "                        samples_per_s, bad_samples...) instead of text\n"
             "  -h, --help            this text\n"
             "\n"
-            "A progress bar (samples/s, ETA) goes to stderr when it is a terminal.\n"
+            "A progress bar (samples/s, ETA) goes to stderr when it is a terminal\n"
+            "(GF_NO_PROGRESS=1: none).\n"
             "Exit status: 0 the set is complete (bad samples skipped and listed), 1 a\n"
             "bad sample under --on-error fail, 2 usage or setup error.\n");
 }
@@ -232,8 +233,8 @@ static int run(prep_opts *o)
     free(fp);
     int status = CLI_OK;
     if (r.failed) {
-        cli_error(CMD, "%s (on-error fail: the run stops here; shards before it are kept, "
-                  "and a rerun resumes from them)", r.bad[r.n_bad - 1].reason);
+        cli_error(CMD, "%s: %s (on-error fail: the run stops here; the shards before it are "
+                  "kept, and a rerun resumes from them)", o->src, r.bad[r.n_bad - 1].reason);
         status = CLI_FAIL;
     } else if (prep_write_classes(o, ix) < 0 || prep_write_manifest(o, ix, &r) < 0) {
         status = CLI_USAGE;

@@ -634,7 +634,7 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
         pthread_cond_broadcast(&rr.work);
         pthread_mutex_unlock(&rr.mu);
         double now = cli_now() - t0;
-        if (tty && !o->json && now - shown > 0.25) {
+        if (tty && now - shown > 0.25) {
             progress(i + 1 - start, total - start, now, 0);
             shown = now;
         }
@@ -670,7 +670,7 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
         pthread_join(tids[t], NULL);
     if (w.f)
         fclose(w.f); /* a stopped run's partial shard stays .partial */
-    if (tty && !o->json && this_run)
+    if (tty && this_run)
         progress(total - start, total - start, cli_now() - t0, 1);
     r->samples_this_run = this_run;
     r->seconds = cli_now() - t0;
