@@ -32,6 +32,7 @@
 #define SIDECAR_MAX_BYTES ((size_t)64 << 20)
 #define CLS_MAX 64
 #define BLOCK 512
+#define WINDOW ((size_t)64 << 10)
 
 typedef struct entry {
     const char *name;     /* the image member's name, in the sidecar text */
@@ -298,14 +299,23 @@ int gf__shard_sidecar_read(int root_fd, const char *shard_path, int shard_fd,
             rc = 2;
         }
     }
-    if (rc == 0 && !(labels = malloc(n * sizeof *labels)))
+    /* The labels through a read window: small samples share a read. */
+    uint8_t *win = NULL;
+    uint64_t win_off = 0, win_len = 0, file_size = (uint64_t)shard_st->st_size;
+    if (rc == 0 && (!(labels = malloc(n * sizeof *labels)) || !(win = malloc(WINDOW))))
         rc = GF_ENOMEM;
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        char cls[CLS_MAX];
-        size_t want = (size_t)es[i].cls_size;
-        ssize_t r = pread(shard_fd, cls, want, (off_t)es[i].cls_off);
-        const char *b = r == (ssize_t)want ? gf__parse_cls(cls, want, &labels[i])
-                                           : "a .cls could not be read";
+        uint64_t at = es[i].cls_off, want = es[i].cls_size;
+        if (at < win_off || at + want > win_off + win_len) {
+            size_t len = file_size - at < WINDOW ? (size_t)(file_size - at) : WINDOW;
+            ssize_t r = pread(shard_fd, win, len, (off_t)at);
+            win_off = at;
+            win_len = r > 0 ? (uint64_t)r : 0;
+        }
+        const char *b = at + want <= win_off + win_len
+                            ? gf__parse_cls((const char *)win + (at - win_off), (size_t)want,
+                                            &labels[i])
+                            : "a .cls could not be read";
         if (b) {
             bad = b;
             line = i + 2;
@@ -318,6 +328,7 @@ int gf__shard_sidecar_read(int root_fd, const char *shard_path, int shard_fd,
         gf__why(why, why_len, "%s: %s", path, bad);
     for (size_t i = 0; rc == 0 && i < n; i++)
         rc = add(ctx, es[i].name, es[i].name_len, labels[i], es[i].img_off, es[i].img_size);
+    free(win);
     free(labels);
     free(es);
     free(text);
