@@ -778,6 +778,21 @@ GF_API int gf_decoder_open(gf_decoder **out, const gf_settings *s);
 GF_API int gf_decoder_decode(gf_decoder *d, const void *data, size_t len, uint64_t epoch,
                              uint64_t index, uint8_t *out, char *why, size_t why_len);
 
+/* Decodes the whole image (no crop, flip or randomness) at its full size
+ * and, when its longer side is over max_side (> 0), downscales it with
+ * the loader's resampler, the antialiased triangle filter of PIL and of
+ * torchvision's Resize(antialias=True), each axis mapped whole: the
+ * longer side becomes max_side, the shorter round(shorter * max_side /
+ * longer) (half up, at least 1). Never enlarged; max_side 0 keeps the
+ * size. Channels, decoder, strictness and max_pixels are d's settings'.
+ * *pixels (height x width x channels bytes, rows packed) is d's: valid
+ * until d's next call or its close. *src_width, *src_height (may be
+ * NULL): the image's own size. Returns 0, or GF_EINVAL or a sample error
+ * code (GF_ETRUNC, GF_EFORMAT, ...) with the reason in why. */
+GF_API int gf_decoder_decode_fit(gf_decoder *d, const void *data, size_t len, int max_side,
+                                 const uint8_t **pixels, int *width, int *height,
+                                 int *src_width, int *src_height, char *why, size_t why_len);
+
 /* Frees d and sets *d = NULL; NULL is a no-op. */
 GF_API void gf_decoder_close(gf_decoder **d);
 
@@ -872,6 +887,10 @@ GF_API uint64_t gf_index_count(const gf_index *ix);
 GF_API int gf_index_classes(const gf_index *ix);
 /* Tar shards in the source; 0 for a folder or a list file. */
 GF_API uint32_t gf_index_shards(const gf_index *ix);
+/* Shard k's path as the source pattern expanded it (relative to the
+ * current directory at open), or NULL when k >= gf_index_shards(ix).
+ * Valid until close. */
+GF_API const char *gf_index_shard_path(const gf_index *ix, uint32_t k);
 /* As gf_damaged_shards(): on_shard_error and on_error are read too, and a
  * damaged shard under SKIP is left out as gf_open leaves it out. */
 GF_API int gf_index_damaged_shards(const gf_index *ix, gf_sample_error *out, int max);

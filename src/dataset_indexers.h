@@ -17,6 +17,22 @@ int gf__dataset_is_shards(const char *src);
 int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged, char *why,
                             size_t why_len);
 
+/* dataset_shards.c: the label in a .cls member's n bytes (decimal text,
+ * whitespace around it allowed): NULL and *out, or why not. */
+const char *gf__parse_cls(const char *t, size_t n, int32_t *out);
+
+/* dataset_shard_sidecar.c: shard_path's samples from its index sidecar
+ * (the .tar's name with .idx: DALI wds2idx's v1.2 text) when it matches
+ * the shard (shard_fd, shard_st), each passed to add in file order.
+ * Returns 0 (all added), 1 (no sidecar), 2 (a sidecar that does not
+ * match, why = "PATH: line N: reason"; nothing added), GF_ENOMEM, or
+ * what add returned. */
+typedef int (*gf__sidecar_add_fn)(void *ctx, const char *name, size_t name_len, int32_t label,
+                                  uint64_t off, uint64_t size);
+int gf__shard_sidecar_read(int root_fd, const char *shard_path, int shard_fd,
+                           const struct stat *shard_st, gf__sidecar_add_fn add, void *ctx,
+                           char *why, size_t why_len);
+
 /* dataset_shards.c: the damaged shards as gf_damaged_shards() hands them
  * out: the first min(max, n) in shard order into out (sample -1, the code, path = the
  * shard's path, reason = "offset N: reason; K members kept, L lost");

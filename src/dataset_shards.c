@@ -197,6 +197,34 @@ static int key_is_sample(const shard_scan *c)
     return !c->bad && c->has_img && c->has_cls;
 }
 
+/* A sample of shard c->shard: "shard.tar:member" in the arena, its label
+ * and where its image lies. Also the sidecar reader's (gf__sidecar_add_fn). */
+static int add_sample(void *ctx, const char *name, size_t name_len, int32_t label,
+                      uint64_t off, uint64_t size)
+{
+    shard_scan *c = ctx;
+    gf__builder *b = c->b;
+    size_t need = c->display_len + 1 + name_len + 1;
+    if (gf__builder_reserve_paths(b, need) < 0 || gf__builder_reserve_samples(b, 1) < 0)
+        return GF_ENOMEM;
+    char *p = b->arena + b->arena_len;
+    memcpy(p, c->display, c->display_len);
+    p[c->display_len] = ':';
+    memcpy(p + c->display_len + 1, name, name_len);
+    p[c->display_len + 1 + name_len] = '\0';
+    b->off[b->n] = b->arena_len;
+    b->labels[b->n] = label;
+    b->shard[b->n] = c->shard;
+    b->doff[b->n] = off;
+    assert(size <= UINT32_MAX); /* larger ones are bad keys */
+    b->dlen[b->n] = (uint32_t)size;
+    b->n++;
+    b->arena_len += need;
+    if (label > c->max_label)
+        c->max_label = label;
+    return 0;
+}
+
 /* Ends the current key: a sample if it has an image and a label. */
 static int flush_key(shard_scan *c)
 {
@@ -213,29 +241,11 @@ static int flush_key(shard_scan *c)
                 (unsigned long long)c->key_at, c->key, c->bad);
         return 0;
     }
-    gf__builder *b = c->b;
-    size_t need = c->display_len + 1 + c->img_len + 1;
-    if (gf__builder_reserve_paths(b, need) < 0 || gf__builder_reserve_samples(b, 1) < 0)
-        return GF_ENOMEM;
-    char *p = b->arena + b->arena_len;
-    memcpy(p, c->display, c->display_len);
-    p[c->display_len] = ':';
-    memcpy(p + c->display_len + 1, c->img, c->img_len + 1);
-    b->off[b->n] = b->arena_len;
-    b->labels[b->n] = c->label;
-    b->shard[b->n] = c->shard;
-    b->doff[b->n] = c->img_off;
-    assert(c->img_size <= UINT32_MAX); /* larger ones are bad keys */
-    b->dlen[b->n] = (uint32_t)c->img_size;
-    b->n++;
-    b->arena_len += need;
-    if (c->label > c->max_label)
-        c->max_label = c->label;
-    return 0;
+    return add_sample(c, c->img, c->img_len, c->label, c->img_off, c->img_size);
 }
 
 /* The label in a .cls member: decimal text, surrounding whitespace allowed. */
-static const char *parse_cls(const char *t, size_t n, int32_t *out)
+const char *gf__parse_cls(const char *t, size_t n, int32_t *out)
 {
     size_t a = 0, e = n;
     while (a < e && (gf__is_space(t[a]) || t[a] == '\n'))
@@ -308,7 +318,7 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
             c->bad = "its .cls could not be read"; /* the key is lost with the shard */
             return rc;
         }
-        const char *bad = parse_cls(text, (size_t)m->size, &c->label);
+        const char *bad = gf__parse_cls(text, (size_t)m->size, &c->label);
         if (bad && !c->bad)
             c->bad = bad;
     } else if (gf__is_image_suffix(ext, ext_len)) {
@@ -446,6 +456,17 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged, 
         c.display = slash ? slash + 1 : path;
         c.display_len = strlen(c.display);
         c.members = 0;
+        /* The sidecar when it matches; else, with a warning, the headers. */
+        char side_why[224];
+        rc = gf__shard_sidecar_read(ds->root_fd, path, fd, &st, add_sample, &c, side_why,
+                                    sizeof side_why);
+        if (rc == 2)
+            ds_warn(ds, "index sidecar ignored, the shard's headers read instead: %s",
+                    side_why);
+        if (rc <= 0) {
+            close(fd);
+            continue;
+        }
         gf__tar_damage dmg;
         rc = gf__tar_scan(fd, (uint64_t)st.st_size, path, on_member, &c, &ds->warnings,
                           ds->warning, sizeof ds->warning, &dmg, why, why_len);

@@ -123,6 +123,7 @@ void gf__decoder_destroy(gf__decoder *d)
     gf__decode_jpeg_free(d);
 #endif
     gf__resampler_free(&d->rs);
+    free(d->fit_out);
     free(d->buf);
     free(d->conv);
     free(d);
@@ -130,7 +131,7 @@ void gf__decoder_destroy(gf__decoder *d)
 
 size_t gf__decoder_scratch_bytes(const gf__decoder *d)
 {
-    size_t n = d->buf_cap + d->conv_cap + gf__resampler_bytes(&d->rs);
+    size_t n = d->buf_cap + d->conv_cap + d->fit_cap + gf__resampler_bytes(&d->rs);
 #if GF_HAVE_TURBO
     n += d->rows_cap * sizeof *d->rows;
 #endif
@@ -251,6 +252,40 @@ int gf_decoder_decode(gf_decoder *g, const void *data, size_t len, uint64_t epoc
     int used;
     return gf__decode(g->d, data, len, &g->t, gf__sample_key(g->seed, epoch, index), out, &used,
                       why, why_len);
+}
+
+int gf_decoder_decode_fit(gf_decoder *g, const void *data, size_t len, int max_side,
+                          const uint8_t **pixels, int *width, int *height, int *src_width,
+                          int *src_height, char *why, size_t why_len)
+{
+    if (why && why_len)
+        why[0] = 0;
+    if (pixels)
+        *pixels = NULL;
+    if (!g || !pixels || !width || !height || (!data && len) || max_side < 0) {
+        gf__why(why, why_len, "invalid argument");
+        return GF_EINVAL;
+    }
+    /* Whole, at full size (no DCT scaling): one filter does the whole
+     * reduction, and every row is decoded, so damage anywhere is seen. */
+    gf__transform t = g->t;
+    t.fit = 1;
+    t.fit_max_side = max_side;
+    t.full_decode = 1;
+    t.out_w = t.out_h = 1; /* gf__plan sets the size from the header */
+    uint8_t placeholder[4];
+    int used;
+    int rc = gf__decode(g->d, data, len, &t, 0, placeholder, &used, why, why_len);
+    if (rc < 0)
+        return rc;
+    *pixels = g->d->fit_out;
+    *width = g->d->fitted.out_w;
+    *height = g->d->fitted.out_h;
+    if (src_width)
+        *src_width = g->d->fit_src_w;
+    if (src_height)
+        *src_height = g->d->fit_src_h;
+    return 0;
 }
 
 void gf_decoder_close(gf_decoder **g)

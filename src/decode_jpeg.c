@@ -190,7 +190,10 @@ static int turbo_body(gf__decoder *d, const uint8_t *data, size_t len, const gf_
     if (gf__too_big(t, F_JPEG, (uint64_t)W, (uint64_t)H, why, why_len))
         return GF_ETOOBIG;
     gf__crop c;
-    gf__crop_plan(t, W, H, key, &c);
+    if (!(t = gf__plan(d, t, W, H, key, &c, &dst))) {
+        gf__why(why, why_len, "out of memory for the output");
+        return GF_ENOMEM;
+    }
     int num = t->full_decode ? 8 : pick_scale(&c, t);
     ci->scale_num = (unsigned)num;
     ci->scale_denom = 8;

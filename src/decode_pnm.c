@@ -118,7 +118,10 @@ int gf__decode_pnm_plain(gf__decoder *d, const uint8_t *data, size_t len,
         }
     }
     gf__crop c;
-    gf__crop_plan(t, (int)W, (int)H, key, &c);
+    if (!(t = gf__plan(d, t, (int)W, (int)H, key, &c, &dst))) {
+        gf__why(why, why_len, "out of memory for the output");
+        return GF_ENOMEM;
+    }
     if (gf__decode_set_axes(d, (int)W, (int)H, 1.0, &c, t)) {
         gf__why(why, why_len, "out of memory for the resampler");
         return GF_ENOMEM;

@@ -116,7 +116,10 @@ int gf__decode_webp(gf__decoder *d, const uint8_t *data, size_t len, const gf__t
     if (gf__too_big(t, F_WEBP, (uint64_t)W, (uint64_t)H, why, why_len))
         return GF_ETOOBIG;
     gf__crop c;
-    gf__crop_plan(t, W, H, key, &c);
+    if (!(t = gf__plan(d, t, W, H, key, &c, &dst))) {
+        gf__why(why, why_len, "out of memory for the output");
+        return GF_ENOMEM;
+    }
     if (gf__decode_set_axes(d, W, H, 1.0, &c, t)) {
         gf__why(why, why_len, "out of memory for the resampler");
         return GF_ENOMEM;

@@ -102,6 +102,43 @@ nomem:
     return GF_ENOMEM;
 }
 
+void gf__fit_size(int W, int H, int max_side, int *w, int *h)
+{
+    int lng = GF__MAX(W, H), shrt = GF__MIN(W, H);
+    if (max_side <= 0 || lng <= max_side) {
+        *w = W;
+        *h = H;
+        return;
+    }
+    /* round(shrt * max_side / lng), half up, in integers */
+    uint64_t s = ((uint64_t)shrt * (uint64_t)max_side * 2 + (uint64_t)lng) / (2 * (uint64_t)lng);
+    int scaled = s < 1 ? 1 : (int)s;
+    *w = W >= H ? max_side : scaled;
+    *h = W >= H ? scaled : max_side;
+}
+
+const gf__transform *gf__plan(gf__decoder *d, const gf__transform *t, int W, int H,
+                              uint64_t key, gf__crop *c, uint8_t **dst)
+{
+    if (!t->fit) {
+        gf__crop_plan(t, W, H, key, c);
+        return t;
+    }
+    /* The whole image onto the whole output, each axis on its own: PIL's
+     * Image.resize, so the sub-pixel aspect error of rounding is spread
+     * over the image rather than cropped off an edge. */
+    d->fitted = *t;
+    gf__fit_size(W, H, t->fit_max_side, &d->fitted.out_w, &d->fitted.out_h);
+    *c = (gf__crop){0, 0, W, H, 0};
+    size_t need = (size_t)d->fitted.out_w * (size_t)d->fitted.out_h * (size_t)t->channels;
+    if (GF__GROW(&d->fit_out, &d->fit_cap, need, 4096))
+        return NULL;
+    d->fit_src_w = W;
+    d->fit_src_h = H;
+    *dst = d->fit_out;
+    return &d->fitted;
+}
+
 int gf__decode_set_axes(gf__decoder *d, int sw, int sh, double f, const gf__crop *c,
                         const gf__transform *t)
 {

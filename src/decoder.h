@@ -29,6 +29,12 @@ typedef struct gf__transform {
     int full_decode;                 /* 0; 1 = no DCT scaling, no row/column
                                         cropping (tests, benchmarks) */
     gf_strictness strictness;        /* what a decoder warning does */
+    /* 0; else a fitted decode (gf_decoder_decode_fit): the whole image,
+     * its size decided from the header by gf__plan (longer side at most
+     * fit_max_side, or kept when that is 0) into the decoder's own fit
+     * buffer; out_w, out_h and dst are placeholders until then */
+    int fit;
+    int fit_max_side;
 } gf__transform;
 
 /* Per-thread decoder state: codec handles, scratch, resampler weights.
@@ -73,6 +79,12 @@ struct gf__decoder {
     int warn_code;   /* STRICT's code; 0 means GF_ECORRUPT */
     char warn[160];
     const atomic_int *cancel; /* gf__decoder_set_cancel; may be NULL */
+    /* A fitted decode's: its transform with the size decided, its output,
+     * and the source's size. */
+    gf__transform fitted;
+    uint8_t *fit_out;
+    size_t fit_cap;
+    int fit_src_w, fit_src_h;
 #if GF_HAVE_TURBO
     struct jpeg_decompress_struct ci;
     gf__jerr err;
@@ -102,6 +114,18 @@ typedef struct gf__crop {
 /* crop.c: the rectangle of transform t for a W x H image; all randomness
  * from key. */
 void gf__crop_plan(const gf__transform *t, int W, int H, uint64_t key, gf__crop *c);
+
+/* decoder.c: what every format calls once it knows W x H: the crop plan,
+ * and for a fitted decode (t->fit) the output size, d->fitted and *dst
+ * (d->fit_out) as well. Returns the transform the decode goes on with (t,
+ * or &d->fitted), or NULL when the output buffer cannot be had. */
+const gf__transform *gf__plan(gf__decoder *d, const gf__transform *t, int W, int H,
+                              uint64_t key, gf__crop *c, uint8_t **dst);
+
+/* The size a W x H image fits in with its longer side at most max_side
+ * (0: no limit): never enlarged, the shorter side rounded half up, at
+ * least 1. */
+void gf__fit_size(int W, int H, int max_side, int *w, int *h);
 
 static inline uint32_t gf__be32(const uint8_t *p)
 {

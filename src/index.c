@@ -53,6 +53,11 @@ uint32_t gf_index_shards(const gf_index *ix)
     return ix ? ix->ds.n_shards : 0;
 }
 
+const char *gf_index_shard_path(const gf_index *ix, uint32_t k)
+{
+    return ix && k < ix->ds.n_shards ? ix->ds.shard_paths[k] : NULL;
+}
+
 int gf_index_damaged_shards(const gf_index *ix, gf_sample_error *out, int max)
 {
     if (!ix || (!out && max > 0) || max < 0)

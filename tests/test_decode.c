@@ -294,6 +294,89 @@ START_TEST(public_decode_image_depends_on_seed_epoch_index)
 }
 END_TEST
 
+/* gf_decoder_decode_fit: the longer side capped, the shorter rounded
+ * half up (at least 1), never enlarged; an image that fits comes back
+ * pixel for pixel. */
+START_TEST(fit_caps_the_longer_side_keeps_aspect_and_never_enlarges)
+{
+    static const struct {
+        int w, h, max, ew, eh;
+    } cases[] = {
+        {500, 375, 256, 256, 192}, /* 192 exactly */
+        {375, 500, 256, 192, 256},
+        {200, 101, 100, 100, 51},  /* 50.5 rounds up */
+        {333, 100, 100, 100, 30},  /* 30.03 */
+        {1000, 3, 10, 10, 1},      /* 0.03: at least 1 */
+        {100, 50, 256, 100, 50},   /* fits: kept */
+        {64, 64, 64, 64, 64},
+        {90, 40, 0, 90, 40},       /* 0: no cap */
+    };
+    gf_settings s;
+    gf_default_settings(&s);
+    gf_decoder *d;
+    ck_assert_int_eq(gf_decoder_open(&d, &s), 0);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int w = cases[k].w, h = cases[k].h;
+        uint8_t *px = malloc((size_t)w * h * 3);
+        tu_fill(px, w, h, 3, (int)k);
+        size_t len;
+        uint8_t *png = tu_png_mem(px, w, h, 3, &len);
+        const uint8_t *out;
+        int ow, oh, sw, sh;
+        char why[128];
+        ck_assert_int_eq(gf_decoder_decode_fit(d, png, len, cases[k].max, &out, &ow, &oh, &sw,
+                                               &sh, why, sizeof why), 0);
+        ck_assert_int_eq(ow, cases[k].ew);
+        ck_assert_int_eq(oh, cases[k].eh);
+        ck_assert_int_eq(sw, w);
+        ck_assert_int_eq(sh, h);
+        if (ow == w && oh == h)
+            ck_assert_mem_eq(out, px, (size_t)w * h * 3);
+        free(png);
+        free(px);
+    }
+    const uint8_t *out;
+    int ow, oh;
+    char why[128];
+    ck_assert_int_eq(gf_decoder_decode_fit(d, "x", 1, 10, &out, &ow, &oh, NULL, NULL, why,
+                                           sizeof why), GF_EFORMAT);
+    ck_assert_ptr_null(out);
+    ck_assert_int_eq(gf_decoder_decode_fit(d, "x", 1, -1, &out, &ow, &oh, NULL, NULL, why,
+                                           sizeof why), GF_EINVAL);
+    gf_decoder_close(&d);
+}
+END_TEST
+
+/* A downscale by fit is the antialiased filter's: a flat image stays flat,
+ * and a fine checkerboard averages to grey instead of aliasing. */
+START_TEST(fit_downscale_is_antialiased)
+{
+    const int w = 400, h = 300;
+    uint8_t *px = malloc((size_t)w * h * 3);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            memset(px + ((size_t)y * w + x) * 3, (x + y) % 2 ? 255 : 0, 3);
+    size_t len;
+    uint8_t *png = tu_png_mem(px, w, h, 3, &len);
+    gf_settings s;
+    gf_default_settings(&s);
+    gf_decoder *d;
+    ck_assert_int_eq(gf_decoder_open(&d, &s), 0);
+    const uint8_t *out;
+    int ow, oh;
+    char why[128];
+    ck_assert_int_eq(gf_decoder_decode_fit(d, png, len, 64, &out, &ow, &oh, NULL, NULL, why,
+                                           sizeof why), 0);
+    ck_assert_int_eq(ow, 64);
+    ck_assert_int_eq(oh, 48);
+    for (int i = 0; i < ow * oh * 3; i++)
+        ck_assert_msg(abs((int)out[i] - 128) <= 8, "value %d at %d: aliased", out[i], i);
+    gf_decoder_close(&d);
+    free(png);
+    free(px);
+}
+END_TEST
+
 /* ---- JPEG ---- */
 
 START_TEST(jpeg_stb_and_turbo_agree_with_each_other_and_the_source)
@@ -1276,6 +1359,11 @@ static Suite *decode_suite(void)
     tcase_add_test(train, decoder_reuse_across_sizes_stays_correct);
     tcase_add_test(train, small_image_enlarges_within_its_range);
     suite_add_tcase(s, train);
+
+    TCase *fit = tcase_create("fit");
+    tcase_add_test(fit, fit_caps_the_longer_side_keeps_aspect_and_never_enlarges);
+    tcase_add_test(fit, fit_downscale_is_antialiased);
+    suite_add_tcase(s, fit);
 
     TCase *jpeg = tcase_create("jpeg");
     tcase_add_test(jpeg, jpeg_stb_and_turbo_agree_with_each_other_and_the_source);

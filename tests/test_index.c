@@ -44,6 +44,7 @@ START_TEST(folder_matches_the_loader)
     ck_assert_int_eq(gf_open(&l, &s), 0);
     ck_assert_uint_eq(gf_index_count(ix), 12);
     ck_assert_uint_eq(gf_index_shards(ix), 0);
+    ck_assert_ptr_null(gf_index_shard_path(ix, 0));
     ck_assert_int_eq(gf_index_classes(ix), 3);
     for (uint64_t i = 0; i < 12; i++) {
         void *a, *b;
@@ -110,6 +111,8 @@ START_TEST(list_and_shards)
     ix = open_ok(p);
     ck_assert_uint_eq(gf_index_count(ix), 1);
     ck_assert_uint_eq(gf_index_shards(ix), 1);
+    ck_assert_str_eq(gf_index_shard_path(ix, 0), p);
+    ck_assert_ptr_null(gf_index_shard_path(ix, 1));
     ck_assert_str_eq(gf_index_path(ix, 0), "s-0.tar:k1.jpg");
     ck_assert_int_eq(gf_index_label(ix, 0), 5);
     void *d;

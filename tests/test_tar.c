@@ -11,6 +11,7 @@
 
 #include <check.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -849,6 +850,129 @@ START_TEST(a_bad_member_is_reported_with_shard_and_member_name)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------ */
+/* Index sidecars (SHARD.idx, DALI wds2idx's v1.2 text) */
+
+/* x.tar of three samples (k0..k2: .jpg, .cls, .key), its members' data
+ * offsets in off[sample][member], its size in *size. */
+static char *sidecar_shard(size_t off[3][3], size_t *size)
+{
+    tw w = {0};
+    for (int k = 0; k < 3; k++) {
+        char name[32], data[600], cls[8];
+        memset(data, 'a' + k, sizeof data);
+        snprintf(name, sizeof name, "k%d.jpg", k);
+        off[k][0] = tu_tar_file(&w, name, data, 100 + 200 * (size_t)k);
+        snprintf(name, sizeof name, "k%d.cls", k);
+        snprintf(cls, sizeof cls, "%d", 7 - k);
+        off[k][1] = tw_text(&w, name, cls);
+        snprintf(name, sizeof name, "k%d.key", k);
+        off[k][2] = tw_text(&w, name, "src/k.jpg");
+    }
+    tu_tar_end(&w);
+    *size = w.len;
+    return tw_save(&w, "x.tar");
+}
+
+/* The sidecar prepare writes for it; `how` spoils it one way (0: none). */
+static void write_sidecar(size_t off[3][3], size_t size, int how)
+{
+    char text[2048];
+    int n = snprintf(text, sizeof text, "v1.2 %d", how == 4 ? 2 : 3);
+    if (how != 5)
+        n += snprintf(text + n, sizeof text - (size_t)n, " shard_bytes=%zu",
+                      how == 1 ? size + 512 : size);
+    n += snprintf(text + n, sizeof text - (size_t)n, "\n");
+    for (int k = 0; k < 3; k++) {
+        size_t img = off[k][0] + (how == 2 && k == 1 ? 1 : 0);
+        size_t cls = off[k][1];
+        n += snprintf(text + n, sizeof text - (size_t)n, "jpg %zu %d k%d.jpg", img,
+                      100 + 200 * k, k);
+        if (!(how == 3 && k == 0))
+            n += snprintf(text + n, sizeof text - (size_t)n, " cls %zu 1 k%d.cls", cls, k);
+        n += snprintf(text + n, sizeof text - (size_t)n, " key %zu 9 k%d.key\n", off[k][2], k);
+    }
+    char *p = path_in("x.idx");
+    tu_write_file(p, text, (size_t)n);
+    if (how == 5) { /* no recorded size: judged by mtime, older than the shard */
+        struct timespec old[2] = {{1000000, 0}, {1000000, 0}};
+        ck_assert_int_eq(utimensat(AT_FDCWD, p, old, 0), 0);
+    }
+    free(p);
+}
+
+/* A matching sidecar is read instead of the headers: a header spoiled
+ * after it was written is never seen, and the index is the scan's. */
+START_TEST(a_matching_sidecar_is_read_instead_of_the_headers)
+{
+    size_t off[3][3], size;
+    char *p = sidecar_shard(off, &size);
+    gf__dataset scan, side;
+    char why[512];
+    ck_assert_msg(open_ds(&scan, p, why, sizeof why) == 0, "%s", why);
+    write_sidecar(off, size, 0);
+    /* the second sample's header checksum: a scan now fails there */
+    int fd = open(p, O_WRONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, "0", 1, (off_t)off[1][0] - 512 + 148), 1);
+    close(fd);
+    ck_assert_msg(open_ds(&side, p, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(side.warnings, 0);
+    ck_assert_uint_eq(side.n, scan.n);
+    ck_assert_uint_eq(side.n, 3);
+    ck_assert_int_eq(side.n_classes, scan.n_classes);
+    for (uint64_t i = 0; i < side.n; i++) {
+        ck_assert_str_eq(gf__dataset_path(&side, i), gf__dataset_path(&scan, i));
+        ck_assert_int_eq(side.labels[i], scan.labels[i]);
+        ck_assert_uint_eq(side.data_off[i], scan.data_off[i]);
+        ck_assert_uint_eq(side.data_len[i], scan.data_len[i]);
+    }
+    ck_assert_int_eq(side.labels[2], 5);
+    gf__dataset_close(&scan);
+    gf__dataset_close(&side);
+    free(p);
+}
+END_TEST
+
+/* A sidecar that does not match (another shard size, a shifted member, a
+ * key without .cls, a wrong count, older than the shard and without a
+ * size, a .cls that is no label) is ignored with a warning naming it and
+ * the reason, and the headers give the index (which in the last case
+ * skips that key, with a second warning). */
+START_TEST(a_sidecar_that_does_not_match_is_ignored_with_a_warning)
+{
+    static const char *const reason[] = {
+        NULL, "another size", "out of order or not 512-aligned", "exactly one image and one .cls",
+        "more lines than its sample count", "older than its shard", "not a non-negative decimal"};
+    size_t off[3][3], size;
+    char *p = sidecar_shard(off, &size);
+    gf__dataset scan, side;
+    char why[512];
+    if (_i == 6) { /* k2's label */
+        int fd = open(p, O_WRONLY);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(pwrite(fd, "x", 1, (off_t)off[2][1]), 1);
+        close(fd);
+    }
+    ck_assert_msg(open_ds(&scan, p, why, sizeof why) == 0, "%s", why);
+    write_sidecar(off, size, _i);
+    ck_assert_msg(open_ds(&side, p, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(side.warnings, scan.warnings + 1);
+    ck_assert_msg(strstr(side.warning, "index sidecar ignored") && strstr(side.warning, "x.idx") &&
+                      strstr(side.warning, reason[_i]),
+                  "case %d: %s", _i, side.warning);
+    ck_assert_uint_eq(side.n, scan.n);
+    for (uint64_t i = 0; i < side.n; i++) {
+        ck_assert_str_eq(gf__dataset_path(&side, i), gf__dataset_path(&scan, i));
+        ck_assert_int_eq(side.labels[i], scan.labels[i]);
+        ck_assert_uint_eq(side.data_off[i], scan.data_off[i]);
+    }
+    gf__dataset_close(&scan);
+    gf__dataset_close(&side);
+    free(p);
+}
+END_TEST
+
 static Suite *tar_suite(void)
 {
     Suite *su = suite_create("tar");
@@ -860,6 +984,12 @@ static Suite *tar_suite(void)
     tcase_add_test(tc, pax_size_base256_size_and_archive_ends_are_honoured);
     tcase_add_test(tc, keys_without_an_image_or_a_label_are_skipped);
     tcase_add_test(tc, brace_ranges_and_comma_lists_expand_in_order);
+    suite_add_tcase(su, tc);
+
+    tc = tcase_create("sidecar");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, a_matching_sidecar_is_read_instead_of_the_headers);
+    tcase_add_loop_test(tc, a_sidecar_that_does_not_match_is_ignored_with_a_warning, 1, 7);
     suite_add_tcase(su, tc);
 
     tc = tcase_create("hostile");

@@ -155,8 +155,8 @@ static void advise_row(const verdict_result *v, const verdict_row *r, char *buf,
                 need, v->cores, v->cores == 1 ? "" : "s");
             if (need > avail)
                 ADD(" (%d for decoding beside the %s): more threads than that will "
-                    "not help; a smaller --image-size, pre-resized data or a faster "
-                    "machine will",
+                    "not help; a smaller --image-size, data resized once beforehand "
+                    "(gpufeed prepare SRC OUT --max-side 320) or a faster machine will",
                     avail, v->device == GF_DEVICE_CUDA ? "trainer" : "consumer's busy loop");
         } else {
             ADD(" per thread, so more threads will not help: the decoders wait for reads "

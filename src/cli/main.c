@@ -1,6 +1,6 @@
 /*
  * gpufeed — command-line front end: dispatches to one subcommand per file
- * (make_dataset.c, verify.c, bench.c, train.c, doctor.c, settings_cmd.c). Each subcommand
+ * (make_dataset.c, prepare.c, verify.c, bench.c, train.c, doctor.c, settings_cmd.c). Each subcommand
  * parses its own options with getopt_long and returns its exit status:
  * 0 success, 1 the check/benchmark found a failure, 2 usage or setup error.
  */
@@ -19,6 +19,8 @@ typedef struct command {
 static const command commands[] = {
     {"make-dataset", cmd_make_dataset,
      "write a synthetic, learnable data set (ImageFolder or --shards N tar shards)"},
+    {"prepare", cmd_prepare,
+     "write a data set as tar shards made for fast loading (resized, indexed)"},
     {"verify", cmd_verify, "decode every sample of a data set, list the bad ones"},
     {"bench", cmd_bench, "measure the input pipeline (images/s, efficiency)"},
     {"train", cmd_train, "demo: train a small CNN, synchronous loop vs gpufeed"},

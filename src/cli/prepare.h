@@ -1,0 +1,131 @@
+/*
+ * gpufeed prepare's parts, shared by its files (prepare.c says what the
+ * command writes):
+ *
+ *   prepare.c           the command: options, usage, the run's steps
+ *   prepare_encode.c    one source sample to its image member: decode
+ *                       (fitted), pick the format, encode (a worker's)
+ *   prepare_keys.c      the safe, unique member key of each sample
+ *   prepare_write.c     the workers, the reorder window, the shards with
+ *                       their index sidecars, the journal a rerun resumes
+ *                       from, the progress bar
+ *   prepare_manifest.c  the source's identity, classes.txt, manifest.json
+ */
+#ifndef GF_CLI_PREPARE_H
+#define GF_CLI_PREPARE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpufeed.h"
+
+/* --format's choices, in its order. */
+enum { PREP_JPEG = 0, PREP_RAW = 1, PREP_AUTO = 2 };
+/* What a member holds (a summary's counts): re-encoded, raw, or the
+ * source's bytes as they were (--keep-original). */
+enum { PREP_OUT_JPEG = 0, PREP_OUT_RAW = 1, PREP_OUT_ORIGINAL = 2, PREP_OUT_KINDS = 3 };
+
+typedef struct prep_opts {
+    const char *src, *out, *name;
+    int max_side;            /* 0: sizes kept */
+    int quality;             /* 1..100 */
+    int subsampling;         /* index into prep_subsampling_names */
+    int format;              /* PREP_* */
+    uint64_t raw_max_pixels; /* auto: raw when W x H is at most this ... */
+    uint64_t raw_max_bytes;  /* ... or, when raw_max_pixels is 0, W x H x C bytes */
+    int keep_original;
+    uint64_t shard_bytes;    /* a shard's tar size cap (0: by samples) */
+    uint64_t shard_samples;  /* samples per shard (0: by bytes) */
+    int threads;
+    int json;
+    gf_settings s;           /* the index's and the decoder's: data, channels,
+                                on_error, strictness, decoder, extensions... */
+} prep_opts;
+
+extern const char *const prep_format_names[];      /* "jpeg", "raw", "auto" */
+extern const char *const prep_subsampling_names[]; /* "444", "422", "420" */
+extern const char *const prep_out_names[];         /* "jpeg", "raw", "original" */
+
+/* ---- prepare_encode.c: any worker thread, one prep_encoder each ---- */
+
+typedef struct prep_encoder prep_encoder;
+
+/* NULL when out of memory, or TurboJPEG fails to start (why says). */
+prep_encoder *prep_encoder_new(const prep_opts *o, char *why, size_t why_len);
+void prep_encoder_free(prep_encoder *e);
+
+/* One sample's image member from its encoded source bytes: *member (the
+ * encoder's, valid until its next call) of *len bytes, with extension
+ * *ext ("jpg", "ppm", "pgm") and kind *kind (PREP_OUT_*). Returns 0, or a
+ * sample error code with why (the decoder's reason, or the encoder's). */
+int prep_encode(prep_encoder *e, const void *src, size_t src_len, const uint8_t **member,
+                size_t *len, const char **ext, int *kind, char *why, size_t why_len);
+
+/* ---- prepare_keys.c: the writer's thread ---- */
+
+typedef struct prep_keys prep_keys;
+
+prep_keys *prep_keys_new(void);
+void prep_keys_free(prep_keys *k);
+/* The key of source sample `path` (gf_index_path's), made safe ([A-Za-z0-9_-],
+ * at most 80 bytes) and unique among every key this set made before: keys
+ * must be asked for in index order, every index once, so they are the
+ * same in every run. Writes it to out (>= 96 bytes). Returns 0 or -1 (no
+ * memory). */
+int prep_key_next(prep_keys *k, const char *path, int is_shards, uint64_t index, char *out,
+                  size_t out_len);
+
+/* ---- prepare_write.c: the command's thread (and the workers it starts) ---- */
+
+/* A bad source sample, as the manifest and the summary list it. */
+typedef struct prep_bad {
+    uint64_t index;
+    int code;
+    char *reason; /* "path: reason" */
+} prep_bad;
+
+/* A finished shard, as the journal and the manifest record it. */
+typedef struct prep_shard {
+    uint64_t first, next;   /* source indices [first, next) went into it */
+    uint64_t samples, bytes;
+    uint64_t kinds[PREP_OUT_KINDS];
+    char sha256[65];
+} prep_shard;
+
+typedef struct prep_result {
+    prep_shard *shards;
+    size_t n_shards;
+    prep_bad *bad;
+    size_t n_bad;
+    uint64_t samples;           /* written, all shards */
+    uint64_t resumed_shards;    /* taken from a previous run's journal */
+    uint64_t resumed_at;        /* the source index this run started at */
+    uint64_t samples_this_run;
+    double seconds;
+    int threads;
+    int failed;                 /* on_error = fail stopped it: bad[n_bad - 1] says why */
+} prep_result;
+
+/* Writes (or finishes) OUT's shards from source index ix's samples.
+ * fingerprint: the settings and source identity; a journal under another
+ * is refused. Returns 0 (r filled, also when on_error = fail stopped it:
+ * r->failed), or -1 with the message printed. */
+int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_result *r);
+void prep_result_free(prep_result *r);
+
+/* OUT/<name>-NNNNNN.tar (ext "tar" or "idx"), into buf. */
+void prep_shard_path(const prep_opts *o, uint64_t k, const char *ext, char *buf, size_t n);
+
+/* ---- prepare_manifest.c: the command's thread ---- */
+
+/* The settings and the source's identity as one line of text (the
+ * journal's fingerprint and the manifest's record): malloc'd, or NULL
+ * with the message printed. */
+char *prep_fingerprint(const prep_opts *o, gf_index *ix);
+/* OUT/classes.txt. Returns 0 or -1 with the message printed. */
+int prep_write_classes(const prep_opts *o, gf_index *ix);
+/* OUT/manifest.json (written whole, then renamed into place). Returns 0
+ * or -1 with the message printed. */
+int prep_write_manifest(const prep_opts *o, gf_index *ix, const prep_result *r);
+
+#endif /* GF_CLI_PREPARE_H */

@@ -1,0 +1,705 @@
+/*
+ * prepare's writer (prepare.h): workers decode and encode samples in
+ * parallel; the command's thread writes them, in source index order, into
+ * OUT/<name>-NNNNNN.tar with an index sidecar beside each, so the output
+ * is the same bytes whatever the thread count.
+ *
+ * Reorder window: a worker takes index i only while i < base + window
+ * (base: the next index the writer needs), into slot i % window, so at
+ * most `window` encoded samples wait in memory and the lowest index is
+ * never kept waiting. The writer owns slot base once it is DONE.
+ *
+ * A sample is three members: KEY.<jpg|ppm|pgm> (the image), KEY.cls (its
+ * label, decimal) and KEY.key (the source's path for it, as gf_index_path
+ * names it). A shard is cut before a sample that would take its tar past
+ * --shard-bytes (a larger sample gets a shard alone), or after
+ * --shard-samples samples.
+ *
+ * Kills and resumes: a shard is written as NAME.tar.partial, its sidecar
+ * as NAME.idx.partial; both are synced and renamed into place (sidecar
+ * first, so it is never older than its shard), and only then is the shard
+ * recorded in OUT/.prepare-journal (appended and synced): its source range,
+ * counts, size and SHA-256, after the bad samples of that range. A rerun
+ * with the same fingerprint keeps the shards the journal records (their
+ * sizes checked), regenerates the keys before them, and goes on from the
+ * last one's range: a killed run and an unkilled one write the same bytes,
+ * and no partial shard ever has a final name.
+ *
+ * The index is read through gf_index_read, which takes one caller at a
+ * time (it keeps the last failure), so reads go one at a time under
+ * read_mu; the decode and encode, most of the work, run in parallel.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "prepare.h"
+#include "sha256.h"
+#include "sysinfo.h"
+#include "tar_write.h"
+
+/* Member mtime: fixed, so the shards are a function of the settings and
+ * the source alone (make-dataset's too). */
+#define TAR_MTIME 1700000000ull
+#define JOURNAL ".prepare-journal"
+#define JOURNAL_MAGIC "gpufeed-prepare-journal 1"
+
+enum { SLOT_EMPTY, SLOT_BUSY, SLOT_DONE };
+
+typedef struct slot {
+    int state;
+    int code;        /* 0, or the sample's error */
+    char *why;       /* "path: reason" when code */
+    uint8_t *data;
+    size_t len, cap;
+    const char *ext;
+    int kind;
+} slot;
+
+typedef struct run {
+    const prep_opts *o;
+    gf_index *ix;
+    pthread_mutex_t mu;      /* the window: slots' states, next, base, stop */
+    pthread_cond_t work;     /* base moved on, or stop */
+    pthread_cond_t done;     /* a slot became DONE, or stop */
+    pthread_mutex_t read_mu; /* gf_index_read: one caller at a time */
+    slot *slots;
+    uint64_t window, next, base, end;
+    int stop;
+    char err[1024];          /* why a worker stopped the run */
+} run;
+
+static void run_fail(run *r, const char *msg)
+{
+    pthread_mutex_lock(&r->mu);
+    if (!r->err[0])
+        snprintf(r->err, sizeof r->err, "%s", msg);
+    r->stop = 1;
+    pthread_cond_broadcast(&r->work);
+    pthread_cond_broadcast(&r->done);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void *worker(void *arg)
+{
+    run *r = arg;
+    char why[512], msg[1024];
+    const char *reason = why;
+    prep_encoder *e = prep_encoder_new(r->o, why, sizeof why);
+    if (!e) {
+        run_fail(r, why);
+        return NULL;
+    }
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        while (!r->stop && r->next < r->end && r->next >= r->base + r->window)
+            pthread_cond_wait(&r->work, &r->mu);
+        if (r->stop || r->next >= r->end)
+            break;
+        uint64_t i = r->next++;
+        slot *s = &r->slots[i % r->window];
+        s->state = SLOT_BUSY;
+        pthread_mutex_unlock(&r->mu);
+
+        reason = why;
+        void *src = NULL;
+        size_t src_len = 0;
+        const uint8_t *member = NULL;
+        pthread_mutex_lock(&r->read_mu);
+        int rc = gf_index_read(r->ix, i, &src, &src_len, why, sizeof why);
+        pthread_mutex_unlock(&r->read_mu);
+        if (rc == 0) {
+            rc = prep_encode(e, src, src_len, &member, &s->len, &s->ext, &s->kind, why,
+                             sizeof why);
+            if (rc < 0) { /* the decoder's reason names no file */
+                snprintf(msg, sizeof msg, "%s: %s", gf_index_path(r->ix, i), why);
+                reason = msg;
+            }
+        }
+        if (rc == 0 && s->len > s->cap) {
+            uint8_t *p = realloc(s->data, s->len);
+            if (!p)
+                rc = GF_ENOMEM, snprintf(why, sizeof why, "out of memory");
+            else
+                s->data = p, s->cap = s->len;
+        }
+        if (rc == 0)
+            memcpy(s->data, member, s->len);
+        gf_free(src);
+        free(s->why);
+        s->why = NULL;
+        s->code = rc;
+        if (rc < 0 && gf_sample_error_kind(rc) < 0) { /* not the sample's fault */
+            run_fail(r, reason);
+            pthread_mutex_lock(&r->mu);
+            break;
+        }
+        if (rc < 0 && !(s->why = strdup(reason))) {
+            run_fail(r, "out of memory");
+            pthread_mutex_lock(&r->mu);
+            break;
+        }
+        pthread_mutex_lock(&r->mu);
+        s->state = SLOT_DONE;
+        pthread_cond_broadcast(&r->done);
+    }
+    pthread_mutex_unlock(&r->mu);
+    prep_encoder_free(e);
+    return NULL;
+}
+
+/* ---- shards ---- */
+
+void prep_shard_path(const prep_opts *o, uint64_t k, const char *ext, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s/%s-%06llu.%s", o->out, o->name, (unsigned long long)k, ext);
+}
+
+typedef struct shard_out {
+    FILE *f;
+    uint64_t k, off;
+    cli_sha256 sha;
+    char *idx;               /* the sidecar's lines */
+    size_t idx_len, idx_cap;
+    prep_shard rec;
+    int io_errno;
+} shard_out;
+
+static void put(shard_out *w, const void *p, size_t n)
+{
+    if (n && fwrite(p, 1, n, w->f) != n && !w->io_errno)
+        w->io_errno = errno ? errno : EIO;
+    cli_sha256_update(&w->sha, p, n);
+    w->off += n;
+}
+
+static int idx_append(shard_out *w, const char *fmt, ...) CLI_PRINTF(2, 3);
+static int idx_append(shard_out *w, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(w->idx + w->idx_len, w->idx_cap - w->idx_len, fmt, ap);
+        va_end(ap);
+        if (n >= 0 && (size_t)n < w->idx_cap - w->idx_len) {
+            w->idx_len += (size_t)n;
+            return 0;
+        }
+        size_t cap = w->idx_cap ? 2 * w->idx_cap : 65536;
+        char *p = realloc(w->idx, cap);
+        if (!p)
+            return -1;
+        w->idx = p;
+        w->idx_cap = cap;
+    }
+}
+
+/* One member: header, data, padding; its data offset for the sidecar. */
+static uint64_t put_member(shard_out *w, const char *name, const void *data, size_t len)
+{
+    static const uint8_t zeros[512];
+    uint8_t h[512];
+    tar_write_header(h, name, '0', len, TAR_MTIME, NULL);
+    put(w, h, 512);
+    uint64_t at = w->off;
+    put(w, data, len);
+    put(w, zeros, (512 - len % 512) % 512);
+    return at;
+}
+
+static uint64_t member_bytes(size_t len)
+{
+    return 512 + (len + 511) / 512 * 512;
+}
+
+static int sync_file(FILE *f)
+{
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+        return -1;
+    return 0;
+}
+
+/* Writes the shard's end, syncs, writes its sidecar, renames both into
+ * place. Returns 0 or -1 with the message printed. */
+static int shard_finish(const prep_opts *o, shard_out *w)
+{
+    static const uint8_t end[1024];
+    char tar[4096], tmp[4200], idx[4096], itmp[4200];
+    prep_shard_path(o, w->k, "tar", tar, sizeof tar);
+    prep_shard_path(o, w->k, "idx", idx, sizeof idx);
+    snprintf(tmp, sizeof tmp, "%s.partial", tar);
+    snprintf(itmp, sizeof itmp, "%s.partial", idx);
+    put(w, end, sizeof end);
+    int e = w->io_errno;
+    if (!e && sync_file(w->f) != 0)
+        e = errno;
+    if (fclose(w->f) != 0 && !e)
+        e = errno;
+    w->f = NULL;
+    if (e) {
+        cli_error("prepare", "%s: %s", tmp, strerror(e));
+        return -1;
+    }
+    FILE *f = fopen(itmp, "wb");
+    /* DALI reads two tokens; gpufeed checks the third against the shard */
+    if (!f || fprintf(f, "v1.2 %llu shard_bytes=%llu\n", (unsigned long long)w->rec.samples,
+                      (unsigned long long)w->off) < 0 ||
+        fwrite(w->idx, 1, w->idx_len, f) != w->idx_len || sync_file(f) != 0) {
+        cli_error("prepare", "%s: %s", itmp, strerror(errno ? errno : EIO));
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    if (fclose(f) != 0 || rename(itmp, idx) != 0 || rename(tmp, tar) != 0) {
+        cli_error("prepare", "%s: %s", tar, strerror(errno));
+        return -1;
+    }
+    w->rec.bytes = w->off;
+    cli_sha256_hex(&w->sha, w->rec.sha256);
+    return 0;
+}
+
+static int shard_open(const prep_opts *o, shard_out *w, uint64_t k, uint64_t first)
+{
+    char tar[4096], tmp[4200];
+    prep_shard_path(o, k, "tar", tar, sizeof tar);
+    snprintf(tmp, sizeof tmp, "%s.partial", tar);
+    if (!(w->f = fopen(tmp, "wb"))) {
+        cli_error("prepare", "%s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    setvbuf(w->f, NULL, _IOFBF, 1 << 20);
+    w->k = k;
+    w->off = 0;
+    w->idx_len = 0;
+    w->io_errno = 0;
+    cli_sha256_init(&w->sha);
+    memset(&w->rec, 0, sizeof w->rec);
+    w->rec.first = first;
+    return 0;
+}
+
+/* ---- the journal ---- */
+
+/* Reasons may hold any byte: %XX outside printable ASCII, and '%'. */
+static void put_escaped(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c <= ' ' || c > '~' || c == '%')
+            fprintf(f, "%%%02X", c);
+        else
+            fputc(c, f);
+    }
+}
+
+static char *unescape(const char *s)
+{
+    char *out = malloc(strlen(s) + 1), *p = out;
+    if (!out)
+        return NULL;
+    for (; *s; s++) {
+        unsigned v;
+        if (*s == '%' && sscanf(s + 1, "%2X", &v) == 1) {
+            *p++ = (char)v;
+            s += 2;
+        } else {
+            *p++ = *s;
+        }
+    }
+    *p = '\0';
+    return out;
+}
+
+static int grow_bad(prep_result *r, uint64_t index, int code, const char *why)
+{
+    prep_bad *b = realloc(r->bad, (r->n_bad + 1) * sizeof *b);
+    if (!b)
+        return -1;
+    r->bad = b;
+    b[r->n_bad] = (prep_bad){index, code, strdup(why)};
+    if (!b[r->n_bad].reason)
+        return -1;
+    r->n_bad++;
+    return 0;
+}
+
+static int grow_shard(prep_result *r, const prep_shard *s)
+{
+    prep_shard *v = realloc(r->shards, (r->n_shards + 1) * sizeof *v);
+    if (!v)
+        return -1;
+    r->shards = v;
+    v[r->n_shards++] = *s;
+    return 0;
+}
+
+/* Appends the bad samples from `from` on, then `line`, and syncs. */
+static int journal_record(FILE *j, const prep_result *r, size_t from, const char *line)
+{
+    for (size_t i = from; i < r->n_bad; i++) {
+        fprintf(j, "bad %llu %d ", (unsigned long long)r->bad[i].index, r->bad[i].code);
+        put_escaped(j, r->bad[i].reason);
+        fputc('\n', j);
+    }
+    fputs(line, j);
+    return sync_file(j);
+}
+
+/* Reads OUT's journal into r (its shards, and the bad samples before the
+ * last record), checking the fingerprint and each shard's size, and cuts
+ * the file after that record: what a killed run wrote after it (bad
+ * samples it will find again, a line cut short) goes. Returns 1 if it
+ * says the run is done, 0 if none or not done, -1 with the message
+ * printed. */
+static int journal_load(const prep_opts *o, const char *path, const char *fingerprint,
+                        prep_result *r, uint64_t *start)
+{
+    FILE *j = fopen(path, "r");
+    *start = 0;
+    if (!j)
+        return errno == ENOENT ? 0 : (cli_error("prepare", "%s: %s", path, strerror(errno)), -1);
+    char *line = NULL;
+    size_t cap = 0, kept_bad = 0;
+    int done = 0, rc = 0, n = 0;
+    long kept_end = 0; /* where the last record (or the fingerprint) ends */
+    ssize_t got;
+    while (rc == 0 && (got = getline(&line, &cap, j)) > 0) {
+        if (line[got - 1] != '\n')
+            break; /* cut short by a kill: not written */
+        line[got - 1] = '\0';
+        n++;
+        prep_shard s = {0};
+        unsigned long long idx;
+        int code, used = 0;
+        if (n == 1 && strcmp(line, JOURNAL_MAGIC) != 0)
+            rc = -2;
+        else if (n == 2 && (strncmp(line, "fingerprint ", 12) || strcmp(line + 12, fingerprint)))
+            rc = -3;
+        else if (n <= 2) {
+            kept_end = ftell(j);
+            continue;
+        }
+        else if (sscanf(line, "bad %llu %d %n", &idx, &code, &used) == 2 && used) {
+            char *why = unescape(line + used);
+            if (!why || grow_bad(r, idx, code, why) < 0)
+                rc = -4;
+            free(why);
+        } else if (sscanf(line, "shard %llu %llu %llu %llu %llu %llu %llu %64s",
+                          (unsigned long long *)&s.first, (unsigned long long *)&s.next,
+                          (unsigned long long *)&s.samples, (unsigned long long *)&s.bytes,
+                          (unsigned long long *)&s.kinds[0], (unsigned long long *)&s.kinds[1],
+                          (unsigned long long *)&s.kinds[2], s.sha256) == 8) {
+            char tar[4096];
+            struct stat st;
+            prep_shard_path(o, r->n_shards, "tar", tar, sizeof tar);
+            if (stat(tar, &st) != 0 || (uint64_t)st.st_size != s.bytes) {
+                cli_error("prepare", "%s: the journal %s records it as %llu bytes, but it is %s "
+                          "(changed since? remove %s to start over)", tar, path,
+                          (unsigned long long)s.bytes,
+                          stat(tar, &st) != 0 ? strerror(errno) : "another size", o->out);
+                rc = -1;
+            } else if (grow_shard(r, &s) < 0) {
+                rc = -4;
+            }
+            kept_bad = r->n_bad;
+            kept_end = ftell(j);
+            *start = s.next;
+        } else if (sscanf(line, "done %llu", &idx) == 1) {
+            kept_bad = r->n_bad;
+            kept_end = ftell(j);
+            *start = idx;
+            done = 1;
+        } else {
+            rc = -5;
+        }
+    }
+    free(line);
+    fclose(j);
+    /* killed before its fingerprint was whole: a fresh start (kept_end 0) */
+    if (rc == 0 && truncate(path, kept_end) != 0) {
+        cli_error("prepare", "%s: %s", path, strerror(errno));
+        rc = -1;
+    }
+    /* bad samples after the last record are found again */
+    for (size_t i = kept_bad; i < r->n_bad; i++)
+        free(r->bad[i].reason);
+    r->n_bad = kept_bad;
+    if (rc == -2 || rc == -5)
+        cli_error("prepare", "%s: line %d: not a prepare journal's", path, n);
+    else if (rc == -3)
+        cli_error("prepare", "%s holds a run with other settings or another source "
+                  "(its journal's fingerprint differs): use another OUT, or remove it to "
+                  "start over", o->out);
+    else if (rc == -4)
+        cli_error("prepare", "out of memory");
+    return rc < 0 ? -1 : done;
+}
+
+/* ---- progress ---- */
+
+static void progress(uint64_t done, uint64_t total, double secs, int last)
+{
+    double rate = secs > 0 ? (double)done / secs : 0;
+    double eta = rate > 0 ? (double)(total - done) / rate : 0;
+    int width = 30, fill = total ? (int)((double)done * width / (double)total) : width;
+    char bar[64];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[width] = '\0';
+    fprintf(stderr, "\rprepare [%s] %llu/%llu %.0f samples/s ETA %d:%02d:%02d ", bar,
+            (unsigned long long)done, (unsigned long long)total, rate, (int)(eta / 3600),
+            (int)eta / 60 % 60, (int)eta % 60);
+    if (last)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+/* ---- the run ---- */
+
+static uint64_t stop_after(void)
+{
+    const char *s = getenv("GF_PREPARE_STOP_AFTER"); /* tests: a kill -9 after K samples */
+    return s && *s ? strtoull(s, NULL, 10) : 0;
+}
+
+int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_result *r)
+{
+    memset(r, 0, sizeof *r);
+    char jpath[4096];
+    snprintf(jpath, sizeof jpath, "%s/%s", o->out, JOURNAL);
+    uint64_t start, total = gf_index_count(ix);
+    int done = journal_load(o, jpath, fingerprint, r, &start);
+    if (done < 0)
+        return -1;
+    r->resumed_shards = r->n_shards;
+    r->resumed_at = start;
+    for (size_t k = 0; k < r->n_shards; k++)
+        r->samples += r->shards[k].samples;
+    if (done)
+        return 0;
+
+    struct stat jst;
+    int fresh = stat(jpath, &jst) != 0 || jst.st_size == 0;
+    FILE *j = fopen(jpath, "a");
+    if (!j) {
+        cli_error("prepare", "%s: %s", jpath, strerror(errno));
+        return -1;
+    }
+    if (fresh && (fprintf(j, "%s\nfingerprint %s\n", JOURNAL_MAGIC, fingerprint) < 0 ||
+                  sync_file(j) != 0)) {
+        cli_error("prepare", "%s: %s", jpath, strerror(errno));
+        fclose(j);
+        return -1;
+    }
+
+    /* the keys before the start, as the first run made them */
+    prep_keys *keys = prep_keys_new();
+    int shards_src = gf_index_shards(ix) > 0;
+    char key[128], name[160];
+    for (uint64_t i = 0; keys && i < start; i++)
+        if (prep_key_next(keys, gf_index_path(ix, i), shards_src, i, key, sizeof key) < 0)
+            prep_keys_free(keys), keys = NULL;
+
+    run rr = {.o = o, .ix = ix, .next = start, .base = start, .end = total};
+    int nt = o->threads ? o->threads : cli_cores();
+    if ((uint64_t)nt > total - start)
+        nt = (int)(total - start > 0 ? total - start : 1);
+    rr.window = 4 * (uint64_t)nt + 4;
+    rr.slots = calloc(rr.window, sizeof *rr.slots);
+    pthread_t *tids = calloc((size_t)nt, sizeof *tids);
+    if (!keys || !rr.slots || !tids) {
+        cli_error("prepare", "out of memory");
+        prep_keys_free(keys);
+        free(rr.slots);
+        free(tids);
+        fclose(j);
+        return -1;
+    }
+    pthread_mutex_init(&rr.mu, NULL);
+    pthread_mutex_init(&rr.read_mu, NULL);
+    pthread_cond_init(&rr.work, NULL);
+    pthread_cond_init(&rr.done, NULL);
+    int started = 0;
+    if (start < total)
+        for (; started < nt; started++)
+            if (pthread_create(&tids[started], NULL, worker, &rr) != 0)
+                break;
+    r->threads = started;
+    if (start < total && started == 0)
+        snprintf(rr.err, sizeof rr.err, "could not start a thread"), rr.stop = 1;
+
+    shard_out w = {0};
+    int failed = 0, tty = isatty(2) && !getenv("GF_NO_PROGRESS");
+    uint64_t kill_at = stop_after(), this_run = 0;
+    size_t bad_from = r->n_bad; /* bad samples not yet in the journal */
+    double t0 = cli_now(), shown = 0;
+    char line[256];
+    for (uint64_t i = start; i < total && !failed; i++) {
+        slot *s = &rr.slots[i % rr.window];
+        pthread_mutex_lock(&rr.mu);
+        while (!rr.stop && s->state != SLOT_DONE)
+            pthread_cond_wait(&rr.done, &rr.mu);
+        int stopped = rr.stop && s->state != SLOT_DONE;
+        pthread_mutex_unlock(&rr.mu);
+        if (stopped) {
+            failed = -1;
+            break;
+        }
+        const char *path = gf_index_path(ix, i);
+        if (prep_key_next(keys, path, shards_src, i, key, sizeof key) < 0) {
+            snprintf(rr.err, sizeof rr.err, "out of memory");
+            failed = -1;
+        } else if (s->code < 0) {
+            if (grow_bad(r, i, s->code, s->why) < 0) {
+                snprintf(rr.err, sizeof rr.err, "out of memory");
+                failed = -1;
+            } else if (o->s.on_error == GF_ON_ERROR_FAIL) {
+                r->failed = 1;
+                failed = 1;
+            }
+        } else {
+            char cls[16];
+            int cn = snprintf(cls, sizeof cls, "%d", gf_index_label(ix, i));
+            size_t pn = strlen(path);
+            uint64_t need = member_bytes(s->len) + member_bytes((size_t)cn) + member_bytes(pn);
+            int cut = w.f && ((o->shard_samples && w.rec.samples >= o->shard_samples) ||
+                              (o->shard_bytes && w.off + need + 1024 > o->shard_bytes));
+            if (cut) {
+                w.rec.next = i;
+                if (shard_finish(o, &w) < 0)
+                    failed = -2;
+                else {
+                    prep_shard *sh = &w.rec;
+                    snprintf(line, sizeof line, "shard %llu %llu %llu %llu %llu %llu %llu %s\n",
+                             (unsigned long long)sh->first, (unsigned long long)sh->next,
+                             (unsigned long long)sh->samples, (unsigned long long)sh->bytes,
+                             (unsigned long long)sh->kinds[0], (unsigned long long)sh->kinds[1],
+                             (unsigned long long)sh->kinds[2], sh->sha256);
+                    /* the bad samples of its range, then it */
+                    size_t upto = r->n_bad;
+                    while (upto > bad_from && r->bad[upto - 1].index >= i)
+                        upto--;
+                    prep_result part = *r;
+                    part.n_bad = upto;
+                    if (journal_record(j, &part, bad_from, line) != 0 ||
+                        grow_shard(r, sh) < 0) {
+                        cli_error("prepare", "%s: %s", jpath, strerror(errno ? errno : ENOMEM));
+                        failed = -2;
+                    }
+                    bad_from = upto;
+                }
+            }
+            if (!failed && !w.f &&
+                shard_open(o, &w, r->n_shards, r->n_shards ? r->shards[r->n_shards - 1].next
+                                                           : 0) < 0)
+                failed = -2;
+            if (!failed) {
+                uint64_t at;
+                snprintf(name, sizeof name, "%s.%s", key, s->ext);
+                at = put_member(&w, name, s->data, s->len);
+                int bad_idx = idx_append(&w, "%s %llu %zu %s", s->ext, (unsigned long long)at,
+                                         s->len, name);
+                snprintf(name, sizeof name, "%s.cls", key);
+                at = put_member(&w, name, cls, (size_t)cn);
+                bad_idx |= idx_append(&w, " cls %llu %d %s", (unsigned long long)at, cn, name);
+                snprintf(name, sizeof name, "%s.key", key);
+                at = put_member(&w, name, path, pn);
+                bad_idx |= idx_append(&w, " key %llu %zu %s\n", (unsigned long long)at, pn, name);
+                if (bad_idx) {
+                    snprintf(rr.err, sizeof rr.err, "out of memory");
+                    failed = -1;
+                }
+                w.rec.samples++;
+                w.rec.kinds[s->kind]++;
+                r->samples++;
+                this_run++;
+                if (kill_at && this_run == kill_at) {
+                    fflush(w.f);
+                    raise(SIGKILL);
+                }
+            }
+        }
+        pthread_mutex_lock(&rr.mu);
+        s->state = SLOT_EMPTY;
+        rr.base = i + 1;
+        pthread_cond_broadcast(&rr.work);
+        pthread_mutex_unlock(&rr.mu);
+        double now = cli_now() - t0;
+        if (tty && now - shown > 0.25) {
+            progress(i + 1 - start, total - start, now, 0);
+            shown = now;
+        }
+    }
+    if (!failed && w.f) {
+        w.rec.next = total;
+        if (shard_finish(o, &w) < 0)
+            failed = -2;
+        else if (grow_shard(r, &w.rec) < 0)
+            failed = -1;
+        else {
+            prep_shard *sh = &w.rec;
+            snprintf(line, sizeof line, "shard %llu %llu %llu %llu %llu %llu %llu %s\n",
+                     (unsigned long long)sh->first, (unsigned long long)sh->next,
+                     (unsigned long long)sh->samples, (unsigned long long)sh->bytes,
+                     (unsigned long long)sh->kinds[0], (unsigned long long)sh->kinds[1],
+                     (unsigned long long)sh->kinds[2], sh->sha256);
+            if (journal_record(j, r, bad_from, line) != 0)
+                failed = -2;
+            bad_from = r->n_bad;
+        }
+    }
+    if (!failed) {
+        snprintf(line, sizeof line, "done %llu\n", (unsigned long long)total);
+        if (journal_record(j, r, bad_from, line) != 0)
+            failed = -2;
+    }
+    pthread_mutex_lock(&rr.mu);
+    rr.stop = 1;
+    pthread_cond_broadcast(&rr.work);
+    pthread_mutex_unlock(&rr.mu);
+    for (int t = 0; t < started; t++)
+        pthread_join(tids[t], NULL);
+    if (w.f)
+        fclose(w.f); /* a stopped run's partial shard stays .partial */
+    if (tty && this_run)
+        progress(total - start, total - start, cli_now() - t0, 1);
+    r->samples_this_run = this_run;
+    r->seconds = cli_now() - t0;
+    for (uint64_t k = 0; k < rr.window; k++) {
+        free(rr.slots[k].data);
+        free(rr.slots[k].why);
+    }
+    free(rr.slots);
+    free(tids);
+    free(w.idx);
+    prep_keys_free(keys);
+    pthread_cond_destroy(&rr.work);
+    pthread_cond_destroy(&rr.done);
+    pthread_mutex_destroy(&rr.mu);
+    pthread_mutex_destroy(&rr.read_mu);
+    if (fclose(j) != 0 && !failed) {
+        cli_error("prepare", "%s: %s", jpath, strerror(errno));
+        return -1;
+    }
+    if (failed == -1)
+        cli_error("prepare", "%s", rr.err[0] ? rr.err : "stopped");
+    return failed < 0 ? -1 : 0;
+}
+
+void prep_result_free(prep_result *r)
+{
+    for (size_t i = 0; i < r->n_bad; i++)
+        free(r->bad[i].reason);
+    free(r->bad);
+    free(r->shards);
+    memset(r, 0, sizeof *r);
+}

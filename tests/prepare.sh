@@ -1,0 +1,184 @@
+#!/bin/sh
+# gpufeed prepare end to end: the same bytes at 1 and 2 threads; a run
+# killed (kill -9, from its test hook GF_PREPARE_STOP_AFTER=K: after K
+# samples written) and run again gives those bytes too, and no partial
+# shard ever has a final name; labels per key are the source's (classes.txt
+# in torchvision's ImageFolder order); raw members are binary PPM of the
+# stated size (never enlarged, aspect kept, the shorter side rounded half
+# up); bad source files are listed; the loader reads the set through its
+# sidecars, and ignores with a warning one that does not match.
+# Usage: prepare.sh PATH/TO/gpufeed
+set -eu
+g=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+export GF_NO_PROGRESS=1
+
+src=$tmp/src
+"$g" make-dataset "$src" --classes 3 --per-class 8 --size 160x120 --seed 3 >/dev/null
+printf 'not an image' >"$src/class_01/img_00002.jpg"
+: >"$src/class_02/img_00005.jpg"
+opts="--shard-samples 5 --max-side 64"
+
+# ---- the same bytes whatever the thread count ----
+"$g" prepare "$src" "$tmp/a" $opts --threads 1 --json >"$tmp/a.json" ||
+    fail "prepare --threads 1: $(cat "$tmp/a.json")"
+"$g" prepare "$src" "$tmp/b" $opts --threads 2 >"$tmp/b.txt" || fail "prepare --threads 2"
+for f in "$tmp"/a/* "$tmp"/a/.prepare-journal; do
+    cmp -s "$f" "$tmp/b/${f##*/}" || fail "${f##*/} differs between 1 and 2 threads"
+done
+[ "$(ls "$tmp/a" | wc -l)" -eq "$(ls "$tmp/b" | wc -l)" ] || fail "different file sets"
+[ "$(ls "$tmp"/a/train-*.tar | wc -l)" -eq 5 ] || fail "22 samples by 5 make 5 shards"
+[ "$(ls "$tmp"/a/train-*.idx | wc -l)" -eq 5 ] || fail "a sidecar per shard"
+
+# ---- bad source files: in the summary and the manifest ----
+grep -q '^BAD .*class_01/img_00002.jpg: ' "$tmp/b.txt" || fail "text summary names the bad file: $(cat "$tmp/b.txt")"
+grep -q '^BAD .*class_02/img_00005.jpg: .*empty' "$tmp/b.txt" || fail "names the empty file"
+python3 - "$tmp/a.json" "$tmp/a/manifest.json" "$tmp/a" <<'EOF' || fail "summary or manifest"
+import hashlib, json, sys
+summary, manifest, out = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+for d in (summary, manifest):
+    assert d["samples"] == 22 and d["bad"] == 2, d
+    bad = sorted(b["path"] for b in d["bad_samples"])
+    assert bad == ["class_01/img_00002.jpg", "class_02/img_00005.jpg"], bad
+assert summary["shards"] == 5 and summary["samples_per_s"] > 0
+assert manifest["gpufeed_version"] and manifest["source"]["kind"] == "folder"
+assert manifest["settings"]["max_side"] == 64 and manifest["settings"]["shard_samples"] == 5
+assert [s["samples"] for s in manifest["shards"]] == [5, 5, 5, 5, 2]
+for s in manifest["shards"]:
+    data = open(out + "/" + s["file"], "rb").read()
+    assert len(data) == s["bytes"] and hashlib.sha256(data).hexdigest() == s["sha256"], s
+EOF
+
+# ---- labels per key are the source's; classes in ImageFolder order ----
+python3 - "$tmp/a" "$src" <<'EOF' || fail "labels or classes"
+import glob, os, sys, tarfile
+out, src = sys.argv[1], sys.argv[2]
+classes = sorted(e.name for e in os.scandir(src) if e.is_dir())   # torchvision's find_classes
+assert open(out + "/classes.txt").read().split("\n")[:-1] == classes
+seen = []
+for shard in sorted(glob.glob(out + "/train-*.tar")):
+    members = {}
+    with tarfile.open(shard) as t:
+        for m in t.getmembers():
+            key, ext = m.name.split(".", 1)
+            members.setdefault(key, {})[ext] = t.extractfile(m).read()
+    for key, parts in members.items():
+        assert set(parts) == {"jpg", "cls", "key"}, (key, parts.keys())
+        path = parts["key"].decode()
+        assert int(parts["cls"]) == classes.index(path.split("/")[0]), (key, path)
+        assert key == path.rsplit(".", 1)[0].replace("/", "_"), (key, path)
+        seen.append(path)
+assert len(seen) == 22 and seen == sorted(seen), seen   # the source's index order
+EOF
+
+# ---- killed and run again: the same bytes, never a partial under a final name ----
+for k in 5 7 21; do
+    c=$tmp/kill$k
+    set +e
+    GF_PREPARE_STOP_AFTER=$k "$g" prepare "$src" "$c" $opts --threads 2 >/dev/null 2>&1
+    rc=$?
+    set -e
+    [ $rc -eq 137 ] || fail "the hook should kill -9 the run after $k samples (rc $rc)"
+    done_shards=$(grep -c '^shard ' "$c/.prepare-journal" || true)
+    [ "$(ls "$c" | grep -c '\.tar$')" -eq "$done_shards" ] ||
+        fail "after a kill at $k: only the shards the journal records have final names"
+    ls "$c" | grep -q '\.tar\.partial$' || fail "after a kill at $k: the partial shard is .partial"
+    [ ! -e "$c/manifest.json" ] || fail "a killed run has no manifest"
+    "$g" prepare "$src" "$c" $opts --threads 1 >/dev/null || fail "resume after $k"
+    for f in "$tmp"/a/* "$tmp"/a/.prepare-journal; do
+        cmp -s "$f" "$c/${f##*/}" || fail "${f##*/} differs after a kill at $k and a resume"
+    done
+    ! ls "$c" | grep -q partial || fail "a resumed run leaves no partial file"
+done
+"$g" prepare "$src" "$tmp/a" $opts --threads 2 >/dev/null || fail "a finished run again"
+"$g" prepare "$src" "$tmp/a" --shard-samples 6 --max-side 64 2>"$tmp/err" &&
+    fail "other settings into a finished OUT must be refused"
+grep -q 'other settings' "$tmp/err" || fail "refusal says why: $(cat "$tmp/err")"
+
+# ---- raw: binary PPM, capped, never enlarged, aspect kept ----
+tall=$tmp/tall
+"$g" make-dataset "$tall" --classes 1 --per-class 2 --size 120x160 --seed 4 >/dev/null
+check_ppm() { # OUT W H
+    python3 - "$@" <<'EOF'
+import glob, sys, tarfile
+out, w, h = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+try:
+    from PIL import Image
+except ImportError:
+    Image = None
+n = 0
+for shard in glob.glob(out + "/train-*.tar"):
+    with tarfile.open(shard) as t:
+        for m in t.getmembers():
+            if not m.name.endswith(".ppm"):
+                continue
+            data = t.extractfile(m).read()
+            head = b"P6\n%d %d\n255\n" % (w, h)
+            assert data.startswith(head) and len(data) == len(head) + w * h * 3, data[:20]
+            if Image:
+                import io
+                im = Image.open(io.BytesIO(data))
+                im.load()
+                assert im.size == (w, h) and im.mode == "RGB", (im.size, im.mode)
+            n += 1
+assert n > 0, "no .ppm member"
+EOF
+}
+"$g" prepare "$tall" "$tmp/r1" --format raw --max-side 64 >/dev/null || fail "raw 64"
+check_ppm "$tmp/r1" 48 64 || fail "120x160 at --max-side 64 is 48x64 PPM"
+"$g" prepare "$tall" "$tmp/r2" --format raw --max-side 1000 >/dev/null || fail "raw 1000"
+check_ppm "$tmp/r2" 120 160 || fail "--max-side 1000 never enlarges 120x160"
+"$g" prepare "$tall" "$tmp/r3" --format raw --max-side 100 >/dev/null || fail "raw 100"
+check_ppm "$tmp/r3" 75 100 || fail "120x160 at --max-side 100 is 75x100"
+"$g" prepare "$tall" "$tmp/r4" --format auto --max-side 64 --raw-max-bytes 9216 >/dev/null
+check_ppm "$tmp/r4" 48 64 || fail "auto stores 48x64x3 = 9216 bytes raw at --raw-max-bytes 9216"
+"$g" prepare "$tall" "$tmp/r5" --format auto --max-side 64 --raw-max-bytes 9215 >/dev/null
+[ "$(tar tf "$tmp/r5/train-000000.tar" | grep -c '\.jpg$')" -eq 2 ] || fail "auto: JPEG above it"
+
+# ---- --keep-original copies JPEGs that need no downscale, bit for bit ----
+"$g" prepare "$tall" "$tmp/k" --keep-original --json >"$tmp/k.json" || fail "keep-original"
+grep -q '"original": 2' "$tmp/k.json" || fail "keep-original counts: $(cat "$tmp/k.json")"
+mkdir "$tmp/kx" && tar xf "$tmp/k/train-000000.tar" -C "$tmp/kx"
+cmp -s "$tmp/kx/class_00_img_00001.jpg" "$tall/class_00/img_00001.jpg" ||
+    fail "--keep-original changed the bytes"
+
+# ---- on-error fail stops at the first bad file, naming it ----
+set +e
+"$g" prepare "$src" "$tmp/f" $opts --on-error fail >/dev/null 2>"$tmp/err"
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "--on-error fail exits 1, got $rc"
+grep -q 'class_01/img_00002.jpg' "$tmp/err" || fail "names the file: $(cat "$tmp/err")"
+
+# ---- the loader reads the set, through its sidecars ----
+set_pat="$tmp/a/train-{000000..000004}.tar"
+json=$("$g" verify --data "$set_pat" --json) || fail "verify the prepared set: $json"
+echo "$json" | grep -q '"samples": 22' || fail "verify count: $json"
+echo "$json" | grep -q '"dataset_warnings": 0' || fail "sidecars matched: $json"
+"$g" bench --input-only --data "$set_pat" --batch-size 8 >/dev/null 2>&1 ||
+    fail "bench --input-only on the prepared set"
+cp -r "$tmp/a" "$tmp/s"
+sed -i '1s/shard_bytes=/shard_bytes=9/' "$tmp/s/train-000001.idx"
+json=$("$g" verify --data "$tmp/s/train-{000000..000004}.tar" --json)
+echo "$json" | grep -q '"samples": 22' || fail "a bad sidecar loses no sample: $json"
+echo "$json" | grep -q 'index sidecar ignored.*train-000001.idx.*another size' ||
+    fail "a sidecar that does not match is ignored with a warning: $json"
+
+# ---- a prepared set prepared again (tar shards as the source): same labels ----
+"$g" prepare "$set_pat" "$tmp/t" --format raw >/dev/null || fail "prepare from shards"
+python3 - "$tmp/a" "$tmp/t" <<'EOF' || fail "labels from shards"
+import glob, sys, tarfile
+def labels(out):
+    d = {}
+    for shard in sorted(glob.glob(out + "/train-*.tar")):
+        with tarfile.open(shard) as t:
+            for m in t.getmembers():
+                if m.name.endswith(".cls"):
+                    d[m.name.split(".")[0]] = int(t.extractfile(m).read())
+    return d
+a, t = labels(sys.argv[1]), labels(sys.argv[2])
+assert a == t and len(a) == 22, (a, t)
+EOF
+echo "prepare.sh: ok"
