@@ -768,7 +768,8 @@ GF_API int gf_read_sample(gf_loader *l, uint64_t index, void **data, size_t *len
                           size_t why_len);
 
 /* The display path of sample `index`: relative to the data set's root (the
- * ImageFolder directory or the list file's directory), or for tar shards
+ * ImageFolder directory or the list file's directory), the path exactly as
+ * gf_open_samples was given it, or for tar shards
  * "train-000003.tar:key.jpg" (the shard's base name, ':', the member name).
  * The name bad-sample reports use. NULL if index >= dataset_samples or l is
  * NULL. Valid until gf_close(). */
