@@ -219,6 +219,39 @@ START_TEST(a_missing_file_is_a_sample_error_naming_it)
 }
 END_TEST
 
+START_TEST(holes_in_an_order_are_filled_from_the_order)
+{
+    const char *p[N];
+    memcpy(p, paths, sizeof p);
+    p[20] = "class_2/not here.png";
+    gf_settings s;
+    exact_settings(&s, root);
+    s.on_error = GF_ON_ERROR_SKIP;
+    s.threads = 3;
+    /* The sampler's epoch the open prefetches (0..7) misses the bad file:
+     * errors of discarded batches count too. */
+    s.prefetch_depth = 2;
+    gf_loader *l = open_samples_ok(&s, p, labels, N);
+    const int64_t o[] = {20, 0, 20, 1, 2, 3, 4, 5, 7};
+    set_order_ok(l, 0, 0, o, 9);
+    got *g = malloc(sizeof *g);
+    read_epoch(l, 0, g);
+    /* Batch k: the first 4 good samples of the order after batch k-1's. */
+    static const int64_t want[] = {0, 1, 2, 3, 4, 5, 7};
+    ck_assert_int_eq(g->n, 7);
+    for (int i = 0; i < 7; i++)
+        ck_assert_int_eq(g->idx[i], want[i]);
+    ck_assert_int_eq(g->batches, 2);
+    ck_assert_uint_eq(g->pos[0], 6); /* past the holes and the donors */
+    ck_assert_uint_eq(g->pos[1], 9);
+    gf_stats st;
+    gf_get_stats(l, &st);
+    ck_assert_uint_eq(st.errors, 2);
+    gf_close(&l);
+    free(g);
+}
+END_TEST
+
 static void open_refused(const gf_settings *s, const char *const *p, const int32_t *lb,
                          uint64_t n, int code, const char *says)
 {
@@ -502,6 +535,7 @@ static Suite *order_suite(void)
     tcase_add_test(t, the_same_seed_epoch_and_order_give_the_same_bytes);
     tcase_add_test(t, seek_moves_within_the_order_and_set_state_is_refused);
     tcase_add_test(t, bad_orders_are_refused_naming_the_position);
+    tcase_add_test(t, holes_in_an_order_are_filled_from_the_order);
     suite_add_tcase(s, t);
     return s;
 }
