@@ -30,10 +30,11 @@
  *   each batch once. A consumer that must stay responsive (to signals, to
  *   a stop request) calls gf_next_timed in slices instead of blocking in
  *   gf_next: a GF_EAGAIN takes nothing, so the next call goes on exactly.
- * - The lifecycle's: gf_open, gf_seek, gf_set_state, gf_close. They stop
- *   and restart the loader's threads: no consumer's or other lifecycle
- *   call may overlap them, gf_open and gf_close need the loader wholly to
- *   themselves, and gf_seek / gf_set_state need every batch released
+ * - The lifecycle's: gf_open, gf_open_samples, gf_seek, gf_set_state,
+ *   gf_set_order, gf_close. They stop and restart the loader's threads: no
+ *   consumer's or other lifecycle call may overlap them, gf_open,
+ *   gf_open_samples and gf_close need the loader wholly to themselves, and
+ *   gf_seek / gf_set_state / gf_set_order need every batch released
  *   first.
  * - The observers': gf_get_stats, gf_get_state, gf_last_error,
  *   gf_sample_path, gf_sample_label, gf_read_sample. From any thread, any
@@ -442,7 +443,8 @@ typedef struct gf_stats {
     uint64_t ring_bytes;       /* all batch slots */
     uint64_t buffer_bytes;     /* read and decode scratch buffers now */
     uint64_t dataset_samples;  /* samples in the index */
-    uint64_t epoch_samples;    /* this rank's samples per epoch */
+    uint64_t epoch_samples;    /* this rank's samples per epoch (the
+                                  order's, after gf_set_order) */
     int classes;
     gf_device device;          /* where batches are delivered */
     int device_id;             /* CUDA device ordinal, -1 on the CPU */
@@ -616,6 +618,21 @@ GF_API int gf_settings_get(const gf_settings *s, const char *name, char *buf, si
  * on_sample_error_user and on_sample_warning_user. */
 GF_API int gf_open(gf_loader **out, const gf_settings *s);
 
+/* gf_open over samples given in memory instead of s->data's folder, list
+ * or shards (torchvision's ImageFolder.samples, say): n file paths (any
+ * bytes but NUL), absolute or relative to s->data, which names a
+ * directory or is NULL (then relative to the current directory at this
+ * call), and their labels, each 0 .. 2147483646; classes = max label + 1.
+ * Both arrays are copied: neither is kept past the call. Sample i is
+ * paths[i]: gf_sample_path(l, i) gives it back byte for byte, and a file
+ * that cannot be read or decoded is a sample error at delivery naming it,
+ * as for a list file. Everything else is gf_open's, returns included;
+ * GF_EINVAL also for n == 0, a NULL array or path, or a label out of
+ * range (the message names the index); GF_EDATASET when s->data is not a
+ * directory. */
+GF_API int gf_open_samples(gf_loader **out, const gf_settings *s, const char *const *paths,
+                           const int32_t *labels, uint64_t n);
+
 /* The next batch in sampler order; blocks until it is ready.
  * Returns 0 and *out, GF_EOF after the last epoch, or (on_error = fail)
  * the failed sample's code with gf_last_error() naming it; the loader
@@ -667,6 +684,27 @@ GF_API int gf_batch_wait(const gf_batch *b, void *stream);
  * data set size. */
 GF_API int gf_seek(gf_loader *l, uint64_t epoch, uint64_t position);
 
+/* The caller's sampler for one epoch (torch's RandomSampler or
+ * DistributedSampler drawn in Python, say): the loader delivers, as epoch
+ * `epoch`, exactly the n data set indices of `order` (repeats allowed),
+ * in that order, in batches of batch_size (the last shorter, or dropped
+ * under drop_last: an order shorter than a batch then delivers none),
+ * then GF_EOF until the next gf_set_order. Settings rank, world, shuffle
+ * and epochs do not apply: the caller's sampler already took this rank's
+ * share. Random crops and flips are keyed by (seed, epoch, sample index),
+ * so the same (seed, epoch, order) give the same bytes whatever the
+ * threads or prefetch depth. order is copied. Prefetched batches are
+ * discarded, as by gf_seek, under gf_seek's rule: every batch released.
+ * While an order is in force (from then on) gf_seek(epoch, position)
+ * moves within it (position <= n; epoch + 1, 0 is its end),
+ * gf_get_state says (seed, epoch, position in the order),
+ * stats.epoch_samples is n, and gf_set_state is refused: the caller owns
+ * the order (set it again, then gf_seek). Returns 0; GF_EINVAL (an index
+ * < 0 or >= dataset_samples: the message names its position; order NULL
+ * with n > 0); GF_EBUSY (a batch is held); GF_ENOMEM. */
+GF_API int gf_set_order(gf_loader *l, uint64_t seed, uint64_t epoch, const int64_t *order,
+                        uint64_t n);
+
 /* Bytes per element of a dtype (1, 4, 2, 2), 0 for an unknown one. */
 GF_API size_t gf_dtype_size(gf_dtype dtype);
 
@@ -687,7 +725,8 @@ GF_API int gf_get_state(gf_loader *l, gf_state *st);
 /* Resumes from a saved state: the following batches are exactly those the
  * saved run would have delivered next. Returns 0; GF_EINVAL if the state
  * is of another version, seed, rank or world than this loader's settings
- * (the message says which); GF_EBUSY if a batch is held. */
+ * (the message says which), or an order set by gf_set_order is in force;
+ * GF_EBUSY if a batch is held. */
 GF_API int gf_set_state(gf_loader *l, const gf_state *st);
 
 /* Fills *st, every byte (reserved ones 0). Returns 0 or GF_EINVAL. An
@@ -729,7 +768,8 @@ GF_API int gf_read_sample(gf_loader *l, uint64_t index, void **data, size_t *len
                           size_t why_len);
 
 /* The display path of sample `index`: relative to the data set's root (the
- * ImageFolder directory or the list file's directory), or for tar shards
+ * ImageFolder directory or the list file's directory), the path exactly as
+ * gf_open_samples was given it, or for tar shards
  * "train-000003.tar:key.jpg" (the shard's base name, ':', the member name).
  * The name bad-sample reports use. NULL if index >= dataset_samples or l is
  * NULL. Valid until gf_close(). */

@@ -16,6 +16,12 @@
 
 int gfp_core_open(gfp_core **out, const gf_settings *s, char *why, size_t why_len)
 {
+    return gfp_core_open_samples(out, s, NULL, NULL, 0, why, why_len);
+}
+
+int gfp_core_open_samples(gfp_core **out, const gf_settings *s, const char *const *paths,
+                          const int32_t *labels, uint64_t n, char *why, size_t why_len)
+{
     *out = NULL;
     gfp_core *c = calloc(1, sizeof *c);
     if (!c) {
@@ -24,7 +30,7 @@ int gfp_core_open(gfp_core **out, const gf_settings *s, char *why, size_t why_le
     }
     atomic_init(&c->refs, 1);
     atomic_init(&c->held, 0);
-    int rc = gf_open(&c->l, s);
+    int rc = paths ? gf_open_samples(&c->l, s, paths, labels, n) : gf_open(&c->l, s);
     if (rc == 0) {
         gf_stats st;
         gf_get_stats(c->l, &st);

@@ -43,6 +43,9 @@ typedef struct gfp_slot {
 
 /* core.c */
 int gfp_core_open(gfp_core **out, const gf_settings *s, char *why, size_t why_len);
+/* gf_open_samples when paths is not NULL, else gf_open. */
+int gfp_core_open_samples(gfp_core **out, const gf_settings *s, const char *const *paths,
+                          const int32_t *labels, uint64_t n, char *why, size_t why_len);
 void gfp_core_unref(gfp_core *c); /* the last one closes: call without the GIL */
 /* The next batch: 0 and *b, GF_EOF, a negative code, or 1 when a signal
  * handler raised (the Python error is set; nothing was taken, so the next

@@ -1,9 +1,11 @@
 /*
  * gpufeed._gpufeed._Loader: the C half of gpufeed.Loader (gpufeed/__init__.py
  * checks the arguments and names): next, close, stats, state, and the
- * index's observers. Runs on the Python threads that call it, with the
- * GIL; every call that can block drops it (gf_open, the wait for a batch,
- * close, gf_set_state, gf_read_sample).
+ * index's observers; with samples= the loader over (paths, labels) given
+ * in memory, and set_order, the caller's sampler for one epoch. Runs on
+ * the Python threads that call it, with the GIL; every call that can
+ * block drops it (gf_open, gf_open_samples, the wait for a batch, close,
+ * gf_set_state, gf_set_order, gf_read_sample).
  */
 #include <string.h>
 
@@ -48,23 +50,177 @@ static void loader_leave(gfp_core *c)
     Py_END_ALLOW_THREADS
 }
 
-static PyObject *loader_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
+/* Raises cls with "what is TYPE, not want" (the limited API has no %T). */
+static int type_error(const char *what, PyObject *obj, const char *want)
 {
-    PyObject *data, *fields;
-    if (kw || !PyArg_ParseTuple(args, "UO!:_Loader", &data, &PyDict_Type, &fields)) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "_Loader(data, settings)");
+    PyObject *name = PyType_GetName(Py_TYPE(obj));
+    if (name)
+        PyErr_Format(PyExc_TypeError, "%s is %S, not %s", what, name, want);
+    Py_XDECREF(name);
+    return -1;
+}
+
+/* samples=(paths, labels), as gf_open_samples takes them: paths point
+ * into the bytes objects `keep` holds. */
+typedef struct samples_arg {
+    const char **paths;
+    int32_t *labels;
+    Py_ssize_t n;
+    PyObject *keep;
+} samples_arg;
+
+static void samples_free(samples_arg *a)
+{
+    PyMem_Free(a->paths);
+    PyMem_Free(a->labels);
+    Py_XDECREF(a->keep);
+    memset(a, 0, sizeof *a);
+}
+
+/* One path as bytes: a str encoded as os.fsencode does (so a name
+ * os.listdir decoded with surrogateescape comes back as its bytes),
+ * bytes as they are, an os.PathLike through its __fspath__. */
+static PyObject *path_bytes(PyObject *item, Py_ssize_t i)
+{
+    char what[64];
+    snprintf(what, sizeof what, "samples: paths[%zd]", i);
+    PyObject *fs = PyUnicode_Check(item) || PyBytes_Check(item) ? Py_NewRef(item)
+                                                                 : PyOS_FSPath(item);
+    if (!fs) {
+        PyErr_Clear();
+        type_error(what, item, "str, bytes or os.PathLike");
         return NULL;
     }
-    gf_settings s;
-    if (gfp_settings_from(&s, data, fields) < 0)
+    PyObject *b = PyUnicode_Check(fs) ? PyUnicode_EncodeFSDefault(fs) : Py_NewRef(fs);
+    Py_DECREF(fs);
+    if (!b)
         return NULL;
+    char *p;
+    Py_ssize_t len;
+    if (PyBytes_AsStringAndSize(b, &p, &len) < 0) {
+        Py_DECREF(b);
+        return NULL;
+    }
+    if (memchr(p, '\0', (size_t)len)) {
+        PyErr_Format(PyExc_ValueError, "%s holds a NUL byte", what);
+        Py_DECREF(b);
+        return NULL;
+    }
+    return b;
+}
+
+static int samples_from(PyObject *obj, samples_arg *a)
+{
+    memset(a, 0, sizeof *a);
+    if (PyUnicode_Check(obj) || PyBytes_Check(obj) || !PySequence_Check(obj) ||
+        PySequence_Size(obj) != 2) {
+        PyErr_Clear();
+        return type_error("samples", obj, "a pair (paths, labels)");
+    }
+    PyObject *paths = PySequence_GetItem(obj, 0), *labels = PySequence_GetItem(obj, 1);
+    int rc = -1;
+    if (!paths || !labels)
+        goto out;
+    if (PyUnicode_Check(paths) || PyBytes_Check(paths) || !PySequence_Check(paths)) {
+        type_error("samples: paths", paths, "a sequence of paths");
+        goto out;
+    }
+    if (PyUnicode_Check(labels) || PyBytes_Check(labels) || !PySequence_Check(labels)) {
+        type_error("samples: labels", labels, "a sequence of ints");
+        goto out;
+    }
+    Py_ssize_t n = PySequence_Size(paths), m = PySequence_Size(labels);
+    if (n < 0 || m < 0)
+        goto out;
+    if (n != m) {
+        PyErr_Format(PyExc_ValueError, "samples: %zd paths but %zd labels", n, m);
+        goto out;
+    }
+    a->n = n;
+    a->keep = PyList_New(n);
+    a->paths = PyMem_Calloc(n ? (size_t)n : 1, sizeof *a->paths);
+    a->labels = PyMem_Calloc(n ? (size_t)n : 1, sizeof *a->labels);
+    if (!a->keep || !a->paths || !a->labels) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto out;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_GetItem(paths, i);
+        PyObject *b = item ? path_bytes(item, i) : NULL;
+        Py_XDECREF(item);
+        if (!b)
+            goto out;
+        a->paths[i] = PyBytes_AsString(b);
+        PyList_SetItem(a->keep, i, b); /* steals b, which stays alive */
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_GetItem(labels, i);
+        if (!item)
+            goto out;
+        PyObject *v = PyNumber_Index(item); /* int, numpy's ints, a 0-d tensor */
+        if (!v) {
+            PyErr_Clear();
+            char what[64];
+            snprintf(what, sizeof what, "samples: labels[%zd]", i);
+            type_error(what, item, "an int");
+            Py_DECREF(item);
+            goto out;
+        }
+        Py_DECREF(item);
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        Py_DECREF(v);
+        if (overflow || x < INT32_MIN || x > INT32_MAX) {
+            PyErr_Format(PyExc_ValueError, "samples: labels[%zd] is out of range 0 .. %d", i,
+                         INT32_MAX - 1);
+            goto out;
+        }
+        a->labels[i] = (int32_t)x; /* a negative one: gf_open_samples names it */
+    }
+    rc = 0;
+out:
+    Py_XDECREF(paths);
+    Py_XDECREF(labels);
+    if (rc < 0)
+        samples_free(a);
+    return rc;
+}
+
+/* _Loader(data, settings, samples=None): gf_open over data, or with
+ * samples = (paths, labels) gf_open_samples (data: their root, or None). */
+static PyObject *loader_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"data", "settings", "samples", NULL};
+    PyObject *data, *fields, *samples = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO!|O:_Loader", kwlist, &data, &PyDict_Type,
+                                     &fields, &samples))
+        return NULL;
+    bool given = samples != Py_None;
+    if (!PyUnicode_Check(data) && !(given && data == Py_None)) {
+        type_error("_Loader: data", data, given ? "a str or None" : "a str");
+        return NULL;
+    }
+    samples_arg sa = {0};
+    if (given && samples_from(samples, &sa) < 0)
+        return NULL;
+    PyObject *root = data == Py_None ? PyUnicode_FromString("") : Py_NewRef(data);
+    gf_settings s;
+    if (!root || gfp_settings_from(&s, root, fields) < 0) {
+        Py_XDECREF(root);
+        samples_free(&sa);
+        return NULL;
+    }
     gfp_core *c;
     char why[1024];
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = gfp_core_open(&c, &s, why, sizeof why);
+    rc = given ? gfp_core_open_samples(&c, &s, sa.paths, sa.labels, (uint64_t)sa.n, why,
+                                       sizeof why)
+               : gfp_core_open(&c, &s, why, sizeof why);
     Py_END_ALLOW_THREADS
+    Py_DECREF(root); /* s.data pointed into it: gf_open keeps no pointer */
+    samples_free(&sa);
     if (rc < 0)
         return gfp_raise(rc, why, NULL);
     LoaderObject *self = (LoaderObject *)((allocfunc)PyType_GetSlot(tp, Py_tp_alloc))(tp, 0);
@@ -354,6 +510,123 @@ static PyObject *loader_read_sample(PyObject *op, PyObject *arg)
     return out;
 }
 
+/* An unsigned 64-bit argument of set_order, named in its errors. */
+static int u64_arg(PyObject *o, const char *what, uint64_t *out)
+{
+    PyObject *v = PyNumber_Index(o);
+    if (!v) {
+        PyErr_Clear();
+        return type_error(what, o, "an int");
+    }
+    unsigned long long x = PyLong_AsUnsignedLongLong(v);
+    Py_DECREF(v);
+    if (x == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s is out of range 0 .. 2**64 - 1", what);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* Whether a buffer's struct format is one native-order int64. */
+static bool int64_format(const Py_buffer *v)
+{
+    const char *f = v->format ? v->format : "B";
+    const int little = 1;
+    bool native_little = *(const char *)&little == 1;
+    if (*f == '@' || *f == '=' || (*f == '<' && native_little) ||
+        ((*f == '>' || *f == '!') && !native_little))
+        f++;
+    return v->itemsize == 8 && (strcmp(f, "q") == 0 || strcmp(f, "l") == 0);
+}
+
+/* set_order(seed, epoch, order): gf_set_order. order: an object with a
+ * C-contiguous one-dimensional buffer of int64 (array('q'), a numpy int64
+ * array, torch's .numpy()), read in place; else a sequence of ints. */
+static PyObject *loader_set_order(PyObject *op, PyObject *args)
+{
+    PyObject *seed_o, *epoch_o, *obj;
+    if (!PyArg_ParseTuple(args, "OOO:set_order", &seed_o, &epoch_o, &obj))
+        return NULL;
+    uint64_t seed, epoch;
+    if (!loader_core((LoaderObject *)op) || u64_arg(seed_o, "set_order: seed", &seed) < 0 ||
+        u64_arg(epoch_o, "set_order: epoch", &epoch) < 0)
+        return NULL;
+    Py_buffer view;
+    bool viewed = false;
+    const int64_t *idx = NULL;
+    int64_t *owned = NULL;
+    Py_ssize_t n = 0;
+    if (PyObject_CheckBuffer(obj) && !PyBytes_Check(obj) && !PyByteArray_Check(obj)) {
+        if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) == 0) {
+            viewed = view.ndim == 1 && int64_format(&view);
+            if (viewed) {
+                idx = view.buf;
+                n = view.len / 8;
+            } else {
+                PyBuffer_Release(&view);
+            }
+        } else {
+            PyErr_Clear(); /* not contiguous: read it as a sequence */
+        }
+    }
+    if (!viewed) {
+        if (PyUnicode_Check(obj) || PyBytes_Check(obj) || PyByteArray_Check(obj) ||
+            !PySequence_Check(obj)) {
+            type_error("set_order: order", obj, "a sequence of ints or an int64 buffer");
+            return NULL;
+        }
+        n = PySequence_Size(obj);
+        if (n < 0)
+            return NULL;
+        owned = PyMem_Malloc(n ? (size_t)n * sizeof *owned : 1);
+        if (!owned)
+            return PyErr_NoMemory();
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *item = PySequence_GetItem(obj, i);
+            PyObject *v = item ? PyNumber_Index(item) : NULL;
+            char what[64];
+            snprintf(what, sizeof what, "set_order: order[%zd]", i);
+            if (item && !v) {
+                PyErr_Clear();
+                type_error(what, item, "an int");
+            }
+            Py_XDECREF(item);
+            int overflow = 0;
+            long long x = v ? PyLong_AsLongLongAndOverflow(v, &overflow) : -1;
+            Py_XDECREF(v);
+            if (v && overflow)
+                PyErr_Format(PyExc_ValueError, "%s is out of the int64 range", what);
+            if (!v || overflow || (x == -1 && PyErr_Occurred())) {
+                PyMem_Free(owned);
+                return NULL;
+            }
+            owned[i] = x; /* an index out of range: gf_set_order names it */
+        }
+        idx = owned;
+    }
+    PyObject *out = NULL;
+    gfp_core *c = loader_enter((LoaderObject *)op, "set_order");
+    if (c) {
+        int rc;
+        char why[1024];
+        Py_BEGIN_ALLOW_THREADS
+        rc = gf_set_order(c->l, seed, epoch, idx, (uint64_t)n);
+        snprintf(why, sizeof why, "%s", rc < 0 ? gf_last_error(c->l) : "");
+        Py_END_ALLOW_THREADS
+        if (rc < 0)
+            gfp_raise(rc, why, c->l);
+        else
+            out = Py_NewRef(Py_None);
+        loader_leave(c);
+    }
+    if (viewed)
+        PyBuffer_Release(&view);
+    PyMem_Free(owned);
+    return out;
+}
+
 static PyMethodDef loader_methods[] = {
     {"sample_path", loader_sample_path, METH_O, NULL},
     {"sample_label", loader_sample_label, METH_O, NULL},
@@ -364,6 +637,8 @@ static PyMethodDef loader_methods[] = {
     {"recent_warnings", loader_recent_warnings, METH_NOARGS, NULL},
     {"get_state", loader_get_state, METH_NOARGS, NULL},
     {"set_state", loader_set_state, METH_O, NULL},
+    {"set_order", loader_set_order, METH_VARARGS,
+     "set_order(seed, epoch, order): the caller's sampler for one epoch (gf_set_order)"},
     {NULL, NULL, 0, NULL},
 };
 

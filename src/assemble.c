@@ -248,7 +248,7 @@ static bool fill_holes(gf_loader *l, gf__slot *sl, gf__job *js, int *n_jobs)
         /* The epoch has no more samples: a short batch, and every
          * position is spent, whichever batch had dispatched the last
          * ones (deeper rings dispatch them to later batches). */
-        sl->end_pos = l->sampler.len;
+        sl->end_pos = l->cur.len;
         break;
     }
     return sl->pending == 0;

@@ -19,7 +19,7 @@
 
 static bool epochs_left(const gf_loader *l, uint64_t epoch)
 {
-    return l->s.epochs == 0 || epoch < l->s.epochs;
+    return gf__cursor_epoch_live(&l->cur, epoch, l->s.epochs);
 }
 
 static void push_jobs(gf_loader *l, const gf__job *js, int n)
@@ -201,7 +201,7 @@ static void assign_batches(gf_loader *l, gf__job *js, int *n_jobs)
         sl->epoch = l->cur.epoch;
         sl->end_pos = 0;
         sl->pending = 0;
-        sl->n_cells = (int)GF__MIN((uint64_t)l->B, l->sampler.len - l->cur.pos);
+        sl->n_cells = (int)GF__MIN((uint64_t)l->B, l->cur.len - l->cur.pos);
         for (int c = 0; c < sl->n_cells; c++)
             gf__dispatch_cell(l, js, n_jobs, sl, c, l->cur.pos++);
         pthread_mutex_lock(&l->mu);

@@ -1,25 +1,45 @@
-/* The cursor: the sampler position the next batch or hole takes its
- * samples from, and the permutation of the epoch being read, kept so that
- * each sample costs one gf__sampler_at. On the controller thread (set by
- * the lifecycle thread before it starts). */
+/* The cursor: the position the next batch or hole takes its samples
+ * from, in the sampler's order (its permutation of the epoch being read
+ * kept, so that each sample costs one gf__sampler_at) or in the caller's
+ * (an array lookup). On the controller thread (set by the lifecycle
+ * thread before it starts). */
 #include "cursor.h"
 
-void gf__cursor_start(gf__cursor *c, const gf__sampler *sampler, uint64_t epoch, uint64_t pos)
+#include <assert.h>
+
+void gf__cursor_start(gf__cursor *c, const gf__sampler *sampler, const gf__order *order,
+                      uint64_t epoch, uint64_t pos)
 {
-    *c = (gf__cursor){.sampler = sampler, .epoch = epoch, .pos = pos};
+    *c = (gf__cursor){.sampler = sampler,
+                      .order = order,
+                      .len = order ? order->n : sampler->len,
+                      .seed = order ? order->seed : sampler->seed,
+                      .epoch = epoch,
+                      .pos = pos};
     gf__cursor_normalise(c);
 }
 
 void gf__cursor_normalise(gf__cursor *c)
 {
-    if (c->pos >= c->sampler->len) {
+    if (c->pos >= c->len) {
         c->epoch++;
         c->pos = 0;
     }
 }
 
+bool gf__cursor_epoch_live(const gf__cursor *c, uint64_t epoch, uint64_t epochs)
+{
+    if (c->order)
+        return epoch == c->order->epoch;
+    return epochs == 0 || epoch < epochs;
+}
+
 uint64_t gf__cursor_sample(gf__cursor *c, uint64_t epoch, uint64_t pos)
 {
+    if (c->order) {
+        assert(epoch == c->order->epoch && pos < c->order->n);
+        return (uint64_t)c->order->idx[pos]; /* checked by gf_set_order */
+    }
     if (!c->perm_valid || c->perm_epoch != epoch) {
         gf__perm_init(&c->perm, c->sampler, epoch);
         c->perm_epoch = epoch;
@@ -31,7 +51,7 @@ uint64_t gf__cursor_sample(gf__cursor *c, uint64_t epoch, uint64_t pos)
 bool gf__cursor_take(gf__cursor *c, uint64_t epoch, uint64_t *pos)
 {
     gf__cursor_normalise(c);
-    if (c->epoch != epoch || c->pos >= c->sampler->len)
+    if (c->epoch != epoch || c->pos >= c->len)
         return false;
     *pos = c->pos++;
     return true;

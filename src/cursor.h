@@ -1,8 +1,9 @@
-/* The cursor (src/cursor.c): where the sampler order stands, the next
- * sample no batch has taken yet. The controller owns it: batches are
- * assigned from it (controller.c) and the oldest batch's holes filled
- * from it (assemble.c); the lifecycle thread sets it while no loader
- * thread runs (gf_open, gf_seek). */
+/* The cursor (src/cursor.c): where the epoch's order stands, the next
+ * sample no batch has taken yet. The order is the sampler's or, after
+ * gf_set_order, the caller's (one epoch). The controller owns it:
+ * batches are assigned from it (controller.c) and the oldest batch's
+ * holes filled from it (assemble.c); the lifecycle thread sets it while
+ * no loader thread runs (gf_open, gf_seek, gf_set_order). */
 #ifndef GF_CURSOR_H
 #define GF_CURSOR_H
 
@@ -10,19 +11,34 @@
 
 #include <stdbool.h>
 
+/* One epoch's order given by the caller (gf_set_order): n data set
+ * indices (each < the data set's size), the epoch it is, and the seed
+ * its samples' crops and flips are keyed by. */
+typedef struct gf__order {
+    int64_t *idx;             /* NULL: no order given */
+    uint64_t n, epoch, seed;
+} gf__order;
+
 typedef struct gf__cursor {
     const gf__sampler *sampler;
+    const gf__order *order;   /* in force, or NULL: the sampler's */
+    uint64_t len;             /* positions per epoch: order->n or sampler->len */
+    uint64_t seed;            /* gf__sample_key's: order->seed or the sampler's */
     uint64_t epoch, pos;      /* the next unassigned sample */
     gf__perm perm;            /* perm_epoch's order, kept while it is used */
     uint64_t perm_epoch;
     bool perm_valid;
 } gf__cursor;
 
-/* Starts at (epoch, pos) of sampler's order, normalised. */
-void gf__cursor_start(gf__cursor *c, const gf__sampler *sampler, uint64_t epoch, uint64_t pos);
+/* Starts at (epoch, pos) of order (NULL: sampler's), normalised. */
+void gf__cursor_start(gf__cursor *c, const gf__sampler *sampler, const gf__order *order,
+                      uint64_t epoch, uint64_t pos);
 /* Moves the cursor past an exhausted epoch. */
 void gf__cursor_normalise(gf__cursor *c);
-/* The data set index at position pos of epoch. */
+/* Whether epoch is one to deliver: the order's alone, else those
+ * below `epochs` (0: all). */
+bool gf__cursor_epoch_live(const gf__cursor *c, uint64_t epoch, uint64_t epochs);
+/* The data set index at position pos (< len) of epoch. */
 uint64_t gf__cursor_sample(gf__cursor *c, uint64_t epoch, uint64_t pos);
 /* Takes the next position of epoch into *pos; false when epoch has no
  * more (the cursor is past it). */

@@ -1,6 +1,7 @@
 /*
  * Dataset index: turns an ImageFolder tree (dataset_folder.c), a list file
- * (dataset_list.c) or WebDataset-style tar shards (dataset_shards.c) into
+ * (dataset_list.c), WebDataset-style tar shards (dataset_shards.c) or the
+ * caller's arrays of paths and labels (dataset_memory.c) into
  * one compact table of (relative path, label); for shards also (shard,
  * data offset, size) per sample. This file: the choice among them, and
  * closing; the table they build and what they share is dataset_builder.c,
@@ -90,6 +91,25 @@ int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset
     }
     if (rc == GF_ENOMEM)
         gf__why_path(why, why_len, source, "out of memory while indexing");
+    if (rc < 0)
+        gf__dataset_close(ds);
+    assert(rc < 0 || ds->root_fd > 0);
+    return rc;
+}
+
+int gf__dataset_open_samples(gf__dataset *ds, const char *root, const char *const *paths,
+                             const int32_t *labels, uint64_t n, char *why, size_t why_len)
+{
+    if (!ds)
+        return GF_EINVAL;
+    memset(ds, 0, sizeof *ds);
+    ds->root_fd = -1;
+    if (why && why_len)
+        why[0] = '\0';
+    int rc = gf__dataset_open_memory(ds, root, paths, labels, n, why, why_len);
+    if (rc == GF_ENOMEM)
+        gf__why(why, why_len, "samples: out of memory while indexing %llu of them",
+                (unsigned long long)n);
     if (rc < 0)
         gf__dataset_close(ds);
     assert(rc < 0 || ds->root_fd > 0);

@@ -58,6 +58,15 @@ int gf__dataset_open(gf__dataset *ds, const char *source, char *why, size_t why_
 /* gf__dataset_open with opts (NULL: the defaults). */
 int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset_opts *opts,
                           char *why, size_t why_len);
+/* The samples given in memory (gf_open_samples): n paths (copied; any
+ * bytes but NUL) relative to the directory root (NULL or "": the current
+ * directory at open time) or absolute, and their labels (0 ..
+ * GF__LABEL_MAX); n_classes = max label + 1, class_names NULL. Read as a
+ * list file's samples are. Returns 0; GF_EINVAL (n == 0, a NULL path or
+ * array, a label out of range: why names the index); GF_EDATASET (root
+ * is not a directory, named); GF_ENOMEM. On failure ds holds nothing. */
+int gf__dataset_open_samples(gf__dataset *ds, const char *root, const char *const *paths,
+                             const int32_t *labels, uint64_t n, char *why, size_t why_len);
 /* Frees everything and closes root_fd; safe on a zeroed, failed or closed
  * struct (a zeroed struct's root_fd 0 is never closed: an open data set's
  * root_fd is always > 0). */

@@ -1,4 +1,4 @@
-/* The three indexers, which dataset.c chooses among and dispatches to;
+/* The four indexers, which dataset.c chooses among and dispatches to;
  * each builds with dataset_builder.h's tools, never calling back into
  * dataset.c. On gf_open's (or gf_index_open's) thread. */
 #ifndef GF_DATASET_INDEXERS_H
@@ -6,10 +6,13 @@
 
 #include "dataset_builder.h"
 
-/* The three indexers; on failure ds may hold part of what they built
- * (gf__dataset_open closes it). */
+/* The indexers; on failure ds may hold part of what they built
+ * (gf__dataset_open and gf__dataset_open_samples close it). */
 int gf__dataset_open_list(gf__dataset *ds, const char *src, int fd, const struct stat *st,
                           char *why, size_t why_len);
+/* dataset_memory.c: the caller's arrays (gf__dataset_open_samples). */
+int gf__dataset_open_memory(gf__dataset *ds, const char *root, const char *const *paths,
+                            const int32_t *labels, uint64_t n, char *why, size_t why_len);
 int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_opts *o,
                             char *why, size_t why_len);
 /* 1 if src names tar shards (every comma-separated element ends in .tar). */

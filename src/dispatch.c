@@ -26,7 +26,7 @@ gf__job gf__decode_job(gf_loader *l, gf__slot *sl, int c, gf__buf *buf)
                      .decode = {.dst = gf__cell_pixels(sl, c),
                                 .buf = buf,
                                 .sample = (int64_t)sample,
-                                .key = gf__sample_key(l->s.seed, sl->epoch, sample),
+                                .key = gf__sample_key(l->cur.seed, sl->epoch, sample),
                                 .cell = (uint32_t)c}};
 }
 

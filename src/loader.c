@@ -61,10 +61,11 @@ static void stop_pipeline(gf_loader *l)
  * under mu. */
 static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
 {
-    gf__cursor_start(&l->cur, &l->sampler, epoch, pos);
+    gf__cursor_start(&l->cur, &l->sampler, l->order.idx ? &l->order : NULL, epoch, pos);
     pthread_mutex_lock(&l->mu);
     l->next_epoch = l->cur.epoch;
     l->next_pos = l->cur.pos;
+    l->epoch_len = l->cur.len;
     pthread_mutex_unlock(&l->mu);
     l->live_any = l->cur.pos > 0;
     l->live_epoch = l->cur.epoch;
@@ -187,7 +188,16 @@ static void report_damaged_shards(gf_loader *l)
     }
 }
 
-int gf_open(gf_loader **out, const gf_settings *s)
+/* The samples gf_open_samples was given, or none: gf_open indexes s->data. */
+typedef struct sample_arrays {
+    const char *const *paths;
+    const int32_t *labels;
+    uint64_t n;
+} sample_arrays;
+
+/* gf_open and gf_open_samples: one contract, but for where the index
+ * comes from. */
+static int open_loader(gf_loader **out, const gf_settings *s, const sample_arrays *given)
 {
     if (!out)
         return GF_EINVAL;
@@ -209,16 +219,18 @@ int gf_open(gf_loader **out, const gf_settings *s)
     gf__budget_init(&l->budget, 0, 1, &l->cancel);
     if (!s)
         return gf__fail(l, GF_EINVAL, "invalid settings: s != NULL");
-    int rc = gf__check_settings(s, GF__CHECK_DATA | GF__CHECK_READER, l->msg, sizeof l->msg);
+    int rc = gf__check_settings(s, (given ? 0 : GF__CHECK_DATA) | GF__CHECK_READER, l->msg,
+                                sizeof l->msg);
     if (rc < 0)
         return rc;
 
     l->s = *s;
     gf__resolve_settings(&l->s);
-    l->data_path = strdup(s->data);
+    /* The name messages give the data set: samples may have no root. */
+    l->data_path = strdup(s->data && *s->data ? s->data : given ? "samples" : "");
     if (!l->data_path)
         return GF_ENOMEM;
-    l->s.data = l->data_path;
+    l->s.data = s->data && *s->data ? l->data_path : NULL;
     l->B = s->batch_size;
     l->D = l->s.prefetch_depth;
     l->threads = l->s.threads;
@@ -244,7 +256,11 @@ int gf_open(gf_loader **out, const gf_settings *s)
     gf__dataset_default_opts(&dopts);
     dopts.extensions = s->extensions;
     dopts.shard_skip = gf__shard_skip_of(s) ? 2 : 0;
-    rc = gf__dataset_open_with(&l->ds, l->data_path, &dopts, why, sizeof why);
+    if (given)
+        rc = gf__dataset_open_samples(&l->ds, l->s.data, given->paths, given->labels, given->n,
+                                      why, sizeof why);
+    else
+        rc = gf__dataset_open_with(&l->ds, l->data_path, &dopts, why, sizeof why);
     if (rc < 0)
         return gf__fail(l, rc, "%s", why);
     report_damaged_shards(l);
@@ -272,6 +288,18 @@ int gf_open(gf_loader **out, const gf_settings *s)
     return start_pipeline(l, 0, 0);
 }
 
+int gf_open(gf_loader **out, const gf_settings *s)
+{
+    return open_loader(out, s, NULL);
+}
+
+int gf_open_samples(gf_loader **out, const gf_settings *s, const char *const *paths,
+                    const int32_t *labels, uint64_t n)
+{
+    const sample_arrays given = {.paths = paths, .labels = labels, .n = n};
+    return open_loader(out, s, &given);
+}
+
 /* Under mu: the delivery side is free again; on the CPU it is the host
  * slot too. */
 static void free_out(gf_loader *l, gf__slot *sl, int from)
@@ -288,12 +316,12 @@ static GF__COLD int no_sample_in_epoch(gf_loader *l, uint64_t epoch)
     if (l->n_recent == 0)
         return gf__fail(l, GF_EDATASET, "epoch %llu delivered no batch: its %llu samples are "
                     "fewer than a batch of %d, and drop_last drops them",
-                    (unsigned long long)epoch, (unsigned long long)l->sampler.len, l->B);
+                    (unsigned long long)epoch, (unsigned long long)l->epoch_len, l->B);
     const gf_sample_error *e =
         &l->recent[(l->recent_at - 1 + GF_RECENT_ERRORS) % GF_RECENT_ERRORS];
     return gf__fail(l, GF_EDATASET, "epoch %llu delivered no batch: none of its %llu samples "
                 "could be used (%llu sample errors so far; the last: %s: %s)",
-                (unsigned long long)epoch, (unsigned long long)l->sampler.len,
+                (unsigned long long)epoch, (unsigned long long)l->epoch_len,
                 (unsigned long long)l->errors, e->path, e->reason);
 }
 
@@ -362,7 +390,7 @@ int gf_next_timed(gf_loader *l, gf_batch **out, int64_t timeout_ns)
             l->live_epoch = sl->epoch;
             l->next_epoch = sl->epoch;
             l->next_pos = sl->end_pos;
-            if (l->next_pos >= l->sampler.len) {
+            if (l->next_pos >= l->epoch_len) {
                 l->next_epoch++;
                 l->next_pos = 0;
             }
@@ -448,28 +476,92 @@ int gf_batch_wait(const gf_batch *b, void *stream)
     return b->device == GF_DEVICE_CUDA ? gf__device_wait(b->ready_event, stream) : 0;
 }
 
+/* gf_seek's and gf_set_order's one path: refused while a batch is held,
+ * (epoch, position) checked against the order that will be in force
+ * (next, when given: it replaces the current one, which is freed; else
+ * the current), prefetched batches discarded, and delivery restarted
+ * there. */
+static int restart_at(gf_loader *l, const char *who, gf__order *next, uint64_t epoch,
+                      uint64_t position)
+{
+    const gf__order *o = next ? next : l->order.idx ? &l->order : NULL;
+    uint64_t len = o ? o->n : l->sampler.len;
+    /* Under mu: the controller may be writing the message too. */
+    int rc = 0;
+    pthread_mutex_lock(&l->mu);
+    if (l->held)
+        rc = gf__fail(l, GF_EBUSY, "%s: %d batches are still held", who, l->held);
+    else if (position > len)
+        rc = gf__fail(l, GF_EINVAL, "%s: position %llu is past the epoch's %llu samples", who,
+                  (unsigned long long)position, (unsigned long long)len);
+    else if (o && epoch != o->epoch && !(epoch == o->epoch + 1 && position == 0))
+        rc = gf__fail(l, GF_EINVAL,
+                  "%s: epoch %llu is not the epoch of the order in force (%llu): "
+                  "gf_set_order gives another epoch's order", who,
+                  (unsigned long long)epoch, (unsigned long long)o->epoch);
+    pthread_mutex_unlock(&l->mu);
+    if (rc < 0)
+        return rc;
+    /* A short order under drop_last has no batch: it is spent at once, as
+     * torch's DataLoader yields nothing (not "an epoch delivered none"). */
+    if (o && l->s.drop_last && len < (uint64_t)l->B && epoch == o->epoch)
+        position = len;
+    if (o && epoch == o->epoch + 1) { /* the order's end, as gf_get_state says it */
+        epoch = o->epoch;
+        position = len;
+    }
+    stop_pipeline(l);
+    int64_t *old = NULL;
+    pthread_mutex_lock(&l->mu);
+    l->msg[0] = '\0';
+    if (next) {
+        old = l->order.idx;
+        l->order = *next;
+    }
+    pthread_mutex_unlock(&l->mu);
+    free(old);
+    return start_pipeline(l, epoch, position);
+}
+
 int gf_seek(gf_loader *l, uint64_t epoch, uint64_t position)
 {
     if (!l)
         return GF_EINVAL;
     if (!l->slots)
         return GF_EINVAL;
-    /* Under mu: the controller may be writing the message too. */
-    int rc = 0;
-    pthread_mutex_lock(&l->mu);
-    if (l->held)
-        rc = gf__fail(l, GF_EBUSY, "gf_seek: %d batches are still held", l->held);
-    else if (position > l->sampler.len)
-        rc = gf__fail(l, GF_EINVAL, "gf_seek: position %llu is past the epoch's %llu samples",
-                  (unsigned long long)position, (unsigned long long)l->sampler.len);
-    pthread_mutex_unlock(&l->mu);
-    if (rc < 0)
-        return rc;
-    stop_pipeline(l);
-    pthread_mutex_lock(&l->mu);
-    l->msg[0] = '\0';
-    pthread_mutex_unlock(&l->mu);
-    return start_pipeline(l, epoch, position);
+    return restart_at(l, "gf_seek", NULL, epoch, position);
+}
+
+int gf_set_order(gf_loader *l, uint64_t seed, uint64_t epoch, const int64_t *order, uint64_t n)
+{
+    if (!l || !l->slots)
+        return GF_EINVAL;
+    if (!order && n > 0)
+        return gf__fail_locking(l, GF_EINVAL, "gf_set_order: order is NULL with n = %llu",
+                                (unsigned long long)n);
+    if (n > SIZE_MAX / sizeof *order)
+        return gf__fail_locking(l, GF_EINVAL, "gf_set_order: n = %llu is too many positions",
+                                (unsigned long long)n);
+    for (uint64_t i = 0; i < n; i++)
+        if (order[i] < 0 || (uint64_t)order[i] >= l->ds.n)
+            return gf__fail_locking(l, GF_EINVAL,
+                                    "gf_set_order: order[%llu] = %lld is not a sample index: "
+                                    "the data set has %llu samples",
+                                    (unsigned long long)i, (long long)order[i],
+                                    (unsigned long long)l->ds.n);
+    gf__order next = {.idx = malloc(n ? (size_t)n * sizeof *order : 1),
+                      .n = n,
+                      .epoch = epoch,
+                      .seed = seed};
+    if (!next.idx)
+        return gf__fail_locking(l, GF_ENOMEM, "gf_set_order: out of memory copying %llu positions",
+                                (unsigned long long)n);
+    if (n)
+        memcpy(next.idx, order, (size_t)n * sizeof *order);
+    int rc = restart_at(l, "gf_set_order", &next, epoch, 0);
+    if (rc < 0 && l->order.idx != next.idx)
+        free(next.idx); /* refused before it was installed */
+    return rc;
 }
 
 int gf_damaged_shards(gf_loader *l, gf_sample_error *out, int max)
@@ -535,7 +627,7 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
                                                         sizeof(int64_t) + sizeof(gf__cell)));
     st->ring_bytes += l->out_bytes;
     st->dataset_samples = l->ds.n;
-    st->epoch_samples = l->sampler.len;
+    st->epoch_samples = l->epoch_len;
     st->classes = l->ds.n_classes;
     st->device = l->device;
     st->device_id = gf__device_id(l->dev);
@@ -572,7 +664,7 @@ int gf_get_state(gf_loader *l, gf_state *st)
     *st = (gf_state){.version = GF_STATE_VERSION,
                      .rank = (uint32_t)l->s.rank,
                      .world = (uint32_t)l->s.world,
-                     .seed = l->s.seed,
+                     .seed = l->order.idx ? l->order.seed : l->s.seed,
                      .epoch = l->next_epoch,
                      .position = l->next_pos};
     pthread_mutex_unlock(&l->mu);
@@ -586,7 +678,11 @@ int gf_set_state(gf_loader *l, const gf_state *st)
     /* Under mu: the controller may be writing the message too. */
     int rc = 0;
     pthread_mutex_lock(&l->mu);
-    if (st->version != GF_STATE_VERSION)
+    if (l->order.idx)
+        rc = gf__fail(l, GF_EINVAL,
+                  "gf_set_state: the caller owns the epoch's order (gf_set_order is in force): "
+                  "set the order again, then gf_seek to the saved epoch and position");
+    else if (st->version != GF_STATE_VERSION)
         rc = gf__fail(l, GF_EINVAL, "gf_set_state: state version %u, this library writes %u",
                   st->version, GF_STATE_VERSION);
     else if (st->seed != l->s.seed || st->rank != (uint32_t)l->s.rank ||
@@ -618,6 +714,7 @@ void gf_close(gf_loader **lp)
     free(l->reads);
     gf__device_close(l->dev);
     gf__dataset_close(&l->ds);
+    free(l->order.idx);
     free(l->data_path);
     pthread_cond_destroy(&l->ready_cv);
     pthread_mutex_destroy(&l->mu);

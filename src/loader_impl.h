@@ -74,6 +74,11 @@ struct gf_loader {
     gf__uring *uring;
     pthread_t controller;
     gf__cursor cur;              /* the next sample no batch has taken */
+    /* The caller's order (gf_set_order; idx NULL until one is set): the
+     * lifecycle thread's, changed only while no loader thread runs (the
+     * controller reads it through cur) and under mu (observers read its
+     * seed). */
+    gf__order order;
     uint64_t fin;                /* next sequence number to finalise */
     uint64_t xfer;               /* next finalised one to hand to delivery */
     uint64_t *reads;             /* (slot << 32 | cell) waiting for an io_uring slot */
@@ -116,6 +121,7 @@ struct gf_loader {
     double ctl_submit_s;
     size_t ctl_buf_bytes, buf_bytes; /* io_uring buffers: controller's, shared */
     uint64_t next_epoch, next_pos; /* where the next delivered batch starts */
+    uint64_t epoch_len;          /* cur.len, for gf_next and the observers */
     /* The last epoch that delivered a batch, or the one a seek entered
      * part-way (live_any): an empty batch of a later epoch means a whole
      * epoch delivered nothing, which would repeat forever. */
