@@ -30,7 +30,7 @@ from ._gpufeed import (Array, Batch, CorruptImage, DatasetError, EmptyFile, EndO
                        TruncatedImage, UnsupportedFormat)
 from ._gpufeed import TooManyOpenFiles  # GF_EMFILE
 
-__all__ = ["Loader", "Batch", "Array", "verify", "decode_image", "settings_table", "BadSample",
+__all__ = ["DataLoader", "Unsupported", "Loader", "Batch", "Array", "verify", "decode_image", "settings_table", "BadSample",
            "Error", "SampleError",
            "IMAGENET_MEAN", "IMAGENET_STD"] + [
     n for n in dir(_gpufeed) if isinstance(getattr(_gpufeed, n), type)
@@ -255,3 +255,6 @@ def verify(data, *, threads=0, strictness="whole", extensions="torchvision", ran
     if max_file_bytes is not None:
         kw["max_file_bytes"] = max_file_bytes
     return [BadSample(d) for d in _gpufeed.verify(_path(data), _settings(kw))]
+
+
+from .dataloader import DataLoader, Unsupported  # noqa: E402 (it uses the helpers above)

@@ -1,0 +1,312 @@
+"""gpufeed.DataLoader: torch.utils.data.DataLoader's face on gpufeed's engine.
+
+A script switches by changing `torch.utils.data.DataLoader(` to
+`gpufeed.DataLoader(`. The data set must be a torchvision ImageFolder or
+DatasetFolder (or a Subset of one): its own `samples` are the data set, so
+indices and targets are torchvision's. Its transform is translated when it
+is a composition of what gpufeed does in C (SUPPORTED below); anything else
+raises gpufeed.Unsupported naming it, never a silent difference.
+
+Each `for` over the loader is one epoch: the sampler (the one given, or the
+RandomSampler / SequentialSampler DataLoader would make) draws the epoch's
+indices exactly as DataLoader does, from torch's generator, and gpufeed
+decodes exactly those, in that order, in batches of `batch_size`.
+
+Where it differs, on purpose:
+  * num_workers is the number of decode threads (0 means one); no worker
+    processes are started, so worker_init_fn and a timeout are refused.
+  * images are zero-copy views of gpufeed's batch memory; the memory
+    returns to gpufeed when the tensors are gone. Keep a `.clone()` of what
+    you keep for long; up to max_held_batches (16) batches may be held.
+  * with PILToTensor (uint8), images are NCHW views of NHWC memory
+    (non-contiguous; `.contiguous()` copies).
+  * resampling is gpufeed's own (antialiased bilinear): pixels are close
+    to PIL's, not equal; crop boxes and their random draws are torchvision's.
+  * bad images raise gpufeed.SampleError naming the file, as PIL would
+    raise; images PIL opens with a warning are decoded.
+"""
+import array
+import os
+
+from . import _gpufeed
+
+SUPPORTED = ("RandomResizedCrop(size, scale, ratio) [bilinear]", "RandomHorizontalFlip(p)",
+             "Resize(int) + CenterCrop(size) [bilinear]",
+             "ToTensor() | PILToTensor() [+ ConvertImageDtype(float32|float16|bfloat16)]",
+             "Normalize(mean, std) (torchvision's 0..1 units)")
+
+
+class Unsupported(_gpufeed.Error, ValueError):
+    """A DataLoader argument, data set or transform gpufeed cannot do exactly."""
+    __module__ = "gpufeed"
+
+
+def _unsupported(what):
+    return Unsupported(f"gpufeed.DataLoader: {what} is not supported; it supports "
+                       f"torchvision ImageFolder/DatasetFolder (or a Subset of one) with the "
+                       f"default loader and a transform composed of: " + "; ".join(SUPPORTED))
+
+
+def _pair(v, name):
+    if isinstance(v, int):
+        return v, v
+    if isinstance(v, (tuple, list)) and len(v) == 1:
+        return v[0], v[0]
+    if isinstance(v, (tuple, list)) and len(v) == 2:
+        return v[0], v[1]
+    raise _unsupported(f"{name} size {v!r}")
+
+
+def _bilinear(t, name):
+    import torchvision.transforms as T
+    mode = getattr(t, "interpolation", T.InterpolationMode.BILINEAR)
+    if mode not in (T.InterpolationMode.BILINEAR, 2):  # PIL.Image.BILINEAR is 2
+        raise _unsupported(f"{name} with interpolation={mode}")
+
+
+def translate_transform(transform):
+    """torchvision transform -> ({gf_settings field: value}, uint8 NHWC?).
+    Raises Unsupported for anything gpufeed would not do exactly."""
+    import torch
+    import torchvision.transforms as T
+    steps = list(transform.transforms) if isinstance(transform, T.Compose) else [transform]
+    kw = {}
+    geometry = flip = None
+    tensor = dtype = None
+    normalize = None
+    i = 0
+    while i < len(steps):
+        t = steps[i]
+        name = type(t).__name__
+        if tensor is not None and not isinstance(t, (T.Normalize, T.ConvertImageDtype)):
+            raise _unsupported(f"{name} after {tensor}")
+        if isinstance(t, T.RandomResizedCrop) and geometry is None:
+            _bilinear(t, name)
+            h, w = _pair(t.size, name)
+            kw.update(transform="train", image_size=(h, w), scale=tuple(t.scale),
+                      ratio=tuple(t.ratio))
+            geometry = name
+        elif isinstance(t, T.Resize) and geometry is None:
+            _bilinear(t, name)
+            nxt = steps[i + 1] if i + 1 < len(steps) else None
+            size = t.size[0] if isinstance(t.size, (tuple, list)) and len(t.size) == 1 else t.size
+            if not isinstance(size, int) or t.max_size is not None:
+                raise _unsupported(f"Resize(size={t.size!r}, max_size={t.max_size!r}) "
+                                   "(an int shorter side only)")
+            if not isinstance(nxt, T.CenterCrop):
+                raise _unsupported("Resize without a CenterCrop after it")
+            h, w = _pair(nxt.size, "CenterCrop")
+            if max(h, w) > size:
+                raise _unsupported(f"CenterCrop({nxt.size}) larger than Resize({size})")
+            kw.update(transform="eval", image_size=(h, w), crop_fraction=min(h, w) / size)
+            geometry = f"Resize({size}) + CenterCrop"
+            i += 1
+        elif isinstance(t, T.RandomHorizontalFlip) and flip is None:
+            flip = float(t.p)
+        elif isinstance(t, T.ToTensor) and tensor is None:
+            tensor, dtype = name, "float32"
+        elif isinstance(t, T.PILToTensor) and tensor is None:
+            tensor, dtype = name, "uint8"
+        elif isinstance(t, T.ConvertImageDtype) and tensor is not None and normalize is None:
+            names = {torch.float32: "float32", torch.float16: "float16",
+                     torch.bfloat16: "bfloat16"}
+            if t.dtype not in names:
+                raise _unsupported(f"ConvertImageDtype({t.dtype})")
+            dtype = names[t.dtype]
+        elif isinstance(t, T.Normalize) and tensor is not None and dtype != "uint8" \
+                and normalize is None:
+            normalize = t
+        else:
+            raise _unsupported(f"{name} here" if isinstance(t, (
+                T.RandomResizedCrop, T.Resize, T.RandomHorizontalFlip, T.ToTensor, T.PILToTensor,
+                T.ConvertImageDtype, T.Normalize)) else name)
+        i += 1
+    if geometry is None:
+        raise _unsupported("a transform without RandomResizedCrop or Resize + CenterCrop "
+                           "(batches need one image size)")
+    if tensor is None:
+        raise _unsupported("a transform that gives PIL images (no ToTensor/PILToTensor)")
+    if geometry != "RandomResizedCrop" and flip:
+        raise _unsupported("RandomHorizontalFlip with Resize + CenterCrop")
+    kw["flip_prob"] = flip or 0.0
+    kw["dtype"] = dtype
+    if dtype != "uint8":
+        kw["layout"] = "nchw"
+        # gpufeed normalises 0..255 values: ToTensor's /255 is a std of 255.
+        mean, std = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
+        if normalize is not None:
+            mean, std = normalize.mean, normalize.std
+            mean = [float(v) for v in (mean if isinstance(mean, (tuple, list)) else [mean])]
+            std = [float(v) for v in (std if isinstance(std, (tuple, list)) else [std])]
+            if len(mean) == 1:
+                mean = mean * 3
+            if len(std) == 1:
+                std = std * 3
+            if len(mean) != 3 or len(std) != 3:
+                raise _unsupported(f"Normalize with {len(mean)} means and {len(std)} stds "
+                                   "for 3 channels")
+        kw["mean"] = tuple(v * 255 for v in mean)
+        kw["std"] = tuple(v * 255 for v in std)
+    return kw, dtype == "uint8"
+
+
+def _folder(dataset):
+    """(the DatasetFolder, the Subset indices or None)."""
+    import torch.utils.data as tud
+    from torchvision.datasets import DatasetFolder
+    from torchvision.datasets.folder import default_loader, pil_loader
+    subset = None
+    if isinstance(dataset, tud.Subset):
+        subset = [int(i) for i in dataset.indices]
+        base = dataset.dataset
+    else:
+        base = dataset
+    if not isinstance(base, DatasetFolder):
+        raise _unsupported(f"a data set of type {type(base).__name__}")
+    if base.loader not in (default_loader, pil_loader):
+        raise _unsupported(f"a DatasetFolder loader {getattr(base.loader, '__name__', base.loader)}")
+    if base.target_transform is not None:
+        raise _unsupported(f"target_transform {type(base.target_transform).__name__}")
+    if getattr(base, "transforms", None) is not None and \
+            type(base.transforms).__name__ != "StandardTransform":
+        raise _unsupported("a joint `transforms`")
+    if base.transform is None:
+        raise _unsupported("a data set without a transform (PIL images)")
+    return base, subset
+
+
+class DataLoader:
+    """torch.utils.data.DataLoader's signature and behaviour, gpufeed's speed.
+    See the module's docstring for what is supported and where it differs."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
+                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
+                 worker_init_fn=None, multiprocessing_context=None, generator=None, *,
+                 prefetch_factor=None, persistent_workers=False, pin_memory_device=""):
+        import torch
+        import torch.utils.data as tud
+        from torch.utils.data._utils.collate import default_collate
+        if batch_sampler is not None:
+            raise _unsupported("batch_sampler (give sampler= and batch_size=)")
+        if batch_size is None:
+            raise _unsupported("batch_size=None (unbatched samples)")
+        if collate_fn is not None and collate_fn is not default_collate:
+            raise _unsupported(f"collate_fn {getattr(collate_fn, '__name__', collate_fn)}")
+        if worker_init_fn is not None:
+            raise _unsupported("worker_init_fn (gpufeed decodes in threads, not workers)")
+        if timeout:
+            raise _unsupported(f"timeout={timeout}")
+        if not isinstance(num_workers, int) or isinstance(num_workers, bool) or num_workers < 0:
+            raise ValueError("num_workers option should be non-negative")
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+            raise ValueError(f"batch_size should be a positive integer value, but got "
+                             f"batch_size={batch_size}")
+        if prefetch_factor is not None and (not isinstance(prefetch_factor, int)
+                                            or prefetch_factor < 1):
+            raise ValueError("prefetch_factor option should be a positive integer")
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        base, subset = _folder(dataset)
+        settings, self._uint8 = translate_transform(base.transform)
+
+        self.dataset = dataset
+        self.batch_size = batch_size
+        self.drop_last = bool(drop_last)
+        self.num_workers = num_workers
+        self.prefetch_factor = prefetch_factor
+        self.pin_memory = bool(pin_memory)
+        self.pin_memory_device = pin_memory_device
+        self.timeout = timeout
+        self.worker_init_fn = None
+        self.multiprocessing_context = multiprocessing_context
+        self.persistent_workers = persistent_workers
+        self.generator = generator
+        self.collate_fn = default_collate
+        if sampler is None:
+            sampler = (tud.RandomSampler(dataset, generator=generator) if shuffle
+                       else tud.SequentialSampler(dataset))
+        self.sampler = sampler
+        self.batch_sampler = tud.BatchSampler(sampler, batch_size, self.drop_last)
+        self._pin = self.pin_memory and torch.cuda.is_available()
+
+        self._base, self._subset = base, subset
+        threads = max(1, num_workers)
+        depth = max(2, (prefetch_factor or 2) * threads)
+        settings.update(batch_size=batch_size, threads=threads, prefetch_depth=min(depth, 64),
+                        drop_last=self.drop_last, channels=3, device="cpu", epochs=0,
+                        shuffle=False, on_error="fail", strictness="lenient",
+                        rank=0, world=1)
+        self._settings = settings
+        self._c = None
+        self._epochs_started = 0
+        self._iterator = None
+
+    def _open(self):
+        from . import _settings, _path
+        paths = [p for p, _ in self._base.samples]
+        labels = [int(t) for _, t in self._base.samples]
+        root = _path(self._base.root) if os.path.isdir(self._base.root) else None
+        self._c = _gpufeed._Loader(root or "", _settings(self._settings),
+                                   samples=(paths, labels))
+
+    def __len__(self):
+        return len(self.batch_sampler)
+
+    def __iter__(self):
+        import torch
+        # As DataLoader's iterator: the base seed first, then the sampler's draws.
+        seed = torch.empty((), dtype=torch.int64).random_(generator=self.generator).item()
+        order = list(iter(self.sampler))
+        if self._subset is not None:
+            order = [self._subset[i] for i in order]
+        order = array.array("q", order)  # ready before the loader opens: no gap after it
+        if self._c is None:
+            self._open()
+        epoch = self._epochs_started
+        self._epochs_started += 1
+        self._c.set_order(seed & (2**64 - 1), epoch, order)
+        self._iterator = _Iter(self, epoch)
+        return self._iterator
+
+    def close(self):
+        """Stops iteration and lets the loader close once its batches are gone."""
+        c, self._c = getattr(self, "_c", None), None
+        if c is not None:
+            c.close()
+
+    def __del__(self):
+        self.close()
+
+
+class _Iter:
+    def __init__(self, loader, epoch):
+        self._loader = loader
+        self._epoch = epoch
+        self._done = False
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self._loader)
+
+    def __next__(self):
+        import torch
+        lo = self._loader
+        if self._done:
+            raise StopIteration
+        if lo._iterator is not self:
+            raise RuntimeError("gpufeed.DataLoader: a newer iter() started the next epoch; "
+                               "this iterator is finished (one iterator at a time)")
+        b = lo._c.next()
+        if b is None:
+            self._done = True
+            raise StopIteration
+        images = torch.from_dlpack(b.data)
+        targets = torch.from_dlpack(b.labels).long()
+        b.release()  # the tensors hold the slot now
+        if lo._uint8:
+            images = images.permute(0, 3, 1, 2)
+        if lo._pin:
+            images, targets = images.pin_memory(), targets.pin_memory()
+        return images, targets

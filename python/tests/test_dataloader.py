@@ -1,0 +1,149 @@
+# gpufeed.DataLoader against torch.utils.data.DataLoader on the same
+# ImageFolder: lengths, orders, epochs, samplers, tensors, what is refused.
+import os
+
+import pytest
+
+from conftest import make_dataset
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torchvision")
+import gpufeed  # noqa: E402
+import torch.utils.data as tud  # noqa: E402
+import torchvision.datasets as datasets  # noqa: E402
+import torchvision.transforms as T  # noqa: E402
+
+NORM = T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+EVAL = T.Compose([T.Resize(36), T.CenterCrop(32), T.ToTensor(), NORM])
+TRAIN = T.Compose([T.RandomResizedCrop(32), T.RandomHorizontalFlip(), T.ToTensor(), NORM])
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    """3 classes x 15 JPEGs of 48x40: 45 samples."""
+    return make_dataset(tmp_path_factory.mktemp("dl") / "set", classes=3, per_class=15,
+                        size="48x40")
+
+
+def folder(root, transform=EVAL, **kw):
+    return datasets.ImageFolder(root, transform, **kw)
+
+
+def targets(loader, epochs=1):
+    return [[t for _, y in loader for t in y.tolist()] for _ in range(epochs)]
+
+
+@pytest.mark.parametrize("what, kw", [
+    ("ColorJitter", dict(dataset=T.Compose([T.RandomResizedCrop(32), T.ColorJitter(0.4),
+                                            T.ToTensor()]))),
+    ("collate_fn", dict(collate_fn=lambda b: b)),
+    ("worker_init_fn", dict(worker_init_fn=lambda i: None)),
+    ("batch_sampler", dict(batch_sampler=[[0, 1]], batch_size=1)),
+    ("timeout", dict(timeout=5)),
+    ("Resize without a CenterCrop", dict(dataset=T.Compose([T.Resize(32), T.ToTensor()]))),
+    ("interpolation", dict(dataset=T.Compose([
+        T.RandomResizedCrop(32, interpolation=T.InterpolationMode.NEAREST), T.ToTensor()]))),
+    ("PIL images", dict(dataset=T.Compose([T.RandomResizedCrop(32)]))),
+])
+def test_what_gpufeed_cannot_do_exactly_is_refused_by_name(root, what, kw):
+    ds = folder(root, kw.pop("dataset")) if "dataset" in kw else folder(root)
+    kw.setdefault("batch_size", 4)
+    with pytest.raises(gpufeed.Unsupported, match=what) as e:
+        gpufeed.DataLoader(ds, **kw)
+    assert "RandomResizedCrop" in str(e.value)  # it lists what is supported
+    assert isinstance(e.value, ValueError)
+
+
+def test_other_data_sets_and_target_transforms_are_refused(root):
+    with pytest.raises(gpufeed.Unsupported, match="TensorDataset"):
+        gpufeed.DataLoader(tud.TensorDataset(torch.zeros(4, 3)), batch_size=2)
+    with pytest.raises(gpufeed.Unsupported, match="target_transform"):
+        gpufeed.DataLoader(folder(root, target_transform=lambda t: t + 1), batch_size=2)
+
+
+@pytest.mark.parametrize("batch_size, drop_last", [(7, False), (7, True), (16, False), (45, True)])
+def test_len_is_torchs(root, batch_size, drop_last):
+    ds = folder(root)
+    ours = gpufeed.DataLoader(ds, batch_size=batch_size, drop_last=drop_last)
+    theirs = tud.DataLoader(ds, batch_size=batch_size, drop_last=drop_last)
+    assert len(ours) == len(theirs)
+    sizes = [len(y) for _, y in ours]
+    assert sizes == [len(y) for _, y in theirs] and len(sizes) == len(ours)
+
+
+def test_each_for_is_an_epoch_in_torchs_shuffled_order(root):
+    ds = folder(root)
+    torch.manual_seed(3)
+    want = targets(tud.DataLoader(ds, batch_size=8, shuffle=True), 3)
+    torch.manual_seed(3)
+    got = targets(gpufeed.DataLoader(ds, batch_size=8, shuffle=True, num_workers=2), 3)
+    assert got == want
+    assert got[0] != got[1] and sorted(got[0]) == sorted(got[1]) == sorted(ds.targets)
+
+
+def test_a_break_then_a_new_for_starts_the_next_epoch(root):
+    ds = folder(root)
+
+    def pattern(loader):
+        first = []
+        for i, (_, y) in enumerate(loader):
+            first += y.tolist()
+            if i == 1:
+                break
+        return first, targets(loader)[0]
+    torch.manual_seed(5)
+    want = pattern(tud.DataLoader(ds, batch_size=8, shuffle=True))
+    torch.manual_seed(5)
+    loader = gpufeed.DataLoader(ds, batch_size=8, shuffle=True)
+    assert pattern(loader) == want
+    it = iter(loader)
+    iter(loader)
+    with pytest.raises(RuntimeError, match="one iterator at a time"):
+        next(it)
+
+
+def test_distributed_sampler_share_and_set_epoch(root):
+    ds = folder(root)
+    sampler = tud.distributed.DistributedSampler(ds, num_replicas=4, rank=3, seed=11)
+    loader = gpufeed.DataLoader(ds, batch_size=5, sampler=sampler)
+    for epoch in (0, 1, 2):
+        sampler.set_epoch(epoch)
+        assert targets(loader)[0] == [ds.targets[i] for i in sampler]
+    assert len(loader) == 3  # 12 samples a rank (45 padded to 48)
+
+
+def test_subset_keeps_torchvisions_indices(root):
+    ds = tud.Subset(folder(root), [44, 0, 17, 30, 2, 3, 29])
+    got = targets(gpufeed.DataLoader(ds, batch_size=3))[0]
+    assert got == [ds.dataset.targets[i] for i in ds.indices]
+
+
+def test_tensors_are_what_torchvision_gives(root):
+    ds = folder(root)
+    images = []
+    for (x, y), (tx, ty) in zip(gpufeed.DataLoader(ds, batch_size=9),
+                                tud.DataLoader(ds, batch_size=9)):
+        assert x.dtype == tx.dtype == torch.float32 and x.shape == tx.shape == (9, 3, 32, 32)
+        assert y.dtype == ty.dtype == torch.int64 and torch.equal(y, ty)
+        images.append((x - tx).abs())
+    diff = torch.cat(images)
+    # Normalised units (1/255/0.225 = 0.017 a level): resampling differs a little.
+    assert diff.mean().item() < 0.1 and diff.max().item() < 1.0, (diff.mean(), diff.max())
+
+
+def test_pil_to_tensor_gives_uint8_nchw(root):
+    ds = folder(root, T.Compose([T.Resize(36), T.CenterCrop(32), T.PILToTensor()]))
+    x, y = next(iter(gpufeed.DataLoader(ds, batch_size=4)))
+    tx, _ = next(iter(tud.DataLoader(ds, batch_size=4)))
+    assert x.dtype == torch.uint8 and x.shape == tx.shape == (4, 3, 32, 32)
+    assert (x.float() - tx.float()).abs().mean() < 6
+
+
+def test_hidden_files_and_odd_classes_as_imagefolder_sees_them(tmp_path):
+    root = make_dataset(tmp_path / "set", classes=3, per_class=4, size="40x40")
+    first = sorted(os.listdir(os.path.join(root, "class_01")))[0]
+    os.link(os.path.join(root, "class_01", first), os.path.join(root, "class_01", ".hidden.jpg"))
+    os.symlink(os.path.join(root, "class_02"), os.path.join(root, "class_03_link"))
+    ds = folder(root)
+    got = targets(gpufeed.DataLoader(ds, batch_size=5))[0]
+    assert got == ds.targets and len(got) == 17 and ds.classes[-1] == "class_03_link"
