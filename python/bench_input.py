@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Input only, no model: images/s of three loaders over the same files.
+"""Input only, no model: images/s of four loaders over the same files.
 
   gpufeed.Loader -> torch.from_dlpack   (this module; threads=T)
+  gpufeed.DataLoader(num_workers=T)     (the drop-in: the torch runner's own
+      ImageFolder and transform object, handed to gpufeed)
   gpufeed bench --input-only            (the C program, the same settings)
   torch DataLoader(num_workers=T) over torchvision ImageFolder with
       RandomResizedCrop(S) + RandomHorizontalFlip + PILToTensor (uint8,
@@ -57,15 +59,16 @@ def run_cli(a):
     return r["images_per_s"], r.get("stall_fraction", float("nan"))
 
 
-def run_torch(a):
-    import torch
+def folder(a):
     from torchvision import datasets, transforms
     tf = transforms.Compose([transforms.RandomResizedCrop(a.image_size),
                              transforms.RandomHorizontalFlip(), transforms.PILToTensor()])
-    ds = datasets.ImageFolder(a.data, transform=tf)
-    dl = torch.utils.data.DataLoader(ds, batch_size=a.batch_size, shuffle=True,
-                                     num_workers=a.threads,
-                                     persistent_workers=a.threads > 0 and a.epochs > 1)
+    return datasets.ImageFolder(a.data, transform=tf)
+
+
+def run_dataloader(a, make):
+    dl = make(folder(a), batch_size=a.batch_size, shuffle=True, num_workers=a.threads,
+              persistent_workers=a.threads > 0 and a.epochs > 1)
     t0 = time.perf_counter()
     n, wait = 0, 0.0
     for _ in range(a.epochs):
@@ -80,6 +83,16 @@ def run_torch(a):
             n += x.shape[0]
     took = time.perf_counter() - t0
     return n / took, wait / took
+
+
+def run_torch(a):
+    import torch
+    return run_dataloader(a, torch.utils.data.DataLoader)
+
+
+def run_gpufeed_dataloader(a):
+    import gpufeed
+    return run_dataloader(a, gpufeed.DataLoader)
 
 
 def main():
@@ -104,7 +117,8 @@ def main():
                            stdout=subprocess.DEVNULL)
     runners = {"gpufeed.Loader + torch.from_dlpack": run_gpufeed,
                "gpufeed bench --input-only": run_cli,
-               f"torch DataLoader(num_workers={a.threads})": run_torch}
+               f"torch DataLoader(num_workers={a.threads})": run_torch,
+               f"gpufeed.DataLoader(num_workers={a.threads})": run_gpufeed_dataloader}
     # A warm-up pass puts the files in the page cache for all of them.
     run_cli(a)
     rows = {name: [] for name in runners}
@@ -119,9 +133,11 @@ def main():
     for name in runners:
         print(f"  {name:40s} {med[name]:8.1f} images/s  (stall fraction {stall[name]:.2f}; "
               f"runs {', '.join(f'{v[0]:.0f}' for v in rows[name])})")
-    py, cli, tv = med.values()
+    py, cli, tv, dl = med.values()
     print(f"  Python layer vs C: {100 * (py / cli - 1):+.1f}%;  gpufeed.Loader vs DataLoader: "
           f"{py / tv:.2f}x")
+    print(f"  gpufeed.DataLoader vs C: {100 * (dl / cli - 1):+.1f}%;  gpufeed.DataLoader vs "
+          f"torch DataLoader: {dl / tv:.2f}x")
 
 
 if __name__ == "__main__":
