@@ -553,8 +553,9 @@ typedef enum gf_setting_type {
     GF_SETTING_INT,    /* int: a decimal integer */
     GF_SETTING_U64,    /* uint64_t: a decimal integer, not negative */
     GF_SETTING_FLOAT,  /* float */
-    GF_SETTING_FLOAT4, /* float[4], per channel: "v" or "a,b,c[,d]" sets
-                          channels 0.. in order, the rest keep their value */
+    GF_SETTING_FLOAT4, /* float[4], per channel: "v" sets every channel;
+                          "a,b[,c[,d]]" sets channels 0.. in order, the
+                          rest keep their value */
     GF_SETTING_CHOICE, /* an enum, by name: choices[value] (or aliases[value]) */
     GF_SETTING_FLAG,   /* int 0 or 1: 0|1|false|true|no|yes|off|on */
 } gf_setting_type;
