@@ -740,6 +740,23 @@ GF_API const char *gf_sample_path(gf_loader *l, uint64_t index);
  * l is NULL. */
 GF_API int32_t gf_sample_label(gf_loader *l, uint64_t index);
 
+/* The classes, as gf_stats.classes: an ImageFolder's sub-folders, else the
+ * largest label + 1; 0 if l is NULL. */
+GF_API int gf_class_count(gf_loader *l);
+
+/* The name of class (label) i: an ImageFolder's sub-folder name (the
+ * folder's bytes, as torchvision's ImageFolder.classes[i]); NULL for a
+ * list file or tar shards (their labels are bare numbers), or if i is out
+ * of range. Valid until gf_close(). */
+GF_API const char *gf_class_name(gf_loader *l, int i);
+
+/* The data set's identity: a 64-bit FNV-1a hash over every sample's
+ * display path (gf_sample_path) and label, in index order; the whole set,
+ * so every rank has the same. Never 0 (0: l is NULL). Computed in one pass
+ * on the first call, then cached: any thread. For a checkpoint, beside
+ * gf_state, to refuse resuming over another data set. */
+GF_API uint64_t gf_index_hash(gf_loader *l);
+
 /* The ImageFolder entries left out for what they are, not for their
  * extension: AppleDouble files named like images
  * (stats.folder_skipped[GF_SKIPPED_APPLEDOUBLE]) and directories reached
