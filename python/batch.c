@@ -299,6 +299,16 @@ static PyObject *array_dlpack(PyObject *op, PyObject *args, PyObject *kw)
     gfp_slot *slot = array_slot(a, "__dlpack__");
     if (!slot)
         return NULL;
+    if (copy != Py_None && !PyBool_Check(copy)) {
+        PyErr_Format(PyExc_TypeError, "__dlpack__: copy: a bool or None, not %R",
+                     copy);
+        return NULL;
+    }
+    if (stream_obj != Py_None && (!PyLong_Check(stream_obj) || PyBool_Check(stream_obj))) {
+        PyErr_Format(PyExc_TypeError, "__dlpack__: stream: an int or None, not %R",
+                     stream_obj);
+        return NULL;
+    }
     if (copy == Py_True) {
         PyErr_SetString(PyExc_BufferError, "__dlpack__(copy=True): gpufeed exports its ring "
                                            "slot without a copy; clone the tensor instead");
@@ -308,6 +318,13 @@ static PyObject *array_dlpack(PyObject *op, PyObject *args, PyObject *kw)
     int cuda = array_dl_device(a, &dev);
     if (dl_device != Py_None) {
         int type, id;
+        if (!PyTuple_Check(dl_device) || PyTuple_Size(dl_device) != 2 ||
+            !PyLong_Check(PyTuple_GetItem(dl_device, 0)) ||
+            !PyLong_Check(PyTuple_GetItem(dl_device, 1))) {
+            PyErr_Format(PyExc_TypeError, "__dlpack__: dl_device: a (device_type, device_id) "
+                         "tuple, not %R", dl_device);
+            return NULL;
+        }
         if (!PyArg_ParseTuple(dl_device, "ii:dl_device", &type, &id))
             return NULL;
         if (type != (int)dev.device_type || id != dev.device_id) {
@@ -319,6 +336,13 @@ static PyObject *array_dlpack(PyObject *op, PyObject *args, PyObject *kw)
     int versioned = 0;
     if (max_version != Py_None) {
         unsigned major, minor;
+        if (!PyTuple_Check(max_version) || PyTuple_Size(max_version) != 2 ||
+            !PyLong_Check(PyTuple_GetItem(max_version, 0)) ||
+            !PyLong_Check(PyTuple_GetItem(max_version, 1))) {
+            PyErr_Format(PyExc_TypeError, "__dlpack__: max_version: a (major, minor) tuple, "
+                         "not %R", max_version);
+            return NULL;
+        }
         if (!PyArg_ParseTuple(max_version, "II:max_version", &major, &minor))
             return NULL;
         versioned = major >= 1;

@@ -133,9 +133,14 @@ def settings_table():
 
 
 def _path(data):
+    """data as the file system's bytes: a str's undecodable bytes (surrogateescape)
+    go back as they were; a NUL, which no path holds, is refused."""
     if not isinstance(data, (str, bytes, os.PathLike)):
-        raise TypeError(f"data: a path (str or os.PathLike), not {type(data).__name__}")
-    return os.fsdecode(data)
+        raise TypeError(f"data: a path (str, bytes or os.PathLike), not {type(data).__name__}")
+    raw = os.fsencode(data)
+    if b"\0" in raw:
+        raise ValueError(f"data: {os.fsdecode(raw)!r} holds a NUL byte, which no path can")
+    return raw
 
 
 class Loader:
@@ -155,6 +160,10 @@ class Loader:
     max_pixels, max_file_bytes, read_budget_bytes, extensions, flip_on_device,
     pinned_max_bytes, device_max_bytes, autotune, max_threads,
     copy_stream_per_slot.
+
+    data is a path: str, bytes or os.PathLike; a file name's bytes that are
+    not UTF-8 come back in errors, stats() and sample_path() as os.fsdecode
+    gives them (os.fsencode restores them).
     """
 
     def __init__(self, data, **kw):
@@ -209,13 +218,37 @@ class Loader:
         return self._c.read_sample(index)
 
     def state_dict(self):
-        """Where the next batch starts (torchdata's StatefulDataLoader name)."""
+        """Where the next batch starts (torchdata's StatefulDataLoader name), and
+        whose: version, rank, world, seed, epoch, position, samples (the data
+        set's) and index_hash (over every sample's path and label), all ints."""
         return self._c.get_state()
 
     def load_state_dict(self, state):
         """Resumes exactly: the batches that follow are those the saved run had next.
-        Every batch must be released first (RingStarved otherwise)."""
-        self._c.set_state(state)
+        A state of another data set (samples, index_hash), rank, world or seed is
+        refused (InvalidArgument, a ValueError, naming the field and both values);
+        a state without samples/index_hash (an older checkpoint) is not checked for
+        them. Every batch must be released first (RingStarved otherwise)."""
+        if not isinstance(state, dict):
+            raise TypeError(f"load_state_dict: state: a dict from state_dict(), not "
+                            f"{type(state).__name__}")
+        mine = self._c.get_state()
+        for field in ("samples", "index_hash", "rank", "world", "seed"):
+            if field in state and state[field] != mine[field]:
+                why = {"samples": "another data set", "index_hash": "another data set",
+                       "seed": "another seed"}.get(field, "another rank or world")
+                raise _error(InvalidArgument,
+                             f"load_state_dict: {field}: the state's {state[field]!r} is not "
+                             f"this loader's {mine[field]!r} ({why})")
+        self._c.set_state({k: state[k] for k in state if k not in ("samples", "index_hash")})
+
+
+def _error(cls, msg):
+    """A gpufeed.Error as the library raises it (code, name, path, reason)."""
+    e = cls(msg)
+    e.name = {InvalidArgument: "GF_EINVAL"}[cls]
+    e.path = e.reason = None
+    return e
 
 
 class BadSample(tuple):
