@@ -379,7 +379,29 @@ static PyObject *loader_read_sample(PyObject *op, PyObject *arg)
     return out;
 }
 
+/* gf_class_name for every class: the folder names (any bytes, decoded as
+ * paths are), or None for a set whose labels are bare numbers. */
+static PyObject *loader_class_names(PyObject *op, PyObject *unused)
+{
+    (void)unused;
+    gfp_core *c = loader_core((LoaderObject *)op);
+    if (!c)
+        return NULL;
+    int n = gf_class_count(c->l);
+    PyObject *out = PyList_New(n);
+    for (int i = 0; out && i < n; i++) {
+        const char *name = gf_class_name(c->l, i);
+        PyObject *v = name ? PyUnicode_DecodeFSDefault(name) : Py_NewRef(Py_None);
+        if (!v)
+            Py_CLEAR(out);
+        else
+            PyList_SetItem(out, i, v);
+    }
+    return out;
+}
+
 static PyMethodDef loader_methods[] = {
+    {"class_names", loader_class_names, METH_NOARGS, NULL},
     {"sample_path", loader_sample_path, METH_O, NULL},
     {"sample_label", loader_sample_label, METH_O, NULL},
     {"read_sample", loader_read_sample, METH_O, NULL},
