@@ -151,10 +151,12 @@ static int put(PyObject *d, const char *key, PyObject *v)
 
 PyObject *gfp_error_dict(int64_t sample, int code, const char *path, const char *reason)
 {
-    /* A reason may quote a member name or a path: any bytes, decoded as paths are. */
+    /* A reason may quote a member name or a path: any bytes, decoded as paths
+     * are; NULL (a verify entry's, never seen) stays None as "s" made it. */
     return Py_BuildValue("{s:L,s:i,s:s,s:N,s:N}", "sample", (long long)sample, "code", code,
-                         "error", gf_err_name(code), "path", PyUnicode_DecodeFSDefault(path),
-                         "reason", PyUnicode_DecodeFSDefault(reason));
+                         "error", gf_err_name(code), "path",
+                         path ? PyUnicode_DecodeFSDefault(path) : Py_NewRef(Py_None), "reason",
+                         reason ? PyUnicode_DecodeFSDefault(reason) : Py_NewRef(Py_None));
 }
 
 PyObject *gfp_sample_error_dict(const gf_sample_error *e)

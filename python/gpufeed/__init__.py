@@ -106,7 +106,7 @@ def _channel_values(kw):
         if v is None:
             continue
         if isinstance(v, (tuple, list)):
-            if len(v) != channels:
+            if isinstance(channels, int) and len(v) != channels:  # else _text names channels
                 raise ValueError(f"{name}: {len(v)} values for {channels} channels (one per "
                                  f"channel, or one number for all)")
             given[name] = list(v)
