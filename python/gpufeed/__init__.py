@@ -352,7 +352,8 @@ class Loader:
         self._c.close()
 
     def stats(self):
-        """gf_stats as a dict (wait_s: the time spent waiting for batches)."""
+        """gf_stats as a dict (wait_s: the time spent waiting for batches). Counts
+        include work done ahead: with epochs=0, some of the next epoch's."""
         return self._c.stats()
 
     def recent_warnings(self):
