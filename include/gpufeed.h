@@ -555,8 +555,9 @@ typedef enum gf_setting_type {
     GF_SETTING_INT,    /* int: a decimal integer */
     GF_SETTING_U64,    /* uint64_t: a decimal integer, not negative */
     GF_SETTING_FLOAT,  /* float */
-    GF_SETTING_FLOAT4, /* float[4], per channel: "v" or "a,b,c[,d]" sets
-                          channels 0.. in order, the rest keep their value */
+    GF_SETTING_FLOAT4, /* float[4], per channel: "v" sets every channel;
+                          "a,b[,c[,d]]" sets channels 0.. in order, the
+                          rest keep their value */
     GF_SETTING_CHOICE, /* an enum, by name: choices[value] (or aliases[value]) */
     GF_SETTING_FLAG,   /* int 0 or 1: 0|1|false|true|no|yes|off|on */
 } gf_setting_type;
@@ -778,6 +779,23 @@ GF_API const char *gf_sample_path(gf_loader *l, uint64_t index);
 /* The label of sample `index`, or GF_EINVAL if index >= dataset_samples or
  * l is NULL. */
 GF_API int32_t gf_sample_label(gf_loader *l, uint64_t index);
+
+/* The classes, as gf_stats.classes: an ImageFolder's sub-folders, else the
+ * largest label + 1; 0 if l is NULL. */
+GF_API int gf_class_count(gf_loader *l);
+
+/* The name of class (label) i: an ImageFolder's sub-folder name (the
+ * folder's bytes, as torchvision's ImageFolder.classes[i]); NULL for a
+ * list file or tar shards (their labels are bare numbers), or if i is out
+ * of range. Valid until gf_close(). */
+GF_API const char *gf_class_name(gf_loader *l, int i);
+
+/* The data set's identity: a 64-bit FNV-1a hash over every sample's
+ * display path (gf_sample_path) and label, in index order; the whole set,
+ * so every rank has the same. Never 0 (0: l is NULL). Computed in one pass
+ * on the first call, then cached: any thread. For a checkpoint, beside
+ * gf_state, to refuse resuming over another data set. */
+GF_API uint64_t gf_index_hash(gf_loader *l);
 
 /* The ImageFolder entries left out for what they are, not for their
  * extension: AppleDouble files named like images

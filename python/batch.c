@@ -128,12 +128,11 @@ static PyObject *batch_array(BatchObject *self, int which)
         a->format = types[b->dtype].format;
         a->dtype_name = types[b->dtype].name;
     } else {
-        bool labels = which == ARR_LABELS;
-        a->ptr = labels ? (void *)b->labels : (void *)b->indices;
+        a->ptr = which == ARR_LABELS ? (void *)self->slot->labels64 : (void *)b->indices;
         a->ndim = 1;
-        a->dt = (DLDataType){kDLInt, labels ? 32 : 64, 1};
-        a->format = labels ? "i" : "q";
-        a->dtype_name = labels ? "int32" : "int64";
+        a->dt = (DLDataType){kDLInt, 64, 1};
+        a->format = "q";
+        a->dtype_name = "int64";
     }
     a->itemsize = a->dt.bits / 8;
     a->cuda = which == ARR_DATA && b->device == GF_DEVICE_CUDA;
@@ -158,9 +157,20 @@ static PyObject *batch_get_device(PyObject *op, void *c)
     return PyUnicode_FromString(((BatchObject *)op)->device == GF_DEVICE_CUDA ? "cuda" : "cpu");
 }
 
+/* The 2-tuple face, (data, labels), as a DataLoader's batch: `x, y = batch`.
+ * len(batch) is 2 like the tuple's; .count is the samples. */
 static Py_ssize_t batch_len(PyObject *op)
 {
-    return ((BatchObject *)op)->count;
+    (void)op;
+    return 2;
+}
+
+static PyObject *batch_item(PyObject *op, Py_ssize_t i)
+{
+    if (i == 0 || i == 1)
+        return batch_array((BatchObject *)op, i == 0 ? ARR_DATA : ARR_LABELS);
+    PyErr_SetString(PyExc_IndexError, "a Batch is (data, labels): index 0 or 1");
+    return NULL;
 }
 
 static PyObject *batch_repr(PyObject *op)
@@ -174,7 +184,8 @@ static PyObject *batch_repr(PyObject *op)
 
 static PyGetSetDef batch_getset[] = {
     {"data", batch_get_data, NULL, "the pixels: an Array (N,H,W,C) or (N,C,H,W)", NULL},
-    {"labels", batch_get_labels, NULL, "int32 labels: an Array (N,)", NULL},
+    {"labels", batch_get_labels, NULL, "int64 labels (torch's losses take them as they are): "
+                                       "an Array (N,), a copy of the C batch's int32", NULL},
     {"indices", batch_get_indices, NULL, "int64 data set indices: an Array (N,)", NULL},
     {"count", batch_get_count, NULL, "samples in the batch", NULL},
     {"epoch", batch_get_epoch, NULL, "the epoch of these samples", NULL},
@@ -199,9 +210,11 @@ static PyType_Slot batch_slots[] = {
     {Py_tp_getset, batch_getset},
     {Py_tp_methods, batch_methods},
     {Py_sq_length, batch_len},
+    {Py_sq_item, batch_item},
     {Py_tp_doc, "One batch in its ring slot. Its arrays are zero-copy views: the slot returns "
                 "to the ring when the Batch and every exported tensor are gone, so .clone() "
-                "what you keep past the step."},
+                "what you keep past the step. It unpacks as a DataLoader's (data, labels): "
+                "`x, y = batch`, and len(batch) is 2; batch.count is the samples."},
     {0, NULL},
 };
 
@@ -299,6 +312,16 @@ static PyObject *array_dlpack(PyObject *op, PyObject *args, PyObject *kw)
     gfp_slot *slot = array_slot(a, "__dlpack__");
     if (!slot)
         return NULL;
+    if (copy != Py_None && !PyBool_Check(copy)) {
+        PyErr_Format(PyExc_TypeError, "__dlpack__: copy: a bool or None, not %R",
+                     copy);
+        return NULL;
+    }
+    if (stream_obj != Py_None && (!PyLong_Check(stream_obj) || PyBool_Check(stream_obj))) {
+        PyErr_Format(PyExc_TypeError, "__dlpack__: stream: an int or None, not %R",
+                     stream_obj);
+        return NULL;
+    }
     if (copy == Py_True) {
         PyErr_SetString(PyExc_BufferError, "__dlpack__(copy=True): gpufeed exports its ring "
                                            "slot without a copy; clone the tensor instead");
@@ -308,6 +331,13 @@ static PyObject *array_dlpack(PyObject *op, PyObject *args, PyObject *kw)
     int cuda = array_dl_device(a, &dev);
     if (dl_device != Py_None) {
         int type, id;
+        if (!PyTuple_Check(dl_device) || PyTuple_Size(dl_device) != 2 ||
+            !PyLong_Check(PyTuple_GetItem(dl_device, 0)) ||
+            !PyLong_Check(PyTuple_GetItem(dl_device, 1))) {
+            PyErr_Format(PyExc_TypeError, "__dlpack__: dl_device: a (device_type, device_id) "
+                         "tuple, not %R", dl_device);
+            return NULL;
+        }
         if (!PyArg_ParseTuple(dl_device, "ii:dl_device", &type, &id))
             return NULL;
         if (type != (int)dev.device_type || id != dev.device_id) {
@@ -319,6 +349,13 @@ static PyObject *array_dlpack(PyObject *op, PyObject *args, PyObject *kw)
     int versioned = 0;
     if (max_version != Py_None) {
         unsigned major, minor;
+        if (!PyTuple_Check(max_version) || PyTuple_Size(max_version) != 2 ||
+            !PyLong_Check(PyTuple_GetItem(max_version, 0)) ||
+            !PyLong_Check(PyTuple_GetItem(max_version, 1))) {
+            PyErr_Format(PyExc_TypeError, "__dlpack__: max_version: a (major, minor) tuple, "
+                         "not %R", max_version);
+            return NULL;
+        }
         if (!PyArg_ParseTuple(max_version, "II:max_version", &major, &minor))
             return NULL;
         versioned = major >= 1;

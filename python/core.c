@@ -74,9 +74,11 @@ int gfp_core_next(gfp_core *c, gf_batch **b)
 
 gfp_slot *gfp_slot_new(gfp_core *c, gf_batch *b)
 {
-    gfp_slot *s = malloc(sizeof *s);
+    gfp_slot *s = malloc(sizeof *s + (size_t)b->count * sizeof s->labels64[0]);
     if (!s)
         return NULL;
+    for (int i = 0; i < b->count; i++)
+        s->labels64[i] = b->labels[i];
     atomic_init(&s->refs, 1);
     atomic_init(&s->stream, 0);
     s->core = c;

@@ -39,6 +39,9 @@ typedef struct gfp_slot {
     atomic_uintptr_t stream; /* CUDA stream of the last export; 0 = legacy */
     gfp_core *core;
     gf_batch *b;
+    /* The labels as int64, what torch's losses take (the C batch's are
+     * int32): the slot's, so a tensor of them outlives the Batch. */
+    int64_t labels64[];
 } gfp_slot;
 
 /* core.c */

@@ -197,14 +197,15 @@ static PyObject *loader_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
                                      &fields, &samples))
         return NULL;
     bool given = samples != Py_None;
-    if (!PyUnicode_Check(data) && !(given && data == Py_None)) {
-        type_error("_Loader: data", data, given ? "a str or None" : "a str");
+    /* data: the path's bytes (os.fsencode), as the file system has them. */
+    if (!PyBytes_Check(data) && !PyUnicode_Check(data) && !(given && data == Py_None)) {
+        type_error("_Loader: data", data, given ? "bytes, a str or None" : "bytes or a str");
         return NULL;
     }
     samples_arg sa = {0};
     if (given && samples_from(samples, &sa) < 0)
         return NULL;
-    PyObject *root = data == Py_None ? PyUnicode_FromString("") : Py_NewRef(data);
+    PyObject *root = data == Py_None ? PyBytes_FromString("") : Py_NewRef(data);
     gf_settings s;
     if (!root || gfp_settings_from(&s, root, fields) < 0) {
         Py_XDECREF(root);
@@ -294,7 +295,8 @@ static PyObject *loader_next(PyObject *op, PyObject *unused)
 #define STAT_U64(f) if (put(d, #f, PyLong_FromUnsignedLongLong(st.f)) < 0) goto fail;
 #define STAT_INT(f) if (put(d, #f, PyLong_FromLong(st.f)) < 0) goto fail;
 #define STAT_DBL(f) if (put(d, #f, PyFloat_FromDouble(st.f)) < 0) goto fail;
-#define STAT_STR(f) if (put(d, #f, PyUnicode_FromString(st.f)) < 0) goto fail;
+/* Texts that may hold a path: its bytes survive (os.fsencode gives them back). */
+#define STAT_STR(f) if (put(d, #f, PyUnicode_DecodeFSDefault(st.f)) < 0) goto fail;
 
 static int put(PyObject *d, const char *key, PyObject *v)
 {
@@ -305,9 +307,12 @@ static int put(PyObject *d, const char *key, PyObject *v)
 
 PyObject *gfp_error_dict(int64_t sample, int code, const char *path, const char *reason)
 {
-    return Py_BuildValue("{s:L,s:i,s:s,s:N,s:s}", "sample", (long long)sample, "code", code,
-                         "error", gf_err_name(code), "path", PyUnicode_DecodeFSDefault(path),
-                         "reason", reason);
+    /* A reason may quote a member name or a path: any bytes, decoded as paths
+     * are; NULL (a verify entry's, never seen) stays None as "s" made it. */
+    return Py_BuildValue("{s:L,s:i,s:s,s:N,s:N}", "sample", (long long)sample, "code", code,
+                         "error", gf_err_name(code), "path",
+                         path ? PyUnicode_DecodeFSDefault(path) : Py_NewRef(Py_None), "reason",
+                         reason ? PyUnicode_DecodeFSDefault(reason) : Py_NewRef(Py_None));
 }
 
 PyObject *gfp_sample_error_dict(const gf_sample_error *e)
@@ -402,10 +407,15 @@ static PyObject *loader_get_state(PyObject *op, PyObject *unused)
         return NULL;
     gf_state st;
     gf_get_state(c->l, &st); /* an observer: also while next() waits */
-    return Py_BuildValue("{s:I,s:I,s:I,s:K,s:K,s:K}", "version", st.version, "rank", st.rank,
-                         "world", st.world, "seed", (unsigned long long)st.seed, "epoch",
-                         (unsigned long long)st.epoch, "position",
-                         (unsigned long long)st.position);
+    gf_stats stats;
+    gf_get_stats(c->l, &stats);
+    /* samples and index_hash: the data set's identity, which gf_state lacks. */
+    return Py_BuildValue("{s:I,s:I,s:I,s:K,s:K,s:K,s:K,s:K}", "version", st.version, "rank",
+                         st.rank, "world", st.world, "seed", (unsigned long long)st.seed,
+                         "epoch", (unsigned long long)st.epoch, "position",
+                         (unsigned long long)st.position, "samples",
+                         (unsigned long long)stats.dataset_samples, "index_hash",
+                         (unsigned long long)gf_index_hash(c->l));
 }
 
 static PyObject *loader_set_state(PyObject *op, PyObject *arg)
@@ -424,9 +434,19 @@ static PyObject *loader_set_state(PyObject *op, PyObject *arg)
             PyErr_Format(PyExc_ValueError, "load_state_dict: no '%s' in the state", keys[i]);
             return NULL;
         }
-        v[i] = PyLong_AsUnsignedLongLong(o);
-        if (PyErr_Occurred())
+        if (!PyLong_Check(o) || PyBool_Check(o)) {
+            PyErr_Format(PyExc_TypeError, "load_state_dict: '%s': an int, not %R", keys[i], o);
             return NULL;
+        }
+        v[i] = PyLong_AsUnsignedLongLong(o);
+        /* version, rank and world are 32 bits in gf_state: never truncated. */
+        if ((v[i] == (unsigned long long)-1 && PyErr_Occurred()) ||
+            (i < 3 && v[i] > UINT32_MAX)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "load_state_dict: '%s': %R is out of range 0..%s",
+                         keys[i], o, i < 3 ? "2^32-1" : "2^64-1");
+            return NULL;
+        }
     }
     gf_state st = {.version = (uint32_t)v[0], .rank = (uint32_t)v[1], .world = (uint32_t)v[2],
                    .seed = v[3], .epoch = v[4], .position = v[5]};
@@ -446,11 +466,18 @@ static PyObject *loader_set_state(PyObject *op, PyObject *arg)
 }
 
 
+/* A sample index: TypeError unless an int; a negative one is out of range. */
 static int index_arg(PyObject *arg, uint64_t *i)
 {
-    unsigned long long v = PyLong_AsUnsignedLongLong(arg);
-    if (v == (unsigned long long)-1 && PyErr_Occurred())
+    if (!PyLong_Check(arg) || PyBool_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "index: an int, not %R", arg);
         return -1;
+    }
+    unsigned long long v = PyLong_AsUnsignedLongLong(arg);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        v = UINT64_MAX; /* out of range, said by the caller */
+    }
     *i = v;
     return 0;
 }
@@ -463,7 +490,7 @@ static PyObject *loader_sample_path(PyObject *op, PyObject *arg)
         return NULL;
     const char *path = gf_sample_path(c->l, i);
     if (!path) {
-        PyErr_SetString(PyExc_IndexError, "sample index out of range");
+        PyErr_Format(PyExc_IndexError, "index %R: out of range", arg);
         return NULL;
     }
     return PyUnicode_DecodeFSDefault(path);
@@ -477,7 +504,7 @@ static PyObject *loader_sample_label(PyObject *op, PyObject *arg)
         return NULL;
     int32_t label = gf_sample_label(c->l, i);
     if (label == GF_EINVAL) {
-        PyErr_SetString(PyExc_IndexError, "sample index out of range");
+        PyErr_Format(PyExc_IndexError, "index %R: out of range", arg);
         return NULL;
     }
     return PyLong_FromLong(label);
@@ -500,7 +527,7 @@ static PyObject *loader_read_sample(PyObject *op, PyObject *arg)
     gfp_core_unref(c);
     Py_END_ALLOW_THREADS
     if (rc == GF_EINVAL) {
-        PyErr_SetString(PyExc_IndexError, "sample index out of range");
+        PyErr_Format(PyExc_IndexError, "index %R: out of range", arg);
         return NULL;
     }
     if (rc < 0)
@@ -627,7 +654,29 @@ static PyObject *loader_set_order(PyObject *op, PyObject *args)
     return out;
 }
 
+/* gf_class_name for every class: the folder names (any bytes, decoded as
+ * paths are), or None for a set whose labels are bare numbers. */
+static PyObject *loader_class_names(PyObject *op, PyObject *unused)
+{
+    (void)unused;
+    gfp_core *c = loader_core((LoaderObject *)op);
+    if (!c)
+        return NULL;
+    int n = gf_class_count(c->l);
+    PyObject *out = PyList_New(n);
+    for (int i = 0; out && i < n; i++) {
+        const char *name = gf_class_name(c->l, i);
+        PyObject *v = name ? PyUnicode_DecodeFSDefault(name) : Py_NewRef(Py_None);
+        if (!v)
+            Py_CLEAR(out);
+        else
+            PyList_SetItem(out, i, v);
+    }
+    return out;
+}
+
 static PyMethodDef loader_methods[] = {
+    {"class_names", loader_class_names, METH_NOARGS, NULL},
     {"sample_path", loader_sample_path, METH_O, NULL},
     {"sample_label", loader_sample_label, METH_O, NULL},
     {"read_sample", loader_read_sample, METH_O, NULL},

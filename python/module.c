@@ -51,7 +51,10 @@ static PyObject *error_class_of(int code)
 PyObject *gfp_raise(int code, const char *msg, gf_loader *l)
 {
     PyObject *cls = error_class_of(code);
-    PyObject *exc = PyObject_CallFunction(cls, "s", msg && msg[0] ? msg : gf_strerror(code));
+    /* A message names a file: its bytes survive, whatever they are. */
+    PyObject *text = PyUnicode_DecodeFSDefault(msg && msg[0] ? msg : gf_strerror(code));
+    PyObject *exc = text ? PyObject_CallFunctionObjArgs(cls, text, NULL) : NULL;
+    Py_XDECREF(text);
     if (!exc)
         return NULL;
     PyObject *path = Py_None, *reason = Py_None;
@@ -59,7 +62,7 @@ PyObject *gfp_raise(int code, const char *msg, gf_loader *l)
     if (l && gf_sample_error_kind(code) >= 0 && gf_get_stats(l, &st) == 0 && st.n_recent > 0 &&
         st.recent[0].code == code) {
         path = PyUnicode_DecodeFSDefault(st.recent[0].path);
-        reason = PyUnicode_FromString(st.recent[0].reason);
+        reason = PyUnicode_DecodeFSDefault(st.recent[0].reason);
     } else {
         Py_INCREF(path);
         Py_INCREF(reason);
@@ -123,10 +126,15 @@ static int set_one(gf_settings *s, PyObject *key, PyObject *value)
         PyErr_Format(PyExc_TypeError, "%s: the setting's text (a str)", name);
         return -1;
     }
-    const char *text = PyUnicode_AsUTF8AndSize(value, NULL);
+    Py_ssize_t len;
+    const char *text = PyUnicode_AsUTF8AndSize(value, &len);
     char why[320];
     if (!text)
         return -1;
+    if (strlen(text) != (size_t)len) { /* C would read only up to the NUL */
+        PyErr_Format(PyExc_ValueError, "%s: %R holds a NUL character", name, value);
+        return -1;
+    }
     if (gf_settings_set(s, name, text, why, sizeof why) < 0) {
         PyErr_SetString(gf_setting_find(name) ? PyExc_ValueError : PyExc_TypeError, why);
         return -1;
@@ -219,13 +227,28 @@ static PyObject *get_setting(PyObject *m, PyObject *args)
     return PyUnicode_FromString(buf);
 }
 
-/* s from (data, {field: value}); data is kept alive by the caller's tuple. */
+/* s from (data, {field: value}); data is kept alive by the caller's tuple:
+ * bytes (a path as os.fsencode gives it), or a str for an empty one. */
 int gfp_settings_from(gf_settings *s, PyObject *data, PyObject *fields)
 {
     gf_default_settings(s);
-    s->data = PyUnicode_AsUTF8AndSize(data, NULL);
+    Py_ssize_t len = 0;
+    if (PyBytes_Check(data)) {
+        s->data = PyBytes_AsString(data);
+        len = PyBytes_Size(data);
+    } else if (PyUnicode_Check(data))
+        s->data = PyUnicode_AsUTF8AndSize(data, &len);
+    else {
+        PyErr_Format(PyExc_TypeError, "data: a path's bytes, not %R", data);
+        return -1;
+    }
     if (!s->data)
         return -1;
+    if (strlen(s->data) != (size_t)len) {
+        PyErr_SetString(PyExc_ValueError, "data: the path holds a NUL byte, which no file "
+                                          "name can");
+        return -1;
+    }
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     while (PyDict_Next(fields, &pos, &key, &value))
@@ -243,7 +266,7 @@ static PyObject *verify(PyObject *m, PyObject *args)
 {
     (void)m;
     PyObject *data, *fields;
-    if (!PyArg_ParseTuple(args, "UO!:verify", &data, &PyDict_Type, &fields))
+    if (!PyArg_ParseTuple(args, "OO!:verify", &data, &PyDict_Type, &fields))
         return NULL;
     gf_settings s;
     if (gfp_settings_from(&s, data, fields) < 0)

@@ -62,15 +62,13 @@ def gpufeed_loader(a, path, transform="train", shuffle=True, epochs=1):
 
 
 def gpufeed_batches(a, epochs):
-    """Yields one iterator of (x, y) per epoch from one gpufeed.Loader."""
+    """Yields one iterator of (x, y) per epoch from one gpufeed.Loader (a `for`
+    over it is one epoch, as over a DataLoader)."""
     loader = gpufeed_loader(a, a.train, epochs=epochs)
-    per_epoch = len(loader)
-    it = iter(loader)
 
     def epoch():
-        for _ in range(per_epoch):
-            b = next(it)
-            yield torch.from_dlpack(b.data), torch.from_dlpack(b.labels).to(a.device).long()
+        for x, y in loader:  # labels are int64 already
+            yield torch.from_dlpack(x), torch.from_dlpack(y).to(a.device)
     with loader:
         for _ in range(epochs):
             yield epoch()
@@ -114,7 +112,7 @@ def evaluate(a, model):
     with torch.no_grad(), gpufeed_loader(a, a.val, "eval", shuffle=False) as loader:
         for b in loader:
             x = torch.from_dlpack(b.data)
-            y = torch.from_dlpack(b.labels).to(a.device).long()
+            y = torch.from_dlpack(b.labels).to(a.device)
             with torch.autocast("cuda", enabled=a.cuda):
                 right += int((model(x).argmax(1) == y).sum())
             total += int(y.shape[0])

@@ -110,6 +110,7 @@ struct gf_loader {
     int held;
     bool exhausted, stopping, running;
     atomic_int cancel;           /* raised with stopping: decodes in progress end */
+    _Atomic uint64_t index_hash; /* gf_index_hash's cache, 0 until its first call */
     int copies_in_flight;        /* CUDA: callbacks still to run (under mu) */
     int fail_code;               /* the consumer's; sticky until gf_seek */
     int halt_code;               /* the controller's own failure */

@@ -76,6 +76,43 @@ int32_t gf_sample_label(gf_loader *l, uint64_t index)
     return l && index < l->ds.n ? l->ds.labels[index] : GF_EINVAL;
 }
 
+int gf_class_count(gf_loader *l)
+{
+    return l ? l->ds.n_classes : 0;
+}
+
+const char *gf_class_name(gf_loader *l, int i)
+{
+    return l && l->ds.class_names && i >= 0 && i < l->ds.n_classes ? l->ds.class_names[i]
+                                                                    : NULL;
+}
+
+uint64_t gf_index_hash(gf_loader *l)
+{
+    if (!l)
+        return 0;
+    uint64_t h = atomic_load(&l->index_hash);
+    if (h)
+        return h;
+    h = 0xcbf29ce484222325ull; /* FNV-1a 64 */
+    for (uint64_t i = 0; i < l->ds.n; i++) {
+        /* The path's bytes and its NUL, then the label's 4 bytes little-endian:
+         * no two (path, label) sequences feed the same bytes. */
+        for (const unsigned char *p = (const unsigned char *)gf__dataset_path(&l->ds, i);; p++) {
+            h = (h ^ *p) * 0x100000001b3ull;
+            if (!*p)
+                break;
+        }
+        uint32_t label = (uint32_t)l->ds.labels[i];
+        for (int k = 0; k < 4; k++)
+            h = (h ^ ((label >> (8 * k)) & 0xff)) * 0x100000001b3ull;
+    }
+    if (!h)
+        h = 1;
+    atomic_store(&l->index_hash, h); /* a racing first call stores the same */
+    return h;
+}
+
 uint64_t gf_skipped_entry(gf_loader *l, uint64_t i, const char **path, const char **reason)
 {
     if (!l)

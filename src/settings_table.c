@@ -379,8 +379,12 @@ static int parse_into(const gf_setting_info *r, gf_settings *s, const char *valu
                         r->name, value);
                 return GF_EINVAL;
             }
-            if (!p[len])
+            if (!p[len]) {
+                /* One value is every channel's, as numpy broadcasts it. */
+                for (int k = 1; c == 0 && k < 4; k++)
+                    v[k] = v[0];
                 return 0;
+            }
             p += len + 1;
         }
     }

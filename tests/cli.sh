@@ -539,6 +539,10 @@ want = {"dtype": "float16", "layout": "nchw", "max_pixels": "1000", "copy_stream
         "scale_min": "0.5", "std": "2,3,1,1", "shuffle": "0", "batch_size": "64"}
 assert {k: d[k] for k in want} == want, d
 ' || fail "settings --json after options: $json"
+# One value is every channel's: --mean 128 is (128, 128, 128), not (128, 0, 0).
+json=$("$g" settings --json --mean 128) || fail "settings --json --mean 128: $json"
+echo "$json" | python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["mean"] == "128,128,128,128", d' ||
+    fail "--mean 128 must set every channel: $json"
 # Each command takes every row (its default given back) but the choices it
 # makes itself; a row added to the table is taken by all three.
 own_choices=" verify:seed verify:epochs verify:batch_size verify:prefetch_depth verify:io "

@@ -1461,6 +1461,20 @@ START_TEST(read_sample_on_a_folder_gives_each_files_bytes_path_and_label)
     ck_assert_ptr_null(gf_sample_path(l, N));
     ck_assert_ptr_null(gf_sample_path(NULL, 0));
     ck_assert_int_eq(gf_sample_label(l, N), GF_EINVAL);
+    /* Class names are the folders'; the index hash is stable and not 0. */
+    ck_assert_int_eq(gf_class_count(l), st.classes);
+    for (int k = 0; k < st.classes; k++) {
+        char want[32];
+        snprintf(want, sizeof want, "class_%d", k);
+        ck_assert_str_eq(gf_class_name(l, k), want);
+    }
+    ck_assert_ptr_null(gf_class_name(l, st.classes));
+    ck_assert_ptr_null(gf_class_name(l, -1));
+    ck_assert_ptr_null(gf_class_name(NULL, 0));
+    uint64_t h = gf_index_hash(l);
+    ck_assert_uint_ne(h, 0);
+    ck_assert_uint_eq(gf_index_hash(l), h);
+    ck_assert_uint_eq(gf_index_hash(NULL), 0);
     /* A file that went bad after indexing: the sample's error, named. */
     char path[4096];
     snprintf(path, sizeof path, "%s/class_1/img_002.png", root);
@@ -1514,6 +1528,7 @@ START_TEST(read_sample_on_shards_gives_each_members_bytes_and_stats_count_what_w
     for (uint64_t i = 0; i < 3; i++) {
         ck_assert_str_eq(gf_sample_path(l, i), names[i]);
         ck_assert_int_eq(gf_sample_label(l, i), labels[i]);
+        ck_assert_ptr_null(gf_class_name(l, labels[i])); /* shards' labels are numbers */
         void *data;
         size_t len;
         char why[256];

@@ -166,7 +166,10 @@ START_TEST(errors_name_the_setting_and_its_choices)
     ck_assert_uint_eq(s.seed, UINT64_MAX);
     ck_assert_int_eq(set(&s, "mean", "1.5", why), 0);
     ck_assert_float_eq(s.mean[0], 1.5f);
-    ck_assert_float_eq(s.mean[1], 0.0f); /* the rest keep their value */
+    ck_assert_float_eq(s.mean[3], 1.5f); /* one value is every channel's */
+    ck_assert_int_eq(set(&s, "mean", "2,3", why), 0);
+    ck_assert_float_eq(s.mean[1], 3.0f);
+    ck_assert_float_eq(s.mean[2], 1.5f); /* a list: the rest keep their value */
     ck_assert_int_eq(gf_settings_set(NULL, "seed", "1", NULL, 0), GF_EINVAL);
     ck_assert_int_eq(gf_settings_get(&s, "nope", why, sizeof why), GF_EINVAL);
 }

@@ -4,10 +4,11 @@
     with gpufeed.Loader("train/", batch_size=256, threads=2, dtype="float16",
                         layout="nchw", mean=gpufeed.IMAGENET_MEAN,
                         std=gpufeed.IMAGENET_STD) as loader:
-        for batch in loader:
-            x = torch.from_dlpack(batch.data)     # no copy: the ring slot
-            y = torch.from_dlpack(batch.labels).long()
-            train_step(x, y)
+        for epoch in range(90):
+            for images, target in loader:         # one epoch per `for`
+                x = torch.from_dlpack(images)     # no copy: the ring slot
+                y = torch.from_dlpack(target)     # int64, as the losses take it
+                train_step(x, y)
 
 Lifetime: a batch lives in one of the loader's `prefetch_depth` ring slots.
 The slot returns to the ring when the Batch and every array or tensor made
@@ -69,7 +70,7 @@ def _text(name, v):
         return _int(name, v)
     if kind == "float":
         return _float(name, v)
-    if kind == "float4":
+    if kind == "float4":  # one number is every channel's (the library broadcasts it)
         return ",".join(_float(name, x) for x in (v if isinstance(v, (tuple, list)) else (v,)))
     if kind == "flag":
         if not isinstance(v, (bool, int)):
@@ -95,8 +96,57 @@ def _pair(name, v):
     raise TypeError(f"{name}: a pair (low, high)")
 
 
+def _channel_values(kw):
+    """mean= and std=: one number, or one per channel, never another count;
+    refused in torchvision's 0..1 units (gpufeed's are 0..255)."""
+    channels = kw.get("channels", 3)
+    given = {}
+    for name in ("mean", "std"):
+        v = kw.get(name)
+        if v is None:
+            continue
+        if isinstance(v, (tuple, list)):
+            if isinstance(channels, int) and len(v) != channels:  # else _text names channels
+                raise ValueError(f"{name}: {len(v)} values for {channels} channels (one per "
+                                 f"channel, or one number for all)")
+            given[name] = list(v)
+        else:
+            given[name] = [v]
+    if len(given) < 2 or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                 for vs in given.values() for x in vs):
+        return  # a wrong type is _text's to name
+    mean, std = given["mean"], given["std"]
+    identity = all(x == 0 for x in mean) and all(x == 1 for x in std)
+    if not identity and all(0 <= x <= 1 for x in mean) and all(0 < x <= 1 for x in std):
+        times = lambda vs: "(" + ", ".join(f"{x * 255:.4g}" for x in vs) + ")"
+        raise ValueError(
+            f"mean={tuple(mean)}, std={tuple(std)} look like torchvision's Normalize on 0..1 "
+            f"values; gpufeed normalises 0..255 values: pass mean={times(mean)}, "
+            f"std={times(std)} (the same times 255; gpufeed.IMAGENET_MEAN/IMAGENET_STD are "
+            f"ImageNet's), or use gpufeed.DataLoader, which takes torchvision's Normalize")
+
+
+def _distributed():
+    """(rank, world) of an initialised torch.distributed, else None. Never
+    imports torch: a script that initialised it has imported it."""
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+    except (AttributeError, RuntimeError):
+        pass
+    return None
+
+
+# The launcher variables the library reads (src/settings.c): any set says
+# who we are, and torch.distributed is not asked.
+_LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                  "SLURM_PROCID", "SLURM_NTASKS")
+
+
 def _settings(kw):
     """Python keyword arguments -> {gf_settings field: its text}."""
+    _channel_values(kw)
     out = {}
     for name, v in kw.items():
         if v is None and name in ("mean", "std", "rank", "world"):
@@ -133,48 +183,160 @@ def settings_table():
 
 
 def _path(data):
+    """data as the file system's bytes: a str's undecodable bytes (surrogateescape)
+    go back as they were; a NUL, which no path holds, is refused."""
     if not isinstance(data, (str, bytes, os.PathLike)):
-        raise TypeError(f"data: a path (str or os.PathLike), not {type(data).__name__}")
-    return os.fsdecode(data)
+        raise TypeError(f"data: a path (str, bytes or os.PathLike), not {type(data).__name__}")
+    raw = os.fsencode(data)
+    if b"\0" in raw:
+        raise ValueError(f"data: {os.fsdecode(raw)!r} holds a NUL byte, which no path can")
+    return raw
 
 
 class Loader:
-    """Batches from an ImageFolder tree, a list file or tar shards.
+    """Batches from an ImageFolder tree, a list file or tar shards, as a
+    PyTorch DataLoader gives them:
+
+        for epoch in range(90):
+            for images, target in loader:   # one epoch per `for`
+                ...
+
+    Each `for` runs one epoch and stops at its last batch; len(loader) is
+    its batches (this rank's). A `for` left by `break` is not resumed: the
+    next `for` starts the next epoch at its start, as a new DataLoader
+    iterator would. Unlike DataLoader, that seek needs the broken epoch's
+    batches gone: `del` the loop variable (and tensors made from it) before
+    the next `for`, else it raises RingStarved saying so. set_epoch(e)
+    makes the next `for` run epoch e, as a sampler's does. Unlike DataLoader,
+    epochs=0 (the default here; the library's is 1) is unbounded: as many
+    `for`s as the script runs; with epochs=N the (N+1)-th `for` yields
+    nothing. next(loader) is the next batch of the stream, across epochs
+    (StopIteration after the last); a `for` after it finishes its epoch.
+
+    A batch unpacks as (data, labels) Arrays (torch.from_dlpack each);
+    labels are int64, as torch's losses take them. mean and std are in
+    0..255 units (one number, or one per channel): torchvision's 0..1
+    values are refused with the numbers to pass instead.
 
     Keyword arguments are gf_settings' (include/gpufeed.h; settings_table()
     lists them all with their defaults and bounds), by name:
     batch_size=64, image_size=224 or (h, w), channels=3, threads=0 (cores - 1),
-    prefetch_depth=4, seed=0, epochs=1 (0: unbounded), shuffle=True,
+    prefetch_depth=4, seed=0, epochs=0 (unbounded), shuffle=True,
     drop_last=False, transform="train"|"eval", device="auto"|"cpu"|"cuda",
     device_id=-1, dtype="uint8"|"float32"|"float16"|"bfloat16" (or "u8", "f32", ...),
     layout="nhwc"|"nchw", mean=None, std=None, on_error="skip"|"fail",
     on_shard_error="follow"|"fail"|"skip",
     strictness="strict"|"lenient"|"whole", rank=None, world=None (None: from
-    torchrun / mpirun / Slurm), scale=(0.08, 1.0), ratio=(3/4, 4/3),
+    torchrun / mpirun / Slurm, else from torch.distributed when it is
+    initialised, else 0 of 1), scale=(0.08, 1.0), ratio=(3/4, 4/3),
     flip_prob=0.5, crop_fraction=0.875, io, decoder, queue_depth,
     max_pixels, max_file_bytes, read_budget_bytes, extensions, flip_on_device,
     pinned_max_bytes, device_max_bytes, autotune, max_threads,
     copy_stream_per_slot.
+
+    data is a path: str, bytes or os.PathLike; a file name's bytes that are
+    not UTF-8 come back in errors, stats() and sample_path() as os.fsdecode
+    gives them (os.fsencode restores them).
     """
 
     def __init__(self, data, **kw):
+        kw.setdefault("epochs", 0)
+        if (kw.get("rank") is None and kw.get("world") is None
+                and not any(os.environ.get(v) for v in _LAUNCHER_VARS)):
+            dist = _distributed()
+            if dist is not None:
+                kw["rank"], kw["world"] = dist
         self._settings = _settings(kw)
         self._c = _gpufeed._Loader(_path(data), self._settings)
         st = self._c.stats()
         self._drop_last = self._settings.get("drop_last") == "1"
         self._epoch_samples, self._batch_size = st["epoch_samples"], st["batch_size"]
+        # Where an epoch's last batch ends (its position): drop_last cuts the tail.
+        self._epoch_end = len(self) * self._batch_size if self._drop_last else self._epoch_samples
+        self._pending = None    # the next epoch's first batch, taken to see the end
+        self._last = None       # (epoch, position) of the last batch taken
+        self._in_epoch = False  # a `for`'s epoch is unfinished (it may have broken)
+
+    @property
+    def batch_size(self):
+        return self._batch_size
+
+    @property
+    def classes(self):
+        """Class names by label: an ImageFolder's folder names (as torchvision's
+        ImageFolder.classes); for a list file or tar shards, whose labels are bare
+        numbers, str(label)."""
+        return [str(i) if n is None else n for i, n in enumerate(self._c.class_names())]
+
+    @property
+    def class_to_idx(self):
+        return {name: i for i, name in enumerate(self.classes)}
+
+    def _take(self):
+        """The next batch of the stream (the held-back one first), or None."""
+        b, self._pending = self._pending, None
+        if b is None:
+            b = self._c.next()
+        if b is not None:
+            self._last = (b.epoch, b.position)
+        return b
+
+    def _next_start(self):
+        """(epoch, position) where the next batch starts."""
+        if self._pending is not None:
+            return self._pending.epoch, 0
+        st = self._c.get_state()
+        if st["position"] >= self._epoch_end:
+            return st["epoch"] + 1, 0
+        return st["epoch"], st["position"]
+
+    def _drop_pending(self):
+        if self._pending is not None:
+            self._pending.release()  # never seen by the caller: nothing exported
+            self._pending = None
+
+    def _seek(self, epoch, why):
+        """The next batch is epoch's first (gf_seek, which needs every batch released)."""
+        if self._next_start() == (epoch, 0):
+            return
+        self._drop_pending()
+        try:
+            self._c.set_state({**self._c.get_state(), "epoch": epoch, "position": 0})
+        except RingStarved as e:
+            raise _error(
+                RingStarved,
+                f"{why} starts epoch {epoch} afresh, which needs every batch released, and "
+                f"{self._c.stats()['held']} still are (the loop variable after a break, or a "
+                f"tensor made from it): `del` them, or batch.release() and clone what you "
+                f"keep, before it ({e})") from None
+        self._in_epoch = False
+
+    def set_epoch(self, epoch):
+        """The next `for` runs epoch `epoch` from its start (DistributedSampler's
+        set_epoch); a no-op when it would anyway, else a seek, which needs every
+        batch released (RingStarved otherwise)."""
+        if isinstance(epoch, bool) or not isinstance(epoch, int):
+            raise TypeError(f"set_epoch: epoch: an int, not {type(epoch).__name__}")
+        if epoch < 0:
+            raise ValueError(f"set_epoch: epoch: {epoch} is negative")
+        self._seek(epoch, "set_epoch")
 
     def __iter__(self):
-        return self
+        """One epoch: the rest of the current one, or after a `break`, the next."""
+        if self._in_epoch and self._pending is None and self._last is not None \
+                and self._last[1] < self._epoch_end:
+            self._seek(self._last[0] + 1, "a `for` after a `break`")
+        self._in_epoch = True
+        return _Epoch(self)
 
     def __next__(self):
-        b = self._c.next()
+        b = self._take()
         if b is None:
             raise StopIteration
         return b
 
     def __len__(self):
-        """Batches per epoch."""
+        """Batches per epoch (this rank's)."""
         n, bs = self._epoch_samples, self._batch_size
         return n // bs if self._drop_last else -(-n // bs)
 
@@ -186,10 +348,12 @@ class Loader:
 
     def close(self):
         """Stops iteration now; the C loader closes when the last held slot returns."""
+        self._drop_pending()
         self._c.close()
 
     def stats(self):
-        """gf_stats as a dict (wait_s: the time spent waiting for batches)."""
+        """gf_stats as a dict (wait_s: the time spent waiting for batches). Counts
+        include work done ahead: with epochs=0, some of the next epoch's."""
         return self._c.stats()
 
     def recent_warnings(self):
@@ -209,13 +373,69 @@ class Loader:
         return self._c.read_sample(index)
 
     def state_dict(self):
-        """Where the next batch starts (torchdata's StatefulDataLoader name)."""
-        return self._c.get_state()
+        """Where the next batch starts (torchdata's StatefulDataLoader name), and
+        whose: version, rank, world, seed, epoch, position, samples (the data
+        set's) and index_hash (over every sample's path and label), all ints."""
+        state = self._c.get_state()
+        if self._pending is not None:  # taken to see the epoch end, not delivered
+            state["epoch"], state["position"] = self._pending.epoch, 0
+        return state
 
     def load_state_dict(self, state):
         """Resumes exactly: the batches that follow are those the saved run had next.
-        Every batch must be released first (RingStarved otherwise)."""
-        self._c.set_state(state)
+        A state of another data set (samples, index_hash), rank, world or seed is
+        refused (InvalidArgument, a ValueError, naming the field and both values);
+        a state without samples/index_hash (an older checkpoint) is not checked for
+        them. Every batch must be released first (RingStarved otherwise)."""
+        if not isinstance(state, dict):
+            raise TypeError(f"load_state_dict: state: a dict from state_dict(), not "
+                            f"{type(state).__name__}")
+        mine = self._c.get_state()
+        for field in ("samples", "index_hash", "rank", "world", "seed"):
+            if field in state and state[field] != mine[field]:
+                why = {"samples": "another data set", "index_hash": "another data set",
+                       "seed": "another seed"}.get(field, "another rank or world")
+                raise _error(InvalidArgument,
+                             f"load_state_dict: {field}: the state's {state[field]!r} is not "
+                             f"this loader's {mine[field]!r} ({why})")
+        self._drop_pending()
+        self._c.set_state({k: state[k] for k in state if k not in ("samples", "index_hash")})
+        self._last, self._in_epoch = None, False
+
+
+class _Epoch:
+    """One `for` over a Loader: its batches until the epoch's last (its
+    position is the epoch's end) or, if bad samples left the end short,
+    until a batch of the next epoch, which is kept for the next `for`."""
+
+    def __init__(self, loader):
+        self._loader, self._epoch, self._done = loader, None, False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        loader = self._loader
+        if self._done:
+            raise StopIteration
+        b = loader._take()
+        if b is not None and self._epoch is not None and b.epoch != self._epoch:
+            loader._pending, b = b, None
+        if b is None:
+            self._done, loader._in_epoch = True, False
+            raise StopIteration
+        self._epoch = b.epoch
+        if b.position >= loader._epoch_end:
+            self._done, loader._in_epoch = True, False
+        return b
+
+
+def _error(cls, msg):
+    """A gpufeed.Error as the library raises it (code, name, path, reason)."""
+    e = cls(msg)
+    e.name = {InvalidArgument: "GF_EINVAL", RingStarved: "GF_EBUSY"}[cls]
+    e.path = e.reason = None
+    return e
 
 
 class BadSample(tuple):

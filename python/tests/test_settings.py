@@ -55,7 +55,7 @@ def samples(row):
 
 
 def keywords(name, value):
-    kw = {name: [value] if isinstance(value, float) and name in ("mean", "std") else value}
+    kw = {name: value}  # mean=v, std=v: one number is every channel's, as --mean v
     if name == "rank":
         kw["world"] = 1 << 30  # a rank needs its world in Python
     return kw
@@ -125,3 +125,40 @@ def test_decode_image_checks_its_settings():
         gpufeed.decode_image(b"\x89PNG", image_size=(60000, 60000))
     with pytest.raises(gpufeed.InvalidArgument, match="scale_min 0.9 is above scale_max 0.1"):
         gpufeed.decode_image(b"\x89PNG", scale=(0.9, 0.1))
+
+
+def test_one_mean_or_std_is_every_channels():
+    """A number applies to every channel, in Python, in C's string setter
+    and on the CLI (--mean 128 once meant (128, 0, 0))."""
+    want = "128,128,128,128"
+    assert _gpufeed.get_setting("mean", gpufeed._settings({"mean": 128})) == want
+    assert _gpufeed.get_setting("mean", {"mean": "128"}) == want
+    rc, values, _ = run_cli("--mean", "128")
+    assert rc == 0 and values["mean"] == want
+    # a list sets channels in order (the CLI's "2,3" keeps the rest)
+    assert _gpufeed.get_setting("std", gpufeed._settings({"std": (2, 3, 4)})) == "2,3,4,1"
+
+
+@pytest.mark.parametrize("kw, says", [
+    (dict(mean=(1, 2)), "mean: 2 values for 3 channels"),
+    (dict(std=(1, 2, 3, 4)), "std: 4 values for 3 channels"),
+    (dict(mean=[5.0], channels=1, std=(1, 2)), "std: 2 values for 1 channels"),
+])
+def test_a_list_of_another_length_than_channels_is_refused(kw, says):
+    with pytest.raises(ValueError, match=says):
+        gpufeed._settings(kw)
+    gpufeed._settings({"mean": (1, 2, 3, 4), "std": 2, "channels": 4})  # 4 for 4 is fine
+
+
+def test_torchvision_units_are_refused_with_the_numbers_to_pass():
+    with pytest.raises(ValueError) as e:
+        gpufeed._settings({"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)})
+    msg = str(e.value)
+    assert "0..255" in msg and "gpufeed.DataLoader" in msg
+    assert "mean=(123.7, 116.3, 103.5)" in msg and "std=(58.4, 57.12, 57.38)" in msg
+    with pytest.raises(ValueError, match="0..255"):
+        gpufeed._settings({"mean": 0.5, "std": 0.5})
+    # 0..255 values, and the identity, are taken
+    gpufeed._settings({"mean": gpufeed.IMAGENET_MEAN, "std": gpufeed.IMAGENET_STD})
+    gpufeed._settings({"mean": 0, "std": 1})
+    gpufeed._settings({"std": 0.5})  # one alone is not a torchvision pair
