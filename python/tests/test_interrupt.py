@@ -72,3 +72,37 @@ def test_close_and_next_from_another_thread(large):
     with pytest.raises(ValueError, match="closed"):
         next(loader)
     del got
+
+
+def test_sigint_stops_verify(large, tmp_path):
+    """gpufeed.verify runs the C verify on a thread of its own: Ctrl-C
+    cancels it, and KeyboardInterrupt comes within a second, not after
+    the whole set (about 6 s here with one thread), even where the
+    library's close takes longer (io_uring reads in flight)."""
+    many = tmp_path / "many" / "c"
+    many.mkdir(parents=True)
+    files = [os.path.join(d, f) for d, _, fs in os.walk(large) for f in sorted(fs)]
+    for k in range(4):  # 64 samples: links, not copies
+        for f in files:
+            os.link(f, many / f"{k}_{os.path.basename(f)}")
+    sent = []
+
+    def interrupt():
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    fds = len(os.listdir("/proc/self/fd"))
+    timer = threading.Timer(0.3, interrupt)
+    start = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        gpufeed.verify(str(tmp_path / "many"), threads=1)
+    end = time.monotonic()
+    timer.join()
+    assert end - sent[0] < 1.0, f"KeyboardInterrupt {end - sent[0]:.2f} s after the signal"
+    assert end - start < 2.0
+    # A close slower than that ends on the verify's thread: its files go.
+    while len(os.listdir("/proc/self/fd")) > fds and time.monotonic() < end + 30:
+        time.sleep(0.05)
+    assert len(os.listdir("/proc/self/fd")) == fds
+    assert gpufeed.verify(large, threads=2) == []
