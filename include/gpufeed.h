@@ -917,6 +917,12 @@ typedef struct gf_verify_result {
  * allocated: GF_ENOMEM and NULL): free it with gf_verify_free(). The
  * library allocates the result, so fields may be added at its end. */
 GF_API int gf_verify(const gf_settings *s, gf_verify_result **out);
+/* gf_verify that stops early once *cancel is nonzero (set from another
+ * thread, e.g. by a caller that took Ctrl-C; read with acquire ordering
+ * between batches, every 50 ms at most, and once gf_open returns): then
+ * GF_EAGAIN, error "cancelled", partial lists. cancel NULL: gf_verify. */
+GF_API int gf_verify_cancellable(const gf_settings *s, gf_verify_result **out,
+                                 const int *cancel);
 /* Frees *r and everything it points to, sets *r = NULL; NULL is a no-op. */
 GF_API void gf_verify_free(gf_verify_result **r);
 

@@ -15,6 +15,7 @@ PyObject *gfp_batch_type, *gfp_array_type;
 typedef struct {
     PyObject_HEAD
     gfp_slot *slot;   /* NULL once released */
+    int touched;      /* Python used it: delivered (see gfp_slot_take_back) */
     int count, device, device_id;
     uint64_t epoch, position;
 } BatchObject;
@@ -23,7 +24,8 @@ enum { ARR_DATA, ARR_LABELS, ARR_INDICES };
 
 typedef struct {
     PyObject_HEAD
-    BatchObject *batch; /* a reference: the batch's slot outlives us */
+    BatchObject *batch; /* a reference */
+    gfp_slot *slot;     /* one of its own: torch.frombuffer keeps the Array, not the view */
     void *ptr;
     int ndim, itemsize, cuda;
     DLDataType dt;
@@ -51,6 +53,7 @@ PyObject *gfp_batch_new(gfp_core *c, gf_batch *b)
         return NULL;
     }
     self->slot = slot;
+    self->touched = 0;
     self->count = b->count;
     self->device = b->device;
     self->device_id = c->device_id;
@@ -70,15 +73,28 @@ static void batch_drop(BatchObject *self)
 static void batch_dealloc(PyObject *op)
 {
     PyTypeObject *tp = Py_TYPE(op);
-    batch_drop((BatchObject *)op);
+    BatchObject *self = (BatchObject *)op;
+    /* Freed untouched while an exception unwinds (a KeyboardInterrupt
+     * raised before the caller ever saw it): not delivered; the loader
+     * keeps it for the next next(). */
+    if (self->slot && !self->touched && PyErr_Occurred() && gfp_slot_take_back(self->slot))
+        self->slot = NULL;
+    batch_drop(self);
     ((freefunc)type_free(op))(op);
     Py_DECREF(tp);
+}
+
+static BatchObject *touch(PyObject *op)
+{
+    BatchObject *self = (BatchObject *)op;
+    self->touched = 1;
+    return self;
 }
 
 static PyObject *batch_release(PyObject *op, PyObject *unused)
 {
     (void)unused;
-    batch_drop((BatchObject *)op);
+    batch_drop(touch(op));
     Py_RETURN_NONE;
 }
 
@@ -91,21 +107,27 @@ static PyObject *batch_exit(PyObject *op, PyObject *args)
 static PyObject *batch_enter(PyObject *op, PyObject *unused)
 {
     (void)unused;
+    touch(op);
     return Py_NewRef(op);
 }
 
 static PyObject *batch_array(BatchObject *self, int which)
 {
+    self->touched = 1;
     if (!self->slot) {
         PyErr_SetString(PyExc_ValueError, "the batch was released: its arrays are gone "
                                           "(.clone() or np.array() what you keep)");
         return NULL;
     }
+    if (gfp_refuse_inherited(self->slot->core, "Batch"))
+        return NULL;
     const gf_batch *b = self->slot->b;
     ArrayObject *a = PyObject_New(ArrayObject, (PyTypeObject *)gfp_array_type);
     if (!a)
         return NULL;
     a->batch = (BatchObject *)Py_NewRef((PyObject *)self);
+    a->slot = self->slot;
+    gfp_slot_ref(a->slot);
     a->shape[0] = b->count;
     if (which == ARR_DATA) {
         a->ptr = b->data;
@@ -147,35 +169,35 @@ static PyObject *batch_array(BatchObject *self, int which)
 static PyObject *batch_get_data(PyObject *op, void *c) { (void)c; return batch_array((BatchObject *)op, ARR_DATA); }
 static PyObject *batch_get_labels(PyObject *op, void *c) { (void)c; return batch_array((BatchObject *)op, ARR_LABELS); }
 static PyObject *batch_get_indices(PyObject *op, void *c) { (void)c; return batch_array((BatchObject *)op, ARR_INDICES); }
-static PyObject *batch_get_count(PyObject *op, void *c) { (void)c; return PyLong_FromLong(((BatchObject *)op)->count); }
-static PyObject *batch_get_epoch(PyObject *op, void *c) { (void)c; return PyLong_FromUnsignedLongLong(((BatchObject *)op)->epoch); }
-static PyObject *batch_get_position(PyObject *op, void *c) { (void)c; return PyLong_FromUnsignedLongLong(((BatchObject *)op)->position); }
-static PyObject *batch_get_released(PyObject *op, void *c) { (void)c; return PyBool_FromLong(!((BatchObject *)op)->slot); }
+static PyObject *batch_get_count(PyObject *op, void *c) { (void)c; return PyLong_FromLong(touch(op)->count); }
+static PyObject *batch_get_epoch(PyObject *op, void *c) { (void)c; return PyLong_FromUnsignedLongLong(touch(op)->epoch); }
+static PyObject *batch_get_position(PyObject *op, void *c) { (void)c; return PyLong_FromUnsignedLongLong(touch(op)->position); }
+static PyObject *batch_get_released(PyObject *op, void *c) { (void)c; return PyBool_FromLong(!touch(op)->slot); }
 static PyObject *batch_get_device(PyObject *op, void *c)
 {
     (void)c;
-    return PyUnicode_FromString(((BatchObject *)op)->device == GF_DEVICE_CUDA ? "cuda" : "cpu");
+    return PyUnicode_FromString(touch(op)->device == GF_DEVICE_CUDA ? "cuda" : "cpu");
 }
 
 /* The 2-tuple face, (data, labels), as a DataLoader's batch: `x, y = batch`.
  * len(batch) is 2 like the tuple's; .count is the samples. */
 static Py_ssize_t batch_len(PyObject *op)
 {
-    (void)op;
+    touch(op);
     return 2;
 }
 
 static PyObject *batch_item(PyObject *op, Py_ssize_t i)
 {
     if (i == 0 || i == 1)
-        return batch_array((BatchObject *)op, i == 0 ? ARR_DATA : ARR_LABELS);
+        return batch_array(touch(op), i == 0 ? ARR_DATA : ARR_LABELS);
     PyErr_SetString(PyExc_IndexError, "a Batch is (data, labels): index 0 or 1");
     return NULL;
 }
 
 static PyObject *batch_repr(PyObject *op)
 {
-    BatchObject *self = (BatchObject *)op;
+    BatchObject *self = touch(op);
     return PyUnicode_FromFormat("<gpufeed.Batch count=%d epoch=%llu position=%llu%s>", self->count,
                                 (unsigned long long)self->epoch,
                                 (unsigned long long)self->position,
@@ -265,10 +287,11 @@ static void capsule_versioned_destructor(PyObject *cap)
 
 static gfp_slot *array_slot(ArrayObject *a, const char *what)
 {
-    gfp_slot *s = a->batch->slot;
-    if (!s)
+    if (!a->batch->slot) {
         PyErr_Format(PyExc_BufferError, "%s: the batch was released", what);
-    return s;
+        return NULL;
+    }
+    return gfp_refuse_inherited(a->slot->core, what) ? NULL : a->slot;
 }
 
 static int array_dl_device(ArrayObject *a, DLDevice *d)
@@ -453,6 +476,7 @@ static void array_releasebuffer(PyObject *op, Py_buffer *view)
 static void array_dealloc(PyObject *op)
 {
     PyTypeObject *tp = Py_TYPE(op);
+    gfp_slot_unref(((ArrayObject *)op)->slot);
     Py_DECREF((PyObject *)((ArrayObject *)op)->batch);
     ((freefunc)type_free(op))(op);
     Py_DECREF(tp);

@@ -1,13 +1,14 @@
 /*
  * The loader behind a Python Loader (gfp_core) and its held slots
- * (gfp_slot): reference counts, and the wait for the next batch. Runs on
- * the Python thread that iterates and (the last unref of a slot) on
- * whatever thread drops the last export, with or without the GIL: nothing
- * here touches a Python object except gfp_core_next's signal check, which
- * runs with the GIL.
+ * (gfp_slot): reference counts, the wait for the next batch, the batch
+ * a KeyboardInterrupt took back, and the fork() check. Runs on the Python
+ * thread that iterates and (the last unref of a slot) on whatever thread
+ * drops the last export, with or without the GIL: the unrefs touch no
+ * Python object; the rest runs with the GIL.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpufeed_py.h"
 
@@ -30,6 +31,7 @@ int gfp_core_open_samples(gfp_core **out, const gf_settings *s, const char *cons
     }
     atomic_init(&c->refs, 1);
     atomic_init(&c->held, 0);
+    c->pid = getpid();
     int rc = paths ? gf_open_samples(&c->l, s, paths, labels, n) : gf_open(&c->l, s);
     if (rc == 0) {
         gf_stats st;
@@ -48,21 +50,78 @@ int gfp_core_open_samples(gfp_core **out, const gf_settings *s, const char *cons
     return 0;
 }
 
+int gfp_inherited(const gfp_core *c)
+{
+    return c->pid != getpid();
+}
+
+int gfp_refuse_inherited(const gfp_core *c, const char *what)
+{
+    if (!gfp_inherited(c))
+        return 0;
+    char msg[300];
+    snprintf(msg, sizeof msg, "%s: this loader was opened in process %d and inherited across "
+             "fork(); its threads and batches stay the parent's: open a new gpufeed.Loader in "
+             "this process (dropping this one here is safe)", what, (int)c->pid);
+    gfp_raise(GF_EINVAL, msg, NULL);
+    return -1;
+}
+
 void gfp_core_unref(gfp_core *c)
 {
-    if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
+    /* A fork()ed child's copy: its threads and ring are the parent's
+     * (gf_close would join threads that do not exist here); leaked. */
+    if (!c || gfp_inherited(c) || atomic_fetch_sub(&c->refs, 1) != 1)
         return;
+    if (c->pending)
+        gf_release(c->l, c->pending);
     gf_close(&c->l);
     free(c);
 }
 
+void gfp_core_drop_pending(gfp_core *c)
+{
+    if (c->pending)
+        gf_release(c->l, c->pending);
+    c->pending = c->last = NULL;
+}
+
+void gfp_core_state(gfp_core *c, gf_state *st)
+{
+    if (c->pending)
+        *st = c->pending_state;
+    else
+        gf_get_state(c->l, st);
+}
+
 int gfp_core_next(gfp_core *c, gf_batch **b)
 {
+    if (c->pending) {
+        *b = c->last = c->pending;
+        c->last_state = c->pending_state;
+        c->pending = NULL;
+        return 0;
+    }
+    gf_state before;
+    gf_get_state(c->l, &before); /* no gf_next overlaps: the state before *b */
     for (;;) {
         int rc;
         Py_BEGIN_ALLOW_THREADS
         rc = gf_next_timed(c->l, b, GFP_SIGNAL_POLL_NS);
         Py_END_ALLOW_THREADS
+        if (rc == 0) {
+            /* A signal during the last slice: the handler's exception
+             * would drop the Batch on its way up; keep the batch instead. */
+            if (PyErr_CheckSignals() < 0) {
+                c->pending = *b;
+                c->pending_state = before;
+                c->last = NULL;
+                return 1;
+            }
+            c->last = *b;
+            c->last_state = before;
+            return 0;
+        }
         if (rc != GF_EAGAIN)
             return rc;
         /* Nothing was taken: after a KeyboardInterrupt the next call
@@ -93,9 +152,28 @@ void gfp_slot_ref(gfp_slot *s)
     atomic_fetch_add(&s->refs, 1);
 }
 
+int gfp_slot_take_back(gfp_slot *s)
+{
+    gfp_core *c = s->core;
+    /* Only the newest delivery, held by nothing else, and not while
+     * another thread waits in next(): the order stays the loader's. The
+     * Loader's own reference (not closed) keeps c. */
+    if (gfp_inherited(c) || c->closed || c->busy || c->pending || c->last != s->b ||
+        atomic_load(&s->refs) != 1)
+        return 0;
+    c->pending = s->b;
+    c->pending_state = c->last_state;
+    c->last = NULL;
+    atomic_fetch_sub(&c->held, 1);
+    free(s);
+    gfp_core_unref(c);
+    return 1;
+}
+
 void gfp_slot_unref(gfp_slot *s)
 {
-    if (atomic_fetch_sub(&s->refs, 1) != 1)
+    /* In a fork()ed child the slot is the parent's: nothing to give back. */
+    if (gfp_inherited(s->core) || atomic_fetch_sub(&s->refs, 1) != 1)
         return;
     gfp_core *c = s->core;
     /* Ordered after the consumer's stream on CUDA; the host ignores it. */

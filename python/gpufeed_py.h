@@ -10,6 +10,18 @@
  * the last core reference closes the loader. Both
  * counts are atomic and their last drop touches no Python object, so a
  * DLPack deleter may run on any thread, without the GIL, after close().
+ * An Array holds a slot reference too: torch.frombuffer keeps the Array
+ * (view.obj), not the buffer view.
+ *
+ * fork(): the loader's threads are the parent's. In a child every call on
+ * an inherited loader raises, and dropping the loader, a Batch or an
+ * export there frees nothing (gfp_inherited): the core is the parent's.
+ *
+ * Ctrl-C. A batch is delivered once Python touches its Batch. One that
+ * was not, freed while an exception is set (a KeyboardInterrupt raised
+ * between gf_next and the caller's first use unwinds it off the stack),
+ * goes back as the core's pending batch, which next() returns first;
+ * state_dict and stats count it undelivered.
  */
 #ifndef GPUFEED_PY_H
 #define GPUFEED_PY_H
@@ -21,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "gpufeed.h"
 
@@ -32,6 +45,13 @@ typedef struct gfp_core {
     int device_id;            /* CUDA ordinal, -1 on the CPU */
     int busy;                 /* a Python thread is in next() or set_state
                                  (under the GIL): gf_next's calls never overlap */
+    pid_t pid;                /* the process that opened it */
+    /* Under the GIL. pending: taken back (Ctrl-C), next() returns it
+     * first; pending_state the state before it. last: what next()
+     * returned last, with last_state the state before it. */
+    int closed;               /* close(): nothing is taken back any more */
+    gf_batch *pending, *last;
+    gf_state pending_state, last_state;
 } gfp_core;
 
 typedef struct gfp_slot {
@@ -50,11 +70,26 @@ int gfp_core_open(gfp_core **out, const gf_settings *s, char *why, size_t why_le
 int gfp_core_open_samples(gfp_core **out, const gf_settings *s, const char *const *paths,
                           const int32_t *labels, uint64_t n, char *why, size_t why_len);
 void gfp_core_unref(gfp_core *c); /* the last one closes: call without the GIL */
-/* The next batch: 0 and *b, GF_EOF, a negative code, or 1 when a signal
- * handler raised (the Python error is set; nothing was taken, so the next
- * call delivers the batch this one waited for). Waits in slices of
- * gf_next_timed with the GIL released. Call with the GIL. */
+/* 1 in a fork()ed child of the process that opened c. */
+int gfp_inherited(const gfp_core *c);
+/* With the GIL: -1 and gpufeed.InvalidArgument ("what: ... fork() ...")
+ * in such a child, else 0. */
+int gfp_refuse_inherited(const gfp_core *c, const char *what);
+/* The next batch: the pending one, else 0 and *b, GF_EOF, a negative
+ * code, or 1 when a signal handler raised (the Python error is set;
+ * nothing was delivered: the next call returns the batch this one waited
+ * for). Waits in slices of gf_next_timed with the GIL released. Call with
+ * the GIL. */
 int gfp_core_next(gfp_core *c, gf_batch **b);
+/* With the GIL: gives the pending batch back to the ring (close,
+ * load_state_dict); the state and stats are the loader's again. */
+void gfp_core_drop_pending(gfp_core *c);
+/* With the GIL: what state_dict reports (the pending batch undelivered). */
+void gfp_core_state(gfp_core *c, gf_state *st);
+/* With the GIL, from a Batch freed untouched while an exception is set:
+ * 1 if s was the last batch delivered and is now pending (s is freed),
+ * else 0 (s untouched). */
+int gfp_slot_take_back(gfp_slot *s);
 gfp_slot *gfp_slot_new(gfp_core *c, gf_batch *b);
 void gfp_slot_ref(gfp_slot *s);
 void gfp_slot_unref(gfp_slot *s); /* any thread, GIL or not */

@@ -21,6 +21,8 @@ static gfp_core *loader_core(LoaderObject *self)
 {
     if (!self->core)
         PyErr_SetString(PyExc_ValueError, "the loader is closed");
+    else if (gfp_refuse_inherited(self->core, "gpufeed.Loader"))
+        return NULL;
     return self->core;
 }
 
@@ -239,7 +241,9 @@ static void loader_drop(LoaderObject *self)
 {
     gfp_core *c = self->core;
     self->core = NULL;
-    if (c) {
+    if (c && !gfp_inherited(c)) { /* a fork()ed child's copy is leaked, untouched */
+        c->closed = 1;
+        gfp_core_drop_pending(c);
         Py_BEGIN_ALLOW_THREADS
         gfp_core_unref(c);
         Py_END_ALLOW_THREADS
@@ -328,6 +332,12 @@ static PyObject *loader_stats(PyObject *op, PyObject *unused)
         return NULL;
     gf_stats st;
     gf_get_stats(c->l, &st);
+    if (c->pending) { /* taken back after a KeyboardInterrupt: not delivered */
+        st.batches--;
+        st.samples -= (uint64_t)c->pending->count;
+        st.epoch = c->pending_state.epoch;
+        st.position = c->pending_state.position;
+    }
     PyObject *d = PyDict_New(), *l = NULL;
     if (!d)
         return NULL;
@@ -406,7 +416,7 @@ static PyObject *loader_get_state(PyObject *op, PyObject *unused)
     if (!c)
         return NULL;
     gf_state st;
-    gf_get_state(c->l, &st); /* an observer: also while next() waits */
+    gfp_core_state(c, &st); /* an observer: also while next() waits */
     gf_stats stats;
     gf_get_stats(c->l, &stats);
     /* samples and index_hash: the data set's identity, which gf_state lacks. */
@@ -453,6 +463,7 @@ static PyObject *loader_set_state(PyObject *op, PyObject *arg)
     gfp_core *c = loader_enter((LoaderObject *)op, "load_state_dict");
     if (!c)
         return NULL;
+    gfp_core_drop_pending(c);
     int rc;
     char why[1024];
     Py_BEGIN_ALLOW_THREADS

@@ -6,8 +6,11 @@
  * checks and composite keywords live in gpufeed/__init__.py.
  * Runs on the Python threads that call it; blocking calls drop the GIL.
  */
+#include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
+#include <time.h>
 
 #include "gpufeed_py.h"
 
@@ -260,22 +263,132 @@ int gfp_settings_from(gf_settings *s, PyObject *data, PyObject *fields)
 
 /* ---- verify ------------------------------------------------------------- */
 
+/* One gf_verify on a thread of its own, so that the caller's thread can
+ * take Ctrl-C (signal handlers run on Python's main thread only). Owned
+ * by both threads (refs, under mu): the last one frees it. */
+typedef struct {
+    gf_settings s;
+    char *data;       /* s.data's copy: the worker may outlive the call */
+    gf_verify_result *r;
+    int rc, done, refs, cancel;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} verify_job;
+
+static void verify_job_unref(verify_job *j)
+{
+    pthread_mutex_lock(&j->mu);
+    int last = --j->refs == 0;
+    pthread_mutex_unlock(&j->mu);
+    if (!last)
+        return;
+    gf_verify_free(&j->r);
+    free(j->data);
+    pthread_cond_destroy(&j->cv);
+    pthread_mutex_destroy(&j->mu);
+    free(j);
+}
+
+static void *verify_main(void *arg)
+{
+    verify_job *j = arg;
+    int rc = gf_verify_cancellable(&j->s, &j->r, &j->cancel);
+    pthread_mutex_lock(&j->mu);
+    j->rc = rc;
+    j->done = 1;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    verify_job_unref(j);
+    return NULL;
+}
+
+/* Waits up to ns for the worker: 1 once it is done. Without the GIL. */
+static int verify_wait(verify_job *j, long ns)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    t.tv_sec += ns / 1000000000;
+    t.tv_nsec += ns % 1000000000;
+    if (t.tv_nsec >= 1000000000) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&j->mu);
+    while (!j->done && pthread_cond_timedwait(&j->cv, &j->mu, &t) != ETIMEDOUT)
+        ;
+    int done = j->done;
+    pthread_mutex_unlock(&j->mu);
+    return done;
+}
+
+/* Runs j on its thread: 0 and j->rc, j->r; -1 with the exception set (a
+ * signal handler's, after which the run is cancelled: the library lets go
+ * within a slice, and a close slower than half a second finishes on the
+ * worker, which frees j; no thread: ThreadError). Consumes the caller's
+ * reference on error. */
+static int verify_run(verify_job *j)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&j->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&j->mu, NULL);
+    j->refs = 2;
+    pthread_t th;
+    if (pthread_create(&th, NULL, verify_main, j) != 0) {
+        j->refs = 1;
+        verify_job_unref(j);
+        gfp_raise(GF_ETHREAD, "verify: no thread could be started", NULL);
+        return -1;
+    }
+    int done = 0;
+    while (!done) {
+        Py_BEGIN_ALLOW_THREADS
+        done = verify_wait(j, 50 * 1000 * 1000);
+        Py_END_ALLOW_THREADS
+        if (!done && PyErr_CheckSignals() < 0) {
+            __atomic_store_n(&j->cancel, 1, __ATOMIC_RELEASE);
+            Py_BEGIN_ALLOW_THREADS
+            done = verify_wait(j, 500 * 1000 * 1000);
+            Py_END_ALLOW_THREADS
+            if (done)
+                pthread_join(th, NULL);
+            else
+                pthread_detach(th);
+            verify_job_unref(j);
+            return -1;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    pthread_join(th, NULL);
+    Py_END_ALLOW_THREADS
+    return 0;
+}
+
 /* verify(data, settings): gf_verify, the one `gpufeed verify` runs: each
- * damaged shard (index -1) then each bad sample, as a dict. */
+ * damaged shard (index -1) then each bad sample, as a dict. Ctrl-C
+ * cancels it: KeyboardInterrupt within a 50 ms slice and half a second. */
 static PyObject *verify(PyObject *m, PyObject *args)
 {
     (void)m;
     PyObject *data, *fields;
     if (!PyArg_ParseTuple(args, "OO!:verify", &data, &PyDict_Type, &fields))
         return NULL;
-    gf_settings s;
-    if (gfp_settings_from(&s, data, fields) < 0)
+    verify_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return PyErr_NoMemory();
+    if (gfp_settings_from(&j->s, data, fields) < 0 || !(j->data = strdup(j->s.data))) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        free(j);
         return NULL;
-    gf_verify_result *r = NULL;
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = gf_verify(&s, &r);
-    Py_END_ALLOW_THREADS
+    }
+    j->s.data = j->data;
+    if (verify_run(j) < 0)
+        return NULL;
+    int rc = j->rc;
+    gf_verify_result *r = j->r;
     PyObject *out = NULL;
     if (rc < 0)
         gfp_raise(rc, r ? r->error : "", NULL);
@@ -296,7 +409,7 @@ static PyObject *verify(PyObject *m, PyObject *args)
                 Py_DECREF(e);
             }
     }
-    gf_verify_free(&r);
+    verify_job_unref(j); /* the worker's is gone: frees r */
     return out;
 }
 

@@ -88,7 +88,12 @@ static void failed(gf_verify_result *r, const gf_loader *l)
     snprintf(r->error, sizeof r->error, "%s", l ? gf_last_error(l) : "");
 }
 
-static int run(gf_verify_result *r, const gf_settings *in, collector *c)
+static int cancelled(const int *cancel)
+{
+    return cancel && __atomic_load_n(cancel, __ATOMIC_ACQUIRE);
+}
+
+static int run(gf_verify_result *r, const gf_settings *in, collector *c, const int *cancel)
 {
     gf_settings s = *in;
     /* Decoding is the check: one unshuffled epoch, cheap output, every bad
@@ -129,8 +134,16 @@ static int run(gf_verify_result *r, const gf_settings *in, collector *c)
     }
     r->opened = 1;
     gf_batch *b;
-    while ((rc = gf_next(l, &b)) == 0)
-        gf_release(l, b);
+    /* In slices, so that a cancel is seen while a batch decodes. */
+    while (!cancelled(cancel) &&
+           ((rc = gf_next_timed(l, &b, cancel ? 50 * 1000 * 1000 : -1)) == 0 || rc == GF_EAGAIN))
+        if (rc == 0)
+            gf_release(l, b);
+    if (cancelled(cancel)) {
+        snprintf(r->error, sizeof r->error, "cancelled");
+        gf_close(&l);
+        return GF_EAGAIN;
+    }
     /* Named while the loader is open (the paths live until gf_close). */
     uint64_t n_skipped = gf_skipped_entry(l, 0, NULL, NULL);
     r->skipped_entries_total = n_skipped;
@@ -152,6 +165,11 @@ static int run(gf_verify_result *r, const gf_settings *in, collector *c)
 
 int gf_verify(const gf_settings *s, gf_verify_result **out)
 {
+    return gf_verify_cancellable(s, out, NULL);
+}
+
+int gf_verify_cancellable(const gf_settings *s, gf_verify_result **out, const int *cancel)
+{
     if (!out)
         return GF_EINVAL;
     gf_verify_result *r = *out = calloc(1, sizeof *r);
@@ -162,7 +180,7 @@ int gf_verify(const gf_settings *s, gf_verify_result **out)
         return GF_EINVAL;
     }
     collector c = {.oom = 0};
-    int rc = run(r, s, &c);
+    int rc = run(r, s, &c, cancel);
     const gf_stats *st = &r->stats;
     r->samples = st->epoch_samples ? st->epoch_samples : st->dataset_samples;
     r->bad = c.bad.calls > st->errors ? c.bad.calls : st->errors;
