@@ -266,9 +266,8 @@ static PyObject *loader_close(PyObject *op, PyObject *unused)
 }
 
 /* The next Batch, or None after the last epoch. */
-static PyObject *loader_next(PyObject *op, PyObject *unused)
+static PyObject *loader_take(PyObject *op, bool where)
 {
-    (void)unused;
     gfp_core *c = loader_enter((LoaderObject *)op, "next");
     if (!c)
         return NULL;
@@ -290,10 +289,30 @@ static PyObject *loader_next(PyObject *op, PyObject *unused)
         else
             snprintf(msg, sizeof msg, "%s", why);
         gfp_raise(rc, msg, c->l);
-    } else
+    } else {
+        uint64_t epoch = b->epoch, position = b->position;
         out = gfp_batch_new(c, b);
+        if (out && where)
+            out = Py_BuildValue("NKK", out, (unsigned long long)epoch,
+                                (unsigned long long)position);
+    }
     loader_leave(c);
     return out;
+}
+
+static PyObject *loader_next(PyObject *op, PyObject *unused)
+{
+    (void)unused;
+    return loader_take(op, false);
+}
+
+/* (Batch, epoch, position) or None: the Python layer learns where a batch
+ * is without touching it, so a batch it has not yet handed on is still
+ * "untouched" if an exception (a KeyboardInterrupt) drops it. */
+static PyObject *loader_take_where(PyObject *op, PyObject *unused)
+{
+    (void)unused;
+    return loader_take(op, true);
 }
 
 #define STAT_U64(f) if (put(d, #f, PyLong_FromUnsignedLongLong(st.f)) < 0) goto fail;
@@ -692,6 +711,8 @@ static PyMethodDef loader_methods[] = {
     {"sample_label", loader_sample_label, METH_O, NULL},
     {"read_sample", loader_read_sample, METH_O, NULL},
     {"next", loader_next, METH_NOARGS, "the next Batch, None after the last epoch"},
+    {"take", loader_take_where, METH_NOARGS, "(the next Batch, its epoch, its position), "
+                                             "None after the last epoch"},
     {"close", loader_close, METH_NOARGS, NULL},
     {"stats", loader_stats, METH_NOARGS, NULL},
     {"recent_warnings", loader_recent_warnings, METH_NOARGS, NULL},

@@ -253,7 +253,8 @@ class Loader:
         self._epoch_samples, self._batch_size = st["epoch_samples"], st["batch_size"]
         # Where an epoch's last batch ends (its position): drop_last cuts the tail.
         self._epoch_end = len(self) * self._batch_size if self._drop_last else self._epoch_samples
-        self._pending = None    # the next epoch's first batch, taken to see the end
+        self._pending = None    # (batch, epoch, position): the next epoch's first,
+                                # taken to see the end
         self._last = None       # (epoch, position) of the last batch taken
         self._in_epoch = False  # a `for`'s epoch is unfinished (it may have broken)
 
@@ -273,18 +274,22 @@ class Loader:
         return {name: i for i, name in enumerate(self.classes)}
 
     def _take(self):
-        """The next batch of the stream (the held-back one first), or None."""
-        b, self._pending = self._pending, None
-        if b is None:
-            b = self._c.next()
-        if b is not None:
-            self._last = (b.epoch, b.position)
-        return b
+        """(the next batch of the stream (the held-back one first), its epoch, its
+        position), or None. Where comes beside the batch, not from it: a batch
+        Python has not touched goes back to the loader if an exception (Ctrl-C
+        right after a call returns) drops it, so this layer must not touch it,
+        nor call anything while it sits in a local only."""
+        t, self._pending = self._pending, None
+        if t is None:
+            t = self._c.take()
+        if t is not None:
+            self._last = t[1:]
+        return t
 
     def _next_start(self):
         """(epoch, position) where the next batch starts."""
         if self._pending is not None:
-            return self._pending.epoch, 0
+            return self._pending[1], 0
         st = self._c.get_state()
         if st["position"] >= self._epoch_end:
             return st["epoch"] + 1, 0
@@ -292,7 +297,7 @@ class Loader:
 
     def _drop_pending(self):
         if self._pending is not None:
-            self._pending.release()  # never seen by the caller: nothing exported
+            self._pending[0].release()  # never seen by the caller: nothing exported
             self._pending = None
 
     def _seek(self, epoch, why):
@@ -330,10 +335,10 @@ class Loader:
         return _Epoch(self)
 
     def __next__(self):
-        b = self._take()
-        if b is None:
+        t = self._take()
+        if t is None:
             raise StopIteration
-        return b
+        return t[0]
 
     def __len__(self):
         """Batches per epoch (this rank's)."""
@@ -378,7 +383,7 @@ class Loader:
         set's) and index_hash (over every sample's path and label), all ints."""
         state = self._c.get_state()
         if self._pending is not None:  # taken to see the epoch end, not delivered
-            state["epoch"], state["position"] = self._pending.epoch, 0
+            state["epoch"], state["position"] = self._pending[1], 0
         return state
 
     def load_state_dict(self, state):
@@ -418,16 +423,16 @@ class _Epoch:
         loader = self._loader
         if self._done:
             raise StopIteration
-        b = loader._take()
-        if b is not None and self._epoch is not None and b.epoch != self._epoch:
-            loader._pending, b = b, None
-        if b is None:
+        t = loader._take()
+        if t is not None and self._epoch is not None and t[1] != self._epoch:
+            loader._pending, t = t, None
+        if t is None:
             self._done, loader._in_epoch = True, False
             raise StopIteration
-        self._epoch = b.epoch
-        if b.position >= loader._epoch_end:
+        self._epoch = t[1]
+        if t[2] >= loader._epoch_end:
             self._done, loader._in_epoch = True, False
-        return b
+        return t[0]
 
 
 def _error(cls, msg):

@@ -283,6 +283,7 @@ class _Iter:
         self._loader = loader
         self._epoch = epoch
         self._done = False
+        self._pending = None
 
     def __iter__(self):
         return self
@@ -298,15 +299,21 @@ class _Iter:
         if lo._iterator is not self:
             raise RuntimeError("gpufeed.DataLoader: a newer iter() started the next epoch; "
                                "this iterator is finished (one iterator at a time)")
-        b = lo._c.next()
-        if b is None:
+        t, self._pending = self._pending, None
+        if t is None:
+            t = lo._c.take()
+        if t is None:
             self._done = True
             raise StopIteration
-        images = torch.from_dlpack(b.data)
-        targets = torch.from_dlpack(b.labels).long()
-        b.release()  # the tensors hold the slot now
-        if lo._uint8:
-            images = images.permute(0, 3, 1, 2)
-        if lo._pin:
-            images, targets = images.pin_memory(), targets.pin_memory()
-        return images, targets
+        b = t[0]
+        try:  # a KeyboardInterrupt before the batch is handed out keeps it for next time
+            images = torch.from_dlpack(b.data)
+            targets = torch.from_dlpack(b.labels)  # int64
+            if lo._uint8:
+                images = images.permute(0, 3, 1, 2)
+            if lo._pin:
+                images, targets = images.pin_memory(), targets.pin_memory()
+        except BaseException:
+            self._pending = t
+            raise
+        return images, targets  # the tensors hold the slot; b's claim ends with this frame

@@ -106,7 +106,7 @@ def test_caught_interrupts_lose_no_batch(large):
     got, interrupts, state, wrong_state = {}, 0, loader.state_dict(), 0
     th.start()
     try:
-        it = iter(loader)
+        it = loader  # next(loader): the stream across epochs (a `for` is one epoch)
         while True:
             armed[0] = True
             try:
