@@ -1,13 +1,16 @@
 /* Batches the consumer keeps: a held batch costs its own slot, never the
  * run. Kept over many steps, many at once, in gradient-accumulation
  * groups, across gf_seek and gf_set_state; past max_held_batches gf_next
- * is GF_EBUSY naming them, and recovers once one is released. The bytes
- * never depend on the holding pattern. */
+ * is GF_EBUSY naming them, and recovers once one is released, also when
+ * another thread releases them. The bytes never depend on the holding
+ * pattern. */
 #include "gpufeed.h"
 #include "mix.h"
 #include "testutil.h"
 
 #include <check.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -326,6 +329,80 @@ START_TEST(the_same_seed_gives_the_same_batches_whatever_the_holding)
 }
 END_TEST
 
+/* Held batches handed to another thread, which releases them while gf_next
+ * adds slots and the controller refills others (TSan's case). */
+typedef struct releaser {
+    gf_loader *l;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    gf_batch *queue[64];
+    int head, tail;
+    int released;
+    bool done;
+} releaser;
+
+static void *release_main(void *arg)
+{
+    releaser *r = arg;
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        while (r->head == r->tail && !r->done)
+            pthread_cond_wait(&r->cv, &r->mu);
+        if (r->head == r->tail)
+            break;
+        gf_batch *b = r->queue[r->head++ % 64];
+        pthread_mutex_unlock(&r->mu);
+        ck_assert_int_eq(gf_release(r->l, b), 0);
+        pthread_mutex_lock(&r->mu);
+        r->released++;
+        pthread_cond_broadcast(&r->cv);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+START_TEST(batches_released_on_another_thread_keep_the_order)
+{
+    gf_settings s;
+    plain_settings(&s, 2);
+    s.threads = 3;
+    s.max_held_batches = 4;
+    releaser r = {.l = open_ok(&s)};
+    pthread_mutex_init(&r.mu, NULL);
+    pthread_cond_init(&r.cv, NULL);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, release_main, &r), 0);
+    gf_batch *b;
+    int n = 0, rc;
+    while ((rc = gf_next(r.l, &b)) != GF_EOF) {
+        if (rc == GF_EBUSY) { /* max_held_batches: wait for a release */
+            ck_assert_ptr_nonnull(strstr(gf_last_error(r.l), "batches are held"));
+            pthread_mutex_lock(&r.mu);
+            while (r.tail - r.released >= 4)
+                pthread_cond_wait(&r.cv, &r.mu);
+            pthread_mutex_unlock(&r.mu);
+            continue;
+        }
+        ck_assert_msg(rc == 0, "%s: %s", gf_err_name(rc), gf_last_error(r.l));
+        ck_assert_int_eq(b->indices[0], n);
+        check_sample(b, 0, n++);
+        pthread_mutex_lock(&r.mu);
+        r.queue[r.tail++ % 64] = b;
+        pthread_cond_broadcast(&r.cv);
+        pthread_mutex_unlock(&r.mu);
+    }
+    pthread_mutex_lock(&r.mu);
+    r.done = true;
+    pthread_cond_broadcast(&r.cv);
+    pthread_mutex_unlock(&r.mu);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(n, N);
+    gf_close(&r.l);
+    pthread_cond_destroy(&r.cv);
+    pthread_mutex_destroy(&r.mu);
+}
+END_TEST
+
 static Suite *held_suite(void)
 {
     Suite *s = suite_create("held");
@@ -338,6 +415,7 @@ static Suite *held_suite(void)
     tcase_add_test(t, past_max_held_batches_is_busy_naming_them_and_recovers);
     tcase_add_test(t, seek_and_set_state_keep_a_held_batch_intact);
     tcase_add_test(t, the_same_seed_gives_the_same_batches_whatever_the_holding);
+    tcase_add_test(t, batches_released_on_another_thread_keep_the_order);
     suite_add_tcase(s, t);
     return s;
 }
