@@ -93,7 +93,8 @@ void gf__device_harvest(gf__device *d)
         return;
     uint64_t bytes = 0, n = 0;
     double s = 0;
-    for (int i = 0, n = atomic_load_explicit(&d->depth, memory_order_acquire); i < n; i++) {
+    const int depth = atomic_load_explicit(&d->depth, memory_order_acquire);
+    for (int i = 0; i < depth; i++) {
         dslot *sl = &d->slots[i];
         if (!atomic_load_explicit(&sl->copied, memory_order_acquire))
             continue;
