@@ -3,8 +3,9 @@
  *
  * A loader turns a data set (an ImageFolder tree, a list file or
  * WebDataset-style tar shards) into a stream of fixed-shape uint8 batches
- * (N x H x W x C), read and decoded on a pool of threads into a ring of D
- * batch slots ahead of the trainer.
+ * (N x H x W x C), read and decoded on a pool of threads into D batch
+ * slots ahead of the trainer (prefetch_depth; plus one per batch the
+ * trainer holds).
  *
  *   gf_settings s;
  *   gf_default_settings(&s);
@@ -32,10 +33,10 @@
  *   gf_next: a GF_EAGAIN takes nothing, so the next call goes on exactly.
  * - The lifecycle's: gf_open, gf_open_samples, gf_seek, gf_set_state,
  *   gf_set_order, gf_close. They stop and restart the loader's threads: no
- *   consumer's or other lifecycle call may overlap them, gf_open,
- *   gf_open_samples and gf_close need the loader wholly to themselves, and
- *   gf_seek / gf_set_state / gf_set_order need every batch released
- *   first.
+ *   consumer's or other lifecycle call may overlap them, and gf_open,
+ *   gf_open_samples and gf_close need the loader wholly to themselves.
+ *   Batches held across gf_seek / gf_set_state / gf_set_order stay valid
+ *   until released.
  * - The observers': gf_get_stats, gf_get_state, gf_last_error,
  *   gf_sample_path, gf_sample_label, gf_read_sample. From any thread, any
  *   number at once, also while gf_next blocks and while gf_seek or
@@ -300,7 +301,8 @@ typedef struct gf_settings {
     int height, width;     /* output size, 224 x 224 */
     int channels;          /* 3 (RGB); 1 = gray, 4 = RGBA */
     int threads;           /* decode threads; 0 = cores - 1, at least 1 */
-    int prefetch_depth;    /* batch slots in the ring; 0 = 4 */
+    int prefetch_depth;    /* batch slots prefetched into, besides those of
+                              held batches; 0 = 4 */
     int queue_depth;       /* io_uring reads in flight; 0 = 64 */
     gf_io io;              /* GF_IO_AUTO */
     gf_decoder_kind decoder; /* GF_DECODER_AUTO */
@@ -378,7 +380,13 @@ typedef struct gf_settings {
      * in .tga are exempt) is refused (GF_EFORMAT) after those 64 KiB. */
     uint64_t read_budget_bytes;
     gf_on_shard_error on_shard_error; /* GF_SHARD_FOLLOW: a damaged tar shard */
-    uint8_t reserved[20];  /* zero; room for fields without an ABI break */
+    /* Batches the consumer may hold at once (taken by gf_next, not yet
+     * released); 0 = 16. A held batch keeps its slot, and gf_next adds a
+     * slot for it (pinned within pinned_max_bytes, on CUDA a device slot
+     * within device_max_bytes), so prefetch_depth slots stay free for
+     * prefetching; past this many gf_next returns GF_EBUSY. */
+    int max_held_batches;
+    uint8_t reserved[16];  /* zero; room for fields without an ABI break */
 } gf_settings;
 
 #define GF_READ_BUDGET_DEFAULT (256ull << 20) /* 256 MiB */
@@ -440,7 +448,8 @@ typedef struct gf_stats {
     gf_io reader;              /* backend in use */
     uint64_t decoded_turbo, decoded_stb; /* samples per decoder */
     int threads, prefetch_depth, queue_depth, batch_size;
-    uint64_t ring_bytes;       /* all batch slots */
+    uint64_t ring_bytes;       /* all batch slots, those added for held
+                                  batches included */
     uint64_t buffer_bytes;     /* read and decode scratch buffers now */
     uint64_t dataset_samples;  /* samples in the index */
     uint64_t epoch_samples;    /* this rank's samples per epoch (the
@@ -640,11 +649,16 @@ GF_API int gf_open_samples(gf_loader **out, const gf_settings *s, const char *co
  * then stays failed until gf_seek(). GF_EDATASET (failed the same way)
  * when a whole epoch delivered no batch because every sample failed
  * (on_error = skip): otherwise an unbounded run would never return.
- * GF_EBUSY when the slot the next batch
- * needs is still held (slot = batch number mod prefetch_depth: release
- * batches in order to keep the ring full).
- * The batch and its arrays live in a ring slot: valid until
- * gf_release(l, batch) or gf_close(). gf_next is gf_next_timed(l, out, -1). */
+ * The batch and its arrays live in a slot of their own: valid until
+ * gf_release(l, batch) or gf_close(). Batches may be held and released
+ * in any order: each held batch keeps its slot, and gf_next adds slots so
+ * that prefetch_depth are not held when it is called. GF_EBUSY when
+ * max_held_batches are held, or when every slot is held and the memory
+ * caps (pinned_max_bytes is not one: past it slots are pageable;
+ * device_max_bytes, free memory) refuse another; gf_last_error() says how
+ * many batches are held and which (their epoch and position, the oldest
+ * few). Releasing one lets the next call go on. gf_next is
+ * gf_next_timed(l, out, -1). */
 GF_API int gf_next(gf_loader *l, gf_batch **out);
 
 /* gf_next, waiting at most timeout_ns nanoseconds (on CLOCK_MONOTONIC) for
@@ -656,7 +670,7 @@ GF_API int gf_next(gf_loader *l, gf_batch **out);
  * time waited counts in stats.wait_s. */
 GF_API int gf_next_timed(gf_loader *l, gf_batch **out, int64_t timeout_ns);
 
-/* Gives a batch's slot back to the ring. Returns 0 or GF_EINVAL.
+/* Gives a batch's slot back to the loader. Returns 0 or GF_EINVAL.
  * On CUDA this is gf_release_stream(l, b, NULL). */
 GF_API int gf_release(gf_loader *l, gf_batch *b);
 
@@ -680,9 +694,10 @@ GF_API int gf_release_stream(gf_loader *l, gf_batch *b, void *stream);
 GF_API int gf_batch_wait(const gf_batch *b, void *stream);
 
 /* Restarts delivery at sample `position` of `epoch` (a batch's
- * epoch/position resumes right after it). Discards prefetched batches.
- * Returns 0, GF_EBUSY (a batch is still held) or GF_EINVAL. O(1) in the
- * data set size. */
+ * epoch/position resumes right after it). Discards prefetched batches not
+ * yet returned by gf_next; batches held stay valid until released (not
+ * concurrently with this call). Returns 0 or GF_EINVAL. O(1) in the data
+ * set size. */
 GF_API int gf_seek(gf_loader *l, uint64_t epoch, uint64_t position);
 
 /* The caller's sampler for one epoch (torch's RandomSampler or
@@ -695,14 +710,14 @@ GF_API int gf_seek(gf_loader *l, uint64_t epoch, uint64_t position);
  * share. Random crops and flips are keyed by (seed, epoch, sample index),
  * so the same (seed, epoch, order) give the same bytes whatever the
  * threads or prefetch depth. order is copied. Prefetched batches are
- * discarded, as by gf_seek, under gf_seek's rule: every batch released.
+ * discarded, as by gf_seek; held batches stay valid until released.
  * While an order is in force (from then on) gf_seek(epoch, position)
  * moves within it (position <= n; epoch + 1, 0 is its end),
  * gf_get_state says (seed, epoch, position in the order),
  * stats.epoch_samples is n, and gf_set_state is refused: the caller owns
  * the order (set it again, then gf_seek). Returns 0; GF_EINVAL (an index
  * < 0 or >= dataset_samples: the message names its position; order NULL
- * with n > 0); GF_EBUSY (a batch is held); GF_ENOMEM. */
+ * with n > 0); GF_ENOMEM. */
 GF_API int gf_set_order(gf_loader *l, uint64_t seed, uint64_t epoch, const int64_t *order,
                         uint64_t n);
 
@@ -726,8 +741,8 @@ GF_API int gf_get_state(gf_loader *l, gf_state *st);
 /* Resumes from a saved state: the following batches are exactly those the
  * saved run would have delivered next. Returns 0; GF_EINVAL if the state
  * is of another version, seed, rank or world than this loader's settings
- * (the message says which), or an order set by gf_set_order is in force;
- * GF_EBUSY if a batch is held. */
+ * (the message says which), or an order set by gf_set_order is in force.
+ * Held batches stay valid, as for gf_seek. */
 GF_API int gf_set_state(gf_loader *l, const gf_state *st);
 
 /* Fills *st, every byte (reserved ones 0). Returns 0 or GF_EINVAL. An

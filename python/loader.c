@@ -282,10 +282,9 @@ static PyObject *loader_take(PyObject *op, bool where)
         char msg[1200];
         const char *why = gf_last_error(c->l);
         if (rc == GF_EBUSY)
-            snprintf(msg, sizeof msg, "%s: every one of the %d ring slots (prefetch_depth) is "
-                     "held by a Batch or a tensor made from it, so no batch can be filled; "
-                     "keep copies (tensor.clone()) instead of the batches, or raise "
-                     "prefetch_depth", why, c->prefetch_depth);
+            snprintf(msg, sizeof msg, "%s (a Batch, or a tensor made from one, holds its "
+                     "batch: keep copies, tensor.clone(), instead of the batches, or raise "
+                     "max_held_batches)", why);
         else
             snprintf(msg, sizeof msg, "%s", why);
         gfp_raise(rc, msg, c->l);

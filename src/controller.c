@@ -33,16 +33,17 @@ static void push_jobs(gf_loader *l, const gf__job *js, int n)
 }
 
 /* CUDA thread (or gf-copy, when it could not queue the copy): the copy
- * out of a host slot has run, or the copy stream failed (cuda_error, a
- * cudaError_t); the slot may be refilled. Everything
- * happens under mu and the count of callbacks in flight drops last:
- * stop_pipeline waits for it to reach 0 (a failed stream's synchronize
- * may return before its callbacks have run) and then may free l. While
- * stopping, the controller is gone or going: nothing wakes it. */
+ * into delivery slot o has run, or the copy stream failed (cuda_error, a
+ * cudaError_t); the host slot it read may be refilled, and o given
+ * another batch once released. Everything happens under mu and the count
+ * of callbacks in flight drops last: stop_pipeline waits for it to reach
+ * 0 (a failed stream's synchronize may return before its callbacks have
+ * run) and then may free l. While stopping, the controller is gone or
+ * going: nothing wakes it. */
 static void host_slot_copied(void *arg, int cuda_error)
 {
-    gf__slot *sl = arg;
-    gf_loader *l = sl->l;
+    gf__slot *o = arg;
+    gf_loader *l = o->l;
     char why[160];
     if (cuda_error)
         snprintf(why, sizeof why,
@@ -50,7 +51,8 @@ static void host_slot_copied(void *arg, int cuda_error)
                  "of this process may have faulted)",
                  cuda_error);
     pthread_mutex_lock(&l->mu);
-    gf__slot_set_host(sl, GF__HOST_OUT, GF__HOST_FREE);
+    gf__slot_set_host(&l->slots[o->out_src], GF__HOST_OUT, GF__HOST_FREE);
+    o->copying = false;
     if (cuda_error)
         gf__halt_locked(l, GF_ENODEV, why);
     if (!l->stopping)
@@ -61,41 +63,45 @@ static void host_slot_copied(void *arg, int cuda_error)
     pthread_mutex_unlock(&l->mu);
 }
 
-/* gf-copy: batch sl's copy, kernel and ready event are queued; the
- * consumer may have it. */
+/* gf-copy: the copy, kernel and ready event into delivery slot o are
+ * queued; the consumer may have it. */
 static void batch_queued(void *arg)
 {
-    gf__slot *sl = arg;
-    gf_loader *l = sl->l;
+    gf__slot *o = arg;
+    gf_loader *l = o->l;
     pthread_mutex_lock(&l->mu);
-    gf__slot_set_out(sl, GF__OUT_COPYING, GF__OUT_READY);
+    gf__slot_set_out(o, GF__OUT_COPYING, GF__OUT_READY);
     pthread_cond_broadcast(&l->ready_cv);
     pthread_mutex_unlock(&l->mu);
 }
 
-/* CUDA: queues the copy + kernel of finalised batch sl (l->xfer); its
- * host side is OUT until host_slot_copied. Returns 0 (queued), 1 (posted
- * to the copy thread: the delivery side is COPYING until batch_queued),
- * or GF_ENODEV having halted. */
-static int queue_copy(gf_loader *l, gf__slot *sl)
+/* CUDA: queues the copy + kernel of finalised batch l->xfer from host
+ * slot h into delivery slot o; h is OUT until host_slot_copied. Returns 0
+ * (queued), 1 (posted to the copy thread: o is COPYING until
+ * batch_queued), or GF_ENODEV having halted. */
+static int queue_copy(gf_loader *l, gf__slot *h, gf__slot *o)
 {
-    memcpy(sl->out_labels, sl->labels, (size_t)sl->count * sizeof *sl->labels);
-    memcpy(sl->out_indices, sl->indices, (size_t)sl->count * sizeof *sl->indices);
+    memcpy(o->out_labels, h->labels, (size_t)h->count * sizeof *h->labels);
+    memcpy(o->out_indices, h->indices, (size_t)h->count * sizeof *h->indices);
     char why[256] = "";
     const bool posted = gf__device_offloads(l->dev);
     /* Before the enqueue: its callbacks may free the host slot, or make
      * the batch ready, before this thread takes mu again. */
     pthread_mutex_lock(&l->mu);
     l->copies_in_flight++;
-    gf__slot_set_host(sl, GF__HOST_FINAL, GF__HOST_OUT);
+    gf__slot_set_host(h, GF__HOST_FINAL, GF__HOST_OUT);
+    o->out_src = (int)(h - l->slots);
+    o->copying = true;
     if (posted) {
-        sl->out_seq = l->xfer;
-        gf__slot_set_out(sl, GF__OUT_FREE, GF__OUT_COPYING);
+        o->out_seq = l->xfer;
+        o->out_status = 0;
+        gf__slot_set_out(o, GF__OUT_FREE, GF__OUT_COPYING);
     }
     pthread_mutex_unlock(&l->mu);
-    int rc = gf__device_enqueue(l->dev, (int)(sl - l->slots), sl->pixels,
-                                l->s.flip_on_device ? sl->flips : NULL, sl->count, l->cell_bytes,
-                                &l->cv, host_slot_copied, batch_queued, sl, why, sizeof why);
+    int rc = gf__device_enqueue(l->dev, (int)(o - l->slots), h->pixels,
+                                l->s.flip_on_device ? h->flips : NULL, h->count, l->cell_bytes,
+                                &l->cv, host_slot_copied, batch_queued, o, posted, why,
+                                sizeof why);
     if (rc >= 0)
         return rc;
     char msg[320];
@@ -105,6 +111,7 @@ static int queue_copy(gf_loader *l, gf__slot *sl)
              why);
     pthread_mutex_lock(&l->mu);
     l->copies_in_flight--; /* its callback was not queued */
+    o->copying = false;
     gf__halt_locked(l, GF_ENODEV, msg);
     pthread_mutex_unlock(&l->mu);
     return GF_ENODEV;
@@ -126,77 +133,109 @@ static void queue_convert(gf_loader *l, gf__slot *sl, gf__job *js, int *n_jobs)
     }
 }
 
-/* Hands finalised batch l->xfer to the consumer's side: on the CPU
- * straight away (after the CPU twin when one is asked for), on CUDA by
- * queueing copy + kernel into the device slot of the same index. Returns
- * true when it did; false when that delivery side is still held (CUDA)
- * or the device failed. */
+/* Under mu: the delivery side for host slot h's batch. CPU: h's own (the
+ * same memory; FREE, since h was). CUDA: h's device slot if free, else
+ * any free one whose last copy's done() has run (it owns the slot's
+ * in-flight record); NULL when all are held or busy. */
+static gf__slot *delivery_slot(gf_loader *l, gf__slot *h)
+{
+    if (!l->dev) {
+        assert(h->out_state == GF__OUT_FREE);
+        return h;
+    }
+    if (h->out_state == GF__OUT_FREE && !h->copying)
+        return h;
+    for (int i = 0; i < l->n_slots; i++) {
+        gf__slot *o = &l->slots[i];
+        if (o->out_state == GF__OUT_FREE && !o->copying)
+            return o;
+    }
+    return NULL;
+}
+
+/* Hands finalised batch l->xfer to a delivery side: on the CPU its own
+ * slot's straight away (after the CPU twin when one is asked for), on
+ * CUDA by queueing copy + kernel into a free device slot. Returns true
+ * when it did; false when no device slot is free (CUDA) or the device
+ * failed. */
 static bool deliver_next(gf_loader *l, gf__job *js, int *n_jobs)
 {
     assert(l->xfer < l->fin);
-    gf__slot *sl = gf__slot_of(l, l->xfer);
-    assert(sl->seq == l->xfer);
+    gf__slot *h = gf__slot_of(l, l->xfer);
+    assert(h->seq == l->xfer);
     pthread_mutex_lock(&l->mu);
-    /* CUDA: not FREE, the consumer still holds this device slot; not
-     * FINAL, its copy could not be queued and the loader has halted. */
-    bool out_free = sl->out_state == GF__OUT_FREE, final = sl->host == GF__HOST_FINAL;
+    /* Not FINAL: its copy could not be queued and the loader has halted. */
+    gf__slot *o = h->host == GF__HOST_FINAL ? delivery_slot(l, h) : NULL;
     pthread_mutex_unlock(&l->mu);
-    if (!out_free || !final)
+    if (!o)
         return false;
 
-    gf_batch *b = &sl->batch;
-    b->count = sl->count;
-    b->epoch = sl->epoch;
-    b->position = sl->end_pos;
-    int out = sl->empty ? GF__OUT_EMPTY : GF__OUT_READY;
-    bool has_pixels = !sl->empty && sl->status == 0;
+    gf_batch *b = &o->batch;
+    b->count = h->count;
+    b->epoch = h->epoch;
+    b->position = h->end_pos;
+    int out = h->empty ? GF__OUT_EMPTY : GF__OUT_READY;
+    bool has_pixels = !h->empty && h->status == 0;
     int posted = 0; /* CUDA: the delivery side is COPYING already */
     if (has_pixels && l->dev) {
-        if ((posted = queue_copy(l, sl)) < 0)
+        if ((posted = queue_copy(l, h, o)) < 0)
             return false;
     } else if (has_pixels && l->convert) {
-        queue_convert(l, sl, js, n_jobs);
+        queue_convert(l, h, js, n_jobs);
         out = GF__OUT_CONVERTING;
     }
     pthread_mutex_lock(&l->mu);
     if (!posted) {
-        sl->out_seq = l->xfer;
-        gf__slot_set_out(sl, GF__OUT_FREE, out);
+        o->out_seq = l->xfer;
+        o->out_status = h->status;
+        gf__slot_set_out(o, GF__OUT_FREE, out);
     }
     /* CUDA: the host slot is free once copied (host_slot_copied), or now
      * if there is nothing to copy; CPU: it is the batch, free when the
      * consumer is done. */
     if (!l->dev)
-        gf__slot_set_host(sl, GF__HOST_FINAL, GF__HOST_OUT);
+        gf__slot_set_host(h, GF__HOST_FINAL, GF__HOST_OUT);
     else if (!has_pixels)
-        gf__slot_set_host(sl, GF__HOST_FINAL, GF__HOST_FREE);
+        gf__slot_set_host(h, GF__HOST_FINAL, GF__HOST_FREE);
     l->xfer++;
     pthread_cond_broadcast(&l->ready_cv);
     pthread_mutex_unlock(&l->mu);
     return true;
 }
 
-/* Claims free slots for new batches while the cursor has samples. */
+/* Under mu: a slot whose host side is free (the lowest), or NULL. */
+static gf__slot *free_host_slot(gf_loader *l)
+{
+    for (int i = 0; i < l->n_slots; i++)
+        if (l->slots[i].host == GF__HOST_FREE)
+            return &l->slots[i];
+    return NULL;
+}
+
+/* Gives new batches free slots while the cursor has samples. */
 static void assign_batches(gf_loader *l, gf__job *js, int *n_jobs)
 {
     for (;;) {
         gf__cursor_normalise(&l->cur);
         pthread_mutex_lock(&l->mu);
-        gf__slot *sl = gf__slot_of(l, l->tail);
-        bool can = !l->halted && !l->stopping && sl->host == GF__HOST_FREE &&
-                   l->tail - l->head < (uint64_t)l->active_depth;
+        gf__slot *sl = !l->halted && !l->stopping &&
+                               l->tail - l->head < (uint64_t)l->active_depth
+                           ? free_host_slot(l)
+                           : NULL;
         bool more = epochs_left(l, l->cur.epoch);
         if (!more && !l->exhausted) {
             l->exhausted = true;
             pthread_cond_broadcast(&l->ready_cv);
         }
-        if (can && more)
+        if (sl && more)
             gf__slot_set_host(sl, GF__HOST_FREE, GF__HOST_FILLING);
         pthread_mutex_unlock(&l->mu);
-        if (!can || !more)
+        if (!sl || !more)
             return;
         assert(sl->n_errs == 0); /* cleared when finalised, or by stop_pipeline */
 
+        /* Batches from xfer to tail are fewer than D: seq % D is unique. */
+        l->seq_slot[l->tail % (uint64_t)l->D] = (uint32_t)(sl - l->slots);
         sl->seq = l->tail;
         sl->epoch = l->cur.epoch;
         sl->end_pos = 0;

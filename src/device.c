@@ -6,7 +6,9 @@
  * device_nocuda.c instead. The invariants below hold across these files.
  *
  * Threads: open, close and host slot memory run on gf_open/gf_close's
- * thread, their CUDA calls on the device's helper (gf-cuda); enqueue and
+ * thread, grow and host slot memory also on the consumer's (a slot added
+ * for a held batch), their CUDA calls on the device's helper (gf-cuda);
+ * enqueue and
  * harvest on the controller; a batch's queueing (queue_batch) on the
  * controller, or with pageable host slots on the copy thread (gf-copy);
  * copied() on a CUDA thread; release and wait on the consumer's threads
@@ -15,15 +17,19 @@
  * Invariants (no reuse race by construction):
  * - A copy stream carries each batch's copy, conversion, ready event and
  *   done() in that order: one stream for the ring (the default, batches
- *   in order), or slot i's own (copy_stream_per_slot: batches of
- *   different slots may overlap; nothing below needs their order).
+ *   in order), or one per prefetch slot, slot i on i % D
+ *   (copy_stream_per_slot: batches of different slots may overlap; nothing
+ *   below needs their order).
  * - One thread queues every batch of a device, in the order the
  *   controller hands them over: the controller when all host slots are
  *   pinned; gf-copy, in the order posted, as soon as one is pageable (a
  *   copy from pageable memory blocks its caller until the stream reaches
  *   it, and the controller also drives reads and decodes).
- * - A host slot is reused only after done() has run, and done() is queued
- *   on the copy stream after its copy: the GPU has read the host memory.
+ * - Any host slot may feed device slot i. A host slot is reused only
+ *   after done() has run, and done() is queued on the copy stream after
+ *   its copy: the GPU has read the host memory. Device slot i takes
+ *   another batch only after its last done() too (the loader's `copying`):
+ *   slot i's in-flight record (done, arg, timing events) is one batch's.
  *   A batch posted to gf-copy has its host slot OUT until then too.
  * - A batch is handed to the consumer only once its ready event is
  *   recorded: after gf__device_enqueue returns 0, or, posted to gf-copy,
@@ -104,30 +110,65 @@ typedef struct open_call {
     int rc;
 } open_call;
 
+static uint64_t slot_bytes(const gf__device *d)
+{
+    return (uint64_t)d->in_bytes + d->out_bytes + d->flip_bytes;
+}
+
+/* Device slot i's memory and events, on the loader's device. */
+static cudaError_t alloc_dslot(gf__device *d, int i)
+{
+    dslot *sl = &d->slots[i];
+    cudaError_t e;
+    if ((d->in_bytes && (e = cudaMalloc(&sl->in, d->in_bytes)) != cudaSuccess) ||
+        (e = cudaMalloc(&sl->out, d->out_bytes ? d->out_bytes : 1)) != cudaSuccess ||
+        (d->flip_bytes && (e = cudaMalloc((void **)&sl->flips, d->flip_bytes)) != cudaSuccess) ||
+        (e = cudaEventCreateWithFlags(&sl->ready, cudaEventDisableTiming)) != cudaSuccess ||
+        (e = cudaEventCreateWithFlags(&sl->released, cudaEventDisableTiming)) != cudaSuccess ||
+        (e = cudaEventCreateWithFlags(&sl->h2d_from, cudaEventDefault)) != cudaSuccess ||
+        (e = cudaEventCreateWithFlags(&sl->h2d_to, cudaEventDefault)) != cudaSuccess)
+        return e;
+    return cudaSuccess;
+}
+
+/* Frees what alloc_dslot made; slot i is unused (close, or a failed
+ * grow). */
+static void free_dslot(gf__device *d, int i)
+{
+    dslot *sl = &d->slots[i];
+    cudaFree(sl->in);
+    cudaFree(sl->out);
+    cudaFree(sl->flips);
+    cudaEvent_t evs[] = {sl->ready, sl->released, sl->h2d_from, sl->h2d_to};
+    for (size_t k = 0; k < sizeof evs / sizeof evs[0]; k++)
+        if (evs[k])
+            cudaEventDestroy(evs[k]);
+    *sl = (dslot){.d = d};
+}
+
 /* On the loader's device: checks the budget, creates the stream, and
- * allocates the slots. */
+ * allocates the first `depth` slots. */
 static void open_main(void *p)
 {
     open_call *c = p;
     gf__device *d = c->d;
     cudaError_t e;
-    uint64_t per_slot = (uint64_t)d->in_bytes + d->out_bytes + d->flip_bytes;
-    uint64_t need = per_slot * (uint64_t)d->depth;
+    const int depth = atomic_load_explicit(&d->depth, memory_order_relaxed);
+    uint64_t per_slot = slot_bytes(d);
+    uint64_t need = per_slot * (uint64_t)depth;
     size_t free_b = 0, total_b = 0;
     if ((e = cudaMemGetInfo(&free_b, &total_b)) != cudaSuccess) {
         c->rc = cuda_fail(e, "cudaMemGetInfo", c->why, c->why_len);
         return;
     }
-    uint64_t budget = c->s->device_max_bytes
-                          ? GF__MIN(c->s->device_max_bytes, (uint64_t)free_b)
-                          : (uint64_t)free_b;
+    uint64_t budget = d->device_max ? GF__MIN(d->device_max, (uint64_t)free_b) : (uint64_t)free_b;
     if (need > budget) {
         gf__why(c->why, c->why_len,
                 "device %d: the ring needs %.1f MiB (%d slots x %.1f MiB) but %.1f MiB are "
                 "available (%.1f MiB free of %.1f MiB%s)",
-                d->id, need / 1048576.0, d->depth, per_slot / 1048576.0, budget / 1048576.0,
+                d->id, need / 1048576.0, depth, per_slot / 1048576.0, budget / 1048576.0,
                 free_b / 1048576.0, total_b / 1048576.0,
-                c->s->device_max_bytes ? ", device_max_bytes set" : "");
+                d->device_max ? ", device_max_bytes set" : "");
         c->rc = GF_ENOMEM;
         return;
     }
@@ -138,28 +179,19 @@ static void open_main(void *p)
             return;
         }
     }
-    for (int i = 0; i < d->depth; i++) {
-        dslot *sl = &d->slots[i];
-        if ((d->in_bytes && (e = cudaMalloc(&sl->in, d->in_bytes)) != cudaSuccess) ||
-            (e = cudaMalloc(&sl->out, d->out_bytes ? d->out_bytes : 1)) != cudaSuccess ||
-            (d->flip_bytes &&
-             (e = cudaMalloc((void **)&sl->flips, d->flip_bytes)) != cudaSuccess) ||
-            (e = cudaEventCreateWithFlags(&sl->ready, cudaEventDisableTiming)) != cudaSuccess ||
-            (e = cudaEventCreateWithFlags(&sl->released, cudaEventDisableTiming)) !=
-                cudaSuccess ||
-            (e = cudaEventCreateWithFlags(&sl->h2d_from, cudaEventDefault)) != cudaSuccess ||
-            (e = cudaEventCreateWithFlags(&sl->h2d_to, cudaEventDefault)) != cudaSuccess) {
+    for (int i = 0; i < depth; i++) {
+        if ((e = alloc_dslot(d, i)) != cudaSuccess) {
             c->rc = cuda_fail(e, "allocating the device ring", c->why, c->why_len);
             return;
         }
     }
-    d->device_bytes = need;
+    atomic_store_explicit(&d->device_bytes, need, memory_order_relaxed);
     c->rc = 0;
 }
 
 int gf__device_open(gf__device **out, const gf_settings *s, int id_from_env, int depth,
-                    size_t in_bytes, size_t out_bytes, size_t flip_bytes, char *why,
-                    size_t why_len)
+                    int capacity, size_t in_bytes, size_t out_bytes, size_t flip_bytes,
+                    char *why, size_t why_len)
 {
     *out = NULL;
     int n = 0;
@@ -178,7 +210,7 @@ int gf__device_open(gf__device **out, const gf_settings *s, int id_from_env, int
 
     gf__device *d = calloc(1, sizeof *d);
     const int n_copy = s->copy_stream_per_slot ? depth : 1;
-    if (!d || !(d->slots = calloc((size_t)depth, sizeof *d->slots)) ||
+    if (!d || !(d->slots = calloc((size_t)capacity, sizeof *d->slots)) ||
         !(d->copy = calloc((size_t)n_copy, sizeof *d->copy))) {
         if (d)
             free(d->slots);
@@ -188,12 +220,14 @@ int gf__device_open(gf__device **out, const gf_settings *s, int id_from_env, int
     }
     d->n_copy = n_copy;
     d->id = id;
-    d->depth = depth;
+    atomic_init(&d->depth, depth);
+    d->capacity = capacity;
+    d->device_max = s->device_max_bytes;
     d->in_bytes = in_bytes;
     d->out_bytes = out_bytes;
     d->flip_bytes = flip_bytes;
     d->pinned_max = s->pinned_max_bytes;
-    for (int i = 0; i < depth; i++)
+    for (int i = 0; i < capacity; i++)
         d->slots[i].d = d;
     pthread_mutex_init(&d->stat_mu, NULL);
     gf__dthread_start(&d->helper, id, "gf-cuda");
@@ -215,18 +249,12 @@ static void close_main(void *p)
     for (int i = 0; i < d->n_copy; i++)
         if (d->copy[i])
             cudaStreamSynchronize(d->copy[i]);
-    for (int i = 0; i < d->depth; i++) {
-        dslot *sl = &d->slots[i];
+    const int depth = atomic_load_explicit(&d->depth, memory_order_acquire);
+    for (int i = 0; i < depth; i++) {
         /* the consumer's work on the slot, queued before its release */
-        if (sl->release_recorded)
-            cudaEventSynchronize(sl->released);
-        cudaFree(sl->in);
-        cudaFree(sl->out);
-        cudaFree(sl->flips);
-        cudaEvent_t evs[] = {sl->ready, sl->released, sl->h2d_from, sl->h2d_to};
-        for (size_t k = 0; k < sizeof evs / sizeof evs[0]; k++)
-            if (evs[k])
-                cudaEventDestroy(evs[k]);
+        if (d->slots[i].release_recorded)
+            cudaEventSynchronize(d->slots[i].released);
+        free_dslot(d, i);
     }
     for (int i = 0; i < d->n_copy; i++)
         if (d->copy[i])
@@ -254,7 +282,64 @@ int gf__device_id(const gf__device *d)
 
 uint64_t gf__device_bytes(const gf__device *d)
 {
-    return d ? d->device_bytes : 0;
+    return d ? atomic_load_explicit(&((gf__device *)d)->device_bytes, memory_order_relaxed) : 0;
+}
+
+typedef struct grow_call {
+    gf__device *d;
+    int i;
+    char *why;
+    size_t why_len;
+    int rc;
+} grow_call;
+
+/* On the loader's device: slot i within the budget, or why not. */
+static void grow_main(void *p)
+{
+    grow_call *c = p;
+    gf__device *d = c->d;
+    const uint64_t per_slot = slot_bytes(d);
+    const uint64_t now = atomic_load_explicit(&d->device_bytes, memory_order_relaxed);
+    size_t free_b = 0, total_b = 0;
+    cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
+    if (e != cudaSuccess) {
+        c->rc = cuda_fail(e, "cudaMemGetInfo", c->why, c->why_len);
+        return;
+    }
+    if ((d->device_max && now + per_slot > d->device_max) || per_slot > (uint64_t)free_b) {
+        gf__why(c->why, c->why_len,
+                "device %d: another %.1f MiB slot would pass %s (%.1f MiB taken, %.1f MiB free)",
+                d->id, per_slot / 1048576.0,
+                d->device_max && now + per_slot > d->device_max ? "device_max_bytes"
+                                                                : "the free memory",
+                now / 1048576.0, free_b / 1048576.0);
+        c->rc = GF_ENOMEM;
+        return;
+    }
+    if ((e = alloc_dslot(d, c->i)) != cudaSuccess) {
+        free_dslot(d, c->i);
+        c->rc = cuda_fail(e, "allocating a device slot", c->why, c->why_len);
+        return;
+    }
+    atomic_store_explicit(&d->device_bytes, now + per_slot, memory_order_relaxed);
+    c->rc = 0;
+}
+
+int gf__device_grow(gf__device *d, int i, char *why, size_t why_len)
+{
+    if (i < atomic_load_explicit(&d->depth, memory_order_relaxed))
+        return 0; /* made by an earlier try whose host slot failed */
+    if (i != atomic_load_explicit(&d->depth, memory_order_relaxed) || i >= d->capacity) {
+        gf__why(why, why_len, "internal error: device slot %d of %d", i, d->capacity);
+        return GF_ENOMEM;
+    }
+    grow_call c = {.d = d, .i = i, .why = why, .why_len = why_len, .rc = GF_ENODEV};
+    cudaError_t e = on_device(d, grow_main, &c);
+    if (e != cudaSuccess)
+        return cuda_fail(e, "cudaSetDevice", why, why_len);
+    if (c.rc == 0) /* whole: the controller and gf__device_wait may look at it */
+        atomic_store_explicit(&d->depth, i + 1, memory_order_release);
+    return c.rc;
 }
 
 int gf__device_bind(gf__device *d)
@@ -306,9 +391,10 @@ void *gf__host_alloc(gf__device *d, size_t bytes, int *pinned, char *why, size_t
         }
         /* From now on every batch is queued on gf-copy (the top says why);
          * without that thread, on the controller as before. */
-        if (!d->offload) {
-            d->offload = true;
+        if (!atomic_load_explicit(&d->offload, memory_order_relaxed)) {
             gf__dthread_start(&d->copier, d->id, "gf-copy");
+            /* After the start: the controller may post as soon as it sees it. */
+            atomic_store_explicit(&d->offload, true, memory_order_release);
         }
     }
     return gf__host_alloc_pageable(bytes);
@@ -390,7 +476,7 @@ static gf__device *device_of(cudaEvent_t event)
     gf__device *found = NULL;
     pthread_mutex_lock(&open_mu);
     for (gf__device *d = open_devices; d && !found; d = d->next_open)
-        for (int i = 0; i < d->depth; i++)
+        for (int i = 0, n = atomic_load_explicit(&d->depth, memory_order_acquire); i < n; i++)
             if (d->slots[i].ready == event) {
                 found = d;
                 break;

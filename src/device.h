@@ -27,12 +27,17 @@ typedef struct gf__device gf__device;
  * them), creates the copy stream and allocates `depth` device slots of
  * in_bytes (uint8 staging, 0 = copy straight to out) + out_bytes +
  * flip_bytes, checking the budget (s->device_max_bytes, or free memory)
- * first. The caller's current device is never touched. Returns 0;
- * GF_ENODEV (built without CUDA, no driver, no device) or GF_ENOMEM (over
- * budget or cudaMalloc failed), with why. */
+ * first, with room for `capacity` slots in all. The caller's current
+ * device is never touched. Returns 0; GF_ENODEV (built without CUDA, no
+ * driver, no device) or GF_ENOMEM (over budget or cudaMalloc failed),
+ * with why. */
 int gf__device_open(gf__device **out, const gf_settings *s, int id_from_env, int depth,
-                    size_t in_bytes, size_t out_bytes, size_t flip_bytes, char *why,
-                    size_t why_len);
+                    int capacity, size_t in_bytes, size_t out_bytes, size_t flip_bytes,
+                    char *why, size_t why_len);
+/* The consumer's thread: device slot i (the next, or one made already),
+ * within device_max_bytes and the free memory. Returns 0, or GF_ENOMEM /
+ * GF_ENODEV with why. */
+int gf__device_grow(gf__device *d, int i, char *why, size_t why_len);
 void gf__device_close(gf__device *d);
 int gf__device_id(const gf__device *d);
 uint64_t gf__device_bytes(const gf__device *d);
@@ -44,11 +49,12 @@ int gf__device_bind(gf__device *d);
  * pinned total stays within s->pinned_max_bytes; else page-aligned
  * pageable memory, *pinned = 0 and the reason in why, and from then on d
  * queues every batch on its copy thread. NULL on failure. gf_open's
- * thread, before the pipeline starts. */
+ * thread, or the consumer's adding a slot (gf__ring_grow). */
 void *gf__host_alloc(gf__device *d, size_t bytes, int *pinned, char *why, size_t why_len);
 void gf__host_free(gf__device *d, void *p, int pinned);
 
-/* Controller thread. Queues on the copy stream, in this order: a wait for
+/* Controller thread, into device slot i (fed from any host slot's
+ * pixels). Queues on the copy stream, in this order: a wait for
  * the event recorded when device slot i was last released; the copy of
  * count samples (and their flips) in, between two timing events; the
  * conversion into slot i's output; the ready event; then
@@ -56,17 +62,18 @@ void gf__host_free(gf__device *d, void *p, int pinned);
  * be reused; cuda_error is 0, or the cudaError_t that stopped the stream
  * or failed the queueing. Returns 0: queued, the batch may be handed out;
  * or GF_ENODEV with why.
- * With pageable host slots (gf__device_offloads: a copy from pageable
- * memory waits for the stream, i.e. for the consumer's release) the
- * queueing is posted to the copy thread, which does it in the same order,
+ * With pageable host slots (offload, which the caller read once from
+ * gf__device_offloads: a copy from pageable memory waits for the stream,
+ * i.e. for the consumer's release) the queueing is posted to the copy
+ * thread, which does it in the same order,
  * then calls queued(arg) (the batch may be handed out from then on), or
  * done(arg, error) alone if it failed. Returns 1 then. */
 int gf__device_enqueue(gf__device *d, int i, const uint8_t *pixels, const uint8_t *flips,
                        int count, size_t cell_bytes, const gf__convert *cv,
-                       void (*done)(void *, int), void (*queued)(void *), void *arg, char *why,
-                       size_t why_len);
+                       void (*done)(void *, int), void (*queued)(void *), void *arg,
+                       bool offload, char *why, size_t why_len);
 /* Whether batches are queued on the copy thread (some host slot is
- * pageable); fixed once the ring is allocated. */
+ * pageable); false -> true at most once, when a slot is added. */
 bool gf__device_offloads(const gf__device *d);
 void *gf__device_out(const gf__device *d, int i);
 void *gf__device_ready_event(const gf__device *d, int i);

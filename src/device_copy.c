@@ -35,7 +35,7 @@ static void CUDART_CB copied(cudaStream_t stream, cudaError_t status, void *arg)
 static int queue_batch(gf__device *d, dslot *sl, cudaError_t *err, char *why, size_t why_len)
 {
     const int i = (int)(sl - d->slots);
-    cudaStream_t copy = d->copy[d->n_copy > 1 ? i : 0];
+    cudaStream_t copy = d->copy[i % d->n_copy];
     const size_t bytes = (size_t)sl->count * sl->cell_bytes;
     const bool with_flips = sl->flips && sl->host_flips;
     cudaError_t e;
@@ -93,7 +93,8 @@ void gf__device_harvest(gf__device *d)
         return;
     uint64_t bytes = 0, n = 0;
     double s = 0;
-    for (int i = 0; i < d->depth; i++) {
+    const int depth = atomic_load_explicit(&d->depth, memory_order_acquire);
+    for (int i = 0; i < depth; i++) {
         dslot *sl = &d->slots[i];
         if (!atomic_load_explicit(&sl->copied, memory_order_acquire))
             continue;
@@ -121,8 +122,8 @@ void gf__device_harvest(gf__device *d)
 
 int gf__device_enqueue(gf__device *d, int i, const uint8_t *pixels, const uint8_t *flips,
                        int count, size_t cell_bytes, const gf__convert *cv,
-                       void (*done)(void *, int), void (*queued)(void *), void *arg, char *why,
-                       size_t why_len)
+                       void (*done)(void *, int), void (*queued)(void *), void *arg,
+                       bool offload, char *why, size_t why_len)
 {
     gf__device_harvest(d); /* slot i's last copy, before it is timed again */
     dslot *sl = &d->slots[i];
@@ -134,7 +135,7 @@ int gf__device_enqueue(gf__device *d, int i, const uint8_t *pixels, const uint8_
     sl->done = done;
     sl->queued = queued;
     sl->done_arg = arg;
-    if (d->offload) {
+    if (offload) {
         atomic_fetch_add_explicit(&d->queued_off, 1, memory_order_relaxed);
         sl->call = (gf__call){.fn = copy_main, .arg = sl};
         gf__dthread_post(&d->copier, &sl->call);
@@ -147,7 +148,7 @@ int gf__device_enqueue(gf__device *d, int i, const uint8_t *pixels, const uint8_
 
 bool gf__device_offloads(const gf__device *d)
 {
-    return d && d->offload;
+    return d && atomic_load_explicit(&((gf__device *)d)->offload, memory_order_acquire);
 }
 
 static void sync_main(void *p)

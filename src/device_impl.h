@@ -36,17 +36,23 @@ typedef struct dslot {
 
 struct gf__device {
     int id;
-    int depth;
+    /* Slots made: prefetch_depth at open, more by gf__device_grow on the
+     * consumer's thread, published (release) once whole; room for
+     * capacity, so `slots` never moves. */
+    atomic_int depth;
+    int capacity;
     gf__dthread helper; /* gf-cuda */
     gf__dthread copier; /* gf-copy: started with the first pageable slot */
-    bool offload;       /* batches are queued on gf-copy */
+    atomic_bool offload; /* batches are queued on gf-copy (set once copier runs) */
     struct gf__device *next_open; /* open_devices */
-    cudaStream_t *copy; /* n_copy streams: 1, or depth (one per slot) */
+    cudaStream_t *copy; /* n_copy streams: 1, or one per prefetch slot (slot i
+                           uses copy[i % n_copy]) */
     int n_copy;
     dslot *slots;
     size_t in_bytes, out_bytes, flip_bytes;
     uint64_t pinned_max, pinned_now;
-    uint64_t device_bytes;
+    uint64_t device_max;      /* s->device_max_bytes: 0 = what is free */
+    _Atomic uint64_t device_bytes; /* observers read it while slots are added */
     pthread_mutex_t stat_mu; /* the copy totals */
     uint64_t h2d_bytes, h2d_copies;
     double h2d_s;

@@ -23,7 +23,8 @@
 #include <string.h>
 #include <time.h>
 
-/* Joins every thread and drops in-flight work; slots become FREE. */
+/* Joins every thread and drops in-flight work; slots become FREE, but
+ * those of held batches, which stay valid until released. */
 static void stop_pipeline(gf_loader *l)
 {
     if (!l->running)
@@ -50,10 +51,12 @@ static void stop_pipeline(gf_loader *l)
         l->uring = NULL;
     }
     gf__pool_reset(&l->pool);
-    for (int i = 0; i < l->D; i++) {
+    pthread_mutex_lock(&l->mu);
+    for (int i = 0; i < l->n_slots; i++) {
         gf__clear_errors(&l->slots[i]);
-        gf__slot_reset(&l->slots[i]);
+        gf__slot_reset(&l->slots[i], !l->dev);
     }
+    pthread_mutex_unlock(&l->mu);
     l->running = false;
 }
 
@@ -69,8 +72,8 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
     pthread_mutex_unlock(&l->mu);
     l->live_any = l->cur.pos > 0;
     l->live_epoch = l->cur.epoch;
-    l->head = l->tail = l->fin = l->xfer = 0;
-    l->held = 0;
+    l->head = l->tail = l->fin = l->xfer = 0; /* held batches keep theirs */
+    l->grow_refused = false;
     l->exhausted = l->stopping = l->halted = false;
     atomic_store_explicit(&l->cancel, 0, memory_order_relaxed);
     l->fail_code = l->halt_code = 0;
@@ -134,8 +137,8 @@ static int open_device(gf_loader *l)
     size_t out = B * gf__convert_sample_bytes(&l->cv);
     size_t flips = l->s.flip_on_device ? B : 0;
     char why[256] = "";
-    int rc = gf__device_open(&l->dev, &l->s, l->device_id_from_env, l->D, in, out, flips, why,
-                             sizeof why);
+    int rc = gf__device_open(&l->dev, &l->s, l->device_id_from_env, l->D, l->max_slots, in, out,
+                             flips, why, sizeof why);
     if (rc == 0) {
         l->device = GF_DEVICE_CUDA;
         return 0;
@@ -233,6 +236,7 @@ static int open_loader(gf_loader **out, const gf_settings *s, const sample_array
     l->s.data = s->data && *s->data ? l->data_path : NULL;
     l->B = s->batch_size;
     l->D = l->s.prefetch_depth;
+    l->max_slots = l->D + l->s.max_held_batches - 1;
     l->threads = l->s.threads;
     if (s->autotune) {
         l->active_threads = GF__MIN(l->s.threads, l->s.max_threads);
@@ -341,6 +345,80 @@ int gf_next(gf_loader *l, gf_batch **out)
     return gf_next_timed(l, out, -1);
 }
 
+/* Under mu: the delivery slot of batch seq, ready or empty, or NULL. */
+static gf__slot *ready_slot(gf_loader *l, uint64_t seq)
+{
+    for (int i = 0; i < l->n_slots; i++) {
+        gf__slot *sl = &l->slots[i];
+        if (sl->out_seq == seq &&
+            (sl->out_state == GF__OUT_READY || sl->out_state == GF__OUT_EMPTY))
+            return sl;
+    }
+    return NULL;
+}
+
+/* Under mu: GF_EBUSY, the message naming the held batches, oldest first
+ * by (epoch, position), a few of them. */
+static GF__COLD int held_busy(gf_loader *l, const char *why)
+{
+    char list[200] = "";
+    size_t len = 0;
+    int shown = 0;
+    uint64_t after_e = 0, after_p = 0;
+    int after_i = -1;
+    for (; shown < 4; shown++) {
+        const gf__slot *best = NULL;
+        for (int i = 0; i < l->n_slots; i++) {
+            const gf__slot *sl = &l->slots[i];
+            const gf_batch *b = &sl->batch;
+            if (sl->out_state != GF__OUT_HELD)
+                continue;
+            bool later = after_i < 0 || b->epoch > after_e ||
+                         (b->epoch == after_e &&
+                          (b->position > after_p || (b->position == after_p && i > after_i)));
+            bool earlier = !best || b->epoch < best->batch.epoch ||
+                           (b->epoch == best->batch.epoch &&
+                            b->position < best->batch.position);
+            if (later && earlier)
+                best = sl;
+        }
+        if (!best)
+            break;
+        after_e = best->batch.epoch;
+        after_p = best->batch.position;
+        after_i = (int)(best - l->slots);
+        int n = snprintf(list + len, sizeof list - len, "%s(epoch %llu, position %llu)",
+                         shown ? ", " : "", (unsigned long long)after_e,
+                         (unsigned long long)after_p);
+        len = n < 0 ? len : GF__MIN(len + (size_t)n, sizeof list - 1);
+    }
+    return gf__fail(l, GF_EBUSY, "%s: %d batches are held: %s%s; release one first", why,
+                    l->held, list, l->held > shown ? ", ..." : "");
+}
+
+/* The consumer's thread, outside mu: adds slots until prefetch_depth are
+ * not held (the batch gf_next hands out next takes one of them), within
+ * max_held_batches. A refusal (memory caps) is kept in why; the pipeline
+ * then runs on the slots it has, and a later gf_next tries again only
+ * when none is left (force). Returns 0 or the refusal's code. */
+static int keep_depth_free(gf_loader *l, bool force, char *why, size_t why_len)
+{
+    for (;;) {
+        pthread_mutex_lock(&l->mu);
+        bool need = l->n_slots < l->max_slots &&
+                    (force ? l->held >= l->n_slots : l->n_slots < l->held + l->D);
+        pthread_mutex_unlock(&l->mu);
+        if (!need || (!force && l->grow_refused))
+            return 0;
+        int rc = gf__ring_grow(l, why, why_len);
+        l->grow_refused = rc < 0;
+        if (rc < 0)
+            return rc;
+        gf__wake_controller(l); /* the new slot may take a batch */
+        force = false;
+    }
+}
+
 int gf_next_timed(gf_loader *l, gf_batch **out, int64_t timeout_ns)
 {
     if (!l || !out)
@@ -350,6 +428,9 @@ int gf_next_timed(gf_loader *l, gf_batch **out, int64_t timeout_ns)
     struct timespec until = {0, 0};
     if (timeout_ns > 0)
         until = deadline_after(timeout_ns);
+    char why[256] = "";
+    if (l->running)
+        keep_depth_free(l, false, why, sizeof why);
     int rc = 0;
     pthread_mutex_lock(&l->mu);
     l->waiting_since = t0;
@@ -362,16 +443,12 @@ int gf_next_timed(gf_loader *l, gf_batch **out, int64_t timeout_ns)
             rc = GF_EINVAL;
             break;
         }
-        gf__slot *sl = gf__slot_of(l, l->head);
-        bool here = sl->out_seq == l->head &&
-                    (sl->out_state == GF__OUT_READY || sl->out_state == GF__OUT_EMPTY);
-        if (here) {
-            /* The host side's status is still this batch's: the slot
-             * is not refilled before head moves past it. */
-            if (sl->out_state == GF__OUT_EMPTY || sl->status < 0) {
-                rc = sl->status;
-                if (rc == 0 && (!l->live_any || sl->epoch > l->live_epoch))
-                    rc = no_sample_in_epoch(l, sl->epoch);
+        gf__slot *sl = ready_slot(l, l->head);
+        if (sl) {
+            if (sl->out_state == GF__OUT_EMPTY || sl->out_status < 0) {
+                rc = sl->out_status;
+                if (rc == 0 && (!l->live_any || sl->batch.epoch > l->live_epoch))
+                    rc = no_sample_in_epoch(l, sl->batch.epoch);
                 free_out(l, sl, sl->out_state);
                 l->head++;
                 gf__wake_controller(l);
@@ -381,15 +458,22 @@ int gf_next_timed(gf_loader *l, gf_batch **out, int64_t timeout_ns)
                 }
                 continue;
             }
+            if (l->held >= l->s.max_held_batches) {
+                rc = held_busy(l, "gf_next: max_held_batches reached");
+                break;
+            }
             gf__slot_set_out(sl, GF__OUT_READY, GF__OUT_HELD);
             l->held++;
             l->head++;
+            /* A free slot may be waiting only for head to move (tail -
+             * head at active_depth): the held slots are not the bound. */
+            gf__wake_controller(l);
             l->samples += (uint64_t)sl->batch.count;
             l->batches++;
             l->live_any = true;
-            l->live_epoch = sl->epoch;
-            l->next_epoch = sl->epoch;
-            l->next_pos = sl->end_pos;
+            l->live_epoch = sl->batch.epoch;
+            l->next_epoch = sl->batch.epoch;
+            l->next_pos = sl->batch.position;
             if (l->next_pos >= l->epoch_len) {
                 l->next_epoch++;
                 l->next_pos = 0;
@@ -405,11 +489,25 @@ int gf_next_timed(gf_loader *l, gf_batch **out, int64_t timeout_ns)
             rc = GF_EOF;
             break;
         }
-        /* The next batch needs the slot of one the caller still holds. */
-        if (sl->out_state == GF__OUT_HELD) {
-            rc = gf__fail(l, GF_EBUSY, "batch slot %d is still held: release it first",
-                      (int)(l->head % (uint64_t)l->D));
+        if (l->held >= l->s.max_held_batches) {
+            rc = held_busy(l, "gf_next: max_held_batches reached");
             break;
+        }
+        /* Every slot is held: the next batch has none to go to. */
+        if (l->held >= l->n_slots) {
+            pthread_mutex_unlock(&l->mu);
+            int grew = keep_depth_free(l, true, why, sizeof why);
+            pthread_mutex_lock(&l->mu);
+            if (grew == 0 && l->held < l->n_slots)
+                continue;
+            if (l->held >= l->n_slots) {
+                char what[320];
+                snprintf(what, sizeof what, "gf_next: all %d batch slots are held and no other "
+                         "can be added (%s)", l->n_slots, why[0] ? why : "no reason given");
+                rc = held_busy(l, what);
+                break;
+            }
+            continue; /* one was released meanwhile */
         }
         if (timeout_ns < 0) {
             pthread_cond_wait(&l->ready_cv, &l->mu);
@@ -429,11 +527,12 @@ int gf_next_timed(gf_loader *l, gf_batch **out, int64_t timeout_ns)
 
 int gf_release_stream(gf_loader *l, gf_batch *b, void *stream)
 {
-    if (!l || !b || b->slot_ >= (uint32_t)l->D || &l->slots[b->slot_].batch != b)
+    if (!l || !b || !l->slots)
         return GF_EINVAL;
-    gf__slot *sl = &l->slots[b->slot_];
     pthread_mutex_lock(&l->mu);
-    bool held = sl->out_state == GF__OUT_HELD;
+    bool ours = b->slot_ < (uint32_t)l->n_slots && &l->slots[b->slot_].batch == b;
+    gf__slot *sl = ours ? &l->slots[b->slot_] : NULL;
+    bool held = sl && sl->out_state == GF__OUT_HELD;
     pthread_mutex_unlock(&l->mu);
     if (!held)
         return GF_EINVAL;
@@ -459,8 +558,10 @@ int gf_release_stream(gf_loader *l, gf_batch *b, void *stream)
     free_out(l, sl, GF__OUT_HELD);
     assert(l->held > 0);
     l->held--;
+    bool wake = l->running; /* a failed gf_seek left no loop to wake */
     pthread_mutex_unlock(&l->mu);
-    gf__wake_controller(l);
+    if (wake)
+        gf__wake_controller(l);
     return 0;
 }
 
@@ -489,9 +590,7 @@ static int restart_at(gf_loader *l, const char *who, gf__order *next, uint64_t e
     /* Under mu: the controller may be writing the message too. */
     int rc = 0;
     pthread_mutex_lock(&l->mu);
-    if (l->held)
-        rc = gf__fail(l, GF_EBUSY, "%s: %d batches are still held", who, l->held);
-    else if (position > len)
+    if (position > len)
         rc = gf__fail(l, GF_EINVAL, "%s: position %llu is past the epoch's %llu samples", who,
                   (unsigned long long)position, (unsigned long long)len);
     else if (o && epoch != o->epoch && !(epoch == o->epoch + 1 && position == 0))
@@ -623,7 +722,7 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     st->autotune_changes = l->tune_changes;
     st->queue_depth = l->s.queue_depth;
     st->batch_size = l->B;
-    st->ring_bytes = (uint64_t)l->D * ((uint64_t)l->B * (l->cell_bytes + sizeof(int32_t) +
+    st->ring_bytes = (uint64_t)l->n_slots * ((uint64_t)l->B * (l->cell_bytes + sizeof(int32_t) +
                                                         sizeof(int64_t) + sizeof(gf__cell)));
     st->ring_bytes += l->out_bytes;
     st->dataset_samples = l->ds.n;

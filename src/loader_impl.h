@@ -2,7 +2,8 @@
  * The loader's insides, shared by its stages: a controller thread running
  * a libuv loop (controller.c, over assemble.c, dispatch.c, cursor.c and
  * autotune.c), a pool of decode threads (pool.c, running work.c's jobs),
- * a ring of D batch slots (ring.c), and the lifecycle and public API
+ * batch slots (ring.c: D to prefetch into, one more per batch the consumer
+ * holds), and the lifecycle and public API
  * (loader.c) on top. A stage calls only stages below it; each has its
  * own header.
  *
@@ -16,7 +17,7 @@
  * - The consumer (gf_next/gf_release*) owns a delivery side while HELD.
  * - `mu` guards: both sides' states, the job and completion queues (and
  *   the pool's active count and stop flag), the buffer free list, the
- *   stats counters, head/tail, and the failure fields. Nobody holds `mu`
+ *   stats counters, head/tail, held, n_slots, and the failure fields. Nobody holds `mu`
  *   across a read, a decode, a CUDA call or a callback.
  *
  * Determinism with bad samples (on_error = skip): batch k is the first B
@@ -81,6 +82,7 @@ struct gf_loader {
     gf__order order;
     uint64_t fin;                /* next sequence number to finalise */
     uint64_t xfer;               /* next finalised one to hand to delivery */
+    uint32_t *seq_slot;          /* D: batch seq's host slot at seq % D (gf__slot_of) */
     uint64_t *reads;             /* (slot << 32 | cell) waiting for an io_uring slot */
     gf__fifo read_q;
     gf__read_done *reaped;       /* GF__REAP_BATCH */
@@ -94,7 +96,10 @@ struct gf_loader {
     bool halted;                 /* a failed batch or an internal error (any thread) */
     pthread_mutex_t mu;
     pthread_cond_t ready_cv;
-    gf__slot *slots;
+    gf__slot *slots;             /* room for max_slots; the array never moves */
+    int n_slots;                 /* allocated: D + those gf_next added (written
+                                    by the consumer's or lifecycle thread) */
+    int max_slots;               /* D + max_held_batches - 1 */
     gf__pool pool;               /* the decode threads and their queues */
     struct gf__worker *workers;  /* each decode thread's decoder and times */
     int n_workers;
@@ -107,7 +112,8 @@ struct gf_loader {
     int active_depth;            /* batches in flight at most (<= D) */
     uint64_t tune_changes;
     double waiting_since;        /* the consumer is inside gf_next since, or 0 */
-    int held;
+    int held;                    /* batches the consumer holds */
+    bool grow_refused;           /* the consumer's: the last gf__ring_grow failed */
     bool exhausted, stopping, running;
     atomic_int cancel;           /* raised with stopping: decodes in progress end */
     _Atomic uint64_t index_hash; /* gf_index_hash's cache, 0 until its first call */

@@ -1,19 +1,23 @@
-/* The ring of D batch slots (src/ring.c): their memory, and the states of
- * a slot's two sides with the transitions allowed between them.
+/* The batch slots (src/ring.c): their memory, and the states of a slot's
+ * two sides with the transitions allowed between them.
  *
  * A slot has two sides. Its host side (pixels, cells) is filled by the
- * decode pool; once finalised it is handed, in sequence order, to its
- * delivery side: on the CPU the same memory (after the CPU twin of the
- * device kernel, when a dtype is asked for), on CUDA the device slot of
- * the same index (copy + kernel queued on the copy stream; the host side
- * is free again when the copy has run, see device.c).
+ * decode pool; once finalised it is handed, in sequence order, to a
+ * delivery side: on the CPU its own (the same memory, after the CPU twin
+ * of the device kernel when a dtype is asked for), on CUDA the device
+ * slot of any slot whose delivery side is free (copy + kernel queued on
+ * the copy stream; the host side is free again when the copy has run,
+ * see device.c). No slot is tied to a sequence number: a batch takes any
+ * free slot, so a batch the consumer keeps costs its slot, not the ring.
  *
- * Slots are allocated and freed on gf_open/gf_close's thread. Their
- * states change on the controller, the consumer (gf_next, gf_release*)
- * and, on CUDA, the copy callback's thread and the copy thread (gf-copy),
- * always through gf__slot_set_host
- * / gf__slot_set_out with mu held: they assert that the change is one of
- * those listed below. */
+ * gf_open allocates prefetch_depth slots; gf_next adds one (gf__ring_grow,
+ * on the consumer's thread) when fewer than prefetch_depth are not held,
+ * up to prefetch_depth + max_held_batches - 1; all are freed by gf_close.
+ * Their states change on the controller, the consumer (gf_next,
+ * gf_release*) and, on CUDA, the copy callback's thread and the copy
+ * thread (gf-copy), always through gf__slot_set_host / gf__slot_set_out
+ * with mu held: they assert that the change is one of those listed
+ * below. */
 #ifndef GF_RING_H
 #define GF_RING_H
 
@@ -40,7 +44,7 @@ enum { GF__CELL_PENDING, GF__CELL_OK, GF__CELL_HOLE };
  *                       runs done(), so OUT -> FREE there */
 enum { GF__HOST_FREE, GF__HOST_FILLING, GF__HOST_FINAL, GF__HOST_OUT };
 /* The delivery side, the batch the consumer sees (on CUDA, the device
- * slot of the same index):
+ * slot of the same index, fed from any host slot):
  *   FREE -> CONVERTING  CPU: convert jobs queued; their completion -> READY
  *   FREE -> COPYING     CUDA, pageable slots: posted to the copy thread;
  *                       -> READY once it has queued the copy (the ready
@@ -95,6 +99,9 @@ typedef struct gf__slot {
     int host;            /* GF__HOST_*, under mu */
     int out_state;       /* GF__OUT_*, under mu */
     uint64_t out_seq;    /* the batch the delivery side holds */
+    int out_status;      /* that batch's status (0 or its failure) */
+    int out_src;         /* CUDA: the host slot its copy reads, and */
+    bool copying;        /* its done() is still to run (under mu) */
 } gf__slot;
 
 static inline bool gf__host_step_ok(int from, int to)
@@ -139,9 +146,15 @@ static inline void gf__slot_set_out(gf__slot *sl, int from, int to)
     sl->out_state = to;
 }
 
-/* Both sides FREE whatever they were: the pipeline has stopped. */
-static inline void gf__slot_reset(gf__slot *sl)
+/* The pipeline has stopped: every side FREE but a held batch's, which
+ * stays valid until released (on the CPU its host side is the batch). */
+static inline void gf__slot_reset(gf__slot *sl, bool cpu)
 {
+    sl->copying = false;
+    if (sl->out_state == GF__OUT_HELD) {
+        sl->host = cpu ? GF__HOST_OUT : GF__HOST_FREE;
+        return;
+    }
     sl->host = GF__HOST_FREE;
     sl->out_state = GF__OUT_FREE;
 }
@@ -151,13 +164,19 @@ static inline uint8_t *gf__cell_pixels(const gf__slot *sl, int c)
     return sl->pixels + (size_t)c * sl->cell_bytes;
 }
 
-/* The slot of batch seq: seq % D, on both sides. */
+/* gf-control: the host slot assign_batches gave batch seq, for seq from
+ * l->xfer to l->tail (fewer than D apart, so seq % D names it). */
 gf__slot *gf__slot_of(struct gf_loader *l, uint64_t seq);
 
-/* Allocates l->D slots for l->B cells (pinned when l->dev can, else
- * pageable) and points each batch at its memory. Returns 0, GF_ENOMEM or
- * GF_EINVAL, with l->msg set unless it is a bare GF_ENOMEM. */
+/* Allocates room for l->max_slots slots and the first l->D of them, for
+ * l->B cells (pinned when l->dev can, else pageable), and points each
+ * batch at its memory. Returns 0, GF_ENOMEM or GF_EINVAL, with l->msg set
+ * unless it is a bare GF_ENOMEM. gf_open's thread. */
 int gf__ring_alloc(struct gf_loader *l);
+/* The consumer's thread, the pipeline running: one more slot (and its
+ * device slot), published under mu. Returns 0, or GF_ENOMEM with why
+ * (the device budget, or memory). */
+int gf__ring_grow(struct gf_loader *l, char *why, size_t why_len);
 void gf__ring_free(struct gf_loader *l);
 
 #endif

@@ -67,6 +67,8 @@ void gf__resolve_settings(gf_settings *s)
         s->max_threads = cores;
     if (s->prefetch_depth == 0)
         s->prefetch_depth = 4;
+    if (s->max_held_batches == 0)
+        s->max_held_batches = 16;
     if (s->queue_depth == 0)
         s->queue_depth = 64;
     if (s->max_pixels == 0)

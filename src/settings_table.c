@@ -110,6 +110,8 @@ static const gf_setting_info rows[] = {
          "bytes the read buffers hold at once"),
     CHOICE_(on_shard_error, "follow", on_shard_error_names, NULL,
             "a damaged tar shard fails the open, or is taken in part (follow: as on_error)"),
+    INT_(max_held_batches, "0", 1, 1024, PICK_, "16",
+         "batches the consumer may hold at once, each in a slot of its own"),
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
 

@@ -39,7 +39,8 @@ AT(gf_settings, on_sample_warning, 232);
 AT(gf_settings, extensions, 248);
 AT(gf_settings, read_budget_bytes, 256);
 AT(gf_settings, on_shard_error, 264);
-AT(gf_settings, reserved, 268);
+AT(gf_settings, max_held_batches, 268);
+AT(gf_settings, reserved, 272);
 
 SIZE(gf_sample_error, 432);
 AT(gf_sample_error, code, 8);

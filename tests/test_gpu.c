@@ -492,6 +492,141 @@ START_TEST(a_ring_over_the_device_budget_is_refused_with_sizes)
 }
 END_TEST
 
+/* A device batch's bytes, read back on stream (synchronised). */
+static void read_back(const gf_batch *b, cudaStream_t stream, uint8_t *to, size_t n)
+{
+    ck_assert_int_eq(gf_batch_wait(b, stream), 0);
+    CK_CUDA(cudaMemcpyAsync(to, b->data, n, cudaMemcpyDeviceToHost, stream));
+    CK_CUDA(cudaStreamSynchronize(stream));
+}
+
+static size_t device_batch_bytes(const gf_batch *b)
+{
+    return (size_t)b->count * b->height * b->width * b->channels * gf_dtype_size(b->dtype);
+}
+
+/* Batches held 4 at a time at depth 2: each keeps its device slot (the
+ * next ones go to other device slots, fed from any host slot) and its
+ * bytes while later batches are copied; the run is the CPU path's bytes,
+ * also with a batch held across a seek. 2 + 3 slots, pinned and on the
+ * device. */
+START_TEST(held_device_batches_keep_their_bytes_and_take_slots_of_their_own)
+{
+    gf_settings s;
+    gpu_settings(&s);
+    s.device = GF_DEVICE_CUDA;
+    s.prefetch_depth = 2;
+    s.copy_stream_per_slot = _i;
+    size_t want_len;
+    uint8_t *want = cpu_reference(s, &want_len);
+    gf_loader *l = NULL;
+    int rc = gf_open(&l, &s);
+    ck_assert_msg(rc == 0, "%s", gf_last_error(l));
+    gf_stats st0, st;
+    gf_get_stats(l, &st0);
+    cudaStream_t stream;
+    CK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    uint8_t *got, *again;
+    CK_CUDA(cudaMallocHost((void **)&got, want_len));
+    CK_CUDA(cudaMallocHost((void **)&again, want_len));
+    size_t off = 0;
+    gf_batch *group[4];
+    size_t at[4];
+    for (rc = 0; rc == 0;) {
+        int k = 0;
+        for (; k < 4 && (rc = gf_next(l, &group[k])) == 0; k++) {
+            size_t n = device_batch_bytes(group[k]);
+            ck_assert_uint_le(off + n, want_len);
+            read_back(group[k], stream, got + off, n);
+            at[k] = off;
+            off += n;
+        }
+        for (int i = 0; i < k; i++) {
+            size_t n = device_batch_bytes(group[i]);
+            read_back(group[i], stream, again + at[i], n);
+            ck_assert_msg(memcmp(again + at[i], got + at[i], n) == 0,
+                          "a held batch changed while later ones came");
+            ck_assert_int_eq(gf_release_stream(l, group[i], stream), 0);
+        }
+    }
+    ck_assert_msg(rc == GF_EOF, "%s: %s", gf_err_name(rc), gf_last_error(l));
+    ck_assert_uint_eq(off, want_len);
+    ck_assert_msg(memcmp(got, want, want_len) == 0, "device batches differ from the CPU path");
+    gf_get_stats(l, &st);
+    ck_assert_uint_eq(st.device_bytes, st0.device_bytes / 2 * 5);
+    ck_assert_uint_eq(st.pinned_bytes, st0.pinned_bytes / 2 * 5);
+    ck_assert_uint_eq(st.ring_bytes, st0.ring_bytes / 2 * 5);
+
+    /* Held across a seek to the start: the run again, the batch intact. */
+    gf_batch *kept, *b;
+    ck_assert_int_eq(gf_seek(l, 0, 0), 0);
+    ck_assert_int_eq(gf_next(l, &kept), 0);
+    size_t kept_n = device_batch_bytes(kept);
+    ck_assert_int_eq(gf_seek(l, 0, 0), 0);
+    off = 0;
+    while ((rc = gf_next(l, &b)) == 0) {
+        size_t n = device_batch_bytes(b);
+        read_back(b, stream, got + off, n);
+        off += n;
+        ck_assert_int_eq(gf_release_stream(l, b, stream), 0);
+    }
+    ck_assert_int_eq(rc, GF_EOF);
+    ck_assert_msg(off == want_len && memcmp(got, want, want_len) == 0,
+                  "after a seek with a batch held, the batches differ");
+    read_back(kept, stream, again, kept_n);
+    ck_assert_msg(memcmp(again, want, kept_n) == 0, "the batch held across the seek changed");
+    ck_assert_int_eq(gf_release_stream(l, kept, stream), 0);
+    gf_close(&l);
+    CK_CUDA(cudaFreeHost(got));
+    CK_CUDA(cudaFreeHost(again));
+    CK_CUDA(cudaStreamDestroy(stream));
+    free(want);
+}
+END_TEST
+
+/* device_max_bytes with room for the prefetch slots only: holding
+ * batches runs on the slots there are; when all are held, gf_next is
+ * GF_EBUSY saying the budget refused one and which batches are held, and
+ * goes on once one is released. */
+START_TEST(when_the_device_budget_refuses_a_slot_all_held_is_busy_and_recovers)
+{
+    gf_settings s;
+    gpu_settings(&s);
+    s.device = GF_DEVICE_CUDA;
+    s.prefetch_depth = 2;
+    s.epochs = 1;
+    gf_loader *l = NULL;
+    ck_assert_int_eq(gf_open(&l, &s), 0);
+    gf_stats st;
+    gf_get_stats(l, &st);
+    gf_close(&l);
+    s.device_max_bytes = st.device_bytes;
+    ck_assert_int_eq(gf_open(&l, &s), 0);
+    gf_batch *a, *b, *c;
+    ck_assert_int_eq(gf_next(l, &a), 0);
+    ck_assert_int_eq(gf_next(l, &b), 0); /* no third slot: runs on two */
+    ck_assert_int_eq(gf_next(l, &c), GF_EBUSY);
+    const char *m = gf_last_error(l);
+    ck_assert_msg(strstr(m, "device_max_bytes") && strstr(m, "2 batches are held") &&
+                      strstr(m, "(epoch 0, position 4), (epoch 0, position 8)"),
+                  "message: %s", m);
+    ck_assert_int_eq(gf_release(l, a), 0);
+    ck_assert_int_eq(gf_next(l, &c), 0);
+    ck_assert_uint_eq(c->position, 12);
+    ck_assert_int_eq(gf_release(l, b), 0);
+    ck_assert_int_eq(gf_release(l, c), 0);
+    int n = 3;
+    while (gf_next(l, &c) == 0) {
+        n++;
+        gf_release(l, c);
+    }
+    ck_assert_int_eq(n, (33 + 3) / 4);
+    gf_get_stats(l, &st);
+    ck_assert_uint_eq(st.device_bytes, s.device_max_bytes);
+    gf_close(&l);
+}
+END_TEST
+
 /* Pageable slots: the CPU path's bytes, copies queued off the controller,
  * also under a slow consumer and with a copy stream per slot. */
 START_TEST(over_the_pinned_cap_slots_are_pageable_and_copied_off_the_controller)
@@ -585,6 +720,8 @@ int main(void)
     tcase_add_test(t, a_slow_consumer_never_sees_its_batch_overwritten);
     tcase_add_test(t, ready_events_complete_and_default_stream_works);
     tcase_add_test(t, a_ring_over_the_device_budget_is_refused_with_sizes);
+    tcase_add_loop_test(t, held_device_batches_keep_their_bytes_and_take_slots_of_their_own, 0, 2);
+    tcase_add_test(t, when_the_device_budget_refuses_a_slot_all_held_is_busy_and_recovers);
 #ifdef GF_CUDA_EMU
     tcase_add_test(t, a_bad_stream_is_refused_and_the_batch_stays_held);
     tcase_add_test(t, host_reads_of_device_memory_fault_as_on_a_gpu);

@@ -94,8 +94,7 @@ START_TEST(extreme_depths_and_many_threads_give_the_reference_bytes)
 END_TEST
 
 /* Each round takes up to 6 batches, releases all but the last few (up to
- * the ring's depth, so gf_next never needs a held slot) and closes with
- * those still held. */
+ * the ring's depth) and closes with those still held. */
 START_TEST(open_and_close_repeatedly_mid_stream)
 {
     int released = 0, closed_holding = 0;

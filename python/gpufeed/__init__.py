@@ -10,13 +10,15 @@
                 y = torch.from_dlpack(target)     # int64, as the losses take it
                 train_step(x, y)
 
-Lifetime: a batch lives in one of the loader's `prefetch_depth` ring slots.
-The slot returns to the ring when the Batch and every array or tensor made
-from it are gone (or after batch.release(), once the tensors already made
-are gone). Holding them all starves the ring: the next batch then raises
-gpufeed.RingStarved instead of waiting forever. Keep a copy of what you keep
-past the step: `x.clone()`. A tensor may outlive its loader: close() stops
-iteration at once and the C loader is closed when the last slot returns.
+Lifetime: a batch lives in a slot of the loader's. The slot returns when
+the Batch and every array or tensor made from it are gone (or after
+batch.release(), once the tensors already made are gone). A batch kept
+costs a slot of its own (the loader adds one, so prefetching goes on); past
+max_held_batches (16) held at once, the next batch raises
+gpufeed.RingStarved naming them instead of waiting forever. Keep a copy of
+what you keep for long: `x.clone()`. A tensor may outlive its loader:
+close() stops iteration at once and the C loader is closed when the last
+slot returns.
 """
 import os
 import sys
@@ -204,9 +206,8 @@ class Loader:
     Each `for` runs one epoch and stops at its last batch; len(loader) is
     its batches (this rank's). A `for` left by `break` is not resumed: the
     next `for` starts the next epoch at its start, as a new DataLoader
-    iterator would. Unlike DataLoader, that seek needs the broken epoch's
-    batches gone: `del` the loop variable (and tensors made from it) before
-    the next `for`, else it raises RingStarved saying so. set_epoch(e)
+    iterator would (batches still held from the broken epoch stay valid).
+    set_epoch(e)
     makes the next `for` run epoch e, as a sampler's does. Unlike DataLoader,
     epochs=0 (the default here; the library's is 1) is unbounded: as many
     `for`s as the script runs; with epochs=N the (N+1)-th `for` yields
@@ -301,25 +302,17 @@ class Loader:
             self._pending = None
 
     def _seek(self, epoch, why):
-        """The next batch is epoch's first (gf_seek, which needs every batch released)."""
+        """The next batch is epoch's first (gf_seek; held batches stay valid)."""
         if self._next_start() == (epoch, 0):
             return
         self._drop_pending()
-        try:
-            self._c.set_state({**self._c.get_state(), "epoch": epoch, "position": 0})
-        except RingStarved as e:
-            raise _error(
-                RingStarved,
-                f"{why} starts epoch {epoch} afresh, which needs every batch released, and "
-                f"{self._c.stats()['held']} still are (the loop variable after a break, or a "
-                f"tensor made from it): `del` them, or batch.release() and clone what you "
-                f"keep, before it ({e})") from None
+        self._c.set_state({**self._c.get_state(), "epoch": epoch, "position": 0})
         self._in_epoch = False
 
     def set_epoch(self, epoch):
         """The next `for` runs epoch `epoch` from its start (DistributedSampler's
-        set_epoch); a no-op when it would anyway, else a seek, which needs every
-        batch released (RingStarved otherwise)."""
+        set_epoch); a no-op when it would anyway, else a seek (held batches stay
+        valid)."""
         if isinstance(epoch, bool) or not isinstance(epoch, int):
             raise TypeError(f"set_epoch: epoch: an int, not {type(epoch).__name__}")
         if epoch < 0:
@@ -391,7 +384,7 @@ class Loader:
         A state of another data set (samples, index_hash), rank, world or seed is
         refused (InvalidArgument, a ValueError, naming the field and both values);
         a state without samples/index_hash (an older checkpoint) is not checked for
-        them. Every batch must be released first (RingStarved otherwise)."""
+        them. Batches still held stay valid."""
         if not isinstance(state, dict):
             raise TypeError(f"load_state_dict: state: a dict from state_dict(), not "
                             f"{type(state).__name__}")
