@@ -147,3 +147,34 @@ def test_hidden_files_and_odd_classes_as_imagefolder_sees_them(tmp_path):
     ds = folder(root)
     got = targets(gpufeed.DataLoader(ds, batch_size=5))[0]
     assert got == ds.targets and len(got) == 17 and ds.classes[-1] == "class_03_link"
+
+
+def test_batches_kept_uncloned_stay_as_they_were(root):
+    """What a DataLoader allows: a list of 8 uncloned batches, one batch kept
+    over many steps, 4-step gradient accumulation, at the smallest depth."""
+    ds = folder(root)
+    loader = gpufeed.DataLoader(ds, batch_size=2, num_workers=1, prefetch_factor=1)
+    kept, clones, first = [], [], None
+    for step in range(3):  # epochs: the kept batch lives across them
+        group = []
+        for i, (x, y) in enumerate(loader):
+            if first is None:
+                first, first_copy = x, x.clone()
+            if step == 0 and len(kept) < 8:
+                kept.append(x)
+                clones.append(x.clone())
+            group.append(x)
+            if len(group) == 4:  # accumulate, then let go
+                group = []
+        assert torch.equal(first, first_copy)
+    assert all(torch.equal(k, c) for k, c in zip(kept, clones)) and len(kept) == 8
+
+
+def test_eval_without_no_grad_keeps_going(root):
+    ds = folder(root)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(),
+                                torch.nn.Linear(4 * 30 * 30, 3))
+    outputs = []
+    for x, _ in gpufeed.DataLoader(ds, batch_size=4, num_workers=1, prefetch_factor=1):
+        outputs.append(model(x))  # each output's graph keeps its input
+    assert len(outputs) == 12
