@@ -51,20 +51,6 @@ static void teardown(void)
     free(root);
 }
 
-/* Eval at the source size with crop_fraction 1 is the identity. */
-static void exact_settings(gf_settings *s, const char *data)
-{
-    tu_cpu_settings(s);
-    s->data = data;
-    s->width = W;
-    s->height = H;
-    s->transform = GF_TRANSFORM_EVAL;
-    s->crop_fraction = 1.0f;
-    s->shuffle = 0;
-    s->batch_size = 4;
-    s->threads = 2;
-}
-
 static gf_loader *open_ok(const gf_settings *s)
 {
     gf_loader *l = NULL;
@@ -113,7 +99,7 @@ static void run_all(const gf_settings *s, run_result *r)
 START_TEST(pixels_and_labels_match_the_files)
 {
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     gf_loader *l = open_ok(&s);
     uint8_t *want = malloc((size_t)W * H * 3);
     int seen = 0;
@@ -151,7 +137,7 @@ END_TEST
 START_TEST(a_final_short_batch_or_none_with_drop_last)
 {
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     s.batch_size = 8;
     run_result *r = malloc(sizeof *r);
     run_all(&s, r);
@@ -168,7 +154,7 @@ END_TEST
 START_TEST(shuffled_order_is_the_samplers_for_each_epoch)
 {
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     s.shuffle = 1;
     s.seed = 42;
     s.epochs = 3;
@@ -242,7 +228,7 @@ END_TEST
 START_TEST(forcing_each_reader_is_reported_in_stats)
 {
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     run_result *r = malloc(sizeof *r);
     s.io = GF_IO_POSIX;
     run_all(&s, r);
@@ -274,7 +260,7 @@ static void wait_decoded(gf_loader *l, uint64_t n, gf_stats *st)
 START_TEST(the_ring_holds_back_when_the_consumer_does_not_read)
 {
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     s.batch_size = 2;
     s.prefetch_depth = 3;
     s.threads = 4;
@@ -301,7 +287,7 @@ END_TEST
 START_TEST(a_slow_consumer_gets_batches_in_order)
 {
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     s.batch_size = 1;
     s.prefetch_depth = 2;
     s.threads = 4;
@@ -327,7 +313,7 @@ END_TEST
 START_TEST(holding_past_max_held_batches_is_busy_not_a_hang)
 {
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     s.prefetch_depth = 2;
     s.max_held_batches = 2;
     gf_loader *l = open_ok(&s);
@@ -391,7 +377,7 @@ static void baseline(const gf_settings *s, int *tasks, int *fds)
 START_TEST(closing_mid_epoch_with_batches_held_frees_everything)
 {
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     s.batch_size = 1;
     s.threads = 3;
     int tasks, fds;
@@ -433,7 +419,7 @@ int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), v
 START_TEST(a_thread_that_cannot_start_fails_the_open_with_its_error)
 {
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     s.threads = 2;
     int tasks, fds;
     baseline(&s, &tasks, &fds);
@@ -456,7 +442,7 @@ END_TEST
 START_TEST(unbounded_epochs_keep_coming)
 {
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     s.epochs = 0;
     s.batch_size = 8;
     gf_loader *l = open_ok(&s);
@@ -531,7 +517,7 @@ END_TEST
 START_TEST(rank_shares_are_disjoint_and_cover_the_epoch)
 {
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     s.shuffle = 1;
     s.seed = 11;
     s.drop_last = 1;
@@ -555,18 +541,18 @@ END_TEST
 START_TEST(bad_settings_are_rejected_with_the_check_named)
 {
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     s.channels = 2;
     gf_loader *l = NULL;
     ck_assert_int_eq(gf_open(&l, &s), GF_EINVAL);
     ck_assert_ptr_nonnull(strstr(gf_last_error(l), "channels"));
     gf_close(&l);
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     s.rank = 2;
     s.world = 2;
     ck_assert_int_eq(gf_open(&l, &s), GF_EINVAL);
     gf_close(&l);
-    exact_settings(&s, "/nonexistent/gpufeed-data");
+    tu_exact_settings(&s, "/nonexistent/gpufeed-data", W, H);
     ck_assert_int_eq(gf_open(&l, &s), GF_EDATASET);
     ck_assert_ptr_nonnull(strstr(gf_last_error(l), "/nonexistent/gpufeed-data"));
     gf_close(&l);
@@ -589,7 +575,7 @@ START_TEST(each_launchers_environment_picks_the_share)
 {
     clear_launcher_env();
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     s.shuffle = 1;
     s.seed = 4;
     run_result *want = malloc(sizeof *want), *got = malloc(sizeof *got);
@@ -803,7 +789,7 @@ static char *bad_list(char **listp)
 
 static void bad_settings(gf_settings *s, const char *list, seen_errors *e)
 {
-    exact_settings(s, list);
+    tu_exact_settings(s, list, W, H);
     s->max_pixels = 1000; /* 64x64 is over, 16x12 is not */
     s->on_sample_error = on_error;
     s->on_sample_error_user = e;
@@ -930,7 +916,7 @@ START_TEST(non_regular_entries_are_counted_errors_naming_the_kind)
             continue;
         gf_settings s;
         seen_reasons e = {0};
-        exact_settings(&s, dir);
+        tu_exact_settings(&s, dir, W, H);
         s.io = (gf_io)io;
         s.on_sample_error = on_error_reason;
         s.on_sample_error_user = &e;
@@ -1005,7 +991,7 @@ START_TEST(strictness_decides_a_warned_jpeg_and_lenient_counts_it)
     for (int m = GF_STRICT; m <= GF_STRICT_WHOLE; m++) {
         gf_settings s;
         seen_reasons e = {0}, w = {0};
-        exact_settings(&s, dir);
+        tu_exact_settings(&s, dir, W, H);
         s.width = 64;
         s.height = 48;
         s.strictness = (gf_strictness)m;
@@ -1220,7 +1206,7 @@ START_TEST(an_all_bad_data_set_is_an_error_not_an_endless_loop)
     }
     for (int epochs = 0; epochs <= 2; epochs += 2) {
         gf_settings s;
-        exact_settings(&s, dir);
+        tu_exact_settings(&s, dir, W, H);
         s.epochs = (uint64_t)epochs;
         gf_loader *l = open_ok(&s);
         gf_batch *b = NULL;
@@ -1247,7 +1233,7 @@ END_TEST
 START_TEST(drop_last_with_a_share_under_a_batch_is_refused)
 {
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     s.drop_last = 1;
     s.world = 2;
     s.rank = 1;
@@ -1423,7 +1409,7 @@ static uint8_t *fixture_image(int k, int i, size_t *len)
 START_TEST(read_sample_on_a_folder_gives_each_files_bytes_path_and_label)
 {
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     gf_loader *l = open_ok(&s);
     gf_stats st;
     ck_assert_int_eq(gf_get_stats(l, &st), 0);
@@ -1512,7 +1498,7 @@ START_TEST(read_sample_on_shards_gives_each_members_bytes_and_stats_count_what_w
     tar_save(&w, p1);
 
     gf_settings s;
-    exact_settings(&s, src);
+    tu_exact_settings(&s, src, W, H);
     gf_loader *l = open_ok(&s);
     gf_stats st;
     ck_assert_int_eq(gf_get_stats(l, &st), 0);
@@ -1705,7 +1691,7 @@ START_TEST(a_long_path_keeps_the_reason_and_the_files_name)
     char *dir = tu_mkdtemp(), path[4300], rel[4300], list[4400];
     long_path(path, sizeof path, dir, 4000, "missing-list.txt");
     gf_settings s;
-    exact_settings(&s, path);
+    tu_exact_settings(&s, path, W, H);
     gf_loader *l = NULL;
     ck_assert_int_lt(gf_open(&l, &s), 0);
     const char *m = gf_last_error(l);
@@ -1717,7 +1703,7 @@ START_TEST(a_long_path_keeps_the_reason_and_the_files_name)
     snprintf(list, sizeof list, "%s 0\n", rel);
     snprintf(path, sizeof path, "%s/list.txt", dir);
     tu_write_text(path, list);
-    exact_settings(&s, path);
+    tu_exact_settings(&s, path, W, H);
     l = open_ok(&s);
     gf_batch *b;
     ck_assert_int_eq(gf_next(l, &b), GF_EDATASET); /* its one sample is bad */
@@ -1753,7 +1739,7 @@ static void open_with_descriptors_left(int left, int *exit_code, int *signal_no)
         for (int i = 0; i < left && last >= 0; i++)
             close(last--); /* the highest: open() takes them back first */
         gf_settings s;
-        exact_settings(&s, root);
+        tu_exact_settings(&s, root, W, H);
         s.threads = 1;
         s.io = GF_IO_POSIX;
         gf_loader *l = NULL;

@@ -34,19 +34,6 @@ static void teardown(void)
     free(root);
 }
 
-static void exact_settings(gf_settings *s, const char *data)
-{
-    tu_cpu_settings(s);
-    s->data = data;
-    s->width = W;
-    s->height = H;
-    s->transform = GF_TRANSFORM_EVAL;
-    s->crop_fraction = 1.0f;
-    s->shuffle = 0;
-    s->batch_size = 4;
-    s->threads = 2;
-}
-
 static gf_loader *open_samples_ok(const gf_settings *s, const char *const *p, const int32_t *lb,
                                   uint64_t n)
 {
@@ -98,7 +85,7 @@ static void read_epoch(gf_loader *l, uint64_t epoch, got *g)
 START_TEST(open_samples_delivers_the_given_labels_and_files)
 {
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     /* One path absolute: it ignores the root. */
     char abs[4096];
     snprintf(abs, sizeof abs, "%s/%s", root, rel[3]);
@@ -149,7 +136,7 @@ START_TEST(odd_names_are_read_and_given_back_byte_for_byte)
         lb[i] = K - 1 - i;
     }
     gf_settings s;
-    exact_settings(&s, dir);
+    tu_exact_settings(&s, dir, W, H);
     gf_loader *l = open_samples_ok(&s, names, lb, K);
     uint8_t *want = malloc((size_t)W * H * 3);
     gf_batch *b;
@@ -188,7 +175,7 @@ START_TEST(a_missing_file_is_a_sample_error_naming_it)
     memcpy(p, paths, sizeof p);
     p[6] = "class_0/not here.png";
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     s.on_error = GF_ON_ERROR_SKIP;
     gf_loader *l = open_samples_ok(&s, p, labels, N);
     got *g = malloc(sizeof *g);
@@ -225,7 +212,7 @@ START_TEST(holes_in_an_order_are_filled_from_the_order)
     memcpy(p, paths, sizeof p);
     p[20] = "class_2/not here.png";
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     s.on_error = GF_ON_ERROR_SKIP;
     s.threads = 3;
     /* The sampler's epoch the open prefetches (0..7) misses the bad file:
@@ -265,7 +252,7 @@ static void open_refused(const gf_settings *s, const char *const *p, const int32
 START_TEST(bad_samples_arguments_are_refused_naming_the_index)
 {
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     open_refused(&s, paths, labels, 0, GF_EINVAL, "n = 0");
     int32_t lb[N];
     memcpy(lb, labels, sizeof lb);
@@ -282,7 +269,7 @@ START_TEST(bad_samples_arguments_are_refused_naming_the_index)
     s.data = file;
     open_refused(&s, paths, labels, N, GF_EDATASET, file);
     /* Settings are gf_open's. */
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     s.batch_size = 0;
     open_refused(&s, paths, labels, N, GF_EINVAL, "batch_size");
     gf_loader *l = NULL;
@@ -301,7 +288,7 @@ START_TEST(no_data_root_takes_paths_from_the_current_directory)
         p[j] = abs[j];
     }
     gf_settings s;
-    exact_settings(&s, NULL);
+    tu_exact_settings(&s, NULL, W, H);
     gf_loader *l = open_samples_ok(&s, p, labels, N);
     got *g = malloc(sizeof *g);
     read_epoch(l, 0, g);
@@ -314,7 +301,7 @@ END_TEST
 START_TEST(an_order_is_delivered_exactly_with_repeats_then_eof)
 {
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     gf_loader *l = open_samples_ok(&s, paths, labels, N);
     /* The sampler's batches are prefetched already: discarded. */
     const int64_t o1[] = {5, 5, 0, 20, 3, 3, 3, 17, 1, 9};
@@ -361,7 +348,7 @@ END_TEST
 START_TEST(drop_last_drops_the_short_batch_of_an_order)
 {
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     s.drop_last = 1;
     gf_loader *l = open_samples_ok(&s, paths, labels, N);
     int64_t o[10];
@@ -390,7 +377,7 @@ END_TEST
 static uint64_t train_hash(uint64_t seed, int threads, int depth, const int64_t *o, int n)
 {
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     s.transform = GF_TRANSFORM_TRAIN; /* random crops and flips */
     s.width = 8;
     s.height = 8;
@@ -430,7 +417,7 @@ END_TEST
 START_TEST(seek_moves_within_the_order_and_set_state_is_refused)
 {
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     gf_loader *l = open_samples_ok(&s, paths, labels, N);
     int64_t o[13];
     for (int i = 0; i < 13; i++)
@@ -488,7 +475,7 @@ END_TEST
 START_TEST(bad_orders_are_refused_naming_the_position)
 {
     gf_settings s;
-    exact_settings(&s, root);
+    tu_exact_settings(&s, root, W, H);
     gf_loader *l = open_samples_ok(&s, paths, labels, N);
     int64_t o[] = {0, 1, 2, N, 4};
     ck_assert_int_eq(gf_set_order(l, 0, 0, o, 5), GF_EINVAL);

@@ -15,6 +15,19 @@ void tu_cpu_settings(gf_settings *s)
     s->device = GF_DEVICE_CPU;
 }
 
+void tu_exact_settings(gf_settings *s, const char *data, int w, int h)
+{
+    tu_cpu_settings(s);
+    s->data = data;
+    s->width = w;
+    s->height = h;
+    s->transform = GF_TRANSFORM_EVAL;
+    s->crop_fraction = 1.0f;
+    s->shuffle = 0;
+    s->batch_size = 4;
+    s->threads = 2;
+}
+
 /* The implementation lives in stb_write_impl.c, built without UBSan. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"

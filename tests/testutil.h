@@ -11,6 +11,9 @@
 /* gf_default_settings on the CPU path: the suites that read batches as
  * host bytes (the gpu suites cover CUDA). */
 void tu_cpu_settings(gf_settings *s);
+/* tu_cpu_settings for exact bytes: eval at the source size (w x h) with
+ * crop_fraction 1, the identity; in order, batches of 4, 2 threads. */
+void tu_exact_settings(gf_settings *s, const char *data, int w, int h);
 
 /* A fresh directory under $TMPDIR; the caller frees the string. */
 char *tu_mkdtemp(void);
