@@ -159,17 +159,7 @@ static void summary_json(const prep_opts *o, gf_index *ix, const prep_result *r,
     cli_json_knum(&j, "seconds", r->seconds);
     cli_json_knum(&j, "samples_per_s",
                   r->seconds > 0 ? (double)r->samples_this_run / r->seconds : 0);
-    cli_json_key(&j, "bad_samples");
-    cli_json_array(&j);
-    for (size_t i = 0; i < r->n_bad; i++) {
-        cli_json_object(&j);
-        cli_json_kuint(&j, "index", r->bad[i].index);
-        cli_json_kstr(&j, "path", gf_index_path(ix, r->bad[i].index));
-        cli_json_kstr(&j, "error", gf_err_name(r->bad[i].code));
-        cli_json_kstr(&j, "reason", r->bad[i].reason);
-        cli_json_object_end(&j);
-    }
-    cli_json_array_end(&j);
+    prep_put_bad_samples(&j, ix, r);
     cli_json_object_end(&j);
     cli_json_end(&j);
 }

@@ -127,5 +127,9 @@ int prep_write_classes(const prep_opts *o, gf_index *ix);
 /* OUT/manifest.json (written whole, then renamed into place). Returns 0
  * or -1 with the message printed. */
 int prep_write_manifest(const prep_opts *o, gf_index *ix, const prep_result *r);
+/* "bad_samples": [{index, path, error, reason}...], as the summary and the
+ * manifest list them. */
+struct cli_json;
+void prep_put_bad_samples(struct cli_json *j, gf_index *ix, const prep_result *r);
 
 #endif /* GF_CLI_PREPARE_H */
