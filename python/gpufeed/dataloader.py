@@ -206,6 +206,12 @@ class DataLoader:
             raise ValueError("prefetch_factor option should be a positive integer")
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
+        # torch's own refusals, word for word: a script that torch refuses is refused.
+        if num_workers == 0 and prefetch_factor not in (None, 2):
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing."
+                             "let num_workers > 0 to enable multiprocessing.")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
         base, subset = _folder(dataset)
         settings, self._uint8 = translate_transform(base.transform)
 

@@ -54,6 +54,17 @@ def test_what_gpufeed_cannot_do_exactly_is_refused_by_name(root, what, kw):
     assert isinstance(e.value, ValueError)
 
 
+@pytest.mark.parametrize("kw", [dict(num_workers=0, persistent_workers=True),
+                                dict(num_workers=0, prefetch_factor=4),
+                                dict(shuffle=True, sampler=[0, 1])])
+def test_what_torch_refuses_is_refused(root, kw):
+    with pytest.raises(ValueError) as theirs:
+        tud.DataLoader(folder(root), batch_size=2, **kw)
+    with pytest.raises(ValueError) as ours:
+        gpufeed.DataLoader(folder(root), batch_size=2, **kw)
+    assert str(ours.value) == str(theirs.value)
+
+
 def test_other_data_sets_and_target_transforms_are_refused(root):
     with pytest.raises(gpufeed.Unsupported, match="TensorDataset"):
         gpufeed.DataLoader(tud.TensorDataset(torch.zeros(4, 3)), batch_size=2)
