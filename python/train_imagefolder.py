@@ -98,9 +98,11 @@ def main_worker(rank, args):
             train_sampler.set_epoch(epoch)
         loss, targets = train(train_loader, model, criterion, optimizer)
         acc1, val_targets = validate(val_loader, model)
-        print(json.dumps({"epoch": epoch, "rank": rank, "batches": len(train_loader),
-                          "targets": targets, "loss": loss, "acc1": acc1,
-                          "val_targets": val_targets}), flush=True)
+        line = json.dumps({"epoch": epoch, "rank": rank, "batches": len(train_loader),
+                           "targets": targets, "loss": loss, "acc1": acc1,
+                           "val_targets": val_targets})
+        sys.stdout.write(line + "\n")  # one write: the ranks share the pipe
+        sys.stdout.flush()
     if distributed:
         dist.destroy_process_group()
 
