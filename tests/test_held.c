@@ -34,15 +34,8 @@ static void teardown(void)
 /* One sample a batch, in data set order, at the source size. */
 static void plain_settings(gf_settings *s, int depth)
 {
-    tu_cpu_settings(s);
-    s->data = root;
-    s->width = W;
-    s->height = H;
-    s->transform = GF_TRANSFORM_EVAL;
-    s->crop_fraction = 1.0f;
-    s->shuffle = 0;
+    tu_exact_settings(s, root, W, H);
     s->batch_size = 1;
-    s->threads = 2;
     s->prefetch_depth = depth;
 }
 

@@ -15,6 +15,7 @@
 #define GF_CLI_PREPARE_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "gpufeed.h"
@@ -127,6 +128,9 @@ int prep_write_classes(const prep_opts *o, gf_index *ix);
 /* OUT/manifest.json (written whole, then renamed into place). Returns 0
  * or -1 with the message printed. */
 int prep_write_manifest(const prep_opts *o, gf_index *ix, const prep_result *r);
+/* s with %XX for bytes outside printable ASCII, spaces and '%': a token
+ * of one line (the fingerprint, the journal's reasons). */
+void prep_put_escaped(FILE *f, const char *s);
 /* "bad_samples": [{index, path, error, reason}...], as the summary and the
  * manifest list them. */
 struct cli_json;

@@ -78,8 +78,9 @@ static int ident_of(const char *path, int is_dir, ident *id)
     return 0;
 }
 
-/* A value without spaces or newlines, for the one-line fingerprint. */
-static void put_token(FILE *f, const char *s)
+/* A value without spaces or newlines: %XX outside printable ASCII, and
+ * '%' (the fingerprint's tokens, the journal's reasons). */
+void prep_put_escaped(FILE *f, const char *s)
 {
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
@@ -107,7 +108,7 @@ char *prep_fingerprint(const prep_opts *o, gf_index *ix)
     gf_probe(&pi);
     const char *kind = source_kind(o, ix);
     fprintf(f, "gpufeed=%s turbo=%d src=", gf_version(), pi.turbo_version);
-    put_token(f, o->src);
+    prep_put_escaped(f, o->src);
     fprintf(f, " kind=%s samples=%llu classes=%d index=%016llx", kind,
             (unsigned long long)gf_index_count(ix), gf_index_classes(ix),
             (unsigned long long)index_digest(ix));
@@ -121,11 +122,11 @@ char *prep_fingerprint(const prep_opts *o, gf_index *ix)
             return NULL;
         }
         fputs(" file=", f);
-        put_token(f, p);
+        prep_put_escaped(f, p);
         fprintf(f, ":%lld:%lld", id.bytes, id.mtime_ns);
     }
     fprintf(f, " name=");
-    put_token(f, o->name);
+    prep_put_escaped(f, o->name);
     fprintf(f, " max_side=%d format=%s quality=%d subsampling=%s raw_max_pixels=%llu "
             "raw_max_bytes=%llu keep_original=%d shard_bytes=%llu shard_samples=%llu",
             o->max_side, prep_format_names[o->format], o->quality,

@@ -289,16 +289,14 @@ static int shard_open(const prep_opts *o, shard_out *w, uint64_t k, uint64_t fir
 
 /* ---- the journal ---- */
 
-/* Reasons may hold any byte: %XX outside printable ASCII, and '%'. */
-static void put_escaped(FILE *f, const char *s)
+/* A completed shard's journal line. */
+static void shard_line(char *line, size_t n, const prep_shard *sh)
 {
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c <= ' ' || c > '~' || c == '%')
-            fprintf(f, "%%%02X", c);
-        else
-            fputc(c, f);
-    }
+    snprintf(line, n, "shard %llu %llu %llu %llu %llu %llu %llu %s\n",
+             (unsigned long long)sh->first, (unsigned long long)sh->next,
+             (unsigned long long)sh->samples, (unsigned long long)sh->bytes,
+             (unsigned long long)sh->kinds[0], (unsigned long long)sh->kinds[1],
+             (unsigned long long)sh->kinds[2], sh->sha256);
 }
 
 static char *unescape(const char *s)
@@ -347,7 +345,7 @@ static int journal_record(FILE *j, const prep_result *r, size_t from, const char
 {
     for (size_t i = from; i < r->n_bad; i++) {
         fprintf(j, "bad %llu %d ", (unsigned long long)r->bad[i].index, r->bad[i].code);
-        put_escaped(j, r->bad[i].reason);
+        prep_put_escaped(j, r->bad[i].reason);
         fputc('\n', j);
     }
     fputs(line, j);
@@ -578,12 +576,7 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
                 if (shard_finish(o, &w) < 0)
                     failed = -2;
                 else {
-                    prep_shard *sh = &w.rec;
-                    snprintf(line, sizeof line, "shard %llu %llu %llu %llu %llu %llu %llu %s\n",
-                             (unsigned long long)sh->first, (unsigned long long)sh->next,
-                             (unsigned long long)sh->samples, (unsigned long long)sh->bytes,
-                             (unsigned long long)sh->kinds[0], (unsigned long long)sh->kinds[1],
-                             (unsigned long long)sh->kinds[2], sh->sha256);
+                    shard_line(line, sizeof line, &w.rec);
                     /* the bad samples of its range, then it */
                     size_t upto = r->n_bad;
                     while (upto > bad_from && r->bad[upto - 1].index >= i)
@@ -591,7 +584,7 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
                     prep_result part = *r;
                     part.n_bad = upto;
                     if (journal_record(j, &part, bad_from, line) != 0 ||
-                        grow_shard(r, sh) < 0) {
+                        grow_shard(r, &w.rec) < 0) {
                         cli_error("prepare", "%s: %s", jpath, strerror(errno ? errno : ENOMEM));
                         failed = -2;
                     }
@@ -646,12 +639,7 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
         else if (grow_shard(r, &w.rec) < 0)
             failed = -1;
         else {
-            prep_shard *sh = &w.rec;
-            snprintf(line, sizeof line, "shard %llu %llu %llu %llu %llu %llu %llu %s\n",
-                     (unsigned long long)sh->first, (unsigned long long)sh->next,
-                     (unsigned long long)sh->samples, (unsigned long long)sh->bytes,
-                     (unsigned long long)sh->kinds[0], (unsigned long long)sh->kinds[1],
-                     (unsigned long long)sh->kinds[2], sh->sha256);
+            shard_line(line, sizeof line, &w.rec);
             if (journal_record(j, r, bad_from, line) != 0)
                 failed = -2;
             bad_from = r->n_bad;
