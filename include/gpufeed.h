@@ -244,6 +244,10 @@ typedef enum gf_layout {
 /* Called for every bad sample, in sampler order, on the loader's
  * controller thread (the one thread that runs the callback: calls never
  * overlap), with no lock held; path and reason are valid during the call.
+ * It runs when a batch is finished, not when it is taken: a prefetched
+ * batch that gf_seek, gf_set_state or gf_set_order drops has reported its
+ * bad samples already, and a sample read again after the seek is reported
+ * again (gf_get_stats counts both).
  * It delays the batches behind it, so keep it short. It may call the
  * observers (gf_get_stats: which counts this sample once the callback has
  * returned, gf_get_state, gf_last_error, gf_sample_path, gf_sample_label,

@@ -88,7 +88,7 @@ static void apply(const char *dir, enum change c)
 
 typedef struct seen_errors {
     enum change c;
-    unsigned victim; /* 1 once the victim was reported with the reason */
+    unsigned victim; /* times the victim was reported with the reason */
     int other;
     char last[512];
 } seen_errors;
@@ -98,7 +98,7 @@ static void count(void *user, int64_t sample, const char *path, int code, const 
     seen_errors *e = user;
     if (code == GF_EIO && sample == VICTIM && strstr(path, "class_b/2.png") &&
         strstr(reason, reason_of[e->c]))
-        e->victim = 1;
+        e->victim++;
     else
         e->other++;
     snprintf(e->last, sizeof e->last, "%s: %s", path, reason);
@@ -143,7 +143,10 @@ static gf_loader *open_loader(const char *src, gf_io io, seen_errors *e, uint64_
 }
 
 /* Epoch 0 read whole (each file recorded), the change, then epoch 1: the
- * victim is an error with the reason, the other five are delivered. */
+ * victim is an error with the reason, the other five are delivered. The
+ * prefetch may have read epoch 1's victim between the change and the seek,
+ * and a batch the seek drops has reported its errors already: then the
+ * victim is reported twice (gf_sample_error_fn says so). */
 static void changed_after_a_read(gf_io io, int list, enum change c)
 {
     char *dir = make_set();
@@ -157,8 +160,8 @@ static void changed_after_a_read(gf_io io, int list, enum change c)
     ck_assert_int_eq(gf_seek(l, 1, 0), 0); /* every read from here is after it */
     ck_assert_int_eq(drain(l, N, 1), N - 1);
     gf_close(&l);
-    ck_assert_msg(e.victim == 1 && e.other == 0, "victim %u, other %d: %s", e.victim, e.other,
-                  e.last);
+    ck_assert_msg(e.victim >= 1 && e.victim <= 2 && e.other == 0, "victim %u, other %d: %s",
+                  e.victim, e.other, e.last);
     tu_rmrf(dir);
     free(dir);
 }
