@@ -194,7 +194,8 @@ def make_sets(a):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--train", help="an ImageFolder to train on (default: made by --cli)")
+    p.add_argument("--train", help="an ImageFolder to train on (default: made by --cli); with "
+                   "--loaders gpufeed, any data gpufeed reads (a list file, shards, a prepared set)")
     p.add_argument("--val", help="the held-out ImageFolder (default: made by --cli, seed 1)")
     p.add_argument("--cli", default="build/src/cli/gpufeed", help="the gpufeed program")
     p.add_argument("--classes", type=int, default=8)
@@ -229,10 +230,12 @@ def main(argv=None):
     for n in names:
         if n not in LOADERS:
             p.error(f"--loaders: '{n}' is not one of {', '.join(LOADERS)}")
-    classes = len([d for d in os.listdir(a.train) if os.path.isdir(os.path.join(a.train, d))])
-    # A warm-up pass puts the files in the page cache for both.
-    for _ in gpufeed_loader(a, a.train, "eval", shuffle=False):
-        pass
+    # A warm-up pass puts the files in the page cache for both. The class
+    # count is the loader's: --train may be shards (gpufeed alone reads them).
+    with gpufeed_loader(a, a.train, "eval", shuffle=False) as warm:
+        classes = len(warm.classes)
+        for _ in warm:
+            pass
     runs = {n: [] for n in names}
     for r in range(a.runs):
         for n in names:

@@ -1,0 +1,125 @@
+#!/bin/sh
+# What `gpufeed prepare` buys and costs: the loader's rate on the original
+# files and on prepared sets, the PyTorch DataLoader's on the originals,
+# prepare's own rate at 1 and N threads, and the bytes per image.
+#
+#   bench/prepare_speed.sh SRC [WORK]
+#
+# SRC: an ImageFolder (make-dataset's 500x375 JPEGs in the issue's runs).
+# WORK: where the prepared sets go (default a temporary directory, removed).
+# Environment: GPUFEED, PYTHON (/usr/bin/python3), THREADS (2), SIZE (224),
+# BATCH (64), RUNS (3: alternated timed runs, medians), SETTINGS (the
+# prepared sets, as NAME:prepare-options;...; default
+# "jpeg256:--max-side 256 --quality 90;raw256:--max-side 256 --format raw").
+# Random-resized-crop + flip, uint8, page cache warm (read once, one
+# untimed pass each): the comparison is CPU, not disk.
+set -eu
+
+usage() { echo "usage: $0 SRC [WORK]" >&2; exit 2; }
+[ $# -ge 1 ] && [ $# -le 2 ] || usage
+SRC=$1
+[ -d "$SRC" ] || { echo "prepare_speed.sh: $SRC: not a directory" >&2; exit 2; }
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+PYTHON=${PYTHON:-/usr/bin/python3}
+THREADS=${THREADS:-2}
+SIZE=${SIZE:-224}
+BATCH=${BATCH:-64}
+RUNS=${RUNS:-3}
+SETTINGS=${SETTINGS:-"jpeg256:--max-side 256 --quality 90;raw256:--max-side 256 --format raw"}
+if [ -z "${GPUFEED:-}" ]; then
+    for g in "$root/build-cli/src/cli/gpufeed" "$root/build/src/cli/gpufeed"; do
+        if [ -x "$g" ]; then GPUFEED=$g; break; fi
+    done
+    GPUFEED=${GPUFEED:-$(command -v gpufeed || true)}
+fi
+[ -n "$GPUFEED" ] && [ -x "$GPUFEED" ] || { echo "prepare_speed.sh: gpufeed binary not found (set GPUFEED)" >&2; exit 2; }
+if [ $# -eq 2 ]; then
+    WORK=$2
+    mkdir -p "$WORK"
+else
+    WORK=$(mktemp -d)
+    trap 'rm -rf "$WORK"' EXIT
+fi
+export GF_NO_PROGRESS=1
+
+field() { "$PYTHON" -c 'import json,sys; v=json.loads(sys.stdin.read())[sys.argv[1]]; print("%.1f" % v if isinstance(v, float) else v)' "$1"; }
+median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }'; }
+# OUT/NAME-{000000..NNNNNN}.tar from prepare's manifest
+pattern() {
+    "$PYTHON" -c 'import json,sys; m=json.load(open(sys.argv[1]+"/manifest.json")); s=m["shards"]
+print("%s/%s-{%06d..%06d}.tar" % (sys.argv[1], m["settings"]["name"], 0, len(s) - 1))' "$1"
+}
+per_image() {
+    "$PYTHON" -c 'import json,sys; m=json.load(open(sys.argv[1]+"/manifest.json"))
+print("%.0f" % (sum(s["bytes"] for s in m["shards"]) / max(m["samples"], 1)))' "$1"
+}
+gf() {
+    "$GPUFEED" bench --input-only --data "$1" --threads "$THREADS" --image-size "$SIZE" \
+        --batch-size "$BATCH" --transform train --json | field images_per_s
+}
+pt() {
+    "$PYTHON" "$here/torch_loader.py" "$1" --workers "$THREADS" --image-size "$SIZE" \
+        --batch-size "$BATCH" --transform train --json | field images_per_s
+}
+
+n_src=$(find "$SRC" -type f | wc -l)
+src_bytes=$(find "$SRC" -type f -printf '%s\n' | awk '{s += $1} END {printf "%.0f", s / NR}')
+echo "source: $SRC ($n_src files, $src_bytes bytes/image), threads $THREADS, ${SIZE}x${SIZE}, batch $BATCH, train transform"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# ---- prepare each setting; the first one also at 1 thread, for the scaling ----
+names=""
+first=1
+old_ifs=$IFS
+IFS=';'
+for s in $SETTINGS; do
+    IFS=$old_ifs
+    name=${s%%:*}; opts=${s#*:}
+    rm -rf "$WORK/$name" "$WORK/$name-t1"
+    # shellcheck disable=SC2086 # opts is a list of options
+    r=$("$GPUFEED" prepare "$SRC" "$WORK/$name" $opts --threads "$THREADS" --json | field samples_per_s)
+    line="prepare $name ($opts): $r samples/s at $THREADS threads"
+    if [ $first -eq 1 ]; then
+        # shellcheck disable=SC2086
+        r1=$("$GPUFEED" prepare "$SRC" "$WORK/$name-t1" $opts --threads 1 --json | field samples_per_s)
+        rm -rf "$WORK/$name-t1"
+        line="$line, $r1 at 1 thread: $(ratio "$r" "$r1")x = $(ratio "$r" "$(awk -v a="$r1" -v t="$THREADS" 'BEGIN {print a * t}')") x threads x single"
+        first=0
+    fi
+    echo "$line; $(per_image "$WORK/$name") bytes/image"
+    names="$names $name"
+    IFS=';'
+done
+IFS=$old_ifs
+
+# ---- warm caches, one untimed pass each, then alternated timed runs ----
+find "$SRC" "$WORK" -type f -exec cat {} + >/dev/null
+gf "$SRC" >/dev/null
+pt "$SRC" >/dev/null
+for name in $names; do gf "$(pattern "$WORK/$name")" >/dev/null; done
+
+orig=""; torch=""
+for name in $names; do eval "r_$name=''"; done
+i=1
+while [ "$i" -le "$RUNS" ]; do
+    o=$(gf "$SRC"); t=$(pt "$SRC")
+    line="run $i: originals $o, torch $t"
+    orig="$orig $o"; torch="$torch $t"
+    for name in $names; do
+        v=$(gf "$(pattern "$WORK/$name")")
+        eval "r_$name=\"\$r_$name $v\""
+        line="$line, $name $v"
+    done
+    echo "$line images/s"
+    i=$((i + 1))
+done
+om=$(echo "$orig" | median); tm=$(echo "$torch" | median)
+echo "medians of $RUNS (images/s):"
+echo "  gpufeed, originals     $om"
+echo "  torch DataLoader ($THREADS workers), originals  $tm"
+for name in $names; do
+    m=$(eval "echo \$r_$name" | median)
+    echo "  gpufeed, $name  $m  = $(ratio "$m" "$om")x the originals, $(ratio "$m" "$tm")x the DataLoader"
+done
