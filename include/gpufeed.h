@@ -799,14 +799,18 @@ GF_API const char *gf_sample_path(gf_loader *l, uint64_t index);
  * l is NULL. */
 GF_API int32_t gf_sample_label(gf_loader *l, uint64_t index);
 
-/* The classes, as gf_stats.classes: an ImageFolder's sub-folders, else the
- * largest label + 1; 0 if l is NULL. */
+/* The classes, as gf_stats.classes: an ImageFolder's sub-folders, tar
+ * shards' classes.txt (below), else the largest label + 1; 0 if l is
+ * NULL. */
 GF_API int gf_class_count(gf_loader *l);
 
 /* The name of class (label) i: an ImageFolder's sub-folder name (the
- * folder's bytes, as torchvision's ImageFolder.classes[i]); NULL for a
- * list file or tar shards (their labels are bare numbers), or if i is out
- * of range. Valid until gf_close(). */
+ * folder's bytes, as torchvision's ImageFolder.classes[i]); for tar shards
+ * line i of classes.txt beside the first shard, when that file names every
+ * label the shards use (gpufeed prepare writes it; one that does not is
+ * ignored with a dataset warning); else NULL (a list file's or shards'
+ * labels are bare numbers), or if i is out of range. Valid until
+ * gf_close(). */
 GF_API const char *gf_class_name(gf_loader *l, int i);
 
 /* The data set's identity: a 64-bit FNV-1a hash over every sample's

@@ -24,7 +24,10 @@ void gf__dataset_default_opts(gf__dataset_opts *o);
  * text, at most 64 bytes); other members (key.json, ...) are ignored. Keys
  * that lack either are skipped and counted; so are members that are not
  * regular files or have absolute or '..' names. Samples are in shard order,
- * then archive order; n_classes = max label + 1. A malformed archive
+ * then archive order; n_classes = max label + 1, class_names NULL, unless
+ * classes.txt beside the first shard names every label (one name per
+ * line, in label order: gpufeed prepare's): then those names and their
+ * count, and a file that cannot be taken is a warning. A malformed archive
  * (also zero bytes, or no member) fails with why = "shard: offset N:
  * reason", or under opts->shard_skip is taken in part and recorded in
  * ds->damage (the kept set depends only on the files: shards are scanned

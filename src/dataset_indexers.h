@@ -36,6 +36,12 @@ int gf__shard_sidecar_read(int root_fd, const char *shard_path, int shard_fd,
                            const struct stat *shard_st, gf__sidecar_add_fn add, void *ctx,
                            char *why, size_t why_len);
 
+/* dataset_shard_classes.c: classes.txt beside first_shard as the class
+ * names (and n_classes) when it names every label the shards use.
+ * Returns 0 (taken), 1 (no such file), 2 (one that cannot be taken, why =
+ * "PATH: reason"; ds unchanged) or GF_ENOMEM. */
+int gf__shard_classes_read(gf__dataset *ds, const char *first_shard, char *why, size_t why_len);
+
 /* dataset_shards.c: the damaged shards as gf_damaged_shards() hands them
  * out: the first min(max, n) in shard order into out (sample -1, the code, path = the
  * shard's path, reason = "offset N: reason; K members kept, L lost");

@@ -498,6 +498,14 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged, 
         return rc;
     }
     ds->n_classes = c.max_label + 1;
+    char classes_why[224];
+    rc = gf__shard_classes_read(ds, ds->shard_paths[0], classes_why, sizeof classes_why);
+    if (rc == GF_ENOMEM) {
+        gf__builder_free(&b);
+        return rc;
+    }
+    if (rc == 2)
+        ds_warn(ds, "class names ignored, the labels are the classes: %s", classes_why);
     gf__builder_finish(&b, ds);
     return 0;
 }

@@ -973,6 +973,63 @@ START_TEST(a_sidecar_that_does_not_match_is_ignored_with_a_warning)
 }
 END_TEST
 
+/* classes.txt beside the first shard (gpufeed prepare's) names the
+ * classes when it names every label, CRLF or not, and may name more
+ * (a source class left without samples); one that names too few, holds
+ * an empty line or is no file is ignored with a warning, and the labels
+ * are the classes. No file: no names, no warning. */
+START_TEST(classes_txt_beside_the_shards_names_the_classes)
+{
+    static const struct {
+        const char *text; /* NULL: no classes.txt */
+        int classes;      /* 0: ignored */
+        const char *warning;
+    } cases[] = {
+        {NULL, 0, NULL},
+        {"cat\ndog\nemu\n", 3, NULL},
+        {"cat\r\ndog\r\nemu\r\nfox", 4, NULL},
+        {"cat\ndog\n", 0, "fewer names than the shards' labels"},
+        {"cat\n\nemu\n", 0, "an empty line"},
+        {"", 0, "fewer names"},
+    };
+    for (int k = 0; k < 3; k++) {
+        char n[32];
+        snprintf(n, sizeof n, "c-%d.tar", k);
+        free(one_sample_shard(n, k));
+    }
+    char src[4096], cls[4096], why[512];
+    snprintf(src, sizeof src, "%s/c-{0..2}.tar", dir);
+    snprintf(cls, sizeof cls, "%s/classes.txt", dir);
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        unlink(cls);
+        if (cases[c].text)
+            tu_write_file(cls, cases[c].text, strlen(cases[c].text));
+        gf__dataset ds;
+        ck_assert_msg(open_ds(&ds, src, why, sizeof why) == 0, "%s", why);
+        ck_assert_uint_eq(ds.n, 3);
+        if (cases[c].classes) {
+            static const char *const names[] = {"cat", "dog", "emu", "fox"};
+            ck_assert_int_eq(ds.n_classes, cases[c].classes);
+            ck_assert_ptr_nonnull(ds.class_names);
+            for (int i = 0; i < ds.n_classes; i++)
+                ck_assert_str_eq(ds.class_names[i], names[i]);
+            ck_assert_uint_eq(ds.warnings, 0);
+        } else {
+            ck_assert_int_eq(ds.n_classes, 3);
+            ck_assert_ptr_null(ds.class_names);
+            if (cases[c].warning)
+                ck_assert_msg(strstr(ds.warning, "class names ignored") &&
+                                  strstr(ds.warning, "classes.txt") &&
+                                  strstr(ds.warning, cases[c].warning),
+                              "case %zu: %s", c, ds.warning);
+            else
+                ck_assert_uint_eq(ds.warnings, 0);
+        }
+        gf__dataset_close(&ds);
+    }
+}
+END_TEST
+
 static Suite *tar_suite(void)
 {
     Suite *su = suite_create("tar");
@@ -984,6 +1041,7 @@ static Suite *tar_suite(void)
     tcase_add_test(tc, pax_size_base256_size_and_archive_ends_are_honoured);
     tcase_add_test(tc, keys_without_an_image_or_a_label_are_skipped);
     tcase_add_test(tc, brace_ranges_and_comma_lists_expand_in_order);
+    tcase_add_test(tc, classes_txt_beside_the_shards_names_the_classes);
     suite_add_tcase(su, tc);
 
     tc = tcase_create("sidecar");

@@ -266,8 +266,9 @@ class Loader:
     @property
     def classes(self):
         """Class names by label: an ImageFolder's folder names (as torchvision's
-        ImageFolder.classes); for a list file or tar shards, whose labels are bare
-        numbers, str(label)."""
+        ImageFolder.classes); for tar shards with a classes.txt beside them (a
+        prepared set), its lines; for a list file or other shards, whose labels
+        are bare numbers, str(label)."""
         return [str(i) if n is None else n for i, n in enumerate(self._c.class_names())]
 
     @property
