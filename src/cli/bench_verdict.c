@@ -156,8 +156,11 @@ static void advise_row(const verdict_result *v, const verdict_row *r, char *buf,
             if (need > avail)
                 ADD(" (%d for decoding beside the %s): more threads than that will "
                     "not help; a smaller --image-size, data resized once beforehand "
-                    "(gpufeed prepare SRC OUT --max-side 320) or a faster machine will",
-                    avail, v->device == GF_DEVICE_CUDA ? "trainer" : "consumer's busy loop");
+                    "(gpufeed prepare SRC OUT --max-side 320; gpufeed prepare --plan SRC "
+                    "--need-rate %.0f measures which size and format reach the compute's "
+                    "rate) or a faster machine will",
+                    avail, v->device == GF_DEVICE_CUDA ? "trainer" : "consumer's busy loop",
+                    r->compute_ms > 0 ? r->batch * 1000.0 / r->compute_ms : 0.0);
         } else {
             ADD(" per thread, so more threads will not help: the decoders wait for reads "
                 "(read busy %.0f%%)",
