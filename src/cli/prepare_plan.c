@@ -8,9 +8,10 @@
  * and three figures are taken:
  *   - bytes: what prepare would store for the sample, scaled to the set;
  *   - images/s: the library's loader over that shard, with the user's
- *     threads, image size and transform: one warm-up pass, then the
- *     median of three (a pass is at least PASS_IMAGES images). The shard
- *     is in the page cache: decode cost, not storage speed;
+ *     threads, image size and transform: the median of three passes (a
+ *     pass is whole epochs of the sample, at least PASS_IMAGES images,
+ *     after a first batch untimed; the settings in turn within a pass).
+ *     The shard is in the page cache: decode cost, not storage speed;
  *   - PSNR: the eval crop (--image-size) of each prepared image against
  *     the same crop of the original's decode (gf_decoder_decode, the
  *     eval transform: the box is the same region of the picture at any
@@ -207,9 +208,11 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The loader over one setting's shard: median images/s of PASSES timed
- * passes after one warm-up. Returns 0, or -1 with the message printed. */
-static int measure_rate(plan_ctx *c, int r)
+/* One timed pass of the loader over row r's shard: opened, its first
+ * batch taken (threads started; with a consumer this fast the ring never
+ * runs ahead), then pass_images timed. Returns images/s, or -1 with the
+ * message printed. */
+static double one_pass(plan_ctx *c, int r)
 {
     const prep_opts *o = c->o;
     plan_result *p = c->p;
@@ -223,39 +226,46 @@ static int measure_rate(plan_ctx *c, int r)
     s.device = GF_DEVICE_CPU; /* decoding is the CPU's either way; no device ring to start */
     s.on_error = GF_ON_ERROR_SKIP;
     gf_loader *l = NULL;
+    gf_batch *b;
+    uint64_t images = 0;
+    double t0 = 0;
     int rc = gf_open(&l, &s);
-    if (rc < 0) {
-        cli_error(CMD, "--plan: the loader on %s: %s", p->rows[r].name, gf_last_error(l));
-        gf_close(&l);
-        return -1;
-    }
-    double rate[PASSES];
-    for (int pass = -1; pass < PASSES && rc == 0; pass++) {
-        uint64_t images = 0;
-        double t0 = cli_now();
-        while (images < p->pass_images) {
-            gf_batch *b;
-            if ((rc = gf_next(l, &b)) < 0)
-                break;
+    if (rc == 0 && (rc = gf_next(l, &b)) == 0) {
+        gf_release(l, b);
+        t0 = cli_now();
+        while (images < p->pass_images && (rc = gf_next(l, &b)) == 0) {
             images += (uint64_t)b->count;
             gf_release(l, b);
         }
-        if (pass >= 0)
-            rate[pass] = (double)images / (cli_now() - t0);
     }
     if (rc < 0) {
         cli_error(CMD, "--plan: the loader on %s: %s", p->rows[r].name, gf_last_error(l));
         gf_close(&l);
         return -1;
     }
-    if (r == 0) {
-        gf_stats st;
-        if (gf_get_stats(l, &st) == 0)
-            p->threads = st.threads;
-    }
+    double rate = (double)images / (cli_now() - t0);
+    gf_stats st;
+    if (r == 0 && gf_get_stats(l, &st) == 0)
+        p->threads = st.threads;
     gf_close(&l);
-    qsort(rate, PASSES, sizeof *rate, cmp_double);
-    p->rows[r].images_per_s = rate[PASSES / 2];
+    return rate;
+}
+
+/* Each setting's median images/s of PASSES passes, the settings taken in
+ * turn within each pass, so that a machine whose load changes during the
+ * plan slows every setting alike rather than the ones measured last.
+ * Returns 0, or -1 with the message printed. */
+static int measure_rates(plan_ctx *c)
+{
+    double rate[PLAN_ROWS][PASSES];
+    for (int pass = 0; pass < PASSES; pass++)
+        for (int r = 0; r < PLAN_ROWS; r++)
+            if ((rate[r][pass] = one_pass(c, r)) < 0)
+                return -1;
+    for (int r = 0; r < PLAN_ROWS; r++) {
+        qsort(rate[r], PASSES, sizeof rate[r][0], cmp_double);
+        c->p->rows[r].images_per_s = rate[r][PASSES / 2];
+    }
     return 0;
 }
 
@@ -395,10 +405,10 @@ int prep_plan(const prep_opts *o)
     /* Whole epochs (the last batch may be short), at least PASS_IMAGES. */
     uint64_t epochs = (PASS_IMAGES + p.good - 1) / p.good;
     p.pass_images = epochs * p.good;
+    if (measure_rates(&c) < 0)
+        goto out;
     for (int r = 0; r < PLAN_ROWS; r++) {
         plan_row *row = &p.rows[r];
-        if (measure_rate(&c, r) < 0)
-            goto out;
         row->set_bytes = (double)row->bytes * (double)p.set_samples / (double)p.sampled;
         row->psnr = row->sse ? 10.0 * log10(255.0 * 255.0 * (double)row->values / (double)row->sse)
                              : INFINITY;
