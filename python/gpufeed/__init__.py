@@ -34,6 +34,7 @@ from ._gpufeed import (Array, Batch, CorruptImage, DatasetError, EmptyFile, EndO
 from ._gpufeed import TooManyOpenFiles  # GF_EMFILE
 
 __all__ = ["DataLoader", "Unsupported", "Loader", "Batch", "Array", "verify", "decode_image", "settings_table", "BadSample",
+           "prepare", "prepare_plan", "PrepareError",
            "Error", "SampleError",
            "IMAGENET_MEAN", "IMAGENET_STD"] + [
     n for n in dir(_gpufeed) if isinstance(getattr(_gpufeed, n), type)
@@ -477,3 +478,4 @@ def verify(data, *, threads=0, strictness="whole", extensions="torchvision", ran
 
 
 from .dataloader import DataLoader, Unsupported  # noqa: E402 (it uses the helpers above)
+from .prepare import PrepareError, prepare, prepare_plan  # noqa: E402 (runs the gpufeed program)

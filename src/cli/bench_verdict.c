@@ -156,8 +156,11 @@ static void advise_row(const verdict_result *v, const verdict_row *r, char *buf,
             if (need > avail)
                 ADD(" (%d for decoding beside the %s): more threads than that will "
                     "not help; a smaller --image-size, data resized once beforehand "
-                    "(gpufeed prepare SRC OUT --max-side 320) or a faster machine will",
-                    avail, v->device == GF_DEVICE_CUDA ? "trainer" : "consumer's busy loop");
+                    "(gpufeed prepare SRC OUT --max-side 320; gpufeed prepare --plan SRC "
+                    "--need-rate %.0f measures which size and format reach the compute's "
+                    "rate) or a faster machine will",
+                    avail, v->device == GF_DEVICE_CUDA ? "trainer" : "consumer's busy loop",
+                    r->compute_ms > 0 ? r->batch * 1000.0 / r->compute_ms : 0.0);
         } else {
             ADD(" per thread, so more threads will not help: the decoders wait for reads "
                 "(read busy %.0f%%)",
@@ -347,8 +350,11 @@ void print_verdict_human(const bench_opts *o, const verdict_result *v)
     }
     printf("  %-9s %9.2f ms/batch  the loader alone, steady state (%" PRIu64 " batches)\n",
            "input", r->input_ms, r->input.timed);
-    printf("  %-9s %9.2f ms/batch  the compute alone on a cached batch (%d replays)\n",
-           "compute", r->compute_ms, r->compute_replays);
+    /* The compute's own rate is what the input must reach: prepare --plan's --need-rate. */
+    printf("  %-9s %9.2f ms/batch  the compute alone on a cached batch (%d replays); "
+           "%.0f images/s\n",
+           "compute", r->compute_ms, r->compute_replays,
+           r->compute_ms > 0 ? r->batch * 1000.0 / r->compute_ms : 0.0);
     printf("  %-9s %9.2f ms/batch  both, prefetching (%" PRIu64 " batches); %.0f images/s\n",
            "both", r->step_ms, r->step.timed, r->images_per_s);
     printf("  verdict: %s (input / compute = %.2f; > %.1f input-bound, < %.1f compute-bound, "
@@ -443,6 +449,8 @@ void print_verdict_json(const bench_opts *o, const verdict_result *v)
     cli_json_knum(&j, "device_time_lost_to_input", rec->lost);
     cli_json_knum(&j, "input_ms", rec->input_ms);
     cli_json_knum(&j, "compute_ms", rec->compute_ms);
+    cli_json_knum(&j, "compute_images_per_s",
+                  rec->compute_ms > 0 ? rec->batch * 1000.0 / rec->compute_ms : NAN);
     cli_json_knum(&j, "step_ms", rec->step_ms);
     cli_json_kstr(&j, "recommendation", v->advice);
     cli_json_kstr(&j, "reader", reader_name(rec->step.st.reader));

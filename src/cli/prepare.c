@@ -38,6 +38,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: gpufeed prepare SRC OUT [options]\n"
+            "       gpufeed prepare --plan SRC [plan options]\n"
             "\n"
             "Writes SRC (an ImageFolder, a list file, or tar shards such as\n"
             "'DIR/train-{000000..000127}.tar') as WebDataset tar shards made for fast\n"
@@ -84,6 +85,21 @@ static void usage(FILE *f)
             "  --json                print a JSON summary (samples, bad, shards, bytes,\n"
             "                        samples_per_s, bad_samples...) instead of text\n"
             "  -h, --help            this text\n"
+            "\n"
+            "--plan SRC: which setting to use, measured on a sample of SRC instead of\n"
+            "writing OUT. The originals and, for max side 512, 384, 256 and 160, JPEG\n"
+            "(--quality, --subsampling) and raw: bytes for the whole set, images/s of\n"
+            "the loader over the prepared sample (--threads, --image-size, train\n"
+            "transform), and the PSNR of the eval centre crop against the original's;\n"
+            "then the setting to use. --channels, --decoder, --strictness, --extensions,\n"
+            "--on-shard-error and --json apply too.\n"
+            "  --plan-samples N      samples tried, spread evenly over SRC (default 200)\n"
+            "  --seed N              where the evenly spread sample starts (default 0)\n"
+            "  --image-size S|WxH    the loader's output (default 224)\n"
+            "  --need-rate R         images/s the training needs (`gpufeed bench`: the\n"
+            "                        compute's images/s): the recommendation is the\n"
+            "                        smallest set that reaches it; without it, the\n"
+            "                        fastest within 35 dB PSNR\n"
             "\n"
             "A progress bar (samples/s, ETA) goes to stderr when it is a terminal\n"
             "(GF_NO_PROGRESS=1: none).\n"
@@ -251,7 +267,8 @@ int cmd_prepare(int argc, char **argv)
 {
     enum { O_NAME = 1, O_MAX_SIDE, O_FORMAT, O_RAW_BYTES, O_RAW_PIXELS, O_QUALITY, O_SUBSAMPLING,
            O_KEEP, O_SHARD_BYTES, O_SHARD_SAMPLES, O_THREADS, O_CHANNELS, O_ON_ERROR,
-           O_ON_SHARD_ERROR, O_STRICTNESS, O_DECODER, O_EXTENSIONS, O_JSON };
+           O_ON_SHARD_ERROR, O_STRICTNESS, O_DECODER, O_EXTENSIONS, O_JSON, O_PLAN,
+           O_PLAN_SAMPLES, O_NEED_RATE, O_IMAGE_SIZE, O_SEED };
     static const struct option longopts[] = {
         {"name", required_argument, NULL, O_NAME},
         {"max-side", required_argument, NULL, O_MAX_SIDE},
@@ -271,13 +288,19 @@ int cmd_prepare(int argc, char **argv)
         {"decoder", required_argument, NULL, O_DECODER},
         {"extensions", required_argument, NULL, O_EXTENSIONS},
         {"json", no_argument, NULL, O_JSON},
+        {"plan", no_argument, NULL, O_PLAN},
+        {"plan-samples", required_argument, NULL, O_PLAN_SAMPLES},
+        {"need-rate", required_argument, NULL, O_NEED_RATE},
+        {"image-size", required_argument, NULL, O_IMAGE_SIZE},
+        {"seed", required_argument, NULL, O_SEED},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     prep_opts o = {.name = "train", .quality = 90, .subsampling = 2, .format = PREP_JPEG,
-                   .raw_max_bytes = 49152, .shard_bytes = 256ull << 20};
+                   .raw_max_bytes = 49152, .shard_bytes = 256ull << 20, .plan_samples = 200};
     gf_default_settings(&o.s);
     int ch, by_samples = 0;
+    const char *plan_only = NULL; /* a --plan option given: refused without --plan */
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -300,6 +323,11 @@ int cmd_prepare(int argc, char **argv)
         case O_DECODER: if (set_choice("decoder", "decoder", optarg, &o.s)) return CLI_USAGE; break;
         case O_EXTENSIONS: if (set_choice("extensions", "extensions", optarg, &o.s)) return CLI_USAGE; break;
         case O_JSON: o.json = 1; break;
+        case O_PLAN: o.plan = 1; break;
+        case O_PLAN_SAMPLES: plan_only = "plan-samples"; if (cli_parse_u64(CMD, "plan-samples", optarg, &o.plan_samples) || !o.plan_samples) { if (!o.plan_samples) cli_error(CMD, "--plan-samples: at least 1"); return CLI_USAGE; } break;
+        case O_NEED_RATE: plan_only = "need-rate"; if (cli_parse_double(CMD, "need-rate", optarg, 1e-3, 1e9, &o.need_rate)) return CLI_USAGE; break;
+        case O_IMAGE_SIZE: plan_only = "image-size"; if (cli_parse_size(CMD, "image-size", optarg, 16384, &o.s.width, &o.s.height)) return CLI_USAGE; break;
+        case O_SEED: plan_only = "seed"; if (cli_parse_u64(CMD, "seed", optarg, &o.s.seed)) return CLI_USAGE; break;
         case 'h': usage(stdout); return CLI_OK;
         case ':': cli_error(CMD, "%s needs a value", argv[optind - 1]); return CLI_USAGE;
         default: cli_error(CMD, "unknown option '%s' (try --help)", argv[optind - 1]); return CLI_USAGE;
@@ -307,6 +335,23 @@ int cmd_prepare(int argc, char **argv)
     }
     if (by_samples)
         o.shard_bytes = 0;
+    if (o.plan) {
+        if (argc - optind != 1) {
+            cli_error(CMD, "--plan takes SRC alone (it writes nothing)");
+            return CLI_USAGE;
+        }
+        o.src = o.s.data = argv[optind];
+        if (!GF_CLI_HAVE_TJ) {
+            cli_error(CMD, "--plan: this build has no TurboJPEG encoder (libturbojpeg), "
+                      "which the JPEG settings need");
+            return CLI_USAGE;
+        }
+        return prep_plan(&o);
+    }
+    if (plan_only) {
+        cli_error(CMD, "--%s is a --plan option", plan_only);
+        return CLI_USAGE;
+    }
     if (argc - optind != 2) {
         cli_error(CMD, argc - optind < 2 ? "missing SRC or OUT (try --help)"
                                          : "two arguments expected: SRC OUT");

@@ -10,6 +10,8 @@
  *                       their index sidecars, the journal a rerun resumes
  *                       from, the progress bar
  *   prepare_manifest.c  the source's identity, classes.txt, manifest.json
+ *   prepare_plan.c      --plan: a sample of SRC prepared each way, measured
+ *   prepare_plan_report.c  --plan's table, recommendation and JSON
  */
 #ifndef GF_CLI_PREPARE_H
 #define GF_CLI_PREPARE_H
@@ -39,6 +41,10 @@ typedef struct prep_opts {
     uint64_t shard_samples;  /* samples per shard (0: by bytes) */
     int threads;
     int json;
+    /* --plan: no OUT; measure instead of writing. */
+    int plan;
+    uint64_t plan_samples;   /* how many of SRC's samples to try each way */
+    double need_rate;        /* images/s the trainer's compute needs (0: not given) */
     gf_settings s;           /* the index's and the decoder's: data, channels,
                                 on_error, strictness, decoder, extensions... */
 } prep_opts;
@@ -135,5 +141,40 @@ void prep_put_escaped(FILE *f, const char *s);
  * manifest list them. */
 struct cli_json;
 void prep_put_bad_samples(struct cli_json *j, gf_index *ix, const prep_result *r);
+
+/* ---- prepare_plan.c, prepare_plan_report.c: --plan, the command's thread ---- */
+
+/* The settings a plan compares: the originals, then each max side with
+ * JPEG (at --quality, --subsampling) and raw. */
+enum { PLAN_SIDES = 4, PLAN_ROWS = 1 + 2 * PLAN_SIDES };
+extern const int prep_plan_sides[PLAN_SIDES]; /* 512, 384, 256, 160 */
+
+typedef struct plan_row {
+    char name[32];        /* "original", "512 jpeg q90", "512 raw" */
+    int max_side;         /* 0: the original */
+    int format;           /* PREP_JPEG, PREP_RAW, or -1: the source's bytes as they are */
+    uint64_t bytes;       /* the sample's, as prepare stores them (tar headers,
+                             padding, .cls, .key, sidecar line; the original: the
+                             source's bytes alone) */
+    double set_bytes;     /* bytes x set samples / sampled samples */
+    double images_per_s;  /* the loader over the prepared sample: median pass */
+    double psnr;          /* dB over every crop's values; INFINITY: identical */
+    uint64_t sse, values; /* the squared error's sum, and the values it is over */
+} plan_row;
+
+typedef struct plan_result {
+    plan_row rows[PLAN_ROWS];
+    uint64_t set_samples, sampled, good;
+    prep_result bad;      /* bad (and n_bad) only: the sampled files left out */
+    int threads, batch, passes;
+    uint64_t pass_images; /* images a timed pass delivers */
+    double seconds;       /* the whole plan */
+} plan_result;
+
+/* prepare --plan: measures (prepare_plan.c), then reports. Returns an exit
+ * status (CLI_OK, or CLI_USAGE/CLI_FAIL with the message printed). */
+int prep_plan(const prep_opts *o);
+/* The table and recommendation (text), or the JSON document. */
+void prep_plan_report(const prep_opts *o, gf_index *ix, const plan_result *p);
 
 #endif /* GF_CLI_PREPARE_H */
