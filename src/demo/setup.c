@@ -201,7 +201,10 @@ static int warm(trainer *t)
 }
 
 /* Where the batches are (the loader resolves AUTO), the classes and the
- * validation set's size: one look at val/ through a loader. */
+ * validation set's size: one look at val/ through a loader. train/ is
+ * indexed with the training loader's own settings (on_shard_error...), so
+ * the synchronous loop and the checkpoint's identity see the samples that
+ * loader reads. */
 int train_probe(trainer *t)
 {
     gf_settings s;
@@ -210,8 +213,7 @@ int train_probe(trainer *t)
     int status, train_classes = 0;
 
     gf_settings is;
-    gf_default_settings(&is);
-    is.data = t->train_dir;
+    train_loader_settings(t, &is, 0);
     int rc = gf_index_open(&t->train_index, &is);
     if (rc < 0) {
         cli_error_msg(CMD, gf_index_last_error(t->train_index), rc);

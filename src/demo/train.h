@@ -119,7 +119,8 @@ typedef struct calibration {
 typedef struct trainer {
     const train_opts *o;
     char root[4096], train_dir[4112], val_dir[4112];
-    gf_index *train_index;  /* train/'s index: the synchronous loop reads through it */
+    gf_index *train_index;  /* train/'s index, as the training loader makes it:
+                               the synchronous loop reads through it */
     uint64_t train_n;
     int classes;
     uint64_t val_samples;
@@ -168,7 +169,7 @@ typedef struct trainer {
     gf_state rstate;
     float *rparams, *rvel;
     /* the training set's identity, checkpointed: samples and a hash of
-     * the index (each path and label); computed once */
+     * train_index (each path and label); computed once */
     uint64_t data_n, data_hash;
     int data_known;
 } trainer;
