@@ -36,9 +36,10 @@ typedef struct ckpt_head {
     uint64_t data_n, data_hash;
 } ckpt_head;
 
-/* The training set's identity (t->data_*), from its index (train_probe's:
- * the samples the training loader reads): a checkpoint resumed on other
- * files would go on silently with their labels. */
+/* The training set's identity (t->data_*), from its index (train_probe's,
+ * whatever form --data, --train-data or the demo set gave it): a
+ * checkpoint resumed on other files would go on silently with their
+ * labels. The same files and labels are the same set under either form. */
 static void data_identity(trainer *t)
 {
     if (t->data_known)
@@ -214,9 +215,9 @@ int checkpoint_load(trainer *t)
     data_identity(t);
     if (h.data_n != t->data_n || h.data_hash != t->data_hash) {
         cli_error(CMD, "--resume %s: saved on another data set (%" PRIu64 " samples, index "
-                       "hash %016" PRIx64 "); %s has %" PRIu64 " samples, index hash %016"
-                       PRIx64, path, h.data_n, h.data_hash, t->train_dir, t->data_n,
-                  t->data_hash);
+                       "hash %016" PRIx64 "); the training set %s has %" PRIu64 " samples, "
+                       "index hash %016" PRIx64,
+                  path, h.data_n, h.data_hash, t->train_data, t->data_n, t->data_hash);
         goto out;
     }
     if (h.batch != (uint32_t)t->o->batch && !t->o->json)
