@@ -195,6 +195,52 @@ assert d["width_calibrated"] is False and d["model_width"] == 7 and "calibration
 assert d["width_note"].startswith("fewer samples than a batch"), d
 ' || fail "train: a set too small to time must keep width 7 and say why: $json"
 
+# train on any source: --train-data a list file or the shards gpufeed
+# prepare wrote, --val-data the folder; both loops (the synchronous one
+# reads through the index). The sets are named, with their counts; a
+# class-count mismatch and a second way to name the data are usage errors.
+(cd "$tmp" && k=0 && for c in $(ls train-data/train); do
+    for f in train-data/train/"$c"/*.jpg; do echo "$f $k"; done
+    k=$((k + 1))
+done) >"$tmp/train.txt"
+tn="--epochs 1 --batch-size 4 --image-size 16 --model-width 2 --threads 1 --device cpu"
+json=$("$g" train --train-data "$tmp/train.txt" --val-data "$t/val" $tn --json) ||
+    fail "train on a list file: $json"
+echo "$json" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+want = {"train_data": sys.argv[1], "val_data": sys.argv[2], "train_samples": 16,
+        "val_samples": 8, "classes": 2}
+assert {k: d[k] for k in want} == want and "data" not in d, d
+assert [m["samples"] for m in d["modes"]] == [16, 16], d["modes"]
+assert all(0 <= e["accuracy"] <= 1 for e in d["epochs"]), d["epochs"]
+' "$tmp/train.txt" "$t/val" || fail "train on a list file: $json"
+GF_NO_PROGRESS=1 "$g" prepare "$t/train" "$tmp/prep" --max-side 48 --shard-samples 6 >/dev/null ||
+    fail "prepare for train"
+shards="$tmp/prep/train-{000000..000002}.tar"
+out=$("$g" train --train-data "$shards" --val-data "$t/val" $tn) || fail "train on shards: $out"
+echo "$out" | grep -qx 'gpufeed train  (16 train / 8 val images, 2 classes)' ||
+    fail "train on shards, counts: $out"
+echo "$out" | grep -qxF "  train data  $shards" || fail "train on shards names them: $out"
+echo "$out" | grep -qxF "  val data    $t/val" || fail "train on shards names val: $out"
+echo "$out" | grep -q '^  gpufeed  epoch 1/1 ' || fail "train on shards, gpufeed epoch: $out"
+usage_refused() { # $1: text the error must hold, then train's arguments
+    text=$1
+    shift
+    rc=0
+    err=$("$g" train "$@" $tn 2>&1 >/dev/null) || rc=$?
+    [ $rc -eq 2 ] || fail "train $*: exit $rc, want 2: $err"
+    case $err in *"$text"*) ;; *) fail "train $*: the error must say '$text': $err" ;; esac
+}
+"$g" make-dataset "$tmp/val3" --classes 3 --per-class 1 --size 32x32 >/dev/null
+usage_refused "the training set $shards has 2 classes (largest label + 1), the validation set $tmp/val3 has 3 (class folders)" \
+    --train-data "$shards" --val-data "$tmp/val3"
+usage_refused "--data $t names the training and validation sets itself" \
+    --data "$t" --train-data "$tmp/train.txt" --val-data "$t/val"
+usage_refused "--train-data needs --val-data" --train-data "$tmp/train.txt"
+usage_refused "validation set $tmp/no-such-{0..1}.tar: $tmp/no-such-0.tar: " \
+    --train-data "$tmp/train.txt" --val-data "$tmp/no-such-{0..1}.tar"
+
 # --allreduce nccl: refused with the reason where it cannot run (built
 # without NCCL, --device cpu, no library, no CUDA device), never a crash.
 tr="$g train --data $t --epochs 1 --batch-size 4 --image-size 16 --model-width 2 --threads 1"
@@ -235,7 +281,8 @@ fi
 ck=$tmp/ck
 tr1="train --data $t --batch-size 4 --image-size 16 --model-width 2 --threads 1 --device cpu --loader gpufeed"
 "$g" $tr1 --epochs 1 --checkpoint "$ck" >/dev/null || fail "train --checkpoint"
-"$g" $tr1 --epochs 2 --resume "$ck" >/dev/null || fail "train --resume of a good checkpoint"
+"$g" $tr1 --epochs 2 --resume "$ck" --json >"$tmp/ck.data.json" ||
+    fail "train --resume of a good checkpoint"
 # With no --model-width, --resume goes on at the checkpoint's width.
 tr0="train --data $t --batch-size 4 --image-size 16 --threads 1 --device cpu --loader gpufeed --json"
 w=$("$g" $tr0 --epochs 1 --checkpoint "$ck.cal" | python3 -c 'import json, sys; print(json.load(sys.stdin)["model_width"])') ||
@@ -266,6 +313,19 @@ mv "$t2/train/class_0000" "$t2/train/class_0000x" 2>/dev/null ||
 resume_refused "another data set" "saved on another data set" \
     train --data "$t2" --batch-size 4 --image-size 16 --model-width 2 --threads 1 --device cpu \
     --loader gpufeed --epochs 2 --resume "$ck"
+# The checkpoint records the training set, not how it was named: --data's
+# train/ resumes as --train-data, to the same weights; the same images as
+# shards are other paths, another set.
+trs="--batch-size 4 --image-size 16 --model-width 2 --threads 1 --device cpu --loader gpufeed"
+"$g" train --train-data "$t/train" --val-data "$t/val" $trs --epochs 2 --resume "$ck" --json \
+    >"$tmp/ck.split.json" || fail "train --resume with --train-data: $(cat "$tmp/ck.split.json")"
+python3 - "$tmp/ck.data.json" "$tmp/ck.split.json" <<'EOF' || fail "--resume with --train-data is not the --data run"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+assert a["weights_checksum"] == b["weights_checksum"] and b["start_epoch"] == 1, (a, b)
+EOF
+resume_refused "the same images as shards" "the training set $shards has 16 samples" \
+    train --train-data "$shards" --val-data "$t/val" $trs --epochs 2 --resume "$ck"
 
 # verify when every sample is bad (no batch at all): each file is listed
 # once and the exit is 1, as when one good file is present; --json too.

@@ -6,6 +6,8 @@
 #    union is the epoch (48 samples, 2 ranks, batch 4: nothing dropped);
 #  - both ranks end with identical weights (rank_checksums), with the
 #    gpufeed loader and the synchronous loop;
+#  - the same on shards gpufeed prepare wrote (--train-data, --val-data):
+#    equal shares, identical weights, both loops;
 #  - 2 epochs straight == 1 epoch, --checkpoint, --resume to 2 epochs
 #    (single process, and 2 ranks).
 set -eu
@@ -32,7 +34,8 @@ mpi() {
 d=$tmp/data
 "$g" make-dataset "$d/train" --classes 4 --per-class 12 --size 96x72 --seed 0 >/dev/null
 "$g" make-dataset "$d/val" --classes 4 --per-class 4 --size 96x72 --seed 1 >/dev/null
-common="--data $d --batch-size 4 --image-size 32 --model-width 4 --device $device --threads 1 --json"
+opts="--batch-size 4 --image-size 32 --model-width 4 --device $device --threads 1 --json"
+common="--data $d $opts"
 
 # field NAME JSON: the text of a JSON array field, without brackets and quotes
 field() { echo "$2" | sed -n "s/.*\"$1\": *\[\([^]]*\)\].*/\1/p" | tr -d '" '; }
@@ -68,6 +71,14 @@ hashes=$(field rank_samples_hash "$json")
 # 2. Two ranks, both loops (the synchronous one shards its own order).
 json=$(mpi "$g" train $common --epochs 1 --loader both) || fail "mpirun train --loader both: $json"
 same_pair "$(field rank_checksums "$json")" || fail "--loader both: ranks differ: $json"
+
+# 2b. Two ranks on prepared shards: each its share, the same weights.
+GF_NO_PROGRESS=1 "$g" prepare "$d/train" "$tmp/prep" --max-side 48 --shard-samples 20 >/dev/null ||
+    fail "prepare"
+json=$(mpi "$g" train $opts --train-data "$tmp/prep/train-{000000..000002}.tar" \
+       --val-data "$d/val" --epochs 1 --loader both) || fail "mpirun train on shards: $json"
+[ "$(field rank_samples "$json")" = "24,24" ] || fail "shards: rank_samples: $json"
+same_pair "$(field rank_checksums "$json")" || fail "shards: ranks differ: $json"
 
 # 3. Checkpoint/resume, one process: 2 epochs straight == 1 + resume 1.
 json=$("$g" train $common --epochs 2 --loader gpufeed) || fail "train 2 epochs: $json"

@@ -36,21 +36,15 @@ typedef struct ckpt_head {
     uint64_t data_n, data_hash;
 } ckpt_head;
 
-/* The training set's identity (t->data_*), from its index: a checkpoint
- * resumed on other files would go on silently with their labels. */
-static int data_identity(trainer *t)
+/* The training set's identity (t->data_*), from its index (train_probe's,
+ * whatever form --data, --train-data or the demo set gave it): a
+ * checkpoint resumed on other files would go on silently with their
+ * labels. The same files and labels are the same set under either form. */
+static void data_identity(trainer *t)
 {
     if (t->data_known)
-        return CLI_OK;
-    gf_settings s;
-    gf_default_settings(&s);
-    s.data = t->train_dir;
-    gf_index *ix = NULL;
-    if (gf_index_open(&ix, &s) < 0) {
-        cli_error(CMD, "%s: %s", t->train_dir, gf_index_last_error(ix));
-        gf_index_close(&ix);
-        return CLI_FAIL;
-    }
+        return;
+    const gf_index *ix = t->train_index;
     uint64_t n = gf_index_count(ix), hash = GF__FNV1A64_BASIS;
     for (uint64_t i = 0; i < n; i++) {
         const char *p = gf_index_path(ix, i);
@@ -58,11 +52,9 @@ static int data_identity(trainer *t)
         hash = gf__fnv1a64(hash, p, strlen(p) + 1);
         hash = gf__fnv1a64(hash, &label, sizeof label);
     }
-    gf_index_close(&ix);
     t->data_n = n;
     t->data_hash = hash;
     t->data_known = 1;
-    return CLI_OK;
 }
 
 /* Written to FILE.tmp, then renamed over FILE: a crash never leaves a
@@ -84,8 +76,7 @@ int checkpoint_save(trainer *t, gfm_model *m, int epochs_done)
         cli_error(CMD, "model: %s", gfm_error(m));
         goto out;
     }
-    if (data_identity(t) != CLI_OK)
-        goto out;
+    data_identity(t);
     memset(&h, 0, sizeof h);
     memcpy(h.magic, CKPT_MAGIC, sizeof CKPT_MAGIC);
     h.version = CKPT_VERSION;
@@ -221,14 +212,12 @@ int checkpoint_load(trainer *t)
                   t->o->epochs, h.epochs_done);
         goto out;
     }
-    if ((status = data_identity(t)) != CLI_OK)
-        goto out;
-    status = CLI_USAGE;
+    data_identity(t);
     if (h.data_n != t->data_n || h.data_hash != t->data_hash) {
         cli_error(CMD, "--resume %s: saved on another data set (%" PRIu64 " samples, index "
-                       "hash %016" PRIx64 "); %s has %" PRIu64 " samples, index hash %016"
-                       PRIx64, path, h.data_n, h.data_hash, t->train_dir, t->data_n,
-                  t->data_hash);
+                       "hash %016" PRIx64 "); the training set %s has %" PRIu64 " samples, "
+                       "index hash %016" PRIx64,
+                  path, h.data_n, h.data_hash, t->train_data, t->data_n, t->data_hash);
         goto out;
     }
     if (h.batch != (uint32_t)t->o->batch && !t->o->json)

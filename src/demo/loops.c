@@ -3,7 +3,8 @@
  * one training step and the timing of its device work (CPU clock, or
  * CUDA events on the trainer's stream), the synchronous loop (read,
  * decode, convert, copy, step, one after the other), the gpufeed loop
- * (gf_next, step, gf_release_stream) and the evaluation on val/.
+ * (gf_next, step, gf_release_stream) and the evaluation on the validation
+ * set.
  */
 #include <errno.h>
 #include <inttypes.h>

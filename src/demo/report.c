@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "compute.h"
 #include "json.h"
+#include "quote.h"
 #include "samples.h"
 #include "sysinfo.h"
 #include "train.h"
@@ -121,8 +122,10 @@ void report_intro(const trainer *t)
     if (o->json)
         return;
     int th = o->threads ? o->threads : (cli_cores() > 1 ? cli_cores() - 1 : 1);
-    printf("gpufeed train  %s  (%zu train / %" PRIu64 " val images, %d classes)\n", t->root,
+    printf("gpufeed train  (%" PRIu64 " train / %" PRIu64 " val images, %d classes)\n",
            t->train_n, t->val_samples, t->classes);
+    cli_put_heading(stdout, "  train data  ", t->train_data);
+    cli_put_heading(stdout, "  val data    ", t->val_data);
     printf("  %s%s, %dx%d, batch %d, model width %d (%.0f MFLOP/step), %d epoch%s, lr %g, "
            "%d decode thread%s, prefetch depth %d\n",
            t->cuda ? "cuda" : "cpu", t->amp ? " (amp: float16 batches)" : "", o->size, o->size,
@@ -284,7 +287,8 @@ void report_json(const trainer *t, const run_result *runs, int n)
     cli_json_init(j, stdout);
     cli_json_object(j);
     cli_json_kstr(j, "device", t->cuda ? "cuda" : "cpu");
-    cli_json_kstr(j, "data", t->root);
+    cli_json_kstr(j, "train_data", t->train_data);
+    cli_json_kstr(j, "val_data", t->val_data);
     cli_json_kuint(j, "train_samples", t->train_n);
     cli_json_kuint(j, "val_samples", t->val_samples);
     cli_json_kint(j, "classes", t->classes);

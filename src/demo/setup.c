@@ -1,6 +1,7 @@
 /*
  * gpufeed train's set-up and teardown, on the command's thread: the
- * cached demo data set (made once), the loaders' settings, the look at
+ * training and validation sources (a --data root's train/ and val/, or
+ * the cached demo set, made once), the loaders' settings, the look at
  * the data and the device before the runs (probe: CUDA stream, events,
  * and the NVML sampler, whose thread nvml.c owns), and freeing all of it.
  */
@@ -57,19 +58,20 @@ int train_demo_data(trainer *t)
 {
     const char *cache = getenv("XDG_CACHE_HOME");
     const char *home = getenv("HOME");
-    char parent[4000], part[4100], sub[4200];
+    char parent[4000], part[4100], sub[4200], root[4096];
     if (cache && *cache)
         snprintf(parent, sizeof parent, "%s/gpufeed", cache);
     else if (home && *home)
         snprintf(parent, sizeof parent, "%s/.cache/gpufeed", home);
     else {
-        cli_error(CMD, "neither XDG_CACHE_HOME nor HOME is set: give --data DIR");
+        cli_error(CMD, "neither XDG_CACHE_HOME nor HOME is set: give --data DIR, or "
+                       "--train-data and --val-data");
         return CLI_USAGE;
     }
-    snprintf(t->root, sizeof t->root, "%s/train-data", parent);
-    snprintf(sub, sizeof sub, "%s/train", t->root);
+    snprintf(root, sizeof root, "%s/train-data", parent);
+    snprintf(sub, sizeof sub, "%s/train", root);
     if (train_is_dir(sub))
-        return CLI_OK;
+        return train_data_from_root(t, root);
     int rc = cli_mkdir_p(parent);
     if (rc < 0) {
         cli_error(CMD, "%s: %s", parent, strerror(-rc));
@@ -82,7 +84,7 @@ int train_demo_data(trainer *t)
         printf("making the demo data set (once): %d classes, %d train + %d val images, "
                "%dx%d JPEG, in %s\n",
                DEMO_CLASSES, DEMO_CLASSES * DEMO_TRAIN_PER_CLASS,
-               DEMO_CLASSES * DEMO_VAL_PER_CLASS, DEMO_W, DEMO_H, t->root);
+               DEMO_CLASSES * DEMO_VAL_PER_CLASS, DEMO_W, DEMO_H, root);
         fflush(stdout);
     }
     snprintf(sub, sizeof sub, "%s/train", part);
@@ -92,10 +94,27 @@ int train_demo_data(trainer *t)
     snprintf(sub, sizeof sub, "%s/val", part);
     if (cli_make_dataset(CMD, sub, DEMO_CLASSES, DEMO_VAL_PER_CLASS, DEMO_W, DEMO_H, 1, 0, 1) < 0)
         return CLI_FAIL;
-    if (rename(part, t->root) != 0) {
-        cli_error(CMD, "%s -> %s: %s (remove %s and run again)", part, t->root, strerror(errno),
-                  t->root);
+    if (rename(part, root) != 0) {
+        cli_error(CMD, "%s -> %s: %s (remove %s and run again)", part, root, strerror(errno),
+                  root);
         return CLI_FAIL;
+    }
+    return train_data_from_root(t, root);
+}
+
+/* --data ROOT (and the demo set): ROOT/train and ROOT/val, which must be
+ * folders; --train-data and --val-data are taken as given, the loader
+ * saying what is wrong with them. */
+int train_data_from_root(trainer *t, const char *root)
+{
+    snprintf(t->train_data, sizeof t->train_data, "%s/train", root);
+    snprintf(t->val_data, sizeof t->val_data, "%s/val", root);
+    if (!train_is_dir(t->train_data) || !train_is_dir(t->val_data)) {
+        cli_error(CMD, "%s: expected an ImageFolder with train/ and val/ sub-folders "
+                       "(gpufeed make-dataset DIR/train --seed 0; ... DIR/val --seed 1), or "
+                       "give --train-data and --val-data",
+                  root);
+        return CLI_USAGE;
     }
     return CLI_OK;
 }
@@ -106,7 +125,7 @@ void train_loader_settings(const trainer *t, gf_settings *s, int eval)
 {
     const train_opts *o = t->o;
     *s = o->loader_settings;
-    s->data = eval ? t->val_dir : t->train_dir;
+    s->data = eval ? t->val_data : t->train_data;
     s->seed = o->seed;
     s->epochs = 1;
     s->batch_size = o->batch;
@@ -147,15 +166,25 @@ void train_loader_settings(const trainer *t, gf_settings *s, int eval)
     }
 }
 
+/* A source's failure, naming the set: the message may name a file inside
+ * it (one shard of a pattern) and not what the user gave. train_loader_
+ * settings gives the eval transform to the validation set only. */
+static void set_error(const gf_settings *s, const char *msg)
+{
+    const char *what = s->transform == GF_TRANSFORM_EVAL ? "validation set" : "training set";
+    size_t n = strlen(s->data);
+    if (strncmp(msg, s->data, n) == 0 && msg[n] == ':')
+        cli_error(CMD, "%s %s", what, msg);
+    else
+        cli_error(CMD, "%s %s: %s", what, s->data, msg);
+}
+
 int train_open_loader(const gf_settings *s, gf_loader **l)
 {
     int rc = gf_open(l, s);
     if (rc < 0) {
         const char *msg = *l ? gf_last_error(*l) : "";
-        if (*msg)
-            cli_error(CMD, "%s", msg);
-        else
-            cli_error(CMD, "%s: %s", s->data, gf_strerror(rc));
+        set_error(s, *msg ? msg : gf_strerror(rc));
         gf_close(l);
         return CLI_USAGE;
     }
@@ -171,9 +200,9 @@ int train_loader_failed(gf_loader *l, int rc)
 
 /* ---- setup --------------------------------------------------------------- */
 
-/* CUDA: one batch of val/ through a loader with the runs' dtype, so the
- * first load of the loader's kernels (lazy module loading) and the first
- * pinned allocations happen here, before any timed window. */
+/* CUDA: one batch of the validation set through a loader with the runs'
+ * dtype, so the first load of the loader's kernels (lazy module loading)
+ * and the first pinned allocations happen here, before any timed window. */
 static int warm(trainer *t)
 {
     gf_settings s;
@@ -200,8 +229,18 @@ static int warm(trainer *t)
     return status;
 }
 
+/* How a source's classes are counted (gf_stats.classes), for a mismatch's
+ * message: a list file's or shards' are a bare largest label + 1. */
+static const char *classes_counted(const char *data)
+{
+    return train_is_dir(data) ? "class folders" : "largest label + 1";
+}
+
 /* Where the batches are (the loader resolves AUTO), the classes and the
- * validation set's size: one look at val/ through a loader. */
+ * validation set's size: one look at the validation set through a loader.
+ * The training set is indexed with the training loader's own settings
+ * (on_shard_error...), so the synchronous loop and the checkpoint's
+ * identity see the samples that loader reads. */
 int train_probe(trainer *t)
 {
     gf_settings s;
@@ -210,11 +249,11 @@ int train_probe(trainer *t)
     int status, train_classes = 0;
 
     gf_settings is;
-    gf_default_settings(&is);
-    is.data = t->train_dir;
+    train_loader_settings(t, &is, 0);
     int rc = gf_index_open(&t->train_index, &is);
     if (rc < 0) {
-        cli_error_msg(CMD, gf_index_last_error(t->train_index), rc);
+        const char *msg = gf_index_last_error(t->train_index);
+        set_error(&is, *msg ? msg : gf_strerror(rc));
         return CLI_USAGE;
     }
     t->train_n = gf_index_count(t->train_index);
@@ -231,8 +270,10 @@ int train_probe(trainer *t)
     t->val_samples = st.epoch_samples;
     t->classes = st.classes;
     if (train_classes != st.classes) {
-        cli_error(CMD, "%s has %d classes, %s has %d: they must be the same classes",
-                  t->train_dir, train_classes, t->val_dir, st.classes);
+        cli_error(CMD, "the training set %s has %d classes (%s), the validation set %s has "
+                       "%d (%s): they must be the same classes",
+                  t->train_data, train_classes, classes_counted(t->train_data), t->val_data,
+                  st.classes, classes_counted(t->val_data));
         return CLI_USAGE;
     }
     if (t->cuda) {

@@ -1,8 +1,11 @@
 /*
  * gpufeed train: the demo a new user runs first. Trains the small CNN of
- * model.h on an ImageFolder with train/ and val/ sub-folders (with no
- * --data, a synthetic one made once and cached) and runs the same training
- * twice from the same initial weights:
+ * model.h on a training set and evaluates it on a validation set: an
+ * ImageFolder root's train/ and val/ (--data; with no data option, a
+ * synthetic one made once and cached), or any two sources the loader
+ * reads (--train-data, --val-data: folders, list files, tar shards, sets
+ * gpufeed prepare wrote), and runs the same training twice from the same
+ * initial weights:
  *
  *   sync     the naive loop on one thread: read each file, decode and
  *            transform it (gf_decoder, the loader's transform), convert to
@@ -16,8 +19,8 @@
  * utilization (CPU: time inside gfm_train_step / wall; CUDA: the steps'
  * kernel time from events on the trainer's stream / wall) and CPU
  * utilization (process CPU time / wall / cores), and per epoch the mean
- * training loss and the held-out accuracy on val/ (gf_open, eval
- * transform, no shuffle).
+ * training loss and the held-out accuracy on the validation set (gf_open,
+ * eval transform, no shuffle).
  *
  * Each epoch of the gpufeed run opens its loader and seeks to the epoch
  * (gf_seek), so every epoch starts from an empty ring, as the synchronous
@@ -31,8 +34,8 @@
  * [gradient x n, n, correct, loss x n] over the ranks, and every rank
  * applies the same mean gradient (gfm_apply), so the replicas stay equal.
  * A rank out of batches joins the all-reduce with n = 0 until every rank
- * is: the step count need not match. Rank 0 prints and evaluates on val/;
- * the others are quiet.
+ * is: the step count need not match. Rank 0 prints and evaluates on the
+ * validation set; the others are quiet.
  *
  * --checkpoint FILE writes, after every epoch of the gpufeed run, the
  * model's parameters and momentum and the loader's gf_state (rank 0, for
@@ -105,11 +108,18 @@ static void usage(FILE *f)
             "synchronous loop (read, decode, copy, compute, one after the other), then\n"
             "by gpufeed's prefetching loader, and compares images/s, step time, input\n"
             "stall and device utilization, with held-out accuracy per epoch. With no\n"
-            "--data it makes a synthetic data set once (train/ and val/, 10 classes,\n"
+            "data option it makes a synthetic data set once (train/ and val/, 10 classes,\n"
             "500x375 JPEGs) under ${XDG_CACHE_HOME:-~/.cache}/gpufeed/train-data.\n"
             "\n"
             "options:\n"
             "  --data DIR            ImageFolder root with train/ and val/ sub-folders\n"
+            "  --train-data SPEC     the training set, any source gpufeed reads: an\n"
+            "                        ImageFolder, a list file ('path label' lines) or tar\n"
+            "                        shards ('DIR/train-{000000..000127}.tar', as gpufeed\n"
+            "                        prepare writes them); needs --val-data, not --data\n"
+            "  --val-data SPEC       the validation set, evaluated after each epoch (eval\n"
+            "                        transform), any source as above; the training set's\n"
+            "                        classes (the same count)\n"
             "  --loader L            sync|gpufeed|both (default both)\n"
             "  --epochs E            epochs (default 3)\n");
     lopt_usage(f, CLI_LOPT_BATCH_SIZE);
@@ -306,10 +316,12 @@ out:
 
 int cmd_train(int argc, char **argv)
 {
-    enum { O_DATA = 256, O_LOADER, O_EPOCHS, O_SIZE, O_WIDTH, O_LR, O_AMP, O_JSON, O_CKPT,
-           O_RESUME, O_MPI, O_DUMP, O_ALLREDUCE };
+    enum { O_DATA = 256, O_TRAIN_DATA, O_VAL_DATA, O_LOADER, O_EPOCHS, O_SIZE, O_WIDTH, O_LR,
+           O_AMP, O_JSON, O_CKPT, O_RESUME, O_MPI, O_DUMP, O_ALLREDUCE };
     static const struct option own[] = {
         {"data", required_argument, NULL, O_DATA},
+        {"train-data", required_argument, NULL, O_TRAIN_DATA},
+        {"val-data", required_argument, NULL, O_VAL_DATA},
         {"loader", required_argument, NULL, O_LOADER},
         {"epochs", required_argument, NULL, O_EPOCHS},
         {"image-size", required_argument, NULL, O_SIZE},
@@ -344,6 +356,8 @@ int cmd_train(int argc, char **argv)
     while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (ch) {
         case O_DATA: o.data = optarg; break;
+        case O_TRAIN_DATA: o.train_data = optarg; break;
+        case O_VAL_DATA: o.val_data = optarg; break;
         case O_LOADER: loader_given = 1; if ((o.loader = cli_parse_choice(CMD, "loader", optarg, train_loader_names)) < 0) return CLI_USAGE; break;
         case O_EPOCHS: if (cli_parse_int(CMD, "epochs", optarg, 1, 100000, &o.epochs)) return CLI_USAGE; break;
         case O_SIZE: if (cli_parse_int(CMD, "image-size", optarg, 4, 4096, &o.size)) return CLI_USAGE; break;
@@ -372,7 +386,22 @@ int cmd_train(int argc, char **argv)
     o.autotune = s.autotune;
     o.loader_settings = s;
     if (optind < argc) {
-        cli_error(CMD, "unexpected argument '%s' (the data set goes after --data)", argv[optind]);
+        cli_error(CMD, "unexpected argument '%s' (the data goes after --data, or "
+                       "--train-data and --val-data)", argv[optind]);
+        return CLI_USAGE;
+    }
+    /* One way to name the data: a root, or both sets (no validation set
+     * would leave the accuracy, the run's other half, unmeasured). */
+    if (o.data && (o.train_data || o.val_data)) {
+        cli_error(CMD, "--data %s names the training and validation sets itself (its train/ "
+                       "and val/): not with --%s-data; give --train-data and --val-data alone",
+                  o.data, o.train_data ? "train" : "val");
+        return CLI_USAGE;
+    }
+    if (!o.train_data != !o.val_data) {
+        cli_error(CMD, "--%s-data needs --%s-data too: training is evaluated on a validation "
+                       "set after each epoch",
+                  o.train_data ? "train" : "val", o.train_data ? "val" : "train");
         return CLI_USAGE;
     }
     if (o.size % 4) {
@@ -430,8 +459,20 @@ int cmd_train(int argc, char **argv)
             goto out;
         }
     }
-    if (o.data) {
-        snprintf(t.root, sizeof t.root, "%s", o.data);
+    if (o.train_data) {
+        if (strlen(o.train_data) >= sizeof t.train_data ||
+            strlen(o.val_data) >= sizeof t.val_data) {
+            cli_error(CMD, "--%s-data: longer than %zu bytes",
+                      strlen(o.train_data) >= sizeof t.train_data ? "train" : "val",
+                      sizeof t.train_data - 1);
+            status = CLI_USAGE;
+            goto out;
+        }
+        snprintf(t.train_data, sizeof t.train_data, "%s", o.train_data);
+        snprintf(t.val_data, sizeof t.val_data, "%s", o.val_data);
+    } else if (o.data) {
+        if ((status = train_data_from_root(&t, o.data)) != CLI_OK)
+            goto out;
     } else {
         /* Rank 0 makes the demo set; the others find it made. */
         if (t.rank == 0)
@@ -441,15 +482,6 @@ int cmd_train(int argc, char **argv)
             status = train_demo_data(&t);
         if (status != CLI_OK)
             goto out;
-    }
-    snprintf(t.train_dir, sizeof t.train_dir, "%s/train", t.root);
-    snprintf(t.val_dir, sizeof t.val_dir, "%s/val", t.root);
-    if (!train_is_dir(t.train_dir) || !train_is_dir(t.val_dir)) {
-        cli_error(CMD, "%s: expected an ImageFolder with train/ and val/ sub-folders "
-                       "(gpufeed make-dataset DIR/train --seed 0; ... DIR/val --seed 1)",
-                  t.root);
-        status = CLI_USAGE;
-        goto out;
     }
     if ((status = train_probe(&t)) != CLI_OK)
         goto out;

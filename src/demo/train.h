@@ -56,7 +56,9 @@ extern const float train_mean[3];
 extern const float train_std[3];
 
 typedef struct train_opts {
-    const char *data; /* NULL: the cached demo set */
+    const char *data; /* --data ROOT: ROOT/train and ROOT/val */
+    const char *train_data, *val_data; /* --train-data, --val-data: any source the
+                                          loader reads; all three NULL: the demo set */
     const char *checkpoint, *resume, *dump; /* --checkpoint, --resume, --dump-indices */
     int epochs, batch, size, threads, depth, width, amp, json, loader, mpi, autotune, allreduce;
     double lr;
@@ -118,8 +120,11 @@ typedef struct calibration {
 
 typedef struct trainer {
     const train_opts *o;
-    char root[4096], train_dir[4112], val_dir[4112];
-    gf_index *train_index;  /* train/'s index: the synchronous loop reads through it */
+    /* The sources the loaders read (settings.data): ROOT/train and ROOT/val
+     * of --data or the demo set, else --train-data and --val-data as given. */
+    char train_data[4112], val_data[4112];
+    gf_index *train_index;  /* the training set's index, as the training loader
+                               makes it: the synchronous loop reads through it */
     uint64_t train_n;
     int classes;
     uint64_t val_samples;
@@ -168,7 +173,7 @@ typedef struct trainer {
     gf_state rstate;
     float *rparams, *rvel;
     /* the training set's identity, checkpointed: samples and a hash of
-     * the index (each path and label); computed once */
+     * train_index (each path and label); computed once */
     uint64_t data_n, data_hash;
     int data_known;
 } trainer;
@@ -177,6 +182,7 @@ typedef struct trainer {
 int train_cuda_failed(void); /* reports cli_cuda_error(), returns CLI_FAIL */
 int train_is_dir(const char *p);
 int train_demo_data(trainer *t);
+int train_data_from_root(trainer *t, const char *root);
 void train_loader_settings(const trainer *t, gf_settings *s, int eval);
 int train_open_loader(const gf_settings *s, gf_loader **l);
 int train_loader_failed(gf_loader *l, int rc);
