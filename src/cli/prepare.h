@@ -137,6 +137,14 @@ int prep_write_manifest(const prep_opts *o, gf_index *ix, const prep_result *r);
 /* s with %XX for bytes outside printable ASCII, spaces and '%': a token
  * of one line (the fingerprint, the journal's reasons). */
 void prep_put_escaped(FILE *f, const char *s);
+/* The source's index as the manifest records it (source.index_fnv1a64):
+ * FNV-1a 64 over each sample's path and "\nLABEL\n", in index order.
+ * verify recomputes it to tell whether a source changed. */
+uint64_t prep_index_digest(gf_index *ix);
+/* The library settings the fingerprint and the manifest's "settings"
+ * record (as gf_settings_get writes them; NULL-terminated): those that
+ * change what the source's index holds or how a sample decodes. */
+extern const char *const prep_settings_kept[];
 /* "bad_samples": [{index, path, error, reason}...], as the summary and the
  * manifest list them. */
 struct cli_json;

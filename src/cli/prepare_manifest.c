@@ -38,7 +38,7 @@ static const char *source_kind(const prep_opts *o, gf_index *ix)
     return stat(o->src, &st) == 0 && S_ISDIR(st.st_mode) ? "folder" : "list";
 }
 
-static uint64_t index_digest(gf_index *ix)
+uint64_t prep_index_digest(gf_index *ix)
 {
     uint64_t h = GF__FNV1A64_BASIS, n = gf_index_count(ix);
     for (uint64_t i = 0; i < n; i++) {
@@ -91,7 +91,7 @@ void prep_put_escaped(FILE *f, const char *s)
     }
 }
 
-static const char *const settings_kept[] = {"channels", "on_error", "strictness", "decoder",
+const char *const prep_settings_kept[] = {"channels", "on_error", "strictness", "decoder",
                                             "extensions", "on_shard_error", "max_pixels",
                                             "max_file_bytes", NULL};
 
@@ -111,7 +111,7 @@ char *prep_fingerprint(const prep_opts *o, gf_index *ix)
     prep_put_escaped(f, o->src);
     fprintf(f, " kind=%s samples=%llu classes=%d index=%016llx", kind,
             (unsigned long long)gf_index_count(ix), gf_index_classes(ix),
-            (unsigned long long)index_digest(ix));
+            (unsigned long long)prep_index_digest(ix));
     for (uint32_t k = 0; k < n_files(o, ix); k++) {
         ident id;
         const char *p = file_at(o, ix, k);
@@ -133,10 +133,10 @@ char *prep_fingerprint(const prep_opts *o, gf_index *ix)
             prep_subsampling_names[o->subsampling], (unsigned long long)o->raw_max_pixels,
             (unsigned long long)o->raw_max_bytes, o->keep_original,
             (unsigned long long)o->shard_bytes, (unsigned long long)o->shard_samples);
-    for (int i = 0; settings_kept[i]; i++) {
+    for (int i = 0; prep_settings_kept[i]; i++) {
         char v[64];
-        gf_settings_get(&o->s, settings_kept[i], v, sizeof v);
-        fprintf(f, " %s=%s", settings_kept[i], v);
+        gf_settings_get(&o->s, prep_settings_kept[i], v, sizeof v);
+        fprintf(f, " %s=%s", prep_settings_kept[i], v);
     }
     if (fclose(f) != 0) {
         cli_error("prepare", "out of memory");
@@ -318,7 +318,7 @@ static int put_manifest(FILE *f, void *ctx)
     cli_json_kstr(&j, "kind", kind);
     cli_json_kuint(&j, "samples", gf_index_count(ix));
     cli_json_kint(&j, "classes", gf_index_classes(ix));
-    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)index_digest(ix));
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)prep_index_digest(ix));
     cli_json_kstr(&j, "index_fnv1a64", hex);
     cli_json_key(&j, "files");
     cli_json_array(&j);
@@ -352,9 +352,9 @@ static int put_manifest(FILE *f, void *ctx)
     cli_json_kbool(&j, "keep_original", o->keep_original);
     cli_json_kuint(&j, "shard_bytes", o->shard_bytes);
     cli_json_kuint(&j, "shard_samples", o->shard_samples);
-    for (int i = 0; settings_kept[i]; i++) {
-        gf_settings_get(&o->s, settings_kept[i], v, sizeof v);
-        cli_json_kstr(&j, settings_kept[i], v);
+    for (int i = 0; prep_settings_kept[i]; i++) {
+        gf_settings_get(&o->s, prep_settings_kept[i], v, sizeof v);
+        cli_json_kstr(&j, prep_settings_kept[i], v);
     }
     cli_json_object_end(&j);
 

@@ -30,9 +30,16 @@
  * check one share inside every sbatch or mpirun job and call the data set
  * clean. The summary names a share when one was checked.
  *
+ * A prepared set (gpufeed prepare's OUT, as the folder or its shards'
+ * pattern): first checked against its manifest.json (verify_prepared.h),
+ * its "MISMATCH", "CHANGED" (the source) and "NOTE" lines and a
+ * "manifest ..." summary printed before the members are decoded, since
+ * that takes long; JSON has them under "manifest".
+ *
  * Exit: 0 every sample decoded, 1 some were bad or a shard damaged (also all of them: the
  * loader's "epoch delivered no batch" is then the end of the list, not an
- * error), 2 usage or open error.
+ * error) or the set does not match its manifest (a changed source does
+ * not count: a warning), 2 usage or open error.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -44,6 +51,7 @@
 #include "json.h"
 #include "loader_options.h"
 #include "quote.h"
+#include "verify_prepared.h"
 #include "gpufeed.h"
 
 #define CMD "verify"
@@ -90,8 +98,23 @@ static void usage(FILE *f)
             "'DAMAGED shard.tar: offset N: reason; K members kept, L lost' and its\n"
             "members before the damage are checked; a 'shards: G good, D damaged\n"
             "(L members lost)' line sums them up.\n"
-            "Exit status: 0 none bad, 1 some bad or a shard damaged, 2 usage or\n"
-            "open error.\n"
+            "\n"
+            "A set written by 'gpufeed prepare SRC OUT' is checked against its\n"
+            "OUT/manifest.json first, given as --data OUT or as its shards\n"
+            "'OUT/NAME-{000000..N}.tar': the manifest is prepare's; every shard it\n"
+            "lists is there with its bytes, SHA-256 and (index sidecar) sample count,\n"
+            "and no other of its name; classes.txt is its classes. Each difference is a\n"
+            "'MISMATCH path: reason' line. Then the source it records: for shards or a\n"
+            "list file their sizes and mtimes, for an ImageFolder its index (paths and\n"
+            "labels; a file edited in place is not seen). A changed source is a\n"
+            "'CHANGED path: reason' warning, one not reachable a 'NOTE' line; the set's\n"
+            "members are decoded either way. A 'manifest OUT/manifest.json: ...' line\n"
+            "sums it up. A folder is a prepared set when its manifest.json is\n"
+            "prepare's, or cannot be read as JSON and NAME-NNNNNN.tar shards lie beside\n"
+            "it (their members are then checked without it); else it is an\n"
+            "ImageFolder, as before.\n"
+            "Exit status: 0 none bad, 1 some bad, a shard damaged or the set not as its\n"
+            "manifest lists it, 2 usage or open error.\n"
             "\n"
             "options:\n"
             "  --data DIR            data set (required; quote brace patterns)\n");
@@ -107,7 +130,13 @@ static void usage(FILE *f)
             "                         \"warned_samples\": [{\"path\", \"reason\"}],\n"
             "                         \"shards\", \"shards_damaged\", \"shard_members_lost\",\n"
             "                         \"damaged_shards\": [{\"path\", \"offset\", \"reason\",\n"
-            "                         \"error\", \"kept\", \"lost\"}]}\n"
+            "                         \"error\", \"kept\", \"lost\"}],\n"
+            "                         \"manifest\": null, or for a prepared set {\"path\",\n"
+            "                         \"readable\", \"matched\", \"shards\",\n"
+            "                         \"shards_matched\", \"samples\", \"classes_matched\",\n"
+            "                         \"mismatches\": [{\"path\", \"reason\"}], \"source\":\n"
+            "                         unchanged|changed|unreachable|unchecked,\n"
+            "                         \"source_data\", \"source_changes\", \"notes\"}}\n"
             "  -h, --help            this text\n");
 }
 
@@ -239,9 +268,111 @@ static void json_damaged(cli_json *j, const gf_verify_entry *v, size_t n)
     cli_json_array_end(j);
 }
 
+/* ---- a prepared set against its manifest (verify_prepared.h) ---- */
+
+static void text_findings(const char *tag, const cli_findings *f)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        printf("%s ", tag);
+        cli_put_quoted(stdout, f->v[i].path);
+        fputs(": ", stdout);
+        cli_put_quoted(stdout, f->v[i].reason);
+        putchar('\n');
+    }
+    if (f->total > f->n)
+        printf("%s and %zu more (no memory to list them)\n", tag, f->total - f->n);
+}
+
+static const char *const source_text[] = {
+    [CLI_SOURCE_UNCHECKED] = "source not checked",
+    [CLI_SOURCE_UNCHANGED] = "source unchanged",
+    [CLI_SOURCE_CHANGED] = "source changed (a warning: the set still matches its manifest)",
+    [CLI_SOURCE_UNREACHABLE] = "source not reachable (not checked)",
+};
+
+/* Before the members are decoded: the user sees these at once. */
+static void text_prepared(const cli_prepared *p)
+{
+    unsigned long long n = p->shards;
+    text_findings("MISMATCH", &p->mismatches);
+    text_findings("CHANGED", &p->changes);
+    text_findings("NOTE", &p->notes);
+    fputs("manifest ", stdout);
+    cli_put_quoted(stdout, p->manifest);
+    if (!p->readable)
+        printf(": not readable as prepare's%s\n",
+               p->data || !p->dir_form ? ": the shards are checked without it" : "");
+    else if (!p->mismatches.total)
+        printf(": matched: %llu shard%s (bytes, SHA-256, sample counts), %llu samples, "
+               "classes.txt; %s\n", n, n == 1 ? "" : "s", (unsigned long long)p->samples,
+               source_text[p->source]);
+    else
+        printf(": %zu mismatch%s (%llu of %llu shard%s matched, classes.txt %s); %s\n",
+               p->mismatches.total, p->mismatches.total == 1 ? "" : "es",
+               (unsigned long long)p->shards_ok, n, n == 1 ? "" : "s",
+               p->classes_ok ? "matched" : "did not", source_text[p->source]);
+    fflush(stdout);
+}
+
+static void json_findings(cli_json *j, const char *key, const cli_findings *f)
+{
+    cli_json_key(j, key);
+    cli_json_array(j);
+    for (size_t i = 0; i < f->n; i++) {
+        cli_json_object(j);
+        cli_json_kstr(j, "path", f->v[i].path);
+        cli_json_kstr(j, "reason", f->v[i].reason);
+        cli_json_object_end(j);
+    }
+    cli_json_array_end(j);
+}
+
+/* "manifest": null for a data set prepare did not write. */
+static void json_prepared(cli_json *j, const cli_prepared *p)
+{
+    cli_json_key(j, "manifest");
+    if (!p) {
+        cli_json_null(j);
+        return;
+    }
+    cli_json_object(j);
+    cli_json_kstr(j, "path", p->manifest);
+    cli_json_kbool(j, "readable", p->readable);
+    cli_json_kbool(j, "matched", p->readable && !p->mismatches.total);
+    cli_json_kuint(j, "shards", p->shards);
+    cli_json_kuint(j, "shards_matched", p->shards_ok);
+    cli_json_kuint(j, "samples", p->samples);
+    cli_json_kbool(j, "classes_matched", p->classes_ok);
+    json_findings(j, "mismatches", &p->mismatches);
+    cli_json_kstr(j, "source", cli_source_names[p->source]);
+    cli_json_kstr_or_null(j, "source_data", p->source_data);
+    json_findings(j, "source_changes", &p->changes);
+    json_findings(j, "notes", &p->notes);
+    cli_json_object_end(j);
+}
+
+/* A prepared folder with no listed shard there to decode: the manifest's
+ * findings are the answer. */
+static int no_members(int json, const cli_prepared *p)
+{
+    if (json) {
+        cli_json j;
+        cli_json_init(&j, stdout);
+        cli_json_object(&j);
+        cli_json_kuint(&j, "samples", 0);
+        cli_json_kuint(&j, "bad", 0);
+        json_prepared(&j, p);
+        cli_json_object_end(&j);
+        cli_json_end(&j);
+    } else {
+        printf("0 samples, 0 bad (no shard of the set to decode)\n");
+    }
+    return p->mismatches.total ? CLI_FAIL : CLI_OK;
+}
+
 /* An open that failed because every shard was damaged (or kept no
  * sample): each damaged shard, as when some are good, and exit 1. */
-static int all_damaged(int json, const gf_verify_result *r)
+static int all_damaged(int json, const gf_verify_result *r, const cli_prepared *p)
 {
     unsigned long long lost = 0;
     for (size_t i = 0; i < r->n_damaged_shards; i++) {
@@ -259,6 +390,7 @@ static int all_damaged(int json, const gf_verify_result *r)
         cli_json_kuint(&j, "shard_members_lost", lost);
         json_damaged(&j, r->damaged_shards, r->n_damaged_shards);
         cli_json_kstr(&j, "error", r->error);
+        json_prepared(&j, p);
         cli_json_object_end(&j);
         cli_json_end(&j);
     } else {
@@ -283,6 +415,8 @@ int cmd_verify(int argc, char **argv)
     gf_settings s;
     gf_verify_result *r = NULL;
     char *root = NULL;
+    cli_prepared prep;
+    const cli_prepared *pp = NULL;
 
     /* The table's options land in s; verify's own choices follow. */
     gf_default_settings(&s);
@@ -323,11 +457,29 @@ int cmd_verify(int argc, char **argv)
         return CLI_USAGE;
     }
 
+    switch (cli_prepared_find(CMD, data, &prep)) {
+    case -1: return CLI_USAGE;
+    case 1: pp = &prep; break;
+    default: break;
+    }
+    if (pp) {
+        cli_prepared_check(&prep);
+        if (!json)
+            text_prepared(pp);
+        if (prep.dir_form) {
+            if (!prep.data) {
+                status = no_members(json, pp);
+                goto out;
+            }
+            data = prep.data; /* its shards, not an ImageFolder */
+        }
+    }
+
     s.data = data;
     rc = gf_verify(&s, &r);
     if (rc == 0 && !r->opened) {
         /* No shard kept a sample: the damage is the finding. */
-        status = all_damaged(json, r);
+        status = all_damaged(json, r, pp);
         goto out;
     }
     if (rc < 0) {
@@ -360,6 +512,12 @@ int cmd_verify(int argc, char **argv)
                 root[0] = '\0';
         }
     }
+    if (root && pp && pp->dir_form) { /* a comma list of its shards has no folder */
+        free(root);
+        root = malloc(strlen(pp->dir) + 2);
+        if (root)
+            sprintf(root, "%s%s", pp->dir, strcmp(pp->dir, "/") ? "/" : "");
+    }
 
     uint64_t n_samples = r->samples, n_bad = r->bad;
     if (json) {
@@ -391,6 +549,7 @@ int cmd_verify(int argc, char **argv)
         cli_json_kuint(&j, "shard_members_lost", st.shard_members_lost);
         json_damaged(&j, r->damaged_shards, r->n_damaged_shards);
         json_skipped(&j, r, root ? root : "");
+        json_prepared(&j, pp);
         cli_json_object_end(&j);
         cli_json_end(&j);
     } else {
@@ -429,9 +588,11 @@ int cmd_verify(int argc, char **argv)
         cli_error(CMD, "%llu bad samples were counted but only %zu could be listed",
                   (unsigned long long)n_bad, r->n_bad_samples);
     }
-    status = n_bad || st.shards_damaged ? CLI_FAIL : CLI_OK;
+    status = n_bad || st.shards_damaged || (pp && pp->mismatches.total) ? CLI_FAIL : CLI_OK;
 out:
     gf_verify_free(&r);
     free(root);
+    if (pp)
+        cli_prepared_free(&prep);
     return status;
 }
