@@ -4,9 +4,8 @@ prepare is the gpufeed program's code (src/cli), not the library's, so
 these run the program with --json and return its summary: one
 implementation, the same bytes, the same resumable journal. The program
 is found as GPUFEED_CLI names it, else beside the interpreter (the
-scripts directory an installer puts programs in), else on PATH. The wheel
-(pyproject.toml: library_install=false) does not hold the program: build
-and install it with meson, or point GPUFEED_CLI at it.
+scripts directory an installer puts programs in: the wheel's copy), else
+on PATH.
 """
 import json
 import os
@@ -44,9 +43,9 @@ def _find_program():
     if path:
         return path
     raise PrepareError("the gpufeed program was not found (GPUFEED_CLI, the scripts directory, "
-                       "PATH): the Python wheel does not include it; build it with meson "
-                       "(`meson setup build && ninja -C build`, then `meson install` or "
-                       "GPUFEED_CLI=build/src/cli/gpufeed)")
+                       "PATH): pip install gpufeed puts it in the scripts directory; or build "
+                       "it with meson (`meson setup build && ninja -C build`, then "
+                       "`meson install` or GPUFEED_CLI=build/src/cli/gpufeed)")
 
 
 def _check_version(program):
