@@ -9,7 +9,8 @@
  * rectangle (crop.c), decode only what the resampler will read, convert
  * channels, resample into dst. JPEG goes through libjpeg-turbo
  * (decode_jpeg.c) and PNG through libspng (decode_png.c) where built,
- * everything else (and JPEG, PNG with decoder = STB) through stb_image
+ * binary PNM at maxval 255 is resampled in place (decode_pnm_raw.c),
+ * everything else (and all three with decoder = STB) through stb_image
  * (decode_stb.c).
  *
  * Nothing here prints, exits or aborts. */
@@ -60,9 +61,10 @@ static int sniff(const uint8_t *p, size_t n)
 }
 
 /* What a sniffed format goes through, in this order: its truncation
- * check; its own library's decoder where built (unless decoder = STB,
- * where stb_image also reads the format); else a refusal; else the checks
- * stb_image needs, then stb_image. A zeroed entry: stb_image alone. */
+ * check; its own decoder where built (unless decoder = STB, where
+ * stb_image also reads the format); else, or where the own decoder
+ * declines the file (GF__DECLINED), a refusal; else the checks stb_image
+ * needs, then stb_image. A zeroed entry: stb_image alone. */
 typedef struct format_entry {
     int (*truncated)(const uint8_t *p, size_t n);
     gf__format_decode_fn *own;
@@ -95,6 +97,7 @@ static const format_entry formats[F_COUNT] = {
     [F_TIFF] = {.refused = "TIFF: not a supported format"},
     /* stb_image's path, though not stb_image's code */
     [F_PNM_PLAIN] = {.own = gf__decode_pnm_plain, .own_used = GF__USED_STB, .own_always = 1},
+    [F_PNM] = {.own = gf__decode_pnm_raw, .own_used = GF__USED_RAW},
 };
 
 /* ---- entry points ---- */
@@ -177,14 +180,16 @@ static int decode(gf__decoder *d, const uint8_t *data, size_t len, const gf__tra
         gf__why(why, why_len, "%s: premature end of data (truncated?)", gf__fmt_name[fmt]);
         return GF_ETRUNC;
     }
-    int rc, by;
+    int rc = GF__DECLINED, by = 0;
     if (f->own && (f->own_always || t->decoder != GF_DECODER_STB)) {
         by = f->own_used;
         rc = f->own(d, data, len, t, key, dst, why, why_len);
-    } else if (f->refused) {
-        gf__why(why, why_len, "%s", f->refused);
-        return GF_EFORMAT;
-    } else {
+    }
+    if (rc == GF__DECLINED) {
+        if (f->refused) {
+            gf__why(why, why_len, "%s", f->refused);
+            return GF_EFORMAT;
+        }
         if (f->stb_check && (rc = f->stb_check(d, data, len, t, why, why_len)) < 0)
             return rc;
         by = GF__USED_STB;

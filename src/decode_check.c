@@ -2,7 +2,8 @@
  * the decode threads by decode_stb.c before stb_image, which reads past
  * the end of its data as zeros and so "decodes" a file cut in half, and
  * tolerates header nonsense (PNM maxval 0, a 2^31-entry BMP palette, a
- * 0x0 GIF frame).
+ * 0x0 GIF frame). The PNM walk also heads the raw path
+ * (decode_pnm_raw.c), so both paths fail a file alike.
  *
  * Each check walks the header and, for RLE/LZW formats, the packet or
  * block structure: linear in the file, every read bounds-checked, sizes
@@ -274,7 +275,8 @@ static int pnm_space(uint8_t b)
     return b == ' ' || (b >= '\t' && b <= '\r');
 }
 
-static int check_pnm(chk *c)
+/* hdr, when not NULL, gets the size, maxval and raster offset. */
+static int check_pnm(chk *c, gf__pnm_header *hdr)
 {
     static const char *const what[3] = {"width", "height", "maxval"};
     const uint8_t *p = c->p;
@@ -315,7 +317,16 @@ static int check_pnm(chk *c)
     uint64_t need = mul(mul(v[0], v[1]), (p[1] == '6' ? 3 : 1) * (v[2] > 255 ? 2 : 1));
     if (need > n - pos)
         return fail(c, GF_ETRUNC, "%zu of %llu raster bytes (truncated?)", n - pos, (ull)need);
+    if (hdr)
+        *hdr = (gf__pnm_header){(uint32_t)v[0], (uint32_t)v[1], (uint32_t)v[2], pos};
     return 0;
+}
+
+int gf__check_pnm_binary(const uint8_t *p, size_t n, gf__pnm_header *hdr, char *why,
+                         size_t why_len)
+{
+    chk c = {p, n, gf__fmt_name[F_PNM], 0, NULL, why, why_len}; /* never untidy: no decoder */
+    return check_pnm(&c, hdr);
 }
 
 /* ---- GIF ---- */
@@ -560,7 +571,7 @@ int gf__check_stb_format(int fmt, const uint8_t *p, size_t n, gf_strictness s, g
     /* stb_image reads any data starting P5 or P6 as PNM, whatever sniff says */
     if (n >= 2 && p[0] == 'P' && (p[1] == '5' || p[1] == '6')) {
         c.fmt = gf__fmt_name[F_PNM];
-        return check_pnm(&c);
+        return check_pnm(&c, NULL);
     }
     switch (fmt) {
     case F_BMP: return check_bmp(&c);

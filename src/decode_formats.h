@@ -8,7 +8,9 @@
 #include "decoder.h"
 
 /* A format's own decoder: t->out_h x t->out_w x t->channels bytes to dst,
- * randomness from key; 0, or a sample error with why. */
+ * randomness from key; 0, or a sample error with why, or GF__DECLINED:
+ * a file of the format it leaves to stb_image (nothing written). */
+enum { GF__DECLINED = 1 };
 typedef int gf__format_decode_fn(gf__decoder *d, const uint8_t *data, size_t len,
                                  const gf__transform *t, uint64_t key, uint8_t *dst, char *why,
                                  size_t why_len);
@@ -38,6 +40,13 @@ int gf__decode_pnm_plain(gf__decoder *d, const uint8_t *data, size_t len,
                          const gf__transform *t, uint64_t key, uint8_t *dst, char *why,
                          size_t why_len);
 
+/* decode_pnm_raw.c: P5 and P6 at maxval 255, resampled from the data in
+ * place; GF__DECLINED for every other maxval and for what stb_image
+ * refuses by size, so those keep stb_image's pixels and reasons. */
+int gf__decode_pnm_raw(gf__decoder *d, const uint8_t *data, size_t len,
+                       const gf__transform *t, uint64_t key, uint8_t *dst, char *why,
+                       size_t why_len);
+
 /* png_check.c: the first chunk whose CRC is wrong (1, in *bad) or 0.
  * Walks from the first chunk to IEND; stops quietly at a bad length. */
 typedef struct gf__png_bad {
@@ -65,6 +74,15 @@ int gf__decode_png(gf__decoder *d, const uint8_t *data, size_t len, const gf__tr
  * untidy file returns 0 with d->warned set. Other formats: 0. */
 int gf__check_stb_format(int fmt, const uint8_t *p, size_t n, gf_strictness s, gf__decoder *d,
                          char *why, size_t why_len);
+/* decode_check.c: a P5 or P6 file's header, as stb_image reads it. */
+typedef struct gf__pnm_header {
+    uint32_t w, h, maxval; /* each checked: 1..INT32_MAX, maxval <= 65535 */
+    size_t raster;         /* the pixels' offset; the raster is whole */
+} gf__pnm_header;
+/* check_pnm's walk for the raw path: 0 with *hdr, else the stb path's
+ * GF_ETRUNC / GF_ECORRUPT and reason. p starts "P5" or "P6". */
+int gf__check_pnm_binary(const uint8_t *p, size_t n, gf__pnm_header *hdr, char *why,
+                         size_t why_len);
 /* 1 if p passes stb_image's TGA test (TGA has no magic number). */
 int gf__sniff_tga(const uint8_t *p, size_t n);
 

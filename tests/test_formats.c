@@ -6,6 +6,7 @@
 #include "decode.h"
 #include "decode_formats.h"
 #include "testutil.h"
+#include "tu_engine.h"
 #include "run_suite.h"
 
 #include <check.h>
@@ -861,6 +862,174 @@ START_TEST(plain_pnm_and_binary_pbm_decode_to_their_pixels)
 }
 END_TEST
 
+/* ---- binary PNM at maxval 255, read in place (decode_pnm_raw.c) ---- */
+
+/* A P5 (c 1) or P6 (c 3) file of w x h pixels tu_fill(seed) at maxval 255,
+ * the header as `gpufeed prepare --format raw` writes it or with a
+ * comment, at an odd address in a block of exactly its size: reads past
+ * its end or aligned loads would show (ASan). *block is to be freed. */
+static const uint8_t *raw_pnm(int w, int h, int c, int comment, uint32_t seed, size_t *n,
+                              uint8_t **block, uint8_t **px)
+{
+    char hdr[64];
+    int k = snprintf(hdr, sizeof hdr, comment ? "P%c # c\n%d\t%d\r255\n" : "P%c\n%d %d\n255\n",
+                     c == 1 ? '5' : '6', w, h);
+    size_t body = (size_t)w * h * c;
+    *n = (size_t)k + body;
+    *px = malloc(body);
+    *block = malloc(*n + 1);
+    ck_assert(*px && *block);
+    tu_fill(*px, w, h, c, seed);
+    memcpy(*block + 1, hdr, (size_t)k);
+    memcpy(*block + 1 + k, *px, body);
+    return *block + 1;
+}
+
+/* One decode's result: its code, flags and pixels (a fitted decode's
+ * from the decoder's own buffer). */
+typedef struct raw_out {
+    int rc, used, w, h;
+    uint8_t *px;
+    size_t n;
+} raw_out;
+
+static raw_out decode_by(gf__decoder *d, const uint8_t *p, size_t n, gf__transform t,
+                         gf_decoder_kind by, uint64_t key)
+{
+    raw_out o = {0};
+    t.decoder = by;
+    size_t out = t.fit ? 4 : (size_t)t.out_w * t.out_h * t.channels;
+    uint8_t *dst = malloc(out);
+    ck_assert_ptr_nonnull(dst);
+    char why[256];
+    o.rc = gf__decode(d, p, n, &t, key, dst, &o.used, why, sizeof why);
+    ck_assert_msg(o.rc == 0, "rc %d (%s)", o.rc, why);
+    o.w = t.fit ? d->fitted.out_w : t.out_w;
+    o.h = t.fit ? d->fitted.out_h : t.out_h;
+    o.n = (size_t)o.w * o.h * t.channels;
+    if (t.fit) {
+        free(dst);
+        dst = malloc(o.n);
+        memcpy(dst, d->fit_out, o.n);
+    }
+    o.px = dst;
+    return o;
+}
+
+/* The raw path gives stb_image's bytes, and the same pixels' PNG's, for
+ * every transform (train RRC with the flip decided here or left to the
+ * device, eval, the identity, a fitted decode), output size and channel
+ * combination; it says so (GF__USED_RAW), and reads the file in place:
+ * no scratch at all when the channels match. */
+START_TEST(binary_pnm_at_maxval_255_reads_in_place_with_stb_images_bytes)
+{
+    static const int sizes[][2] = {{256, 192}, {13, 7}, {1, 1}, {37, 300}, {5, 2}};
+    static const int outs[][2] = {{224, 224}, {40, 24}};
+    gf__decoder *raw, *stb, *png;
+    ck_assert_int_eq(gf__decoder_create(&raw), 0);
+    ck_assert_int_eq(gf__decoder_create(&stb), 0);
+    ck_assert_int_eq(gf__decoder_create(&png), 0);
+    int cases = 0;
+    for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++)
+        for (int c = 1; c <= 3; c += 2)
+            for (int oc = 1; oc <= 4; oc++) {
+                if (oc == 2)
+                    continue;
+                int w = sizes[z][0], h = sizes[z][1];
+                size_t n, plen;
+                uint8_t *block, *px;
+                const uint8_t *file = raw_pnm(w, h, c, (int)z & 1, (uint32_t)(z * 8 + c), &n,
+                                              &block, &px);
+                uint8_t *pngf = tu_png_mem(px, w, h, c, &plen);
+                for (int k = 0; k < 10; k++) {
+                    gf_settings st;
+                    gf_default_settings(&st);
+                    st.channels = oc;
+                    st.width = outs[k & 1][0];
+                    st.height = outs[k & 1][1];
+                    st.transform = k < 6 ? GF_TRANSFORM_TRAIN : GF_TRANSFORM_EVAL;
+                    if (k == 7) { /* the identity */
+                        st.width = w;
+                        st.height = h;
+                        st.crop_fraction = 1.0f;
+                    }
+                    gf__transform t;
+                    gf__transform_from_settings(&t, &st);
+                    t.defer_flip = k == 3 || k == 5;
+                    t.full_decode = k == 4;
+                    if (k >= 8) { /* fitted, as prepare does: capped, and whole */
+                        t.fit = 1;
+                        t.fit_max_side = k == 8 ? 17 : 0;
+                        t.out_w = t.out_h = 1;
+                    }
+                    for (uint64_t key = 0; key < (k < 6 ? 4u : 1u); key++) {
+                        raw_out a = decode_by(raw, file, n, t, GF_DECODER_AUTO, key);
+                        raw_out b = decode_by(stb, file, n, t, GF_DECODER_STB, key);
+                        raw_out p = decode_by(png, pngf, plen, t, GF_DECODER_AUTO, key);
+                        ck_assert_int_eq(a.used & ~GF__FLIPPED, GF__USED_RAW);
+                        ck_assert_int_eq(b.used & ~GF__FLIPPED, GF__USED_STB);
+                        ck_assert_int_eq(a.used & GF__FLIPPED, b.used & GF__FLIPPED);
+                        ck_assert_int_eq(a.used & GF__FLIPPED, p.used & GF__FLIPPED);
+                        ck_assert(a.w == b.w && a.h == b.h && a.w == p.w && a.h == p.h);
+                        ck_assert_msg(memcmp(a.px, b.px, a.n) == 0 && memcmp(a.px, p.px, a.n) == 0,
+                                      "%dx%d c%d -> c%d, case %d key %llu: pixels differ", w, h,
+                                      c, oc, k, (unsigned long long)key);
+                        free(a.px), free(b.px), free(p.px);
+                        cases++;
+                    }
+                }
+                free(pngf);
+                free(px);
+                free(block);
+            }
+    ck_assert_int_eq(cases, 5 * 2 * 3 * (6 * 4 + 4));
+    /* In place: a fresh decoder's P6 to RGB holds no pixel buffer, and to
+     * grey converts only the span the resampler reads. */
+    gf__decoder *d;
+    ck_assert_int_eq(gf__decoder_create(&d), 0);
+    size_t n;
+    uint8_t *block, *px;
+    const uint8_t *file = raw_pnm(256, 192, 3, 0, 5, &n, &block, &px);
+    gf__transform t = tu_train_transform(224, 224, 3);
+    raw_out a = decode_by(d, file, n, t, GF_DECODER_AUTO, 3);
+    ck_assert_uint_eq(d->buf_cap + d->conv_cap + d->fit_cap, 0);
+    free(a.px);
+    t = tu_train_transform(224, 224, 1);
+    a = decode_by(d, file, n, t, GF_DECODER_AUTO, 3);
+    ck_assert_uint_eq(d->buf_cap, 0);
+    size_t span = (size_t)(d->rs.h.hi - d->rs.h.lo) * (size_t)(d->rs.v.hi - d->rs.v.lo);
+    ck_assert_uint_lt(d->conv_cap, 2 * span + 4096); /* grown by doubling */
+    free(a.px);
+    free(px);
+    free(block);
+    gf__decoder_destroy(d);
+    gf__decoder_destroy(raw);
+    gf__decoder_destroy(stb);
+    gf__decoder_destroy(png);
+}
+END_TEST
+
+/* Any other maxval, 8-bit or 16, stays with stb_image (which scales
+ * 16-bit samples and keeps 8-bit ones as they are). */
+START_TEST(binary_pnm_at_other_maxvals_goes_through_stb_image)
+{
+    make_pixels();
+    static const unsigned maxvals[] = {65535, 1000, 256, 254, 100, 1};
+    for (size_t i = 0; i < sizeof maxvals / sizeof *maxvals; i++)
+        for (int c = 1; c <= 3; c += 2) {
+            buf b = make_pnm(c == 1 ? gray : rgb, c, maxvals[i]);
+            gf__decoder *d;
+            ck_assert_int_eq(gf__decoder_create(&d), 0);
+            gf__transform t = tu_eval_transform(W, H, 3, 1.0f);
+            raw_out o = decode_by(d, b.p, b.n, t, GF_DECODER_AUTO, 0);
+            ck_assert_msg(o.used == GF__USED_STB, "maxval %u: used %d", maxvals[i], o.used);
+            free(o.px);
+            gf__decoder_destroy(d);
+            free(b.p);
+        }
+}
+END_TEST
+
 static Suite *formats_suite(void)
 {
     Suite *s = suite_create("formats");
@@ -869,6 +1038,8 @@ static Suite *formats_suite(void)
     tcase_add_test(good, trailing_bytes_after_the_image_are_allowed);
     tcase_add_test(good, gif_with_a_large_minimum_code_size_decodes_and_a_wide_literal_is_named);
     tcase_add_test(good, plain_pnm_and_binary_pbm_decode_to_their_pixels);
+    tcase_add_test(good, binary_pnm_at_maxval_255_reads_in_place_with_stb_images_bytes);
+    tcase_add_test(good, binary_pnm_at_other_maxvals_goes_through_stb_image);
     suite_add_tcase(s, good);
     TCase *bad = tcase_create("damaged");
     tcase_add_test(bad, every_truncation_is_etrunc_in_every_mode);

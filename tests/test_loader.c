@@ -1544,6 +1544,121 @@ START_TEST(read_sample_on_shards_gives_each_members_bytes_and_stats_count_what_w
 }
 END_TEST
 
+/* A prepared raw set (issue 27): each source downscaled by the library
+ * (gf_decoder_decode_fit, as `gpufeed prepare` does) and stored as a
+ * binary PPM, or PGM when prepared grey, with its label. The loader reads
+ * those members in place (decode_pnm_raw.c); its batches must hold, for
+ * every transform, output channel count, dtype and layout, exactly what
+ * decoding the same downscaled image from memory gives (a PNG of it,
+ * through gf_decode_image), converted by the CPU twin. */
+START_TEST(a_prepared_raw_set_gives_the_pixels_of_its_images_decoded_from_memory)
+{
+    enum { FILES = 7, MAX_SIDE = 64 };
+    static const int src_size[FILES][2] = {{160, 120}, {120, 160}, {50, 40}, {201, 77},
+                                           {64, 64},   {300, 9},   {3, 200}};
+    char *dir = tu_mkdtemp(), shard[4096];
+    snprintf(shard, sizeof shard, "%s/train-000000.tar", dir);
+    uint8_t *png[FILES];
+    size_t png_len[FILES];
+    tu_tar w = {0};
+    for (int i = 0; i < FILES; i++) {
+        int sw = src_size[i][0], sh = src_size[i][1], c = i % 3 == 2 ? 1 : 3;
+        uint8_t *px = malloc((size_t)sw * sh * 3);
+        tu_fill_smooth(px, sw, sh, 3, (uint32_t)(40 + i));
+        size_t len;
+        uint8_t *src = tu_png_mem(px, sw, sh, 3, &len);
+        gf_settings ps;
+        tu_cpu_settings(&ps);
+        ps.channels = c;
+        gf_decoder *g;
+        ck_assert_int_eq(gf_decoder_open(&g, &ps), 0);
+        const uint8_t *fit;
+        int fw, fh;
+        char why[256];
+        ck_assert_int_eq(gf_decoder_decode_fit(g, src, len, MAX_SIDE, &fit, &fw, &fh, NULL, NULL,
+                                               why, sizeof why), 0);
+        char head[48], name[32];
+        int hn = snprintf(head, sizeof head, "P%c\n%d %d\n255\n", c == 1 ? '5' : '6', fw, fh);
+        size_t body = (size_t)fw * fh * c;
+        uint8_t *member = malloc((size_t)hn + body);
+        memcpy(member, head, (size_t)hn);
+        memcpy(member + hn, fit, body);
+        snprintf(name, sizeof name, "k%02d.%s", i, c == 1 ? "pgm" : "ppm");
+        tu_tar_file(&w, name, member, (size_t)hn + body);
+        snprintf(name, sizeof name, "k%02d.cls", i);
+        tu_tar_file(&w, name, "1", 1);
+        png[i] = tu_png_mem(fit, fw, fh, c, &png_len[i]);
+        free(member);
+        gf_decoder_close(&g);
+        free(src);
+        free(px);
+    }
+    tar_save(&w, shard);
+    static const gf_dtype dtypes[] = {GF_DTYPE_UINT8, GF_DTYPE_FLOAT32, GF_DTYPE_FLOAT16,
+                                      GF_DTYPE_BFLOAT16};
+    int checked = 0;
+    for (int tr = 0; tr < 2; tr++)
+        for (int ch = 1; ch <= 4; ch++)
+            for (int dt = 0; dt < 4; dt++) {
+                if (ch == 2)
+                    continue;
+                gf_settings s;
+                tu_cpu_settings(&s);
+                s.data = shard;
+                s.width = 40;
+                s.height = 32;
+                s.channels = ch;
+                s.transform = tr ? GF_TRANSFORM_TRAIN : GF_TRANSFORM_EVAL;
+                s.batch_size = 3;
+                s.threads = 2;
+                s.epochs = 2;
+                s.seed = 7;
+                s.dtype = dtypes[dt];
+                s.layout = (gf_layout)(dt & 1);
+                s.flip_on_device = dt == 2; /* the flip left to the conversion */
+                for (int c = 0; c < ch; c++) {
+                    s.mean[c] = 90.0f + 10.0f * c;
+                    s.std[c] = 60.0f - 5.0f * c;
+                }
+                gf__convert cv;
+                gf__convert_init(&cv, &s);
+                size_t hwc = (size_t)s.width * s.height * ch, sb = gf__convert_sample_bytes(&cv);
+                uint8_t *px = malloc(hwc), *want = malloc(sb);
+                gf_loader *l = open_ok(&s);
+                gf_batch *b;
+                int rc;
+                while ((rc = gf_next(l, &b)) == 0) {
+                    for (int i = 0; i < b->count; i++, checked++) {
+                        int64_t k = b->indices[i];
+                        char why[256];
+                        ck_assert_int_eq(gf_decode_image(&s, png[k], png_len[k], b->epoch,
+                                                         (uint64_t)k, px, why, sizeof why), 0);
+                        gf__convert_cpu(&cv, px, want, NULL, 0, 1);
+                        ck_assert_msg(memcmp((uint8_t *)b->data + sb * i, want, sb) == 0,
+                                      "%s, %d channels, dtype %d: sample %lld of epoch %llu "
+                                      "differs", tr ? "train" : "eval", ch, dt, (long long)k,
+                                      (unsigned long long)b->epoch);
+                        ck_assert_int_eq(b->labels[i], 1);
+                    }
+                    gf_release(l, b);
+                }
+                ck_assert_msg(rc == GF_EOF, "%s", gf_last_error(l));
+                gf_stats st;
+                gf_get_stats(l, &st);
+                ck_assert_uint_eq(st.errors, 0);
+                ck_assert_uint_eq(st.decoded_stb, 2 * FILES); /* the raw path counts there */
+                gf_close(&l);
+                free(px);
+                free(want);
+            }
+    ck_assert_int_eq(checked, 2 * 3 * 4 * 2 * FILES);
+    for (int i = 0; i < FILES; i++)
+        free(png[i]);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
 #if GF_HAVE_TURBO
 /* Waits (polling) until a decode is held past GF__JPEG_LONG_SCANS scans
  * (gf__jpeg_hold is set). */
@@ -1844,6 +1959,7 @@ static Suite *loader_suite(void)
     tcase_set_timeout(t, 120);
     tcase_add_test(t, read_sample_on_a_folder_gives_each_files_bytes_path_and_label);
     tcase_add_test(t, read_sample_on_shards_gives_each_members_bytes_and_stats_count_what_was_skipped);
+    tcase_add_test(t, a_prepared_raw_set_gives_the_pixels_of_its_images_decoded_from_memory);
     suite_add_tcase(s, t);
 
     t = tu_uring_tcase("uring");

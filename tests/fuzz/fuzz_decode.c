@@ -1,6 +1,8 @@
 /* gf__decode on any bytes: the first two bytes choose the decoder, the
  * transform, the channels and the output size; the rest is the file. An
- * error must say why; a success must write exactly the output. */
+ * error must say why; a success must write exactly the output. A binary
+ * PNM that went the raw path (decode_pnm_raw.c) must give stb_image's
+ * path's result: the same code and reason, or the same bytes. */
 #include "config.h"
 #include "fuzz.h"
 #include "decode.h"
@@ -13,6 +15,26 @@
 #endif
 #include <stb_image_write.h>
 unsigned char *stbi_zlib_compress(unsigned char *data, int data_len, int *out_len, int quality);
+
+/* The stb path's result for the same file and key must be rc and why, or
+ * on success the same pixels as dst. */
+static void same_as_stb(gf__decoder *dec, const uint8_t *file, size_t len, const gf__transform *t,
+                        uint64_t key, const uint8_t *dst, int rc, const char *why)
+{
+    gf__transform st = *t;
+    st.decoder = GF_DECODER_STB;
+    size_t out = (size_t)t->out_w * t->out_h * t->channels;
+    uint8_t *px = malloc(out);
+    FUZZ_CHECK(px);
+    char swhy[256] = "";
+    int used = 0;
+    int src = gf__decode(dec, file, len, &st, key, px, &used, swhy, sizeof swhy);
+    if (src != GF_ENOMEM) {
+        FUZZ_CHECK(src == rc);
+        FUZZ_CHECK(rc < 0 ? strcmp(swhy, why) == 0 : memcmp(px, dst, out) == 0);
+    }
+    free(px);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -43,11 +65,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int used = 0;
     int rc = gf__decode(dec, data + 2, size - 2, &t, size, dst, &used, why, sizeof why);
     if (rc == 0)
-        FUZZ_CHECK(used & (GF__USED_STB | GF__USED_TURBO | GF__USED_SPNG | GF__USED_WEBP));
+        FUZZ_CHECK(used & (GF__USED_STB | GF__USED_TURBO | GF__USED_SPNG | GF__USED_WEBP |
+                           GF__USED_RAW));
     else if (rc != GF_ENODEV) /* TURBO asked of a build without it */
         FUZZ_CHECK(rc < 0 && why[0] != '\0');
     for (int i = 0; i < 16; i++)
         FUZZ_CHECK(dst[out + i] == 0xa5); /* nothing past the output */
+    if (t.decoder != GF_DECODER_STB && size >= 4 && data[2] == 'P' &&
+        (data[3] == '5' || data[3] == '6') && rc != GF_ENOMEM)
+        same_as_stb(dec, data + 2, size - 2, &t, size, dst, rc, why);
     free(dst);
     return 0;
 }
@@ -133,6 +159,33 @@ static void png_kind_seeds(fuzz_emit emit)
     free(good);
 }
 
+/* Binary PNM at maxval 255, which the raw path reads in place
+ * (decode_pnm_raw.c), as `gpufeed prepare --format raw` writes it and
+ * with a comment, trailing bytes, a short raster: AUTO (so each is also
+ * decoded by stb_image and compared), train and eval, every channel
+ * count. */
+static void raw_pnm_seeds(fuzz_emit emit)
+{
+    enum { RW = 11, RH = 6 };
+    uint8_t f[64 + RW * RH * 3 + 8];
+    static const char *const head[] = {"P6\n%d %d\n255\n", "P5\n%d %d\n255\n",
+                                       "P6 # c\n%d\t%d\r255 ", "P5\n%d %d\n255\n"};
+    static const uint8_t mode[] = {0x0c, 0x00, 0x14, 0x18};
+    for (int k = 0; k < 4; k++) {
+        int c = head[k][1] == '6' ? 3 : 1;
+        size_t n = (size_t)snprintf((char *)f, 64, head[k], RW, RH);
+        for (int i = 0; i < RW * RH * c; i++)
+            f[n++] = (uint8_t)(i * 37 + k);
+        if (k == 3)
+            memcpy(f + n, "P5 junk", 7), n += 7; /* bytes after the raster are allowed */
+        char name[32];
+        snprintf(name, sizeof name, "pnm-raw-%d", k);
+        emit_image(emit, name, mode[k], 0x2f, f, n);
+        snprintf(name, sizeof name, "pnm-raw-%d-cut", k);
+        emit_image(emit, name, mode[k], 0x2f, f, n - (k == 3 ? 8 : 1));
+    }
+}
+
 /* stb_image_write's callback into a fixed buffer (fuzz_seeds' BMP, TGA). */
 typedef struct membuf {
     uint8_t *p;
@@ -185,6 +238,7 @@ void fuzz_seeds(fuzz_emit emit)
                               "\x10\x20\x30\x40\x50\x60\x70\x80\x90\xa0\xb0\xc0"
                               "\xd0\xe0\xf0\x01\x02\x03";
     emit_image(emit, "ppm", 0x09, 0x22, (const uint8_t *)ppm, sizeof ppm - 1);
+    raw_pnm_seeds(emit);
     /* Issue 26's cases: plain PNM and binary PBM (decode_pnm.c), a PNG
      * deflate bomb on both paths, a bad PNG filter byte, a JPEG without
      * its DQT (after the good ones: the handle's stale tables) on both
