@@ -10,10 +10,12 @@
 # WORK: where the prepared sets go (default a temporary directory, removed).
 # Environment: GPUFEED, PYTHON (/usr/bin/python3), SEEDS ("0 1 2"), EPOCHS
 # (3), SIZE (96: the CPU's crop; 224 on a GPU), WIDTH (16), BATCH (64),
-# THREADS (2), SETTINGS (as bench/prepare_speed.sh); the gpufeed module
-# installed, or built beside GPUFEED (BUILD/python). One
-# python/train_torch.py run per setting and seed (its gpufeed loader);
-# the held-out accuracy after the last epoch, mean and sample sd.
+# THREADS (2), SETTINGS (as bench/prepare_speed.sh), TRAIN_WIDTH (8: gpufeed
+# train's --model-width, fixed so every run computes alike); the gpufeed
+# module installed, or built beside GPUFEED (BUILD/python). Per setting
+# and seed one python/train_torch.py run (its gpufeed loader, SIZE crops)
+# and one `gpufeed train --loader gpufeed` run (its own model, 60 px
+# crops); the held-out accuracy after the last epoch, mean and sample sd.
 set -eu
 
 usage() { echo "usage: $0 TRAIN VAL [WORK]" >&2; exit 2; }
@@ -28,6 +30,7 @@ SIZE=${SIZE:-96}
 WIDTH=${WIDTH:-16}
 BATCH=${BATCH:-64}
 THREADS=${THREADS:-2}
+TRAIN_WIDTH=${TRAIN_WIDTH:-8}
 SETTINGS=${SETTINGS:-"jpeg256:--max-side 256 --quality 90;raw256:--max-side 256 --format raw"}
 if [ -z "${GPUFEED:-}" ]; then
     for g in "$root/build-cli/src/cli/gpufeed" "$root/build/src/cli/gpufeed"; do
@@ -60,6 +63,11 @@ accuracy() {
         --batch-size "$BATCH" --threads "$THREADS" --json 2>/dev/null |
         "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["loaders"]["gpufeed"]["val_accuracy"][-1])'
 }
+train_accuracy() {
+    "$GPUFEED" train --train-data "$1" --val-data "$VAL" --loader gpufeed --seed "$2" \
+        --epochs "$EPOCHS" --model-width "$TRAIN_WIDTH" --threads "$THREADS" --json 2>/dev/null |
+        "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["epochs"][-1]["accuracy"])'
+}
 stats() {
     tr ' ' '\n' | grep . | awk '{v[NR] = $1; s += $1} END {m = s / NR; for (i = 1; i <= NR; i++) d += (v[i] - m) ^ 2
         printf "%.1f%% +- %.1f", 100 * m, (NR > 1) ? 100 * sqrt(d / (NR - 1)) : 0}'
@@ -82,9 +90,13 @@ done
 for s in $sets; do
     IFS=$old_ifs
     name=${s%%=*}; data=${s#*=}
-    accs=""
-    for seed in $SEEDS; do accs="$accs $(accuracy "$data" "$seed")"; done
-    printf '  %-10s val acc %s  (runs:%s)\n' "$name" "$(echo "$accs" | stats)" "$accs"
+    accs=""; taccs=""
+    for seed in $SEEDS; do
+        accs="$accs $(accuracy "$data" "$seed")"
+        taccs="$taccs $(train_accuracy "$data" "$seed")"
+    done
+    printf '  %-10s train_torch.py %s (runs:%s)   gpufeed train %s (runs:%s)\n' "$name" \
+        "$(echo "$accs" | stats)" "$accs" "$(echo "$taccs" | stats)" "$taccs"
     IFS=';'
 done
 IFS=$old_ifs

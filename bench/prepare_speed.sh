@@ -8,7 +8,10 @@
 # SRC: an ImageFolder (make-dataset's 500x375 JPEGs in the issue's runs).
 # WORK: where the prepared sets go (default a temporary directory, removed).
 # Environment: GPUFEED, PYTHON (/usr/bin/python3), THREADS (2), SIZE (224),
-# BATCH (64), RUNS (3: alternated timed runs, medians), SETTINGS (the
+# BATCH (64), EPOCHS (3: per timed run; a loader's first epoch also pays
+# its one-time costs, first touches of the ring and the decoders' scratch,
+# which a training run spreads over all its epochs), RUNS (3: alternated
+# timed runs, medians), SETTINGS (the
 # prepared sets, as NAME:prepare-options;...; default
 # "jpeg256:--max-side 256 --quality 90;raw256:--max-side 256 --format raw").
 # Random-resized-crop + flip, uint8, page cache warm (read once, one
@@ -26,6 +29,7 @@ THREADS=${THREADS:-2}
 SIZE=${SIZE:-224}
 BATCH=${BATCH:-64}
 RUNS=${RUNS:-3}
+EPOCHS=${EPOCHS:-3}
 SETTINGS=${SETTINGS:-"jpeg256:--max-side 256 --quality 90;raw256:--max-side 256 --format raw"}
 if [ -z "${GPUFEED:-}" ]; then
     for g in "$root/build-cli/src/cli/gpufeed" "$root/build/src/cli/gpufeed"; do
@@ -57,42 +61,48 @@ print("%.0f" % (sum(s["bytes"] for s in m["shards"]) / max(m["samples"], 1)))' "
 }
 gf() {
     "$GPUFEED" bench --input-only --data "$1" --threads "$THREADS" --image-size "$SIZE" \
-        --batch-size "$BATCH" --transform train --json | field images_per_s
+        --batch-size "$BATCH" --epochs "$EPOCHS" --transform train --json | field images_per_s
 }
 pt() {
     "$PYTHON" "$here/torch_loader.py" "$1" --workers "$THREADS" --image-size "$SIZE" \
-        --batch-size "$BATCH" --transform train --json | field images_per_s
+        --batch-size "$BATCH" --epochs "$EPOCHS" --transform train --json | field images_per_s
 }
 
 n_src=$(find "$SRC" -type f | wc -l)
 src_bytes=$(find "$SRC" -type f -printf '%s\n' | awk '{s += $1} END {printf "%.0f", s / NR}')
-echo "source: $SRC ($n_src files, $src_bytes bytes/image), threads $THREADS, ${SIZE}x${SIZE}, batch $BATCH, train transform"
+echo "source: $SRC ($n_src files, $src_bytes bytes/image), threads $THREADS, ${SIZE}x${SIZE}, batch $BATCH, $EPOCHS epochs a run, train transform"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# ---- prepare each setting; the first one also at 1 thread, for the scaling ----
+# ---- prepare each setting; the first one's rate at 1 and N threads, alternated ----
 names=""
-first=1
 old_ifs=$IFS
 IFS=';'
 for s in $SETTINGS; do
     IFS=$old_ifs
     name=${s%%:*}; opts=${s#*:}
-    rm -rf "$WORK/$name" "$WORK/$name-t1"
+    rm -rf "${WORK:?}/$name"
     # shellcheck disable=SC2086 # opts is a list of options
     r=$("$GPUFEED" prepare "$SRC" "$WORK/$name" $opts --threads "$THREADS" --json | field samples_per_s)
-    line="prepare $name ($opts): $r samples/s at $THREADS threads"
-    if [ $first -eq 1 ]; then
-        # shellcheck disable=SC2086
-        r1=$("$GPUFEED" prepare "$SRC" "$WORK/$name-t1" $opts --threads 1 --json | field samples_per_s)
-        rm -rf "$WORK/$name-t1"
-        line="$line, $r1 at 1 thread: $(ratio "$r" "$r1")x = $(ratio "$r" "$(awk -v a="$r1" -v t="$THREADS" 'BEGIN {print a * t}')") x threads x single"
-        first=0
-    fi
-    echo "$line; $(per_image "$WORK/$name") bytes/image"
+    echo "prepare $name ($opts): $r samples/s at $THREADS threads, $(per_image "$WORK/$name") bytes/image"
+    if [ -z "$names" ]; then first_opts=$opts; fi
     names="$names $name"
     IFS=';'
 done
 IFS=$old_ifs
+one=""; many=""
+i=1
+while [ "$i" -le "$RUNS" ]; do
+    for t in 1 "$THREADS"; do
+        rm -rf "$WORK/scaling"
+        # shellcheck disable=SC2086
+        r=$("$GPUFEED" prepare "$SRC" "$WORK/scaling" $first_opts --threads "$t" --json | field samples_per_s)
+        if [ "$t" = 1 ]; then one="$one $r"; else many="$many $r"; fi
+    done
+    i=$((i + 1))
+done
+rm -rf "$WORK/scaling"
+r1=$(echo "$one" | median); rn=$(echo "$many" | median)
+echo "prepare ($first_opts), medians of $RUNS alternated: $r1 samples/s at 1 thread, $rn at $THREADS: $(ratio "$rn" "$r1")x = $(ratio "$rn" "$(awk -v a="$r1" -v t="$THREADS" 'BEGIN {print a * t}')") x threads x single"
 
 # ---- warm caches, one untimed pass each, then alternated timed runs ----
 find "$SRC" "$WORK" -type f -exec cat {} + >/dev/null
