@@ -26,13 +26,9 @@ THREADS=${THREADS:-2}
 SIZE=${SIZE:-224}
 BATCH=${BATCH:-64}
 RUNS=${RUNS:-3}
-if [ -z "${GPUFEED:-}" ]; then
-    for g in "$root/build-cli/src/cli/gpufeed" "$root/build/src/cli/gpufeed"; do
-        if [ -x "$g" ]; then GPUFEED=$g; break; fi
-    done
-    GPUFEED=${GPUFEED:-$(command -v gpufeed || true)}
-fi
-[ -n "$GPUFEED" ] && [ -x "$GPUFEED" ] || { echo "compare_torch.sh: gpufeed binary not found (set GPUFEED)" >&2; exit 2; }
+me=compare_torch.sh
+. "$here/lib.sh"
+find_gpufeed
 "$PYTHON" -c 'import torch, torchvision, PIL' 2>/dev/null || {
     echo "compare_torch.sh: $PYTHON lacks torch/torchvision/PIL (apt-get install -y python3-torch python3-torchvision python3-pil)" >&2
     exit 2
@@ -47,7 +43,6 @@ pt() {
         --image-size "$SIZE" --batch-size "$BATCH" --transform train --json
 }
 ips() { "$PYTHON" -c 'import json,sys; print("%.1f" % json.loads(sys.stdin.read())["images_per_s"])'; }
-median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 
 echo "data: $DIR ($(find "$DIR" -type f | wc -l) files), threads/workers $THREADS, ${SIZE}x${SIZE}, batch $BATCH, train transform"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
@@ -65,7 +60,6 @@ while [ "$i" -le "$RUNS" ]; do
     i=$((i + 1))
 done
 gm=$(echo "$gs" | median); tm=$(echo "$ts" | median)
-ratio=$(awk -v g="$gm" -v t="$tm" 'BEGIN { printf "%.2f", (t > 0) ? g / t : 0 }')
 echo "gpufeed  $gm images/s (median of $RUNS)"
 echo "torch    $tm images/s (median of $RUNS)"
-echo "ratio    ${ratio}x (gpufeed / torch)"
+echo "ratio    $(ratio "$gm" "$tm")x (gpufeed / torch)"

@@ -32,20 +32,10 @@ BATCH=${BATCH:-64}
 THREADS=${THREADS:-2}
 TRAIN_WIDTH=${TRAIN_WIDTH:-8}
 SETTINGS=${SETTINGS:-"jpeg256:--max-side 256 --quality 90;raw256:--max-side 256 --format raw"}
-if [ -z "${GPUFEED:-}" ]; then
-    for g in "$root/build-cli/src/cli/gpufeed" "$root/build/src/cli/gpufeed"; do
-        if [ -x "$g" ]; then GPUFEED=$g; break; fi
-    done
-    GPUFEED=${GPUFEED:-$(command -v gpufeed || true)}
-fi
-[ -n "$GPUFEED" ] && [ -x "$GPUFEED" ] || { echo "prepare_accuracy.sh: gpufeed binary not found (set GPUFEED)" >&2; exit 2; }
-if [ $# -eq 3 ]; then
-    WORK=$3
-    mkdir -p "$WORK"
-else
-    WORK=$(mktemp -d)
-    trap 'rm -rf "$WORK"' EXIT
-fi
+me=prepare_accuracy.sh
+. "$here/lib.sh"
+find_gpufeed
+work_dir "${3:-}"
 export GF_NO_PROGRESS=1
 # the gpufeed module: installed, else the build's beside GPUFEED
 if ! "$PYTHON" -c 'import gpufeed' 2>/dev/null; then
@@ -53,10 +43,6 @@ if ! "$PYTHON" -c 'import gpufeed' 2>/dev/null; then
     export PYTHONPATH
 fi
 
-pattern() {
-    "$PYTHON" -c 'import json,sys; m=json.load(open(sys.argv[1]+"/manifest.json")); s=m["shards"]
-print("%s/%s-{%06d..%06d}.tar" % (sys.argv[1], m["settings"]["name"], 0, len(s) - 1))' "$1"
-}
 accuracy() {
     "$PYTHON" "$root/python/train_torch.py" --cli "$GPUFEED" --loaders gpufeed --train "$1" \
         --val "$VAL" --seed "$2" --epochs "$EPOCHS" --image-size "$SIZE" --width "$WIDTH" \

@@ -31,30 +31,14 @@ BATCH=${BATCH:-64}
 RUNS=${RUNS:-3}
 EPOCHS=${EPOCHS:-3}
 SETTINGS=${SETTINGS:-"jpeg256:--max-side 256 --quality 90;raw256:--max-side 256 --format raw"}
-if [ -z "${GPUFEED:-}" ]; then
-    for g in "$root/build-cli/src/cli/gpufeed" "$root/build/src/cli/gpufeed"; do
-        if [ -x "$g" ]; then GPUFEED=$g; break; fi
-    done
-    GPUFEED=${GPUFEED:-$(command -v gpufeed || true)}
-fi
-[ -n "$GPUFEED" ] && [ -x "$GPUFEED" ] || { echo "prepare_speed.sh: gpufeed binary not found (set GPUFEED)" >&2; exit 2; }
-if [ $# -eq 2 ]; then
-    WORK=$2
-    mkdir -p "$WORK"
-else
-    WORK=$(mktemp -d)
-    trap 'rm -rf "$WORK"' EXIT
-fi
+me=prepare_speed.sh
+. "$here/lib.sh"
+find_gpufeed
+work_dir "${2:-}"
 export GF_NO_PROGRESS=1
 
 field() { "$PYTHON" -c 'import json,sys; v=json.loads(sys.stdin.read())[sys.argv[1]]; print("%.1f" % v if isinstance(v, float) else v)' "$1"; }
-median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }'; }
-# OUT/NAME-{000000..NNNNNN}.tar from prepare's manifest
-pattern() {
-    "$PYTHON" -c 'import json,sys; m=json.load(open(sys.argv[1]+"/manifest.json")); s=m["shards"]
-print("%s/%s-{%06d..%06d}.tar" % (sys.argv[1], m["settings"]["name"], 0, len(s) - 1))' "$1"
-}
+# bytes per image in a prepared set, from its manifest
 per_image() {
     "$PYTHON" -c 'import json,sys; m=json.load(open(sys.argv[1]+"/manifest.json"))
 print("%.0f" % (sum(s["bytes"] for s in m["shards"]) / max(m["samples"], 1)))' "$1"
