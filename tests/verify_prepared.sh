@@ -1,8 +1,8 @@
 #!/bin/sh
 # gpufeed verify on a set gpufeed prepare wrote, as the folder or as its
 # shards' pattern: a clean set matches its manifest (exit 0); a flipped
-# byte, a deleted or an extra shard, an edited classes.txt or a cut
-# manifest are MISMATCH lines naming the file (exit 1), the members still
+# byte, a deleted or an extra shard, an edited classes.txt (or a FIFO in
+# its place) or a cut manifest are MISMATCH lines naming the file (exit 1), the members still
 # decoded; a changed source is a CHANGED warning naming it, one not
 # reachable a NOTE (exit 0 for both); a folder with a manifest.json of
 # another kind is still an ImageFolder.
@@ -88,6 +88,17 @@ grep -q '^MISMATCH extra/train-000005.tar: not in the manifest' out.txt ||
     fail "names the extra shard: $(cat out.txt)"
 grep -q '^MISMATCH extra/classes.txt: 4 lines, the manifest lists 3 classes' out.txt ||
     fail "classes.txt is compared: $(cat out.txt)"
+
+# ---- a FIFO where classes.txt was: reported, never waited on ----
+cp -r clean fifo
+rm fifo/classes.txt
+mkfifo fifo/classes.txt
+set +e
+timeout 60 "$g" verify --data fifo >out.txt 2>err.txt
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "a FIFO for classes.txt fails verify, without hanging (rc $rc): $(cat out.txt err.txt)"
+grep -q '^MISMATCH fifo/classes.txt' out.txt || fail "names the FIFO: $(cat out.txt)"
 
 # ---- a manifest cut short ----
 cp -r clean cut

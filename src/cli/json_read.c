@@ -14,6 +14,7 @@
 typedef struct parser {
     const char *start, *p, *end;
     int depth;
+    size_t values;
     char *why;
     size_t why_len;
 } parser;
@@ -273,6 +274,8 @@ static int literal(parser *ps, cli_jv *v, const char *word, int type)
 
 static int parse_value(parser *ps, cli_jv *v)
 {
+    if (++ps->values > CLI_JSON_READ_MAX_VALUES)
+        return fail(ps, "more than %zu values", CLI_JSON_READ_MAX_VALUES);
     skip_ws(ps);
     if (ps->p >= ps->end)
         return fail(ps, "the text ends where a value should be");
@@ -315,7 +318,7 @@ void cli_jv_free(cli_jv *v)
 
 cli_jv *cli_json_parse(const char *text, size_t len, char *why, size_t why_len)
 {
-    parser ps = {text, text, text + len, 0, why, why_len};
+    parser ps = {.start = text, .p = text, .end = text + len, .why = why, .why_len = why_len};
     if (len > CLI_JSON_READ_MAX_BYTES) {
         if (why_len)
             snprintf(why, why_len, "%zu bytes, over the reader's %zu MiB", len,

@@ -2,8 +2,10 @@
  * A small JSON reader for the files gpufeed writes itself (prepare's
  * manifest.json, read back by verify): the whole text into a tree of
  * values. Bounded, since the file may be damaged or hostile: at most
- * CLI_JSON_READ_MAX_BYTES of text and CLI_JSON_READ_MAX_DEPTH nested
- * arrays and objects (the recursion's depth). Strict RFC 8259 but for
+ * CLI_JSON_READ_MAX_BYTES of text, CLI_JSON_READ_MAX_VALUES values (each
+ * a node and maybe a string: a text of "[0,0,...]" would otherwise take
+ * 40 times its bytes) and CLI_JSON_READ_MAX_DEPTH nested arrays and
+ * objects (the recursion's depth). Strict RFC 8259 but for
  * one choice: \u0080..\u00ff read back as that one byte, because json.c
  * writes a byte that is not UTF-8 so (a real U+0080..U+00FF it writes as
  * UTF-8), and the names it wrote must come back as the same bytes. \u0000
@@ -16,7 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CLI_JSON_READ_MAX_BYTES ((size_t)256 << 20)
+#define CLI_JSON_READ_MAX_BYTES ((size_t)64 << 20)
+#define CLI_JSON_READ_MAX_VALUES ((size_t)4 << 20)
 #define CLI_JSON_READ_MAX_DEPTH 32
 
 enum { CLI_JV_NULL, CLI_JV_FALSE, CLI_JV_TRUE, CLI_JV_NUMBER, CLI_JV_STRING, CLI_JV_ARRAY,

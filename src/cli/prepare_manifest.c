@@ -274,13 +274,16 @@ int prep_write_classes(const prep_opts *o, gf_index *ix)
     names_ctx c;
     if (!(c.v = class_names(o, ix, &c.n)))
         return -1;
-    for (int i = 0; i < c.n; i++)
-        if (strchr(c.v[i], '\n')) {
-            cli_error("prepare", "%s/%s: a class folder's name holds a newline: classes.txt "
-                      "cannot list it", o->src, c.v[i]);
+    for (int i = 0; i < c.n; i++) {
+        size_t len = strlen(c.v[i]);
+        /* classes.txt is one name a line, a CR before the newline dropped */
+        if (strchr(c.v[i], '\n') || (len && c.v[i][len - 1] == '\r')) {
+            cli_error("prepare", "%s/%s: a class folder's name holds a newline or ends in a "
+                      "carriage return: classes.txt cannot list it", o->src, c.v[i]);
             free_names(c.v, c.n);
             return -1;
         }
+    }
     char path[4096];
     snprintf(path, sizeof path, "%s/classes.txt", o->out);
     int rc = write_whole(path, put_classes, &c);

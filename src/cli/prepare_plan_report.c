@@ -79,16 +79,40 @@ static void row_flags(const prep_opts *o, const plan_row *q, char *buf, size_t n
 }
 
 /* SRC as a shell word: bare when it is plain, else in single quotes
- * (a shard pattern's braces would be expanded by the shell). */
+ * (a shard pattern's braces would be expanded by the shell), or as bash's
+ * $'...' when it holds bytes a terminal must not get raw. */
 static void put_src(FILE *f, const char *s)
 {
     int plain = s[0] && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                    "0123456789_./-+:,=") == strlen(s);
-    if (!plain)
+    if (plain) {
+        fputs(s, f);
+        return;
+    }
+    int printable = 1;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        printable &= *p >= 0x20 && *p < 0x7f;
+    if (printable) { /* '...', each ' as '\'' */
         fputc('\'', f);
-    cli_put_quoted(f, s);
-    if (!plain)
+        for (const char *p = s; *p; p++)
+            if (*p == '\'')
+                fputs("'\\''", f);
+            else
+                fputc(*p, f);
         fputc('\'', f);
+        return;
+    }
+    /* bash's $'...': control and non-ASCII bytes as \xNN, never raw to the terminal */
+    fputs("$'", f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '\\' || *p == '\'')
+            fprintf(f, "\\%c", *p);
+        else if (*p >= 0x20 && *p < 0x7f)
+            fputc(*p, f);
+        else
+            fprintf(f, "\\x%02x", *p);
+    }
+    fputc('\'', f);
 }
 
 static void report_text(const prep_opts *o, const plan_result *p, int rec, int fastest)

@@ -8,6 +8,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,19 +73,37 @@ static char *join(const char *dir, const char *name)
     return p;
 }
 
+/* path opened for reading when it is a regular file, else NULL with
+ * errno (EINVAL: not one). O_NONBLOCK: a FIFO named like one of the set's
+ * files must not hang verify. */
+static FILE *open_regular(const char *path, struct stat *st)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    int e = fstat(fd, st) != 0 ? errno : !S_ISREG(st->st_mode) ? EINVAL : 0;
+    if (e) {
+        close(fd);
+        errno = e;
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f)
+        close(fd);
+    return f;
+}
+
 /* A whole file of at most max bytes, NUL-terminated, or NULL with errno
  * (EFBIG past max). */
 static char *read_all(const char *path, size_t max, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
     struct stat st;
+    FILE *f = open_regular(path, &st);
     if (!f)
         return NULL;
-    memset(&st, 0, sizeof st);
-    if (fstat(fileno(f), &st) != 0 || (uint64_t)st.st_size > max) {
-        int e = (uint64_t)st.st_size > max ? EFBIG : errno;
+    if ((uint64_t)st.st_size > max) {
         fclose(f);
-        errno = e;
+        errno = EFBIG;
         return NULL;
     }
     char *buf = malloc((size_t)st.st_size + 1);
@@ -208,9 +227,11 @@ static int check_shape(cli_prepared *p)
         const char *file = shard_field(s, "file"), *idx = shard_field(s, "index"),
                    *sha = shard_field(s, "sha256");
         uint64_t v;
-        size_t l;
-        if (!file || shard_number(file, name, "tar", &l) != (long long)k || !idx ||
-            shard_number(idx, name, "idx", &l) != (long long)k || !sha || strlen(sha) != 64 ||
+        char want_tar[96], want_idx[96]; /* prepare's names, digit for digit */
+        snprintf(want_tar, sizeof want_tar, "%s-%06zu.tar", name, k);
+        snprintf(want_idx, sizeof want_idx, "%s-%06zu.idx", name, k);
+        if (!file || strcmp(file, want_tar) != 0 || !idx || strcmp(idx, want_idx) != 0 ||
+            !sha || strlen(sha) != 64 ||
             strspn(sha, "0123456789abcdef") != 64 || cli_jv_u64(cli_jv_get(s, "bytes"), &v) ||
             cli_jv_u64(cli_jv_get(s, "samples"), &v)) {
             cli_finding_add(&p->mismatches, p->manifest,
@@ -319,7 +340,8 @@ static long long sidecar_count(const char *path)
 {
     char line[128];
     unsigned long long n;
-    FILE *f = fopen(path, "rb");
+    struct stat st;
+    FILE *f = open_regular(path, &st);
     if (!f)
         return -1;
     int ok = fgets(line, sizeof line, f) && sscanf(line, "v1.2 %llu", &n) == 1;
@@ -329,7 +351,8 @@ static long long sidecar_count(const char *path)
 
 static int sha256_file(const char *path, char hex[65])
 {
-    FILE *f = fopen(path, "rb");
+    struct stat st;
+    FILE *f = open_regular(path, &st);
     static unsigned char buf[1 << 20];
     cli_sha256 h;
     size_t n;

@@ -27,10 +27,15 @@ static const char *relative_hint(const char *path)
 /* ns since the epoch as "2025-01-31 12:00:00.123456789 UTC". */
 static void put_time(char *buf, size_t n, int64_t ns)
 {
-    time_t t = (time_t)(ns / 1000000000);
+    int64_t sec = ns / 1000000000, frac = ns % 1000000000;
+    if (frac < 0) { /* before 1970: floor, so the fraction counts up from the second */
+        frac += 1000000000;
+        sec--;
+    }
+    time_t t = (time_t)sec;
     struct tm tm;
     size_t k = gmtime_r(&t, &tm) ? strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm) : 0;
-    snprintf(buf + k, n - k, ".%09lld UTC", (long long)(ns % 1000000000));
+    snprintf(buf + k, n - k, ".%09lld UTC", (long long)frac);
 }
 
 /* Shards or a list file: each recorded file as stat sees it now. */
