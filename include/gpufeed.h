@@ -390,7 +390,24 @@ typedef struct gf_settings {
      * within device_max_bytes), so prefetch_depth slots stay free for
      * prefetching; past this many gf_next returns GF_EBUSY. */
     int max_held_batches;
-    uint8_t reserved[16];  /* zero; room for fields without an ABI break */
+    uint8_t reserved_order_[8]; /* (the shard order's, being merged) */
+    /* Remote shards: `data` as http(s)://HOST/PATH/train-{000000..000127}.tar
+     * or s3://BUCKET/PREFIX/train-{...}.tar (docs/remote.md). */
+    const char *ca_file;   /* https: verify servers against this CA bundle
+                              (PEM) instead of the system's; NULL */
+    int remote_connections; /* connections to a host at once; 0 = 8 */
+    int remote_retries;    /* a request cut short (reset, 5xx, stall) is
+                              resumed from the byte it reached this many
+                              times, after 0.1 s, 0.2 s, ... (at most 5 s,
+                              with jitter); 5 */
+    int remote_stall_s;    /* no byte for this long: the request is retried;
+                              0 = 30 */
+    int prefetch_shards;   /* shard order: shards held in memory, the
+                              window's and those fetched ahead; 0 =
+                              shard_window + 2 */
+    uint64_t remote_buffer_bytes; /* cap on those shards' bytes (one larger
+                              shard is still read, alone); 0 = 1 GiB */
+    uint8_t reserved[64];  /* zero; room for fields without an ABI break */
 } gf_settings;
 
 #define GF_READ_BUDGET_DEFAULT (256ull << 20) /* 256 MiB */
@@ -504,7 +521,14 @@ typedef struct gf_stats {
     /* Tar shards taken in part under on_shard_error SKIP, and the members
      * lost with them (gf_damaged_shards() lists them). */
     uint64_t shards_damaged, shard_members_lost;
-    uint8_t reserved[344];     /* zero; room for fields without an ABI break:
+    /* Remote shards (http, https, s3): requests made (retries included),
+     * retries (a reset, a 5xx or a stall, each resumed from the byte it
+     * reached), bytes received, and the seconds the decode threads had
+     * nothing to decode while remote reads were in flight: the network's
+     * share of the input stall. 0 for local data. */
+    uint64_t remote_requests, remote_retries, remote_bytes;
+    double remote_wait_s;
+    uint8_t reserved[312];     /* zero; room for fields without an ABI break:
                                   gf_get_stats writes sizeof(gf_stats) bytes,
                                   a new field takes its place from here */
 } gf_stats;

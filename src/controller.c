@@ -13,6 +13,10 @@
 #include "autotune.h"
 #include "descriptors.h"
 #include "dispatch.h"
+#include "remote_fetch.h"
+#include "remote_read.h"
+
+#include "config.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -249,45 +253,100 @@ static void assign_batches(gf_loader *l, gf__job *js, int *n_jobs)
     }
 }
 
+/* A free read buffer, or NULL. */
+static gf__buf *take_buf(gf_loader *l)
+{
+    pthread_mutex_lock(&l->mu);
+    gf__buf *buf = l->n_free_bufs ? l->free_bufs[--l->n_free_bufs] : NULL;
+    pthread_mutex_unlock(&l->mu);
+    return buf;
+}
+
+static unsigned read_room(gf_loader *l)
+{
+#if GF_HAVE_REMOTE
+    if (l->fetch)
+        return gf__fetcher_room(l->fetch);
+#endif
+    return gf__uring_room(l->uring);
+}
+
+/* Starts the queued reads the reader has room and buffers for. */
 static void submit_reads(gf_loader *l)
 {
-    if (!l->uring)
+    if (!l->uring && !l->fetch)
         return;
     double t0 = gf__now();
-    while (gf__fifo_len(&l->read_q) && gf__uring_room(l->uring) > 0) {
-        pthread_mutex_lock(&l->mu);
-        gf__buf *buf = l->n_free_bufs ? l->free_bufs[--l->n_free_bufs] : NULL;
-        pthread_mutex_unlock(&l->mu);
+    while (gf__fifo_len(&l->read_q) && read_room(l) > 0) {
+        gf__buf *buf = take_buf(l);
         if (!buf)
             break;
         uint64_t r = l->reads[gf__fifo_pop(&l->read_q)];
         gf__slot *sl = &l->slots[r >> 32];
         int c = (int)(uint32_t)r;
+        uint64_t sample = (uint64_t)sl->indices[c];
         gf__read_req q;
-        gf__read_req_of(l, (uint64_t)sl->indices[c], &q);
+        gf__read_req_of(l, sample, &q);
         /* Room and a free buffer were checked: a refusal is a bug, and
          * would leave the cell pending for ever. */
-        if (gf__uring_submit_sample(l->uring, l->ds.root_fd, q.rel, q.off, q.len, q.o.flags,
-                                    q.o.expect, q.o.seen, buf, r) < 0) {
-            gf__halt(l, GF_EINVAL, "internal error: io_uring refused a read it had room for");
+        int rc;
+#if GF_HAVE_REMOTE
+        if (l->fetch)
+            rc = gf__fetcher_submit(l->fetch, &l->ds.remote[l->ds.shard[sample]], q.off, q.len,
+                                    buf, &l->budget, r);
+        else
+#endif
+            rc = gf__uring_submit_sample(l->uring, l->ds.root_fd, q.rel, q.off, q.len,
+                                         q.o.flags, q.o.expect, q.o.seen, buf, r);
+        if (rc < 0) {
+            gf__halt(l, GF_EINVAL, "internal error: the reader refused a read it had room for");
             break;
         }
     }
     l->ctl_submit_s += gf__now() - t0;
-    size_t total = 0; /* only this thread grows the io_uring buffers */
+    size_t total = 0; /* only this thread grows the reader's buffers */
     for (int i = 0; i < l->n_bufs; i++)
         total += l->bufs[i].cap;
     l->ctl_buf_bytes = total;
 }
 
+static int reap(gf_loader *l)
+{
+#if GF_HAVE_REMOTE
+    if (l->fetch)
+        return gf__fetcher_reap(l->fetch, l->reaped, GF__REAP_BATCH);
+#endif
+    return gf__uring_reap(l->uring, l->reaped, GF__REAP_BATCH);
+}
+
+/* A failed read's reason; a remote one names its object's URL (the
+ * sample's name has only the shard's base name). */
+static char *read_reason(gf_loader *l, uint64_t sample, const gf__read_done *r)
+{
+    const char *why = r->why[0] ? r->why : gf_strerror(r->err);
+    if (!l->fetch)
+        return strdup(why);
+    const char *url = l->ds.shard_paths[l->ds.shard[sample]];
+    size_t n = strlen(url) + strlen(why) + 3;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "%s: %s", url, why);
+    return s;
+}
+
 static void reap_reads(gf_loader *l, gf__job *js, int *n_jobs)
 {
-    if (!l->uring)
+    if (!l->uring && !l->fetch)
         return;
     int n;
-    while ((n = gf__uring_reap(l->uring, l->reaped, GF__REAP_BATCH)) > 0) {
+    while ((n = reap(l)) > 0) {
         for (int i = 0; i < n; i++) {
             gf__read_done *r = &l->reaped[i];
+            if (r->user & GF__SHARD_FETCH) {
+                l->ctl_uring_bytes += r->buf->got;
+                gf__remote_read_shard_done(l, r, js, n_jobs);
+                continue;
+            }
             gf__slot *sl = &l->slots[r->user >> 32];
             int c = (int)(uint32_t)r->user;
             l->ctl_uring_bytes += r->buf->got;
@@ -297,7 +356,7 @@ static void reap_reads(gf_loader *l, gf__job *js, int *n_jobs)
                 l->free_bufs[l->n_free_bufs++] = r->buf;
                 pthread_mutex_unlock(&l->mu);
                 gf__cell_finished(l, sl, c, r->err,
-                                  strdup(r->why[0] ? r->why : gf_strerror(r->err)));
+                                  read_reason(l, (uint64_t)sl->indices[c], r));
                 continue;
             }
             *gf__add_job(l, js, n_jobs) = gf__decode_job(l, sl, c, r->buf);
@@ -315,6 +374,8 @@ static uint32_t drain_dones(gf_loader *l)
     for (uint32_t i = 0; i < n_done; i++) {
         gf__done d = gf__pool_done(&l->pool, i);
         gf__slot *sl = &l->slots[d.slot];
+        if (d.kind == GF__JOB_DECODE && l->rr)
+            gf__remote_read_decoded(l, (uint64_t)sl->indices[d.decode.cell]);
         if (d.kind == GF__JOB_CONVERT) {
             assert(sl->converting > 0);
             if (--sl->converting == 0) {
@@ -347,6 +408,37 @@ static uint32_t drain_dones(gf_loader *l)
     return n_done;
 }
 
+/* Reads that finished at submission (refused by size): reaped next round. */
+static bool reads_finished(gf_loader *l)
+{
+#if GF_HAVE_REMOTE
+    return l->fetch && gf__fetcher_has_done(l->fetch);
+#else
+    (void)l;
+    return false;
+#endif
+}
+
+/* remote_wait_s: the time since the last round counts when, at its end,
+ * remote reads were in flight and no decode job was queued. */
+static void tally_remote_wait(gf_loader *l)
+{
+#if GF_HAVE_REMOTE
+    if (!l->fetch)
+        return;
+    double now = gf__now();
+    bool in_flight = gf__fetcher_in_flight(l->fetch) > 0;
+    pthread_mutex_lock(&l->mu);
+    if (l->ctl_remote_waiting)
+        l->remote_wait_s += now - l->ctl_remote_since;
+    l->ctl_remote_waiting = in_flight && gf__fifo_len(&l->pool.job_q) == 0;
+    pthread_mutex_unlock(&l->mu);
+    l->ctl_remote_since = now;
+#else
+    (void)l;
+#endif
+}
+
 static void pump(gf_loader *l)
 {
     gf__job *js = l->js;
@@ -366,6 +458,15 @@ static void pump(gf_loader *l)
         l->uring_bytes += l->ctl_uring_bytes;
         l->uring_submit_s += l->ctl_submit_s;
         l->buf_bytes = l->ctl_buf_bytes;
+#if GF_HAVE_REMOTE
+        if (l->fetch) {
+            gf__fetch_counts fc;
+            gf__fetcher_counts(l->fetch, &fc);
+            l->remote_requests = l->remote_base.requests + fc.requests;
+            l->remote_retries = l->remote_base.retries + fc.retries;
+            l->remote_bytes = l->remote_base.bytes + fc.bytes;
+        }
+#endif
         pthread_mutex_unlock(&l->mu);
         l->ctl_turbo = l->ctl_stb = l->ctl_spng = l->ctl_webp = l->ctl_warned = l->ctl_uring_bytes = 0;
         l->ctl_submit_s = 0;
@@ -375,15 +476,21 @@ static void pump(gf_loader *l)
         while (l->xfer < l->fin && deliver_next(l, js, &n_jobs))
             ;
         assign_batches(l, js, &n_jobs);
+        if (l->rr && !l->halted)
+            gf__remote_read_ahead(l);
         push_jobs(l, js, n_jobs);
         submit_reads(l);
-        if (n_done == 0 && n_jobs == 0)
+        if (n_done == 0 && n_jobs == 0 && !reads_finished(l))
             break;
     }
+    tally_remote_wait(l);
 }
 
 static void close_handles(gf_loader *l)
 {
+#if GF_HAVE_REMOTE
+    gf__fetcher_close(l->fetch);
+#endif
     uv_close((uv_handle_t *)&l->wake, NULL);
     if (l->uring_polling)
         uv_close((uv_handle_t *)&l->uring_poll, NULL);
@@ -411,6 +518,30 @@ static void on_uring(uv_poll_t *h, int status, int events)
     on_wake(&((gf_loader *)h->data)->wake);
 }
 
+#if GF_HAVE_REMOTE
+/* The fetcher has completions (called on the loop, from its own handles'
+ * callbacks, never from inside pump). */
+static void on_fetched(void *arg)
+{
+    gf_loader *l = arg;
+    pthread_mutex_lock(&l->mu);
+    bool stop = l->stopping;
+    pthread_mutex_unlock(&l->mu);
+    if (!stop)
+        pump(l);
+}
+
+static int start_fetcher(gf_loader *l)
+{
+    char why[192] = "";
+    gf__fetch_opts o = gf__remote_fetch_opts(&l->s, &l->ds);
+    o.progress = on_fetched;
+    o.progress_ctx = l;
+    int rc = gf__fetcher_create(&l->fetch, &l->loop, &o, why, sizeof why);
+    return rc < 0 ? gf__fail_locking(l, rc, "remote reads: %s", why) : 0;
+}
+#endif
+
 static void on_tune(uv_timer_t *h)
 {
     gf_loader *l = h->data;
@@ -437,6 +568,14 @@ int gf__controller_start(gf_loader *l)
         return gf__fail_locking(l, GF_ENOMEM, "uv_loop_init failed");
     uv_async_init(&l->loop, &l->wake, on_wake);
     l->wake.data = l;
+#if GF_HAVE_REMOTE
+    if (l->ds.remote && start_fetcher(l) < 0) {
+        uv_close((uv_handle_t *)&l->wake, NULL);
+        uv_run(&l->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&l->loop);
+        return l->fail_code ? l->fail_code : GF_ENOMEM;
+    }
+#endif
     l->uring_polling = false;
     if (l->uring) {
         uv_poll_init(&l->loop, &l->uring_poll, gf__uring_eventfd(l->uring));
@@ -467,6 +606,17 @@ void gf__controller_stop(gf_loader *l)
     pthread_join(l->controller, NULL);
     /* Callbacks still to come see `stopping` and leave the loop alone. */
     uv_loop_close(&l->loop);
+#if GF_HAVE_REMOTE
+    if (l->fetch) {
+        gf__fetch_counts fc;
+        gf__fetcher_counts(l->fetch, &fc);
+        l->remote_base.requests += fc.requests;
+        l->remote_base.retries += fc.retries;
+        l->remote_base.bytes += fc.bytes;
+        gf__fetcher_destroy(l->fetch);
+        l->fetch = NULL;
+    }
+#endif
 }
 
 void gf__wake_controller(gf_loader *l)

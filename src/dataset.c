@@ -17,6 +17,9 @@
  */
 #include "dataset.h"
 #include "dataset_indexers.h"
+#include "remote_url.h"
+
+#include "config.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -57,6 +60,23 @@ int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset
     if (!source || !*source) {
         gf__why(why, why_len, "no data set given");
         return GF_EDATASET;
+    }
+    if (gf__data_is_remote(source)) {
+#if GF_HAVE_REMOTE
+        int rc = gf__dataset_open_remote(ds, source, opts->ca_file, why, why_len);
+        if (rc == GF_ENOMEM)
+            gf__why_path(why, why_len, source, "out of memory while indexing");
+#else
+        gf__why(why, why_len,
+                "%.200s: remote shards need libcurl: this build has the `remote` feature off "
+                "(meson -Dremote=enabled)",
+                source);
+        int rc = GF_EINVAL;
+#endif
+        if (rc < 0)
+            gf__dataset_close(ds);
+        assert(rc < 0 || ds->root_fd > 0);
+        return rc;
     }
     struct stat st;
     if (gf__dataset_is_shards(source) &&
@@ -132,6 +152,10 @@ void gf__dataset_close(gf__dataset *ds)
     free(ds->data_len);
     free(ds->damage);
     free(ds->damage_text);
+    free(ds->remote);
+#if GF_HAVE_REMOTE
+    gf__remote_ctx_free(ds->remote_ctx);
+#endif
     if (ds->root_fd > 0)
         close(ds->root_fd);
     memset(ds, 0, sizeof *ds);

@@ -9,6 +9,7 @@
 #include "common.h"
 #include "grow.h"
 #include "reader.h"
+#include "remote_fetch.h"
 
 #include <sys/stat.h>
 
@@ -44,6 +45,10 @@ typedef struct gf__dataset {
     uint32_t *shard;     /* n: index into shard_paths */
     uint64_t *data_off;  /* n: the image member's data offset */
     uint32_t *data_len;  /* n: its size (members over 4 GiB are skipped) */
+    /* Remote shards only (NULL otherwise): shard_paths are their display
+     * URLs, these what the fetcher reads and how it signs. */
+    gf__fetch_target *remote;
+    struct gf__remote_ctx *remote_ctx;
     /* What indexing left out (tar shards): members that cannot be samples
      * (links, devices, FIFOs, directories, unsafe names, a second image or
      * label of a key), keys without an image or a valid .cls, and all
@@ -74,6 +79,7 @@ typedef struct gf__dataset_opts {
     gf_extensions extensions; /* ImageFolder: the files it takes */
     int max_depth;        /* ImageFolder: levels below a class folder */
     uint64_t max_entries; /* ImageFolder: directory entries in the walk */
+    const char *ca_file;  /* remote shards over https: the CA bundle, NULL: the system's */
     int shard_skip;       /* tar shards: 0 a damaged shard fails the open;
                              1 its members before the damage are kept and
                              it is recorded in ds->damage; 2 as 1, and a

@@ -5,6 +5,7 @@
 #include "dispatch.h"
 
 #include "magic.h"
+#include "remote_read.h"
 
 void gf__read_req_of(gf_loader *l, uint64_t sample, gf__read_req *r)
 {
@@ -40,7 +41,11 @@ void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, gf__slot *sl, int
     sl->pending++;
     if (pos + 1 > sl->end_pos)
         sl->end_pos = pos + 1;
-    if (l->uring) {
+    if (l->rr) {
+        gf__remote_read_cell(l, sl, c, pos, js, n_jobs);
+        return;
+    }
+    if (l->uring || l->fetch) {
         /* Room: one entry per cell of the ring, like the pool's queues. */
         uint32_t i = gf__fifo_push(&l->read_q);
         if (GF__UNLIKELY(i == UINT32_MAX))

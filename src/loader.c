@@ -9,6 +9,7 @@
  * the sample accessors in samples.c. loader_impl.h says who owns what.
  */
 #include "loader_impl.h"
+#include "remote_read.h"
 
 #include "assemble.h"
 #include "config.h"
@@ -74,17 +75,21 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
     l->live_epoch = l->cur.epoch;
     l->head = l->tail = l->fin = l->xfer = 0; /* held batches keep theirs */
     l->grow_refused = false;
+    l->ctl_remote_waiting = false;
     l->exhausted = l->stopping = l->halted = false;
     atomic_store_explicit(&l->cancel, 0, memory_order_relaxed);
     l->fail_code = l->halt_code = 0;
     gf__pool_reset(&l->pool);
     l->read_q.head = l->read_q.tail = 0;
+    if (l->rr)
+        gf__remote_read_restart(l);
     l->n_free_bufs = l->n_bufs;
     for (int i = 0; i < l->n_bufs; i++)
         l->free_bufs[i] = &l->bufs[i];
 
     char why[192] = "";
-    if (l->io != GF_IO_POSIX) {
+    /* Remote shards are read by the controller's fetcher, never a file. */
+    if (l->io != GF_IO_POSIX && !l->ds.remote) {
         unsigned qd = (unsigned)l->s.queue_depth;
         int rc = gf__uring_create(&l->uring, qd, l->s.max_file_bytes, why, sizeof why);
         if (rc < 0 && l->s.io == GF_IO_URING)
@@ -100,7 +105,8 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
         gf__buf_free(&l->bufs[i]);
     for (int i = 0; i < l->n_workers; i++)
         gf__buf_free(&l->workers[i].buf);
-    gf__budget_restart(&l->budget, (unsigned)(l->uring ? l->n_bufs : l->n_workers));
+    gf__budget_restart(&l->budget,
+                       (unsigned)(l->uring || l->ds.remote ? l->n_bufs : l->n_workers));
     gf__uring_set_budget(l->uring, &l->budget);
 
     l->running = true;
@@ -163,6 +169,11 @@ static int alloc_queues(gf_loader *l)
     l->reads = gf__fifo_alloc(&l->read_q, cap, sizeof *l->reads);
     if (!l->bufs || !l->free_bufs || !l->reaped || !l->js || !l->reads)
         return gf__fail(l, GF_ENOMEM, "out of memory allocating queues");
+    /* The shard order reads remote shards whole; the global order, a
+     * ranged GET a sample (l->fetch alone). */
+    if (l->ds.remote && gf__remote_whole_shards(&l->s) &&
+        gf__remote_read_create(l, (unsigned)l->s.prefetch_shards, l->s.remote_buffer_bytes) < 0)
+        return gf__fail(l, GF_ENOMEM, "out of memory allocating the shard buffers");
     int rc = gf__work_init(l);
     if (rc < 0)
         return rc;
@@ -260,6 +271,7 @@ static int open_loader(gf_loader **out, const gf_settings *s, const sample_array
     gf__dataset_default_opts(&dopts);
     dopts.extensions = s->extensions;
     dopts.shard_skip = gf__shard_skip_of(s) ? 2 : 0;
+    dopts.ca_file = s->ca_file;
     if (given)
         rc = gf__dataset_open_samples(&l->ds, l->s.data, given->paths, given->labels, given->n,
                                       why, sizeof why);
@@ -748,6 +760,10 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     st->shards = l->ds.n_shards;
     st->shards_damaged = l->ds.n_damage;
     st->shard_members_lost = l->ds.members_lost;
+    st->remote_requests = l->remote_requests;
+    st->remote_retries = l->remote_retries;
+    st->remote_bytes = l->remote_bytes;
+    st->remote_wait_s = l->remote_wait_s;
     st->read_budget_bytes = l->s.read_budget_bytes;
     gf__budget_stats(&l->budget, &st->read_bytes_peak, &st->read_budget_waits);
     gf__device_h2d(l->dev, &st->h2d_bytes, &st->h2d_copies, &st->h2d_s);
@@ -804,6 +820,7 @@ void gf_close(gf_loader **lp)
     gf__pool_free(&l->pool);
     gf__work_free(l);
     gf__ring_free(l);
+    gf__remote_read_free(l);
     for (int i = 0; i < l->n_bufs; i++)
         gf__buf_free(&l->bufs[i]);
     free(l->bufs);

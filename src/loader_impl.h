@@ -39,6 +39,7 @@
 #include "device.h"
 #include "pool.h"
 #include "reader.h"
+#include "remote_fetch.h"
 #include "ring.h"
 #include "sampler.h"
 
@@ -73,6 +74,8 @@ struct gf_loader {
     uv_poll_t uring_poll;
     bool uring_polling;
     gf__uring *uring;
+    struct gf__fetcher *fetch;   /* remote shards: their reads, on the loop */
+    struct gf__remote_read *rr;  /* remote shards read whole: their buffers */
     pthread_t controller;
     gf__cursor cur;              /* the next sample no batch has taken */
     /* The caller's order (gf_set_order; idx NULL until one is set): the
@@ -125,7 +128,13 @@ struct gf_loader {
     double wait_s, uring_submit_s, t_open;
     /* Controller-owned tallies, added to the shared ones once per round. */
     uint64_t ctl_turbo, ctl_stb, ctl_spng, ctl_webp, ctl_warned, ctl_uring_bytes;
+    /* Remote reads (the fetcher's counts, published each round). */
+    uint64_t remote_requests, remote_retries, remote_bytes;
+    double remote_wait_s;        /* gf_stats' */
+    gf__fetch_counts remote_base; /* earlier runs' (a seek starts a fetcher anew) */
     double ctl_submit_s;
+    bool ctl_remote_waiting;     /* remote_wait_s is counting since ctl_remote_since */
+    double ctl_remote_since;
     size_t ctl_buf_bytes, buf_bytes; /* io_uring buffers: controller's, shared */
     uint64_t next_epoch, next_pos; /* where the next delivered batch starts */
     uint64_t epoch_len;          /* cur.len, for gf_next and the observers */

@@ -64,7 +64,9 @@ typedef struct gf__job {
     union {
         struct {           /* GF__JOB_DECODE: read (unless buf) and decode one cell */
             uint8_t *dst;  /* the cell's pixels */
-            gf__buf *buf;  /* encoded bytes (io_uring), or NULL: read them here */
+            gf__buf *buf;  /* encoded bytes (io_uring, remote), or NULL: read them here */
+            const uint8_t *bytes; /* else these n_bytes, in a remote shard's buffer */
+            size_t n_bytes;
             int64_t sample;
             uint64_t key;  /* gf__sample_key: the sample's randomness */
             uint32_t cell;

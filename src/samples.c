@@ -5,6 +5,9 @@
  */
 #include "loader_impl.h"
 
+#include "config.h"
+#include "dataset_indexers.h"
+
 #include <stdlib.h>
 
 /* The index is immutable from the end of gf_open() to gf_close(), so the
@@ -32,7 +35,14 @@ int gf__dataset_read_sample(const gf__dataset *ds, uint64_t index, size_t max_by
     gf__dataset_extent(ds, index, &rel, &off, &length);
     gf__buf b = {0};
     char reason[192] = "";
-    int rc = gf__read_range(ds->root_fd, rel, off, length, &b, max_bytes, reason, sizeof reason);
+    int rc;
+#if GF_HAVE_REMOTE
+    if (ds->remote)
+        rc = gf__remote_read(ds, ds->shard[index], off, length, max_bytes, &b, reason,
+                             sizeof reason);
+    else
+#endif
+        rc = gf__read_range(ds->root_fd, rel, off, length, &b, max_bytes, reason, sizeof reason);
     if (rc < 0) {
         gf__buf_free(&b);
         gf__why(why, why_len, "%s: %s", gf__dataset_path(ds, index),

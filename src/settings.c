@@ -69,6 +69,14 @@ void gf__resolve_settings(gf_settings *s)
         s->prefetch_depth = 4;
     if (s->max_held_batches == 0)
         s->max_held_batches = 16;
+    if (s->remote_connections == 0)
+        s->remote_connections = 8;
+    if (s->remote_stall_s == 0)
+        s->remote_stall_s = 30;
+    if (s->prefetch_shards == 0)
+        s->prefetch_shards = 4 + 2; /* shard_window + 2 */
+    if (s->remote_buffer_bytes == 0)
+        s->remote_buffer_bytes = 1ull << 30;
     if (s->queue_depth == 0)
         s->queue_depth = 64;
     if (s->max_pixels == 0)

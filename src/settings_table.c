@@ -112,6 +112,15 @@ static const gf_setting_info rows[] = {
             "a damaged tar shard fails the open, or is taken in part (follow: as on_error)"),
     INT_(max_held_batches, "0", 1, 1024, PICK_, "16",
          "batches the consumer may hold at once, each in a slot of its own"),
+    INT_(remote_connections, "0", 1, 1024, PICK_, "8", "remote shards: connections to a host at once"),
+    INT_(remote_retries, "5", 0, 100, 0, NULL,
+         "remote shards: times a request cut short is resumed (backoff 0.1 s doubling, at most 5 s)"),
+    INT_(remote_stall_s, "0", 1, 3600, PICK_, "30",
+         "remote shards: seconds without a byte before a request is retried"),
+    INT_(prefetch_shards, "0", 1, 4096, PICK_, "shard_window + 2",
+         "remote shards, shard order: shards held in memory (the window's and those fetched ahead)"),
+    U64_(remote_buffer_bytes, "0", 1 << 20, PICK_, "1 GiB",
+         "remote shards, shard order: cap on the bytes of the shards held"),
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
 

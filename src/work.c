@@ -8,6 +8,7 @@
 
 #include "dispatch.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +21,12 @@ static double run_decode(gf_loader *l, gf__worker *w, const gf__job *j, gf__done
     int err = 0, used = 0;
     double t0 = gf__now(), t1 = t0;
     gf__buf *in = j->decode.buf;
-    if (!in) {
+    gf__buf view;
+    if (j->decode.bytes) {
+        view = (gf__buf){.data = (uint8_t *)j->decode.bytes, .len = j->decode.n_bytes};
+        in = &view;
+    } else if (!in) {
+        assert(!l->ds.remote); /* the controller's fetcher read it */
         in = &w->buf;
         gf__range_push("gf read");
         gf__read_req r;
@@ -67,7 +73,7 @@ void gf__work_run(void *arg, int worker, const gf__job *j, gf__done *d)
     }
     w->ran_read_s = run_decode(l, w, j, d);
     w->ran_work_s = gf__now() - t0 - w->ran_read_s;
-    w->ran_got = j->decode.buf ? 0 : w->buf.got;
+    w->ran_got = j->decode.buf || j->decode.bytes ? 0 : w->buf.got;
     gf__budget_done(&l->budget, j->decode.buf ? j->decode.buf : &w->buf);
     w->ran_scratch = w->buf.cap + gf__decoder_scratch_bytes(w->dec);
 }

@@ -25,7 +25,7 @@
 #define SIZE(T, n) ABI_CHECK(sizeof(T) == (n))
 #define AT(T, f, n) ABI_CHECK(offsetof(T, f) == (n))
 
-SIZE(gf_settings, 288);
+SIZE(gf_settings, 376);
 AT(gf_settings, data, 0);
 AT(gf_settings, seed, 8);
 AT(gf_settings, batch_size, 24);
@@ -40,7 +40,11 @@ AT(gf_settings, extensions, 248);
 AT(gf_settings, read_budget_bytes, 256);
 AT(gf_settings, on_shard_error, 264);
 AT(gf_settings, max_held_batches, 268);
-AT(gf_settings, reserved, 272);
+AT(gf_settings, ca_file, 280);
+AT(gf_settings, remote_connections, 288);
+AT(gf_settings, prefetch_shards, 300);
+AT(gf_settings, remote_buffer_bytes, 304);
+AT(gf_settings, reserved, 312);
 
 SIZE(gf_sample_error, 432);
 AT(gf_sample_error, code, 8);
@@ -69,7 +73,9 @@ AT(gf_stats, read_bytes_peak, 4232);
 AT(gf_stats, read_budget_waits, 4240);
 AT(gf_stats, shards_damaged, 4248);
 AT(gf_stats, shard_members_lost, 4256);
-AT(gf_stats, reserved, 4264);
+AT(gf_stats, remote_requests, 4264);
+AT(gf_stats, remote_wait_s, 4288);
+AT(gf_stats, reserved, 4296);
 
 SIZE(gf_state, 40);
 AT(gf_state, seed, 16);

@@ -1,0 +1,309 @@
+/* Dataset index of remote tar shards (http, https, s3): every shard's
+ * index sidecar (SHARD.idx, DALI wds2idx's text with gpufeed's labels=)
+ * fetched at open, many at once, and no byte of a shard: opening 1,000
+ * shards costs 1,000 small GETs, not the data set. A sidecar without
+ * labels (as DALI writes them) would need every .cls member fetched, one
+ * request a sample: refused, naming `gpufeed index`, which writes
+ * labelled ones. Run once, on gf_open's thread. */
+#include "dataset_indexers.h"
+
+#include "remote_auth.h"
+#include "remote_curl.h"
+#include "remote_fetch.h"
+#include "remote_url.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* What remote reads need beyond the table: the targets' strings, the
+ * credentials that sign them, a CA file. */
+typedef struct gf__remote_ctx gf__remote_ctx;
+struct gf__remote_ctx {
+    gf__remote_list list;
+    gf__remote_auth auth;
+    int has_auth;
+    char *ca_file;
+};
+
+/* Sidecars fetched at once at open. */
+#define SIDECAR_REQUESTS 32
+
+void gf__remote_ctx_free(struct gf__remote_ctx *c)
+{
+    if (!c)
+        return;
+    gf__remote_list_free(&c->list);
+    if (c->has_auth)
+        gf__remote_auth_free(&c->auth);
+    free(c->ca_file);
+    free(c);
+}
+
+/* gf__fetch_setup_fn for the shard or sidecar t: ctx's credentials and CA,
+ * for the target whose url t carries. */
+static int setup_request(void *ctx, void *easy, const gf__fetch_target *t, struct curl_slist **h,
+                         char *why, size_t why_len)
+{
+    const struct gf__remote_ctx *c = ctx;
+    gf__remote_target rt = {.scheme = gf__remote_scheme(t->url), .url = t->url};
+    if (c->has_auth && t->s3)
+        rt.scheme = GF__REMOTE_S3;
+    return gf__remote_easy_setup(easy, &rt, c->has_auth ? &c->auth : NULL, c->ca_file, h, why,
+                                 why_len);
+}
+
+gf__fetch_opts gf__remote_fetch_opts(const gf_settings *s, const gf__dataset *ds)
+{
+    return (gf__fetch_opts){
+        .requests = (unsigned)s->queue_depth,
+        .connections = (unsigned)s->remote_connections,
+        .retries = (unsigned)s->remote_retries,
+        .backoff_ms = GF__REMOTE_BACKOFF_MS,
+        .backoff_max_ms = GF__REMOTE_BACKOFF_MAX_MS,
+        .stall_s = (unsigned)s->remote_stall_s,
+        .max_bytes = (size_t)s->max_file_bytes,
+        .setup = setup_request,
+        .setup_ctx = ds->remote_ctx,
+    };
+}
+
+typedef struct sidecars {
+    gf__remote_ctx *ctx;
+    char **text;      /* each shard's sidecar, NUL-terminated */
+    size_t *len;
+    char *why;
+    size_t why_len;
+} sidecars;
+
+static int got_sidecar(void *arg, size_t i, gf__buf *b, int err, const char *reason)
+{
+    sidecars *s = arg;
+    const gf__remote_target *t = &s->ctx->list.t[i];
+    if (err == GF_ENOENT) {
+        gf__why(s->why, s->why_len,
+                "%s: no index sidecar (%s): write one with `gpufeed index %s`", t->display,
+                t->sidecar_display, t->display);
+        return GF_EDATASET;
+    }
+    if (err) {
+        gf__why(s->why, s->why_len, "%s: %s", t->sidecar_display, reason);
+        return err == GF_ENOMEM ? GF_ENOMEM : GF_EDATASET;
+    }
+    if (!(s->text[i] = malloc(b->len + 1)))
+        return GF_ENOMEM;
+    memcpy(s->text[i], b->data, b->len);
+    s->text[i][b->len] = '\0';
+    s->len[i] = b->len;
+    return 0;
+}
+
+/* The base name of a display URL: what the arena's names start with. */
+static const char *base_of(const char *display)
+{
+    const char *slash = strrchr(display, '/');
+    return slash ? slash + 1 : display;
+}
+
+/* Shard k's samples from its parsed sidecar into b. */
+static int add_shard(gf__dataset *ds, gf__builder *b, uint32_t k, const gf__sidecar *sc,
+                     int32_t *max_label)
+{
+    const char *base = base_of(ds->shard_paths[k]);
+    size_t base_len = strlen(base);
+    for (size_t j = 0; j < sc->n; j++) {
+        const gf__sidecar_entry *e = &sc->e[j];
+        if (e->img_size > UINT32_MAX) { /* as a scan: too large to be a sample */
+            ds->skipped_keys++;
+            continue;
+        }
+        size_t need = base_len + 1 + e->name_len + 1;
+        if (gf__builder_reserve_paths(b, need) < 0 || gf__builder_reserve_samples(b, 1) < 0)
+            return GF_ENOMEM;
+        char *p = b->arena + b->arena_len;
+        memcpy(p, base, base_len);
+        p[base_len] = ':';
+        memcpy(p + base_len + 1, e->name, e->name_len);
+        p[base_len + 1 + e->name_len] = '\0';
+        b->off[b->n] = b->arena_len;
+        b->labels[b->n] = e->label;
+        b->shard[b->n] = k;
+        b->doff[b->n] = e->img_off;
+        b->dlen[b->n] = (uint32_t)e->img_size;
+        b->n++;
+        b->arena_len += need;
+        if (e->label > *max_label)
+            *max_label = e->label;
+    }
+    return 0;
+}
+
+static int index_shards(gf__dataset *ds, const char *src, sidecars *s, char *why, size_t why_len)
+{
+    gf__remote_ctx *c = ds->remote_ctx;
+    size_t n = c->list.n;
+    gf__fetch_target *side = calloc(n, sizeof *side);
+    gf__fetch_target **tp = calloc(n, sizeof *tp);
+    int rc = side && tp ? 0 : GF_ENOMEM;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        side[i] = (gf__fetch_target){.url = c->list.t[i].sidecar_url,
+                                     .s3 = c->list.t[i].scheme == GF__REMOTE_S3};
+        tp[i] = &side[i];
+    }
+    gf__fetch_opts o = {
+        .requests = SIDECAR_REQUESTS,
+        .connections = GF__REMOTE_CONNECTIONS,
+        .retries = GF__REMOTE_RETRIES,
+        .backoff_ms = GF__REMOTE_BACKOFF_MS,
+        .backoff_max_ms = GF__REMOTE_BACKOFF_MAX_MS,
+        .stall_s = GF__REMOTE_STALL_S,
+        .max_bytes = GF__SIDECAR_MAX_BYTES,
+        .setup = setup_request,
+        .setup_ctx = c,
+    };
+    if (rc == 0)
+        rc = gf__fetch_each(tp, NULL, NULL, n, &o, got_sidecar, s, why, why_len);
+    free(side);
+    free(tp);
+    if (rc < 0)
+        return rc;
+
+    gf__builder b = {.ranged = 1};
+    int32_t max_label = -1;
+    for (uint32_t k = 0; k < ds->n_shards && rc == 0; k++) {
+        gf__sidecar sc = {0};
+        const gf__remote_target *t = &c->list.t[k];
+        rc = gf__sidecar_parse(s->text[k], s->len[k], GF__SIDECAR_SIZE_UNKNOWN,
+                               t->sidecar_display, &sc, why, why_len);
+        if (rc == 2) {
+            rc = GF_EDATASET; /* why names the sidecar and the line */
+        } else if (rc == 0 && !sc.labelled) {
+            gf__why(why, why_len,
+                    "%s: has no labels (a DALI-written index): each .cls would be one request a "
+                    "sample; write a labelled one with `gpufeed index %s`",
+                    t->sidecar_display, t->display);
+            rc = GF_EDATASET;
+        } else if (rc == 0) {
+            if (sc.shard_bytes > 0)
+                ds->remote[k].size = (uint64_t)sc.shard_bytes;
+            rc = add_shard(ds, &b, k, &sc, &max_label);
+        }
+        gf__sidecar_free(&sc);
+        free(s->text[k]);
+        s->text[k] = NULL;
+    }
+    if (rc == 0 && b.n == 0) {
+        gf__why(why, why_len, "%s: no samples in %u shard(s)' index sidecars", src,
+                ds->n_shards);
+        rc = GF_EDATASET;
+    }
+    if (rc < 0) {
+        gf__builder_free(&b);
+        return rc;
+    }
+    ds->n_classes = max_label + 1;
+    gf__builder_finish(&b, ds);
+    return 0;
+}
+
+int gf__dataset_open_remote(gf__dataset *ds, const char *src, const char *ca_file, char *why,
+                            size_t why_len)
+{
+    gf__remote_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return GF_ENOMEM;
+    ds->remote_ctx = c;
+    int rc = 0;
+    if (ca_file && !(c->ca_file = strdup(ca_file)))
+        return GF_ENOMEM;
+    if (gf__remote_uses_s3(src)) {
+        if ((rc = gf__remote_auth_load(&c->auth, 1, why, why_len)) < 0)
+            return rc;
+        c->has_auth = 1;
+    }
+    if ((rc = gf__remote_targets(src, c->has_auth ? &c->auth : NULL, &c->list, why, why_len)) < 0)
+        return rc;
+    size_t n = c->list.n;
+    /* Not a directory anything is read from: an open data set has one. */
+    int dfd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    ds->root_fd = dfd < 0 ? -1 : gf__keep_fd(dfd);
+    if (ds->root_fd < 0) {
+        gf__why(why, why_len, "cannot open the current directory: %s", strerror(errno));
+        return GF_EDATASET;
+    }
+    ds->n_shards = (uint32_t)n;
+    ds->shard_paths = calloc(n, sizeof *ds->shard_paths);
+    ds->remote = calloc(n, sizeof *ds->remote);
+    if (!ds->shard_paths || !ds->remote)
+        return GF_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        /* Names point into the list's block: freed with the context. */
+        ds->shard_paths[i] = (char *)c->list.t[i].display;
+        ds->remote[i] = (gf__fetch_target){.url = c->list.t[i].url,
+                                           .s3 = c->list.t[i].scheme == GF__REMOTE_S3};
+    }
+    ds->bytes += n * (sizeof *ds->shard_paths + sizeof *ds->remote);
+    sidecars s = {.ctx = c,
+                  .text = calloc(n, sizeof(char *)),
+                  .len = calloc(n, sizeof(size_t)),
+                  .why = why,
+                  .why_len = why_len};
+    rc = s.text && s.len ? index_shards(ds, src, &s, why, why_len) : GF_ENOMEM;
+    for (size_t i = 0; s.text && i < n; i++)
+        free(s.text[i]);
+    free(s.text);
+    free(s.len);
+    return rc;
+}
+
+typedef struct one_read {
+    gf__buf *b;
+    int err;
+    char reason[160];
+} one_read;
+
+static int got_one(void *arg, size_t i, gf__buf *b, int err, const char *reason)
+{
+    (void)i;
+    one_read *r = arg;
+    r->err = err;
+    if (err) {
+        snprintf(r->reason, sizeof r->reason, "%s", reason);
+        return 0;
+    }
+    /* The fetch's buffer is its own: hand over the bytes. */
+    gf__buf tmp = *r->b;
+    *r->b = *b;
+    *b = tmp;
+    return 0;
+}
+
+int gf__remote_read(const gf__dataset *ds, uint32_t k, uint64_t off, uint64_t len,
+                    size_t max_bytes, gf__buf *b, char *why, size_t why_len)
+{
+    /* A copy: the loader's fetcher writes the shared target's ETag. */
+    gf__fetch_target t = {.url = ds->remote[k].url, .s3 = ds->remote[k].s3};
+    gf__fetch_target *tp = &t;
+    gf__fetch_opts o = {
+        .requests = 1,
+        .connections = 1,
+        .retries = GF__REMOTE_RETRIES,
+        .backoff_ms = GF__REMOTE_BACKOFF_MS,
+        .backoff_max_ms = GF__REMOTE_BACKOFF_MAX_MS,
+        .stall_s = GF__REMOTE_STALL_S,
+        .max_bytes = max_bytes,
+        .setup = setup_request,
+        .setup_ctx = ds->remote_ctx,
+    };
+    one_read r = {.b = b, .err = GF_EIO};
+    int rc = gf__fetch_each(&tp, &off, &len, 1, &o, got_one, &r, why, why_len);
+    if (rc < 0)
+        return rc;
+    if (r.err)
+        gf__why(why, why_len, "%s: %s", ds->shard_paths[k], r.reason);
+    return r.err;
+}

@@ -1,0 +1,726 @@
+/* Ranged GETs on a libuv loop through libcurl's multi interface: curl
+ * names the sockets and the one timeout it wants watched (on_socket,
+ * on_curl_timer), the loop's poll and timer handles call it back
+ * (curl_multi_socket_action), finished transfers land on a done list the
+ * owner reaps. A transfer cut short (reset, 5xx, a stall) is retried from
+ * the byte it reached, with exponential backoff and jitter, up to
+ * `retries` times; what cannot succeed (4xx, a changed object, the retries
+ * spent) completes with the status and the bytes received. */
+#include "remote_fetch.h"
+
+#include "reader_internal.h"
+
+#include "config.h"
+
+#if GF_HAVE_REMOTE
+
+#include <curl/curl.h>
+#include <inttypes.h>
+#include <assert.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct sock_ctx {
+    uv_poll_t poll;
+    struct sock_ctx *next, *prev; /* live ones, closed at the end */
+    struct gf__fetcher *f;
+    curl_socket_t fd;
+} sock_ctx;
+
+typedef struct req {
+    CURL *e;
+    struct curl_slist *hdrs;
+    uv_timer_t backoff;
+    struct gf__fetcher *f;
+    gf__fetch_target *t;
+    gf__buf *buf;
+    gf__budget *budget;
+    uint64_t user, off, len;
+    size_t got;                /* bytes of [off, off + len) in buf */
+    unsigned tries;
+    long status;               /* the last response's */
+    bool active, in_multi, waiting; /* waiting: backoff timer running */
+    bool body_ok, discard;     /* this response: bytes go to buf / are dropped */
+    bool changed;              /* size or ETag differs from the target's */
+    bool too_big;              /* an object of unknown size passed max_bytes */
+    char etag[96];
+    uint64_t total;            /* this response's Content-Range total, or 0 */
+    double heard;              /* when it started, or its last header or body bytes */
+    char err[CURL_ERROR_SIZE];
+} req;
+
+struct gf__fetcher {
+    uv_loop_t *loop;
+    CURLM *multi;
+    uv_timer_t timer;
+    uv_timer_t stall_timer;    /* looks for transfers silent for stall_s */
+    gf__fetch_opts o;
+    req *reqs;
+    unsigned n_active;
+    gf__read_done *done;       /* a ring of o.requests */
+    unsigned done_head, done_len;
+    sock_ctx *socks;
+    bool closing;
+    uint64_t rng;
+    gf__fetch_counts counts;
+};
+
+static void sock_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+static void unlink_sock(gf__fetcher *f, sock_ctx *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        f->socks = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+}
+
+static void check_done(gf__fetcher *f);
+
+static void on_poll(uv_poll_t *h, int status, int events)
+{
+    sock_ctx *c = h->data;
+    gf__fetcher *f = c->f;
+    int flags = status < 0 ? CURL_CSELECT_ERR
+                           : (events & UV_READABLE ? CURL_CSELECT_IN : 0) |
+                                 (events & UV_WRITABLE ? CURL_CSELECT_OUT : 0);
+    int running;
+    curl_multi_socket_action(f->multi, c->fd, flags, &running);
+    check_done(f);
+}
+
+static int on_socket(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
+{
+    (void)e;
+    gf__fetcher *f = userp;
+    sock_ctx *c = socketp;
+    if (f->closing)
+        return 0;
+    if (what == CURL_POLL_REMOVE) {
+        if (c) {
+            unlink_sock(f, c);
+            uv_close((uv_handle_t *)&c->poll, sock_closed);
+            curl_multi_assign(f->multi, s, NULL);
+        }
+        return 0;
+    }
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        if (!c || uv_poll_init_socket(f->loop, &c->poll, s) != 0) {
+            free(c);
+            return -1; /* curl fails the transfer: retried */
+        }
+        c->poll.data = c;
+        c->f = f;
+        c->fd = s;
+        c->next = f->socks;
+        if (f->socks)
+            f->socks->prev = c;
+        f->socks = c;
+        curl_multi_assign(f->multi, s, c);
+    }
+    int ev = (what & CURL_POLL_IN ? UV_READABLE : 0) | (what & CURL_POLL_OUT ? UV_WRITABLE : 0);
+    uv_poll_start(&c->poll, ev, on_poll);
+    return 0;
+}
+
+static void on_timeout(uv_timer_t *h)
+{
+    gf__fetcher *f = h->data;
+    int running;
+    curl_multi_socket_action(f->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    check_done(f);
+}
+
+static int on_curl_timer(CURLM *m, long ms, void *userp)
+{
+    (void)m;
+    gf__fetcher *f = userp;
+    if (f->closing)
+        return 0;
+    if (ms < 0)
+        uv_timer_stop(&f->timer);
+    else
+        uv_timer_start(&f->timer, on_timeout, (uint64_t)ms, 0);
+    return 0;
+}
+
+/* A response's headers: its status line resets what the last one said. */
+static size_t on_header(char *p, size_t size, size_t n, void *arg)
+{
+    req *r = arg;
+    size_t len = size * n;
+    r->heard = gf__now();
+    if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) {
+        r->etag[0] = 0;
+        r->total = 0;
+        r->body_ok = r->discard = false;
+        return len;
+    }
+    if (len > 5 && strncasecmp(p, "ETag:", 5) == 0) {
+        const char *v = p + 5, *end = p + len;
+        while (v < end && (*v == ' ' || *v == '\t'))
+            v++;
+        while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
+            end--;
+        size_t k = GF__MIN((size_t)(end - v), sizeof r->etag - 1);
+        memcpy(r->etag, v, k);
+        r->etag[k] = 0;
+    } else if (len > 14 && strncasecmp(p, "Content-Range:", 14) == 0) {
+        const char *slash = memchr(p, '/', len);
+        if (slash && slash + 1 < p + len && slash[1] >= '0' && slash[1] <= '9')
+            r->total = strtoull(slash + 1, NULL, 10);
+    }
+    return len;
+}
+
+/* The first byte of a body decides where it goes: a 206 for our range (or
+ * a 200 whose body is exactly what we asked for) into buf, anything else
+ * (an error page) nowhere. A body that would overrun the range aborts. */
+static size_t on_body(char *p, size_t size, size_t n, void *arg)
+{
+    req *r = arg;
+    size_t len = size * n;
+    r->heard = gf__now();
+    if (!r->body_ok && !r->discard) {
+        curl_easy_getinfo(r->e, CURLINFO_RESPONSE_CODE, &r->status);
+        uint64_t from = r->off + r->got;
+        bool whole_from_zero = r->status == 200 && from == 0;
+        if (r->status == 206 || whole_from_zero) {
+            uint64_t total = r->status == 206 ? r->total : 0;
+            curl_off_t cl = -1;
+            curl_easy_getinfo(r->e, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
+            if (r->status == 200 && cl >= 0)
+                total = (uint64_t)cl;
+            gf__fetch_target *t = r->t;
+            if ((t->size && total && total != t->size) ||
+                (t->etag[0] && r->etag[0] && strcmp(t->etag, r->etag) != 0)) {
+                r->changed = true;
+                return 0;
+            }
+            if (!t->etag[0] && r->etag[0])
+                memcpy(t->etag, r->etag, sizeof t->etag);
+            if (!t->size && total)
+                t->size = total;
+            r->total = total;
+            r->body_ok = true;
+        } else {
+            r->discard = true;
+        }
+    }
+    if (r->discard)
+        return len;
+    if (r->len == GF__WHOLE_FILE) { /* an object of unknown size */
+        size_t keep = r->got;
+        int waited = 0;
+        char why[8];
+        size_t max = gf__effective_max(r->f->o.max_bytes);
+        if (len > max - r->got) {
+            r->too_big = true;
+            return 0;
+        }
+        if (gf__buf_reserve(r->buf, r->got + len, &keep, max, NULL, 0, &waited, why,
+                            sizeof why) < 0)
+            return 0;
+    } else if (len > r->len - r->got) {
+        return 0; /* more than the range: the server's bug, not retried */
+    }
+    memcpy(r->buf->data + r->got, p, len);
+    r->got += len;
+    return len;
+}
+
+static void finish(gf__fetcher *f, req *r, int err, const char *why)
+{
+    unsigned at = (f->done_head + f->done_len) % f->o.requests;
+    gf__read_done *d = &f->done[at];
+    f->done_len++;
+    *d = (gf__read_done){.user = r->user, .buf = r->buf, .err = err};
+    r->buf->len = err ? 0 : r->got;
+    r->buf->got = r->got;
+    f->counts.bytes += r->got;
+    if (why)
+        snprintf(d->why, sizeof d->why, "%s", why);
+    r->active = false;
+    f->n_active--;
+}
+
+/* Starts (or restarts from the byte reached) r's transfer. */
+static int start(gf__fetcher *f, req *r, char *why, size_t why_len)
+{
+    CURL *e = r->e;
+    curl_easy_reset(e);
+    curl_slist_free_all(r->hdrs);
+    r->hdrs = NULL;
+    r->body_ok = r->discard = r->changed = r->too_big = false;
+    r->status = 0;
+    r->err[0] = 0;
+    char range[64];
+    uint64_t from = r->off + r->got;
+    if (r->len != GF__WHOLE_FILE)
+        snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, from, r->off + r->len - 1);
+    else
+        snprintf(range, sizeof range, "%" PRIu64 "-", from);
+    curl_easy_setopt(e, CURLOPT_URL, r->t->url);
+    /* A whole object is a plain GET until a retry resumes it. */
+    if (from > 0 || r->len != GF__WHOLE_FILE)
+        curl_easy_setopt(e, CURLOPT_RANGE, range);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->err);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)f->o.stall_s);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    int rc = f->o.setup ? f->o.setup(f->o.setup_ctx, e, r->t, &r->hdrs, why, why_len) : 0;
+    if (rc < 0)
+        return rc;
+    if (r->hdrs)
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->hdrs);
+    if (curl_multi_add_handle(f->multi, e) != CURLM_OK)
+        return gf__why(why, why_len, "libcurl refused a transfer"), GF_ENOMEM;
+    r->in_multi = true;
+    r->heard = gf__now();
+    f->counts.requests++;
+    return 0;
+}
+
+static void on_backoff(uv_timer_t *h)
+{
+    req *r = h->data;
+    gf__fetcher *f = r->f;
+    char why[160] = "";
+    r->waiting = false;
+    if (start(f, r, why, sizeof why) < 0)
+        finish(f, r, GF_EIO, why);
+    check_done(f);
+}
+
+/* Curl's codes worth another try: the connection, not the request. */
+static bool transient(CURLcode c)
+{
+    switch (c) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_GOT_NOTHING:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_SSL_CONNECT_ERROR:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static const char *reason_of(long status)
+{
+    switch (status) {
+    case 403: return " Forbidden";
+    case 404: return " Not Found";
+    case 412: return " Precondition Failed";
+    case 416: return " Range Not Satisfiable";
+    case 429: return " Too Many Requests";
+    case 500: return " Internal Server Error";
+    case 502: return " Bad Gateway";
+    case 503: return " Service Unavailable";
+    case 504: return " Gateway Timeout";
+    default: return "";
+    }
+}
+
+/* A finished transfer: done, retried after a backoff, or failed. A
+ * stalled one ends as CURLE_OPERATION_TIMEDOUT. */
+static void transfer_done(gf__fetcher *f, req *r, CURLcode c)
+{
+    curl_multi_remove_handle(f->multi, r->e);
+    r->in_multi = false;
+    if (c == CURLE_OPERATION_TIMEDOUT && !r->err[0])
+        snprintf(r->err, sizeof r->err, "no byte for %u s", f->o.stall_s);
+    if (!r->status)
+        curl_easy_getinfo(r->e, CURLINFO_RESPONSE_CODE, &r->status);
+    char why[160];
+    if (r->changed) {
+        snprintf(why, sizeof why,
+                 "the object changed since it was first read (its size or ETag differs), after "
+                 "%zu bytes",
+                 r->got);
+        finish(f, r, GF_EIO, why);
+        return;
+    }
+    if (r->too_big) {
+        snprintf(why, sizeof why, "over max_file_bytes (%zu) after %zu bytes",
+                 gf__effective_max(f->o.max_bytes), r->got);
+        finish(f, r, GF_ETOOBIG, why);
+        return;
+    }
+    bool whole = r->len == GF__WHOLE_FILE &&
+                 (!r->total || r->off + r->got == r->total);
+    if (c == CURLE_OK && r->body_ok && (r->got == r->len || whole)) {
+        finish(f, r, 0, NULL);
+        return;
+    }
+    bool retry = (c == CURLE_OK && r->body_ok) /* cut short */ ||
+                 (c != CURLE_OK && c != CURLE_WRITE_ERROR && transient(c)) ||
+                 (c == CURLE_OK && (r->status >= 500 || r->status == 429 || r->status == 408));
+    if (retry && r->tries < f->o.retries) {
+        r->tries++;
+        f->counts.retries++;
+        uint64_t cap = f->o.backoff_max_ms ? f->o.backoff_max_ms : 1;
+        uint64_t d = (uint64_t)f->o.backoff_ms << GF__MIN(r->tries - 1, 20u);
+        d = GF__MIN(d, cap);
+        /* Jitter, half to all of d: retries of many readers spread out. */
+        f->rng = f->rng * 6364136223846793005ull + 1442695040888963407ull;
+        d = d / 2 + (d / 2 + 1) * (f->rng >> 33) / (1ull << 31);
+        r->waiting = true;
+        uv_timer_start(&r->backoff, on_backoff, d, 0);
+        return;
+    }
+    uint64_t size = r->len != GF__WHOLE_FILE ? r->len : r->total;
+    char of[32] = "";
+    if (size)
+        snprintf(of, sizeof of, " of %" PRIu64, size);
+    if (c == CURLE_OK && r->body_ok)
+        snprintf(why, sizeof why, "the transfer ended after %zu%s bytes (%u tries)", r->got, of,
+                 r->tries + 1);
+    else if (c == CURLE_OK || c == CURLE_WRITE_ERROR)
+        snprintf(why, sizeof why, "HTTP %ld%s after %zu%s bytes (%u tries)", r->status,
+                 reason_of(r->status), r->got, of, r->tries + 1);
+    else
+        snprintf(why, sizeof why, "%.96s after %zu%s bytes (%u tries)",
+                 r->err[0] ? r->err : curl_easy_strerror(c), r->got, of, r->tries + 1);
+    finish(f, r, c == CURLE_OK && r->status == 404 ? GF_ENOENT : GF_EIO, why);
+}
+
+/* Curl's own low-speed limit averages over seconds of history, so a
+ * transfer that stalls after a fast start is seen late: silence is timed
+ * here instead. */
+static void on_stall_check(uv_timer_t *h)
+{
+    gf__fetcher *f = h->data;
+    double now = gf__now();
+    unsigned before = f->done_len;
+    for (unsigned i = 0; i < f->o.requests; i++) {
+        req *r = &f->reqs[i];
+        if (r->in_multi && now - r->heard > f->o.stall_s) {
+            snprintf(r->err, sizeof r->err, "no byte for %u s", f->o.stall_s);
+            transfer_done(f, r, CURLE_OPERATION_TIMEDOUT);
+        }
+    }
+    if (f->done_len != before && f->o.progress)
+        f->o.progress(f->o.progress_ctx);
+}
+
+static void check_done(gf__fetcher *f)
+{
+    CURLMsg *m;
+    int left;
+    unsigned before = f->done_len;
+    while ((m = curl_multi_info_read(f->multi, &left))) {
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        req *r = NULL;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+        transfer_done(f, r, m->data.result);
+    }
+    if (f->done_len != before && f->o.progress)
+        f->o.progress(f->o.progress_ctx);
+}
+
+static void global_init(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int gf__fetcher_create(gf__fetcher **out, uv_loop_t *loop, const gf__fetch_opts *o, char *why,
+                       size_t why_len)
+{
+    *out = NULL;
+    if (!o->requests || o->requests > 4096 || !o->connections)
+        return gf__why(why, why_len, "bad fetcher options"), GF_EINVAL;
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, global_init);
+    gf__fetcher *f = calloc(1, sizeof *f);
+    if (!f)
+        return gf__why(why, why_len, "out of memory"), GF_ENOMEM;
+    f->loop = loop;
+    f->o = *o;
+    f->rng = (uint64_t)(uintptr_t)f ^ (uint64_t)(gf__now() * 1e9);
+    f->reqs = calloc(o->requests, sizeof *f->reqs);
+    f->done = calloc(o->requests, sizeof *f->done);
+    f->multi = curl_multi_init();
+    if (!f->reqs || !f->done || !f->multi)
+        goto oom;
+    for (unsigned i = 0; i < o->requests; i++) {
+        f->reqs[i].f = f;
+        if (!(f->reqs[i].e = curl_easy_init()))
+            goto oom;
+    }
+    /* Handles last: nothing fails after them, so a failure frees plainly. */
+    for (unsigned i = 0; i < o->requests; i++) {
+        uv_timer_init(loop, &f->reqs[i].backoff);
+        f->reqs[i].backoff.data = &f->reqs[i];
+    }
+    uv_timer_init(loop, &f->timer);
+    f->timer.data = f;
+    uv_timer_init(loop, &f->stall_timer);
+    f->stall_timer.data = f;
+    uint64_t every = GF__MAX((uint64_t)o->stall_s * 250, 100);
+    uv_timer_start(&f->stall_timer, on_stall_check, every, every);
+    curl_multi_setopt(f->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(f->multi, CURLMOPT_SOCKETDATA, f);
+    curl_multi_setopt(f->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+    curl_multi_setopt(f->multi, CURLMOPT_TIMERDATA, f);
+    curl_multi_setopt(f->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)o->connections);
+    curl_multi_setopt(f->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)o->connections);
+    curl_multi_setopt(f->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    *out = f;
+    return 0;
+oom:
+    gf__fetcher_destroy(f);
+    return gf__why(why, why_len, "out of memory creating the fetcher"), GF_ENOMEM;
+}
+
+unsigned gf__fetcher_room(const gf__fetcher *f)
+{
+    return f->o.requests - f->n_active - f->done_len;
+}
+
+int gf__fetcher_submit(gf__fetcher *f, gf__fetch_target *t, uint64_t off, uint64_t len,
+                       gf__buf *buf, gf__budget *g, uint64_t user)
+{
+    if (!gf__fetcher_room(f) || !t || !buf || f->closing)
+        return GF_EINVAL;
+    req *r = NULL;
+    for (unsigned i = 0; i < f->o.requests && !r; i++)
+        if (!f->reqs[i].active)
+            r = &f->reqs[i];
+    assert(r);
+    r->active = true;
+    f->n_active++;
+    r->t = t;
+    r->buf = buf;
+    r->budget = g;
+    r->user = user;
+    r->off = off;
+    r->len = len;
+    r->got = 0;
+    r->tries = 0;
+    char why[160] = "";
+    size_t max = gf__effective_max(f->o.max_bytes);
+    if (len == 0) {
+        finish(f, r, GF_EEMPTY, "member is empty");
+    } else if (len != GF__WHOLE_FILE && len > max) {
+        snprintf(why, sizeof why, "%" PRIu64 " bytes, over max_file_bytes (%zu)", len, max);
+        finish(f, r, GF_ETOOBIG, why);
+    } else {
+        size_t keep = 0;
+        int waited = 0;
+        size_t need = len == GF__WHOLE_FILE ? 0 : (size_t)len;
+        int rc = gf__buf_reserve(buf, need, &keep, max, g, 0, &waited, why, sizeof why);
+        if (rc == GF__BUDGET_LATER) /* alone over the budget: go on, as a lone read does */
+            rc = gf__buf_reserve(buf, need, &keep, max, NULL, 0, &waited, why, sizeof why);
+        if (rc == 0)
+            rc = start(f, r, why, sizeof why);
+        if (rc < 0)
+            finish(f, r, rc, why);
+    }
+    return 0; /* a request finished here is reaped by the owner's next round */
+}
+
+int gf__fetcher_reap(gf__fetcher *f, gf__read_done *done, int max)
+{
+    int n = 0;
+    while (n < max && f->done_len) {
+        done[n++] = f->done[f->done_head];
+        f->done_head = (f->done_head + 1) % f->o.requests;
+        f->done_len--;
+    }
+    return n;
+}
+
+unsigned gf__fetcher_in_flight(const gf__fetcher *f)
+{
+    return f->n_active;
+}
+
+bool gf__fetcher_has_done(const gf__fetcher *f)
+{
+    return f->done_len > 0;
+}
+
+void gf__fetcher_counts(const gf__fetcher *f, gf__fetch_counts *c)
+{
+    *c = f->counts;
+}
+
+void gf__fetcher_close(gf__fetcher *f)
+{
+    if (!f || f->closing)
+        return;
+    f->closing = true;
+    /* The polls first, while curl's sockets are still open. */
+    for (sock_ctx *c = f->socks, *next; c; c = next) {
+        next = c->next;
+        uv_close((uv_handle_t *)&c->poll, sock_closed);
+    }
+    f->socks = NULL;
+    for (unsigned i = 0; i < f->o.requests; i++) {
+        req *r = &f->reqs[i];
+        if (r->in_multi)
+            curl_multi_remove_handle(f->multi, r->e);
+        r->in_multi = false;
+        uv_close((uv_handle_t *)&r->backoff, NULL);
+    }
+    uv_close((uv_handle_t *)&f->timer, NULL);
+    uv_close((uv_handle_t *)&f->stall_timer, NULL);
+}
+
+void gf__fetcher_destroy(gf__fetcher *f)
+{
+    if (!f)
+        return;
+    if (f->multi)
+        curl_multi_cleanup(f->multi);
+    for (unsigned i = 0; f->reqs && i < f->o.requests; i++) {
+        curl_easy_cleanup(f->reqs[i].e);
+        curl_slist_free_all(f->reqs[i].hdrs);
+    }
+    free(f->reqs);
+    free(f->done);
+    free(f);
+}
+
+static void no_progress(void *arg)
+{
+    (void)arg;
+}
+
+int gf__fetch_each(gf__fetch_target *const *t, const uint64_t *off, const uint64_t *len, size_t n,
+                   const gf__fetch_opts *o, gf__fetch_got_fn got, void *ctx, char *why,
+                   size_t why_len)
+{
+    uv_loop_t loop;
+    if (uv_loop_init(&loop) != 0)
+        return gf__why(why, why_len, "uv_loop_init failed"), GF_ENOMEM;
+    gf__fetch_opts each = *o;
+    each.requests = (unsigned)GF__MIN((size_t)o->requests, n ? n : 1);
+    each.progress = no_progress;
+    gf__fetcher *f;
+    gf__buf *bufs = calloc(each.requests, sizeof *bufs);
+    gf__buf **free_bufs = calloc(each.requests, sizeof *free_bufs);
+    int rc = bufs && free_bufs ? gf__fetcher_create(&f, &loop, &each, why, why_len)
+                               : (gf__why(why, why_len, "out of memory"), GF_ENOMEM);
+    if (rc == 0) {
+        unsigned n_free = each.requests;
+        for (unsigned i = 0; i < each.requests; i++)
+            free_bufs[i] = &bufs[i];
+        size_t next = 0, finished = 0;
+        while (rc == 0 && finished < n) {
+            while (next < n && n_free && gf__fetcher_room(f)) {
+                gf__buf *b = free_bufs[--n_free];
+                gf__fetcher_submit(f, t[next], off ? off[next] : 0,
+                                   len ? len[next] : GF__WHOLE_FILE, b, NULL, next);
+                next++;
+            }
+            gf__read_done d;
+            while (rc == 0 && gf__fetcher_reap(f, &d, 1) == 1) {
+                finished++;
+                rc = got(ctx, (size_t)d.user, d.buf, d.err, d.why);
+                free_bufs[n_free++] = d.buf;
+            }
+            if (rc == 0 && finished < n && !f->done_len)
+                uv_run(&loop, UV_RUN_ONCE);
+        }
+        gf__fetcher_close(f);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        gf__fetcher_destroy(f);
+    }
+    for (unsigned i = 0; bufs && i < each.requests; i++)
+        gf__buf_free(&bufs[i]);
+    free(bufs);
+    free(free_bufs);
+    uv_loop_close(&loop);
+    return rc;
+}
+
+#else /* !GF_HAVE_REMOTE: no remote data set opens, so none of this runs */
+
+struct gf__fetcher {
+    int unused;
+};
+
+int gf__fetcher_create(gf__fetcher **out, uv_loop_t *loop, const gf__fetch_opts *o, char *why,
+                       size_t why_len)
+{
+    (void)loop;
+    (void)o;
+    *out = NULL;
+    gf__why(why, why_len, "this build has the `remote` feature off (meson -Dremote=enabled)");
+    return GF_EINVAL;
+}
+
+unsigned gf__fetcher_room(const gf__fetcher *f)
+{
+    (void)f;
+    return 0;
+}
+
+int gf__fetcher_submit(gf__fetcher *f, gf__fetch_target *t, uint64_t off, uint64_t len,
+                       gf__buf *buf, gf__budget *g, uint64_t user)
+{
+    (void)f, (void)t, (void)off, (void)len, (void)buf, (void)g, (void)user;
+    return GF_EINVAL;
+}
+
+int gf__fetcher_reap(gf__fetcher *f, gf__read_done *done, int max)
+{
+    (void)f, (void)done, (void)max;
+    return 0;
+}
+
+unsigned gf__fetcher_in_flight(const gf__fetcher *f)
+{
+    (void)f;
+    return 0;
+}
+
+bool gf__fetcher_has_done(const gf__fetcher *f)
+{
+    (void)f;
+    return false;
+}
+
+void gf__fetcher_counts(const gf__fetcher *f, gf__fetch_counts *c)
+{
+    (void)f;
+    *c = (gf__fetch_counts){0};
+}
+
+void gf__fetcher_close(gf__fetcher *f)
+{
+    (void)f;
+}
+
+void gf__fetcher_destroy(gf__fetcher *f)
+{
+    (void)f;
+}
+
+#endif

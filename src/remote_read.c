@@ -1,0 +1,290 @@
+/* Remote shards read whole, on gf-control. A scan runs ahead of the
+ * cursor through the epoch's order (its own copy of the cursor, so the
+ * cursor's permutation is not disturbed) and counts, for each shard, the
+ * positions scanned and not yet taken (`need`); a shard the scan meets is
+ * fetched when a buffer is free, or when one can be freed: a shard no
+ * cell reads (`pins`), no scanned position needs and no cell waits for,
+ * the least recently used first. So with the shard order, whose window
+ * of W shards is read together, W + 1 buffers keep the next shard coming
+ * while the window is read; a buffer freed is a shard not needed again
+ * until the scan meets it (a later epoch). The scan stops at an epoch's
+ * end: the next epoch's first shard is fetched when the cursor enters
+ * it. A cell whose shard has not arrived waits on the shard's list; the
+ * shard's arrival makes jobs of them, or, if it failed, errors naming
+ * the URL. */
+#include "remote_read.h"
+
+#include "assemble.h"
+#include "dispatch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* WANTED: absent, cells wait for it, no buffer was free (in `want`). */
+enum { SH_ABSENT, SH_WANTED, SH_FETCHING, SH_READY, SH_FAILED };
+
+typedef struct rshard {
+    uint8_t state;
+    uint32_t pins;       /* decode jobs reading its buffer */
+    uint32_t need;       /* positions scanned, not yet taken */
+    uint32_t waiting;    /* first waiting cell + 1, 0: none */
+    uint64_t used;       /* LRU tick */
+    gf__buf buf;
+    int err;
+    char *why;
+} rshard;
+
+struct gf__remote_read {
+    rshard *sh;
+    uint32_t *wait_next; /* per cell (slot * B + c): the next waiting + 1 */
+    uint32_t *live;      /* shards FETCHING or READY, at most `buffers` */
+    unsigned n_live, buffers;
+    uint32_t *want;      /* WANTED shards, oldest first (n_shards room) */
+    uint32_t n_want;
+    uint64_t budget, bytes, tick;
+    gf__cursor scan;     /* the scan's own cursor */
+    bool scanning;
+    uint64_t scan_epoch, scan_pos;
+};
+
+int gf__remote_read_create(gf_loader *l, unsigned buffers, uint64_t budget)
+{
+    struct gf__remote_read *r = calloc(1, sizeof *r);
+    if (!r)
+        return GF_ENOMEM;
+    l->rr = r;
+    r->buffers = buffers;
+    r->budget = budget;
+    r->sh = calloc(l->ds.n_shards, sizeof *r->sh);
+    r->wait_next = calloc((size_t)l->max_slots * (size_t)l->B, sizeof *r->wait_next);
+    r->live = calloc(buffers, sizeof *r->live);
+    r->want = calloc(l->ds.n_shards, sizeof *r->want);
+    return r->sh && r->wait_next && r->live && r->want ? 0 : GF_ENOMEM;
+}
+
+/* Frees k's buffer and takes it off the live list (state is the caller's). */
+static void unlive(struct gf__remote_read *r, uint32_t k)
+{
+    rshard *s = &r->sh[k];
+    r->bytes -= s->buf.cap;
+    gf__buf_free(&s->buf);
+    for (unsigned i = 0; i < r->n_live; i++)
+        if (r->live[i] == k) {
+            r->live[i] = r->live[--r->n_live];
+            break;
+        }
+}
+
+static void drop(struct gf__remote_read *r, uint32_t k)
+{
+    unlive(r, k);
+    r->sh[k].state = SH_ABSENT;
+}
+
+void gf__remote_read_free(gf_loader *l)
+{
+    struct gf__remote_read *r = l->rr;
+    if (!r)
+        return;
+    for (uint32_t k = 0; r->sh && k < l->ds.n_shards; k++) {
+        gf__buf_free(&r->sh[k].buf);
+        free(r->sh[k].why);
+    }
+    free(r->sh);
+    free(r->wait_next);
+    free(r->live);
+    free(r->want);
+    free(r);
+    l->rr = NULL;
+}
+
+void gf__remote_read_restart(gf_loader *l)
+{
+    struct gf__remote_read *r = l->rr;
+    for (unsigned i = 0; i < r->n_live;) {
+        uint32_t k = r->live[i];
+        rshard *s = &r->sh[k];
+        s->pins = s->need = s->waiting = 0;
+        if (s->state == SH_FETCHING) /* its transfer went with the fetcher */
+            drop(r, k);
+        else
+            i++;
+    }
+    for (uint32_t k = 0; k < l->ds.n_shards; k++) {
+        rshard *s = &r->sh[k];
+        s->need = s->pins = s->waiting = 0;
+        if (s->state == SH_FAILED || s->state == SH_WANTED) {
+            free(s->why);
+            s->why = NULL;
+            s->state = SH_ABSENT;
+        }
+    }
+    r->n_want = 0;
+    r->scanning = false;
+}
+
+uint64_t gf__remote_read_bytes(const gf_loader *l)
+{
+    return l->rr ? l->rr->bytes : 0;
+}
+
+/* A buffer for one more shard: free, or made free by dropping the least
+ * recently used shard nobody needs. */
+static bool room_for_one(struct gf__remote_read *r)
+{
+    if (r->n_live < r->buffers && (r->bytes < r->budget || r->n_live == 0))
+        return true;
+    int best = -1;
+    for (unsigned i = 0; i < r->n_live; i++) {
+        rshard *s = &r->sh[r->live[i]];
+        if (s->state == SH_READY && !s->pins && !s->need && !s->waiting &&
+            (best < 0 || s->used < r->sh[r->live[best]].used))
+            best = (int)i;
+    }
+    if (best < 0)
+        return false;
+    drop(r, r->live[best]);
+    return r->n_live < r->buffers && (r->bytes < r->budget || r->n_live == 0);
+}
+
+static bool start_fetch(gf_loader *l, uint32_t k)
+{
+    struct gf__remote_read *r = l->rr;
+    if (!l->fetch || !gf__fetcher_room(l->fetch) || !room_for_one(r))
+        return false;
+    rshard *s = &r->sh[k];
+    gf__fetch_target *t = &l->ds.remote[k];
+    s->state = SH_FETCHING;
+    s->used = ++r->tick;
+    r->live[r->n_live++] = k;
+    /* The shard's size, as the index recorded it; else learned from the
+     * first response (an index without shard_bytes). */
+    uint64_t len = t->size ? t->size : GF__WHOLE_FILE;
+    gf__fetcher_submit(l->fetch, t, 0, len, &s->buf, NULL, GF__SHARD_FETCH | k);
+    return true;
+}
+
+static gf__job view_job(gf_loader *l, gf__slot *sl, int c, const rshard *s, uint64_t sample)
+{
+    gf__job j = gf__decode_job(l, sl, c, NULL);
+    j.decode.bytes = s->buf.data + l->ds.data_off[sample];
+    j.decode.n_bytes = l->ds.data_len[sample];
+    return j;
+}
+
+/* Cell c of sl reads shard s: a job, or an error if the shard failed or
+ * does not hold the member. */
+static void serve(gf_loader *l, gf__slot *sl, int c, uint32_t k, gf__job *js, int *n_jobs)
+{
+    rshard *s = &l->rr->sh[k];
+    uint64_t sample = (uint64_t)sl->indices[c];
+    if (s->state == SH_FAILED) {
+        const char *url = l->ds.shard_paths[k];
+        size_t n = strlen(url) + strlen(s->why) + 3;
+        char *why = malloc(n);
+        if (why)
+            snprintf(why, n, "%s: %s", url, s->why);
+        gf__cell_finished(l, sl, c, s->err, why);
+        return;
+    }
+    if (l->ds.data_off[sample] + l->ds.data_len[sample] > s->buf.len) {
+        gf__cell_finished(l, sl, c, GF_ETRUNC, strdup("shard ended inside member"));
+        return;
+    }
+    s->pins++;
+    s->used = ++l->rr->tick;
+    *gf__add_job(l, js, n_jobs) = view_job(l, sl, c, s, sample);
+}
+
+void gf__remote_read_cell(gf_loader *l, gf__slot *sl, int c, uint64_t pos, gf__job *js,
+                          int *n_jobs)
+{
+    struct gf__remote_read *r = l->rr;
+    uint64_t sample = (uint64_t)sl->indices[c];
+    uint32_t k = l->ds.shard[sample];
+    rshard *s = &r->sh[k];
+    /* A position the scan passed was counted in need. */
+    if (r->scanning && sl->epoch == r->scan_epoch && pos < r->scan_pos && s->need)
+        s->need--;
+    if (s->state == SH_READY || s->state == SH_FAILED) {
+        serve(l, sl, c, k, js, n_jobs);
+        return;
+    }
+    uint32_t cell = (uint32_t)(sl - l->slots) * (uint32_t)l->B + (uint32_t)c;
+    r->wait_next[cell] = s->waiting;
+    s->waiting = cell + 1;
+    if (s->state == SH_ABSENT && !start_fetch(l, k)) {
+        s->state = SH_WANTED; /* gf__remote_read_ahead starts it once a buffer is free */
+        r->want[r->n_want++] = k;
+    }
+}
+
+void gf__remote_read_shard_done(gf_loader *l, const gf__read_done *d, gf__job *js, int *n_jobs)
+{
+    struct gf__remote_read *r = l->rr;
+    uint32_t k = (uint32_t)(d->user & ~GF__SHARD_FETCH);
+    rshard *s = &r->sh[k];
+    r->bytes += s->buf.cap;
+    s->state = SH_READY;
+    if (d->err) {
+        unlive(r, k);
+        s->state = SH_FAILED;
+        s->err = d->err;
+        s->why = strdup(d->why[0] ? d->why : gf_strerror(d->err));
+        if (!s->why)
+            s->err = GF_ENOMEM;
+        if (l->s.on_shard_error == GF_SHARD_FAIL) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s: %s", l->ds.shard_paths[k], s->why ? s->why : "");
+            gf__halt(l, s->err, msg);
+        }
+    }
+    for (uint32_t w = s->waiting; w;) {
+        uint32_t cell = w - 1;
+        w = r->wait_next[cell];
+        serve(l, &l->slots[cell / (uint32_t)l->B], (int)(cell % (uint32_t)l->B), k, js, n_jobs);
+    }
+    s->waiting = 0;
+}
+
+void gf__remote_read_decoded(gf_loader *l, uint64_t sample)
+{
+    rshard *s = &l->rr->sh[l->ds.shard[sample]];
+    if (s->pins)
+        s->pins--;
+}
+
+void gf__remote_read_ahead(gf_loader *l)
+{
+    struct gf__remote_read *r = l->rr;
+    /* Shards cells wait for come first. */
+    uint32_t started = 0;
+    while (started < r->n_want && start_fetch(l, r->want[started]))
+        started++;
+    if (started) {
+        memmove(r->want, r->want + started, (r->n_want - started) * sizeof *r->want);
+        r->n_want -= started;
+    }
+    if (r->n_want)
+        return;
+    if (!r->scanning || r->scan_epoch != l->cur.epoch ||
+        r->scan_pos < l->cur.pos) {
+        if (!r->scanning)
+            r->scan = l->cur;
+        r->scan.perm_valid = false;
+        r->scan_epoch = l->cur.epoch;
+        r->scan_pos = l->cur.pos;
+        r->scanning = true;
+    }
+    if (!gf__cursor_epoch_live(&l->cur, r->scan_epoch, l->s.epochs))
+        return;
+    while (r->scan_pos < l->cur.len) {
+        uint64_t sample = gf__cursor_sample(&r->scan, r->scan_epoch, r->scan_pos);
+        uint32_t k = l->ds.shard[sample];
+        rshard *s = &r->sh[k];
+        if (s->state == SH_ABSENT && !start_fetch(l, k))
+            return;
+        s->need++;
+        r->scan_pos++;
+    }
+}

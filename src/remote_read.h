@@ -1,0 +1,46 @@
+/* Remote shards read whole (src/remote_read.c), on gf-control: each
+ * shard one streamed GET into a shard buffer, fetched ahead of the
+ * cursor by a scan of the order, a fixed number of buffers in memory;
+ * a cell's sample is decoded straight from its shard's buffer. The
+ * transfers are the fetcher's (remote_fetch.h). */
+#ifndef GF_REMOTE_READ_H
+#define GF_REMOTE_READ_H
+
+#include "loader_impl.h"
+
+/* The fetcher's `user` of a whole shard's fetch (a cell's read is
+ * slot << 32 | cell, below this bit). */
+#define GF__SHARD_FETCH (1ull << 63)
+
+/* Whether s reads remote shards whole (the shard order). */
+static inline bool gf__remote_whole_shards(const gf_settings *s)
+{
+    (void)s;
+    return true;
+}
+
+/* On gf_open's thread: the shard buffers for ds's shards, `buffers` of
+ * them within `budget` bytes. Returns 0 or GF_ENOMEM. */
+int gf__remote_read_create(gf_loader *l, unsigned buffers, uint64_t budget);
+void gf__remote_read_free(gf_loader *l);
+/* Lifecycle thread, the pipeline stopped: transfers were dropped, cells
+ * no longer wait, nothing is pinned; shards read stay (a seek reuses
+ * them). */
+void gf__remote_read_restart(gf_loader *l);
+/* gf-control: cell c of sl (its sample set) is decoded from its shard's
+ * buffer: a job now, or once the shard has arrived. */
+void gf__remote_read_cell(gf_loader *l, gf__slot *sl, int c, uint64_t pos, gf__job *js,
+                          int *n_jobs);
+/* gf-control: a shard's fetch finished (d->user has GF__SHARD_FETCH):
+ * its waiting cells become jobs or errors. */
+void gf__remote_read_shard_done(gf_loader *l, const gf__read_done *d, gf__job *js, int *n_jobs);
+/* gf-control: a decode from sample's shard is done: its buffer is no
+ * longer read by it. */
+void gf__remote_read_decoded(gf_loader *l, uint64_t sample);
+/* gf-control: scans the order ahead of the cursor and starts the fetches
+ * the buffers have room for. */
+void gf__remote_read_ahead(gf_loader *l);
+/* Bytes the shard buffers hold. */
+uint64_t gf__remote_read_bytes(const gf_loader *l);
+
+#endif

@@ -1,0 +1,93 @@
+/*
+ * The batches a data set gives, as one checksum, through the public API:
+ * remote_batches.sh runs it on the same shards read locally, from nginx
+ * and from the S3 server (and through the fault proxy), which must agree
+ * byte for byte.
+ *
+ *   remote_batches DATA THREADS DEPTH [SEEK_EPOCH SEEK_POS]
+ *
+ * prints "hash=H batches=N samples=N errors=N requests=N retries=N" and,
+ * for each sample error, "error: PATH: REASON". Settings from the
+ * environment: RB_CA_FILE (ca_file), RB_STALL_S
+ * (remote_stall_s), RB_ON_ERROR=fail, RB_ORDER.
+ */
+#include "gpufeed.h"
+#include "../src/mix.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void on_error(void *user, int64_t sample, const char *path, int code, const char *reason)
+{
+    (void)user;
+    (void)sample;
+    (void)code;
+    printf("error: %s: %s\n", path, reason);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 4 && argc != 6) {
+        fprintf(stderr, "usage: remote_batches DATA THREADS DEPTH [SEEK_EPOCH SEEK_POS]\n");
+        return 2;
+    }
+    gf_settings s;
+    gf_default_settings(&s);
+    s.data = argv[1];
+    s.threads = atoi(argv[2]);
+    s.prefetch_depth = atoi(argv[3]);
+    s.batch_size = 5;
+    s.height = s.width = 32;
+    s.epochs = 2;
+    s.seed = 11;
+    s.world = 1;
+    s.device = GF_DEVICE_CPU;
+    s.on_sample_error = on_error;
+    const char *v;
+    if ((v = getenv("RB_CA_FILE")) && *v)
+        s.ca_file = v;
+    if ((v = getenv("RB_STALL_S")) && *v)
+        s.remote_stall_s = atoi(v);
+    if ((v = getenv("RB_ON_ERROR")) && strcmp(v, "fail") == 0)
+        s.on_error = GF_ON_ERROR_FAIL;
+    if ((v = getenv("RB_ORDER")) && *v && gf_settings_set(&s, "order", v, NULL, 0) != 0) {
+        fprintf(stderr, "bad RB_ORDER\n");
+        return 2;
+    }
+    gf_loader *l = NULL;
+    int rc = gf_open(&l, &s);
+    if (rc != 0) {
+        printf("open: %s: %s\n", gf_strerror(rc), gf_last_error(l));
+        gf_close(&l);
+        return 1;
+    }
+    if (argc == 6 && (rc = gf_seek(l, strtoull(argv[4], NULL, 10), strtoull(argv[5], NULL, 10))) != 0) {
+        printf("seek: %s: %s\n", gf_strerror(rc), gf_last_error(l));
+        gf_close(&l);
+        return 1;
+    }
+    uint64_t h = 1469598103934665603ull, batches = 0, samples = 0;
+    gf_batch *b;
+    while ((rc = gf_next(l, &b)) == 0) {
+        size_t px = (size_t)b->count * 32 * 32 * 3;
+        h = gf__fnv1a64(h, b->pixels, px);
+        h = gf__fnv1a64(h, b->labels, (size_t)b->count * sizeof *b->labels);
+        h = gf__fnv1a64(h, b->indices, (size_t)b->count * sizeof *b->indices);
+        h = gf__fnv1a64(h, &b->epoch, sizeof b->epoch);
+        h = gf__fnv1a64(h, &b->position, sizeof b->position);
+        batches++;
+        samples += (uint64_t)b->count;
+        gf_release(l, b);
+    }
+    gf_stats st;
+    gf_get_stats(l, &st);
+    printf("hash=%016" PRIx64 " batches=%" PRIu64 " samples=%" PRIu64 " errors=%" PRIu64
+           " requests=%" PRIu64 " retries=%" PRIu64 "\n",
+           h, batches, samples, st.errors, st.remote_requests, st.remote_retries);
+    if (rc != GF_EOF)
+        printf("end: %s: %s\n", gf_strerror(rc), gf_last_error(l));
+    gf_close(&l);
+    return rc == GF_EOF ? 0 : 1;
+}
