@@ -17,6 +17,9 @@
  */
 #include "dataset.h"
 #include "dataset_indexers.h"
+#include "remote_url.h"
+
+#include "config.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -58,6 +61,18 @@ int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset
         gf__why(why, why_len, "no data set given");
         return GF_EDATASET;
     }
+#if !GF_HAVE_REMOTE
+    if (gf__data_is_remote(source)) {
+        /* Not the source itself when it may hold a password. */
+        const char *shown = strchr(source, '@') ? "https://..." : source;
+        if (shown != source && gf__remote_scheme(source) != GF__REMOTE_HTTPS)
+            shown = gf__remote_scheme(source) == GF__REMOTE_S3 ? "s3://..." : "http://...";
+        gf__why_path(why, why_len, shown,
+                     "remote shards need libcurl: this build has the `remote` feature off "
+                     "(meson -Dremote=enabled)");
+        return GF_EINVAL;
+    }
+#endif
     struct stat st;
     if (gf__dataset_is_shards(source) &&
         !(strpbrk(source, ",{") == NULL && stat(source, &st) == 0 && S_ISDIR(st.st_mode))) {
