@@ -31,7 +31,9 @@ typedef struct gf__remote_auth {
  *    in AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials ([NAME]), then
  *    in AWS_CONFIG_FILE or ~/.aws/config ([profile NAME], or [default] /
  *    [profile default]): aws_access_key_id, aws_secret_access_key,
- *    aws_session_token, the pair from one file;
+ *    aws_session_token, the pair from one file; an AWS_PROFILE that
+ *    neither file has is an error, as in the CLI (even with keys in the
+ *    environment);
  *  - region: AWS_REGION, AWS_DEFAULT_REGION, the profile's `region`
  *    (the credentials file's, then the config file's), else us-east-1;
  *  - endpoint: unless AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true,
