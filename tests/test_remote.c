@@ -588,11 +588,9 @@ END_TEST
 static size_t keep_body(char *p, size_t sz, size_t n, void *ctx)
 {
     char *buf = ctx;
-    size_t have = strlen(buf), add = sz * n;
-    if (have + add >= 256)
-        return 0;
-    memcpy(buf + have, p, add);
-    buf[have + add] = '\0';
+    size_t have = strlen(buf), add = sz * n, room = 255 - have;
+    memcpy(buf + have, p, GF__MIN(add, room)); /* the start of an error's XML */
+    buf[have + GF__MIN(add, room)] = '\0';
     return add;
 }
 
