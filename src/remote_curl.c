@@ -45,7 +45,8 @@ int gf__remote_easy_setup(CURL *e, const gf__remote_target *t, const gf__remote_
     SET(CURLOPT_VERBOSE, 0L);
     SET(CURLOPT_PROTOCOLS_STR, "http,https");
     /* An https shard never continues over plain http. */
-    SET(CURLOPT_REDIR_PROTOCOLS_STR, strncasecmp(t->url, "https:", 6) == 0 ? "https" : "http,https");
+    SET(CURLOPT_REDIR_PROTOCOLS_STR,
+        strncasecmp(t->url, "https:", 6) == 0 ? "https" : "http,https");
     /* A signed S3 request is for one URL: a redirect (a wrong region)
      * is an error to report, not to follow unsigned. */
     SET(CURLOPT_FOLLOWLOCATION, s3 ? 0L : 1L);
