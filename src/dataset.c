@@ -65,18 +65,21 @@ int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset
 #if GF_HAVE_REMOTE
         int rc = gf__dataset_open_remote(ds, source, opts->ca_file, why, why_len);
         if (rc == GF_ENOMEM)
-            gf__why_path(why, why_len, source, "out of memory while indexing");
-#else
-        gf__why(why, why_len,
-                "%.200s: remote shards need libcurl: this build has the `remote` feature off "
-                "(meson -Dremote=enabled)",
-                source);
-        int rc = GF_EINVAL;
-#endif
+            gf__why(why, why_len, "remote shards: out of memory while indexing");
         if (rc < 0)
             gf__dataset_close(ds);
         assert(rc < 0 || ds->root_fd > 0);
         return rc;
+#else
+        /* Not the source itself when it may hold a password. */
+        const char *shown = strchr(source, '@') ? "https://..." : source;
+        if (shown != source && gf__remote_scheme(source) != GF__REMOTE_HTTPS)
+            shown = gf__remote_scheme(source) == GF__REMOTE_S3 ? "s3://..." : "http://...";
+        gf__why_path(why, why_len, shown,
+                     "remote shards need libcurl: this build has the `remote` feature off "
+                     "(meson -Dremote=enabled)");
+        return GF_EINVAL;
+#endif
     }
     struct stat st;
     if (gf__dataset_is_shards(source) &&

@@ -19,6 +19,12 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_
 int gf__dataset_is_shards(const char *src);
 int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged, char *why,
                             size_t why_len);
+/* dataset_shards.c: src's comma-separated elements, each with its
+ * {FIRST..LAST} ranges expanded, appended to out in order (local paths
+ * and remote_url.c's URLs alike). At most 2^20 names of 64 MiB in all:
+ * past that, or a bad range, GF_EDATASET with why = "src: reason";
+ * GF_ENOMEM. Nothing else is checked (not the .tar suffix). */
+int gf__shards_expand(const char *src, gf__names *out, char *why, size_t why_len);
 
 /* dataset_shards.c: the label in a .cls member's n bytes (decimal text,
  * whitespace around it allowed): NULL and *out, or why not. */

@@ -136,7 +136,7 @@ static int expand_braces(const char *pat, size_t len, char *buf, size_t blen, gf
     return 0;
 }
 
-static int expand_source(const char *src, gf__names *out, char *why, size_t why_len)
+int gf__shards_expand(const char *src, gf__names *out, char *why, size_t why_len)
 {
     size_t len = strlen(src);
     char *buf = malloc(len + 1);
@@ -396,7 +396,7 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged, 
                             size_t why_len)
 {
     gf__names paths = {0};
-    int rc = expand_source(src, &paths, why, why_len);
+    int rc = gf__shards_expand(src, &paths, why, why_len);
     if (rc < 0) {
         gf__names_free(&paths);
         return rc;

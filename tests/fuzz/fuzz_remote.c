@@ -1,0 +1,107 @@
+/* Remote sources and AWS shared files: the first byte picks which.
+ * Even: the rest is a remote `data` (remote_url.c), expanded against an
+ * AWS endpoint and a custom one; every target must be whole, and every
+ * refusal say why without quoting what came before an '@'. Odd: the rest
+ * is ~/.aws/credentials (remote_auth.c's INI reader) holding a known
+ * secret, which no message may carry. */
+#include "fuzz.h"
+#include "remote_auth.h"
+#include "remote_url.h"
+
+#include <string.h>
+
+#define SECRET "fuzzSECRETfuzz"
+
+static void targets(const char *src)
+{
+    gf__remote_auth a[2] = {{.region = "us-east-1"},
+                            {.region = "eu-west-1", .endpoint = "http://127.0.0.1:9/s3"}};
+    for (int k = 0; k < 2; k++) {
+        gf__remote_list l;
+        char why[256] = "";
+        int rc = gf__remote_targets(src, &a[k], &l, why, sizeof why);
+        if (rc < 0) {
+            FUZZ_CHECK(why[0] != '\0' && l.t == NULL);
+            /* nothing of a userinfo is shown: what the message holds
+             * before "<userinfo>@" is at most a scheme */
+            const char *u = strstr(why, "<userinfo>@");
+            FUZZ_CHECK(!u || u - why <= 8);
+            continue;
+        }
+        FUZZ_CHECK(l.n > 0);
+        for (size_t i = 0; i < l.n; i++) {
+            const gf__remote_target *t = &l.t[i];
+            size_t ul = strlen(t->url), dl = strlen(t->display);
+            FUZZ_CHECK(strncmp(t->url, "http", 4) == 0 && ul >= 4 && dl >= 4);
+            FUZZ_CHECK(strcmp(t->sidecar_url + ul - 4, ".idx") == 0);
+            FUZZ_CHECK(strlen(t->sidecar_display) == dl);
+            FUZZ_CHECK(strcmp(t->sidecar_display + dl - 4, ".idx") == 0);
+            FUZZ_CHECK(!memchr(t->url, ' ', ul) && !memchr(t->url, '{', ul));
+            FUZZ_CHECK((t->scheme == GF__REMOTE_S3) == (t->bucket != NULL && t->key != NULL));
+        }
+        gf__remote_list_free(&l);
+    }
+}
+
+static void shared_file(const uint8_t *d, size_t n)
+{
+    static int ready;
+    if (!ready) {
+        setenv("HOME", fuzz_dir(), 1);
+        unsetenv("AWS_ACCESS_KEY_ID");
+        unsetenv("AWS_SECRET_ACCESS_KEY");
+        unsetenv("AWS_PROFILE");
+        unsetenv("AWS_REGION");
+        unsetenv("AWS_DEFAULT_REGION");
+        unsetenv("AWS_ENDPOINT_URL");
+        unsetenv("AWS_ENDPOINT_URL_S3");
+        unsetenv("AWS_CONFIG_FILE");
+        ready = 1;
+    }
+    const char *path = fuzz_file("credentials", d, n);
+    setenv("AWS_SHARED_CREDENTIALS_FILE", path, 1);
+    gf__remote_auth a;
+    char why[1024] = "";
+    int rc = gf__remote_auth_load(&a, 1, why, sizeof why);
+    if (rc < 0) {
+        FUZZ_CHECK(why[0] != '\0' && strstr(why, SECRET) == NULL);
+        return;
+    }
+    FUZZ_CHECK(a.access_key && a.secret_key && a.region && a.creds_from);
+    FUZZ_CHECK(strstr(a.creds_from, SECRET) == NULL);
+    gf__remote_auth_free(&a);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    size_t n = size - 1 < 2048 ? size - 1 : 2048;
+    if (data[0] & 1) {
+        shared_file(data + 1, n);
+        return 0;
+    }
+    char src[2049];
+    memcpy(src, data + 1, n);
+    src[n] = '\0';
+    targets(src);
+    return 0;
+}
+
+void fuzz_seeds(fuzz_emit emit)
+{
+    static const char *const seeds[] = {
+        "\0https://h.example/d/train-{000000..000003}.tar,http://o:80/a b.tar",
+        "\0s3://my-bucket/pre fix/a+b?#%~-{08..10}.tar,s3://my.bucket/k.TAR",
+        "\0https://u:" SECRET "@h/x.tar,s3://K:" SECRET "/x@bkt/{1..2}.tar",
+        "\1# c\n[default]\naws_access_key_id = K\naws_secret_access_key = " SECRET "\n"
+        "aws_session_token=T\nregion = eu-west-1\nservices = s\n[services s]\ns3 =\n"
+        "  endpoint_url = http://127.0.0.1:9\n",
+        "\1[default]\naws_access_key_id K\n  " SECRET "\n[x\n",
+    };
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "remote-%zu", i);
+        emit(name, seeds[i], 1 + strlen(seeds[i] + 1));
+    }
+}
