@@ -1019,6 +1019,42 @@ GF_API const char *gf_index_last_error(const gf_index *ix);
 /* Frees ix and sets *ix = NULL; NULL is a no-op. */
 GF_API void gf_index_close(gf_index **ix);
 
+/* ---- Index sidecars of tar shards (gpufeed index) ----
+ *
+ * SHARD.idx beside SHARD.tar lets gf_open index a shard without reading
+ * its headers. Its text is NVIDIA DALI's wds2idx v1.2 (DALI's
+ * readers.webdataset reads it as index_paths), with gpufeed's tokens after
+ * the sample count on the first line, which DALI ignores:
+ * "shard_bytes=B" (the shard's size) and "labels=L1,...,LN" (each line's
+ * .cls label, in line order). Any thread; no loader needed. */
+
+/* The shard paths a tar shard source names (brace ranges, comma lists:
+ * settings.data's forms), in source order: *paths holds *n NUL-terminated
+ * names one after another; free it with gf_free(). Returns 0, GF_EINVAL
+ * (NULL arguments, or src is not tar shards: why says so), GF_EDATASET
+ * (a bad pattern, why says which) or GF_ENOMEM. Nothing is opened. */
+GF_API int gf_shard_paths(const char *src, char **paths, size_t *n, char *why, size_t why_len);
+
+typedef struct gf_shard_index_info {
+    uint64_t samples;         /* lines: keys with one image and one .cls */
+    uint64_t members;         /* members the scan saw */
+    uint64_t shard_bytes;     /* the shard's size, recorded as shard_bytes= */
+    uint64_t skipped_keys;    /* keys and members a scan skips, as gf_stats */
+    uint64_t skipped_members; /* counts them (not in the text) */
+} gf_shard_index_info;
+
+/* The index sidecar text of the tar shard at path shard (relative to the
+ * current directory), from its headers (never from a sidecar beside it):
+ * one line per sample gf_open takes from it, each with every member of
+ * its key the scan kept, so gf_open reading it gets the same samples and
+ * labels as a scan. *text (*len bytes, NUL-terminated) is the caller's:
+ * free it with gf_free(); info may be NULL. Returns 0, GF_EINVAL (NULL
+ * arguments), GF_EIO (it cannot be opened or is not a regular file),
+ * GF_EDATASET (a damaged shard, no sample, or a member name the format
+ * cannot hold: why = "SHARD: offset N: reason") or GF_ENOMEM. */
+GF_API int gf_shard_index(const char *shard, char **text, size_t *len,
+                          gf_shard_index_info *info, char *why, size_t why_len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,6 +30,39 @@ int gf__shards_expand(const char *src, gf__names *out, char *why, size_t why_len
  * whitespace around it allowed): NULL and *out, or why not. */
 const char *gf__parse_cls(const char *t, size_t n, int32_t *out);
 
+/* dataset_shard_sidecar.c: an index sidecar's text (DALI wds2idx's v1.2,
+ * with gpufeed's "shard_bytes=" and "labels=" tokens on its first line)
+ * parsed and checked with no file-system access: members in file order,
+ * 512-aligned, inside the shard, names a scan would take, one image and
+ * one .cls a key, counts bounded by len and the shard's size. One entry a
+ * line, in file order. */
+typedef struct gf__sidecar_entry {
+    const char *name;           /* the image member's name, into the text
+                                   (not NUL-terminated) */
+    size_t name_len;
+    uint64_t img_off, img_size; /* the image's data in the shard */
+    uint64_t cls_off, cls_size; /* its .cls member's (<= 64 bytes) */
+    int32_t label;              /* labels='s value for this line; -1 without labels= */
+} gf__sidecar_entry;
+
+typedef struct gf__sidecar {
+    gf__sidecar_entry *e; /* n of them; gf__sidecar_free */
+    size_t n;
+    int64_t shard_bytes;  /* the recorded size (shard_bytes=), -1 if none */
+    int labelled;         /* 1: labels= gave every entry's label */
+} gf__sidecar;
+
+#define GF__SIDECAR_SIZE_UNKNOWN UINT64_MAX
+/* shard_bytes: the shard's size, or GF__SIDECAR_SIZE_UNKNOWN (then a
+ * recorded shard_bytes= bounds the members, else nothing does and the
+ * caller's reads must). name: what messages call the sidecar. Returns 0
+ * (*out filled: entries point into text), 2 (it does not match: why =
+ * "NAME: line N: reason" or "NAME: reason"; *out empty) or GF_ENOMEM. A
+ * DALI-written sidecar has no labels: the caller reads each .cls. */
+int gf__sidecar_parse(const char *text, size_t len, uint64_t shard_bytes, const char *name,
+                      gf__sidecar *out, char *why, size_t why_len);
+void gf__sidecar_free(gf__sidecar *sc);
+
 /* dataset_shard_sidecar.c: shard_path's samples from its index sidecar
  * (the .tar's name with .idx: DALI wds2idx's v1.2 text) when it matches
  * the shard (shard_fd, shard_st), each passed to add in file order.

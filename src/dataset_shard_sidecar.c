@@ -2,22 +2,30 @@
  * SHARD.idx beside SHARD.tar, in the text format NVIDIA DALI's wds2idx
  * writes (and readers.webdataset's index_paths read), version v1.2:
  *
- *   v1.2 N
+ *   v1.2 N [shard_bytes=B] [labels=L1,L2,...,LN]
  *   EXT OFFSET SIZE NAME [EXT OFFSET SIZE NAME ...]     (N lines, one a key)
  *
  * OFFSET is a member's data offset, NAME its whole member name. DALI
- * reads the first line's first two tokens only; gpufeed prepare adds a
- * third, "shard_bytes=N", the shard's size when the sidecar was written.
+ * reads the first line's first two tokens only, and exactly N lines
+ * after it; a line's tokens must come in fours (a lone extra token is an
+ * error there), so gpufeed's own facts live on the first line:
+ * "shard_bytes=B", the shard's size when the sidecar was written
+ * (prepare, gpufeed index), and "labels=...", each line's label in line
+ * order (gpufeed index), so a reader that cannot afford a read per .cls
+ * (remote shards) need not read the shard for labels.
  * The format holds no checksum of the shard, so "matches" is what can be
  * checked without reading headers: the shard's size as recorded (or, for
  * a sidecar without one, not older than the shard: a plain copy that
  * loses mtimes then costs a warning and a scan, never a wrong index), members in
  * file order, 512-aligned, with room for a header before each and inside
  * the file, names a scan would take as they are, every key one image and
- * one .cls, and every .cls (read, as a scan reads it) a label. Anything
+ * one .cls, and every .cls (read, as a scan reads it) a label, the one
+ * labels= gives if any. Anything
  * else and the caller scans the headers instead, with a warning: a
- * sidecar is a shortcut, never a second truth. Run by the thread that
- * opens the data set. */
+ * sidecar is a shortcut, never a second truth. gf__sidecar_parse checks
+ * the text alone (no file system: the remote reader's too);
+ * gf__shard_sidecar_read adds the file's part (mtime, the .cls bytes). Run
+ * by the thread that opens the data set. */
 #include "dataset_indexers.h"
 
 #include <errno.h>
@@ -34,11 +42,7 @@
 #define BLOCK 512
 #define WINDOW ((size_t)64 << 10)
 
-typedef struct entry {
-    const char *name;     /* the image member's name, in the sidecar text */
-    size_t name_len;
-    uint64_t img_off, img_size, cls_off, cls_size;
-} entry;
+typedef gf__sidecar_entry entry;
 
 /* "SHARD.tar" -> "SHARD.idx" (the caller checked the suffix). */
 static char *sidecar_path(const char *shard)
@@ -198,10 +202,35 @@ static int load(int root_fd, const char *path, const struct stat *shard_st, char
     return rc;
 }
 
-/* Every line parsed into es (n of them). Returns 0, 2 with *bad and
- * *line (1: the first), or GF_ENOMEM. */
-static int parse(const char *text, size_t len, uint64_t file_size, entry **es, size_t *n,
-                 int64_t *recorded_size, const char **bad, size_t *line)
+/* The key of an image member name: up to the first '.' of its base name. */
+static size_t key_len_of(const entry *e)
+{
+    const char *base = memrchr(e->name, '/', e->name_len);
+    base = base ? base + 1 : e->name;
+    return (size_t)((const char *)memchr(base, '.', (size_t)(e->name + e->name_len - base)) -
+                    e->name);
+}
+
+/* "labels=L1,...,Ln" into each entry; NULL or why not. */
+static const char *parse_labels(const char *t, size_t n, entry *v, size_t count)
+{
+    size_t i = 0, a = 0;
+    for (size_t k = 0; k <= n; k++) {
+        if (k < n && t[k] != ',')
+            continue;
+        uint64_t x;
+        if (i == count || parse_u64(t + a, k - a, &x) || x > GF__LABEL_MAX)
+            return "labels= is not one label (0..2147483646) a line";
+        v[i++].label = (int32_t)x;
+        a = k + 1;
+    }
+    return i == count ? NULL : "labels= is not one label (0..2147483646) a line";
+}
+
+/* Every line parsed into v (count of them); the first line's tokens into
+ * out. Returns 0, or 2 with *bad and *line (1: the first; 0: none). */
+static int parse_text(const char *text, size_t len, uint64_t file_size, gf__sidecar *out,
+                      const char **bad, size_t *line)
 {
     const char *p = text, *end = text + len;
     const char *eol = memchr(p, '\n', len);
@@ -214,30 +243,44 @@ static int parse(const char *text, size_t len, uint64_t file_size, entry **es, s
     if (tn != 4 || memcmp(tok, "v1.2", 4) != 0)
         return *bad = "not a v1.2 index", 2;
     tn = token(&p, eol, &tok);
+    /* the shard's size, known or recorded, bounds the members */
+    uint64_t bound = file_size;
+    const char *labels = NULL;
+    size_t labels_n = 0;
+    const char *t2;
+    for (size_t n2; (n2 = token(&p, eol, &t2)) != 0;) {
+        uint64_t sz;
+        if (n2 > 12 && memcmp(t2, "shard_bytes=", 12) == 0 &&
+            parse_u64(t2 + 12, n2 - 12, &sz) == 0 && sz <= INT64_MAX && out->shard_bytes < 0)
+            out->shard_bytes = (int64_t)sz;
+        else if (n2 >= 7 && memcmp(t2, "labels=", 7) == 0 && !labels)
+            labels = t2 + 7, labels_n = n2 - 7;
+    }
+    if (out->shard_bytes >= 0 && file_size != GF__SIDECAR_SIZE_UNKNOWN &&
+        (uint64_t)out->shard_bytes != file_size)
+        return *bad = "written for a shard of another size", 2;
+    if (out->shard_bytes >= 0)
+        bound = (uint64_t)out->shard_bytes;
     /* a sample takes two members (1 KiB of shard at least) and a line of
-     * 24 bytes at least: the entries allocated are bounded by both files */
-    if (parse_u64(tok, tn, &count) || count == 0 || count > file_size / (2 * BLOCK) ||
+     * 24 bytes at least: the entries allocated are bounded by both */
+    if (parse_u64(tok, tn, &count) || count == 0 || count > bound / (2 * BLOCK) ||
         count > len / 24)
         return *bad = "no plausible sample count", 2;
-    uint64_t sz;
-    tn = token(&p, eol, &tok);
-    *recorded_size = tn > 12 && memcmp(tok, "shard_bytes=", 12) == 0 &&
-                             parse_u64(tok + 12, tn - 12, &sz) == 0 && sz <= INT64_MAX
-                         ? (int64_t)sz
-                         : -1;
     entry *v = calloc((size_t)count, sizeof *v);
     if (!v)
         return GF_ENOMEM;
+    for (size_t i = 0; i < count; i++)
+        v[i].label = -1;
+    const char *why = labels ? parse_labels(labels, labels_n, v, (size_t)count) : NULL;
     uint64_t data_end = 0;
     size_t got = 0;
-    const char *why = NULL;
     for (p = eol < end ? eol + 1 : end; p < end && !why; p = eol < end ? eol + 1 : end) {
         (*line)++;
         eol = memchr(p, '\n', (size_t)(end - p));
         if (!eol)
             eol = end;
         if (got < count) {
-            why = parse_line(p, eol, file_size, &data_end, &v[got++]);
+            why = parse_line(p, eol, bound, &data_end, &v[got++]);
         } else {
             const char *q = p;
             if (token(&q, eol, &tok))
@@ -248,22 +291,44 @@ static int parse(const char *text, size_t len, uint64_t file_size, entry **es, s
         why = "fewer lines than its sample count";
         *line = 0;
     }
+    for (size_t i = 1; !why && i < got; i++) {
+        size_t ka = key_len_of(&v[i - 1]), kb = key_len_of(&v[i]);
+        if (ka == kb && memcmp(v[i - 1].name, v[i].name, ka) == 0) {
+            why = "one key on two lines";
+            *line = i + 2;
+        }
+    }
     if (why) {
         free(v);
         return *bad = why, 2;
     }
-    *es = v;
-    *n = got;
+    out->e = v;
+    out->n = got;
+    out->labelled = labels != NULL;
     return 0;
 }
 
-/* The key of an image member name: up to the first '.' of its base name. */
-static size_t key_len_of(const entry *e)
+int gf__sidecar_parse(const char *text, size_t len, uint64_t shard_bytes, const char *name,
+                      gf__sidecar *out, char *why, size_t why_len)
 {
-    const char *base = memrchr(e->name, '/', e->name_len);
-    base = base ? base + 1 : e->name;
-    return (size_t)((const char *)memchr(base, '.', (size_t)(e->name + e->name_len - base)) -
-                    e->name);
+    *out = (gf__sidecar){.shard_bytes = -1};
+    const char *bad = NULL;
+    size_t line = 0;
+    int rc = len > SIDECAR_MAX_BYTES ? (bad = "over 64 MiB", 2)
+                                     : parse_text(text, len, shard_bytes, out, &bad, &line);
+    if (rc == 2 && line)
+        gf__why(why, why_len, "%s: line %zu: %s", name, line, bad);
+    else if (rc == 2)
+        gf__why(why, why_len, "%s: %s", name, bad);
+    if (rc != 0)
+        out->shard_bytes = -1;
+    return rc;
+}
+
+void gf__sidecar_free(gf__sidecar *sc)
+{
+    free(sc->e);
+    *sc = (gf__sidecar){.shard_bytes = -1};
 }
 
 int gf__shard_sidecar_read(int root_fd, const char *shard_path, int shard_fd,
@@ -274,32 +339,25 @@ int gf__shard_sidecar_read(int root_fd, const char *shard_path, int shard_fd,
     if (!path)
         return 1;
     char *text = NULL;
-    size_t len = 0, n = 0, line = 0;
+    size_t len = 0, line = 0;
     const char *bad = NULL;
-    entry *es = NULL;
+    gf__sidecar sc = {.shard_bytes = -1};
     int32_t *labels = NULL;
     int older = 0;
-    int64_t recorded = -1;
     int rc = load(root_fd, path, shard_st, &text, &len, &older, &bad);
+    if (rc == 2)
+        gf__why(why, why_len, "%s: %s", path, bad);
     if (rc == 0)
-        rc = parse(text, len, (uint64_t)shard_st->st_size, &es, &n, &recorded, &bad, &line);
-    if (rc == 0 && recorded >= 0 && recorded != (int64_t)shard_st->st_size) {
-        bad = "written for a shard of another size";
-        line = 1;
-        rc = 2;
-    } else if (rc == 0 && recorded < 0 && older) {
-        bad = "older than its shard";
+        rc = gf__sidecar_parse(text, len, (uint64_t)shard_st->st_size, path, &sc, why, why_len);
+    if (rc == 0 && sc.shard_bytes < 0 && older) {
+        gf__why(why, why_len, "%s: %s", path, "older than its shard");
         rc = 2;
     }
-    for (size_t i = 1; rc == 0 && i < n; i++) {
-        size_t ka = key_len_of(&es[i - 1]), kb = key_len_of(&es[i]);
-        if (ka == kb && memcmp(es[i - 1].name, es[i].name, ka) == 0) {
-            bad = "one key on two lines";
-            line = i + 2;
-            rc = 2;
-        }
-    }
-    /* The labels through a read window: small samples share a read. */
+    size_t n = sc.n;
+    entry *es = sc.e;
+    /* The labels through a read window: small samples share a read. A
+     * local .cls is read even when labels= gives it, so the shard's bytes
+     * stay the one truth here. */
     uint8_t *win = NULL;
     uint64_t win_off = 0, win_len = 0, file_size = (uint64_t)shard_st->st_size;
     if (rc == 0 && (!(labels = malloc(n * sizeof *labels)) || !(win = malloc(WINDOW))))
@@ -316,21 +374,20 @@ int gf__shard_sidecar_read(int root_fd, const char *shard_path, int shard_fd,
                             ? gf__parse_cls((const char *)win + (at - win_off), (size_t)want,
                                             &labels[i])
                             : "a .cls could not be read";
+        if (!b && sc.labelled && es[i].label != labels[i])
+            b = "labels= differs from the .cls";
         if (b) {
             bad = b;
             line = i + 2;
+            gf__why(why, why_len, "%s: line %zu: %s", path, line, bad);
             rc = 2;
         }
     }
-    if (rc == 2 && line)
-        gf__why(why, why_len, "%s: line %zu: %s", path, line, bad);
-    else if (rc == 2)
-        gf__why(why, why_len, "%s: %s", path, bad);
     for (size_t i = 0; rc == 0 && i < n; i++)
         rc = add(ctx, es[i].name, es[i].name_len, labels[i], es[i].img_off, es[i].img_size);
     free(win);
     free(labels);
-    free(es);
+    gf__sidecar_free(&sc);
     free(text);
     free(path);
     return rc;

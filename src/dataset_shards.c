@@ -177,6 +177,8 @@ typedef struct shard_scan {
     const char *bad;       /* why the key cannot be a sample */
     uint64_t img_off, img_size, key_at;
     int32_t label;
+    struct sidecar_out *out; /* gf_shard_index: the sidecar written instead
+                                of samples added; else NULL */
     uint64_t members;      /* this shard's, seen by on_member */
     uint64_t key_members;  /* the current key's */
     char *why;             /* the scan's error message */
@@ -225,6 +227,71 @@ static int add_sample(void *ctx, const char *name, size_t name_len, int32_t labe
     return 0;
 }
 
+/* gf_shard_index's sidecar: the lines of the samples the scan takes, in
+ * DALI's v1.2 form, each with every member of its key the scan kept. */
+typedef struct sidecar_out {
+    char *lines, *labels, *cur; /* done lines; "L1,L2,..."; the key's components */
+    size_t len, cap, llen, lcap, clen, ccap;
+    uint64_t samples;
+    int cur_bad;     /* the key has a member the format cannot name */
+} sidecar_out;
+
+static int put_text(char **p, size_t *len, size_t *cap, const char *fmt, ...) GF__PRINTF(4, 5);
+static int put_text(char **p, size_t *len, size_t *cap, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(*p ? *p + *len : NULL, *p ? *cap - *len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return GF_ENOMEM;
+        if (*p && (size_t)n < *cap - *len) {
+            *len += (size_t)n;
+            return 0;
+        }
+        if (GF__GROW(p, cap, *len + (size_t)n + 1, 4096) < 0)
+            return GF_ENOMEM;
+    }
+}
+
+/* A kept member of the current key into its line. Tokens are split at
+ * white space, and the extension is the token DALI matches: a name with
+ * either problem cannot be written. */
+static int list_member(shard_scan *c, const gf__tar_member *m, const char *ext, size_t ext_len)
+{
+    sidecar_out *o = c->out;
+    if (!o)
+        return 0;
+    for (size_t i = 0; i < m->name_len; i++)
+        if (gf__is_space(m->name[i]) || m->name[i] == '\n')
+            o->cur_bad = 1;
+    if (ext_len == 0 || o->cur_bad) {
+        o->cur_bad = 1;
+        return 0;
+    }
+    return put_text(&o->cur, &o->clen, &o->ccap, " %.*s %llu %llu %s", (int)ext_len, ext,
+                    (unsigned long long)m->offset, (unsigned long long)m->size, m->name);
+}
+
+/* The sample's line (its components, less the leading space) and label. */
+static int emit_line(shard_scan *c)
+{
+    sidecar_out *o = c->out;
+    if (o->cur_bad) {
+        gf__why(c->why, c->why_len,
+                "%s: offset %llu: key '%.80s': a member name with white space or without an "
+                "extension, which an index sidecar cannot hold",
+                c->path, (unsigned long long)c->key_at, c->key);
+        return GF_EDATASET;
+    }
+    if (put_text(&o->lines, &o->len, &o->cap, "%s\n", o->cur + 1) < 0 ||
+        put_text(&o->labels, &o->llen, &o->lcap, "%s%d", o->samples ? "," : "", (int)c->label) < 0)
+        return GF_ENOMEM;
+    o->samples++;
+    return 0;
+}
+
 /* Ends the current key: a sample if it has an image and a label. */
 static int flush_key(shard_scan *c)
 {
@@ -241,6 +308,8 @@ static int flush_key(shard_scan *c)
                 (unsigned long long)c->key_at, c->key, c->bad);
         return 0;
     }
+    if (c->out)
+        return emit_line(c);
     return add_sample(c, c->img, c->img_len, c->label, c->img_off, c->img_size);
 }
 
@@ -297,6 +366,8 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
         c->bad = NULL;
         c->key_at = m->header_offset;
         c->key_members = 0;
+        if (c->out)
+            c->out->clen = 0, c->out->cur_bad = 0;
     }
     c->key_members++;
     if (ext_len == 3 && strncasecmp(ext, "cls", 3) == 0) {
@@ -307,6 +378,8 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
             return 0;
         }
         c->has_cls = 1;
+        if (list_member(c, m, ext, ext_len) < 0)
+            return GF_ENOMEM;
         if (m->size > CLS_MAX) {
             if (!c->bad)
                 c->bad = ".cls over 64 bytes";
@@ -329,6 +402,8 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
             return 0;
         }
         c->has_img = 1;
+        if (list_member(c, m, ext, ext_len) < 0)
+            return GF_ENOMEM;
         if (m->size > UINT32_MAX && !c->bad)
             c->bad = "image member over 4 GiB";
         c->img_off = m->offset;
@@ -336,8 +411,10 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
         if (keep_name(&c->img, &c->img_cap, name, m->name_len) < 0)
             return GF_ENOMEM;
         c->img_len = m->name_len;
+    } else if (list_member(c, m, ext, ext_len) < 0) {
+        return GF_ENOMEM;
     }
-    return 0; /* other members (key.json, ...) are not ours */
+    return 0; /* other members (key.json, ...) are not ours, but DALI's too */
 }
 
 /* Keeps what the scan of shard c->shard passed before damage d: the key
@@ -508,4 +585,102 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged, 
         ds_warn(ds, "class names ignored, the labels are the classes: %s", classes_why);
     gf__builder_finish(&b, ds);
     return 0;
+}
+
+int gf_shard_paths(const char *src, char **paths, size_t *n, char *why, size_t why_len)
+{
+    if (!src || !paths || !n)
+        return GF_EINVAL;
+    *paths = NULL;
+    *n = 0;
+    if (!gf__dataset_is_shards(src)) {
+        gf__why_path(why, why_len, src, "not tar shards (each comma-separated element ends in .tar)");
+        return GF_EINVAL;
+    }
+    gf__names names = {0};
+    int rc = expand_source(src, &names, why, why_len);
+    if (rc == 0) {
+        *paths = names.buf; /* the names, NUL-terminated, one after another */
+        *n = names.n;
+        names.buf = NULL;
+    }
+    gf__names_free(&names);
+    return rc;
+}
+
+int gf_shard_index(const char *shard, char **text, size_t *len, gf_shard_index_info *info,
+                   char *why, size_t why_len)
+{
+    if (!shard || !text || !len)
+        return GF_EINVAL;
+    *text = NULL;
+    *len = 0;
+    if (info)
+        memset(info, 0, sizeof *info);
+    int fd = open(shard, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        gf__why_path(why, why_len, shard, "%s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return GF_EIO;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        gf__why_path(why, why_len, shard, "not a regular file");
+        close(fd);
+        return GF_EIO;
+    }
+    gf__dataset *ds = calloc(1, sizeof *ds); /* the scan's counters and warning */
+    sidecar_out o = {0};
+    shard_scan c = {.ds = ds, .max_label = -1, .why = why, .why_len = why_len, .out = &o,
+                    .path = shard};
+    int rc = ds ? 0 : GF_ENOMEM;
+    if (rc == 0)
+        rc = gf__tar_scan(fd, (uint64_t)st.st_size, shard, on_member, &c, &ds->warnings,
+                          ds->warning, sizeof ds->warning, NULL, why, why_len);
+    if (rc == 0)
+        rc = flush_key(&c);
+    close(fd);
+    if (rc == 0 && o.samples == 0) {
+        gf__why_path(why, why_len, shard, "no samples (%llu keys, %llu members skipped%s%s)",
+                     (unsigned long long)ds->skipped_keys,
+                     (unsigned long long)ds->skipped_members, ds->warning[0] ? "; first: " : "",
+                     ds->warning);
+        rc = GF_EDATASET;
+    }
+    char *t = NULL;
+    size_t tl = 0, tcap = 0;
+    if (rc == 0 && (put_text(&t, &tl, &tcap, "v1.2 %llu shard_bytes=%llu labels=%s\n",
+                             (unsigned long long)o.samples, (unsigned long long)st.st_size,
+                             o.labels) < 0 ||
+                    put_text(&t, &tl, &tcap, "%s", o.lines) < 0))
+        rc = GF_ENOMEM;
+    /* What the loader would not take is never written: the same parser
+     * judges it (a name a scan would not take as it is, say). */
+    if (rc == 0) {
+        gf__sidecar sc;
+        int prc = gf__sidecar_parse(t, tl, (uint64_t)st.st_size, shard, &sc, why, why_len);
+        gf__sidecar_free(&sc);
+        if (prc != 0)
+            rc = prc == 2 ? GF_EDATASET : prc;
+    }
+    if (rc == 0) {
+        *text = t;
+        *len = tl;
+        t = NULL;
+        if (info)
+            *info = (gf_shard_index_info){.samples = o.samples,
+                                          .members = c.members,
+                                          .shard_bytes = (uint64_t)st.st_size,
+                                          .skipped_keys = ds->skipped_keys,
+                                          .skipped_members = ds->skipped_members};
+    }
+    free(t);
+    free(o.lines);
+    free(o.labels);
+    free(o.cur);
+    free(c.key);
+    free(c.img);
+    free(ds);
+    return rc;
 }

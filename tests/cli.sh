@@ -1,6 +1,6 @@
 #!/bin/sh
 # The CLI end to end: make-dataset, verify (clean, then with bad files),
-# bench --json, train --json. Usage: cli.sh PATH/TO/gpufeed
+# bench --json, train --json, index. Usage: cli.sh PATH/TO/gpufeed
 set -eu
 g=$1
 tmp=$(mktemp -d)
@@ -638,5 +638,58 @@ echo "$err" | grep -q -- "--epochs 0 (unbounded) needs --batches N" || fail "unb
 out=$(RANK=1 WORLD_SIZE=two "$g" bench --input-only --data "$d" --threads 1 --image-size 16 2>&1) &&
     fail "bench under RANK=1 WORLD_SIZE=two must fail"
 echo "$out" | grep -q "WORLD_SIZE='two' is not a whole number" || fail "malformed launcher: $out"
+
+# index: sidecars beside the shards, the loader takes them; idempotent,
+# --force, --out, a damaged shard named while the others are written, a
+# leftover temporary file never taken, remote sources refused for now.
+sh=$tmp/ishards
+"$g" make-dataset "$sh" --classes 3 --per-class 6 --size 48x36 --seed 3 --shards 3 >/dev/null
+pat="$sh/train-{000000..000002}.tar"
+out=$("$g" index "$pat") || fail "index: $out"
+echo "$out" | grep -q '^gpufeed index: 3 shards indexed (18 samples, 36 members), 0 up to date, 0 failed' ||
+    fail "index summary: $out"
+head -n 1 "$sh/train-000000.idx" | grep -q '^v1\.2 [0-9]* shard_bytes=[0-9]* labels=[0-9,]*$' ||
+    fail "index first line: $(head -n 1 "$sh/train-000000.idx")"
+json=$("$g" verify --data "$pat" --json) || fail "verify through sidecars: $json"
+echo "$json" | grep -q '"samples": *18' || fail "index: samples: $json"
+echo "$json" | grep -q '"dataset_warnings": *0' || fail "index: sidecars taken: $json"
+out=$("$g" index "$pat") || fail "index again: $out"
+echo "$out" | grep -q ' 0 shards indexed .* 3 up to date' || fail "index is idempotent: $out"
+cp "$sh/train-000001.idx" "$tmp/before.idx"
+touch -d '2001-01-01' "$sh/train-000001.idx"
+out=$("$g" index "$pat") || fail "index an old sidecar: $out"
+echo "$out" | grep -q ' 1 shards indexed .* 2 up to date' || fail "an older sidecar is rewritten: $out"
+cmp -s "$sh/train-000001.idx" "$tmp/before.idx" || fail "index rewrites the same bytes"
+out=$("$g" index --force "$pat") || fail "index --force: $out"
+echo "$out" | grep -q ' 3 shards indexed .* 0 up to date' || fail "--force rewrites: $out"
+out=$("$g" index --out "$tmp/idx" "$sh/train-000000.tar,$sh/train-000002.tar") || fail "--out: $out"
+cmp -s "$tmp/idx/train-000000.idx" "$sh/train-000000.idx" && [ -f "$tmp/idx/train-000002.idx" ] ||
+    fail "--out writes the same sidecars there"
+# a leftover temporary file (a killed run) is never taken: the headers are
+rm "$sh/train-000002.idx"
+head -c 40 "$sh/train-000001.idx" >"$sh/train-000002.idx.tmp.Ab12Cd"
+json=$("$g" verify --data "$pat" --json) || fail "verify with a leftover: $json"
+echo "$json" | grep -q '"samples": *18' || fail "a leftover temporary file: $json"
+echo "$json" | grep -q '"dataset_warnings": *0' || fail "a leftover temporary file is not read: $json"
+# a damaged shard: named with its reason, exit 1, the others written
+head -c 3000 "$sh/train-000001.tar" >"$tmp/cut.tar" && mv "$tmp/cut.tar" "$sh/train-000001.tar"
+rm -f "$sh"/*.idx
+set +e
+out=$("$g" index "$pat" 2>&1)
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "index of a damaged shard exits 1, got $rc: $out"
+echo "$out" | grep -q 'gpufeed index: .*train-000001.tar: offset [0-9]*: .*no sidecar written' ||
+    fail "index names the damaged shard: $out"
+[ -f "$sh/train-000000.idx" ] && [ -f "$sh/train-000002.idx" ] && [ ! -f "$sh/train-000001.idx" ] ||
+    fail "index writes the other shards' sidecars"
+set +e
+out=$("$g" index "https://example.com/train-000000.tar" 2>&1)
+rc=$?
+set -e
+[ $rc -eq 2 ] && echo "$out" | grep -q 'remote indexing arrives with the remote reader' ||
+    fail "index of a URL: $rc $out"
+"$g" index 2>/dev/null && fail "index without shards must fail"
+"$g" index "$sh/x.jpg" 2>/dev/null && fail "index of a non-shard must fail"
 
 echo "cli: ok"

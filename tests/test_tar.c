@@ -3,6 +3,7 @@
  * an ImageFolder. Archives are made here by a tiny tar writer. */
 #include "gpufeed.h"
 #include "dataset.h"
+#include "dataset_indexers.h"
 #include "reader.h"
 #include "tar.h"
 #include "testutil.h"
@@ -973,6 +974,175 @@ START_TEST(a_sidecar_that_does_not_match_is_ignored_with_a_warning)
 }
 END_TEST
 
+/* A sidecar's text alone, no file: the parser the remote reader shares.
+ * Two samples in a shard of 5120 bytes, each member after room for its
+ * header; each case spoils it one way and must be refused for its reason. */
+#define SC_OK_LINES "jpg 512 100 a.jpg cls 1536 1 a.cls\njpg 2560 100 b.jpg cls 3584 1 b.cls\n"
+static const struct {
+    const char *text;
+    uint64_t shard_bytes;
+    const char *reason; /* NULL: taken */
+} sidecar_texts[] = {
+    {"v1.2 2 shard_bytes=5120 labels=3,4\n" SC_OK_LINES, 5120, NULL},
+    {"v1.2 2\n" SC_OK_LINES, 5120, NULL}, /* as DALI's wds2idx writes it */
+    {"v1.2 2 shard_bytes=5120\n" SC_OK_LINES, GF__SIDECAR_SIZE_UNKNOWN, NULL},
+    {"v1.1 2 shard_bytes=5120\n" SC_OK_LINES, 5120, "line 1: not a v1.2 index"},
+    {"1.2 2\n" SC_OK_LINES, 5120, "line 1: not a v1.2 index"},
+    {"v1.2 2 shard_bytes=5120\n"
+     "jpg 2560 100 a.jpg cls 3584 1 a.cls\njpg 512 100 b.jpg cls 1536 1 b.cls\n",
+     5120, "line 3: member offsets out of order"},
+    {"v1.2 2\njpg 512 100 a.jpg cls 1536 1 a.cls\njpg 2560 100 b.jpg cls 3584 2000 b.cls\n",
+     5120, "line 3: a member runs past the end of the shard"},
+    /* the recorded size bounds the members when the shard's is unknown */
+    {"v1.2 2 shard_bytes=3584\n" SC_OK_LINES, GF__SIDECAR_SIZE_UNKNOWN,
+     "line 3: a member runs past the end"},
+    {"v1.2 2 shard_bytes=5120\n" SC_OK_LINES, 6144, "line 1: written for a shard of another size"},
+    {"v1.2 2\njpg 513 100 a.jpg cls 1536 1 a.cls\njpg 2560 100 b.jpg cls 3584 1 b.cls\n", 5120,
+     "line 2: member offsets out of order or not 512-aligned"},
+    {"v1.2 2\njpg 512 100 a.jpg\njpg 2560 100 b.jpg cls 3584 1 b.cls\n", 5120,
+     "line 2: a key without exactly one image and one .cls"},
+    {"v1.2 99999999999999\n" SC_OK_LINES, 5120, "line 1: no plausible sample count"},
+    {"v1.2 5\n" SC_OK_LINES, UINT64_MAX - 1, "line 1: no plausible sample count"}, /* > len/24 */
+    {"v1.2 0\n" SC_OK_LINES, 5120, "no plausible sample count"},
+    {"v1.2 1\n" SC_OK_LINES, 5120, "line 3: more lines than its sample count"},
+    {"v1.2 2 labels=3\n" SC_OK_LINES, 5120, "line 1: labels= is not one label"},
+    {"v1.2 2 labels=3,4,5\n" SC_OK_LINES, 5120, "line 1: labels= is not one label"},
+    {"v1.2 2 labels=3,2147483647\n" SC_OK_LINES, 5120, "line 1: labels= is not one label"},
+    {"v1.2 2 labels=3,-1\n" SC_OK_LINES, 5120, "line 1: labels= is not one label"},
+    {"v1.2 2\njpg 512 100 a.jpg cls 1536 1 a.cls\npng 2560 100 a.png cls 3584 1 a.cls\n", 5120,
+     "line 3: one key on two lines"},
+    {"v1.2 2\njpg 512 100 a.jpg cls 1536 1 a.cls 7\njpg 2560 100 b.jpg cls 3584 1 b.cls\n",
+     5120, "line 2: a component is not 'EXT OFFSET SIZE NAME'"},
+    {"v1.2 2\njpg 512 100 ../a.jpg cls 1536 1 ../a.cls\njpg 2560 100 b.jpg cls 3584 1 b.cls\n",
+     5120, "line 2: a member name a scan would not take"},
+    {"v1.2 2\njpg 512 100 a.jpg cls 1536 65 a.cls\njpg 2560 100 b.jpg cls 3584 1 b.cls\n",
+     5120, "a .cls over 64 bytes"},
+    {"v1.2 3\n" SC_OK_LINES, 5120, "fewer lines than its sample count"},
+};
+
+START_TEST(a_sidecar_text_is_checked_without_the_file_system)
+{
+    gf__sidecar sc;
+    char why[256] = "";
+    const char *t = sidecar_texts[_i].text;
+    int rc = gf__sidecar_parse(t, strlen(t), sidecar_texts[_i].shard_bytes, "s.idx", &sc, why,
+                               sizeof why);
+    if (!sidecar_texts[_i].reason) {
+        ck_assert_msg(rc == 0, "case %d: %s", _i, why);
+        ck_assert_uint_eq(sc.n, 2);
+        ck_assert_int_eq(sc.labelled, _i == 0);
+        ck_assert_int_eq(sc.shard_bytes, _i == 1 ? -1 : 5120);
+        ck_assert_int_eq(sc.e[0].label, _i == 0 ? 3 : -1);
+        ck_assert_int_eq(sc.e[1].label, _i == 0 ? 4 : -1);
+        ck_assert_uint_eq(sc.e[1].img_off, 2560);
+        ck_assert_uint_eq(sc.e[1].img_size, 100);
+        ck_assert_uint_eq(sc.e[1].cls_off, 3584);
+        ck_assert_uint_eq(sc.e[1].cls_size, 1);
+        ck_assert_int_eq((int)sc.e[1].name_len, 5);
+        ck_assert(memcmp(sc.e[1].name, "b.jpg", 5) == 0);
+    } else {
+        ck_assert_msg(rc == 2, "case %d: rc %d", _i, rc);
+        ck_assert_msg(strncmp(why, "s.idx: ", 7) == 0 && strstr(why, sidecar_texts[_i].reason),
+                      "case %d: %s", _i, why);
+        ck_assert_ptr_null(sc.e);
+        ck_assert_uint_eq(sc.n, 0);
+    }
+    gf__sidecar_free(&sc);
+}
+END_TEST
+
+/* A sidecar as DALI's wds2idx writes it (no gpufeed token, every member
+ * of a key, newer than the shard) is taken for a local shard, the labels
+ * read from its .cls members; one whose labels= disagrees with a .cls is
+ * ignored with a warning. */
+START_TEST(a_dali_sidecar_is_taken_and_labels_must_match_the_cls)
+{
+    size_t off[3][3], size;
+    char *p = sidecar_shard(off, &size);
+    gf__dataset scan, side;
+    char why[512], text[2048];
+    ck_assert_msg(open_ds(&scan, p, why, sizeof why) == 0, "%s", why);
+    int n = snprintf(text, sizeof text, "v1.2 3%s\n", _i ? " labels=7,6,4" : "");
+    for (int k = 0; k < 3; k++)
+        n += snprintf(text + n, sizeof text - (size_t)n,
+                      "jpg %zu %d k%d.jpg cls %zu 1 k%d.cls key %zu 9 k%d.key\n", off[k][0],
+                      100 + 200 * k, k, off[k][1], k, off[k][2], k);
+    char *idx = path_in("x.idx");
+    tu_write_file(idx, text, (size_t)n);
+    ck_assert_msg(open_ds(&side, p, why, sizeof why) == 0, "%s", why);
+    if (_i) {
+        ck_assert_uint_eq(side.warnings, scan.warnings + 1);
+        ck_assert_msg(strstr(side.warning, "x.idx: line 4: labels= differs from the .cls"), "%s",
+                      side.warning);
+    } else {
+        ck_assert_msg(side.warnings == 0, "%s", side.warning);
+    }
+    ck_assert_uint_eq(side.n, 3);
+    for (uint64_t i = 0; i < side.n; i++) {
+        ck_assert_str_eq(gf__dataset_path(&side, i), gf__dataset_path(&scan, i));
+        ck_assert_int_eq(side.labels[i], scan.labels[i]);
+        ck_assert_uint_eq(side.data_off[i], scan.data_off[i]);
+    }
+    gf__dataset_close(&scan);
+    gf__dataset_close(&side);
+    free(idx);
+    free(p);
+}
+END_TEST
+
+/* gf_shard_index's text (gpufeed index) is what a scan indexes: written
+ * beside the shard, it is taken (a header spoiled afterwards is never
+ * read) and gives the same samples, labels and places; it names every
+ * member of a key and each label. A damaged shard gives no text. */
+START_TEST(gf_shard_index_writes_the_sidecar_a_scan_would_match)
+{
+    size_t off[3][3], size;
+    char *p = sidecar_shard(off, &size);
+    gf__dataset scan, side;
+    char why[512];
+    ck_assert_msg(open_ds(&scan, p, why, sizeof why) == 0, "%s", why);
+    char *text = NULL;
+    size_t len = 0;
+    gf_shard_index_info info;
+    ck_assert_msg(gf_shard_index(p, &text, &len, &info, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(info.samples, 3);
+    ck_assert_uint_eq(info.members, 9);
+    ck_assert_uint_eq(info.shard_bytes, size);
+    char head[64];
+    snprintf(head, sizeof head, "v1.2 3 shard_bytes=%zu labels=7,6,5\n", size);
+    ck_assert_msg(strncmp(text, head, strlen(head)) == 0, "%s", text);
+    char line[128];
+    snprintf(line, sizeof line, "\njpg %zu 300 k1.jpg cls %zu 1 k1.cls key %zu 9 k1.key\n",
+             off[1][0], off[1][1], off[1][2]);
+    ck_assert_msg(strstr(text, line), "%s", text);
+    char *idx = path_in("x.idx");
+    tu_write_file(idx, text, len);
+    gf_free(text);
+    int fd = open(p, O_WRONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, "X", 1, (off_t)off[1][0] - 512 + 148), 1);
+    close(fd);
+    ck_assert_msg(open_ds(&side, p, why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(side.warnings == 0, "%s", side.warning);
+    ck_assert_uint_eq(side.n, scan.n);
+    for (uint64_t i = 0; i < side.n; i++) {
+        ck_assert_str_eq(gf__dataset_path(&side, i), gf__dataset_path(&scan, i));
+        ck_assert_int_eq(side.labels[i], scan.labels[i]);
+        ck_assert_uint_eq(side.data_off[i], scan.data_off[i]);
+        ck_assert_uint_eq(side.data_len[i], scan.data_len[i]);
+    }
+    /* the spoiled header: damaged, named, nothing to write */
+    text = (char *)1;
+    ck_assert_int_eq(gf_shard_index(p, &text, &len, &info, why, sizeof why), GF_EDATASET);
+    ck_assert_ptr_null(text);
+    ck_assert_msg(strstr(why, "x.tar") && strstr(why, "offset"), "%s", why);
+    gf__dataset_close(&scan);
+    gf__dataset_close(&side);
+    free(idx);
+    free(p);
+}
+END_TEST
+
 /* classes.txt beside the first shard (gpufeed prepare's) names the
  * classes when it names every label, CRLF or not, and may name more
  * (a source class left without samples); one that names too few, holds
@@ -1048,6 +1218,10 @@ static Suite *tar_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, a_matching_sidecar_is_read_instead_of_the_headers);
     tcase_add_loop_test(tc, a_sidecar_that_does_not_match_is_ignored_with_a_warning, 1, 7);
+    tcase_add_loop_test(tc, a_sidecar_text_is_checked_without_the_file_system, 0,
+                        (int)(sizeof sidecar_texts / sizeof sidecar_texts[0]));
+    tcase_add_loop_test(tc, a_dali_sidecar_is_taken_and_labels_must_match_the_cls, 0, 2);
+    tcase_add_test(tc, gf_shard_index_writes_the_sidecar_a_scan_would_match);
     suite_add_tcase(su, tc);
 
     tc = tcase_create("hostile");

@@ -69,6 +69,7 @@ int cli_make_dataset(const char *cmd, const char *dir, int classes, int per_clas
 int cmd_make_dataset(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_prepare(int argc, char **argv);
+int cmd_index(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);

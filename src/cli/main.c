@@ -1,6 +1,7 @@
 /*
  * gpufeed — command-line front end: dispatches to one subcommand per file
- * (make_dataset.c, prepare.c, verify.c, bench.c, train.c, doctor.c, settings_cmd.c). Each subcommand
+ * (make_dataset.c, prepare.c, index.c, verify.c, bench.c, train.c, doctor.c, settings_cmd.c).
+ * Each subcommand
  * parses its own options with getopt_long and returns its exit status:
  * 0 success, 1 the check/benchmark found a failure, 2 usage or setup error.
  */
@@ -21,6 +22,7 @@ static const command commands[] = {
      "write a synthetic, learnable data set (ImageFolder or --shards N tar shards)"},
     {"prepare", cmd_prepare,
      "write a data set as tar shards made for fast loading (resized, indexed)"},
+    {"index", cmd_index, "write tar shards' index sidecars (SHARD.idx), read instead of headers"},
     {"verify", cmd_verify, "decode every sample of a data set, list the bad ones"},
     {"bench", cmd_bench, "measure the input pipeline (images/s, efficiency)"},
     {"train", cmd_train, "demo: train a small CNN, synchronous loop vs gpufeed"},

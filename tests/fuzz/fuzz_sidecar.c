@@ -5,9 +5,12 @@
  * would take. (The format has no checksum: a well-formed sidecar that
  * lists other members than the headers do is taken as it says, as a list
  * file is; test_tar checks that the one prepare writes is taken and gives
- * the scan's index.) */
+ * the scan's index.) The text parser alone, as the remote reader calls it
+ * (the shard's size unknown), keeps every entry aligned, in order and
+ * inside a recorded size, and a label only from labels=. */
 #include "fuzz.h"
 #include "dataset.h"
+#include "dataset_indexers.h"
 #include "testutil.h"
 
 #include <string.h>
@@ -73,6 +76,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     gf__dataset_close(&scan);
     gf__dataset_close(&side);
+    gf__sidecar sc;
+    int rc = gf__sidecar_parse((const char *)data, size, GF__SIDECAR_SIZE_UNKNOWN, "s.idx", &sc,
+                               why, sizeof why);
+    FUZZ_CHECK(rc == 0 || rc == 2);
+    FUZZ_CHECK(rc == 0 || (sc.n == 0 && strncmp(why, "s.idx: ", 7) == 0));
+    uint64_t end = 0;
+    for (size_t i = 0; i < sc.n; i++) {
+        const gf__sidecar_entry *e = &sc.e[i];
+        FUZZ_CHECK(e->img_off % 512 == 0 && e->cls_off % 512 == 0 && e->cls_size <= 64);
+        FUZZ_CHECK(e->label == -1 ? !sc.labelled : sc.labelled && e->label >= 0);
+        FUZZ_CHECK(e->img_off >= end && e->cls_off >= end);
+        uint64_t a = e->img_off + e->img_size, b = e->cls_off + e->cls_size;
+        end = a > b ? a : b;
+        FUZZ_CHECK(sc.shard_bytes < 0 || end <= (uint64_t)sc.shard_bytes);
+    }
+    FUZZ_CHECK(sc.n <= size / 24);
+    gf__sidecar_free(&sc);
     return 0;
 }
 
@@ -92,4 +112,7 @@ void fuzz_seeds(fuzz_emit emit)
     char plain[1024];
     int m = snprintf(plain, sizeof plain, "v1.2 3\n%s", nl + 1);
     emit("sidecar-dali", plain, (size_t)m);
+    /* gpufeed index's: every label on the first line */
+    m = snprintf(plain, sizeof plain, "v1.2 3 shard_bytes=%zu labels=1,2,3\n%s", size, nl + 1);
+    emit("sidecar-labels", plain, (size_t)m);
 }
