@@ -598,7 +598,7 @@ int gf_shard_paths(const char *src, char **paths, size_t *n, char *why, size_t w
         return GF_EINVAL;
     }
     gf__names names = {0};
-    int rc = expand_source(src, &names, why, why_len);
+    int rc = gf__shards_expand(src, &names, why, why_len);
     if (rc == 0) {
         *paths = names.buf; /* the names, NUL-terminated, one after another */
         *n = names.n;
