@@ -125,6 +125,11 @@ static int set_one(gf_settings *s, PyObject *key, PyObject *value)
     const char *name = PyUnicode_AsUTF8AndSize(key, NULL);
     if (!name)
         return -1;
+    if (strcmp(name, "ca_file") == 0 && PyUnicode_Check(value)) {
+        /* A path, kept alive by the caller's dict until gf_open returns. */
+        s->ca_file = PyUnicode_AsUTF8AndSize(value, NULL);
+        return s->ca_file ? 0 : -1;
+    }
     if (!PyUnicode_Check(value)) {
         PyErr_Format(PyExc_TypeError, "%s: the setting's text (a str)", name);
         return -1;
@@ -269,6 +274,7 @@ int gfp_settings_from(gf_settings *s, PyObject *data, PyObject *fields)
 typedef struct {
     gf_settings s;
     char *data;       /* s.data's copy: the worker may outlive the call */
+    char *ca_file;    /* s.ca_file's, likewise */
     gf_verify_result *r;
     int rc, done, refs, cancel;
     pthread_mutex_t mu;
@@ -284,6 +290,7 @@ static void verify_job_unref(verify_job *j)
         return;
     gf_verify_free(&j->r);
     free(j->data);
+    free(j->ca_file);
     pthread_cond_destroy(&j->cv);
     pthread_mutex_destroy(&j->mu);
     free(j);
@@ -385,6 +392,11 @@ static PyObject *verify(PyObject *m, PyObject *args)
         return NULL;
     }
     j->s.data = j->data;
+    if (j->s.ca_file && !(j->s.ca_file = j->ca_file = strdup(j->s.ca_file))) {
+        free(j->data);
+        free(j);
+        return PyErr_NoMemory();
+    }
     if (verify_run(j) < 0)
         return NULL;
     int rc = j->rc;

@@ -17,6 +17,21 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_
                             char *why, size_t why_len);
 /* 1 if src names tar shards (every comma-separated element ends in .tar). */
 int gf__dataset_is_shards(const char *src);
+/* dataset_remote.c (the `remote` feature): http(s):// and s3:// shards,
+ * indexed from their sidecars (SHARD.idx with labels=) without reading a
+ * shard; ca_file NULL: the system's CA bundle. */
+int gf__dataset_open_remote(gf__dataset *ds, const char *src, const char *ca_file, char *why,
+                            size_t why_len);
+struct gf_settings;
+/* How the loader's fetcher reads ds's shards under s. */
+gf__fetch_opts gf__remote_fetch_opts(const struct gf_settings *s, const gf__dataset *ds);
+void gf__remote_ctx_free(struct gf__remote_ctx *c);
+/* A blocking read of len bytes at off of remote shard k into b, on the
+ * calling thread (gf_read_sample): retried as the loader's are, but not
+ * checked against the ETag the loader's reads recorded. */
+int gf__remote_read(const gf__dataset *ds, uint32_t k, uint64_t off, uint64_t len,
+                    size_t max_bytes, gf__buf *b, char *why, size_t why_len);
+
 int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged, char *why,
                             size_t why_len);
 /* dataset_shards.c: src's comma-separated elements, each with its

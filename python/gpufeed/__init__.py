@@ -167,6 +167,9 @@ def _settings(kw):
             _set(out, name + "_max", hi, name)
         elif name in _TABLE:
             _set(out, name, v)
+        elif name == "ca_file":  # a path, not a value of the table
+            if v is not None:
+                out[name] = os.fsdecode(v)
         else:
             raise TypeError(f"unexpected keyword argument '{name}'")
     if "rank" in out and "world" not in out:

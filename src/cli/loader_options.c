@@ -66,6 +66,10 @@ static const lopt_def table[CLI_LOPT_COUNT] = {
 
 /* getopt_long's val of the table's row i, when it is a generic option. */
 #define GENERIC_VAL (CLI_LOPT_VAL + CLI_LOPT_COUNT)
+/* --ca-file: settings.ca_file, a path (not in the table: no number). */
+#define CA_FILE_VAL (CLI_LOPT_VAL - 1)
+static const char ca_file_help[] =
+    "https: verify servers against this CA bundle (PEM)\n(default: the system's)";
 
 /* "max_pixels" -> "max-pixels" in out. */
 static const char *option_name(const char *setting, char *out, size_t len)
@@ -196,12 +200,19 @@ const struct option *cli_options(const struct option *own, unsigned which,
                                                                : required_argument,
                                     NULL, GENERIC_VAL + i};
     }
+    if (!own_name(own, "ca-file") && n + 1 < CLI_OPTIONS_MAX)
+        opts[n++] = (struct option){"ca-file", required_argument, NULL, CA_FILE_VAL};
     opts[n] = (struct option){NULL, 0, NULL, 0};
     return opts;
 }
 
 int cli_loader_parse(const char *cmd, int ch, const char *arg, cli_loader_args *a)
 {
+    if (ch == CA_FILE_VAL) { /* argv outlives every loader */
+        (void)cmd;
+        a->s->ca_file = arg;
+        return 1;
+    }
     if (ch >= CLI_LOPT_VAL && ch < GENERIC_VAL) {
         a->given |= 1u << (ch - CLI_LOPT_VAL);
         return set_curated(cmd, ch - CLI_LOPT_VAL, arg, a) < 0 ? -1 : 1;
@@ -284,6 +295,7 @@ void cli_loader_help(FILE *f, unsigned which, unsigned sweep, int col,
             snprintf(help, sizeof help, "%s\n(default %s)", r->help, r->default_text);
         help_lines(f, head, help, col);
     }
+    help_lines(f, "--ca-file PEM", ca_file_help, col);
 }
 
 void cli_warn_damaged_shards(const char *cmd, gf_loader *l, const char *data)
