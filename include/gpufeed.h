@@ -295,6 +295,26 @@ enum {
 #define GF_FOLDER_MAX_DEPTH 64
 #define GF_FOLDER_MAX_ENTRIES (1ull << 27)
 
+/* The order samples are read in, each epoch (`shuffle` decides whether
+ * either order is shuffled; unshuffled both are the index order).
+ *   GLOBAL: one permutation of every sample; rank r of world takes
+ *     positions r, r + world, ... (torch's DistributedSampler).
+ *   SHARDS: for tar shards (WebDataset), so a shard is read in one stretch
+ *     rather than one request per sample: each epoch the shards are
+ *     permuted, cut into windows of shard_window consecutive shards, and
+ *     the samples of each window permuted among themselves. Rank r takes
+ *     the CONTIGUOUS positions [r*L, (r+1)*L) of the epoch (L = its share),
+ *     so each rank streams about 1/world of the shards: unlike
+ *     DistributedSampler's interleaving, which GLOBAL keeps. On a data set
+ *     that is not tar shards gf_open returns GF_EINVAL.
+ *   AUTO: SHARDS when data is remote (http://, https://, s3://), else
+ *     GLOBAL. */
+typedef enum gf_order {
+    GF_ORDER_AUTO = 0,
+    GF_ORDER_GLOBAL = 1,
+    GF_ORDER_SHARDS = 2,
+} gf_order;
+
 typedef struct gf_settings {
     const char *data;      /* ImageFolder directory, list file, or tar shards
                               ("dir/train-{000000..000127}.tar", "a.tar,b.tar");
@@ -390,7 +410,11 @@ typedef struct gf_settings {
      * within device_max_bytes), so prefetch_depth slots stay free for
      * prefetching; past this many gf_next returns GF_EBUSY. */
     int max_held_batches;
-    uint8_t reserved[16];  /* zero; room for fields without an ABI break */
+    gf_order order;        /* GF_ORDER_AUTO */
+    int shard_window;      /* SHARDS: shards whose samples are mixed
+                              together; 0 = 4. More mixes better and holds
+                              more shards open at once */
+    uint8_t reserved[8];   /* zero; room for fields without an ABI break */
 } gf_settings;
 
 #define GF_READ_BUDGET_DEFAULT (256ull << 20) /* 256 MiB */

@@ -64,7 +64,8 @@ static void stop_pipeline(gf_loader *l)
  * under mu. */
 static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
 {
-    gf__cursor_start(&l->cur, &l->sampler, l->order.idx ? &l->order : NULL, epoch, pos);
+    gf__cursor_start(&l->cur, &l->sampler, l->order.idx ? &l->order : NULL,
+                     l->sampler.shards ? &l->shard_epoch : NULL, epoch, pos);
     pthread_mutex_lock(&l->mu);
     l->next_epoch = l->cur.epoch;
     l->next_pos = l->cur.pos;
@@ -275,6 +276,23 @@ static int open_loader(gf_loader **out, const gf_settings *s, const sample_array
     if (rc < 0)
         return gf__fail(l, rc, "%s: %llu samples cannot be split into %d shares", l->data_path,
                         (unsigned long long)l->ds.n, l->s.world);
+    if (l->s.order == GF_ORDER_SHARDS) {
+        if (!l->ds.shard)
+            return gf__fail(l, GF_EINVAL,
+                            "order shards needs tar shards: %s is %s (order global reads it)",
+                            l->data_path,
+                            given             ? "samples given to gf_open_samples"
+                            : l->ds.class_names ? "an ImageFolder"
+                                                : "a list file");
+        rc = gf__shards_init(&l->shards, l->ds.shard, l->ds.n, (uint32_t)l->s.shard_window);
+        if (rc == 0)
+            rc = gf__shard_epoch_alloc(&l->shard_epoch, &l->shards);
+        if (rc < 0)
+            return gf__fail(l, rc, "%s: the shard order's tables (%u shards): %s", l->data_path,
+                            l->ds.n_shards, rc == GF_ENOMEM ? "out of memory"
+                                                            : "a shard's samples are not contiguous");
+        l->sampler.shards = &l->shards;
+    }
     if (s->drop_last && l->sampler.len < (uint64_t)l->B)
         return gf__fail(l, GF_EINVAL,
                         "%s: drop_last drops every batch: this rank's share is %llu samples, "
@@ -813,6 +831,8 @@ void gf_close(gf_loader **lp)
     free(l->reads);
     gf__device_close(l->dev);
     gf__dataset_close(&l->ds);
+    gf__shard_epoch_free(&l->shard_epoch);
+    gf__shards_free(&l->shards);
     free(l->order.idx);
     free(l->data_path);
     pthread_cond_destroy(&l->ready_cv);
