@@ -755,12 +755,19 @@ GF_API size_t gf_dtype_size(gf_dtype dtype);
 /* Where a loader is: everything needed to resume it exactly. Save it with
  * a checkpoint; plain data, so it can be written as bytes. */
 typedef struct gf_state {
-    uint32_t version;    /* GF_STATE_VERSION */
+    uint32_t version;    /* GF_STATE_VERSION_GLOBAL, or _SHARDS */
     uint32_t rank, world;
+    uint32_t shard_window; /* the shard order's window; 0 in the global order
+                              (version 1 states, whose bytes here were
+                              padding, are read as 0) */
     uint64_t seed;
     uint64_t epoch, position; /* where the next batch gf_next() returns starts */
 } gf_state;
+/* A state of the global order keeps version 1, so checkpoints read by
+ * older libraries stay valid; one of the shard order is version 2, which
+ * an older library refuses rather than resume in another order. */
 #define GF_STATE_VERSION 1
+#define GF_STATE_VERSION_SHARDS 2
 
 /* The state after the last batch gf_next() returned (or at the start).
  * Returns 0 or GF_EINVAL. An observer: safe from any thread. */
@@ -768,8 +775,9 @@ GF_API int gf_get_state(gf_loader *l, gf_state *st);
 
 /* Resumes from a saved state: the following batches are exactly those the
  * saved run would have delivered next. Returns 0; GF_EINVAL if the state
- * is of another version, seed, rank or world than this loader's settings
- * (the message says which), or an order set by gf_set_order is in force.
+ * is of another version, seed, rank, world or order (global, or shards
+ * with another shard_window) than this loader's settings (the message
+ * says which), or an order set by gf_set_order is in force.
  * Held batches stay valid, as for gf_seek. */
 GF_API int gf_set_state(gf_loader *l, const gf_state *st);
 

@@ -778,14 +778,31 @@ int gf_get_state(gf_loader *l, gf_state *st)
     if (!l || !st || !l->slots)
         return GF_EINVAL;
     pthread_mutex_lock(&l->mu);
-    *st = (gf_state){.version = GF_STATE_VERSION,
+    bool shards = l->sampler.shards && !l->order.idx;
+    *st = (gf_state){.version = shards ? GF_STATE_VERSION_SHARDS : GF_STATE_VERSION,
                      .rank = (uint32_t)l->s.rank,
+                     .shard_window = shards ? (uint32_t)l->s.shard_window : 0,
                      .world = (uint32_t)l->s.world,
                      .seed = l->order.idx ? l->order.seed : l->s.seed,
                      .epoch = l->next_epoch,
                      .position = l->next_pos};
     pthread_mutex_unlock(&l->mu);
     return 0;
+}
+
+/* A state's order: its shard window, 0 for the global order (version 1,
+ * whose bytes there were padding, whatever they hold). */
+static uint32_t state_window(const gf_state *st)
+{
+    return st->version == GF_STATE_VERSION_SHARDS ? st->shard_window : 0;
+}
+
+static void order_name(char *buf, size_t len, uint32_t window)
+{
+    if (window)
+        snprintf(buf, len, "shards (shard_window %u)", window);
+    else
+        snprintf(buf, len, "global");
 }
 
 int gf_set_state(gf_loader *l, const gf_state *st)
@@ -799,9 +816,18 @@ int gf_set_state(gf_loader *l, const gf_state *st)
         rc = gf__fail(l, GF_EINVAL,
                   "gf_set_state: the caller owns the epoch's order (gf_set_order is in force): "
                   "set the order again, then gf_seek to the saved epoch and position");
-    else if (st->version != GF_STATE_VERSION)
-        rc = gf__fail(l, GF_EINVAL, "gf_set_state: state version %u, this library writes %u",
-                  st->version, GF_STATE_VERSION);
+    else if (st->version != GF_STATE_VERSION && st->version != GF_STATE_VERSION_SHARDS)
+        rc = gf__fail(l, GF_EINVAL,
+                      "gf_set_state: state version %u, this library writes %u and %u",
+                      st->version, GF_STATE_VERSION, GF_STATE_VERSION_SHARDS);
+    else if (state_window(st) != (l->sampler.shards ? (uint32_t)l->s.shard_window : 0)) {
+        /* Positions of one order are other samples in another. */
+        char saved[48], mine[48];
+        order_name(saved, sizeof saved, state_window(st));
+        order_name(mine, sizeof mine, l->sampler.shards ? (uint32_t)l->s.shard_window : 0);
+        rc = gf__fail(l, GF_EINVAL, "gf_set_state: saved in order %s; this loader reads order %s",
+                      saved, mine);
+    }
     else if (st->seed != l->s.seed || st->rank != (uint32_t)l->s.rank ||
              st->world != (uint32_t)l->s.world)
         rc = gf__fail(l, GF_EINVAL,
