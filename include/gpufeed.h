@@ -755,7 +755,8 @@ GF_API size_t gf_dtype_size(gf_dtype dtype);
 /* Where a loader is: everything needed to resume it exactly. Save it with
  * a checkpoint; plain data, so it can be written as bytes. */
 typedef struct gf_state {
-    uint32_t version;    /* GF_STATE_VERSION_GLOBAL, or _SHARDS */
+    uint32_t version;    /* GF_STATE_VERSION (the global order), or
+                            GF_STATE_VERSION_SHARDS */
     uint32_t rank, world;
     uint32_t shard_window; /* the shard order's window; 0 in the global order
                               (version 1 states, whose bytes here were
