@@ -295,6 +295,26 @@ enum {
 #define GF_FOLDER_MAX_DEPTH 64
 #define GF_FOLDER_MAX_ENTRIES (1ull << 27)
 
+/* The order samples are read in, each epoch (`shuffle` decides whether
+ * either order is shuffled; unshuffled both are the index order).
+ *   GLOBAL: one permutation of every sample; rank r of world takes
+ *     positions r, r + world, ... (torch's DistributedSampler).
+ *   SHARDS: for tar shards (WebDataset), so a shard is read in one stretch
+ *     rather than one request per sample: each epoch the shards are
+ *     permuted, cut into windows of shard_window consecutive shards, and
+ *     the samples of each window permuted among themselves. Rank r takes
+ *     the CONTIGUOUS positions [r*L, (r+1)*L) of the epoch (L = its share),
+ *     so each rank streams about 1/world of the shards: unlike
+ *     DistributedSampler's interleaving, which GLOBAL keeps. On a data set
+ *     that is not tar shards gf_open returns GF_EINVAL.
+ *   AUTO: SHARDS when data is remote (http://, https://, s3://), else
+ *     GLOBAL. */
+typedef enum gf_order {
+    GF_ORDER_AUTO = 0,
+    GF_ORDER_GLOBAL = 1,
+    GF_ORDER_SHARDS = 2,
+} gf_order;
+
 typedef struct gf_settings {
     const char *data;      /* ImageFolder directory, list file, or tar shards
                               ("dir/train-{000000..000127}.tar", "a.tar,b.tar");
@@ -390,7 +410,11 @@ typedef struct gf_settings {
      * within device_max_bytes), so prefetch_depth slots stay free for
      * prefetching; past this many gf_next returns GF_EBUSY. */
     int max_held_batches;
-    uint8_t reserved[16];  /* zero; room for fields without an ABI break */
+    gf_order order;        /* GF_ORDER_AUTO */
+    int shard_window;      /* SHARDS: shards whose samples are mixed
+                              together; 0 = 4. More mixes better and holds
+                              more shards open at once */
+    uint8_t reserved[8];   /* zero; room for fields without an ABI break */
 } gf_settings;
 
 #define GF_READ_BUDGET_DEFAULT (256ull << 20) /* 256 MiB */
@@ -731,12 +755,20 @@ GF_API size_t gf_dtype_size(gf_dtype dtype);
 /* Where a loader is: everything needed to resume it exactly. Save it with
  * a checkpoint; plain data, so it can be written as bytes. */
 typedef struct gf_state {
-    uint32_t version;    /* GF_STATE_VERSION */
+    uint32_t version;    /* GF_STATE_VERSION (the global order), or
+                            GF_STATE_VERSION_SHARDS */
     uint32_t rank, world;
+    uint32_t shard_window; /* the shard order's window; 0 in the global order
+                              (version 1 states, whose bytes here were
+                              padding, are read as 0) */
     uint64_t seed;
     uint64_t epoch, position; /* where the next batch gf_next() returns starts */
 } gf_state;
+/* A state of the global order keeps version 1, so checkpoints read by
+ * older libraries stay valid; one of the shard order is version 2, which
+ * an older library refuses rather than resume in another order. */
 #define GF_STATE_VERSION 1
+#define GF_STATE_VERSION_SHARDS 2
 
 /* The state after the last batch gf_next() returned (or at the start).
  * Returns 0 or GF_EINVAL. An observer: safe from any thread. */
@@ -744,8 +776,9 @@ GF_API int gf_get_state(gf_loader *l, gf_state *st);
 
 /* Resumes from a saved state: the following batches are exactly those the
  * saved run would have delivered next. Returns 0; GF_EINVAL if the state
- * is of another version, seed, rank or world than this loader's settings
- * (the message says which), or an order set by gf_set_order is in force.
+ * is of another version, seed, rank, world or order (global, or shards
+ * with another shard_window) than this loader's settings (the message
+ * says which), or an order set by gf_set_order is in force.
  * Held batches stay valid, as for gf_seek. */
 GF_API int gf_set_state(gf_loader *l, const gf_state *st);
 

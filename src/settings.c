@@ -80,6 +80,11 @@ void gf__resolve_settings(gf_settings *s)
     for (int c = 0; c < 4; c++)
         if (s->std[c] == 0)
             s->std[c] = 1;
+    /* Remote shards cost a request per sample in a global shuffle. */
+    if (s->order == GF_ORDER_AUTO)
+        s->order = gf__data_is_remote(s->data) ? GF_ORDER_SHARDS : GF_ORDER_GLOBAL;
+    if (s->shard_window == 0)
+        s->shard_window = 4;
 }
 
 /* The first launcher variable of names that is set: 1 and *out, 0 if none

@@ -17,7 +17,7 @@
 
 /* The enum fields are read and written as int. */
 _Static_assert(sizeof(gf_io) == sizeof(int) && sizeof(gf_dtype) == sizeof(int) &&
-                   sizeof(gf_on_shard_error) == sizeof(int),
+                   sizeof(gf_on_shard_error) == sizeof(int) && sizeof(gf_order) == sizeof(int),
                "enum fields are int-sized");
 
 static const char *const io_names[] = {"auto", "uring", "posix", NULL};
@@ -31,6 +31,7 @@ static const char *const layout_names[] = {"nhwc", "nchw", NULL};
 static const char *const strictness_names[] = {"strict", "lenient", "whole", NULL};
 static const char *const extensions_names[] = {"torchvision", "all", NULL};
 static const char *const on_shard_error_names[] = {"follow", "fail", "skip", NULL};
+static const char *const order_names[] = {"auto", "global", "shards", NULL};
 static const char *const channel_values[] = {"1", "3", "4", NULL};
 
 #define AT_(field) offsetof(gf_settings, field)
@@ -112,6 +113,11 @@ static const gf_setting_info rows[] = {
             "a damaged tar shard fails the open, or is taken in part (follow: as on_error)"),
     INT_(max_held_batches, "0", 1, 1024, PICK_, "16",
          "batches the consumer may hold at once, each in a slot of its own"),
+    CHOICE_(order, "auto", order_names, NULL,
+            "sample order: one shuffle of all (global), or shard windows (shards: tar "
+            "shards only; ranks take contiguous spans); auto: shards for remote data"),
+    INT_(shard_window, "0", 1, 65536, PICK_, "4",
+         "order shards: consecutive shards whose samples are shuffled together"),
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
 

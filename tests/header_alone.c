@@ -40,7 +40,9 @@ AT(gf_settings, extensions, 248);
 AT(gf_settings, read_budget_bytes, 256);
 AT(gf_settings, on_shard_error, 264);
 AT(gf_settings, max_held_batches, 268);
-AT(gf_settings, reserved, 272);
+AT(gf_settings, order, 272);
+AT(gf_settings, shard_window, 276);
+AT(gf_settings, reserved, 280);
 
 SIZE(gf_sample_error, 432);
 AT(gf_sample_error, code, 8);
