@@ -8,6 +8,7 @@
 
 #include "decode.h"
 #include "reader.h"
+#include "remote_url.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -26,14 +26,6 @@ int gf__check_settings(const gf_settings *s, unsigned what, char *msg, size_t ms
 int gf__setting_check(const gf_setting_info *r, const gf_settings *s, char *why,
                       size_t why_len);
 
-/* Whether data names a remote source (the scheme alone decides; NULL is
- * local). One test, so every remote-aware path agrees. */
-static inline bool gf__data_is_remote(const char *data)
-{
-    return data && (strncmp(data, "http://", 7) == 0 || strncmp(data, "https://", 8) == 0 ||
-                    strncmp(data, "s3://", 5) == 0);
-}
-
 /* Every "0 = pick for me" replaced by what it picks (threads, depths,
  * budgets, limits, std, shard_window; order AUTO by where data is; not
  * world or device_id: the launcher's, below).
