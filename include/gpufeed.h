@@ -295,6 +295,26 @@ enum {
 #define GF_FOLDER_MAX_DEPTH 64
 #define GF_FOLDER_MAX_ENTRIES (1ull << 27)
 
+/* The order samples are read in, each epoch (`shuffle` decides whether
+ * either order is shuffled; unshuffled both are the index order).
+ *   GLOBAL: one permutation of every sample; rank r of world takes
+ *     positions r, r + world, ... (torch's DistributedSampler).
+ *   SHARDS: for tar shards (WebDataset), so a shard is read in one stretch
+ *     rather than one request per sample: each epoch the shards are
+ *     permuted, cut into windows of shard_window consecutive shards, and
+ *     the samples of each window permuted among themselves. Rank r takes
+ *     the CONTIGUOUS positions [r*L, (r+1)*L) of the epoch (L = its share),
+ *     so each rank streams about 1/world of the shards: unlike
+ *     DistributedSampler's interleaving, which GLOBAL keeps. On a data set
+ *     that is not tar shards gf_open returns GF_EINVAL.
+ *   AUTO: SHARDS when data is remote (http://, https://, s3://), else
+ *     GLOBAL. */
+typedef enum gf_order {
+    GF_ORDER_AUTO = 0,
+    GF_ORDER_GLOBAL = 1,
+    GF_ORDER_SHARDS = 2,
+} gf_order;
+
 typedef struct gf_settings {
     const char *data;      /* ImageFolder directory, list file, or tar shards
                               ("dir/train-{000000..000127}.tar", "a.tar,b.tar");
@@ -390,9 +410,13 @@ typedef struct gf_settings {
      * within device_max_bytes), so prefetch_depth slots stay free for
      * prefetching; past this many gf_next returns GF_EBUSY. */
     int max_held_batches;
-    uint8_t reserved_order_[8]; /* (the shard order's, being merged) */
+    gf_order order;        /* GF_ORDER_AUTO */
+    int shard_window;      /* SHARDS: shards whose samples are mixed
+                              together; 0 = 4. More mixes better and holds
+                              more shards open at once */
     /* Remote shards: `data` as http(s)://HOST/PATH/train-{000000..000127}.tar
-     * or s3://BUCKET/PREFIX/train-{...}.tar (docs/remote.md). */
+     * or s3://BUCKET/PREFIX/train-{...}.tar (README: "Data on an object
+     * store"). */
     const char *ca_file;   /* https: verify servers against this CA bundle
                               (PEM) instead of the system's; NULL */
     int remote_connections; /* connections to a host at once; 0 = 8 */
@@ -402,9 +426,9 @@ typedef struct gf_settings {
                               with jitter); 5 */
     int remote_stall_s;    /* no byte for this long: the request is retried;
                               0 = 30 */
-    int prefetch_shards;   /* shard order: shards held in memory, the
+    int prefetch_shards;   /* order shards: shards held in memory, the
                               window's and those fetched ahead; 0 =
-                              shard_window + 2 */
+                              shard_window + 2 (at least that) */
     uint64_t remote_buffer_bytes; /* cap on those shards' bytes (one larger
                               shard is still read, alone); 0 = 1 GiB */
     uint8_t reserved[64];  /* zero; room for fields without an ABI break */
@@ -755,12 +779,20 @@ GF_API size_t gf_dtype_size(gf_dtype dtype);
 /* Where a loader is: everything needed to resume it exactly. Save it with
  * a checkpoint; plain data, so it can be written as bytes. */
 typedef struct gf_state {
-    uint32_t version;    /* GF_STATE_VERSION */
+    uint32_t version;    /* GF_STATE_VERSION (the global order), or
+                            GF_STATE_VERSION_SHARDS */
     uint32_t rank, world;
+    uint32_t shard_window; /* the shard order's window; 0 in the global order
+                              (version 1 states, whose bytes here were
+                              padding, are read as 0) */
     uint64_t seed;
     uint64_t epoch, position; /* where the next batch gf_next() returns starts */
 } gf_state;
+/* A state of the global order keeps version 1, so checkpoints read by
+ * older libraries stay valid; one of the shard order is version 2, which
+ * an older library refuses rather than resume in another order. */
 #define GF_STATE_VERSION 1
+#define GF_STATE_VERSION_SHARDS 2
 
 /* The state after the last batch gf_next() returned (or at the start).
  * Returns 0 or GF_EINVAL. An observer: safe from any thread. */
@@ -768,8 +800,9 @@ GF_API int gf_get_state(gf_loader *l, gf_state *st);
 
 /* Resumes from a saved state: the following batches are exactly those the
  * saved run would have delivered next. Returns 0; GF_EINVAL if the state
- * is of another version, seed, rank or world than this loader's settings
- * (the message says which), or an order set by gf_set_order is in force.
+ * is of another version, seed, rank, world or order (global, or shards
+ * with another shard_window) than this loader's settings (the message
+ * says which), or an order set by gf_set_order is in force.
  * Held batches stay valid, as for gf_seek. */
 GF_API int gf_set_state(gf_loader *l, const gf_state *st);
 

@@ -438,8 +438,9 @@ static PyObject *loader_get_state(PyObject *op, PyObject *unused)
     gf_stats stats;
     gf_get_stats(c->l, &stats);
     /* samples and index_hash: the data set's identity, which gf_state lacks. */
-    return Py_BuildValue("{s:I,s:I,s:I,s:K,s:K,s:K,s:K,s:K}", "version", st.version, "rank",
-                         st.rank, "world", st.world, "seed", (unsigned long long)st.seed,
+    return Py_BuildValue("{s:I,s:I,s:I,s:I,s:K,s:K,s:K,s:K,s:K}", "version", st.version,
+                         "rank", st.rank, "world", st.world, "shard_window", st.shard_window,
+                         "seed", (unsigned long long)st.seed,
                          "epoch", (unsigned long long)st.epoch, "position",
                          (unsigned long long)st.position, "samples",
                          (unsigned long long)stats.dataset_samples, "index_hash",
@@ -478,6 +479,19 @@ static PyObject *loader_set_state(PyObject *op, PyObject *arg)
     }
     gf_state st = {.version = (uint32_t)v[0], .rank = (uint32_t)v[1], .world = (uint32_t)v[2],
                    .seed = v[3], .epoch = v[4], .position = v[5]};
+    /* Optional: states saved before the shard order lack it (global: 0). */
+    PyObject *w = PyDict_GetItemString(arg, "shard_window");
+    if (w) {
+        unsigned long long x = PyLong_Check(w) && !PyBool_Check(w)
+                                   ? PyLong_AsUnsignedLongLong(w) : (unsigned long long)-1;
+        if (x > UINT32_MAX) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError,
+                         "load_state_dict: 'shard_window': %R is not an int in 0..2^32-1", w);
+            return NULL;
+        }
+        st.shard_window = (uint32_t)x;
+    }
     gfp_core *c = loader_enter((LoaderObject *)op, "load_state_dict");
     if (!c)
         return NULL;

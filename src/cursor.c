@@ -1,6 +1,7 @@
 /* The cursor: the position the next batch or hole takes its samples
  * from, in the sampler's order (its permutation of the epoch being read
- * kept, so that each sample costs one gf__sampler_at) or in the caller's
+ * kept, so that each sample costs one gf__sampler_at; or the shard
+ * order's tables of that epoch, one gf__shard_at) or in the caller's
  * (an array lookup). On the controller thread (set by the lifecycle
  * thread before it starts). */
 #include "cursor.h"
@@ -8,10 +9,12 @@
 #include <assert.h>
 
 void gf__cursor_start(gf__cursor *c, const gf__sampler *sampler, const gf__order *order,
-                      uint64_t epoch, uint64_t pos)
+                      gf__shard_epoch *shard_epoch, uint64_t epoch, uint64_t pos)
 {
+    assert(!sampler->shards == !shard_epoch);
     *c = (gf__cursor){.sampler = sampler,
                       .order = order,
+                      .shard_epoch = shard_epoch,
                       .len = order ? order->n : sampler->len,
                       .seed = order ? order->seed : sampler->seed,
                       .epoch = epoch,
@@ -39,6 +42,13 @@ uint64_t gf__cursor_sample(gf__cursor *c, uint64_t epoch, uint64_t pos)
     if (c->order) {
         assert(epoch == c->order->epoch && pos < c->order->n);
         return (uint64_t)c->order->idx[pos]; /* checked by gf_set_order */
+    }
+    if (c->shard_epoch) {
+        /* O(shards) once an epoch; a seek keeps them (the same epoch's
+         * tables are the same). */
+        if (!c->shard_epoch->valid || c->shard_epoch->epoch != epoch)
+            gf__shard_epoch_set(c->shard_epoch, c->sampler, epoch);
+        return gf__shard_at(c->shard_epoch, c->sampler, gf__sampler_global(c->sampler, pos));
     }
     if (!c->perm_valid || c->perm_epoch != epoch) {
         gf__perm_init(&c->perm, c->sampler, epoch);

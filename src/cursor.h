@@ -25,14 +25,17 @@ typedef struct gf__cursor {
     uint64_t len;             /* positions per epoch: order->n or sampler->len */
     uint64_t seed;            /* gf__sample_key's: order->seed or the sampler's */
     uint64_t epoch, pos;      /* the next unassigned sample */
+    gf__shard_epoch *shard_epoch; /* the shard order's tables, or NULL */
     gf__perm perm;            /* perm_epoch's order, kept while it is used */
     uint64_t perm_epoch;
     bool perm_valid;
 } gf__cursor;
 
-/* Starts at (epoch, pos) of order (NULL: sampler's), normalised. */
+/* Starts at (epoch, pos) of order (NULL: sampler's), normalised.
+ * shard_epoch: the tables the sampler's shard order is read through
+ * (rebuilt here at each new epoch), NULL in the global order. */
 void gf__cursor_start(gf__cursor *c, const gf__sampler *sampler, const gf__order *order,
-                      uint64_t epoch, uint64_t pos);
+                      gf__shard_epoch *shard_epoch, uint64_t epoch, uint64_t pos);
 /* Moves the cursor past an exhausted epoch. */
 void gf__cursor_normalise(gf__cursor *c);
 /* Whether epoch is one to deliver: the order's alone, else those

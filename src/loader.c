@@ -65,7 +65,8 @@ static void stop_pipeline(gf_loader *l)
  * under mu. */
 static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
 {
-    gf__cursor_start(&l->cur, &l->sampler, l->order.idx ? &l->order : NULL, epoch, pos);
+    gf__cursor_start(&l->cur, &l->sampler, l->order.idx ? &l->order : NULL,
+                     l->sampler.shards ? &l->shard_epoch : NULL, epoch, pos);
     pthread_mutex_lock(&l->mu);
     l->next_epoch = l->cur.epoch;
     l->next_pos = l->cur.pos;
@@ -287,6 +288,23 @@ static int open_loader(gf_loader **out, const gf_settings *s, const sample_array
     if (rc < 0)
         return gf__fail(l, rc, "%s: %llu samples cannot be split into %d shares", l->data_path,
                         (unsigned long long)l->ds.n, l->s.world);
+    if (l->s.order == GF_ORDER_SHARDS) {
+        if (!l->ds.shard)
+            return gf__fail(l, GF_EINVAL,
+                            "order shards needs tar shards: %s is %s (order global reads it)",
+                            l->data_path,
+                            given             ? "samples given to gf_open_samples"
+                            : l->ds.class_names ? "an ImageFolder"
+                                                : "a list file");
+        rc = gf__shards_init(&l->shards, l->ds.shard, l->ds.n, (uint32_t)l->s.shard_window);
+        if (rc == 0)
+            rc = gf__shard_epoch_alloc(&l->shard_epoch, &l->shards);
+        if (rc < 0)
+            return gf__fail(l, rc, "%s: the shard order's tables (%u shards): %s", l->data_path,
+                            l->ds.n_shards, rc == GF_ENOMEM ? "out of memory"
+                                                            : "a shard's samples are not contiguous");
+        l->sampler.shards = &l->shards;
+    }
     if (s->drop_last && l->sampler.len < (uint64_t)l->B)
         return gf__fail(l, GF_EINVAL,
                         "%s: drop_last drops every batch: this rank's share is %llu samples, "
@@ -776,14 +794,31 @@ int gf_get_state(gf_loader *l, gf_state *st)
     if (!l || !st || !l->slots)
         return GF_EINVAL;
     pthread_mutex_lock(&l->mu);
-    *st = (gf_state){.version = GF_STATE_VERSION,
+    bool shards = l->sampler.shards && !l->order.idx;
+    *st = (gf_state){.version = shards ? GF_STATE_VERSION_SHARDS : GF_STATE_VERSION,
                      .rank = (uint32_t)l->s.rank,
+                     .shard_window = shards ? (uint32_t)l->s.shard_window : 0,
                      .world = (uint32_t)l->s.world,
                      .seed = l->order.idx ? l->order.seed : l->s.seed,
                      .epoch = l->next_epoch,
                      .position = l->next_pos};
     pthread_mutex_unlock(&l->mu);
     return 0;
+}
+
+/* A state's order: its shard window, 0 for the global order (version 1,
+ * whose bytes there were padding, whatever they hold). */
+static uint32_t state_window(const gf_state *st)
+{
+    return st->version == GF_STATE_VERSION_SHARDS ? st->shard_window : 0;
+}
+
+static void order_name(char *buf, size_t len, uint32_t window)
+{
+    if (window)
+        snprintf(buf, len, "shards (shard_window %u)", window);
+    else
+        snprintf(buf, len, "global");
 }
 
 int gf_set_state(gf_loader *l, const gf_state *st)
@@ -797,9 +832,18 @@ int gf_set_state(gf_loader *l, const gf_state *st)
         rc = gf__fail(l, GF_EINVAL,
                   "gf_set_state: the caller owns the epoch's order (gf_set_order is in force): "
                   "set the order again, then gf_seek to the saved epoch and position");
-    else if (st->version != GF_STATE_VERSION)
-        rc = gf__fail(l, GF_EINVAL, "gf_set_state: state version %u, this library writes %u",
-                  st->version, GF_STATE_VERSION);
+    else if (st->version != GF_STATE_VERSION && st->version != GF_STATE_VERSION_SHARDS)
+        rc = gf__fail(l, GF_EINVAL,
+                      "gf_set_state: state version %u, this library writes %u and %u",
+                      st->version, GF_STATE_VERSION, GF_STATE_VERSION_SHARDS);
+    else if (state_window(st) != (l->sampler.shards ? (uint32_t)l->s.shard_window : 0)) {
+        /* Positions of one order are other samples in another. */
+        char saved[48], mine[48];
+        order_name(saved, sizeof saved, state_window(st));
+        order_name(mine, sizeof mine, l->sampler.shards ? (uint32_t)l->s.shard_window : 0);
+        rc = gf__fail(l, GF_EINVAL, "gf_set_state: saved in order %s; this loader reads order %s",
+                      saved, mine);
+    }
     else if (st->seed != l->s.seed || st->rank != (uint32_t)l->s.rank ||
              st->world != (uint32_t)l->s.world)
         rc = gf__fail(l, GF_EINVAL,
@@ -830,6 +874,8 @@ void gf_close(gf_loader **lp)
     free(l->reads);
     gf__device_close(l->dev);
     gf__dataset_close(&l->ds);
+    gf__shard_epoch_free(&l->shard_epoch);
+    gf__shards_free(&l->shards);
     free(l->order.idx);
     free(l->data_path);
     pthread_cond_destroy(&l->ready_cv);

@@ -55,6 +55,8 @@ struct gf_loader {
     char *data_path;
     gf__dataset ds;
     gf__sampler sampler;
+    gf__shards shards;           /* order SHARDS: the kept shards (else n 0) */
+    gf__shard_epoch shard_epoch; /* its epoch tables: the cursor's (controller) */
     gf__transform tf;
     size_t cell_bytes;
     int B, D, threads;

@@ -15,8 +15,7 @@
 /* Whether s reads remote shards whole (the shard order). */
 static inline bool gf__remote_whole_shards(const gf_settings *s)
 {
-    (void)s;
-    return true;
+    return s->order == GF_ORDER_SHARDS;
 }
 
 /* On gf_open's thread: the shard buffers for ds's shards, `buffers` of

@@ -9,10 +9,24 @@
  * any position is O(1), and the order does not depend on thread count or
  * on which positions were asked for before: resuming is just a position.
  *
- * Rank split and padding follow torch.utils.data.DistributedSampler: rank r
- * takes global positions r, r + world, r + 2*world, ...; without drop_last
- * positions past n wrap to the start of the order (padding), with drop_last
- * the order is cut to floor(n/world)*world.
+ * The global order's rank split and padding follow torch's
+ * DistributedSampler: rank r takes global positions r, r + world,
+ * r + 2*world, ...; without drop_last positions past n wrap to the start
+ * of the order (padding), with drop_last the order is cut to
+ * floor(n/world)*world.
+ *
+ * The shard order (gf_order SHARDS) keeps a shard's samples together so
+ * remote shards are streamed, not fetched a sample at a time: each epoch
+ * the shards are permuted (the same Feistel machinery, its own keys), the
+ * sequence is cut into windows of W consecutive shards, and each window's
+ * samples are permuted among themselves (keyed by seed, epoch, window).
+ * Position g finds its shard in the sequence by binary search over the
+ * epoch's prefix sums (its window is that shard's), goes through the
+ * window's permutation, and finds the shard and member it lands on the
+ * same way: O(log shards). The tables are O(shards), built once an epoch.
+ * Ranks take contiguous spans of the epoch's sequence, so each reads about
+ * shards/world of them (DistributedSampler's interleaving would make every
+ * rank read every shard).
  *
  * No state but what the caller holds: any thread may call it (the loader's
  * controller thread does, once per sample it schedules).
@@ -20,6 +34,7 @@
 #include "sampler.h"
 
 #include <assert.h>
+#include <stdlib.h>
 
 int gf__sampler_init(gf__sampler *s, uint64_t n, uint64_t seed, int shuffle,
                      uint32_t rank, uint32_t world, int drop_last)
@@ -38,23 +53,30 @@ int gf__sampler_init(gf__sampler *s, uint64_t n, uint64_t seed, int shuffle,
     s->world = world;
     s->drop_last = drop_last != 0;
     s->len = len;
+    s->shards = NULL;
     return 0;
+}
+
+/* A keyed permutation of [0, n) whose round keys all come from base. */
+static void perm_keyed(gf__perm *p, uint64_t n, uint64_t base, int identity)
+{
+    p->n = n;
+    p->identity = identity;
+    unsigned h = 1;
+    while (2 * h < 64 && (n - 1) >> (2 * h))
+        h++;
+    p->half_bits = h;
+    assert(h <= 32 && (h == 32 || (n - 1) >> (2 * h) == 0)); /* 2^(2h) >= n */
+    for (int i = 0; i < GF__PERM_ROUNDS; i++)
+        p->keys[i] = gf__mix64(base + (uint64_t)(i + 1) * 0xbb67ae8584caa73bull);
 }
 
 void gf__perm_init(gf__perm *p, const gf__sampler *s, uint64_t epoch)
 {
-    p->n = s->n;
-    p->identity = !s->shuffle;
-    unsigned h = 1;
-    while (2 * h < 64 && (s->n - 1) >> (2 * h))
-        h++;
-    p->half_bits = h;
-    assert(h <= 32 && (h == 32 || (s->n - 1) >> (2 * h) == 0)); /* 2^(2h) >= n */
     /* Distinct constants keep the key schedule apart from gf__sample_key's
      * chain, which starts from the same (seed, epoch). */
     uint64_t base = gf__mix64(gf__mix64(s->seed ^ 0x6a09e667f3bcc908ull) ^ epoch);
-    for (int i = 0; i < GF__PERM_ROUNDS; i++)
-        p->keys[i] = gf__mix64(base + (uint64_t)(i + 1) * 0xbb67ae8584caa73bull);
+    perm_keyed(p, s->n, base, !s->shuffle);
 }
 
 static inline uint64_t feistel(const gf__perm *p, uint64_t x)
@@ -84,12 +106,131 @@ static inline uint64_t perm_at(const gf__perm *p, uint64_t g)
     return x;
 }
 
-uint64_t gf__sampler_at(const gf__sampler *s, const gf__perm *p, uint64_t pos)
+uint64_t gf__sampler_global(const gf__sampler *s, uint64_t pos)
 {
     if (GF__UNLIKELY(pos >= s->len))
         pos %= s->len;
-    uint64_t g = pos * s->world + s->rank;
+    uint64_t g = s->shards ? s->rank * s->len + pos : pos * s->world + s->rank;
     if (g >= s->n)
         g %= s->n; /* padding repeats the start of the order */
-    return perm_at(p, g);
+    return g;
+}
+
+uint64_t gf__sampler_at(const gf__sampler *s, const gf__perm *p, uint64_t pos)
+{
+    assert(!s->shards);
+    return perm_at(p, gf__sampler_global(s, pos));
+}
+
+int gf__shards_init(gf__shards *sh, const uint32_t *shard, uint64_t n, uint32_t window)
+{
+    *sh = (gf__shards){.window = window};
+    if (!shard || n == 0 || window == 0)
+        return GF_EINVAL;
+    uint64_t k = 1;
+    for (uint64_t i = 1; i < n; i++) {
+        /* The indexer appends a shard's samples before the next shard's:
+         * a shard is one contiguous run, which the prefix sums rely on. */
+        assert(shard[i] >= shard[i - 1]);
+        if (shard[i] < shard[i - 1])
+            return GF_EDATASET;
+        k += shard[i] != shard[i - 1];
+    }
+    sh->first = malloc((size_t)(k + 1) * sizeof *sh->first);
+    if (!sh->first)
+        return GF_ENOMEM;
+    sh->n = (uint32_t)k;
+    uint64_t j = 0;
+    for (uint64_t i = 0; i < n; i++)
+        if (i == 0 || shard[i] != shard[i - 1])
+            sh->first[j++] = i;
+    sh->first[j] = n;
+    return 0;
+}
+
+void gf__shards_free(gf__shards *sh)
+{
+    free(sh->first);
+    *sh = (gf__shards){0};
+}
+
+int gf__shard_epoch_alloc(gf__shard_epoch *e, const gf__shards *sh)
+{
+    *e = (gf__shard_epoch){0};
+    e->seq = malloc((size_t)sh->n * sizeof *e->seq);
+    e->start = malloc(((size_t)sh->n + 1) * sizeof *e->start);
+    if (!e->seq || !e->start) {
+        gf__shard_epoch_free(e);
+        return GF_ENOMEM;
+    }
+    return 0;
+}
+
+void gf__shard_epoch_free(gf__shard_epoch *e)
+{
+    free(e->seq);
+    free(e->start);
+    *e = (gf__shard_epoch){0};
+}
+
+/* Keys of the shard order, apart from the global order's and the
+ * sample keys' chains. */
+static uint64_t shard_base(uint64_t seed, uint64_t epoch)
+{
+    return gf__mix64(gf__mix64(seed ^ 0x3c6ef372fe94f82bull) ^ epoch);
+}
+
+static uint64_t window_base(uint64_t seed, uint64_t epoch, uint64_t w)
+{
+    return gf__mix64(shard_base(seed, epoch) ^ gf__mix64(w ^ 0xa54ff53a5f1d36f1ull));
+}
+
+void gf__shard_epoch_set(gf__shard_epoch *e, const gf__sampler *s, uint64_t epoch)
+{
+    const gf__shards *sh = s->shards;
+    gf__perm p;
+    perm_keyed(&p, sh->n, shard_base(s->seed, epoch), !s->shuffle);
+    e->start[0] = 0;
+    for (uint32_t k = 0; k < sh->n; k++) {
+        uint32_t j = (uint32_t)perm_at(&p, k);
+        e->seq[k] = j;
+        e->start[k + 1] = e->start[k] + (sh->first[j + 1] - sh->first[j]);
+    }
+    assert(e->start[sh->n] == s->n);
+    e->epoch = epoch;
+    e->valid = true;
+    e->win_valid = false;
+}
+
+/* The last k in [lo, hi) with start[k] <= g (start[lo] <= g < start[hi]):
+ * start strictly increases, every kept shard having a sample. */
+static uint32_t seq_of(const uint64_t *start, uint32_t lo, uint32_t hi, uint64_t g)
+{
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (start[mid] <= g)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+uint64_t gf__shard_at(gf__shard_epoch *e, const gf__sampler *s, uint64_t g)
+{
+    const gf__shards *sh = s->shards;
+    assert(e->valid && g < s->n);
+    uint32_t k = seq_of(e->start, 0, sh->n, g);
+    uint32_t w0 = k - k % sh->window;
+    uint32_t w1 = sh->n - w0 > sh->window ? w0 + sh->window : sh->n;
+    uint64_t a = e->start[w0], b = e->start[w1];
+    uint64_t w = k / sh->window;
+    if (!e->win_valid || e->win_no != w) {
+        perm_keyed(&e->win, b - a, window_base(s->seed, e->epoch, w), !s->shuffle);
+        e->win_no = w;
+        e->win_valid = true;
+    }
+    uint64_t q = a + perm_at(&e->win, g - a);
+    k = seq_of(e->start, w0, w1, q);
+    return sh->first[e->seq[k]] + (q - e->start[k]);
 }

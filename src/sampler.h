@@ -1,8 +1,20 @@
-/* Epoch order as a pure function of (seed, epoch): a keyed bijection. */
+/* Epoch order as a pure function of (seed, epoch): a keyed bijection of
+ * the samples (global), or of the shards then of each window's samples. */
 #ifndef GF_SAMPLER_H
 #define GF_SAMPLER_H
 
 #include "common.h"
+
+#include <stdbool.h>
+
+/* The shard order's fixed facts (gf_order SHARDS), built once at gf_open
+ * from the index: the shards that kept a sample, in index order, and
+ * where their samples lie (a shard's samples are contiguous in the index). */
+typedef struct gf__shards {
+    uint32_t n;          /* shards with at least one sample */
+    uint32_t window;     /* W: shards per window */
+    uint64_t *first;     /* n + 1: shard k's samples are [first[k], first[k+1]) */
+} gf__shards;
 
 typedef struct gf__sampler {
     uint64_t n;          /* data set size */
@@ -11,6 +23,7 @@ typedef struct gf__sampler {
     uint32_t rank, world;
     int drop_last;
     uint64_t len;        /* this rank's samples per epoch */
+    const gf__shards *shards; /* NULL: the global order */
 } gf__sampler;
 
 /* Feistel rounds. Four make a keyed pseudo-random permutation (Luby-Rackoff);
@@ -27,15 +40,47 @@ typedef struct gf__perm {
 } gf__perm;
 
 /* Returns 0 or GF_EINVAL (n == 0, world == 0, rank >= world, or an empty
- * share). Shares follow DistributedSampler: rank r takes global positions
- * r, r + world, ...; without drop_last the order is padded by wrapping to
- * ceil(n/world) per rank, with drop_last truncated to floor(n/world). */
+ * share). Each rank's share is ceil(n/world) positions, padded by wrapping
+ * to the start of the epoch's order, or under drop_last floor(n/world).
+ * The global order's shares follow DistributedSampler: rank r takes
+ * positions r, r + world, ...; set s->shards after init for the shard
+ * order, whose rank r takes the span [r*len, (r+1)*len). */
 int gf__sampler_init(gf__sampler *s, uint64_t n, uint64_t seed, int shuffle,
                      uint32_t rank, uint32_t world, int drop_last);
 void gf__perm_init(gf__perm *p, const gf__sampler *s, uint64_t epoch);
-/* Data set index at this rank's position pos (< s->len) of the epoch.
+/* The global order's data set index at this rank's position pos (< s->len).
  * O(1) expected (under 4 Feistel evaluations on average), so resuming at any
  * position costs nothing. A pos >= s->len is taken modulo s->len. */
 uint64_t gf__sampler_at(const gf__sampler *s, const gf__perm *p, uint64_t pos);
+/* The epoch position (< s->n) that this rank's position pos reads: pos *
+ * world + rank in the global order, rank * len + pos in the shard order
+ * (contiguous spans); past n it wraps (padding). */
+uint64_t gf__sampler_global(const gf__sampler *s, uint64_t pos);
+
+/* The shard order. gf__shards_of builds sh from the index's per-sample
+ * shard numbers (shard[i], non-decreasing: asserted), n samples; returns 0
+ * or GF_ENOMEM / GF_EDATASET. */
+int gf__shards_init(gf__shards *sh, const uint32_t *shard, uint64_t n, uint32_t window);
+void gf__shards_free(gf__shards *sh);
+
+/* One epoch's tables, O(shards) memory, allocated once (gf_open) and
+ * rebuilt once per epoch (gf__shard_epoch_set), never per position. */
+typedef struct gf__shard_epoch {
+    uint32_t *seq;       /* n: the epoch's shard sequence (shard numbers) */
+    uint64_t *start;     /* n + 1: positions before seq[k] */
+    uint64_t epoch;
+    bool valid;
+    gf__perm win;        /* the last window's in-window permutation */
+    uint64_t win_no;
+    bool win_valid;
+} gf__shard_epoch;
+
+int gf__shard_epoch_alloc(gf__shard_epoch *e, const gf__shards *sh);
+void gf__shard_epoch_free(gf__shard_epoch *e);
+/* Builds epoch's shard permutation and prefix sums: O(shards). */
+void gf__shard_epoch_set(gf__shard_epoch *e, const gf__sampler *s, uint64_t epoch);
+/* The data set index at epoch position g (< s->n) of e's epoch:
+ * O(log shards); caches the window's permutation in e. */
+uint64_t gf__shard_at(gf__shard_epoch *e, const gf__sampler *s, uint64_t g);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "decode.h"
 #include "reader.h"
+#include "remote_url.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -73,8 +74,6 @@ void gf__resolve_settings(gf_settings *s)
         s->remote_connections = 8;
     if (s->remote_stall_s == 0)
         s->remote_stall_s = 30;
-    if (s->prefetch_shards == 0)
-        s->prefetch_shards = 4 + 2; /* shard_window + 2 */
     if (s->remote_buffer_bytes == 0)
         s->remote_buffer_bytes = 1ull << 30;
     if (s->queue_depth == 0)
@@ -88,6 +87,14 @@ void gf__resolve_settings(gf_settings *s)
     for (int c = 0; c < 4; c++)
         if (s->std[c] == 0)
             s->std[c] = 1;
+    /* Remote shards cost a request per sample in a global shuffle. */
+    if (s->order == GF_ORDER_AUTO)
+        s->order = gf__data_is_remote(s->data) ? GF_ORDER_SHARDS : GF_ORDER_GLOBAL;
+    if (s->shard_window == 0)
+        s->shard_window = 4;
+    /* The window's shards, and the next two coming while it is read. */
+    if (s->prefetch_shards == 0)
+        s->prefetch_shards = s->shard_window > 4094 ? 4096 : s->shard_window + 2;
 }
 
 /* The first launcher variable of names that is set: 1 and *out, 0 if none

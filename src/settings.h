@@ -7,6 +7,7 @@
 #include "common.h"
 
 #include <stdbool.h>
+#include <string.h>
 
 /* What gf__check_settings asks beyond the table: */
 enum {
@@ -26,7 +27,8 @@ int gf__setting_check(const gf_setting_info *r, const gf_settings *s, char *why,
                       size_t why_len);
 
 /* Every "0 = pick for me" replaced by what it picks (threads, depths,
- * budgets, limits, std; not world or device_id: the launcher's, below).
+ * budgets, limits, std, shard_window; order AUTO by where data is; not
+ * world or device_id: the launcher's, below).
  * On checked settings. */
 void gf__resolve_settings(gf_settings *s);
 

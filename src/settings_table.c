@@ -17,7 +17,7 @@
 
 /* The enum fields are read and written as int. */
 _Static_assert(sizeof(gf_io) == sizeof(int) && sizeof(gf_dtype) == sizeof(int) &&
-                   sizeof(gf_on_shard_error) == sizeof(int),
+                   sizeof(gf_on_shard_error) == sizeof(int) && sizeof(gf_order) == sizeof(int),
                "enum fields are int-sized");
 
 static const char *const io_names[] = {"auto", "uring", "posix", NULL};
@@ -31,6 +31,7 @@ static const char *const layout_names[] = {"nhwc", "nchw", NULL};
 static const char *const strictness_names[] = {"strict", "lenient", "whole", NULL};
 static const char *const extensions_names[] = {"torchvision", "all", NULL};
 static const char *const on_shard_error_names[] = {"follow", "fail", "skip", NULL};
+static const char *const order_names[] = {"auto", "global", "shards", NULL};
 static const char *const channel_values[] = {"1", "3", "4", NULL};
 
 #define AT_(field) offsetof(gf_settings, field)
@@ -112,15 +113,20 @@ static const gf_setting_info rows[] = {
             "a damaged tar shard fails the open, or is taken in part (follow: as on_error)"),
     INT_(max_held_batches, "0", 1, 1024, PICK_, "16",
          "batches the consumer may hold at once, each in a slot of its own"),
+    CHOICE_(order, "auto", order_names, NULL,
+            "sample order: one shuffle of all (global), or shard windows (shards: tar "
+            "shards only; ranks take contiguous spans); auto: shards for remote data"),
+    INT_(shard_window, "0", 1, 65536, PICK_, "4",
+         "order shards: consecutive shards whose samples are shuffled together"),
     INT_(remote_connections, "0", 1, 1024, PICK_, "8", "remote shards: connections to a host at once"),
     INT_(remote_retries, "5", 0, 100, 0, NULL,
          "remote shards: times a request cut short is resumed (backoff 0.1 s doubling, at most 5 s)"),
     INT_(remote_stall_s, "0", 1, 3600, PICK_, "30",
          "remote shards: seconds without a byte before a request is retried"),
     INT_(prefetch_shards, "0", 1, 4096, PICK_, "shard_window + 2",
-         "remote shards, shard order: shards held in memory (the window's and those fetched ahead)"),
+         "remote shards, order shards: shards held in memory (the window's and those fetched ahead)"),
     U64_(remote_buffer_bytes, "0", 1 << 20, PICK_, "1 GiB",
-         "remote shards, shard order: cap on the bytes of the shards held"),
+         "remote shards, order shards: cap on the bytes of the shards held"),
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
 

@@ -126,6 +126,14 @@ json=$("$g" bench --input-only --data "$src" --threads 2 --image-size 32 --batch
 echo "$json" | grep -q '"samples": *18' || fail "bench on shards delivered the wrong count: $json"
 echo "$json" | grep -q '"single_thread_files": *18' || fail "bench on shards: single-thread samples: $json"
 echo "$json" | grep -q '"errors": *0' || fail "bench on shards counted errors: $json"
+# The shard order, by the table's own options: every sample once.
+json=$("$g" bench --input-only --data "$src" --threads 2 --image-size 32 --batch-size 4 \
+    --order shards --shard-window 2 --json) || fail "bench --order shards: $json"
+echo "$json" | grep -q '"samples": *18' || fail "bench --order shards delivered the wrong count: $json"
+out=$("$g" bench --input-only --data "$d" --order shards 2>&1) &&
+    fail "bench --order shards on an ImageFolder must fail"
+echo "$out" | grep -q 'order shards needs tar shards' ||
+    fail "bench --order shards on an ImageFolder: $out"
 # A damaged member (its JPEG marker overwritten in place): one bad sample,
 # named shard:member. The first member's data starts at byte 512.
 printf 'XXXX' | dd of="$sh/train-000001.tar" bs=1 seek=512 conv=notrunc 2>/dev/null

@@ -40,6 +40,8 @@ AT(gf_settings, extensions, 248);
 AT(gf_settings, read_budget_bytes, 256);
 AT(gf_settings, on_shard_error, 264);
 AT(gf_settings, max_held_batches, 268);
+AT(gf_settings, order, 272);
+AT(gf_settings, shard_window, 276);
 AT(gf_settings, ca_file, 280);
 AT(gf_settings, remote_connections, 288);
 AT(gf_settings, prefetch_shards, 300);

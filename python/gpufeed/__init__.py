@@ -377,8 +377,9 @@ class Loader:
 
     def state_dict(self):
         """Where the next batch starts (torchdata's StatefulDataLoader name), and
-        whose: version, rank, world, seed, epoch, position, samples (the data
-        set's) and index_hash (over every sample's path and label), all ints."""
+        whose: version, rank, world, shard_window (the order: 0 global, else the
+        shard order's window), seed, epoch, position, samples (the data set's) and
+        index_hash (over every sample's path and label), all ints."""
         state = self._c.get_state()
         if self._pending is not None:  # taken to see the epoch end, not delivered
             state["epoch"], state["position"] = self._pending[1], 0
@@ -386,7 +387,8 @@ class Loader:
 
     def load_state_dict(self, state):
         """Resumes exactly: the batches that follow are those the saved run had next.
-        A state of another data set (samples, index_hash), rank, world or seed is
+        A state of another data set (samples, index_hash), rank, world, seed or
+        order (shard_window; a state without it is of the global order) is
         refused (InvalidArgument, a ValueError, naming the field and both values);
         a state without samples/index_hash (an older checkpoint) is not checked for
         them. Batches still held stay valid."""
@@ -394,10 +396,13 @@ class Loader:
             raise TypeError(f"load_state_dict: state: a dict from state_dict(), not "
                             f"{type(state).__name__}")
         mine = self._c.get_state()
-        for field in ("samples", "index_hash", "rank", "world", "seed"):
+        state = {"shard_window": 0, **state}  # saved before the shard order: global
+        for field in ("samples", "index_hash", "rank", "world", "seed", "shard_window"):
             if field in state and state[field] != mine[field]:
                 why = {"samples": "another data set", "index_hash": "another data set",
-                       "seed": "another seed"}.get(field, "another rank or world")
+                       "seed": "another seed",
+                       "shard_window": "another order: 0 is global, else the shard "
+                                       "order's window"}.get(field, "another rank or world")
                 raise _error(InvalidArgument,
                              f"load_state_dict: {field}: the state's {state[field]!r} is not "
                              f"this loader's {mine[field]!r} ({why})")

@@ -24,6 +24,10 @@ Where it differs, on purpose:
     to PIL's, not equal; crop boxes and their random draws are torchvision's.
   * bad images raise gpufeed.SampleError naming the file, as PIL would
     raise; images PIL opens with a warning are decoded.
+  * the order is the sampler's alone (handed over with gf_set_order), so
+    gpufeed.Loader's `order=`/`shard_window=` (the shard-aware order for tar
+    shards) have no place here: DataLoader takes no such keyword (a
+    TypeError), and its ImageFolder data is never tar shards anyway.
 """
 import array
 import os

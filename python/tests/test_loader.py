@@ -341,3 +341,31 @@ def test_a_damaged_shard_is_reported_by_verify_and_counted(dataset, tmp_path):
         assert sum(b.count for b in l) == 2
     with pytest.raises(gpufeed.DatasetError):
         gpufeed.Loader(data, batch_size=1, image_size=8, device="cpu", on_shard_error="fail")
+
+
+def test_the_shard_order_on_tar_shards(tmp_path):
+    from conftest import cli
+    import subprocess
+    subprocess.run([cli(), "make-dataset", str(tmp_path / "sh"), "--shards", "5", "--classes",
+                    "2", "--per-class", "10", "--size", "32x32"], check=True,
+                   stdout=subprocess.DEVNULL)
+    data = str(tmp_path / "sh" / "train-{000000..000004}.tar")
+    kw = dict(SMALL, batch_size=4, epochs=2)
+    with gpufeed.Loader(data, order="shards", shard_window=2, **kw) as loader:
+        epoch = [i for b in loader for i in memoryview(b.indices).tolist()]
+        state = loader.state_dict()
+        second = [row(b) for b in loader]
+    assert sorted(epoch) == list(range(20))
+    assert state["shard_window"] == 2
+    with gpufeed.Loader(data, order="global", **kw) as loader:
+        assert loader.state_dict()["shard_window"] == 0
+        with pytest.raises(gpufeed.InvalidArgument, match="shard_window"):
+            loader.load_state_dict(state)
+    with gpufeed.Loader(data, order="shards", shard_window=2, **kw) as loader:
+        loader.load_state_dict(state)
+        assert [row(b) for b in loader] == second  # resumed exactly
+
+
+def test_the_shard_order_needs_tar_shards(dataset):
+    with pytest.raises(gpufeed.InvalidArgument, match="order shards needs tar shards"):
+        gpufeed.Loader(dataset, order="shards", **SMALL)

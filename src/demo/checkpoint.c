@@ -19,7 +19,7 @@
 /* The file, in this machine's byte order:
  *   "GFTRAIN\0", then u32 version, world, width, image size, classes,
  *   batch size, 0 (pad); u64 seed, epochs done, parameter count; the
- *   loader's gf_state as u32 version, rank, world, 0, u64 seed, epoch,
+ *   loader's gf_state as u32 version, rank, world, shard window, u64 seed, epoch,
  *   position; the training set's identity as u64 samples, FNV-1a of
  *   every sample's path (with its NUL) and label; float
  *   parameters[count], momentum[count] (the gfm_checksum layout); u64
@@ -31,7 +31,7 @@ typedef struct ckpt_head {
     char magic[8];
     uint32_t version, world, width, size, classes, batch, pad;
     uint64_t seed, epochs_done, n_params;
-    uint32_t st_version, st_rank, st_world, st_pad;
+    uint32_t st_version, st_rank, st_world, st_shard_window; /* 0 before the shard order */
     uint64_t st_seed, st_epoch, st_position;
     uint64_t data_n, data_hash;
 } ckpt_head;
@@ -91,6 +91,7 @@ int checkpoint_save(trainer *t, gfm_model *m, int epochs_done)
     h.st_version = t->lstate.version;
     h.st_rank = t->lstate.rank;
     h.st_world = t->lstate.world;
+    h.st_shard_window = t->lstate.shard_window;
     h.st_seed = t->lstate.seed;
     h.st_epoch = t->lstate.epoch;
     h.st_position = t->lstate.position;
@@ -226,6 +227,7 @@ int checkpoint_load(trainer *t)
     t->rstate.version = h.st_version;
     t->rstate.rank = h.st_rank;
     t->rstate.world = h.st_world;
+    t->rstate.shard_window = h.st_shard_window;
     t->rstate.seed = h.st_seed;
     t->rstate.epoch = h.st_epoch;
     t->rstate.position = h.st_position;
