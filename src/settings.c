@@ -8,7 +8,6 @@
 
 #include "decode.h"
 #include "reader.h"
-#include "remote_url.h"
 
 #include <stdlib.h>
 #include <string.h>

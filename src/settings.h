@@ -5,6 +5,7 @@
 #define GF_SETTINGS_H
 
 #include "common.h"
+#include "remote_url.h" /* gf__data_is_remote: order auto */
 
 #include <stdbool.h>
 #include <string.h>
