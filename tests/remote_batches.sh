@@ -31,17 +31,25 @@ same() { # what, want, got
     echo "  $1: $3"
 }
 
-local1=$(run "set/$shards" 1 2)
-same "local, 2 threads" "$local1" "$(run "set/$shards" 2 4)"
+# Remote data reads in the shard order by default (order auto); local
+# shards in the global order, so they are asked for the shard order here.
+local1=$(RB_ORDER=shards run "set/$shards" 1 2)
+same "local, 2 threads" "$local1" "$(RB_ORDER=shards run "set/$shards" 2 4)"
 same "http, 1 thread" "$local1" "$(run "$GF_TEST_HTTP_URL/$shards" 1 2)"
 same "http, 2 threads" "$local1" "$(run "$GF_TEST_HTTP_URL/$shards" 2 4)"
 same "https (the test's CA), 2 threads" "$local1" \
     "$(RB_CA_FILE=$GF_TEST_CA_FILE run "$GF_TEST_HTTPS_URL/$shards" 2 4)"
 same "s3, 1 thread" "$local1" "$(run "$s3" 1 2)"
 same "s3, 2 threads" "$local1" "$(run "$s3" 2 4)"
-seek_local=$(run "set/$shards" 1 2 1 7)
+seek_local=$(RB_ORDER=shards run "set/$shards" 1 2 1 7)
 same "http, seek into a shard" "$seek_local" "$(run "$GF_TEST_HTTP_URL/$shards" 2 4 1 7)"
 same "s3, seek into a shard" "$seek_local" "$(run "$s3" 2 4 1 7)"
+
+# The global order: a ranged GET a sample, the same batches as local.
+global_local=$(RB_ORDER=global run "set/$shards" 1 2)
+same "global order, http" "$global_local" "$(RB_ORDER=global run "$GF_TEST_HTTP_URL/$shards" 2 4)"
+same "global order, s3" "$global_local" "$(RB_ORDER=global run "$s3" 2 4)"
+grep -q "requests=7[0-9] " "$work/last" || { cat "$work/last"; fail "global order: not a request a sample"; }
 
 # https without the test's CA: refused, naming the URL.
 if "$rb" "$GF_TEST_HTTPS_URL/$shards" 1 2 >"$work/tls" 2>&1; then
@@ -65,6 +73,16 @@ curl -sf -X POST "$ctl/clear" >/dev/null
 rule "match=train-000003.tar&fault=stall_after&bytes=10000&seconds=4"
 same "http through a stall (remote_stall_s 1)" "$local1" "$(RB_STALL_S=1 run "$proxy" 2 4)"
 grep -q "retries=[1-9]" "$work/last" || { cat "$work/last"; fail "the stall was not retried"; }
+
+# An object replaced during the run (global order: many requests a
+# shard): the changed one is an error naming the URL, the rest read.
+# The first request sees another ETag than every later one.
+curl -sf -X POST "$ctl/clear" >/dev/null
+rule "match=train-000001.tar&fault=change_object&times=1"
+RB_ORDER=global "$rb" "$proxy" 1 1 >"$work/changed" 2>&1 || true
+grep -q "error: train-000001.tar:.*$GF_TEST_PROXY_HTTP_URL/train-000001.tar: the object changed" "$work/changed" ||
+    { cat "$work/changed"; fail "a changed object not reported with the URL"; }
+echo "  a changed object: $(grep -m1 'object changed' "$work/changed")"
 
 # A shard that is gone: its samples reported naming the URL, the rest read.
 curl -sf -X POST "$ctl/clear" >/dev/null
