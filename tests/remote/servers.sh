@@ -11,9 +11,9 @@
 # by the PIDs it recorded and removes the temp dir; CMD's status is its
 # status. Default: all four. A server whose program is missing: one line
 # saying which, exit 77 (meson's skip). One that is there but does not come
-# up within GF_TEST_SERVERS_TIMEOUT seconds (default 30: Swift takes ~2 s
-# on an idle 2-core machine, 13-17 s measured beside other builds at load
-# 9): the logs' tails, exit 1.
+# up within GF_TEST_SERVERS_TIMEOUT seconds (default 60: Swift takes ~2 s
+# on an idle 2-core machine, 13-26 s measured beside other builds at load
+# 9-12; the limit only says when to give up): the logs' tails, exit 1.
 #
 # Exported, for CMD:
 #   GF_TEST_TMPDIR            the private temp dir (scratch room; removed after)
@@ -36,22 +36,23 @@ if [ "${1:-}" = --need ]; then need=$2; shift 2; fi
 [ $# -gt 0 ] || { echo "usage: $0 [--need http,https,s3,proxy] -- CMD ARGS..." >&2; exit 2; }
 want() { case ",$need," in *",$1,"*) return 0;; esac; return 1; }
 skip() { echo "servers.sh: SKIP: $*"; exit 77; }
+have() { local p; p=$(command -v "$1") && [ -f "$p" ] && [ -x "$p" ] && echo "$p"; } # bash's -v names non-executables too
 PY=/usr/bin/python3 # Swift's tools need Debian's python, not another python3 on PATH
-budget=${GF_TEST_SERVERS_TIMEOUT:-30}
+budget=${GF_TEST_SERVERS_TIMEOUT:-60}
 
 # What is needed, before anything starts.
 [ -x $PY ] || skip "no $PY (the fault proxy, the port picker and Swift need it)"
-command -v curl >/dev/null || skip "no curl (the readiness checks use it)"
-nginx_bin=$(command -v nginx || ls /usr/sbin/nginx 2>/dev/null)
+have curl >/dev/null || skip "no curl (the readiness checks use it)"
+nginx_bin=$(have nginx || have /usr/sbin/nginx)
 if want http || want https; then
     [ -n "$nginx_bin" ] || skip "http/https need nginx: not installed (apt-get install nginx)"
 fi
-want https && ! command -v openssl >/dev/null && skip "https needs openssl: not installed"
+want https && ! have openssl >/dev/null && skip "https needs openssl: not installed"
 if want s3; then
     for p in swift-proxy-server swift-account-server swift-container-server swift-object-server; do
-        command -v $p >/dev/null || skip "s3 needs $p: not installed (apt-get install swift-proxy swift-account swift-container swift-object)"
+        have $p >/dev/null || skip "s3 needs $p: not installed (apt-get install swift-proxy swift-account swift-container swift-object)"
     done
-    memcached_bin=$(command -v memcached || ls /usr/bin/memcached 2>/dev/null)
+    memcached_bin=$(have memcached)
     [ -n "$memcached_bin" ] || skip "s3 needs memcached: not installed"
     [ -r /etc/swift/swift.conf ] || skip "s3 needs /etc/swift/swift.conf (package swift): missing"
 fi
@@ -84,10 +85,13 @@ start() { # start LOGNAME CMD...: in the background, its PID recorded
 }
 tails() { for f in "$T"/*.log; do echo "--- ${f##*/}"; tail -n 15 "$f"; done; }
 ready() { # ready URL...: each answers 2xx within the budget, or false
-    local u
+    local u p
     for u in "$@"; do
         until curl -fsS -o /dev/null --max-time 2 ${GF_TEST_CA_FILE:+--cacert "$GF_TEST_CA_FILE"} "$u" 2>/dev/null; do
             [ "$(date +%s%N)" -lt "$deadline" ] || { echo "servers.sh: $u did not answer in $budget s" >&2; return 1; }
+            for p in "${pids[@]}"; do
+                kill -0 "$p" 2>/dev/null || { echo "servers.sh: a server exited (PID $p) before $u answered" >&2; return 1; }
+            done
             sleep 0.1
         done
     done
