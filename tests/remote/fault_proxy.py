@@ -32,9 +32,13 @@ tried in order; a request takes at most one rule of each kind. Kinds:
                                   S seconds, then the rest (or a close)
     status       code=C           not forwarded: C with a small body
     latency      ms=M             M ms before the response's first byte
+                                  (before the upstream is asked: its time adds)
     change_object                 the object "replaced": ETag changed (a
                                   different quoted hex value), the first body
                                   byte XOR 0x01, lengths kept
+reset_after and stall_after cut bodies with a Content-Length (nginx's and
+Swift's objects); a chunked one passes whole. A rule of a kind that does not
+apply to the response (a cut of a HEAD) still counts as fired.
 """
 import hashlib
 import json
@@ -194,6 +198,8 @@ def serve(conn, upstream):
                 send_simple(conn, *control(method, target))
                 continue
             faults = pick_faults(target)
+            if "latency" in faults:
+                time.sleep(faults["latency"]["ms"] / 1000.0)
             if "status" in faults:
                 if n and n > 0:
                     relay(cf, open_null(), n)
@@ -227,8 +233,6 @@ def serve(conn, upstream):
                     up = None
                     if not reused or n:  # a request body cannot be sent twice
                         raise Closed()
-            if "latency" in faults:
-                time.sleep(faults["latency"]["ms"] / 1000.0)
             tap = None
             if "change_object" in faults:
                 rraw = change_etag(rraw)
@@ -295,7 +299,11 @@ def listen(name, upstream):
 
     def loop():
         while True:
-            c, _ = s.accept()
+            try:
+                c, _ = s.accept()
+            except OSError:  # out of descriptors, say: the listener stays
+                time.sleep(0.1)
+                continue
             threading.Thread(target=serve, args=(c, upstream), daemon=True).start()
     return name, s.getsockname()[1], loop
 

@@ -83,6 +83,17 @@ curl -fsS -o /dev/null -o /dev/null "$U" "$U" || fail "two requests on one conne
     fail "keep-alive: nginx saw $(cat "$GF_TEST_HTTP_LOG")"
 ok "proxy: keep-alive to the upstream (two requests, one nginx connection)"
 
+head -c 8388608 /dev/urandom >"$GF_TEST_HTTP_ROOT/big.tar"
+i=0; while [ $i -lt 16 ]; do
+    curl -fsS -o "$W/p$i" "$GF_TEST_PROXY_HTTP_URL/big.tar" & i=$((i + 1))
+done
+wait
+i=0; while [ $i -lt 16 ]; do
+    cmp -s "$W/p$i" "$GF_TEST_HTTP_ROOT/big.tar" || fail "16 at once through the proxy: copy $i differs"
+    rm -f "$W/p$i"; i=$((i + 1))
+done
+ok "proxy: 16 connections at once, 8 MiB each, whole"
+
 # Faults: each as many times as asked.
 ctl clear >/dev/null
 id=$(ctl "rule?match=shard-000000&fault=reset_after&bytes=1000")

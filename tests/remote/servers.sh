@@ -11,9 +11,9 @@
 # by the PIDs it recorded and removes the temp dir; CMD's status is its
 # status. Default: all four. A server whose program is missing: one line
 # saying which, exit 77 (meson's skip). One that is there but does not come
-# up within GF_TEST_SERVERS_TIMEOUT seconds (default 60: Swift takes ~2 s
-# on an idle 2-core machine, 13-26 s measured beside other builds at load
-# 9-12; the limit only says when to give up): the logs' tails, exit 1.
+# up within GF_TEST_SERVERS_TIMEOUT seconds (default 90: Swift takes ~2 s
+# on an idle 2-core machine, 13-57 s measured beside other builds at load
+# 9-18; the limit only says when to give up): the logs' tails, exit 1.
 #
 # Exported, for CMD:
 #   GF_TEST_TMPDIR            the private temp dir (scratch room; removed after)
@@ -38,7 +38,7 @@ want() { case ",$need," in *",$1,"*) return 0;; esac; return 1; }
 skip() { echo "servers.sh: SKIP: $*"; exit 77; }
 have() { local p; p=$(command -v "$1") && [ -f "$p" ] && [ -x "$p" ] && echo "$p"; } # bash's -v names non-executables too
 PY=/usr/bin/python3 # Swift's tools need Debian's python, not another python3 on PATH
-budget=${GF_TEST_SERVERS_TIMEOUT:-60}
+budget=${GF_TEST_SERVERS_TIMEOUT:-90}
 
 # What is needed, before anything starts.
 [ -x $PY ] || skip "no $PY (the fault proxy, the port picker and Swift need it)"
@@ -290,9 +290,11 @@ echo "servers.sh: $need ready in $((($(date +%s%N) - t0) / 1000000)) ms" >&2
 # If this shell is killed outright (SIGKILL: no trap runs), the servers,
 # Swift's outside our process group, would outlive it: a watcher in a
 # session of its own stops them and removes the temp dir when it goes.
+# TERM first: nginx's master, KILLed, would leave its worker serving.
 printf '%s\n' "${pids[@]}" >"$T/pids"
 setsid /bin/sh -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done
-    [ -f "$2/pids" ] && kill -KILL $(cat "$2/pids") 2>/dev/null; rm -rf "$2"' \
+    [ -f "$2/pids" ] && kill -TERM $(cat "$2/pids") 2>/dev/null && sleep 3 &&
+    kill -KILL $(cat "$2/pids") 2>/dev/null; rm -rf "$2"' \
     gf-servers-watch $$ "$T" >/dev/null 2>&1 </dev/null &
 reaper=$!
 "$@"
