@@ -1,0 +1,329 @@
+#!/usr/bin/python3
+"""A small HTTP/1.1 reverse proxy that injects faults, for the remote-shard tests.
+
+Stdlib only, one thread per client connection. Started by servers.sh:
+
+    fault_proxy.py PORT_FILE NAME=HOST:PORT [NAME=HOST:PORT ...]
+
+listens on 127.0.0.1, one port (chosen by the kernel) per upstream, and
+writes "NAME PORT" lines to PORT_FILE (whole, by rename) once all listen.
+Requests and responses pass byte for byte: the request head (Host,
+Authorization, x-amz-*, Range all unchanged, so a SigV4 signature made for
+the proxy's address verifies at the upstream), bodies streamed in 64 KiB
+pieces, never held whole. Keep-alive on both sides: one upstream connection
+per client connection, reopened when the upstream closed it.
+
+Control (GF_TEST_PROXY_CONTROL = http://127.0.0.1:PORT/__fault, on any of
+the ports: one table for all; control requests are not counted):
+    GET  /__fault            -> JSON {"requests": {path: n}, "total": n,
+                                "faults_applied": n, "rules": [{"id", "match",
+                                "fault", "times", "left", "fired", args...}]}
+    POST /__fault/rule?match=SUB&fault=KIND[&times=N][&args]  -> {"id": n}
+    GET  /__fault/fired?id=N -> the times rule N fired, a plain decimal line
+    GET  /__fault/count?path=P -> requests seen for path P (query left off;
+                                no path: all), a plain decimal line
+    POST /__fault/clear      -> rules and counters cleared
+A rule applies to requests whose path (query included) contains SUB ("" =
+all), to the next N of them (times, default 1; 0 = every one). Rules are
+tried in order; a request takes at most one rule of each kind. Kinds:
+    reset_after  bytes=B          the response's head and B body bytes, then
+                                  an abortive close (SO_LINGER 0: RST)
+    stall_after  bytes=B seconds=S [then=close]   B body bytes, a pause of
+                                  S seconds, then the rest (or a close)
+    status       code=C           not forwarded: C with a small body
+    latency      ms=M             M ms before the response's first byte
+                                  (before the upstream is asked: its time adds)
+    change_object                 the object "replaced": ETag changed (a
+                                  different quoted hex value), the first body
+                                  byte XOR 0x01, lengths kept
+reset_after and stall_after cut bodies with a Content-Length (nginx's and
+Swift's objects); a chunked one passes whole. A rule of a kind that does not
+apply to the response (a cut of a HEAD) still counts as fired.
+"""
+import hashlib
+import json
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+import urllib.parse
+
+IDLE_S = 60.0  # a silent client or upstream connection is closed after this
+lock = threading.Lock()
+rules, requests = [], {}
+state = {"next_id": 1, "applied": 0, "total": 0}
+
+
+class Closed(Exception):
+    pass
+
+
+def read_head(f):
+    """Reads a head up to its blank line: (raw bytes, first line, {lower name: value})."""
+    raw = f.readline(65537)
+    if not raw:
+        raise Closed()
+    first, headers = raw.decode("latin-1").strip(), {}
+    while True:
+        line = f.readline(65537)
+        if not line:
+            raise Closed()
+        raw += line
+        if line in (b"\r\n", b"\n"):
+            return raw, first, headers
+        name, _, value = line.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+        if len(raw) > 262144:
+            raise Closed()
+
+
+def relay(src, dst, n, tap=None):
+    """Copies n bytes (None: until src closes) from file src to socket dst; tap(piece) may edit."""
+    while n is None or n > 0:
+        piece = src.read1(65536 if n is None else min(n, 65536))
+        if not piece:
+            if n is None:
+                return
+            raise Closed()
+        if n is not None:
+            n -= len(piece)
+        dst.sendall(tap(piece) if tap else piece)
+
+
+def relay_chunked(src, dst, tap=None):
+    """Copies a chunked body with its framing; tap sees the data bytes."""
+    while True:
+        line = src.readline(4096)
+        if not line:
+            raise Closed()
+        dst.sendall(line)
+        size = int(line.split(b";")[0].strip() or b"0", 16)
+        if size == 0:
+            break
+        relay(src, dst, size, tap)
+        dst.sendall(src.readline(4096))
+    while True:  # trailers, then the blank line
+        line = src.readline(4096)
+        if not line:
+            raise Closed()
+        dst.sendall(line)
+        if line in (b"\r\n", b"\n"):
+            return
+
+
+def pick_faults(path):
+    """The rules this request takes, one per kind, counted as fired."""
+    chosen = {}
+    with lock:
+        state["total"] += 1
+        key = path.split("?")[0]
+        requests[key] = requests.get(key, 0) + 1
+        for r in rules:
+            if r["match"] in path and r["left"] != 0 and r["fault"] not in chosen:
+                chosen[r["fault"]] = r
+                r["fired"] += 1
+                state["applied"] += 1
+                if r["left"] > 0:
+                    r["left"] -= 1
+    return chosen
+
+
+def control(method, target):
+    url = urllib.parse.urlsplit(target)
+    q = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
+    with lock:
+        if method == "GET" and url.path.rstrip("/") == "/__fault":
+            return 200, {"requests": requests, "total": state["total"],
+                         "faults_applied": state["applied"], "rules": rules}
+        if method == "GET" and url.path == "/__fault/fired":  # plain numbers, for sh and C
+            return 200, sum(r["fired"] for r in rules if str(r["id"]) == q.get("id"))
+        if method == "GET" and url.path == "/__fault/count":
+            return 200, requests.get(q["path"], 0) if q.get("path") else state["total"]
+        if method == "POST" and url.path == "/__fault/clear":
+            rules.clear(), requests.clear()
+            state.update(applied=0, total=0)
+            return 200, {"cleared": True}
+        if method == "POST" and url.path == "/__fault/rule":
+            kinds = {"reset_after": ("bytes",), "stall_after": ("bytes", "seconds"),
+                     "status": ("code",), "latency": ("ms",), "change_object": ()}
+            kind = q.get("fault")
+            if kind not in kinds or any(a not in q for a in kinds[kind]):
+                return 400, {"error": "fault must be one of %s with its arguments" % kinds}
+            try:
+                times = int(q.get("times", "1"))
+                args = {a: float(q[a]) for a in kinds[kind]}
+            except ValueError:
+                return 400, {"error": "times and the arguments are numbers"}
+            r = dict(id=state["next_id"], match=q.get("match", ""), fault=kind, times=times,
+                     left=times if times > 0 else -1, fired=0, then=q.get("then", "continue"), **args)
+            state["next_id"] += 1
+            rules.append(r)
+            return 200, {"id": r["id"]}
+    return 404, {"error": "GET /__fault, POST /__fault/rule?..., POST /__fault/clear"}
+
+
+def send_simple(conn, code, obj, keep=True):
+    text = isinstance(obj, int)
+    body = (str(obj) if text else json.dumps(obj, indent=1)).encode() + b"\n"
+    conn.sendall(b"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n%s\r\n"
+                 % (code, b"Fault" if code >= 300 else b"OK",
+                    b"text/plain" if text else b"application/json", len(body),
+                    b"" if keep else b"Connection: close\r\n") + body)
+
+
+def body_length(headers, method, code):
+    """None: no body; -1: chunked; -2: until close; else the length."""
+    if method == "HEAD" or code in (204, 304) or 100 <= code < 200:
+        return None
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        return -1
+    if "content-length" in headers:
+        return int(headers["content-length"])
+    return -2 if code else None
+
+
+def serve(conn, upstream):
+    conn.settimeout(IDLE_S)
+    cf, up, uf = conn.makefile("rb"), None, None
+    try:
+        while True:
+            raw, first, h = read_head(cf)
+            method, target, _ = (first.split(" ") + ["", ""])[:3]
+            n = body_length(h, method, 0)
+            if target.startswith("/__fault"):
+                if n and n > 0:
+                    relay(cf, open_null(), n)
+                send_simple(conn, *control(method, target))
+                continue
+            faults = pick_faults(target)
+            if "latency" in faults:
+                time.sleep(faults["latency"]["ms"] / 1000.0)
+            if "status" in faults:
+                if n and n > 0:
+                    relay(cf, open_null(), n)
+                code = int(faults["status"]["code"])
+                send_simple(conn, code, {"fault": "status", "code": code},
+                            keep=not (n and n < 0))
+                if n and n < 0:
+                    return
+                continue
+            for attempt in (0, 1):  # a kept upstream connection may have been closed meanwhile
+                reused = up is not None
+                if up is None:
+                    up = socket.create_connection(upstream, timeout=IDLE_S)
+                    uf = up.makefile("rb")
+                try:
+                    up.sendall(raw)
+                    if "100-continue" in h.get("expect", "").lower():
+                        conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")  # the upstream's is dropped
+                    if n == -1:
+                        relay_chunked(cf, up)
+                    elif n:
+                        relay(cf, up, n)
+                    while True:  # interim responses are dropped
+                        rraw, rfirst, rh = read_head(uf)
+                        code = int(rfirst.split(" ")[1])
+                        if code >= 200 or code == 101:
+                            break
+                    break
+                except (Closed, OSError):
+                    up.close()
+                    up = None
+                    if not reused or n:  # a request body cannot be sent twice
+                        raise Closed()
+            tap = None
+            if "change_object" in faults:
+                rraw = change_etag(rraw)
+                flipped = [False]
+
+                def tap(piece, flipped=flipped):
+                    if flipped[0] or not piece:
+                        return piece
+                    flipped[0] = True
+                    return bytes([piece[0] ^ 1]) + piece[1:]
+            conn.sendall(rraw)
+            m = body_length(rh, method, code)
+            cut = faults.get("reset_after") or faults.get("stall_after")
+            if cut is not None and m is not None and m >= 0:
+                first_n = min(int(cut["bytes"]), m)
+                relay(uf, conn, first_n, tap)
+                if cut["fault"] == "reset_after":
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    return
+                time.sleep(cut["seconds"])
+                if cut["then"] == "close":
+                    return
+                relay(uf, conn, m - first_n, tap)
+            elif m == -1:
+                relay_chunked(uf, conn, tap)
+            elif m == -2:
+                relay(uf, conn, None, tap)
+                return
+            elif m:
+                relay(uf, conn, m, tap)
+            if "close" in (rh.get("connection", "").lower(), h.get("connection", "").lower()):
+                return
+    except (Closed, OSError, ValueError, IndexError):
+        pass  # a client or upstream gone, timed out or malformed: this connection ends
+    finally:
+        for s in (up, conn):
+            if s is not None:
+                try:
+                    s.close()
+                except OSError:
+                    pass
+
+
+class open_null:
+    """A sink for request bodies the proxy answers itself."""
+    def sendall(self, piece):
+        pass
+
+
+def change_etag(raw):
+    lines = raw.split(b"\r\n")
+    for i, line in enumerate(lines):
+        if line.lower().startswith(b"etag:"):
+            old = line.split(b":", 1)[1].strip()
+            lines[i] = b"ETag: \"%s\"" % hashlib.md5(b"changed" + old).hexdigest().encode()
+    return b"\r\n".join(lines)
+
+
+def listen(name, upstream):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", 0))
+    s.listen(256)
+
+    def loop():
+        while True:
+            try:
+                c, _ = s.accept()
+            except OSError:  # out of descriptors, say: the listener stays
+                time.sleep(0.1)
+                continue
+            threading.Thread(target=serve, args=(c, upstream), daemon=True).start()
+    return name, s.getsockname()[1], loop
+
+
+def main():
+    port_file, specs = sys.argv[1], sys.argv[2:]
+    servers = []
+    for spec in specs:
+        name, _, hostport = spec.partition("=")
+        host, _, port = hostport.rpartition(":")
+        servers.append(listen(name, (host, int(port))))
+    with open(port_file + ".tmp", "w") as f:
+        f.writelines("%s %d\n" % (name, port) for name, port, _ in servers)
+    os.rename(port_file + ".tmp", port_file)
+    threads = [threading.Thread(target=loop, daemon=True) for _, _, loop in servers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+if __name__ == "__main__":
+    main()
