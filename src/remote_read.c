@@ -7,9 +7,9 @@
  * the least recently used first. So with the shard order, whose window
  * of W shards is read together, W + 1 buffers keep the next shard coming
  * while the window is read; a buffer freed is a shard not needed again
- * until the scan meets it (a later epoch). The scan stops at an epoch's
- * end: the next epoch's first shard is fetched when the cursor enters
- * it. A cell whose shard has not arrived waits on the shard's list; the
+ * until the scan meets it (a later epoch). The scan goes on into the
+ * next epoch (its own tables of the shard order), so an epoch's first
+ * shards arrive while the last one is read; never further. A cell whose shard has not arrived waits on the shard's list; the
  * shard's arrival makes jobs of them, or, if it failed, errors naming
  * the URL. */
 #include "remote_read.h"
@@ -43,7 +43,9 @@ struct gf__remote_read {
     uint32_t n_want;
     uint64_t budget, bytes, tick;
     gf__cursor scan;     /* the scan's own cursor */
-    bool scanning;
+    gf__shard_epoch scan_tables; /* its shard order tables (the cursor's
+                            are for the cursor's epoch) */
+    bool has_tables, scanning;
     uint64_t scan_epoch, scan_pos;
 };
 
@@ -59,7 +61,14 @@ int gf__remote_read_create(gf_loader *l, unsigned buffers, uint64_t budget)
     r->wait_next = calloc((size_t)l->max_slots * (size_t)l->B, sizeof *r->wait_next);
     r->live = calloc(buffers, sizeof *r->live);
     r->want = calloc(l->ds.n_shards, sizeof *r->want);
-    return r->sh && r->wait_next && r->live && r->want ? 0 : GF_ENOMEM;
+    if (!r->sh || !r->wait_next || !r->live || !r->want)
+        return GF_ENOMEM;
+    if (l->sampler.shards) {
+        if (gf__shard_epoch_alloc(&r->scan_tables, l->sampler.shards) < 0)
+            return GF_ENOMEM;
+        r->has_tables = true;
+    }
+    return 0;
 }
 
 /* Frees k's buffer and takes it off the live list (state is the caller's). */
@@ -94,6 +103,8 @@ void gf__remote_read_free(gf_loader *l)
     free(r->wait_next);
     free(r->live);
     free(r->want);
+    if (r->has_tables)
+        gf__shard_epoch_free(&r->scan_tables);
     free(r);
     l->rr = NULL;
 }
@@ -204,7 +215,9 @@ void gf__remote_read_cell(gf_loader *l, gf__slot *sl, int c, uint64_t pos, gf__j
     uint32_t k = l->ds.shard[sample];
     rshard *s = &r->sh[k];
     /* A position the scan passed was counted in need. */
-    if (r->scanning && sl->epoch == r->scan_epoch && pos < r->scan_pos && s->need)
+    bool scanned = r->scanning && (sl->epoch < r->scan_epoch ||
+                                   (sl->epoch == r->scan_epoch && pos < r->scan_pos));
+    if (scanned && s->need)
         s->need--;
     if (s->state == SH_READY || s->state == SH_FAILED) {
         serve(l, sl, c, k, js, n_jobs);
@@ -267,18 +280,26 @@ void gf__remote_read_ahead(gf_loader *l)
     }
     if (r->n_want)
         return;
-    if (!r->scanning || r->scan_epoch != l->cur.epoch ||
-        r->scan_pos < l->cur.pos) {
-        if (!r->scanning)
-            r->scan = l->cur;
-        r->scan.perm_valid = false;
-        r->scan_epoch = l->cur.epoch;
-        r->scan_pos = l->cur.pos;
+    /* The cursor went past the scan (buffers were short): start again
+     * from it. */
+    if (!r->scanning || r->scan_epoch < l->cur.epoch ||
+        (r->scan_epoch == l->cur.epoch && r->scan_pos < l->cur.pos)) {
+        gf__cursor_start(&r->scan, l->cur.sampler, l->cur.order,
+                         r->has_tables ? &r->scan_tables : NULL, l->cur.epoch, l->cur.pos);
+        r->scan_epoch = r->scan.epoch;
+        r->scan_pos = r->scan.pos;
         r->scanning = true;
     }
-    if (!gf__cursor_epoch_live(&l->cur, r->scan_epoch, l->s.epochs))
-        return;
-    while (r->scan_pos < l->cur.len) {
+    for (;;) {
+        if (r->scan_pos >= l->cur.len) {
+            if (l->cur.order) /* the caller's order is one epoch */
+                return;
+            r->scan_epoch++;
+            r->scan_pos = 0;
+        }
+        if (r->scan_epoch > l->cur.epoch + 1 ||
+            !gf__cursor_epoch_live(&l->cur, r->scan_epoch, l->s.epochs))
+            return;
         uint64_t sample = gf__cursor_sample(&r->scan, r->scan_epoch, r->scan_pos);
         uint32_t k = l->ds.shard[sample];
         rshard *s = &r->sh[k];
