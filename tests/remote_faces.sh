@@ -71,7 +71,8 @@ out=$("$g" train --train-data "$GF_TEST_HTTP_URL/$pat" --val-data "$GF_TEST_HTTP
       --ca-file "$GF_TEST_CA_FILE" --epochs 1 --image-size 32 --batch-size 16 --json) ||
     fail "train on URLs: $out"
 [ "$(jget train_samples "$out")" = 96 ] || fail "train on URLs: $out"
-echo "  train: ok (96 train samples, val over https)"
+[ "$(jget remote_requests "$out")" -gt 0 ] || fail "train's gpufeed row lacks the remote requests: $out"
+echo "  train: ok (96 train samples, val over https, $(jget remote_requests "$out") requests)"
 
 # settings --json: the remote rows.
 out=$("$g" settings --json)
