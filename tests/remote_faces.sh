@@ -63,7 +63,13 @@ rc=0; out=$("$g" verify --data "$GF_TEST_PROXY_HTTP_URL/$pat") || rc=$?
 [ "$(printf '%s\n' "$out" | grep -c "^BAD $GF_TEST_PROXY_HTTP_URL/train-000002.tar:.*: $GF_TEST_PROXY_HTTP_URL/train-000002.tar: HTTP 404")" -eq 24 ] ||
     fail "the 404 shard's 24 members not each listed with the URL: $out"
 printf '%s\n' "$out" | grep -q '^96 samples, 24 bad' || fail "verify with a 404 shard: $out"
-echo "  verify, a 404 shard: $(printf '%s\n' "$out" | grep -m1 '^BAD')"
+printf '%s\n' "$out" | grep -q "^UNREAD $GF_TEST_PROXY_HTTP_URL/train-000002.tar: HTTP 404 .* (24 members)\$" ||
+    fail "the 404 shard not named once as UNREAD: $out"
+printf '%s\n' "$out" | grep -q '^shards: 3 good, 1 unread, 0 damaged' || fail "the shards line: $out"
+json=$("$g" verify --json --data "$GF_TEST_PROXY_HTTP_URL/$pat") && fail "verify --json: exit 0"
+printf '%s' "$json" | grep -q "\"unread_shards\": \[{\"path\": \"$GF_TEST_PROXY_HTTP_URL/train-000002.tar\", \"reason\": \"HTTP 404[^\"]*\", \"members\": 24}\]" ||
+    fail "verify --json's unread_shards: $json"
+echo "  verify, a 404 shard: $(printf '%s\n' "$out" | grep -m1 '^UNREAD')"
 curl -sf -X POST "$ctl/clear" >/dev/null
 
 # train: the demo on URL patterns (--data is an ImageFolder root).
