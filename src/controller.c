@@ -420,14 +420,16 @@ static bool reads_finished(gf_loader *l)
 }
 
 /* remote_wait_s: the time since the last round counts when, at its end,
- * remote reads were in flight and no decode job was queued. */
+ * cells waited for remote bytes (a cell's ranged read in flight, or its
+ * shard) and no decode job was queued. Shards fetched ahead while every
+ * cell is decoded or the ring is full are not a wait. */
 static void tally_remote_wait(gf_loader *l)
 {
 #if GF_HAVE_REMOTE
     if (!l->fetch)
         return;
     double now = gf__now();
-    bool in_flight = gf__fetcher_in_flight(l->fetch) > 0;
+    bool in_flight = l->rr ? gf__remote_read_cells_wait(l) : gf__fetcher_in_flight(l->fetch) > 0;
     pthread_mutex_lock(&l->mu);
     if (l->ctl_remote_waiting)
         l->remote_wait_s += now - l->ctl_remote_since;

@@ -41,6 +41,7 @@ struct gf__remote_read {
     unsigned n_live, buffers;
     uint32_t *want;      /* WANTED shards, oldest first (n_shards room) */
     uint32_t n_want;
+    uint32_t n_waiting;  /* cells on the shards' waiting lists */
     uint64_t budget, bytes, tick;
     gf__cursor scan;     /* the scan's own cursor */
     gf__shard_epoch scan_tables; /* its shard order tables (the cursor's
@@ -131,7 +132,13 @@ void gf__remote_read_restart(gf_loader *l)
         }
     }
     r->n_want = 0;
+    r->n_waiting = 0;
     r->scanning = false;
+}
+
+bool gf__remote_read_cells_wait(const gf_loader *l)
+{
+    return l->rr && l->rr->n_waiting > 0;
 }
 
 uint64_t gf__remote_read_bytes(const gf_loader *l)
@@ -226,6 +233,7 @@ void gf__remote_read_cell(gf_loader *l, gf__slot *sl, int c, uint64_t pos, gf__j
     uint32_t cell = (uint32_t)(sl - l->slots) * (uint32_t)l->B + (uint32_t)c;
     r->wait_next[cell] = s->waiting;
     s->waiting = cell + 1;
+    r->n_waiting++;
     if (s->state == SH_ABSENT && !start_fetch(l, k)) {
         s->state = SH_WANTED; /* gf__remote_read_ahead starts it once a buffer is free */
         r->want[r->n_want++] = k;
@@ -255,6 +263,7 @@ void gf__remote_read_shard_done(gf_loader *l, const gf__read_done *d, gf__job *j
     for (uint32_t w = s->waiting; w;) {
         uint32_t cell = w - 1;
         w = r->wait_next[cell];
+        r->n_waiting--;
         serve(l, &l->slots[cell / (uint32_t)l->B], (int)(cell % (uint32_t)l->B), k, js, n_jobs);
     }
     s->waiting = 0;

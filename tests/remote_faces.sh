@@ -21,12 +21,13 @@ pat='train-{000000..000003}.tar'
 ctl=$GF_TEST_PROXY_CONTROL
 curl -sf -X POST "$ctl/clear" >/dev/null
 
-# bench: one shard held (--prefetch-shards 1), so each fetch is waited for.
+# bench: one shard held (--shard-window 1 --prefetch-shards 1), so each
+# fetch is waited for.
 # 80 ms of compute a batch of 8 is several times the input through the
 # proxy without latency (~20 ms here), and a fraction of it with 300 ms a
 # request: compute-bound without, input-bound by the network with.
 set -- --data "$GF_TEST_PROXY_HTTP_URL/$pat" --device cpu --image-size 32 --threads 1 \
-    --batch-size 8 --epochs 2 --compute-ms 80 --prefetch-shards 1
+    --batch-size 8 --epochs 2 --compute-ms 80 --shard-window 1 --prefetch-shards 1
 json=$("$g" bench "$@" --json) || fail "bench: $json"
 for k in remote_requests remote_retries remote_bytes remote_wait_s remote_wait_fraction input_cause; do
     printf '%s' "$json" | grep -q "\"$k\":" || fail "bench --json lacks $k: $json"
