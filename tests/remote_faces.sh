@@ -37,6 +37,9 @@ done
 echo "  bench, no latency: $(jget verdict "$json") (cause $(jget input_cause "$json"))," \
      "remote wait $(jget remote_wait_fraction "$json") of the run"
 curl -sf -X POST "$ctl/rule?match=&fault=latency&ms=300&times=0" >/dev/null
+# 20 ms of compute: the delay, not a near tie, decides the verdict.
+set -- --data "$GF_TEST_PROXY_HTTP_URL/$pat" --device cpu --image-size 32 --threads 1 \
+    --batch-size 8 --epochs 2 --compute-ms 20 --shard-window 1 --prefetch-shards 1
 json=$("$g" bench "$@" --json) || fail "bench with latency: $json"
 [ "$(jget verdict "$json")" = input-bound ] && [ "$(jget input_cause "$json")" = network ] ||
     fail "300 ms a request must be input-bound by the network: $json"
