@@ -613,6 +613,12 @@ void gf__controller_stop(gf_loader *l)
         l->remote_base.requests += fc.requests;
         l->remote_base.retries += fc.retries;
         l->remote_base.bytes += fc.bytes;
+        /* What the last pump did not publish (observers read under mu). */
+        pthread_mutex_lock(&l->mu);
+        l->remote_requests = l->remote_base.requests;
+        l->remote_retries = l->remote_base.retries;
+        l->remote_bytes = l->remote_base.bytes;
+        pthread_mutex_unlock(&l->mu);
         gf__fetcher_destroy(l->fetch);
         l->fetch = NULL;
     }
