@@ -537,6 +537,10 @@ static int start_fetcher(gf_loader *l)
     gf__fetch_opts o = gf__remote_fetch_opts(&l->s, &l->ds);
     o.progress = on_fetched;
     o.progress_ctx = l;
+    /* Whole shards: max_file_bytes bounds a sample, not a shard (a 1 GiB
+     * shard is common); the shard's size, from its sidecar, bounds it. */
+    if (l->rr)
+        o.max_bytes = 0;
     int rc = gf__fetcher_create(&l->fetch, &l->loop, &o, why, sizeof why);
     return rc < 0 ? gf__fail_locking(l, rc, "remote reads: %s", why) : 0;
 }
