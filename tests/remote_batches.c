@@ -6,7 +6,8 @@
  *
  *   remote_batches DATA THREADS DEPTH [SEEK_EPOCH SEEK_POS]
  *
- * prints "hash=H batches=N samples=N errors=N requests=N retries=N" and,
+ * prints "hash=H batches=N samples=N errors=N requests=N retries=N
+ * read_peak=N" (stats.read_bytes_peak) and,
  * for each sample error, "error: PATH: REASON". Settings from the
  * environment: RB_CA_FILE (ca_file), RB_STALL_S
  * (remote_stall_s), RB_ON_ERROR=fail, RB_ORDER, RB_SET ("name=value ..."
@@ -113,8 +114,9 @@ int main(int argc, char **argv)
         return 0;
     }
     printf("hash=%016" PRIx64 " batches=%" PRIu64 " samples=%" PRIu64 " errors=%" PRIu64
-           " requests=%" PRIu64 " retries=%" PRIu64 "\n",
-           h, batches, samples, st.errors, st.remote_requests, st.remote_retries);
+           " requests=%" PRIu64 " retries=%" PRIu64 " read_peak=%" PRIu64 "\n",
+           h, batches, samples, st.errors, st.remote_requests, st.remote_retries,
+           st.read_bytes_peak);
     if (rc != GF_EOF)
         printf("end: %s: %s\n", gf_strerror(rc), gf_last_error(l));
     gf_close(&l);
