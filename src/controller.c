@@ -601,6 +601,11 @@ int gf__controller_start(gf_loader *l)
     close_handles(l);
     uv_run(&l->loop, UV_RUN_DEFAULT);
     uv_loop_close(&l->loop);
+#if GF_HAVE_REMOTE
+    /* No gf__controller_stop will: the next start makes a new one. */
+    gf__fetcher_destroy(l->fetch);
+    l->fetch = NULL;
+#endif
     return rc;
 }
 
