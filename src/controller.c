@@ -304,10 +304,13 @@ static void submit_reads(gf_loader *l)
         }
     }
     l->ctl_submit_s += gf__now() - t0;
-    size_t total = 0; /* only this thread grows the reader's buffers */
-    for (int i = 0; i < l->n_bufs; i++)
-        total += l->bufs[i].cap;
-    l->ctl_buf_bytes = total;
+    /* The buffers' capacity, as the read budget counts it (every growth
+     * of them passes it, every free of a large one too): summing their
+     * `cap` here raced with the decode threads, which free a large one
+     * when its sample is decoded (gf__budget_done). */
+    pthread_mutex_lock(&l->budget.mu);
+    l->ctl_buf_bytes = l->budget.held;
+    pthread_mutex_unlock(&l->budget.mu);
 }
 
 static int reap(gf_loader *l)
