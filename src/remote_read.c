@@ -72,11 +72,14 @@ int gf__remote_read_create(gf_loader *l, unsigned buffers, uint64_t budget)
     return 0;
 }
 
-/* Frees k's buffer and takes it off the live list (state is the caller's). */
+/* Frees k's buffer and takes it off the live list (state is the caller's).
+ * `bytes` counts a buffer from its shard's arrival: a FETCHING one (a
+ * restart drops it) was never added. */
 static void unlive(struct gf__remote_read *r, uint32_t k)
 {
     rshard *s = &r->sh[k];
-    r->bytes -= s->buf.cap;
+    if (s->state != SH_FETCHING)
+        r->bytes -= s->buf.cap;
     gf__buf_free(&s->buf);
     for (unsigned i = 0; i < r->n_live; i++)
         if (r->live[i] == k) {
