@@ -543,9 +543,11 @@ static int start_fetcher(gf_loader *l)
     o.progress = on_fetched;
     o.progress_ctx = l;
     /* Whole shards: max_file_bytes bounds a sample, not a shard (a 1 GiB
-     * shard is common); the shard's size, from its sidecar, bounds it. */
+     * shard is common); the shard's size, from its sidecar, bounds it, and
+     * one of unknown size (a sidecar without shard_bytes) is cut at the
+     * larger of the shard buffers' budget and max_file_bytes. */
     if (l->rr)
-        o.max_bytes = 0;
+        o.max_bytes = (size_t)GF__MAX(l->s.remote_buffer_bytes, l->s.max_file_bytes);
     int rc = gf__fetcher_create(&l->fetch, &l->loop, &o, why, sizeof why);
     return rc < 0 ? gf__fail_locking(l, rc, "remote reads: %s", why) : 0;
 }

@@ -307,8 +307,9 @@ static void on_backoff(uv_timer_t *h)
     gf__fetcher *f = r->f;
     char why[160] = "";
     r->waiting = false;
-    if (start(f, r, why, sizeof why) < 0)
-        finish(f, r, GF_EIO, why);
+    int rc = start(f, r, why, sizeof why);
+    if (rc < 0)
+        finish(f, r, rc, why);
     check_done(f);
 }
 
@@ -421,7 +422,17 @@ static void on_stall_check(uv_timer_t *h)
     unsigned before = f->done_len;
     for (unsigned i = 0; i < f->o.requests; i++) {
         req *r = &f->reqs[i];
-        if (r->in_multi && now - r->heard > f->o.stall_s) {
+        if (!r->in_multi)
+            continue;
+        /* Queued for a connection (remote_connections) is not silence;
+         * connecting is bounded by CURLOPT_CONNECTTIMEOUT. */
+        curl_off_t pre = 0;
+        curl_easy_getinfo(r->e, CURLINFO_PRETRANSFER_TIME_T, &pre);
+        if (pre == 0) {
+            r->heard = now;
+            continue;
+        }
+        if (now - r->heard > f->o.stall_s) {
             snprintf(r->err, sizeof r->err, "no byte for %u s", f->o.stall_s);
             transfer_done(f, r, CURLE_OPERATION_TIMEDOUT);
         }
@@ -661,8 +672,12 @@ int gf__fetch_each(gf__fetch_target *const *t, const uint64_t *off, const uint64
         while (rc == 0 && finished < n) {
             while (next < n && n_free && gf__fetcher_room(f)) {
                 gf__buf *b = free_bufs[--n_free];
-                gf__fetcher_submit(f, t[next], off ? off[next] : 0,
-                                   len ? len[next] : GF__WHOLE_FILE, b, NULL, next);
+                if (gf__fetcher_submit(f, t[next], off ? off[next] : 0,
+                                       len ? len[next] : GF__WHOLE_FILE, b, NULL, next) < 0) {
+                    gf__why(why, why_len, "internal error: the fetcher refused a request");
+                    rc = GF_EINVAL;
+                    break;
+                }
                 next++;
             }
             gf__read_done d;

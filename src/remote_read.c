@@ -200,16 +200,23 @@ static void serve(gf_loader *l, gf__slot *sl, int c, uint32_t k, gf__job *js, in
     rshard *s = &l->rr->sh[k];
     uint64_t sample = (uint64_t)sl->indices[c];
     if (s->state == SH_FAILED) {
-        const char *url = l->ds.shard_paths[k];
-        size_t n = strlen(url) + strlen(s->why) + 3;
+        const char *url = l->ds.shard_paths[k], *reason = s->why ? s->why : "out of memory";
+        size_t n = strlen(url) + strlen(reason) + 3;
         char *why = malloc(n);
         if (why)
-            snprintf(why, n, "%s: %s", url, s->why);
+            snprintf(why, n, "%s: %s", url, reason);
         gf__cell_finished(l, sl, c, s->err, why);
         return;
     }
     if (l->ds.data_off[sample] + l->ds.data_len[sample] > s->buf.len) {
         gf__cell_finished(l, sl, c, GF_ETRUNC, strdup("shard ended inside member"));
+        return;
+    }
+    if (l->ds.data_len[sample] > l->s.max_file_bytes) { /* as a local member's read refuses it */
+        char why[96];
+        snprintf(why, sizeof why, "%u bytes, over max_file_bytes (%llu)", l->ds.data_len[sample],
+                 (unsigned long long)l->s.max_file_bytes);
+        gf__cell_finished(l, sl, c, GF_ETOOBIG, strdup(why));
         return;
     }
     s->pins++;
