@@ -53,18 +53,14 @@ export AWS_ENDPOINT_URL_S3=$GF_TEST_PROXY_S3_ENDPOINT
 cat "$WORK"/set/*.tar >/dev/null # the page cache, for the local reads and nginx
 
 field() { "$PYTHON" -c 'import json,sys; print(json.loads(sys.stdin.read())[sys.argv[1]])' "$1"; }
-requests() { curl -sf "$ctl/count"; }
-# images/s of one run; the proxy's request count goes to $WORK/req.NAME
+# images/s of one run; the loader's requests an epoch go to $WORK/req.NAME
 run() {
     local name=$1 data=$2
     shift 2
-    local before after
-    before=$(requests)
     "$GPUFEED" bench --input-only --data "$data" --threads "$THREADS" --image-size "$SIZE" \
         --batch-size "$BATCH" --epochs "$EPOCHS" --transform train "$@" --json >"$WORK/out.json" ||
         { cat "$WORK/out.json" >&2; exit 1; }
-    after=$(requests)
-    echo $(((after - before) / EPOCHS)) >>"$WORK/req.$name"
+    echo $(($(field remote_requests <"$WORK/out.json") / EPOCHS)) >>"$WORK/req.$name"
     field images_per_s <"$WORK/out.json"
 }
 
@@ -89,7 +85,7 @@ printf '| read from | order | images/s | vs local | requests/epoch |\n|---|---|-
 row() { printf '| %s | %s | %.1f | %s | %s |\n' "$1" "$2" "$(med rate "$3")" \
     "$(ratio "$(med rate "$3")" "$loc")" "$4"; }
 row "local shards (page cache)" shards local "-"
-row "nginx, loopback" shards http "-"
+row "nginx, loopback" shards http "$(med req http)"
 row "nginx + ${LATENCY_MS} ms a response (proxy)" shards lat "$(med req lat)"
 row "nginx + ${LATENCY_MS} ms a response (proxy)" global lat_global "$(med req lat_global)"
 row "Swift s3api (through the proxy, no delay)" shards s3 "$(med req s3)"
