@@ -304,10 +304,13 @@ static void submit_reads(gf_loader *l)
         }
     }
     l->ctl_submit_s += gf__now() - t0;
-    size_t total = 0; /* only this thread grows the reader's buffers */
-    for (int i = 0; i < l->n_bufs; i++)
-        total += l->bufs[i].cap;
-    l->ctl_buf_bytes = total;
+    /* The buffers' capacity, as the read budget counts it (every growth
+     * of them passes it, every free of a large one too): summing their
+     * `cap` here raced with the decode threads, which free a large one
+     * when its sample is decoded (gf__budget_done). */
+    pthread_mutex_lock(&l->budget.mu);
+    l->ctl_buf_bytes = l->budget.held;
+    pthread_mutex_unlock(&l->budget.mu);
 }
 
 static int reap(gf_loader *l)
@@ -420,14 +423,16 @@ static bool reads_finished(gf_loader *l)
 }
 
 /* remote_wait_s: the time since the last round counts when, at its end,
- * remote reads were in flight and no decode job was queued. */
+ * cells waited for remote bytes (a cell's ranged read in flight, or its
+ * shard) and no decode job was queued. Shards fetched ahead while every
+ * cell is decoded or the ring is full are not a wait. */
 static void tally_remote_wait(gf_loader *l)
 {
 #if GF_HAVE_REMOTE
     if (!l->fetch)
         return;
     double now = gf__now();
-    bool in_flight = gf__fetcher_in_flight(l->fetch) > 0;
+    bool in_flight = l->rr ? gf__remote_read_cells_wait(l) : gf__fetcher_in_flight(l->fetch) > 0;
     pthread_mutex_lock(&l->mu);
     if (l->ctl_remote_waiting)
         l->remote_wait_s += now - l->ctl_remote_since;
@@ -537,6 +542,12 @@ static int start_fetcher(gf_loader *l)
     gf__fetch_opts o = gf__remote_fetch_opts(&l->s, &l->ds);
     o.progress = on_fetched;
     o.progress_ctx = l;
+    /* Whole shards: max_file_bytes bounds a sample, not a shard (a 1 GiB
+     * shard is common); the shard's size, from its sidecar, bounds it, and
+     * one of unknown size (a sidecar without shard_bytes) is cut at the
+     * larger of the shard buffers' budget and max_file_bytes. */
+    if (l->rr)
+        o.max_bytes = (size_t)GF__MAX(l->s.remote_buffer_bytes, l->s.max_file_bytes);
     int rc = gf__fetcher_create(&l->fetch, &l->loop, &o, why, sizeof why);
     return rc < 0 ? gf__fail_locking(l, rc, "remote reads: %s", why) : 0;
 }
@@ -597,6 +608,11 @@ int gf__controller_start(gf_loader *l)
     close_handles(l);
     uv_run(&l->loop, UV_RUN_DEFAULT);
     uv_loop_close(&l->loop);
+#if GF_HAVE_REMOTE
+    /* No gf__controller_stop will: the next start makes a new one. */
+    gf__fetcher_destroy(l->fetch);
+    l->fetch = NULL;
+#endif
     return rc;
 }
 
@@ -613,6 +629,12 @@ void gf__controller_stop(gf_loader *l)
         l->remote_base.requests += fc.requests;
         l->remote_base.retries += fc.retries;
         l->remote_base.bytes += fc.bytes;
+        /* What the last pump did not publish (observers read under mu). */
+        pthread_mutex_lock(&l->mu);
+        l->remote_requests = l->remote_base.requests;
+        l->remote_retries = l->remote_base.retries;
+        l->remote_bytes = l->remote_base.bytes;
+        pthread_mutex_unlock(&l->mu);
         gf__fetcher_destroy(l->fetch);
         l->fetch = NULL;
     }

@@ -172,6 +172,13 @@ static int alloc_queues(gf_loader *l)
         return gf__fail(l, GF_ENOMEM, "out of memory allocating queues");
     /* The shard order reads remote shards whole; the global order, a
      * ranged GET a sample (l->fetch alone). */
+    /* Fewer buffers than the window's shards would fetch a shard again
+     * for nearly every batch. */
+    if (l->ds.remote && gf__remote_whole_shards(&l->s) && l->s.prefetch_shards < l->s.shard_window)
+        return gf__fail(l, GF_EINVAL,
+                        "prefetch_shards %d is below shard_window %d: the window's shards are "
+                        "read together, so they must fit (shard_window + 2 fetches ahead too)",
+                        l->s.prefetch_shards, l->s.shard_window);
     if (l->ds.remote && gf__remote_whole_shards(&l->s) &&
         gf__remote_read_create(l, (unsigned)l->s.prefetch_shards, l->s.remote_buffer_bytes) < 0)
         return gf__fail(l, GF_ENOMEM, "out of memory allocating the shard buffers");

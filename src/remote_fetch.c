@@ -43,6 +43,8 @@ typedef struct req {
     unsigned tries;
     long status;               /* the last response's */
     bool active, in_multi, waiting; /* waiting: backoff timer running */
+    bool budget_wait;          /* its buffer waits for the read budget */
+    int budget_waited;         /* gf__buf_reserve's *waited */
     bool body_ok, discard;     /* this response: bytes go to buf / are dropped */
     bool changed;              /* size or ETag differs from the target's */
     bool too_big;              /* an object of unknown size passed max_bytes */
@@ -60,6 +62,7 @@ struct gf__fetcher {
     gf__fetch_opts o;
     req *reqs;
     unsigned n_active;
+    unsigned n_budget_wait;    /* active requests with budget_wait */
     gf__read_done *done;       /* a ring of o.requests */
     unsigned done_head, done_len;
     sock_ctx *socks;
@@ -304,8 +307,9 @@ static void on_backoff(uv_timer_t *h)
     gf__fetcher *f = r->f;
     char why[160] = "";
     r->waiting = false;
-    if (start(f, r, why, sizeof why) < 0)
-        finish(f, r, GF_EIO, why);
+    int rc = start(f, r, why, sizeof why);
+    if (rc < 0)
+        finish(f, r, rc, why);
     check_done(f);
 }
 
@@ -418,7 +422,17 @@ static void on_stall_check(uv_timer_t *h)
     unsigned before = f->done_len;
     for (unsigned i = 0; i < f->o.requests; i++) {
         req *r = &f->reqs[i];
-        if (r->in_multi && now - r->heard > f->o.stall_s) {
+        if (!r->in_multi)
+            continue;
+        /* Queued for a connection (remote_connections) is not silence;
+         * connecting is bounded by CURLOPT_CONNECTTIMEOUT. */
+        curl_off_t pre = 0;
+        curl_easy_getinfo(r->e, CURLINFO_PRETRANSFER_TIME_T, &pre);
+        if (pre == 0) {
+            r->heard = now;
+            continue;
+        }
+        if (now - r->heard > f->o.stall_s) {
             snprintf(r->err, sizeof r->err, "no byte for %u s", f->o.stall_s);
             transfer_done(f, r, CURLE_OPERATION_TIMEDOUT);
         }
@@ -502,6 +516,33 @@ unsigned gf__fetcher_room(const gf__fetcher *f)
     return f->o.requests - f->n_active - f->done_len;
 }
 
+/* Grows r's buffer within its budget and starts r, or finishes it with
+ * why. The budget refuses only while other large buffers are in use (a
+ * lone read over it goes ahead): then r waits, holding no large buffer,
+ * and is tried again at each reap, as the io_uring reader's wait list is,
+ * so the controller never blocks and the budget's count stays exact. */
+static void reserve_and_start(gf__fetcher *f, req *r)
+{
+    char why[160] = "";
+    size_t keep = 0;
+    size_t need = r->len == GF__WHOLE_FILE ? 0 : (size_t)r->len;
+    int rc = gf__buf_reserve(r->buf, need, &keep, gf__effective_max(f->o.max_bytes), r->budget,
+                             0, &r->budget_waited, why, sizeof why);
+    if (rc == GF__BUDGET_LATER) {
+        if (!r->budget_wait)
+            f->n_budget_wait++;
+        r->budget_wait = true;
+        return;
+    }
+    if (r->budget_wait)
+        f->n_budget_wait--;
+    r->budget_wait = false;
+    if (rc == 0)
+        rc = start(f, r, why, sizeof why);
+    if (rc < 0)
+        finish(f, r, rc, why);
+}
+
 int gf__fetcher_submit(gf__fetcher *f, gf__fetch_target *t, uint64_t off, uint64_t len,
                        gf__buf *buf, gf__budget *g, uint64_t user)
 {
@@ -522,6 +563,7 @@ int gf__fetcher_submit(gf__fetcher *f, gf__fetch_target *t, uint64_t off, uint64
     r->len = len;
     r->got = 0;
     r->tries = 0;
+    r->budget_waited = 0;
     char why[160] = "";
     size_t max = gf__effective_max(f->o.max_bytes);
     if (len == 0) {
@@ -530,16 +572,7 @@ int gf__fetcher_submit(gf__fetcher *f, gf__fetch_target *t, uint64_t off, uint64
         snprintf(why, sizeof why, "%" PRIu64 " bytes, over max_file_bytes (%zu)", len, max);
         finish(f, r, GF_ETOOBIG, why);
     } else {
-        size_t keep = 0;
-        int waited = 0;
-        size_t need = len == GF__WHOLE_FILE ? 0 : (size_t)len;
-        int rc = gf__buf_reserve(buf, need, &keep, max, g, 0, &waited, why, sizeof why);
-        if (rc == GF__BUDGET_LATER) /* alone over the budget: go on, as a lone read does */
-            rc = gf__buf_reserve(buf, need, &keep, max, NULL, 0, &waited, why, sizeof why);
-        if (rc == 0)
-            rc = start(f, r, why, sizeof why);
-        if (rc < 0)
-            finish(f, r, rc, why);
+        reserve_and_start(f, r);
     }
     return 0; /* a request finished here is reaped by the owner's next round */
 }
@@ -547,6 +580,10 @@ int gf__fetcher_submit(gf__fetcher *f, gf__fetch_target *t, uint64_t off, uint64
 int gf__fetcher_reap(gf__fetcher *f, gf__read_done *done, int max)
 {
     int n = 0;
+    /* Each reap follows a decode or read done: budget may have come back. */
+    for (unsigned i = 0; f->n_budget_wait && i < f->o.requests && !f->closing; i++)
+        if (f->reqs[i].active && f->reqs[i].budget_wait)
+            reserve_and_start(f, &f->reqs[i]);
     while (n < max && f->done_len) {
         done[n++] = f->done[f->done_head];
         f->done_head = (f->done_head + 1) % f->o.requests;
@@ -635,8 +672,12 @@ int gf__fetch_each(gf__fetch_target *const *t, const uint64_t *off, const uint64
         while (rc == 0 && finished < n) {
             while (next < n && n_free && gf__fetcher_room(f)) {
                 gf__buf *b = free_bufs[--n_free];
-                gf__fetcher_submit(f, t[next], off ? off[next] : 0,
-                                   len ? len[next] : GF__WHOLE_FILE, b, NULL, next);
+                if (gf__fetcher_submit(f, t[next], off ? off[next] : 0,
+                                       len ? len[next] : GF__WHOLE_FILE, b, NULL, next) < 0) {
+                    gf__why(why, why_len, "internal error: the fetcher refused a request");
+                    rc = GF_EINVAL;
+                    break;
+                }
                 next++;
             }
             gf__read_done d;

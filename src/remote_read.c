@@ -7,9 +7,9 @@
  * the least recently used first. So with the shard order, whose window
  * of W shards is read together, W + 1 buffers keep the next shard coming
  * while the window is read; a buffer freed is a shard not needed again
- * until the scan meets it (a later epoch). The scan stops at an epoch's
- * end: the next epoch's first shard is fetched when the cursor enters
- * it. A cell whose shard has not arrived waits on the shard's list; the
+ * until the scan meets it (a later epoch). The scan goes on into the
+ * next epoch (its own tables of the shard order), so an epoch's first
+ * shards arrive while the last one is read; never further. A cell whose shard has not arrived waits on the shard's list; the
  * shard's arrival makes jobs of them, or, if it failed, errors naming
  * the URL. */
 #include "remote_read.h"
@@ -41,9 +41,12 @@ struct gf__remote_read {
     unsigned n_live, buffers;
     uint32_t *want;      /* WANTED shards, oldest first (n_shards room) */
     uint32_t n_want;
+    uint32_t n_waiting;  /* cells on the shards' waiting lists */
     uint64_t budget, bytes, tick;
     gf__cursor scan;     /* the scan's own cursor */
-    bool scanning;
+    gf__shard_epoch scan_tables; /* its shard order tables (the cursor's
+                            are for the cursor's epoch) */
+    bool has_tables, scanning;
     uint64_t scan_epoch, scan_pos;
 };
 
@@ -59,14 +62,24 @@ int gf__remote_read_create(gf_loader *l, unsigned buffers, uint64_t budget)
     r->wait_next = calloc((size_t)l->max_slots * (size_t)l->B, sizeof *r->wait_next);
     r->live = calloc(buffers, sizeof *r->live);
     r->want = calloc(l->ds.n_shards, sizeof *r->want);
-    return r->sh && r->wait_next && r->live && r->want ? 0 : GF_ENOMEM;
+    if (!r->sh || !r->wait_next || !r->live || !r->want)
+        return GF_ENOMEM;
+    if (l->sampler.shards) {
+        if (gf__shard_epoch_alloc(&r->scan_tables, l->sampler.shards) < 0)
+            return GF_ENOMEM;
+        r->has_tables = true;
+    }
+    return 0;
 }
 
-/* Frees k's buffer and takes it off the live list (state is the caller's). */
+/* Frees k's buffer and takes it off the live list (state is the caller's).
+ * `bytes` counts a buffer from its shard's arrival: a FETCHING one (a
+ * restart drops it) was never added. */
 static void unlive(struct gf__remote_read *r, uint32_t k)
 {
     rshard *s = &r->sh[k];
-    r->bytes -= s->buf.cap;
+    if (s->state != SH_FETCHING)
+        r->bytes -= s->buf.cap;
     gf__buf_free(&s->buf);
     for (unsigned i = 0; i < r->n_live; i++)
         if (r->live[i] == k) {
@@ -94,6 +107,8 @@ void gf__remote_read_free(gf_loader *l)
     free(r->wait_next);
     free(r->live);
     free(r->want);
+    if (r->has_tables)
+        gf__shard_epoch_free(&r->scan_tables);
     free(r);
     l->rr = NULL;
 }
@@ -120,7 +135,13 @@ void gf__remote_read_restart(gf_loader *l)
         }
     }
     r->n_want = 0;
+    r->n_waiting = 0;
     r->scanning = false;
+}
+
+bool gf__remote_read_cells_wait(const gf_loader *l)
+{
+    return l->rr && l->rr->n_waiting > 0;
 }
 
 uint64_t gf__remote_read_bytes(const gf_loader *l)
@@ -179,16 +200,23 @@ static void serve(gf_loader *l, gf__slot *sl, int c, uint32_t k, gf__job *js, in
     rshard *s = &l->rr->sh[k];
     uint64_t sample = (uint64_t)sl->indices[c];
     if (s->state == SH_FAILED) {
-        const char *url = l->ds.shard_paths[k];
-        size_t n = strlen(url) + strlen(s->why) + 3;
+        const char *url = l->ds.shard_paths[k], *reason = s->why ? s->why : "out of memory";
+        size_t n = strlen(url) + strlen(reason) + 3;
         char *why = malloc(n);
         if (why)
-            snprintf(why, n, "%s: %s", url, s->why);
+            snprintf(why, n, "%s: %s", url, reason);
         gf__cell_finished(l, sl, c, s->err, why);
         return;
     }
     if (l->ds.data_off[sample] + l->ds.data_len[sample] > s->buf.len) {
         gf__cell_finished(l, sl, c, GF_ETRUNC, strdup("shard ended inside member"));
+        return;
+    }
+    if (l->ds.data_len[sample] > l->s.max_file_bytes) { /* as a local member's read refuses it */
+        char why[96];
+        snprintf(why, sizeof why, "%u bytes, over max_file_bytes (%llu)", l->ds.data_len[sample],
+                 (unsigned long long)l->s.max_file_bytes);
+        gf__cell_finished(l, sl, c, GF_ETOOBIG, strdup(why));
         return;
     }
     s->pins++;
@@ -204,7 +232,9 @@ void gf__remote_read_cell(gf_loader *l, gf__slot *sl, int c, uint64_t pos, gf__j
     uint32_t k = l->ds.shard[sample];
     rshard *s = &r->sh[k];
     /* A position the scan passed was counted in need. */
-    if (r->scanning && sl->epoch == r->scan_epoch && pos < r->scan_pos && s->need)
+    bool scanned = r->scanning && (sl->epoch < r->scan_epoch ||
+                                   (sl->epoch == r->scan_epoch && pos < r->scan_pos));
+    if (scanned && s->need)
         s->need--;
     if (s->state == SH_READY || s->state == SH_FAILED) {
         serve(l, sl, c, k, js, n_jobs);
@@ -213,6 +243,7 @@ void gf__remote_read_cell(gf_loader *l, gf__slot *sl, int c, uint64_t pos, gf__j
     uint32_t cell = (uint32_t)(sl - l->slots) * (uint32_t)l->B + (uint32_t)c;
     r->wait_next[cell] = s->waiting;
     s->waiting = cell + 1;
+    r->n_waiting++;
     if (s->state == SH_ABSENT && !start_fetch(l, k)) {
         s->state = SH_WANTED; /* gf__remote_read_ahead starts it once a buffer is free */
         r->want[r->n_want++] = k;
@@ -242,6 +273,7 @@ void gf__remote_read_shard_done(gf_loader *l, const gf__read_done *d, gf__job *j
     for (uint32_t w = s->waiting; w;) {
         uint32_t cell = w - 1;
         w = r->wait_next[cell];
+        r->n_waiting--;
         serve(l, &l->slots[cell / (uint32_t)l->B], (int)(cell % (uint32_t)l->B), k, js, n_jobs);
     }
     s->waiting = 0;
@@ -267,18 +299,26 @@ void gf__remote_read_ahead(gf_loader *l)
     }
     if (r->n_want)
         return;
-    if (!r->scanning || r->scan_epoch != l->cur.epoch ||
-        r->scan_pos < l->cur.pos) {
-        if (!r->scanning)
-            r->scan = l->cur;
-        r->scan.perm_valid = false;
-        r->scan_epoch = l->cur.epoch;
-        r->scan_pos = l->cur.pos;
+    /* The cursor went past the scan (buffers were short): start again
+     * from it. */
+    if (!r->scanning || r->scan_epoch < l->cur.epoch ||
+        (r->scan_epoch == l->cur.epoch && r->scan_pos < l->cur.pos)) {
+        gf__cursor_start(&r->scan, l->cur.sampler, l->cur.order,
+                         r->has_tables ? &r->scan_tables : NULL, l->cur.epoch, l->cur.pos);
+        r->scan_epoch = r->scan.epoch;
+        r->scan_pos = r->scan.pos;
         r->scanning = true;
     }
-    if (!gf__cursor_epoch_live(&l->cur, r->scan_epoch, l->s.epochs))
-        return;
-    while (r->scan_pos < l->cur.len) {
+    for (;;) {
+        if (r->scan_pos >= l->cur.len) {
+            if (l->cur.order) /* the caller's order is one epoch */
+                return;
+            r->scan_epoch++;
+            r->scan_pos = 0;
+        }
+        if (r->scan_epoch > l->cur.epoch + 1 ||
+            !gf__cursor_epoch_live(&l->cur, r->scan_epoch, l->s.epochs))
+            return;
         uint64_t sample = gf__cursor_sample(&r->scan, r->scan_epoch, r->scan_pos);
         uint32_t k = l->ds.shard[sample];
         rshard *s = &r->sh[k];

@@ -39,6 +39,8 @@ void gf__remote_read_decoded(gf_loader *l, uint64_t sample);
 /* gf-control: scans the order ahead of the cursor and starts the fetches
  * the buffers have room for. */
 void gf__remote_read_ahead(gf_loader *l);
+/* Cells wait for a shard to arrive. */
+bool gf__remote_read_cells_wait(const gf_loader *l);
 /* Bytes the shard buffers hold. */
 uint64_t gf__remote_read_bytes(const gf_loader *l);
 

@@ -35,7 +35,8 @@ if [ "$what" = sweep ]; then
            --compute-ms 2 --json --csv "$tmp/s.csv" --plot "$tmp/s.svg") || fail "sweep: $json"
     [ "$(printf '%s\n' "$json" | wc -l)" -eq 1 ] || fail "--json must print one line: $json"
     for k in machine settings rows verdict input_factor recommendation best recommended \
-             device_time_lost_to_input images_per_s stall_fraction device_utilization pinned_bytes; do
+             device_time_lost_to_input images_per_s stall_fraction device_utilization pinned_bytes \
+             input_cause remote_requests remote_wait_s; do
         printf '%s' "$json" | grep -q "\"$k\":" || fail "--json lacks $k: $json"
     done
     v=$(jget verdict "$json")

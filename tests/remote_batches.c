@@ -6,10 +6,14 @@
  *
  *   remote_batches DATA THREADS DEPTH [SEEK_EPOCH SEEK_POS]
  *
- * prints "hash=H batches=N samples=N errors=N requests=N retries=N" and,
+ * prints "hash=H batches=N samples=N errors=N requests=N retries=N
+ * read_peak=N" (stats.read_bytes_peak) and,
  * for each sample error, "error: PATH: REASON". Settings from the
  * environment: RB_CA_FILE (ca_file), RB_STALL_S
- * (remote_stall_s), RB_ON_ERROR=fail, RB_ORDER.
+ * (remote_stall_s), RB_ON_ERROR=fail, RB_ORDER, RB_SET ("name=value ..."
+ * through gf_settings_set), RB_BATCHES=N (close after N batches, with
+ * whatever is in flight: prints "closed after N"), RB_PAUSE_MS (sleep
+ * after gf_open, before the seek: requests get under way).
  */
 #include "gpufeed.h"
 #include "../src/mix.h"
@@ -18,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void on_error(void *user, int64_t sample, const char *path, int code, const char *reason)
 {
@@ -56,12 +61,32 @@ int main(int argc, char **argv)
         fprintf(stderr, "bad RB_ORDER\n");
         return 2;
     }
+    /* Strings gf_settings_set keeps pointers into: the program's life. */
+    static char set[1024];
+    if ((v = getenv("RB_SET")) && *v) {
+        snprintf(set, sizeof set, "%s", v);
+        for (char *save = NULL, *kv = strtok_r(set, " ", &save); kv;
+             kv = strtok_r(NULL, " ", &save)) {
+            char *eq = strchr(kv, '='), why[160] = "";
+            if (eq)
+                *eq = '\0';
+            if (!eq || gf_settings_set(&s, kv, eq + 1, why, sizeof why) != 0) {
+                fprintf(stderr, "bad RB_SET %s: %s\n", kv, why);
+                return 2;
+            }
+        }
+    }
+    uint64_t stop_after = (v = getenv("RB_BATCHES")) && *v ? strtoull(v, NULL, 10) : UINT64_MAX;
     gf_loader *l = NULL;
     int rc = gf_open(&l, &s);
     if (rc != 0) {
         printf("open: %s: %s\n", gf_strerror(rc), gf_last_error(l));
         gf_close(&l);
         return 1;
+    }
+    if ((v = getenv("RB_PAUSE_MS")) && *v) {
+        long ms = atol(v);
+        nanosleep(&(struct timespec){.tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000}, NULL);
     }
     if (argc == 6 && (rc = gf_seek(l, strtoull(argv[4], NULL, 10), strtoull(argv[5], NULL, 10))) != 0) {
         printf("seek: %s: %s\n", gf_strerror(rc), gf_last_error(l));
@@ -70,7 +95,7 @@ int main(int argc, char **argv)
     }
     uint64_t h = 1469598103934665603ull, batches = 0, samples = 0;
     gf_batch *b;
-    while ((rc = gf_next(l, &b)) == 0) {
+    while (batches < stop_after && (rc = gf_next(l, &b)) == 0) {
         size_t px = (size_t)b->count * 32 * 32 * 3;
         h = gf__fnv1a64(h, b->pixels, px);
         h = gf__fnv1a64(h, b->labels, (size_t)b->count * sizeof *b->labels);
@@ -83,9 +108,15 @@ int main(int argc, char **argv)
     }
     gf_stats st;
     gf_get_stats(l, &st);
+    if (batches == stop_after) {
+        printf("closed after %" PRIu64 "\n", batches);
+        gf_close(&l);
+        return 0;
+    }
     printf("hash=%016" PRIx64 " batches=%" PRIu64 " samples=%" PRIu64 " errors=%" PRIu64
-           " requests=%" PRIu64 " retries=%" PRIu64 "\n",
-           h, batches, samples, st.errors, st.remote_requests, st.remote_retries);
+           " requests=%" PRIu64 " retries=%" PRIu64 " read_peak=%" PRIu64 "\n",
+           h, batches, samples, st.errors, st.remote_requests, st.remote_retries,
+           st.read_bytes_peak);
     if (rc != GF_EOF)
         printf("end: %s: %s\n", gf_strerror(rc), gf_last_error(l));
     gf_close(&l);

@@ -91,4 +91,44 @@ rule "match=train-000002.tar&fault=status&code=404&times=0"
 grep -q "error: train-000002.tar:.*$GF_TEST_PROXY_HTTP_URL/train-000002.tar: HTTP 404" "$work/gone" ||
     { cat "$work/gone"; fail "a 404 shard's samples not reported with the URL"; }
 echo "  a 404 shard: $(grep -c '^error:' "$work/gone") samples reported, e.g. $(grep -m1 '^error:' "$work/gone")"
+# A shard larger than max_file_bytes (a sample's bound, not a shard's):
+# read whole all the same in the shard order.
+same "http, shards over max_file_bytes" "$local1" \
+    "$(RB_SET="max_file_bytes=40000" run "$GF_TEST_HTTP_URL/$shards" 2 4)"
+
+# A seek while every shard is still being fetched (each GET 400 ms late):
+# the shards dropped are fetched again, once each, not once a batch.
+curl -sf -X POST "$ctl/clear" >/dev/null
+rule "match=.tar&fault=latency&ms=400&times=0"
+same "seek while the shards are fetched" "$seek_local" "$(RB_PAUSE_MS=100 run "$proxy" 2 4 1 7)"
+req=$(sed -n 's/.* requests=\([0-9]*\) .*/\1/p' "$work/last")
+[ "$req" -le 8 ] || { cat "$work/last"; fail "seek while fetching: $req requests for 4 shards"; }
+echo "  seek while fetching: $req requests"
+
+# The global order within a small read budget: samples over its per-buffer
+# share, many requests at once; the ranged GETs wait for the budget (they
+# used to bypass it, and its count then wrapped below zero).
+"$gpufeed" make-dataset big --classes 2 --per-class 8 --size 900x700 --seed 3 --shards 2 >/dev/null
+"$gpufeed" index "big/train-{000000..000001}.tar" >/dev/null
+mkdir -p "$GF_TEST_HTTP_ROOT/big" && cp big/*.tar big/*.idx "$GF_TEST_HTTP_ROOT/big/"
+small="read_budget_bytes=1048576 queue_depth=32"
+big_local=$(RB_ORDER=global RB_SET="$small" run "big/train-{000000..000001}.tar" 2 4)
+same "global order in a 1 MiB read budget" "$big_local" \
+    "$(RB_ORDER=global RB_SET="$small" run "$GF_TEST_HTTP_URL/big/train-{000000..000001}.tar" 2 4)"
+peak=$(sed -n 's/.* read_peak=\([0-9]*\).*/\1/p' "$work/last")
+[ "${#peak}" -lt 10 ] && [ "$peak" -le $((4 << 20)) ] || { cat "$work/last"; fail "read budget: a peak of $peak bytes"; }
+echo "  read budget 1 MiB: peak $peak bytes"
+
+# gf_close, and gf_seek, while every request waits out a retry's backoff
+# (503 for ever), and while a transfer is stalled mid-body: nothing is
+# left behind (the sanitizer builds check the handles and buffers).
+curl -sf -X POST "$ctl/clear" >/dev/null
+rule "match=.tar&fault=status&code=503&times=0"
+out=$(RB_PAUSE_MS=300 RB_BATCHES=0 "$rb" "$proxy" 2 4 2>&1) || { echo "$out"; fail "close in a backoff"; }
+out=$(RB_PAUSE_MS=300 RB_BATCHES=0 "$rb" "$proxy" 2 4 1 7 2>&1) || { echo "$out"; fail "seek in a backoff"; }
+curl -sf -X POST "$ctl/clear" >/dev/null
+rule "match=.tar&fault=stall_after&bytes=10000&seconds=5&times=0"
+out=$(RB_PAUSE_MS=300 RB_BATCHES=1 RB_STALL_S=1 "$rb" "$proxy" 2 4 2>&1) ||
+    { echo "$out"; fail "close in a stall"; }
+echo "  close and seek in a backoff, close in a stall: clean"
 echo "remote_batches: ok"

@@ -43,6 +43,13 @@
 #define INPUT_BOUND 1.1
 #define COMPUTE_BOUND 0.9
 #define NEAR_BEST 0.95
+/* Why an input-bound row is: the network when the decoders sat idle with
+ * remote reads in flight (gf_stats.remote_wait_s) for at least REMOTE_BOUND
+ * of the trainer's wait (wait_s) and REMOTE_MIN of the run; else decode
+ * when the decoders were busy DECODE_BUSY of the run, else reads. */
+#define REMOTE_BOUND 0.5
+#define REMOTE_MIN 0.1
+#define DECODE_BUSY 0.7
 /* Values per swept option (--threads 1,2,4). */
 #define SWEEP_MAX CLI_LOPT_LIST_MAX
 
@@ -146,7 +153,10 @@ typedef struct verdict_row {
     double lost;                     /* 1 - compute_ms / step_ms, at least 0 */
     double factor;                   /* input_ms / compute_ms */
     double decode_busy, read_busy;   /* per thread, of the step run's wall */
+    double remote_wait;              /* remote_wait_s / elapsed of the step run */
+    double remote_share;             /* remote_wait_s / wait_s (the trainer's), at most 1 */
     int verdict;
+    int cause;                       /* input-bound rows: why (bench_verdict.c) */
     uint64_t pinned_bytes, ring_bytes;
 } verdict_row;
 
@@ -161,6 +171,7 @@ typedef struct verdict_result {
     double page_cache;
     int shards;
     uint64_t peak_rss;
+    gf_settings settings;            /* as given (0: the loader's pick), for advice */
     char advice[1024];               /* the recommendation, in words */
 } verdict_result;
 

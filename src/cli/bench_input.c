@@ -103,6 +103,11 @@ void print_input_human(const bench_opts *o, const input_result *r)
                st->autotune_changes);
     printf("  %-18s %.1f MiB\n", "peak RSS", (double)r->peak_rss / mib);
     printf("  %-18s %.1f MB read, %s\n", "page cache", (double)st->bytes_read / 1e6, cache);
+    if (st->remote_requests > 0)
+        printf("  %-18s %" PRIu64 " requests, %" PRIu64 " retries, %.1f MB fetched; the decoders "
+               "waited for remote shards %.2f s (%.0f%% of the run)\n",
+               "remote", st->remote_requests, st->remote_retries, (double)st->remote_bytes / 1e6,
+               st->remote_wait_s, r->elapsed_s > 0 ? 100 * st->remote_wait_s / r->elapsed_s : 0.0);
 }
 
 void print_input_json(const bench_opts *o, const input_result *r)
@@ -143,6 +148,10 @@ void print_input_json(const bench_opts *o, const input_result *r)
     cli_json_kuint(&j, "ring_bytes", st->ring_bytes);
     cli_json_kuint(&j, "peak_rss_bytes", r->peak_rss);
     cli_json_knum(&j, "page_cache_resident", r->page_cache >= 0 ? r->page_cache : NAN);
+    cli_json_kuint(&j, "remote_requests", st->remote_requests);
+    cli_json_kuint(&j, "remote_retries", st->remote_retries);
+    cli_json_kuint(&j, "remote_bytes", st->remote_bytes);
+    cli_json_knum(&j, "remote_wait_s", st->remote_wait_s);
     cli_json_object_end(&j);
     cli_json_end(&j);
 }

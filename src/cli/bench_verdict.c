@@ -24,8 +24,12 @@
 
 enum { V_INPUT, V_COMPUTE, V_BALANCED };
 static const char *const verdict_names[] = {"input-bound", "compute-bound", "balanced"};
-
-
+/* Why a row is input-bound (classify decides, every printer says it):
+ * prefetch depth 1 (input and compute take turns), the network (remote
+ * shards late), decode (the decoders busy), reads (the decoders idle,
+ * waiting for local reads). C_NONE for the other verdicts. */
+enum { C_NONE, C_DEPTH, C_NETWORK, C_DECODE, C_READS };
+static const char *const cause_names[] = {"", "prefetch-depth", "network", "decode", "reads"};
 
 /* A TTY on stderr gets one updating progress line; otherwise nothing. */
 static void progress(int on, int k, int n, const bench_opts *o)
@@ -76,6 +80,14 @@ static void classify(verdict_row *r)
     if (r->utilization > 1)
         r->utilization = 1;
     r->lost = 1 - r->utilization;
+    /* The network first: with shards late, depth or threads cannot help. */
+    r->cause = r->verdict != V_INPUT ? C_NONE
+               : r->step.st.remote_requests > 0 && r->remote_share >= REMOTE_BOUND &&
+                       r->remote_wait >= REMOTE_MIN
+                   ? C_NETWORK
+               : r->depth == 1              ? C_DEPTH
+               : r->decode_busy >= DECODE_BUSY ? C_DECODE
+                                               : C_READS;
 }
 
 /* One setting: (a) the loader alone, (b) the compute alone on the cached
@@ -124,6 +136,12 @@ static int run_row(const bench_opts *o, consumer *c, verdict_row *r)
         r->decode_busy = 1;
     if (r->read_busy > 1)
         r->read_busy = 1;
+    r->remote_wait = r->step.elapsed_s > 0 ? st->remote_wait_s / r->step.elapsed_s : 0;
+    if (r->remote_wait > 1)
+        r->remote_wait = 1;
+    r->remote_share = st->wait_s > 0 ? st->remote_wait_s / st->wait_s : 0;
+    if (r->remote_share > 1)
+        r->remote_share = 1;
     r->pinned_bytes = st->pinned_bytes;
     r->ring_bytes = st->ring_bytes;
     classify(r);
@@ -144,12 +162,28 @@ static void advise_row(const verdict_result *v, const verdict_row *r, char *buf,
 #define ADD(...) (n += (size_t)snprintf(buf + n, n < len ? len - n : 0, __VA_ARGS__), n = n < len ? n : len)
     switch (r->verdict) {
     case V_INPUT:
+        if (r->cause == C_NETWORK) {
+            const gf_settings *s = &v->settings;
+            ADD("input-bound by %.2fx: waiting for remote shards %.0f%% of the time "
+                "(decode busy %.0f%%); raise --prefetch-shards",
+                r->factor, r->remote_wait * 100, r->decode_busy * 100);
+            if (s->prefetch_shards)
+                ADD(" (%d now)", s->prefetch_shards);
+            ADD(" or --remote-connections");
+            if (s->remote_connections)
+                ADD(" (%d now)", s->remote_connections);
+            if (s->order == GF_ORDER_GLOBAL)
+                ADD(", or --order shards (the global order makes a request a sample)");
+            else
+                ADD("; more decode threads will not help");
+            break;
+        }
         ADD("input-bound by %.2fx: decode busy %.0f%%", r->factor, r->decode_busy * 100);
-        if (r->depth == 1) {
+        if (r->cause == C_DEPTH) {
             ADD("; prefetch depth 1 makes input and compute take turns "
                 "(step %.1f ms ~ input + compute): --prefetch-depth 2 first",
                 r->step_ms);
-        } else if (r->decode_busy >= 0.7) {
+        } else if (r->cause == C_DECODE) {
             int need = (int)ceil(r->threads * r->factor - 1e-9);
             ADD("; --threads %d -> %d would cover it; this machine has %d core%s", r->threads,
                 need, v->cores, v->cores == 1 ? "" : "s");
@@ -264,6 +298,7 @@ int run_verdict(bench_opts *o, verdict_result *v)
     int tty = isatty(STDERR_FILENO);
 
     memset(v, 0, sizeof *v);
+    v->settings = o->s;
     v->cores = cli_cores();
     cli_cpu_model(v->cpu, sizeof v->cpu);
     if ((v->rows = calloc((size_t)n, sizeof *v->rows)) == NULL) {
@@ -357,9 +392,19 @@ void print_verdict_human(const bench_opts *o, const verdict_result *v)
            r->compute_ms > 0 ? r->batch * 1000.0 / r->compute_ms : 0.0);
     printf("  %-9s %9.2f ms/batch  both, prefetching (%" PRIu64 " batches); %.0f images/s\n",
            "both", r->step_ms, r->step.timed, r->images_per_s);
+    const gf_stats *st = &r->step.st;
+    if (st->remote_requests > 0)
+        printf("  %-9s %9" PRIu64 " requests  %" PRIu64 " retries, %.1f MB fetched; the decoders "
+               "waited for remote shards %.2f s: %.0f%% of the run, %.0f%% of the trainer's wait\n",
+               "remote", st->remote_requests, st->remote_retries, (double)st->remote_bytes / 1e6,
+               st->remote_wait_s, r->remote_wait * 100, r->remote_share * 100);
     printf("  verdict: %s (input / compute = %.2f; > %.1f input-bound, < %.1f compute-bound, "
            "else balanced)\n",
            verdict_names[r->verdict], r->factor, INPUT_BOUND, COMPUTE_BOUND);
+    if (r->cause == C_NETWORK)
+        printf("  the network: remote waits >= %.0f%% of the trainer's wait and >= %.0f%% of the "
+               "run\n",
+               REMOTE_BOUND * 100, REMOTE_MIN * 100);
     printf("  device time lost to input: %.0f%% (1 - compute / both)\n", r->lost * 100);
     printf("  recommendation: %s\n", v->advice);
     if (r->step.timed < 2 * (uint64_t)r->depth)
@@ -368,6 +413,27 @@ void print_verdict_human(const bench_opts *o, const verdict_result *v)
                r->step.timed, r->depth);
 }
 
+
+/* "input_cause": why an input-bound row is (null for the others). */
+static void json_cause(cli_json *j, const verdict_row *r)
+{
+    if (r->cause == C_NONE)
+        cli_json_knull(j, "input_cause");
+    else
+        cli_json_kstr(j, "input_cause", cause_names[r->cause]);
+}
+
+/* The step run's remote figures (0 for local data). */
+static void json_remote(cli_json *j, const verdict_row *r)
+{
+    const gf_stats *st = &r->step.st;
+    cli_json_kuint(j, "remote_requests", st->remote_requests);
+    cli_json_kuint(j, "remote_retries", st->remote_retries);
+    cli_json_kuint(j, "remote_bytes", st->remote_bytes);
+    cli_json_knum(j, "remote_wait_s", st->remote_wait_s);
+    cli_json_knum(j, "remote_wait_fraction", r->remote_wait);
+    cli_json_knum(j, "remote_wait_share", r->remote_share);
+}
 
 void print_verdict_json(const bench_opts *o, const verdict_result *v)
 {
@@ -437,6 +503,8 @@ void print_verdict_json(const bench_opts *o, const verdict_result *v)
         cli_json_kuint(&j, "timed_batches", r->step.timed);
         cli_json_kint(&j, "compute_replays", r->compute_replays);
         cli_json_kuint(&j, "errors", r->step.st.errors);
+        json_cause(&j, r);
+        json_remote(&j, r);
         cli_json_kbool(&j, "best", i == v->best);
         cli_json_kbool(&j, "recommended", i == v->rec);
         cli_json_object_end(&j);
@@ -445,6 +513,7 @@ void print_verdict_json(const bench_opts *o, const verdict_result *v)
     cli_json_kint(&j, "best", v->best);
     cli_json_kint(&j, "recommended", v->rec);
     cli_json_kstr(&j, "verdict", verdict_names[rec->verdict]);
+    json_cause(&j, rec);
     cli_json_knum(&j, "input_factor", rec->factor);
     cli_json_knum(&j, "device_time_lost_to_input", rec->lost);
     cli_json_knum(&j, "input_ms", rec->input_ms);
@@ -457,6 +526,7 @@ void print_verdict_json(const bench_opts *o, const verdict_result *v)
     cli_json_kstr(&j, "decoder", decoder_used(&rec->step.st));
     cli_json_kuint(&j, "peak_rss_bytes", v->peak_rss);
     cli_json_knum(&j, "page_cache_resident", v->page_cache >= 0 ? v->page_cache : NAN);
+    json_remote(&j, rec);
     cli_json_object_end(&j);
     cli_json_end(&j);
 }

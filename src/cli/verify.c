@@ -97,7 +97,9 @@ static void usage(FILE *f)
             "indexing' line but are not samples. A damaged shard is listed as\n"
             "'DAMAGED shard.tar: offset N: reason; K members kept, L lost' and its\n"
             "members before the damage are checked; a 'shards: G good, D damaged\n"
-            "(L members lost)' line sums them up.\n"
+            "(L members lost)' line sums them up. A shard that could not be read at\n"
+            "all (a remote shard answering 404) lists its members BAD and is named\n"
+            "once as 'UNREAD shard: reason (N members)', counted as unread there.\n"
             "\n"
             "A set written by 'gpufeed prepare SRC OUT' is checked against its\n"
             "OUT/manifest.json first, given as --data OUT or as its shards\n"
@@ -131,6 +133,7 @@ static void usage(FILE *f)
             "                         \"shards\", \"shards_damaged\", \"shard_members_lost\",\n"
             "                         \"damaged_shards\": [{\"path\", \"offset\", \"reason\",\n"
             "                         \"error\", \"kept\", \"lost\"}],\n"
+            "                         \"unread_shards\": [{\"path\", \"reason\", \"members\"}],\n"
             "                         \"manifest\": null, or for a prepared set {\"path\",\n"
             "                         \"readable\", \"matched\", \"shards\",\n"
             "                         \"shards_matched\", \"samples\", \"classes_matched\",\n"
@@ -204,6 +207,91 @@ static void text_list(const char *tag, const gf_verify_entry *v, size_t n, const
         cli_put_quoted(stdout, v[i].reason);
         putchar('\n');
     }
+}
+
+/* When a bad member's reason is its shard's own failure ("URL: HTTP 404
+ * ...": the reason starts with the shard, as given, and ": "), the length
+ * of that shard name in the reason; 0 when the reason is the member's.
+ * The entry's path is "shard:member" relative to the data set's root, so
+ * the reason's name ends with the path's shard part. */
+static size_t unread_shard_len(const gf_verify_entry *e)
+{
+    const char *colon = strstr(e->reason, ": ");
+    const char *sep = strrchr(e->path, ':');
+    if (!colon || !sep)
+        return 0;
+    size_t r = (size_t)(colon - e->reason), q = (size_t)(sep - e->path);
+    if (q == 0 || q > r || memcmp(e->reason + r - q, e->path, q) != 0 ||
+        (r > q && e->reason[r - q - 1] != '/'))
+        return 0;
+    return r;
+}
+
+typedef struct unread_entry {
+    const gf_verify_entry *e;
+    size_t len;   /* the shard's name: e->reason's first len bytes */
+} unread_entry;
+
+/* By shard, then by list position (the first member's reason is shown). */
+static int unread_cmp(const void *pa, const void *pb)
+{
+    const unread_entry *a = pa, *b = pb;
+    size_t n = a->len < b->len ? a->len : b->len;
+    int c = memcmp(a->e->reason, b->e->reason, n);
+    if (c == 0 && a->len != b->len)
+        c = a->len < b->len ? -1 : 1;
+    return c ? c : (a->e < b->e ? -1 : a->e > b->e);
+}
+
+/* "UNREAD shard: reason (N members)" once per shard whose members failed
+ * for the shard's own reason (a remote shard answering 404, a read error),
+ * text or JSON ("unread_shards"), sorted by shard; returns how many
+ * shards. O(n log n) in the bad samples: a bucket that is gone fails
+ * every member. */
+static uint64_t list_unread(cli_json *j, const gf_verify_entry *v, size_t n)
+{
+    uint64_t shards = 0;
+    size_t m = 0;
+    unread_entry *u = n ? malloc(n * sizeof *u) : NULL;
+    if (j) {
+        cli_json_key(j, "unread_shards");
+        cli_json_array(j);
+    }
+    for (size_t i = 0; u && i < n; i++)
+        if ((u[m].len = unread_shard_len(&v[i])) > 0)
+            u[m++].e = &v[i];
+    if (m)
+        qsort(u, m, sizeof *u, unread_cmp);
+    for (size_t i = 0, k; i < m; i = k) {
+        for (k = i + 1; k < m && u[k].len == u[i].len &&
+                        memcmp(u[k].e->reason, u[i].e->reason, u[i].len) == 0;
+             k++)
+            ;
+        size_t members = k - i;
+        char *shard = strndup(u[i].e->reason, u[i].len);
+        const char *why = u[i].e->reason + u[i].len + 2;
+        shards++;
+        if (!shard)
+            continue;
+        if (j) {
+            cli_json_object(j);
+            cli_json_kstr(j, "path", shard);
+            cli_json_kstr(j, "reason", why);
+            cli_json_kuint(j, "members", members);
+            cli_json_object_end(j);
+        } else {
+            fputs("UNREAD ", stdout);
+            cli_put_quoted(stdout, shard);
+            fputs(": ", stdout);
+            cli_put_quoted(stdout, why);
+            printf(" (%zu member%s)\n", members, members == 1 ? "" : "s");
+        }
+        free(shard);
+    }
+    if (j)
+        cli_json_array_end(j);
+    free(u);
+    return shards;
 }
 
 /* stats.folder_skipped's entries, as verify names them. */
@@ -548,6 +636,7 @@ int cmd_verify(int argc, char **argv)
         cli_json_kuint(&j, "shards_damaged", st.shards_damaged);
         cli_json_kuint(&j, "shard_members_lost", st.shard_members_lost);
         json_damaged(&j, r->damaged_shards, r->n_damaged_shards);
+        list_unread(&j, r->bad_samples, r->n_bad_samples);
         json_skipped(&j, r, root ? root : "");
         json_prepared(&j, pp);
         cli_json_object_end(&j);
@@ -559,6 +648,7 @@ int cmd_verify(int argc, char **argv)
                    (unsigned long long)(r->skipped_entries_total - r->n_skipped_entries));
         text_list("DAMAGED", r->damaged_shards, r->n_damaged_shards, "");
         text_list("BAD", r->bad_samples, r->n_bad_samples, root ? root : "");
+        uint64_t unread = list_unread(NULL, r->bad_samples, r->n_bad_samples);
         text_list("WARN", r->warned_samples, r->n_warned_samples, root ? root : "");
         if (st.shard_members_skipped || st.shard_keys_skipped || st.dataset_warnings) {
             /* the warning names a member */
@@ -573,7 +663,12 @@ int cmd_verify(int argc, char **argv)
         if (st.decode_warnings)
             printf("%llu decoded with warnings (strictness %s: not bad)\n",
                    (unsigned long long)st.decode_warnings, cli_strictness_names[s.strictness]);
-        if (st.shards)
+        if (st.shards && unread)
+            printf("shards: %llu good, %llu unread, %llu damaged (%llu members lost)\n",
+                   (unsigned long long)(st.shards - st.shards_damaged - unread),
+                   (unsigned long long)unread, (unsigned long long)st.shards_damaged,
+                   (unsigned long long)st.shard_members_lost);
+        else if (st.shards)
             printf("shards: %llu good, %llu damaged (%llu members lost)\n",
                    (unsigned long long)(st.shards - st.shards_damaged),
                    (unsigned long long)st.shards_damaged,

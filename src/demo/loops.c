@@ -409,6 +409,10 @@ int train_epoch_gpufeed(trainer *t, gfm_model *m, int epoch, run_result *r, tall
         t->tune_changes += st.autotune_changes;
     }
     r->errors += st.errors;
+    r->remote_requests += st.remote_requests;
+    r->remote_retries += st.remote_retries;
+    r->remote_bytes += st.remote_bytes;
+    r->remote_wait_s += st.remote_wait_s;
     r->samples += samples;
     r->input_s += input_s;
     if ((rc = gf_get_state(l, &t->lstate)) < 0) {

@@ -242,6 +242,13 @@ void report_table(const trainer *t, const run_result *runs, int n)
         if (runs[i].errors)
             printf("  %s: %" PRIu64 " samples could not be decoded (skipped)\n",
                    row_name(runs[i].loader), runs[i].errors);
+    for (int i = 0; i < n; i++)
+        if (runs[i].remote_requests)
+            printf("  %s: remote shards: %" PRIu64 " requests, %" PRIu64 " retries, %.1f MB "
+                   "fetched; the decoders waited for them %.2f s (%.0f%% of the loop)\n",
+                   row_name(runs[i].loader), runs[i].remote_requests, runs[i].remote_retries,
+                   (double)runs[i].remote_bytes / 1e6, runs[i].remote_wait_s,
+                   runs[i].wall_s > 0 ? 100 * runs[i].remote_wait_s / runs[i].wall_s : 0.0);
 }
 
 static void json_checksum(cli_json *j, uint64_t sum)
@@ -274,6 +281,10 @@ static void json_figures(cli_json *j, const trainer *t, const run_result *r)
     if (r->loader != L_ALONE) {
         cli_json_knum(j, "accuracy", r->accuracy);
         cli_json_kuint(j, "errors", r->errors);
+        cli_json_kuint(j, "remote_requests", r->remote_requests);
+        cli_json_kuint(j, "remote_retries", r->remote_retries);
+        cli_json_kuint(j, "remote_bytes", r->remote_bytes);
+        cli_json_knum(j, "remote_wait_s", r->remote_wait_s);
         cli_json_key(j, "weights_checksum");
         json_checksum(j, r->checksum);
     }

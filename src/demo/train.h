@@ -77,6 +77,10 @@ typedef struct run_result {
     double busy_s;  /* device busy with the steps */
     double cpu_s;   /* process CPU time during the loops */
     uint64_t errors;
+    /* gpufeed's loader on remote shards: gf_stats' remote_*, summed over
+     * the epochs' loaders (0 for local data and the other rows). */
+    uint64_t remote_requests, remote_retries, remote_bytes;
+    double remote_wait_s;
     uint64_t checksum;
     double accuracy; /* held-out, after the last epoch */
     double comm_s;   /* data-parallel: in the all-reduce (MPI: the call; NCCL:

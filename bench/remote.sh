@@ -1,0 +1,97 @@
+#!/bin/bash
+# Remote shards against the same shards read locally: nginx on loopback
+# (the shards in the page cache), the same through the fault proxy with
+# LATENCY_MS added before each response's first byte (the shard order,
+# default settings; and the global order, a ranged GET a sample), and
+# Swift's S3 API (images/s and requests per epoch, shard vs global order).
+# Alternated runs, medians.
+#
+#   bench/remote.sh [WORK]
+#
+# Starts its servers itself (tests/remote/servers.sh: nginx, Swift with
+# s3api, the fault proxy on 127.0.0.1). Environment: GPUFEED, THREADS (2),
+# SIZE (224), BATCH (64), EPOCHS (3 a run), RUNS (3), CLASSES (10),
+# PER_CLASS (100), SHARDS (8), LATENCY_MS (50). The set is make-dataset's
+# (500x375 JPEGs, about 100 KB each).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+if [ -z "${GF_TEST_TMPDIR:-}" ]; then
+    exec "$root/tests/remote/servers.sh" --need http,s3,proxy -- "$0" "$@"
+fi
+PYTHON=${PYTHON:-/usr/bin/python3}
+THREADS=${THREADS:-2}
+SIZE=${SIZE:-224}
+BATCH=${BATCH:-64}
+EPOCHS=${EPOCHS:-3}
+RUNS=${RUNS:-3}
+CLASSES=${CLASSES:-10}
+PER_CLASS=${PER_CLASS:-100}
+SHARDS=${SHARDS:-8}
+LATENCY_MS=${LATENCY_MS:-50}
+me=remote.sh
+. "$here/lib.sh"
+find_gpufeed
+work_dir "${1:-$GF_TEST_TMPDIR/bench}"
+export GF_NO_PROGRESS=1
+
+last=$(printf '%06d' $((SHARDS - 1)))
+pat="train-{000000..$last}.tar"
+"$GPUFEED" make-dataset "$WORK/set" --classes "$CLASSES" --per-class "$PER_CLASS" \
+    --shards "$SHARDS" --seed 1 >/dev/null
+"$GPUFEED" index "$WORK/set/$pat" >/dev/null
+# Served twice: at the root (direct) and under lat/ (the proxy delays only
+# paths with /lat/, so the S3 requests through it are not delayed).
+mkdir -p "$GF_TEST_HTTP_ROOT/lat"
+cp "$WORK"/set/*.tar "$WORK"/set/*.idx "$GF_TEST_HTTP_ROOT/"
+cp "$WORK"/set/*.tar "$WORK"/set/*.idx "$GF_TEST_HTTP_ROOT/lat/"
+for f in "$WORK"/set/*.tar "$WORK"/set/*.idx; do "$GF_TEST_S3_PUT" "$f" "bench/$(basename "$f")"; done
+ctl=$GF_TEST_PROXY_CONTROL
+curl -sf -X POST "$ctl/clear" >/dev/null
+curl -sf -X POST "$ctl/rule?match=/lat/&fault=latency&ms=$LATENCY_MS&times=0" >/dev/null
+export AWS_ENDPOINT_URL_S3=$GF_TEST_PROXY_S3_ENDPOINT
+cat "$WORK"/set/*.tar >/dev/null # the page cache, for the local reads and nginx
+
+field() { "$PYTHON" -c 'import json,sys; print(json.loads(sys.stdin.read())[sys.argv[1]])' "$1"; }
+requests() { curl -sf "$ctl/count"; }
+# images/s of one run; the proxy's request count goes to $WORK/req.NAME
+run() {
+    local name=$1 data=$2
+    shift 2
+    local before after
+    before=$(requests)
+    "$GPUFEED" bench --input-only --data "$data" --threads "$THREADS" --image-size "$SIZE" \
+        --batch-size "$BATCH" --epochs "$EPOCHS" --transform train "$@" --json >"$WORK/out.json" ||
+        { cat "$WORK/out.json" >&2; exit 1; }
+    after=$(requests)
+    echo $(((after - before) / EPOCHS)) >>"$WORK/req.$name"
+    field images_per_s <"$WORK/out.json"
+}
+
+names="local http lat lat_global s3 s3_global"
+for n in $names; do : >"$WORK/rate.$n"; : >"$WORK/req.$n"; done
+s3="s3://$GF_TEST_S3_BUCKET/bench/$pat"
+for r in $(seq "$RUNS"); do
+    echo "run $r of $RUNS" >&2
+    run local "$WORK/set/$pat" --order shards >>"$WORK/rate.local"
+    run http "$GF_TEST_HTTP_URL/$pat" >>"$WORK/rate.http"
+    run lat "$GF_TEST_PROXY_HTTP_URL/lat/$pat" >>"$WORK/rate.lat"
+    run lat_global "$GF_TEST_PROXY_HTTP_URL/lat/$pat" --order global >>"$WORK/rate.lat_global"
+    run s3 "$s3" >>"$WORK/rate.s3"
+    run s3_global "$s3" --order global >>"$WORK/rate.s3_global"
+done
+
+med() { median <"$WORK/$1.$2"; }
+loc=$(med rate local)
+printf '%s images, %s shards, %s threads, %s px, batch %s, %s epochs a run, median of %s\n' \
+    "$((CLASSES * PER_CLASS))" "$SHARDS" "$THREADS" "$SIZE" "$BATCH" "$EPOCHS" "$RUNS"
+printf '| read from | order | images/s | vs local | requests/epoch |\n|---|---|---|---|---|\n'
+row() { printf '| %s | %s | %.1f | %s | %s |\n' "$1" "$2" "$(med rate "$3")" \
+    "$(ratio "$(med rate "$3")" "$loc")" "$4"; }
+row "local shards (page cache)" shards local "-"
+row "nginx, loopback" shards http "-"
+row "nginx + ${LATENCY_MS} ms a response (proxy)" shards lat "$(med req lat)"
+row "nginx + ${LATENCY_MS} ms a response (proxy)" global lat_global "$(med req lat_global)"
+row "Swift s3api (through the proxy, no delay)" shards s3 "$(med req s3)"
+row "Swift s3api (through the proxy, no delay)" global s3_global "$(med req s3_global)"
+for n in $names; do echo "$n: $(tr '\n' ' ' <"$WORK/rate.$n")" >&2; done
