@@ -87,8 +87,9 @@ static int got_sidecar(void *arg, size_t i, gf__buf *b, int err, const char *rea
     const gf__remote_target *t = &s->ctx->list.t[i];
     if (err == GF_ENOENT) {
         gf__why(s->why, s->why_len,
-                "%s: no index sidecar (%s): write one with `gpufeed index %s`", t->display,
-                t->sidecar_display, t->display);
+                "%s: no index sidecar (%s): write one with `gpufeed index %s --out DIR` and "
+                "upload it beside the shard",
+                t->display, t->sidecar_display, t->display);
         return GF_EDATASET;
     }
     if (err) {
@@ -185,7 +186,8 @@ static int index_shards(gf__dataset *ds, const char *src, sidecars *s, char *why
         } else if (rc == 0 && !sc.labelled) {
             gf__why(why, why_len,
                     "%s: has no labels (a DALI-written index): each .cls would be one request a "
-                    "sample; write a labelled one with `gpufeed index %s`",
+                    "sample; write a labelled one with `gpufeed index %s --out DIR` and upload "
+                    "it beside the shard",
                     t->sidecar_display, t->display);
             rc = GF_EDATASET;
         } else if (rc == 0) {
