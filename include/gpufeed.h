@@ -1061,7 +1061,8 @@ GF_API void gf_index_close(gf_index **ix);
  * "shard_bytes=B" (the shard's size) and "labels=L1,...,LN" (each line's
  * .cls label, in line order). Any thread; no loader needed. */
 
-/* The shard paths a tar shard source names (brace ranges, comma lists:
+/* The shard paths (or remote shard URLs, unchanged but for the
+ * expansion) a tar shard source names (brace ranges, comma lists:
  * settings.data's forms), in source order: *paths holds *n NUL-terminated
  * names one after another; free it with gf_free(). Returns 0, GF_EINVAL
  * (NULL arguments, or src is not tar shards: why says so), GF_EDATASET
@@ -1077,7 +1078,9 @@ typedef struct gf_shard_index_info {
 } gf_shard_index_info;
 
 /* The index sidecar text of the tar shard at path shard (relative to the
- * current directory), from its headers (never from a sidecar beside it):
+ * current directory), or at an http://, https:// or s3:// URL (as
+ * gf_shard_index_with with opts NULL: the system's CA bundle), from its
+ * headers (never from a sidecar beside it):
  * one line per sample gf_open takes from it, each with every member of
  * its key the scan kept, so gf_open reading it gets the same samples and
  * labels as a scan. *text (*len bytes, NUL-terminated) is the caller's:
@@ -1087,6 +1090,33 @@ typedef struct gf_shard_index_info {
  * cannot hold: why = "SHARD: offset N: reason") or GF_ENOMEM. */
 GF_API int gf_shard_index(const char *shard, char **text, size_t *len,
                           gf_shard_index_info *info, char *why, size_t why_len);
+
+/* What gf_shard_index_with may be told beyond the shard; all zero (or
+ * opts NULL) is every default. A field added later takes its bytes from
+ * reserved, which must be zero. */
+typedef struct gf_shard_index_opts {
+    const char *ca_file;    /* https: a PEM CA bundle trusted instead of the
+                               system's (as settings.ca_file); NULL = the
+                               system's. Ignored for a local shard */
+    uint8_t reserved[56];   /* zero */
+} gf_shard_index_opts;      /* 64 bytes */
+
+/* As gf_shard_index, with opts; the one call for remote shards that need
+ * one. A remote shard (http://, https://, s3://; one URL, not a pattern:
+ * gf_shard_paths expands those) is fetched whole with ranged GETs into an
+ * anonymous memory file on this thread, one shard's bytes at a time
+ * (plus 128 MiB of transfers), and scanned there as a local one is: the
+ * same text, shard_bytes= the object's size. s3:// signs with the
+ * credentials, region and endpoint gf_open would use (AWS_* variables,
+ * ~/.aws; AWS_ENDPOINT_URL_S3 for another server). Messages name the URL
+ * as shown (never userinfo or a secret) and, when a server answered, the
+ * HTTP status. Returns as gf_shard_index, and GF_EINVAL (a bad URL, a
+ * pattern of more than one shard, no credentials for s3://, a build
+ * without the `remote` feature, reserved not zero), GF_EIO (the object
+ * could not be fetched, or changed while it was: why says which). */
+GF_API int gf_shard_index_with(const char *shard, const gf_shard_index_opts *opts, char **text,
+                               size_t *len, gf_shard_index_info *info, char *why,
+                               size_t why_len);
 
 #ifdef __cplusplus
 }

@@ -31,9 +31,24 @@ void gf__remote_ctx_free(struct gf__remote_ctx *c);
  * checked against the ETag the loader's reads recorded. */
 int gf__remote_read(const gf__dataset *ds, uint32_t k, uint64_t off, uint64_t len,
                     size_t max_bytes, gf__buf *b, char *why, size_t why_len);
+struct gf_shard_index_info;
+/* gf_shard_index_with for one remote shard URL (dataset_remote.c, the
+ * `remote` feature): the object fetched whole, in ranged chunks, into an
+ * anonymous memory file (memfd: one shard's bytes at a time), then
+ * gf__shard_index_fd on it, named by its display URL. ca_file NULL: the
+ * system's CA bundle; s3:// signs with gf__remote_auth_load's keys.
+ * Returns as gf_shard_index; a failed fetch is GF_EIO with why = "URL:
+ * HTTP 404 Not Found after 0 bytes (1 tries)" and the like. */
+int gf__remote_shard_index(const char *url, const char *ca_file, char **text, size_t *len,
+                           struct gf_shard_index_info *info, char *why, size_t why_len);
 
 int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged, char *why,
                             size_t why_len);
+/* dataset_shards.c: gf_shard_index's scan and sidecar text for the tar
+ * shard of size bytes open at fd (a local file, or the memory file a
+ * remote shard was fetched into), named shard in messages. */
+int gf__shard_index_fd(int fd, uint64_t size, const char *shard, char **text, size_t *len,
+                       struct gf_shard_index_info *info, char *why, size_t why_len);
 /* dataset_shards.c: src's comma-separated elements, each with its
  * {FIRST..LAST} ranges expanded, appended to out in order (local paths
  * and remote_url.c's URLs alike). At most 2^20 names of 64 MiB in all:

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* What remote reads need beyond the table: the targets' strings, the
@@ -86,8 +87,9 @@ static int got_sidecar(void *arg, size_t i, gf__buf *b, int err, const char *rea
     const gf__remote_target *t = &s->ctx->list.t[i];
     if (err == GF_ENOENT) {
         gf__why(s->why, s->why_len,
-                "%s: no index sidecar (%s): write one with `gpufeed index %s`", t->display,
-                t->sidecar_display, t->display);
+                "%s: no index sidecar (%s): write one with `gpufeed index %s --out DIR` and "
+                "upload it beside the shard",
+                t->display, t->sidecar_display, t->display);
         return GF_EDATASET;
     }
     if (err) {
@@ -184,7 +186,8 @@ static int index_shards(gf__dataset *ds, const char *src, sidecars *s, char *why
         } else if (rc == 0 && !sc.labelled) {
             gf__why(why, why_len,
                     "%s: has no labels (a DALI-written index): each .cls would be one request a "
-                    "sample; write a labelled one with `gpufeed index %s`",
+                    "sample; write a labelled one with `gpufeed index %s --out DIR` and upload "
+                    "it beside the shard",
                     t->sidecar_display, t->display);
             rc = GF_EDATASET;
         } else if (rc == 0) {
@@ -306,4 +309,129 @@ int gf__remote_read(const gf__dataset *ds, uint32_t k, uint64_t off, uint64_t le
     if (r.err)
         gf__why(why, why_len, "%s: %s", ds->shard_paths[k], r.reason);
     return r.err;
+}
+
+/* gf__remote_shard_index: the shard is fetched in chunks of this size,
+ * this many at once (their buffers are the memory beyond the shard's). */
+#define SHARD_CHUNK ((uint64_t)32 << 20)
+#define SHARD_REQUESTS 4
+
+typedef struct to_file {
+    int fd;
+    const char *display;
+    const uint64_t *off; /* chunk i's offset */
+    char *why;
+    size_t why_len;
+} to_file;
+
+/* A chunk's bytes into the memory file at its offset. */
+static int got_chunk(void *arg, size_t i, gf__buf *b, int err, const char *reason)
+{
+    to_file *w = arg;
+    if (err == GF_ENOMEM)
+        return GF_ENOMEM;
+    if (err) {
+        gf__why(w->why, w->why_len, "%s: %s", w->display, reason);
+        return GF_EIO;
+    }
+    for (size_t done = 0; done < b->len;) {
+        ssize_t n = pwrite(w->fd, b->data + done, b->len - done, (off_t)(w->off[i] + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int e = n < 0 ? errno : EIO;
+            gf__why(w->why, w->why_len, "%s: its copy in memory: %s", w->display, strerror(e));
+            return e == ENOMEM || e == ENOSPC ? GF_ENOMEM : GF_EIO;
+        }
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+/* The whole object of t into fd; *size its bytes. The first request, a
+ * tar header's 512 bytes, learns the size (Content-Range) and the ETag,
+ * which every chunk after is checked against: an object replaced
+ * meanwhile fails, never mixes. */
+static int fetch_whole(gf__fetch_target *t, const char *display, gf__remote_ctx *c, int fd,
+                       uint64_t *size, char *why, size_t why_len)
+{
+    gf__fetch_opts o = {
+        .requests = SHARD_REQUESTS,
+        .connections = SHARD_REQUESTS,
+        .retries = GF__REMOTE_RETRIES,
+        .backoff_ms = GF__REMOTE_BACKOFF_MS,
+        .backoff_max_ms = GF__REMOTE_BACKOFF_MAX_MS,
+        .stall_s = GF__REMOTE_STALL_S,
+        .max_bytes = (size_t)SHARD_CHUNK,
+        .setup = setup_request,
+        .setup_ctx = c,
+    };
+    uint64_t head_off = 0, head_len = 512;
+    to_file w = {.fd = fd, .display = display, .off = &head_off, .why = why, .why_len = why_len};
+    gf__fetch_target *tp = t;
+    int rc = gf__fetch_each(&tp, &head_off, &head_len, 1, &o, got_chunk, &w, why, why_len);
+    if (rc < 0)
+        return rc;
+    if (t->size == 0) {
+        gf__why(why, why_len, "%s: the server did not say the object's size (no Content-Range)",
+                display);
+        return GF_EIO;
+    }
+    uint64_t n = (t->size + SHARD_CHUNK - 1) / SHARD_CHUNK;
+    uint64_t *off = calloc(n, sizeof *off), *len = calloc(n, sizeof *len);
+    gf__fetch_target **tps = calloc(n, sizeof *tps);
+    rc = off && len && tps ? 0 : GF_ENOMEM;
+    for (uint64_t i = 0; rc == 0 && i < n; i++) {
+        off[i] = i * SHARD_CHUNK;
+        len[i] = GF__MIN(SHARD_CHUNK, t->size - off[i]);
+        tps[i] = t;
+    }
+    w.off = off;
+    if (rc == 0)
+        rc = gf__fetch_each(tps, off, len, (size_t)n, &o, got_chunk, &w, why, why_len);
+    free(off);
+    free(len);
+    free(tps);
+    *size = t->size;
+    return rc;
+}
+
+int gf__remote_shard_index(const char *url, const char *ca_file, char **text, size_t *len,
+                           struct gf_shard_index_info *info, char *why, size_t why_len)
+{
+    gf__remote_ctx c = {.ca_file = (char *)ca_file}; /* borrowed: not freed below */
+    int rc = 0;
+    if (gf__remote_uses_s3(url)) {
+        if ((rc = gf__remote_auth_load(&c.auth, 1, why, why_len)) < 0)
+            return rc;
+        c.has_auth = 1;
+    }
+    rc = gf__remote_targets(url, c.has_auth ? &c.auth : NULL, &c.list, why, why_len);
+    if (rc == GF_EDATASET)
+        rc = GF_EINVAL; /* a bad pattern: the argument's fault, not a shard's */
+    if (rc == 0 && c.list.n != 1) {
+        gf__why(why, why_len,
+                "%s: %zu shards: one at a time (gf_shard_paths expands a pattern)",
+                c.list.t[0].display, c.list.n);
+        rc = GF_EINVAL;
+    }
+    int fd = -1;
+    if (rc == 0 && (fd = memfd_create("gpufeed-index", MFD_CLOEXEC)) < 0) {
+        gf__why(why, why_len, "%s: memfd_create: %s", c.list.t[0].display, strerror(errno));
+        rc = errno == ENOMEM ? GF_ENOMEM : GF_EIO;
+    }
+    if (rc == 0) {
+        const gf__remote_target *rt = &c.list.t[0];
+        gf__fetch_target t = {.url = rt->url, .s3 = rt->scheme == GF__REMOTE_S3};
+        uint64_t size = 0;
+        rc = fetch_whole(&t, rt->display, &c, fd, &size, why, why_len);
+        if (rc == 0)
+            rc = gf__shard_index_fd(fd, size, rt->display, text, len, info, why, why_len);
+    }
+    if (fd >= 0)
+        close(fd);
+    gf__remote_list_free(&c.list);
+    if (c.has_auth)
+        gf__remote_auth_free(&c.auth);
+    return rc;
 }

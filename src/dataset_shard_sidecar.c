@@ -11,7 +11,7 @@
  * error there), so gpufeed's own facts live on the first line:
  * "shard_bytes=B", the shard's size when the sidecar was written
  * (prepare, gpufeed index), and "labels=...", each line's label in line
- * order (gpufeed index), so a reader that cannot afford a read per .cls
+ * order (prepare, gpufeed index), so a reader that cannot afford a read per .cls
  * (remote shards) need not read the shard for labels.
  * The format holds no checksum of the shard, so "matches" is what can be
  * checked without reading headers: the shard's size as recorded (or, for

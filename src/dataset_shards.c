@@ -17,6 +17,8 @@
 
 #include "reader_internal.h"
 
+#include "config.h"
+#include "remote_url.h"
 #include "tar.h"
 
 #include <assert.h>
@@ -593,6 +595,22 @@ int gf_shard_paths(const char *src, char **paths, size_t *n, char *why, size_t w
         return GF_EINVAL;
     *paths = NULL;
     *n = 0;
+    /* Remote sources expand as local ones; userinfo is refused before any
+     * message could quote it (gf__remote_targets refuses it too). */
+    int userinfo = 0;
+    for (const char *e = src; gf__data_is_remote(src) && !userinfo; e++) {
+        size_t el = strcspn(e, ",");
+        userinfo = gf__url_has_userinfo(e, el);
+        if (!e[el])
+            break;
+        e += el;
+    }
+    if (userinfo) {
+        gf__why(why, why_len,
+                "a URL with a user name or password: not taken (s3:// signs with AWS_* "
+                "credentials)");
+        return GF_EINVAL;
+    }
     if (!gf__dataset_is_shards(src)) {
         gf__why_path(why, why_len, src, "not tar shards (each comma-separated element ends in .tar)");
         return GF_EINVAL;
@@ -608,8 +626,65 @@ int gf_shard_paths(const char *src, char **paths, size_t *n, char *why, size_t w
     return rc;
 }
 
-int gf_shard_index(const char *shard, char **text, size_t *len, gf_shard_index_info *info,
-                   char *why, size_t why_len)
+int gf__shard_index_fd(int fd, uint64_t size, const char *shard, char **text, size_t *len,
+                       gf_shard_index_info *info, char *why, size_t why_len)
+{
+    gf__dataset *ds = calloc(1, sizeof *ds); /* the scan's counters and warning */
+    sidecar_out o = {0};
+    shard_scan c = {.ds = ds, .max_label = -1, .why = why, .why_len = why_len, .out = &o,
+                    .path = shard};
+    int rc = ds ? 0 : GF_ENOMEM;
+    if (rc == 0)
+        rc = gf__tar_scan(fd, size, shard, on_member, &c, &ds->warnings, ds->warning,
+                          sizeof ds->warning, NULL, why, why_len);
+    if (rc == 0)
+        rc = flush_key(&c);
+    if (rc == 0 && o.samples == 0) {
+        gf__why_path(why, why_len, shard, "no samples (%llu keys, %llu members skipped%s%s)",
+                     (unsigned long long)ds->skipped_keys,
+                     (unsigned long long)ds->skipped_members, ds->warning[0] ? "; first: " : "",
+                     ds->warning);
+        rc = GF_EDATASET;
+    }
+    char *t = NULL;
+    size_t tl = 0, tcap = 0;
+    if (rc == 0 && (put_text(&t, &tl, &tcap, "v1.2 %llu shard_bytes=%llu labels=%s\n",
+                             (unsigned long long)o.samples, (unsigned long long)size,
+                             o.labels) < 0 ||
+                    put_text(&t, &tl, &tcap, "%s", o.lines) < 0))
+        rc = GF_ENOMEM;
+    /* What the loader would not take is never written: the same parser
+     * judges it (a name a scan would not take as it is, say). */
+    if (rc == 0) {
+        gf__sidecar sc;
+        int prc = gf__sidecar_parse(t, tl, size, shard, &sc, why, why_len);
+        gf__sidecar_free(&sc);
+        if (prc != 0)
+            rc = prc == 2 ? GF_EDATASET : prc;
+    }
+    if (rc == 0) {
+        *text = t;
+        *len = tl;
+        t = NULL;
+        if (info)
+            *info = (gf_shard_index_info){.samples = o.samples,
+                                          .members = c.members,
+                                          .shard_bytes = size,
+                                          .skipped_keys = ds->skipped_keys,
+                                          .skipped_members = ds->skipped_members};
+    }
+    free(t);
+    free(o.lines);
+    free(o.labels);
+    free(o.cur);
+    free(c.key);
+    free(c.img);
+    free(ds);
+    return rc;
+}
+
+int gf_shard_index_with(const char *shard, const gf_shard_index_opts *opts, char **text,
+                        size_t *len, gf_shard_index_info *info, char *why, size_t why_len)
 {
     if (!shard || !text || !len)
         return GF_EINVAL;
@@ -617,6 +692,29 @@ int gf_shard_index(const char *shard, char **text, size_t *len, gf_shard_index_i
     *len = 0;
     if (info)
         memset(info, 0, sizeof *info);
+    if (why && why_len)
+        why[0] = '\0';
+    for (size_t i = 0; opts && i < sizeof opts->reserved; i++)
+        if (opts->reserved[i]) {
+            gf__why(why, why_len,
+                    "gf_shard_index_opts: reserved byte %zu is not zero (a field of a newer "
+                    "gpufeed, or the struct was not zeroed)",
+                    i);
+            return GF_EINVAL;
+        }
+    if (gf__data_is_remote(shard)) {
+#if GF_HAVE_REMOTE
+        return gf__remote_shard_index(shard, opts ? opts->ca_file : NULL, text, len, info, why,
+                                      why_len);
+#else
+        /* Not the URL itself when it may hold a password. */
+        gf__why(why, why_len,
+                "%s: remote shards need libcurl: this build has the `remote` feature off "
+                "(meson -Dremote=enabled)",
+                strchr(shard, '@') ? "(a URL)" : shard);
+        return GF_EINVAL;
+#endif
+    }
     int fd = open(shard, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
@@ -630,57 +728,13 @@ int gf_shard_index(const char *shard, char **text, size_t *len, gf_shard_index_i
         close(fd);
         return GF_EIO;
     }
-    gf__dataset *ds = calloc(1, sizeof *ds); /* the scan's counters and warning */
-    sidecar_out o = {0};
-    shard_scan c = {.ds = ds, .max_label = -1, .why = why, .why_len = why_len, .out = &o,
-                    .path = shard};
-    int rc = ds ? 0 : GF_ENOMEM;
-    if (rc == 0)
-        rc = gf__tar_scan(fd, (uint64_t)st.st_size, shard, on_member, &c, &ds->warnings,
-                          ds->warning, sizeof ds->warning, NULL, why, why_len);
-    if (rc == 0)
-        rc = flush_key(&c);
+    int rc = gf__shard_index_fd(fd, (uint64_t)st.st_size, shard, text, len, info, why, why_len);
     close(fd);
-    if (rc == 0 && o.samples == 0) {
-        gf__why_path(why, why_len, shard, "no samples (%llu keys, %llu members skipped%s%s)",
-                     (unsigned long long)ds->skipped_keys,
-                     (unsigned long long)ds->skipped_members, ds->warning[0] ? "; first: " : "",
-                     ds->warning);
-        rc = GF_EDATASET;
-    }
-    char *t = NULL;
-    size_t tl = 0, tcap = 0;
-    if (rc == 0 && (put_text(&t, &tl, &tcap, "v1.2 %llu shard_bytes=%llu labels=%s\n",
-                             (unsigned long long)o.samples, (unsigned long long)st.st_size,
-                             o.labels) < 0 ||
-                    put_text(&t, &tl, &tcap, "%s", o.lines) < 0))
-        rc = GF_ENOMEM;
-    /* What the loader would not take is never written: the same parser
-     * judges it (a name a scan would not take as it is, say). */
-    if (rc == 0) {
-        gf__sidecar sc;
-        int prc = gf__sidecar_parse(t, tl, (uint64_t)st.st_size, shard, &sc, why, why_len);
-        gf__sidecar_free(&sc);
-        if (prc != 0)
-            rc = prc == 2 ? GF_EDATASET : prc;
-    }
-    if (rc == 0) {
-        *text = t;
-        *len = tl;
-        t = NULL;
-        if (info)
-            *info = (gf_shard_index_info){.samples = o.samples,
-                                          .members = c.members,
-                                          .shard_bytes = (uint64_t)st.st_size,
-                                          .skipped_keys = ds->skipped_keys,
-                                          .skipped_members = ds->skipped_members};
-    }
-    free(t);
-    free(o.lines);
-    free(o.labels);
-    free(o.cur);
-    free(c.key);
-    free(c.img);
-    free(ds);
     return rc;
+}
+
+int gf_shard_index(const char *shard, char **text, size_t *len, gf_shard_index_info *info,
+                   char *why, size_t why_len)
+{
+    return gf_shard_index_with(shard, NULL, text, len, info, why, why_len);
 }

@@ -649,7 +649,7 @@ echo "$out" | grep -q "WORLD_SIZE='two' is not a whole number" || fail "malforme
 
 # index: sidecars beside the shards, the loader takes them; idempotent,
 # --force, --out, a damaged shard named while the others are written, a
-# leftover temporary file never taken, remote sources refused for now.
+# leftover temporary file never taken, remote sources' argument errors.
 sh=$tmp/ishards
 "$g" make-dataset "$sh" --classes 3 --per-class 6 --size 48x36 --seed 3 --shards 3 >/dev/null
 pat="$sh/train-{000000..000002}.tar"
@@ -691,12 +691,48 @@ echo "$out" | grep -q 'gpufeed index: .*train-000001.tar: offset [0-9]*: .*no si
     fail "index names the damaged shard: $out"
 [ -f "$sh/train-000000.idx" ] && [ -f "$sh/train-000002.idx" ] && [ ! -f "$sh/train-000001.idx" ] ||
     fail "index writes the other shards' sidecars"
+# remote shards: --out is required (a sidecar cannot be written beside
+# them), --ca-file must name a readable file, userinfo is never echoed, and
+# a failed fetch names the URL (tests/remote_index.sh has the rest)
 set +e
 out=$("$g" index "https://example.com/train-000000.tar" 2>&1)
 rc=$?
 set -e
-[ $rc -eq 2 ] && echo "$out" | grep -q 'remote indexing arrives with the remote reader' ||
-    fail "index of a URL: $rc $out"
+[ $rc -eq 2 ] && echo "$out" | grep -q 'https://example.com/train-000000.tar: .*cannot be written beside it: give --out DIR' ||
+    fail "index of a URL without --out: $rc $out"
+set +e
+out=$("$g" index --out "$tmp/ridx" --ca-file "$tmp/no-such.pem" "https://example.com/train-000000.tar" 2>&1)
+rc=$?
+set -e
+[ $rc -eq 2 ] && echo "$out" | grep -q -- '--ca-file .*no-such.pem: No such file' ||
+    fail "index --ca-file of a missing file: $rc $out"
+set +e
+out=$("$g" index --out "$tmp/ridx" --ca-file "" "https://example.com/train-000000.tar" 2>&1)
+rc=$?
+set -e
+[ $rc -eq 2 ] && echo "$out" | grep -q -- '--ca-file needs a PEM file' || fail "index --ca-file '': $rc $out"
+set +e
+out=$("$g" index --out "$tmp/ridx" "https://user:s3cr3t@example.com/train-000000.tar" 2>&1)
+rc=$?
+set -e
+[ $rc -eq 2 ] && echo "$out" | grep -q 'user name or password' && ! echo "$out" | grep -q s3cr3t ||
+    fail "index of a URL with userinfo: $rc $out"
+set +e
+out=$("$g" index --out "$tmp/ridx" "http://127.0.0.1:1/train-{000000..000001}.tar" 2>&1)
+rc=$?
+set -e
+[ $rc -eq 1 ] && [ "$(echo "$out" | grep -c 'http://127.0.0.1:1/train-00000[01].tar: .*no sidecar written')" -eq 2 ] &&
+    echo "$out" | grep -q ' 0 shards indexed .* 2 failed' && [ -z "$(ls "$tmp/ridx")" ] ||
+    fail "index of an unreachable URL names it, writes nothing: $rc $out"
+# two shards of one name into one --out: the second is refused, not overwritten over
+mkdir -p "$tmp/other"
+cp "$sh/train-000000.tar" "$tmp/other/train-000000.tar"
+set +e
+out=$("$g" index --out "$tmp/dup" "$sh/train-000000.tar" "$tmp/other/train-000000.tar" 2>&1)
+rc=$?
+set -e
+[ $rc -eq 1 ] && echo "$out" | grep -q 'other/train-000000.tar: not indexed: .*dup/train-000000.idx was written for another shard' ||
+    fail "index of two shards of one name into one --out: $rc $out"
 "$g" index 2>/dev/null && fail "index without shards must fail"
 "$g" index "$sh/x.jpg" 2>/dev/null && fail "index of a non-shard must fail"
 

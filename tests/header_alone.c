@@ -86,6 +86,7 @@ AT(gf_state, position, 32);
 
 SIZE(gf_probe_info, 352);
 SIZE(gf_shard_index_info, 40);
+SIZE(gf_shard_index_opts, 64);
 AT(gf_probe_info, uring_why, 24);
 AT(gf_probe_info, kernel, 184);
 AT(gf_probe_info, resample_isa, 272);

@@ -1143,6 +1143,49 @@ START_TEST(gf_shard_index_writes_the_sidecar_a_scan_would_match)
 }
 END_TEST
 
+/* gf_shard_index_with: zero options are gf_shard_index (the same text);
+ * a reserved byte set is refused, naming it; a URL pattern of more than
+ * one shard is refused (gf_shard_paths expands it), and so is userinfo
+ * in gf_shard_paths, without quoting it. */
+START_TEST(gf_shard_index_with_takes_zero_options_and_refuses_reserved_bytes)
+{
+    size_t off[3][3], size;
+    char *p = sidecar_shard(off, &size);
+    char why[512];
+    char *a = NULL, *b = NULL;
+    size_t alen = 0, blen = 0;
+    ck_assert_msg(gf_shard_index(p, &a, &alen, NULL, why, sizeof why) == 0, "%s", why);
+    gf_shard_index_opts o;
+    memset(&o, 0, sizeof o);
+    ck_assert_msg(gf_shard_index_with(p, &o, &b, &blen, NULL, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(alen, blen);
+    ck_assert(memcmp(a, b, alen) == 0);
+    gf_free(a);
+    gf_free(b);
+    o.reserved[55] = 1;
+    b = (char *)1;
+    ck_assert_int_eq(gf_shard_index_with(p, &o, &b, &blen, NULL, why, sizeof why), GF_EINVAL);
+    ck_assert_ptr_null(b);
+    ck_assert_msg(strstr(why, "reserved byte 55"), "%s", why);
+    ck_assert_int_eq(gf_shard_index_with("http://127.0.0.1:1/t-{0..1}.tar", NULL, &b, &blen,
+                                         NULL, why, sizeof why),
+                     GF_EINVAL);
+    ck_assert_ptr_null(b);
+    char *paths = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(gf_shard_paths("http://h/a.tar,https://u:s3cr3t@h/{0..1}.tar", &paths, &n,
+                                    why, sizeof why),
+                     GF_EINVAL);
+    ck_assert_msg(!strstr(why, "s3cr3t") && strstr(why, "user name or password"), "%s", why);
+    ck_assert_int_eq(gf_shard_paths("http://h/a-{0..1}.tar", &paths, &n, why, sizeof why), 0);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(paths, "http://h/a-0.tar");
+    ck_assert_str_eq(paths + strlen(paths) + 1, "http://h/a-1.tar");
+    gf_free(paths);
+    free(p);
+}
+END_TEST
+
 /* classes.txt beside the first shard (gpufeed prepare's) names the
  * classes when it names every label, CRLF or not, and may name more
  * (a source class left without samples); one that names too few, holds
@@ -1222,6 +1265,7 @@ static Suite *tar_suite(void)
                         (int)(sizeof sidecar_texts / sizeof sidecar_texts[0]));
     tcase_add_loop_test(tc, a_dali_sidecar_is_taken_and_labels_must_match_the_cls, 0, 2);
     tcase_add_test(tc, gf_shard_index_writes_the_sidecar_a_scan_would_match);
+    tcase_add_test(tc, gf_shard_index_with_takes_zero_options_and_refuses_reserved_bytes);
     suite_add_tcase(su, tc);
 
     tc = tcase_create("hostile");

@@ -3,7 +3,10 @@
  * (SHARD.idx: DALI wds2idx's v1.2 text with gpufeed's shard_bytes= and
  * labels= tokens, from gf_shard_index) beside it or into --out DIR, so a
  * later open reads the sidecar instead of every header, and a remote
- * open will need no read of the shard to index it. Main thread.
+ * open needs no read of the shard to index it. Remote shards (http(s)://,
+ * s3://) are fetched whole, one at a time, by gf_shard_index_with; their
+ * sidecars can only go into --out DIR, to be uploaded beside them. Main
+ * thread.
  *
  * Each sidecar is written to a temporary name in its directory, synced,
  * renamed into place and the directory synced: a killed run leaves either
@@ -30,6 +33,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: gpufeed index SHARDS... [--force] [--out DIR]\n"
+            "       gpufeed index URL... --out DIR [--ca-file PEM]\n"
             "\n"
             "Writes each tar shard's index sidecar, SHARD.idx beside SHARD.tar, from\n"
             "the shard's headers: DALI wds2idx's v1.2 text (DALI's readers.webdataset\n"
@@ -41,11 +45,21 @@ static void usage(FILE *f)
             "(damaged, no sample, a name the format cannot hold) is named with the\n"
             "reason and the others are still written.\n"
             "\n"
+            "Remote shards (http://, https://, s3://; the same forms) are fetched\n"
+            "whole, one at a time, and indexed as local ones are (the same text);\n"
+            "their sidecars go into --out DIR, which a URL needs, for you to upload\n"
+            "beside the shards (the last line says how). s3:// signs with the AWS_*\n"
+            "variables or ~/.aws, as the loader does (AWS_ENDPOINT_URL_S3 for\n"
+            "another server than AWS).\n"
+            "\n"
             "options:\n"
             "  --force      rewrite sidecars that are up to date (same shard size,\n"
-            "               labels recorded, not older than the shard)\n"
+            "               labels recorded, not older than the shard); a remote\n"
+            "               shard's is always written\n"
             "  --out DIR    write the sidecars into DIR (made if missing), named as\n"
-            "               the shards; the loader reads them only beside a shard\n"
+            "               the shards; the loader reads them only beside a shard.\n"
+            "               Required for URLs\n"
+            "  --ca-file PEM  https: trust this CA bundle instead of the system's\n"
             "  -h, --help   this text\n"
             "\n"
             "exit status: 0 all indexed, 1 a shard could not be, 2 usage or setup\n");
@@ -155,22 +169,71 @@ static int is_remote(const char *src)
     return strstr(src, "://") != NULL;
 }
 
+/* Sidecar paths written this run: two shards of one name (other
+ * prefixes, other servers) into one --out DIR would overwrite each other
+ * silently. */
+typedef struct written {
+    char **p;
+    size_t n, cap;
+} written;
+
+static int seen_before(const written *w, const char *idx)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (strcmp(w->p[i], idx) == 0)
+            return 1;
+    return 0;
+}
+
+static int remember(written *w, char *idx)
+{
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 64;
+        char **p = realloc(w->p, cap * sizeof *p);
+        if (!p)
+            return -1;
+        w->p = p;
+        w->cap = cap;
+    }
+    w->p[w->n++] = idx;
+    return 0;
+}
+
+/* After the summary: how the sidecars written into out get beside the
+ * remote shards, first_url the first of them (its prefix is named). */
+static void upload_hint(const char *out, const char *first_url)
+{
+    const char *slash = strrchr(first_url, '/');
+    int prefix = slash ? (int)(slash - first_url + 1) : 0;
+    if (strncasecmp(first_url, "s3://", 5) == 0)
+        printf("gpufeed index: upload the sidecars beside the shards, e.g. aws s3 cp %s/ %.*s "
+               "--recursive --exclude '*' --include '*.idx'\n",
+               out, prefix, first_url);
+    else
+        printf("gpufeed index: upload the sidecars beside the shards: copy %s/*.idx to where "
+               "the server serves %.*s from\n",
+               out, prefix, first_url);
+}
+
 int cmd_index(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"force", no_argument, NULL, 'f'},
         {"out", required_argument, NULL, 'o'},
+        {"ca-file", required_argument, NULL, 'c'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int force = 0, ch;
     const char *out = NULL;
+    gf_shard_index_opts opts = {0};
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (ch) {
         case 'f': force = 1; break;
         case 'o': out = optarg; break;
+        case 'c': opts.ca_file = optarg; break;
         case 'h': usage(stdout); return CLI_OK;
         case ':': cli_error(CMD, "%s needs a value", argv[optind - 1]); return CLI_USAGE;
         default: cli_error(CMD, "unknown option '%s' (try --help)", argv[optind - 1]); return CLI_USAGE;
@@ -180,17 +243,25 @@ int cmd_index(int argc, char **argv)
         cli_error(CMD, "no shards given (try --help)");
         return CLI_USAGE;
     }
-    for (int a = optind; a < argc; a++)
-        if (is_remote(argv[a])) {
-            cli_error(CMD,
-                      "%s: remote shards cannot be indexed yet: remote indexing arrives with "
-                      "the remote reader (index a local copy, then place SHARD.idx beside "
-                      "SHARD.tar)",
-                      argv[a]);
-            return CLI_USAGE;
-        }
     if (out && *out == '\0') {
         cli_error(CMD, "--out needs a directory");
+        return CLI_USAGE;
+    }
+    if (opts.ca_file && *opts.ca_file == '\0') {
+        cli_error(CMD, "--ca-file needs a PEM file");
+        return CLI_USAGE;
+    }
+    for (int a = optind; a < argc && !out; a++)
+        if (is_remote(argv[a])) {
+            /* the argument as given is shown only without userinfo */
+            cli_error(CMD,
+                      "%s: a remote shard's sidecar cannot be written beside it: give --out "
+                      "DIR, then upload DIR's .idx files beside the shards",
+                      strchr(argv[a], '@') ? "a URL" : argv[a]);
+            return CLI_USAGE;
+        }
+    if (opts.ca_file && access(opts.ca_file, R_OK) != 0) {
+        cli_error(CMD, "--ca-file %s: %s", opts.ca_file, strerror(errno));
         return CLI_USAGE;
     }
     if (out) {
@@ -202,24 +273,40 @@ int cmd_index(int argc, char **argv)
     }
     double t0 = cli_now();
     unsigned long long indexed = 0, current = 0, failed = 0, samples = 0, members = 0;
+    written done = {0};
+    char *first_url = NULL; /* of the remote shards indexed, for the hint */
+    int status = CLI_OK;
     for (int a = optind; a < argc; a++) {
         char *paths = NULL, why[512];
         size_t n = 0;
         int rc = gf_shard_paths(argv[a], &paths, &n, why, sizeof why);
         if (rc != 0) {
             cli_error(CMD, "%s", why);
-            return CLI_USAGE;
+            status = CLI_USAGE;
+            goto end;
         }
         const char *p = paths;
         for (size_t k = 0; k < n; k++, p += strlen(p) + 1) {
             char *idx = idx_path(p, out);
             struct stat st;
+            int remote = is_remote(p);
             if (!idx) {
                 cli_error(CMD, "out of memory");
                 gf_free(paths);
-                return CLI_FAIL;
+                status = CLI_FAIL;
+                goto end;
             }
-            if (!force && stat(p, &st) == 0 && S_ISREG(st.st_mode) && up_to_date(idx, &st)) {
+            if (seen_before(&done, idx)) {
+                cli_error(CMD,
+                          "%s: not indexed: %s was written for another shard of this name in "
+                          "this run (index them into different --out directories)",
+                          p, idx);
+                failed++;
+                free(idx);
+                continue;
+            }
+            if (!remote && !force && stat(p, &st) == 0 && S_ISREG(st.st_mode) &&
+                up_to_date(idx, &st)) {
                 current++;
                 free(idx);
                 continue;
@@ -227,12 +314,13 @@ int cmd_index(int argc, char **argv)
             char *text = NULL;
             size_t len = 0;
             gf_shard_index_info info;
-            rc = gf_shard_index(p, &text, &len, &info, why, sizeof why);
+            rc = gf_shard_index_with(p, &opts, &text, &len, &info, why, sizeof why);
             if (rc == GF_ENOMEM) {
                 cli_error(CMD, "%s: out of memory", p);
                 free(idx);
                 gf_free(paths);
-                return CLI_FAIL;
+                status = CLI_FAIL;
+                goto end;
             }
             if (rc != 0) {
                 cli_error(CMD, "%s (%s; no sidecar written)", why, gf_err_name(rc));
@@ -243,6 +331,8 @@ int cmd_index(int argc, char **argv)
                 indexed++;
                 samples += info.samples;
                 members += info.members;
+                if (remote && !first_url)
+                    first_url = strdup(p);
                 if (info.skipped_keys || info.skipped_members)
                     cli_error(CMD,
                               "%s: %llu keys and %llu members skipped, as a scan skips them "
@@ -252,12 +342,22 @@ int cmd_index(int argc, char **argv)
                               (unsigned long long)info.samples);
             }
             gf_free(text);
-            free(idx);
+            if (remember(&done, idx) < 0)
+                free(idx);
         }
         gf_free(paths);
     }
     printf("gpufeed index: %llu shards indexed (%llu samples, %llu members), %llu up to date, "
            "%llu failed, in %.2f s\n",
            indexed, samples, members, current, failed, cli_now() - t0);
-    return failed ? CLI_FAIL : CLI_OK;
+    if (first_url)
+        upload_hint(out, first_url);
+    if (failed)
+        status = CLI_FAIL;
+end:
+    for (size_t i = 0; i < done.n; i++)
+        free(done.p[i]);
+    free(done.p);
+    free(first_url);
+    return status;
 }

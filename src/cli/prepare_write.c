@@ -169,6 +169,8 @@ typedef struct shard_out {
     cli_sha256 sha;
     char *idx;               /* the sidecar's lines */
     size_t idx_len, idx_cap;
+    char *labels;            /* its labels= value: "L1,L2,...", a label a line */
+    size_t labels_len, labels_cap;
     prep_shard rec;
     int io_errno;
 } shard_out;
@@ -181,26 +183,32 @@ static void put(shard_out *w, const void *p, size_t n)
     w->off += n;
 }
 
-static int idx_append(shard_out *w, const char *fmt, ...) CLI_PRINTF(2, 3);
-static int idx_append(shard_out *w, const char *fmt, ...)
+static int text_append(char **p, size_t *len, size_t *cap, const char *fmt, ...) CLI_PRINTF(4, 5);
+static int text_append(char **p, size_t *len, size_t *cap, const char *fmt, ...)
 {
     for (;;) {
         va_list ap;
         va_start(ap, fmt);
-        int n = vsnprintf(w->idx + w->idx_len, w->idx_cap - w->idx_len, fmt, ap);
+        int n = vsnprintf(*p ? *p + *len : NULL, *p ? *cap - *len : 0, fmt, ap);
         va_end(ap);
-        if (n >= 0 && (size_t)n < w->idx_cap - w->idx_len) {
-            w->idx_len += (size_t)n;
+        if (n < 0)
+            return -1;
+        if (*p && (size_t)n < *cap - *len) {
+            *len += (size_t)n;
             return 0;
         }
-        size_t cap = w->idx_cap ? 2 * w->idx_cap : 65536;
-        char *p = realloc(w->idx, cap);
-        if (!p)
+        size_t c = *cap ? 2 * *cap : 65536;
+        while (c < *len + (size_t)n + 1)
+            c *= 2;
+        char *q = realloc(*p, c);
+        if (!q)
             return -1;
-        w->idx = p;
-        w->idx_cap = cap;
+        *p = q;
+        *cap = c;
     }
 }
+
+#define idx_append(w, ...) text_append(&(w)->idx, &(w)->idx_len, &(w)->idx_cap, __VA_ARGS__)
 
 /* One member: header, data, padding; its data offset for the sidecar. */
 static uint64_t put_member(shard_out *w, const char *name, const void *data, size_t len)
@@ -249,9 +257,12 @@ static int shard_finish(const prep_opts *o, shard_out *w)
         return -1;
     }
     FILE *f = fopen(itmp, "wb");
-    /* DALI reads two tokens; gpufeed checks the third against the shard */
-    if (!f || fprintf(f, "v1.2 %llu shard_bytes=%llu\n", (unsigned long long)w->rec.samples,
-                      (unsigned long long)w->off) < 0 ||
+    /* DALI reads two tokens; gpufeed checks shard_bytes= against the
+     * shard, and labels= lets a remote open index it from this file
+     * alone, so a prepared set uploaded to an object store opens as is */
+    if (!f ||
+        fprintf(f, "v1.2 %llu shard_bytes=%llu labels=%.*s\n", (unsigned long long)w->rec.samples,
+                (unsigned long long)w->off, (int)w->labels_len, w->labels ? w->labels : "") < 0 ||
         fwrite(w->idx, 1, w->idx_len, f) != w->idx_len || sync_file(f) != 0) {
         cli_error("prepare", "%s: %s", itmp, strerror(errno ? errno : EIO));
         if (f)
@@ -280,6 +291,7 @@ static int shard_open(const prep_opts *o, shard_out *w, uint64_t k, uint64_t fir
     w->k = k;
     w->off = 0;
     w->idx_len = 0;
+    w->labels_len = 0;
     w->io_errno = 0;
     cli_sha256_init(&w->sha);
     memset(&w->rec, 0, sizeof w->rec);
@@ -607,6 +619,8 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
                 snprintf(name, sizeof name, "%s.key", key);
                 at = put_member(&w, name, path, pn);
                 bad_idx |= idx_append(&w, " key %llu %zu %s\n", (unsigned long long)at, pn, name);
+                bad_idx |= text_append(&w.labels, &w.labels_len, &w.labels_cap, "%s%s",
+                                       w.rec.samples ? "," : "", cls);
                 if (bad_idx) {
                     snprintf(rr.err, sizeof rr.err, "out of memory");
                     failed = -1;
@@ -669,6 +683,7 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
     free(rr.slots);
     free(tids);
     free(w.idx);
+    free(w.labels);
     prep_keys_free(keys);
     pthread_cond_destroy(&rr.work);
     pthread_cond_destroy(&rr.done);
