@@ -428,7 +428,9 @@ typedef struct gf_settings {
                               0 = 30 */
     int prefetch_shards;   /* order shards: shards held in memory, the
                               window's and those fetched ahead; 0 =
-                              shard_window + 2 (at least that) */
+                              2 x shard_window: the window
+                              read and the next one fetched; at
+                              least shard_window */
     uint64_t remote_buffer_bytes; /* cap on those shards' bytes (one larger
                               shard is still read, alone); 0 = 1 GiB */
     uint8_t reserved[64];  /* zero; room for fields without an ABI break */

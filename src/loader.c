@@ -177,7 +177,7 @@ static int alloc_queues(gf_loader *l)
     if (l->ds.remote && gf__remote_whole_shards(&l->s) && l->s.prefetch_shards < l->s.shard_window)
         return gf__fail(l, GF_EINVAL,
                         "prefetch_shards %d is below shard_window %d: the window's shards are "
-                        "read together, so they must fit (shard_window + 2 fetches ahead too)",
+                        "read together, so they must fit (2 x shard_window fetches the next window too)",
                         l->s.prefetch_shards, l->s.shard_window);
     if (l->ds.remote && gf__remote_whole_shards(&l->s) &&
         gf__remote_read_create(l, (unsigned)l->s.prefetch_shards, l->s.remote_buffer_bytes) < 0)

@@ -91,9 +91,9 @@ void gf__resolve_settings(gf_settings *s)
         s->order = gf__data_is_remote(s->data) ? GF_ORDER_SHARDS : GF_ORDER_GLOBAL;
     if (s->shard_window == 0)
         s->shard_window = 4;
-    /* The window's shards, and the next two coming while it is read. */
+    /* The window being read, and the next one fetched meanwhile. */
     if (s->prefetch_shards == 0)
-        s->prefetch_shards = s->shard_window > 4094 ? 4096 : s->shard_window + 2;
+        s->prefetch_shards = s->shard_window > 2048 ? 4096 : 2 * s->shard_window;
 }
 
 /* The first launcher variable of names that is set: 1 and *out, 0 if none

@@ -123,7 +123,7 @@ static const gf_setting_info rows[] = {
          "remote shards: times a request cut short is resumed (backoff 0.1 s doubling, at most 5 s)"),
     INT_(remote_stall_s, "0", 1, 3600, PICK_, "30",
          "remote shards: seconds without a byte before a request is retried"),
-    INT_(prefetch_shards, "0", 1, 4096, PICK_, "shard_window + 2",
+    INT_(prefetch_shards, "0", 1, 4096, PICK_, "2 x shard_window",
          "remote shards, order shards: shards held in memory (the window's and those fetched ahead)"),
     U64_(remote_buffer_bytes, "0", 1 << 20, PICK_, "1 GiB",
          "remote shards, order shards: cap on the bytes of the shards held"),
