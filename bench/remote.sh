@@ -11,7 +11,8 @@
 # Starts its servers itself (tests/remote/servers.sh: nginx, Swift with
 # s3api, the fault proxy on 127.0.0.1). Environment: GPUFEED, THREADS (2),
 # SIZE (224), BATCH (64), EPOCHS (3 a run), RUNS (3), CLASSES (10),
-# PER_CLASS (100), SHARDS (8), LATENCY_MS (50). The set is make-dataset's
+# PER_CLASS (100), SHARDS (32: four times the default shard buffers, so
+# every epoch fetches every shard again), LATENCY_MS (50). The set is make-dataset's
 # (500x375 JPEGs, about 100 KB each).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,7 +28,7 @@ EPOCHS=${EPOCHS:-3}
 RUNS=${RUNS:-3}
 CLASSES=${CLASSES:-10}
 PER_CLASS=${PER_CLASS:-100}
-SHARDS=${SHARDS:-8}
+SHARDS=${SHARDS:-32}
 LATENCY_MS=${LATENCY_MS:-50}
 me=remote.sh
 . "$here/lib.sh"
