@@ -82,7 +82,7 @@ void tu_write_file(const char *path, const void *data, size_t len)
 {
     mkparents(path);
     FILE *f = fopen(path, "wb");
-    if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0) {
+    if (!f || (len && fwrite(data, 1, len, f) != len) || fclose(f) != 0) { /* data NULL when empty */
         perror(path);
         exit(1);
     }
