@@ -58,19 +58,30 @@ static int setup_request(void *ctx, void *easy, const gf__fetch_target *t, struc
                                  why_len);
 }
 
-gf__fetch_opts gf__remote_fetch_opts(const gf_settings *s, const gf__dataset *ds)
+/* A fetch through c at the remote defaults: requests in flight over as
+ * many connections, objects within max_bytes. */
+static gf__fetch_opts opts_of(gf__remote_ctx *c, unsigned requests, size_t max_bytes)
 {
     return (gf__fetch_opts){
-        .requests = (unsigned)s->queue_depth,
-        .connections = (unsigned)s->remote_connections,
-        .retries = (unsigned)s->remote_retries,
+        .requests = requests,
+        .connections = GF__MIN(requests, (unsigned)GF__REMOTE_CONNECTIONS),
+        .retries = GF__REMOTE_RETRIES,
         .backoff_ms = GF__REMOTE_BACKOFF_MS,
         .backoff_max_ms = GF__REMOTE_BACKOFF_MAX_MS,
-        .stall_s = (unsigned)s->remote_stall_s,
-        .max_bytes = (size_t)s->max_file_bytes,
+        .stall_s = GF__REMOTE_STALL_S,
+        .max_bytes = max_bytes,
         .setup = setup_request,
-        .setup_ctx = ds->remote_ctx,
+        .setup_ctx = c,
     };
+}
+
+gf__fetch_opts gf__remote_fetch_opts(const gf_settings *s, const gf__dataset *ds)
+{
+    gf__fetch_opts o = opts_of(ds->remote_ctx, (unsigned)s->queue_depth, (size_t)s->max_file_bytes);
+    o.connections = (unsigned)s->remote_connections;
+    o.retries = (unsigned)s->remote_retries;
+    o.stall_s = (unsigned)s->remote_stall_s;
+    return o;
 }
 
 typedef struct sidecars {
@@ -156,17 +167,7 @@ static int index_shards(gf__dataset *ds, const char *src, sidecars *s, char *why
                                      .s3 = c->list.t[i].scheme == GF__REMOTE_S3};
         tp[i] = &side[i];
     }
-    gf__fetch_opts o = {
-        .requests = SIDECAR_REQUESTS,
-        .connections = GF__REMOTE_CONNECTIONS,
-        .retries = GF__REMOTE_RETRIES,
-        .backoff_ms = GF__REMOTE_BACKOFF_MS,
-        .backoff_max_ms = GF__REMOTE_BACKOFF_MAX_MS,
-        .stall_s = GF__REMOTE_STALL_S,
-        .max_bytes = GF__SIDECAR_MAX_BYTES,
-        .setup = setup_request,
-        .setup_ctx = c,
-    };
+    gf__fetch_opts o = opts_of(c, SIDECAR_REQUESTS, GF__SIDECAR_MAX_BYTES);
     if (rc == 0)
         rc = gf__fetch_each(tp, NULL, NULL, n, &o, got_sidecar, s, why, why_len);
     free(side);
@@ -291,17 +292,7 @@ int gf__remote_read(const gf__dataset *ds, uint32_t k, uint64_t off, uint64_t le
     /* A copy: the loader's fetcher writes the shared target's ETag. */
     gf__fetch_target t = {.url = ds->remote[k].url, .s3 = ds->remote[k].s3};
     gf__fetch_target *tp = &t;
-    gf__fetch_opts o = {
-        .requests = 1,
-        .connections = 1,
-        .retries = GF__REMOTE_RETRIES,
-        .backoff_ms = GF__REMOTE_BACKOFF_MS,
-        .backoff_max_ms = GF__REMOTE_BACKOFF_MAX_MS,
-        .stall_s = GF__REMOTE_STALL_S,
-        .max_bytes = max_bytes,
-        .setup = setup_request,
-        .setup_ctx = ds->remote_ctx,
-    };
+    gf__fetch_opts o = opts_of(ds->remote_ctx, 1, max_bytes);
     one_read r = {.b = b, .err = GF_EIO};
     int rc = gf__fetch_each(&tp, &off, &len, 1, &o, got_one, &r, why, why_len);
     if (rc < 0)
@@ -355,17 +346,7 @@ static int got_chunk(void *arg, size_t i, gf__buf *b, int err, const char *reaso
 static int fetch_whole(gf__fetch_target *t, const char *display, gf__remote_ctx *c, int fd,
                        uint64_t *size, char *why, size_t why_len)
 {
-    gf__fetch_opts o = {
-        .requests = SHARD_REQUESTS,
-        .connections = SHARD_REQUESTS,
-        .retries = GF__REMOTE_RETRIES,
-        .backoff_ms = GF__REMOTE_BACKOFF_MS,
-        .backoff_max_ms = GF__REMOTE_BACKOFF_MAX_MS,
-        .stall_s = GF__REMOTE_STALL_S,
-        .max_bytes = (size_t)SHARD_CHUNK,
-        .setup = setup_request,
-        .setup_ctx = c,
-    };
+    gf__fetch_opts o = opts_of(c, SHARD_REQUESTS, (size_t)SHARD_CHUNK);
     uint64_t head_off = 0, head_len = 512;
     to_file w = {.fd = fd, .display = display, .off = &head_off, .why = why, .why_len = why_len};
     gf__fetch_target *tp = t;
