@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,13 +35,38 @@ const char *gf__errtext(int e, char *tmp, size_t n)
 #endif
 }
 
+/* b's memory back, however it was had; b->data NULL. */
+static void release(gf__buf *b)
+{
+    if (b->mapped && b->data)
+        munmap(b->data, b->cap);
+    else
+        free(b->data);
+    b->data = NULL;
+    b->mapped = false;
+}
+
 void gf__buf_free(gf__buf *b)
 {
     if (!b)
         return;
-    free(b->data);
-    b->data = NULL;
+    release(b);
     b->len = b->cap = 0;
+}
+
+int gf__buf_map(gf__buf *b, size_t cap)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    cap = (cap + page - 1) / page * page;
+    gf__buf_free(b);
+    void *p = mmap(NULL, cap ? cap : page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (p == MAP_FAILED)
+        return GF_ENOMEM;
+    b->data = p;
+    b->cap = cap ? cap : page;
+    b->mapped = true;
+    return 0;
 }
 
 /* ---- the read budget ---- */
@@ -120,8 +146,7 @@ static void budget_drop(gf__budget *g, gf__buf *b)
     budget_move(g, b->cap, 0);
     pthread_cond_broadcast(&g->freed);
     pthread_mutex_unlock(&g->mu);
-    free(b->data);
-    b->data = NULL;
+    release(b);
     b->cap = 0;
 }
 
@@ -174,9 +199,9 @@ int gf__buf_reserve(gf__buf *b, size_t need, size_t *keep, size_t max_bytes, gf_
     if (*keep) {
         if ((p = malloc(cap)) != NULL)
             memcpy(p, b->data, *keep);
-        free(b->data);
+        release(b);
     } else {
-        free(b->data);
+        release(b);
         p = malloc(cap);
     }
     b->data = p;

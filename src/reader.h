@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 
 /* A read buffer. Grow-only: reused across samples, so the steady state
  * allocates nothing. Contents are not kept when it grows. */
@@ -13,10 +14,17 @@ typedef struct gf__buf {
     uint8_t *data;
     size_t len, cap;
     size_t got; /* bytes the last read took from the file, failed ones too */
+    bool mapped; /* data is gf__buf_map's mapping, not malloc's */
 } gf__buf;
 
 /* Frees b->data and zeroes *b. NULL is a no-op. */
 void gf__buf_free(gf__buf *b);
+
+/* b's memory becomes an anonymous mapping of cap bytes (rounded up to a
+ * page), its old memory freed: for whole remote shards, so a dropped one
+ * goes back to the system at once instead of staying in malloc's heap
+ * (where glibc's moving mmap threshold put it). GF_ENOMEM: b freed. */
+int gf__buf_map(gf__buf *b, size_t cap);
 
 /* What a file was when the index was made: a read checks it (one fstat,
  * the one the open makes anyway), so a file replaced (mv) or rewritten

@@ -43,6 +43,7 @@ struct gf__remote_read {
     uint32_t n_want;
     uint32_t n_waiting;  /* cells on the shards' waiting lists */
     uint64_t budget, bytes, tick;
+    gf__buf spare;       /* the buffer of the shard room_for_one dropped */
     gf__cursor scan;     /* the scan's own cursor */
     gf__shard_epoch scan_tables; /* its shard order tables (the cursor's
                             are for the cursor's epoch) */
@@ -107,6 +108,7 @@ void gf__remote_read_free(gf_loader *l)
     free(r->wait_next);
     free(r->live);
     free(r->want);
+    gf__buf_free(&r->spare);
     if (r->has_tables)
         gf__shard_epoch_free(&r->scan_tables);
     free(r);
@@ -164,8 +166,16 @@ static bool room_for_one(struct gf__remote_read *r)
     }
     if (best < 0)
         return false;
+    /* Its buffer goes to the shard that takes its place: pages already
+     * mapped, where a fresh one faults each page in as the body arrives. */
+    rshard *old = &r->sh[r->live[best]];
+    r->spare = old->buf;
+    old->buf.data = NULL; /* drop takes its cap off `bytes`, frees nothing */
     drop(r, r->live[best]);
-    return r->n_live < r->buffers && (r->bytes < r->budget || r->n_live == 0);
+    if (r->n_live < r->buffers && (r->bytes < r->budget || r->n_live == 0))
+        return true;
+    gf__buf_free(&r->spare);
+    return false;
 }
 
 static bool start_fetch(gf_loader *l, uint32_t k)
@@ -175,6 +185,17 @@ static bool start_fetch(gf_loader *l, uint32_t k)
         return false;
     rshard *s = &r->sh[k];
     gf__fetch_target *t = &l->ds.remote[k];
+    /* A shard of known size: the buffer room_for_one freed if it fits,
+     * else a mapping an eighth larger (the next shard likely fits too);
+     * without one (ENOMEM, size unknown) the fetcher mallocs. */
+    gf__buf_free(&s->buf);
+    if (t->size && r->spare.cap >= t->size) {
+        s->buf = r->spare;
+        r->spare = (gf__buf){0};
+    }
+    gf__buf_free(&r->spare);
+    if (t->size && !s->buf.data)
+        (void)gf__buf_map(&s->buf, t->size + t->size / 8);
     s->state = SH_FETCHING;
     s->used = ++r->tick;
     r->live[r->n_live++] = k;
