@@ -97,8 +97,8 @@ def relay(src, dst, n, tap=None):
 
 
 # bench/remote.sh measures a client on the same machine as this proxy:
-# Python copying every byte would take the client's CPU (measured: 0.65 s
-# of CPU per 290 MB, as much as the client's own receiving).
+# Python copying every byte took the client's CPU: 0.75 s per 290 MB,
+# 0.54 s by splice (bench/RESULTS.md, 2026-12-02 afternoon).
 SPLICE = hasattr(os, "splice")
 PIPE_BYTES = 1 << 20
 
