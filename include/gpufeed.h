@@ -433,7 +433,18 @@ typedef struct gf_settings {
                               least shard_window */
     uint64_t remote_buffer_bytes; /* cap on those shards' bytes (one larger
                               shard is still read, alone); 0 = 1 GiB */
-    uint8_t reserved[64];  /* zero; room for fields without an ABI break */
+    /* Remote shards, order shards: a directory where shards are kept
+     * between epochs and runs, keyed by URL and ETag (a changed object is
+     * fetched again), least recently used out first past cache_bytes;
+     * shared safely by processes. A shard the cache may hold costs a
+     * one-byte request that learns its ETag, then none. A directory that
+     * cannot be written (read-only, full, a cap under one shard) only
+     * stops caching: stats.cache_warning says why. NULL: no cache. With
+     * local data or order GLOBAL, GF_EINVAL. */
+    const char *cache_dir;
+    uint64_t cache_bytes;  /* the cache's cap; 0 = 80% of the space free on
+                              its file system at gf_open */
+    uint8_t reserved[48];  /* zero; room for fields without an ABI break */
 } gf_settings;
 
 #define GF_READ_BUDGET_DEFAULT (256ull << 20) /* 256 MiB */
@@ -554,7 +565,12 @@ typedef struct gf_stats {
      * share of the input stall. 0 for local data. */
     uint64_t remote_requests, remote_retries, remote_bytes;
     double remote_wait_s;
-    uint8_t reserved[312];     /* zero; room for fields without an ABI break:
+    /* settings.cache_dir: shards read from the cache, and shards fetched
+     * whole while it was on (each then written to it, if it could take
+     * it); why it stopped caching, "" if it did not. */
+    uint64_t cache_hits, cache_misses;
+    char cache_warning[192];
+    uint8_t reserved[104];     /* zero; room for fields without an ABI break:
                                   gf_get_stats writes sizeof(gf_stats) bytes,
                                   a new field takes its place from here */
 } gf_stats;

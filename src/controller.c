@@ -482,7 +482,7 @@ static void pump(gf_loader *l)
             ;
         assign_batches(l, js, &n_jobs);
         if (l->rr && !l->halted)
-            gf__remote_read_ahead(l);
+            gf__remote_read_ahead(l, js, &n_jobs);
         push_jobs(l, js, n_jobs);
         submit_reads(l);
         if (n_done == 0 && n_jobs == 0 && !reads_finished(l))
@@ -496,6 +496,7 @@ static void close_handles(gf_loader *l)
 #if GF_HAVE_REMOTE
     gf__fetcher_close(l->fetch);
 #endif
+    gf__remote_read_wakes(l, false);
     uv_close((uv_handle_t *)&l->wake, NULL);
     if (l->uring_polling)
         uv_close((uv_handle_t *)&l->uring_poll, NULL);
@@ -579,8 +580,10 @@ int gf__controller_start(gf_loader *l)
         return gf__fail_locking(l, GF_ENOMEM, "uv_loop_init failed");
     uv_async_init(&l->loop, &l->wake, on_wake);
     l->wake.data = l;
+    gf__remote_read_wakes(l, true);
 #if GF_HAVE_REMOTE
     if (l->ds.remote && start_fetcher(l) < 0) {
+        gf__remote_read_wakes(l, false);
         uv_close((uv_handle_t *)&l->wake, NULL);
         uv_run(&l->loop, UV_RUN_DEFAULT);
         uv_loop_close(&l->loop);

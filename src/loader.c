@@ -174,6 +174,12 @@ static int alloc_queues(gf_loader *l)
      * ranged GET a sample (l->fetch alone). */
     /* Fewer buffers than the window's shards would fetch a shard again
      * for nearly every batch. */
+    if (l->s.cache_dir && (!*l->s.cache_dir || !l->ds.remote || !gf__remote_whole_shards(&l->s)))
+        return gf__fail(l, GF_EINVAL, "cache_dir: %s",
+                        !*l->s.cache_dir ? "an empty path"
+                        : !l->ds.remote  ? "only remote shards are cached (this data is local)"
+                                         : "the cache holds whole shards: it needs order shards, "
+                                           "not global (a ranged GET a sample)");
     if (l->ds.remote && gf__remote_whole_shards(&l->s) && l->s.prefetch_shards < l->s.shard_window)
         return gf__fail(l, GF_EINVAL,
                         "prefetch_shards %d is below shard_window %d: the window's shards are "
@@ -789,6 +795,8 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     st->remote_retries = l->remote_retries;
     st->remote_bytes = l->remote_bytes;
     st->remote_wait_s = l->remote_wait_s;
+    gf__remote_read_cache_stats(l, &st->cache_hits, &st->cache_misses, st->cache_warning,
+                                sizeof st->cache_warning);
     st->read_budget_bytes = l->s.read_budget_bytes;
     gf__budget_stats(&l->budget, &st->read_bytes_peak, &st->read_budget_waits);
     gf__device_h2d(l->dev, &st->h2d_bytes, &st->h2d_copies, &st->h2d_s);

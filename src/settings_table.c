@@ -127,6 +127,8 @@ static const gf_setting_info rows[] = {
          "remote shards, order shards: shards held in memory (the window's and those fetched ahead)"),
     U64_(remote_buffer_bytes, "0", 1 << 20, PICK_, "1 GiB",
          "remote shards, order shards: cap on the bytes of the shards held"),
+    U64_(cache_bytes, "0", 1, PICK_, "80% of the free space",
+         "remote shards: cap on the bytes of the cache (--cache-dir)"),
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
 

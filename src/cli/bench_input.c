@@ -108,6 +108,11 @@ void print_input_human(const bench_opts *o, const input_result *r)
                "waited for remote shards %.2f s (%.0f%% of the run)\n",
                "remote", st->remote_requests, st->remote_retries, (double)st->remote_bytes / 1e6,
                st->remote_wait_s, r->elapsed_s > 0 ? 100 * st->remote_wait_s / r->elapsed_s : 0.0);
+    if (st->cache_hits || st->cache_misses)
+        printf("  %-18s %" PRIu64 " shards read from it, %" PRIu64 " fetched\n", "cache",
+               st->cache_hits, st->cache_misses);
+    if (st->cache_warning[0])
+        printf("  %-18s %s\n", "cache warning", st->cache_warning);
 }
 
 void print_input_json(const bench_opts *o, const input_result *r)
@@ -152,6 +157,9 @@ void print_input_json(const bench_opts *o, const input_result *r)
     cli_json_kuint(&j, "remote_retries", st->remote_retries);
     cli_json_kuint(&j, "remote_bytes", st->remote_bytes);
     cli_json_knum(&j, "remote_wait_s", st->remote_wait_s);
+    cli_json_kuint(&j, "cache_hits", st->cache_hits);
+    cli_json_kuint(&j, "cache_misses", st->cache_misses);
+    cli_json_kstr(&j, "cache_warning", st->cache_warning);
     cli_json_object_end(&j);
     cli_json_end(&j);
 }
