@@ -11,7 +11,7 @@
  * next epoch (its own tables of the shard order), so an epoch's first
  * shards arrive while the last one is read; never further. A cell whose shard has not arrived waits on the shard's list; the
  * shard's arrival makes jobs of them, or, if it failed, errors naming
- * the URL.
+ * the URL (and a later epoch tries it again).
  *
  * With a cache (settings.cache_dir, remote_cache.h) a shard is first
  * looked for there under its URL and ETag: a hit maps the file and the
@@ -42,6 +42,7 @@ typedef struct rshard {
     bool mapped;         /* buf is the cache's file, mapped (cap 0) */
     bool validating;     /* FETCHING one byte, to learn the ETag */
     bool to_cache;       /* READY, fetched, not yet taken by the cache */
+    uint64_t failed_epoch; /* FAILED: the cursor's epoch then */
     gf__buf buf;
     int err;
     char *why;
@@ -340,6 +341,17 @@ static bool start(gf_loader *l, uint32_t k, gf__job *js, int *n_jobs)
     return true;
 }
 
+/* A shard that failed in an earlier epoch is tried again (an outage may
+ * have passed): at most a try an epoch. */
+static void again_if_older(rshard *s, uint64_t epoch)
+{
+    if (s->state == SH_FAILED && epoch > s->failed_epoch) {
+        free(s->why);
+        s->why = NULL;
+        s->state = SH_ABSENT;
+    }
+}
+
 void gf__remote_read_cell(gf_loader *l, gf__slot *sl, int c, uint64_t pos, gf__job *js,
                           int *n_jobs)
 {
@@ -352,6 +364,7 @@ void gf__remote_read_cell(gf_loader *l, gf__slot *sl, int c, uint64_t pos, gf__j
                                    (sl->epoch == r->scan_epoch && pos < r->scan_pos));
     if (scanned && s->need)
         s->need--;
+    again_if_older(s, sl->epoch);
     if (s->state == SH_READY || s->state == SH_FAILED) {
         serve(l, sl, c, k, js, n_jobs);
         return;
@@ -388,6 +401,7 @@ void gf__remote_read_shard_done(gf_loader *l, const gf__read_done *d, gf__job *j
     if (d->err) {
         unlive(r, k);
         s->state = SH_FAILED;
+        s->failed_epoch = l->cur.epoch;
         s->err = d->err;
         s->why = strdup(d->why[0] ? d->why : gf_strerror(d->err));
         if (!s->why)
@@ -462,6 +476,7 @@ void gf__remote_read_ahead(gf_loader *l, gf__job *js, int *n_jobs)
         uint64_t sample = gf__cursor_sample(&r->scan, r->scan_epoch, r->scan_pos);
         uint32_t k = l->ds.shard[sample];
         rshard *s = &r->sh[k];
+        again_if_older(s, r->scan_epoch);
         if (s->state == SH_ABSENT && !start(l, k, js, n_jobs))
             return;
         s->need++;
