@@ -150,6 +150,7 @@ for i in 1 2 3 4 5 6; do
     wait $pid 2>/dev/null || true
     copies_whole c7 "after kill $i" >/dev/null
 done
+mkdir -p c7 # (a kill may come before the loader makes it)
 head -c 777 set/train-000003.tar >"c7/.tmp-999999-0" # a killed writer's
 RB_CACHE_DIR=$work/c7 run "$http" 2 4
 same_hash "http, after killed writers"
