@@ -70,6 +70,7 @@ typedef struct gf__job {
             int64_t sample;
             uint64_t key;  /* gf__sample_key: the sample's randomness */
             uint32_t cell;
+            bool cached;   /* buf NULL: read only what the page cache holds */
         } decode;
         struct {           /* GF__JOB_CONVERT: the CPU twin over cells [first, first + count) */
             int first, count;
@@ -86,8 +87,12 @@ typedef struct gf__done {
         int err, used;     /* used: GF__USED_*, GF__FLIPPED, GF__WARNED */
         int warn_code;     /* GF__WARNED: the code STRICT would have given */
         char *why;         /* malloc'd reason: errors, and GF__WARNED's */
+        uint8_t cache;     /* a cached job's read: GF__CACHE_HIT, or _MISS:
+                              nothing read or decoded, io_uring must read it */
     } decode;
 } gf__done;
+
+enum { GF__CACHE_NONE, GF__CACHE_HIT, GF__CACHE_MISS };
 
 /* The user's side: arg is passed to each. */
 typedef struct gf__pool_user {
