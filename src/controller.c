@@ -391,7 +391,7 @@ static uint32_t drain_dones(gf_loader *l)
         }
         if (d.decode.cache == GF__CACHE_MISS) { /* the cell waits for io_uring now */
             gf__cache_outcome(l, false);
-            gf__queue_read(l, sl, (int)d.decode.cell);
+            gf__queue_read(l, sl, (int)d.decode.cell, true);
             continue;
         }
         if (d.decode.cache == GF__CACHE_HIT)

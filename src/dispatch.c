@@ -33,41 +33,47 @@ gf__job gf__decode_job(gf_loader *l, gf__slot *sl, int c, gf__buf *buf)
                                 .cell = (uint32_t)c}};
 }
 
-void gf__queue_read(gf_loader *l, gf__slot *sl, int c)
+void gf__queue_read(gf_loader *l, gf__slot *sl, int c, bool first)
 {
     /* Room: one entry per cell of the ring, like the pool's queues; a
      * cell is in it once at most. */
-    uint32_t i = gf__fifo_push(&l->read_q);
+    uint32_t i = first ? gf__fifo_push_front(&l->read_q) : gf__fifo_push(&l->read_q);
     if (GF__UNLIKELY(i == UINT32_MAX))
         gf__halt(l, GF_ENOMEM, "internal error: the read queue is full");
     else
         l->reads[i] = (uint64_t)(sl - l->slots) << 32 | (uint32_t)c;
 }
 
-/* Cold data must not pay a failed try per sample: after a miss the next
- * `gap` cells go to io_uring straight, the gap doubling with each miss
- * and back to 0 at a hit, so at most one cell in GF__CACHE_GAP_MAX + 1
- * tries the cache while nothing is cached. */
+/* Cold data must not pay a failed try per sample. Warm (gap 0), every
+ * cell tries the cache; after a miss, one cell tries and the next `gap`
+ * go to io_uring straight, counted at dispatch, since outcomes come back
+ * a ring's worth of cells later. The gap doubles with each miss up to
+ * GF__CACHE_GAP_MAX, and a hit makes it 0. */
 enum { GF__CACHE_GAP_MAX = 64 };
 
 static bool cache_try(gf_loader *l)
 {
-    if (l->ctl_cache_skip == 0)
+    if (l->ctl_cache_gap == 0)
         return true;
-    l->ctl_cache_skip--;
-    return false;
+    if (l->ctl_cache_skip > 0) {
+        l->ctl_cache_skip--;
+        return false;
+    }
+    l->ctl_cache_skip = l->ctl_cache_gap;
+    return true;
 }
 
 void gf__cache_outcome(gf_loader *l, bool hit)
 {
     if (hit) {
         l->ctl_cache_hits++;
-        l->ctl_cache_gap = 0;
+        l->ctl_cache_gap = l->ctl_cache_skip = 0;
         return;
     }
     l->ctl_cache_misses++;
+    if (l->ctl_cache_gap == 0)
+        l->ctl_cache_skip = 1;
     l->ctl_cache_gap = l->ctl_cache_gap ? GF__MIN(2 * l->ctl_cache_gap, GF__CACHE_GAP_MAX) : 1;
-    l->ctl_cache_skip = l->ctl_cache_gap;
 }
 
 void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, gf__slot *sl, int c, uint64_t pos)
@@ -91,7 +97,7 @@ void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, gf__slot *sl, int
         return;
     }
     if (l->uring || l->fetch) {
-        gf__queue_read(l, sl, c);
+        gf__queue_read(l, sl, c, false);
         return;
     }
     *gf__add_job(l, js, n_jobs) = gf__decode_job(l, sl, c, NULL);

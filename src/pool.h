@@ -46,6 +46,15 @@ static inline uint32_t gf__fifo_push(gf__fifo *f)
     return f->tail++ & f->mask;
 }
 
+/* As gf__fifo_push, at the head: popped next. */
+static inline uint32_t gf__fifo_push_front(gf__fifo *f)
+{
+    assert(gf__fifo_room(f) > 0);
+    if (GF__UNLIKELY(gf__fifo_room(f) == 0))
+        return UINT32_MAX;
+    return --f->head & f->mask;
+}
+
 static inline uint32_t gf__fifo_pop(gf__fifo *f)
 {
     assert(gf__fifo_len(f) > 0);
