@@ -559,7 +559,7 @@ typedef struct gf_stats {
     /* io = AUTO on io_uring: samples the decode threads read themselves
      * from the page cache, and tries that found a sample not all cached
      * and left it to io_uring (counted again there, in bytes_read). */
-    uint64_t cached_reads, cache_misses;
+    uint64_t page_cache_reads, page_cache_misses;
     uint8_t reserved[296];     /* zero; room for fields without an ABI break:
                                   gf_get_stats writes sizeof(gf_stats) bytes,
                                   a new field takes its place from here */

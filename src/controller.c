@@ -469,8 +469,8 @@ static void pump(gf_loader *l)
         l->decode_warnings += l->ctl_warned;
         l->uring_bytes += l->ctl_uring_bytes;
         l->uring_submit_s += l->ctl_submit_s;
-        l->cached_reads += l->ctl_cache_hits;
-        l->cache_misses += l->ctl_cache_misses;
+        l->page_cache_reads += l->ctl_page_cache_hits;
+        l->page_cache_misses += l->ctl_page_cache_misses;
         l->buf_bytes = l->ctl_buf_bytes;
 #if GF_HAVE_REMOTE
         if (l->fetch) {
@@ -484,7 +484,7 @@ static void pump(gf_loader *l)
         pthread_mutex_unlock(&l->mu);
         l->ctl_turbo = l->ctl_stb = l->ctl_spng = l->ctl_webp = l->ctl_warned = l->ctl_uring_bytes = 0;
         l->ctl_submit_s = 0;
-        l->ctl_cache_hits = l->ctl_cache_misses = 0;
+        l->ctl_page_cache_hits = l->ctl_page_cache_misses = 0;
 
         while (gf__finalise_oldest(l, js, &n_jobs))
             ;

@@ -66,11 +66,11 @@ static bool cache_try(gf_loader *l)
 void gf__cache_outcome(gf_loader *l, bool hit)
 {
     if (hit) {
-        l->ctl_cache_hits++;
+        l->ctl_page_cache_hits++;
         l->ctl_cache_gap = l->ctl_cache_skip = 0;
         return;
     }
-    l->ctl_cache_misses++;
+    l->ctl_page_cache_misses++;
     if (l->ctl_cache_gap == 0)
         l->ctl_cache_skip = 1;
     l->ctl_cache_gap = l->ctl_cache_gap ? GF__MIN(2 * l->ctl_cache_gap, GF__CACHE_GAP_MAX) : 1;

@@ -105,7 +105,7 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
      * reads the rest (DESIGN.md, the reader). */
     l->cache_first = l->uring && l->s.io == GF_IO_AUTO;
     l->ctl_cache_gap = l->ctl_cache_skip = 0;
-    l->ctl_cache_hits = l->ctl_cache_misses = 0;
+    l->ctl_page_cache_hits = l->ctl_page_cache_misses = 0;
     /* Reads a stop dropped leave their buffers behind: start from none,
      * sized for the buffers this reader uses. */
     for (int i = 0; i < l->n_bufs; i++)
@@ -741,8 +741,8 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     st->wait_s = l->wait_s;
     st->read_busy_s = l->uring_submit_s;
     st->bytes_read = l->uring_bytes;
-    st->cached_reads = l->cached_reads;
-    st->cache_misses = l->cache_misses;
+    st->page_cache_reads = l->page_cache_reads;
+    st->page_cache_misses = l->page_cache_misses;
     st->buffer_bytes = l->buf_bytes;
     for (int i = 0; i < l->n_workers; i++) {
         gf__worker *w = &l->workers[i];

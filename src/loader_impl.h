@@ -94,7 +94,7 @@ struct gf_loader {
      * of those reads and its backoff after misses (gf__cache_outcome). */
     bool cache_first;
     uint32_t ctl_cache_gap, ctl_cache_skip;
-    uint64_t ctl_cache_hits, ctl_cache_misses;
+    uint64_t ctl_page_cache_hits, ctl_page_cache_misses;
     gf__fifo read_q;
     gf__read_done *reaped;       /* GF__REAP_BATCH */
     gf__job *js;                 /* jobs made in one pump round */
@@ -133,7 +133,7 @@ struct gf_loader {
     int halt_code;               /* the controller's own failure */
     uint64_t samples, batches, errors, errors_by_kind[GF_SAMPLE_ERROR_KINDS];
     uint64_t decoded_turbo, decoded_stb, decoded_spng, decoded_webp, decode_warnings, uring_bytes;
-    uint64_t cached_reads, cache_misses;
+    uint64_t page_cache_reads, page_cache_misses;
     double wait_s, uring_submit_s, t_open;
     /* Controller-owned tallies, added to the shared ones once per round. */
     uint64_t ctl_turbo, ctl_stb, ctl_spng, ctl_webp, ctl_warned, ctl_uring_bytes;

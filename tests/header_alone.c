@@ -77,8 +77,8 @@ AT(gf_stats, shards_damaged, 4248);
 AT(gf_stats, shard_members_lost, 4256);
 AT(gf_stats, remote_requests, 4264);
 AT(gf_stats, remote_wait_s, 4288);
-AT(gf_stats, cached_reads, 4296);
-AT(gf_stats, cache_misses, 4304);
+AT(gf_stats, page_cache_reads, 4296);
+AT(gf_stats, page_cache_misses, 4304);
 AT(gf_stats, reserved, 4312);
 
 SIZE(gf_state, 40);

@@ -265,18 +265,18 @@ START_TEST(auto_reads_cached_files_on_the_decode_threads_and_cold_ones_with_io_u
     s.io = GF_IO_POSIX;
     run_all(&s, a);
     ck_assert_int_eq(a->n, 2 * K * PER);
-    ck_assert_uint_eq(a->stats.cached_reads + a->stats.cache_misses, 0);
+    ck_assert_uint_eq(a->stats.page_cache_reads + a->stats.page_cache_misses, 0);
     s.io = GF_IO_URING;
     run_all(&s, b);
     ck_assert_uint_eq(b->hash, a->hash);
-    ck_assert_uint_eq(b->stats.cached_reads + b->stats.cache_misses, 0);
+    ck_assert_uint_eq(b->stats.page_cache_reads + b->stats.page_cache_misses, 0);
 
     s.io = GF_IO_AUTO;
     run_all(&s, b);
     ck_assert_uint_eq(b->hash, a->hash);
     ck_assert_int_eq(b->stats.reader, GF_IO_URING);
-    ck_assert_uint_gt(b->stats.cached_reads, 0);
-    ck_assert_uint_le(b->stats.cached_reads, 2 * K * PER);
+    ck_assert_uint_gt(b->stats.page_cache_reads, 0);
+    ck_assert_uint_le(b->stats.page_cache_reads, 2 * K * PER);
 
     /* Cold: each try finds nothing cached, io_uring reads the file. */
     int cold = 1;
@@ -291,7 +291,7 @@ START_TEST(auto_reads_cached_files_on_the_decode_threads_and_cold_ones_with_io_u
     } else {
         run_all(&s, b);
         ck_assert_uint_eq(b->hash, a->hash);
-        ck_assert_uint_ge(b->stats.cache_misses, 1);
+        ck_assert_uint_ge(b->stats.page_cache_misses, 1);
         ck_assert_uint_eq(b->stats.errors, 0);
     }
     free(a);
