@@ -119,7 +119,9 @@ typedef enum gf_error_kind {
 #define GF_SAMPLE_ERROR_KINDS_MAX 8
 
 typedef enum gf_io {
-    GF_IO_AUTO = 0,  /* io_uring when the kernel allows it, else POSIX */
+    GF_IO_AUTO = 0,  /* io_uring when the kernel allows it, the decode
+                        threads reading what the page cache holds with
+                        pread (RWF_NOWAIT) first; else POSIX */
     GF_IO_URING = 1, /* io_uring or GF_ENODEV from gf_open() */
     GF_IO_POSIX = 2, /* pread() on the decode threads */
 } gf_io;
@@ -565,12 +567,16 @@ typedef struct gf_stats {
      * share of the input stall. 0 for local data. */
     uint64_t remote_requests, remote_retries, remote_bytes;
     double remote_wait_s;
+    /* io = AUTO on io_uring: samples the decode threads read themselves
+     * from the page cache, and tries that found a sample not all cached
+     * and left it to io_uring (counted again there, in bytes_read). */
+    uint64_t page_cache_reads, page_cache_misses;
     /* settings.cache_dir: shards read from the cache, and shards fetched
      * whole while it was on (each then written to it, if it could take
      * it); why it stopped caching, "" if it did not. */
     uint64_t cache_hits, cache_misses;
     char cache_warning[192];
-    uint8_t reserved[104];     /* zero; room for fields without an ABI break:
+    uint8_t reserved[88];      /* zero; room for fields without an ABI break:
                                   gf_get_stats writes sizeof(gf_stats) bytes,
                                   a new field takes its place from here */
 } gf_stats;

@@ -389,6 +389,13 @@ static uint32_t drain_dones(gf_loader *l)
             }
             continue;
         }
+        if (d.decode.cache == GF__CACHE_MISS) { /* the cell waits for io_uring now */
+            gf__cache_outcome(l, false);
+            gf__queue_read(l, sl, (int)d.decode.cell, true);
+            continue;
+        }
+        if (d.decode.cache == GF__CACHE_HIT)
+            gf__cache_outcome(l, true);
         if (!d.decode.err) {
             if (d.decode.used & GF__USED_TURBO)
                 l->ctl_turbo++;
@@ -462,6 +469,8 @@ static void pump(gf_loader *l)
         l->decode_warnings += l->ctl_warned;
         l->uring_bytes += l->ctl_uring_bytes;
         l->uring_submit_s += l->ctl_submit_s;
+        l->page_cache_reads += l->ctl_page_cache_hits;
+        l->page_cache_misses += l->ctl_page_cache_misses;
         l->buf_bytes = l->ctl_buf_bytes;
 #if GF_HAVE_REMOTE
         if (l->fetch) {
@@ -475,6 +484,7 @@ static void pump(gf_loader *l)
         pthread_mutex_unlock(&l->mu);
         l->ctl_turbo = l->ctl_stb = l->ctl_spng = l->ctl_webp = l->ctl_warned = l->ctl_uring_bytes = 0;
         l->ctl_submit_s = 0;
+        l->ctl_page_cache_hits = l->ctl_page_cache_misses = 0;
 
         while (gf__finalise_oldest(l, js, &n_jobs))
             ;

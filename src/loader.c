@@ -100,6 +100,12 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
         l->io = rc < 0 ? GF_IO_POSIX : GF_IO_URING;
         pthread_mutex_unlock(&l->mu);
     }
+    /* AUTO: a decode thread reads what the page cache holds itself, so
+     * the bytes are in its core's cache when it decodes them; io_uring
+     * reads the rest (DESIGN.md, the reader). */
+    l->cache_first = l->uring && l->s.io == GF_IO_AUTO;
+    l->ctl_cache_gap = l->ctl_cache_skip = 0;
+    l->ctl_page_cache_hits = l->ctl_page_cache_misses = 0;
     /* Reads a stop dropped leave their buffers behind: start from none,
      * sized for the buffers this reader uses. */
     for (int i = 0; i < l->n_bufs; i++)
@@ -107,7 +113,9 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
     for (int i = 0; i < l->n_workers; i++)
         gf__buf_free(&l->workers[i].buf);
     gf__budget_restart(&l->budget,
-                       (unsigned)(l->uring || l->ds.remote ? l->n_bufs : l->n_workers));
+                       (unsigned)(l->uring || l->ds.remote
+                                      ? l->n_bufs + (l->cache_first ? l->n_workers : 0)
+                                      : l->n_workers));
     gf__uring_set_budget(l->uring, &l->budget);
 
     l->running = true;
@@ -739,6 +747,8 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     st->wait_s = l->wait_s;
     st->read_busy_s = l->uring_submit_s;
     st->bytes_read = l->uring_bytes;
+    st->page_cache_reads = l->page_cache_reads;
+    st->page_cache_misses = l->page_cache_misses;
     st->buffer_bytes = l->buf_bytes;
     for (int i = 0; i < l->n_workers; i++) {
         gf__worker *w = &l->workers[i];

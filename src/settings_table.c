@@ -60,7 +60,9 @@ static const gf_setting_info rows[] = {
     INT_(threads, "0", 1, 1024, PICK_, "cores - 1, at least 1", "decode threads"),
     INT_(prefetch_depth, "0", 1, 1024, PICK_, "4", "batch slots in the ring"),
     INT_(queue_depth, "0", 1, 4096, PICK_, "64", "io_uring reads in flight"),
-    CHOICE_(io, "auto", io_names, NULL, "the reader: io_uring where the kernel allows it, or pread"),
+    CHOICE_(io, "auto", io_names, NULL,
+            "the reader: io_uring where the kernel allows it, the decode threads reading what "
+            "the page cache holds with pread first (auto); io_uring alone (uring); pread (posix)"),
     CHOICE_(decoder, "auto", decoder_names, NULL,
             "JPEG and PNG by libjpeg-turbo and libspng (auto), stb_image (stb), or turbo only"),
     CHOICE_(transform, "train", transform_names, NULL,
