@@ -3,7 +3,8 @@
 # (the shards in the page cache), the same through the fault proxy with
 # LATENCY_MS added before each response's first byte (the shard order,
 # default settings; and the global order, a ranged GET a sample), and
-# Swift's S3 API (images/s and requests per epoch, shard vs global order).
+# Swift's S3 API (images/s and requests per epoch, shard vs global order);
+# and the 50 ms row again with --cache-dir, the cache filled by a first run.
 # Alternated runs, medians.
 #
 #   bench/remote.sh [WORK]
@@ -65,15 +66,20 @@ run() {
     field images_per_s <"$WORK/out.json"
 }
 
-names="local http lat lat_global s3 s3_global"
+names="local http lat lat_global lat_cache s3 s3_global"
 for n in $names; do : >"$WORK/rate.$n"; : >"$WORK/req.$n"; done
 s3="s3://$GF_TEST_S3_BUCKET/bench/$pat"
+# The cache's row reads a cache one untimed run filled (as a job's later
+# runs and epochs do): a one-byte request a shard a run, the bytes local.
+run lat_cache "$GF_TEST_PROXY_HTTP_URL/lat/$pat" --cache-dir "$WORK/cache" >/dev/null
+: >"$WORK/req.lat_cache"
 for r in $(seq "$RUNS"); do
     echo "run $r of $RUNS" >&2
     run local "$WORK/set/$pat" --order shards >>"$WORK/rate.local"
     run http "$GF_TEST_HTTP_URL/$pat" >>"$WORK/rate.http"
     run lat "$GF_TEST_PROXY_HTTP_URL/lat/$pat" >>"$WORK/rate.lat"
     run lat_global "$GF_TEST_PROXY_HTTP_URL/lat/$pat" --order global >>"$WORK/rate.lat_global"
+    run lat_cache "$GF_TEST_PROXY_HTTP_URL/lat/$pat" --cache-dir "$WORK/cache" >>"$WORK/rate.lat_cache"
     run s3 "$s3" >>"$WORK/rate.s3"
     run s3_global "$s3" --order global >>"$WORK/rate.s3_global"
 done
@@ -89,6 +95,7 @@ row "local shards (page cache)" shards local "-"
 row "nginx, loopback" shards http "$(med req http)"
 row "nginx + ${LATENCY_MS} ms a response (proxy)" shards lat "$(med req lat)"
 row "nginx + ${LATENCY_MS} ms a response (proxy)" global lat_global "$(med req lat_global)"
+row "nginx + ${LATENCY_MS} ms, --cache-dir (filled)" shards lat_cache "$(med req lat_cache)"
 row "Swift s3api (through the proxy, no delay)" shards s3 "$(med req s3)"
 row "Swift s3api (through the proxy, no delay)" global s3_global "$(med req s3_global)"
 for n in $names; do echo "$n: $(tr '\n' ' ' <"$WORK/rate.$n")" >&2; done

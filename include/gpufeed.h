@@ -119,7 +119,9 @@ typedef enum gf_error_kind {
 #define GF_SAMPLE_ERROR_KINDS_MAX 8
 
 typedef enum gf_io {
-    GF_IO_AUTO = 0,  /* io_uring when the kernel allows it, else POSIX */
+    GF_IO_AUTO = 0,  /* io_uring when the kernel allows it, the decode
+                        threads reading what the page cache holds with
+                        pread (RWF_NOWAIT) first; else POSIX */
     GF_IO_URING = 1, /* io_uring or GF_ENODEV from gf_open() */
     GF_IO_POSIX = 2, /* pread() on the decode threads */
 } gf_io;
@@ -433,7 +435,18 @@ typedef struct gf_settings {
                               least shard_window */
     uint64_t remote_buffer_bytes; /* cap on those shards' bytes (one larger
                               shard is still read, alone); 0 = 1 GiB */
-    uint8_t reserved[64];  /* zero; room for fields without an ABI break */
+    /* Remote shards, order shards: a directory where shards are kept
+     * between epochs and runs, keyed by URL and ETag (a changed object is
+     * fetched again), least recently used out first past cache_bytes;
+     * shared safely by processes. A shard the cache may hold costs a
+     * one-byte request that learns its ETag, then none. A directory that
+     * cannot be written (read-only, full, a cap under one shard) only
+     * stops caching: stats.cache_warning says why. NULL: no cache. With
+     * local data or order GLOBAL, GF_EINVAL. */
+    const char *cache_dir;
+    uint64_t cache_bytes;  /* the cache's cap; 0 = 80% of the space free on
+                              its file system at gf_open */
+    uint8_t reserved[48];  /* zero; room for fields without an ABI break */
 } gf_settings;
 
 #define GF_READ_BUDGET_DEFAULT (256ull << 20) /* 256 MiB */
@@ -554,7 +567,16 @@ typedef struct gf_stats {
      * share of the input stall. 0 for local data. */
     uint64_t remote_requests, remote_retries, remote_bytes;
     double remote_wait_s;
-    uint8_t reserved[312];     /* zero; room for fields without an ABI break:
+    /* io = AUTO on io_uring: samples the decode threads read themselves
+     * from the page cache, and tries that found a sample not all cached
+     * and left it to io_uring (counted again there, in bytes_read). */
+    uint64_t page_cache_reads, page_cache_misses;
+    /* settings.cache_dir: shards read from the cache, and shards fetched
+     * whole while it was on (each then written to it, if it could take
+     * it); why it stopped caching, "" if it did not. */
+    uint64_t cache_hits, cache_misses;
+    char cache_warning[192];
+    uint8_t reserved[88];      /* zero; room for fields without an ABI break:
                                   gf_get_stats writes sizeof(gf_stats) bytes,
                                   a new field takes its place from here */
 } gf_stats;

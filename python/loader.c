@@ -375,6 +375,8 @@ static PyObject *loader_stats(PyObject *op, PyObject *unused)
     STAT_U64(read_bytes_peak) STAT_U64(read_budget_waits) STAT_U64(shards_damaged)
     STAT_U64(shard_members_lost) STAT_U64(remote_requests) STAT_U64(remote_retries)
     STAT_U64(remote_bytes) STAT_DBL(remote_wait_s)
+    STAT_U64(page_cache_reads) STAT_U64(page_cache_misses)
+    STAT_U64(cache_hits) STAT_U64(cache_misses) STAT_STR(cache_warning)
     if (put(d, "held", PyLong_FromLong(atomic_load(&c->held))) < 0)
         goto fail;
     PyObject *kinds = PyDict_New();

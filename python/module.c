@@ -125,10 +125,13 @@ static int set_one(gf_settings *s, PyObject *key, PyObject *value)
     const char *name = PyUnicode_AsUTF8AndSize(key, NULL);
     if (!name)
         return -1;
-    if (strcmp(name, "ca_file") == 0 && PyUnicode_Check(value)) {
-        /* A path, kept alive by the caller's dict until gf_open returns. */
-        s->ca_file = PyUnicode_AsUTF8AndSize(value, NULL);
-        return s->ca_file ? 0 : -1;
+    /* Paths, kept alive by the caller's dict until gf_open returns. */
+    const char **path = strcmp(name, "ca_file") == 0     ? &s->ca_file
+                        : strcmp(name, "cache_dir") == 0 ? &s->cache_dir
+                                                         : NULL;
+    if (path && PyUnicode_Check(value)) {
+        *path = PyUnicode_AsUTF8AndSize(value, NULL);
+        return *path ? 0 : -1;
     }
     if (!PyUnicode_Check(value)) {
         PyErr_Format(PyExc_TypeError, "%s: the setting's text (a str)", name);

@@ -389,6 +389,13 @@ static uint32_t drain_dones(gf_loader *l)
             }
             continue;
         }
+        if (d.decode.cache == GF__CACHE_MISS) { /* the cell waits for io_uring now */
+            gf__cache_outcome(l, false);
+            gf__queue_read(l, sl, (int)d.decode.cell, true);
+            continue;
+        }
+        if (d.decode.cache == GF__CACHE_HIT)
+            gf__cache_outcome(l, true);
         if (!d.decode.err) {
             if (d.decode.used & GF__USED_TURBO)
                 l->ctl_turbo++;
@@ -462,6 +469,8 @@ static void pump(gf_loader *l)
         l->decode_warnings += l->ctl_warned;
         l->uring_bytes += l->ctl_uring_bytes;
         l->uring_submit_s += l->ctl_submit_s;
+        l->page_cache_reads += l->ctl_page_cache_hits;
+        l->page_cache_misses += l->ctl_page_cache_misses;
         l->buf_bytes = l->ctl_buf_bytes;
 #if GF_HAVE_REMOTE
         if (l->fetch) {
@@ -475,6 +484,7 @@ static void pump(gf_loader *l)
         pthread_mutex_unlock(&l->mu);
         l->ctl_turbo = l->ctl_stb = l->ctl_spng = l->ctl_webp = l->ctl_warned = l->ctl_uring_bytes = 0;
         l->ctl_submit_s = 0;
+        l->ctl_page_cache_hits = l->ctl_page_cache_misses = 0;
 
         while (gf__finalise_oldest(l, js, &n_jobs))
             ;
@@ -482,7 +492,7 @@ static void pump(gf_loader *l)
             ;
         assign_batches(l, js, &n_jobs);
         if (l->rr && !l->halted)
-            gf__remote_read_ahead(l);
+            gf__remote_read_ahead(l, js, &n_jobs);
         push_jobs(l, js, n_jobs);
         submit_reads(l);
         if (n_done == 0 && n_jobs == 0 && !reads_finished(l))
@@ -496,6 +506,7 @@ static void close_handles(gf_loader *l)
 #if GF_HAVE_REMOTE
     gf__fetcher_close(l->fetch);
 #endif
+    gf__remote_read_wakes(l, false);
     uv_close((uv_handle_t *)&l->wake, NULL);
     if (l->uring_polling)
         uv_close((uv_handle_t *)&l->uring_poll, NULL);
@@ -579,8 +590,10 @@ int gf__controller_start(gf_loader *l)
         return gf__fail_locking(l, GF_ENOMEM, "uv_loop_init failed");
     uv_async_init(&l->loop, &l->wake, on_wake);
     l->wake.data = l;
+    gf__remote_read_wakes(l, true);
 #if GF_HAVE_REMOTE
     if (l->ds.remote && start_fetcher(l) < 0) {
+        gf__remote_read_wakes(l, false);
         uv_close((uv_handle_t *)&l->wake, NULL);
         uv_run(&l->loop, UV_RUN_DEFAULT);
         uv_loop_close(&l->loop);

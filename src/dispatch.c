@@ -1,7 +1,9 @@
 /* Starting work on a cell, on the controller thread: its sample from the
  * cursor, its label and index, then an io_uring read (the read queue) or
- * a decode job for the pool. gf__read_req_of also runs on decode threads:
- * it only reads the index, read-only after gf_open. */
+ * a decode job for the pool (io = AUTO: one that reads from the page
+ * cache only, back here for io_uring when the bytes are not all there).
+ * gf__read_req_of also runs on decode threads: it only reads the index,
+ * read-only after gf_open. */
 #include "dispatch.h"
 
 #include "magic.h"
@@ -31,6 +33,49 @@ gf__job gf__decode_job(gf_loader *l, gf__slot *sl, int c, gf__buf *buf)
                                 .cell = (uint32_t)c}};
 }
 
+void gf__queue_read(gf_loader *l, gf__slot *sl, int c, bool first)
+{
+    /* Room: one entry per cell of the ring, like the pool's queues; a
+     * cell is in it once at most. */
+    uint32_t i = first ? gf__fifo_push_front(&l->read_q) : gf__fifo_push(&l->read_q);
+    if (GF__UNLIKELY(i == UINT32_MAX))
+        gf__halt(l, GF_ENOMEM, "internal error: the read queue is full");
+    else
+        l->reads[i] = (uint64_t)(sl - l->slots) << 32 | (uint32_t)c;
+}
+
+/* Cold data must not pay a failed try per sample. Warm (gap 0), every
+ * cell tries the cache; after a miss, one cell tries and the next `gap`
+ * go to io_uring straight, counted at dispatch, since outcomes come back
+ * a ring's worth of cells later. The gap doubles with each miss up to
+ * GF__CACHE_GAP_MAX, and a hit makes it 0. */
+enum { GF__CACHE_GAP_MAX = 64 };
+
+static bool cache_try(gf_loader *l)
+{
+    if (l->ctl_cache_gap == 0)
+        return true;
+    if (l->ctl_cache_skip > 0) {
+        l->ctl_cache_skip--;
+        return false;
+    }
+    l->ctl_cache_skip = l->ctl_cache_gap;
+    return true;
+}
+
+void gf__cache_outcome(gf_loader *l, bool hit)
+{
+    if (hit) {
+        l->ctl_page_cache_hits++;
+        l->ctl_cache_gap = l->ctl_cache_skip = 0;
+        return;
+    }
+    l->ctl_page_cache_misses++;
+    if (l->ctl_cache_gap == 0)
+        l->ctl_cache_skip = 1;
+    l->ctl_cache_gap = l->ctl_cache_gap ? GF__MIN(2 * l->ctl_cache_gap, GF__CACHE_GAP_MAX) : 1;
+}
+
 void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, gf__slot *sl, int c, uint64_t pos)
 {
     uint64_t sample = gf__cursor_sample(&l->cur, sl->epoch, pos);
@@ -45,13 +90,14 @@ void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, gf__slot *sl, int
         gf__remote_read_cell(l, sl, c, pos, js, n_jobs);
         return;
     }
+    if (l->uring && l->cache_first && cache_try(l)) {
+        gf__job *j = gf__add_job(l, js, n_jobs);
+        *j = gf__decode_job(l, sl, c, NULL);
+        j->decode.cached = true;
+        return;
+    }
     if (l->uring || l->fetch) {
-        /* Room: one entry per cell of the ring, like the pool's queues. */
-        uint32_t i = gf__fifo_push(&l->read_q);
-        if (GF__UNLIKELY(i == UINT32_MAX))
-            gf__halt(l, GF_ENOMEM, "internal error: the read queue is full");
-        else
-            l->reads[i] = (uint64_t)(sl - l->slots) << 32 | (uint32_t)c;
+        gf__queue_read(l, sl, c, false);
         return;
     }
     *gf__add_job(l, js, n_jobs) = gf__decode_job(l, sl, c, NULL);

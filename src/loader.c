@@ -100,6 +100,12 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
         l->io = rc < 0 ? GF_IO_POSIX : GF_IO_URING;
         pthread_mutex_unlock(&l->mu);
     }
+    /* AUTO: a decode thread reads what the page cache holds itself, so
+     * the bytes are in its core's cache when it decodes them; io_uring
+     * reads the rest (DESIGN.md, the reader). */
+    l->cache_first = l->uring && l->s.io == GF_IO_AUTO;
+    l->ctl_cache_gap = l->ctl_cache_skip = 0;
+    l->ctl_page_cache_hits = l->ctl_page_cache_misses = 0;
     /* Reads a stop dropped leave their buffers behind: start from none,
      * sized for the buffers this reader uses. */
     for (int i = 0; i < l->n_bufs; i++)
@@ -107,7 +113,9 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
     for (int i = 0; i < l->n_workers; i++)
         gf__buf_free(&l->workers[i].buf);
     gf__budget_restart(&l->budget,
-                       (unsigned)(l->uring || l->ds.remote ? l->n_bufs : l->n_workers));
+                       (unsigned)(l->uring || l->ds.remote
+                                      ? l->n_bufs + (l->cache_first ? l->n_workers : 0)
+                                      : l->n_workers));
     gf__uring_set_budget(l->uring, &l->budget);
 
     l->running = true;
@@ -174,6 +182,12 @@ static int alloc_queues(gf_loader *l)
      * ranged GET a sample (l->fetch alone). */
     /* Fewer buffers than the window's shards would fetch a shard again
      * for nearly every batch. */
+    if (l->s.cache_dir && (!*l->s.cache_dir || !l->ds.remote || !gf__remote_whole_shards(&l->s)))
+        return gf__fail(l, GF_EINVAL, "cache_dir: %s",
+                        !*l->s.cache_dir ? "an empty path"
+                        : !l->ds.remote  ? "only remote shards are cached (this data is local)"
+                                         : "the cache holds whole shards: it needs order shards, "
+                                           "not global (a ranged GET a sample)");
     if (l->ds.remote && gf__remote_whole_shards(&l->s) && l->s.prefetch_shards < l->s.shard_window)
         return gf__fail(l, GF_EINVAL,
                         "prefetch_shards %d is below shard_window %d: the window's shards are "
@@ -733,6 +747,8 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     st->wait_s = l->wait_s;
     st->read_busy_s = l->uring_submit_s;
     st->bytes_read = l->uring_bytes;
+    st->page_cache_reads = l->page_cache_reads;
+    st->page_cache_misses = l->page_cache_misses;
     st->buffer_bytes = l->buf_bytes;
     for (int i = 0; i < l->n_workers; i++) {
         gf__worker *w = &l->workers[i];
@@ -789,6 +805,8 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     st->remote_retries = l->remote_retries;
     st->remote_bytes = l->remote_bytes;
     st->remote_wait_s = l->remote_wait_s;
+    gf__remote_read_cache_stats(l, &st->cache_hits, &st->cache_misses, st->cache_warning,
+                                sizeof st->cache_warning);
     st->read_budget_bytes = l->s.read_budget_bytes;
     gf__budget_stats(&l->budget, &st->read_bytes_peak, &st->read_budget_waits);
     gf__device_h2d(l->dev, &st->h2d_bytes, &st->h2d_copies, &st->h2d_s);

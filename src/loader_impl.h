@@ -89,6 +89,12 @@ struct gf_loader {
     uint64_t xfer;               /* next finalised one to hand to delivery */
     uint32_t *seq_slot;          /* D: batch seq's host slot at seq % D (gf__slot_of) */
     uint64_t *reads;             /* (slot << 32 | cell) waiting for an io_uring slot */
+    /* io = AUTO with io_uring (set at start): decode threads read from
+     * the page cache first (gf__dispatch_cell); the controller's tallies
+     * of those reads and its backoff after misses (gf__cache_outcome). */
+    bool cache_first;
+    uint32_t ctl_cache_gap, ctl_cache_skip;
+    uint64_t ctl_page_cache_hits, ctl_page_cache_misses;
     gf__fifo read_q;
     gf__read_done *reaped;       /* GF__REAP_BATCH */
     gf__job *js;                 /* jobs made in one pump round */
@@ -127,6 +133,7 @@ struct gf_loader {
     int halt_code;               /* the controller's own failure */
     uint64_t samples, batches, errors, errors_by_kind[GF_SAMPLE_ERROR_KINDS];
     uint64_t decoded_turbo, decoded_stb, decoded_spng, decoded_webp, decode_warnings, uring_bytes;
+    uint64_t page_cache_reads, page_cache_misses;
     double wait_s, uring_submit_s, t_open;
     /* Controller-owned tallies, added to the shared ones once per round. */
     uint64_t ctl_turbo, ctl_stb, ctl_spng, ctl_webp, ctl_warned, ctl_uring_bytes;

@@ -46,6 +46,15 @@ static inline uint32_t gf__fifo_push(gf__fifo *f)
     return f->tail++ & f->mask;
 }
 
+/* As gf__fifo_push, at the head: popped next. */
+static inline uint32_t gf__fifo_push_front(gf__fifo *f)
+{
+    assert(gf__fifo_room(f) > 0);
+    if (GF__UNLIKELY(gf__fifo_room(f) == 0))
+        return UINT32_MAX;
+    return --f->head & f->mask;
+}
+
 static inline uint32_t gf__fifo_pop(gf__fifo *f)
 {
     assert(gf__fifo_len(f) > 0);
@@ -70,6 +79,7 @@ typedef struct gf__job {
             int64_t sample;
             uint64_t key;  /* gf__sample_key: the sample's randomness */
             uint32_t cell;
+            bool cached;   /* buf NULL: read only what the page cache holds */
         } decode;
         struct {           /* GF__JOB_CONVERT: the CPU twin over cells [first, first + count) */
             int first, count;
@@ -86,8 +96,12 @@ typedef struct gf__done {
         int err, used;     /* used: GF__USED_*, GF__FLIPPED, GF__WARNED */
         int warn_code;     /* GF__WARNED: the code STRICT would have given */
         char *why;         /* malloc'd reason: errors, and GF__WARNED's */
+        uint8_t cache;     /* a cached job's read: GF__CACHE_HIT, or _MISS:
+                              nothing read or decoded, io_uring must read it */
     } decode;
 } gf__done;
+
+enum { GF__CACHE_NONE, GF__CACHE_HIT, GF__CACHE_MISS };
 
 /* The user's side: arg is passed to each. */
 typedef struct gf__pool_user {

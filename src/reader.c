@@ -22,7 +22,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
+
+#ifndef RWF_NOWAIT
+#define RWF_NOWAIT 0x00000008 /* Linux 4.14 */
+#endif
 
 const char *gf__errtext(int e, char *tmp, size_t n)
 {
@@ -409,16 +414,29 @@ int gf__read_range(int root_fd, const char *rel, uint64_t offset, uint64_t lengt
     return gf__read_sample(root_fd, rel, offset, length, &o, b, why, why_len);
 }
 
-/* Reads bytes [from, to) of the size-byte part at base of fd into b. */
+/* Reads bytes [from, to) of the size-byte part at base of fd into b;
+ * nowait: from the page cache only, else GF__READ_UNCACHED. */
 static int pread_part(int fd, gf__buf *b, size_t from, size_t to, size_t size, uint64_t base,
-                      int ranged, char *why, size_t why_len)
+                      int ranged, int nowait, char *why, size_t why_len)
 {
     char tmp[96];
     for (size_t off = from; off < to;) {
-        ssize_t n = pread(fd, b->data + off, to - off, (off_t)(base + off));
+        ssize_t n;
+        if (nowait) {
+            struct iovec v = {.iov_base = b->data + off, .iov_len = to - off};
+            n = preadv2(fd, &v, 1, (off_t)(base + off), RWF_NOWAIT);
+        } else {
+            n = pread(fd, b->data + off, to - off, (off_t)(base + off));
+        }
         if (n < 0) {
             if (errno == EINTR)
                 continue;
+            /* EAGAIN: not cached. The others: no RWF_NOWAIT here (old
+             * kernel, file system); the blocking reader will say what
+             * else may be wrong. */
+            if (nowait && (errno == EAGAIN || errno == EOPNOTSUPP || errno == EINVAL ||
+                           errno == ENOSYS))
+                return GF__READ_UNCACHED;
             gf__why(why, why_len, "read at byte %zu: %s", off,
                     gf__errtext(errno, tmp, sizeof tmp));
             return GF_EIO;
@@ -459,17 +477,21 @@ int gf__read_sample(int root_fd, const char *rel, uint64_t offset, uint64_t leng
     /* The first part, then (when it is an image) the rest: a large file
      * that is none costs its first bytes, not its size. */
     size_t first = gf__first_part(size, o->flags), kept = 0;
-    err = gf__buf_reserve(b, first, &kept, max, o->budget, 1, &waited, why, why_len);
+    int nowait = (o->flags & GF__READ_NOWAIT) != 0;
+    err = gf__buf_reserve(b, first, &kept, max, o->budget, !nowait, &waited, why, why_len);
     if (!err)
-        err = pread_part(fd, b, 0, first, size, base, ranged, why, why_len);
+        err = pread_part(fd, b, 0, first, size, base, ranged, nowait, why, why_len);
     if (!err && first < size) {
         err = gf__sniff_refuses(b->data, first, why, why_len);
         kept = first; /* unless waiting for the budget drops it */
         if (!err)
-            err = gf__buf_reserve(b, size, &kept, max, o->budget, 1, &waited, why, why_len);
+            err = gf__buf_reserve(b, size, &kept, max, o->budget, !nowait, &waited, why,
+                                  why_len);
         if (!err)
-            err = pread_part(fd, b, kept, size, size, base, ranged, why, why_len);
+            err = pread_part(fd, b, kept, size, size, base, ranged, nowait, why, why_len);
     }
+    if (err == GF__BUDGET_LATER)
+        err = GF__READ_UNCACHED; /* io_uring waits without a thread */
     close(fd);
     if (!err)
         b->len = size;

@@ -86,8 +86,15 @@ void gf__budget_stats(gf__budget *g, uint64_t *peak, uint64_t *waits);
 /* gf__read_sample flags. SNIFF: refuse a file (or member) larger than
  * GF__SNIFF_BYTES whose first bytes are no image magic (magic.h) with
  * GF_EFORMAT "not an image of a known format", before reading the rest.
- * The caller leaves it out for a name ending in .tga (no magic). */
-enum { GF__READ_SNIFF = 1 };
+ * The caller leaves it out for a name ending in .tga (no magic). NOWAIT:
+ * read only what the page cache holds (preadv2 RWF_NOWAIT), never waiting
+ * for the disk or the budget: GF__READ_UNCACHED when it would have. */
+enum { GF__READ_SNIFF = 1, GF__READ_NOWAIT = 2 };
+
+/* gf__read_sample under GF__READ_NOWAIT: not every byte was in the page
+ * cache (or the budget, or the kernel's RWF_NOWAIT, said no); nothing is
+ * wrong with the sample, read it again without the flag. Not a GF_E*. */
+#define GF__READ_UNCACHED 2
 
 /* How a loader reads its samples. */
 typedef struct gf__read_opts {
@@ -122,7 +129,7 @@ int gf__read_range(int root_fd, const char *rel, uint64_t offset, uint64_t lengt
                    gf__buf *b, size_t max_bytes, char *why, size_t why_len);
 /* gf__read_range under o: its budget (blocks while the budget is spent
  * by other reads; GF_EIO "cancelled" once o->budget's cancel is raised)
- * and flags. */
+ * and flags; with GF__READ_NOWAIT it may return GF__READ_UNCACHED. */
 int gf__read_sample(int root_fd, const char *rel, uint64_t offset, uint64_t length,
                     const gf__read_opts *o, gf__buf *b, char *why, size_t why_len);
 

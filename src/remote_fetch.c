@@ -387,7 +387,10 @@ static void transfer_done(gf__fetcher *f, req *r, CURLcode c)
     }
     bool whole = r->len == GF__WHOLE_FILE &&
                  (!r->total || r->off + r->got == r->total);
-    if (c == CURLE_OK && r->body_ok && (r->got == r->len || whole)) {
+    /* A range past the object's end gets what there is, as a short pread
+     * does: no retry can add bytes (the object's size is checked apart). */
+    bool ended = r->total && r->off + r->got == r->total;
+    if (c == CURLE_OK && r->body_ok && (r->got == r->len || whole || ended)) {
         finish(f, r, 0, NULL);
         return;
     }

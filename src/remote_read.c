@@ -11,11 +11,21 @@
  * next epoch (its own tables of the shard order), so an epoch's first
  * shards arrive while the last one is read; never further. A cell whose shard has not arrived waits on the shard's list; the
  * shard's arrival makes jobs of them, or, if it failed, errors naming
- * the URL. */
+ * the URL (and a later epoch tries it again).
+ *
+ * With a cache (settings.cache_dir, remote_cache.h) a shard is first
+ * looked for there under its URL and ETag: a hit maps the file and the
+ * shard is READY at once. The ETag is the fetcher's, learned this run by
+ * a whole fetch or, for a shard the cache may hold, by a one-byte ranged
+ * GET first (so a changed object is never served from an old copy). A
+ * shard fetched whole is handed to the cache's writer, its buffer pinned
+ * until written. */
 #include "remote_read.h"
 
 #include "assemble.h"
 #include "dispatch.h"
+#include "controller.h"
+#include "remote_cache.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +39,10 @@ typedef struct rshard {
     uint32_t need;       /* positions scanned, not yet taken */
     uint32_t waiting;    /* first waiting cell + 1, 0: none */
     uint64_t used;       /* LRU tick */
+    bool mapped;         /* buf is the cache's file, mapped (cap 0) */
+    bool validating;     /* FETCHING one byte, to learn the ETag */
+    bool to_cache;       /* READY, fetched, not yet taken by the cache */
+    uint64_t failed_epoch; /* FAILED: the cursor's epoch then */
     gf__buf buf;
     int err;
     char *why;
@@ -49,7 +63,20 @@ struct gf__remote_read {
                             are for the cursor's epoch) */
     bool has_tables, scanning;
     uint64_t scan_epoch, scan_pos;
+    gf__shard_cache *cache; /* NULL: none */
 };
+
+static void release(rshard *s)
+{
+    if (s->mapped)
+        gf__shard_cache_unmap(s->buf.data, s->buf.len);
+    else
+        gf__buf_free(&s->buf);
+    s->buf = (gf__buf){0};
+    s->mapped = s->validating = s->to_cache = false;
+}
+
+static bool offer(gf_loader *l, uint32_t k);
 
 int gf__remote_read_create(gf_loader *l, unsigned buffers, uint64_t budget)
 {
@@ -70,6 +97,10 @@ int gf__remote_read_create(gf_loader *l, unsigned buffers, uint64_t budget)
             return GF_ENOMEM;
         r->has_tables = true;
     }
+    if (l->s.cache_dir &&
+        gf__shard_cache_open(&r->cache, l->s.cache_dir, l->s.cache_bytes,
+                             (const char *const *)l->ds.shard_paths, l->ds.n_shards) < 0)
+        return GF_ENOMEM;
     return 0;
 }
 
@@ -81,7 +112,7 @@ static void unlive(struct gf__remote_read *r, uint32_t k)
     rshard *s = &r->sh[k];
     if (s->state != SH_FETCHING)
         r->bytes -= s->buf.cap;
-    gf__buf_free(&s->buf);
+    release(s);
     for (unsigned i = 0; i < r->n_live; i++)
         if (r->live[i] == k) {
             r->live[i] = r->live[--r->n_live];
@@ -100,8 +131,18 @@ void gf__remote_read_free(gf_loader *l)
     struct gf__remote_read *r = l->rr;
     if (!r)
         return;
+    /* Shards fetched and not yet written: a short run's last ones. */
+    for (uint32_t k = 0; r->cache && k < l->ds.n_shards; k++) {
+        uint32_t ks[8];
+        while (r->sh[k].to_cache && r->sh[k].state == SH_READY && !offer(l, k)) {
+            gf__shard_cache_flush(r->cache);
+            while (gf__shard_cache_done(r->cache, ks, 8))
+                ;
+        }
+    }
+    gf__shard_cache_close(r->cache); /* first: its writer reads the buffers */
     for (uint32_t k = 0; r->sh && k < l->ds.n_shards; k++) {
-        gf__buf_free(&r->sh[k].buf);
+        release(&r->sh[k]);
         free(r->sh[k].why);
     }
     free(r->sh);
@@ -118,6 +159,12 @@ void gf__remote_read_free(gf_loader *l)
 void gf__remote_read_restart(gf_loader *l)
 {
     struct gf__remote_read *r = l->rr;
+    if (r->cache) { /* the writes pinned their buffers: done before pins go */
+        uint32_t ks[8];
+        gf__shard_cache_flush(r->cache);
+        while (gf__shard_cache_done(r->cache, ks, 8))
+            ;
+    }
     for (unsigned i = 0; i < r->n_live;) {
         uint32_t k = r->live[i];
         rshard *s = &r->sh[k];
@@ -169,41 +216,15 @@ static bool room_for_one(struct gf__remote_read *r)
     /* Its buffer goes to the shard that takes its place: pages already
      * mapped, where a fresh one faults each page in as the body arrives. */
     rshard *old = &r->sh[r->live[best]];
-    r->spare = old->buf;
-    old->buf.data = NULL; /* drop takes its cap off `bytes`, frees nothing */
+    if (!old->mapped) { /* a cache file's mapping stays the cache's */
+        r->spare = old->buf;
+        old->buf.data = NULL; /* drop takes its cap off `bytes`, frees nothing */
+    }
     drop(r, r->live[best]);
     if (r->n_live < r->buffers && (r->bytes < r->budget || r->n_live == 0))
         return true;
     gf__buf_free(&r->spare);
     return false;
-}
-
-static bool start_fetch(gf_loader *l, uint32_t k)
-{
-    struct gf__remote_read *r = l->rr;
-    if (!l->fetch || !gf__fetcher_room(l->fetch) || !room_for_one(r))
-        return false;
-    rshard *s = &r->sh[k];
-    gf__fetch_target *t = &l->ds.remote[k];
-    /* A shard of known size: the buffer room_for_one freed if it fits,
-     * else a mapping an eighth larger (the next shard likely fits too);
-     * without one (ENOMEM, size unknown) the fetcher mallocs. */
-    gf__buf_free(&s->buf);
-    if (t->size && r->spare.cap >= t->size) {
-        s->buf = r->spare;
-        r->spare = (gf__buf){0};
-    }
-    gf__buf_free(&r->spare);
-    if (t->size && !s->buf.data)
-        (void)gf__buf_map(&s->buf, t->size + t->size / 8);
-    s->state = SH_FETCHING;
-    s->used = ++r->tick;
-    r->live[r->n_live++] = k;
-    /* The shard's size, as the index recorded it; else learned from the
-     * first response (an index without shard_bytes). */
-    uint64_t len = t->size ? t->size : GF__WHOLE_FILE;
-    gf__fetcher_submit(l->fetch, t, 0, len, &s->buf, NULL, GF__SHARD_FETCH | k);
-    return true;
 }
 
 static gf__job view_job(gf_loader *l, gf__slot *sl, int c, const rshard *s, uint64_t sample)
@@ -245,6 +266,120 @@ static void serve(gf_loader *l, gf__slot *sl, int c, uint32_t k, gf__job *js, in
     *gf__add_job(l, js, n_jobs) = view_job(l, sl, c, s, sample);
 }
 
+/* Shard k has arrived (or failed): its waiting cells become jobs or errors. */
+static void arrived(gf_loader *l, uint32_t k, gf__job *js, int *n_jobs)
+{
+    struct gf__remote_read *r = l->rr;
+    rshard *s = &r->sh[k];
+    for (uint32_t w = s->waiting; w;) {
+        uint32_t cell = w - 1;
+        w = r->wait_next[cell];
+        r->n_waiting--;
+        serve(l, &l->slots[cell / (uint32_t)l->B], (int)(cell % (uint32_t)l->B), k, js, n_jobs);
+    }
+    s->waiting = 0;
+}
+
+/* Shard k's copy in the cache, under the ETag this run learned: READY. */
+static bool from_cache(gf_loader *l, uint32_t k)
+{
+    struct gf__remote_read *r = l->rr;
+    rshard *s = &r->sh[k];
+    const gf__fetch_target *t = &l->ds.remote[k];
+    uint8_t *data;
+    size_t len;
+    if (!r->cache || !gf__shard_cache_map(r->cache, k, t->etag, t->size, &data, &len))
+        return false;
+    s->buf = (gf__buf){.data = data, .len = len};
+    s->mapped = true;
+    s->state = SH_READY;
+    return true;
+}
+
+static void fetch_whole(gf_loader *l, uint32_t k)
+{
+    struct gf__remote_read *r = l->rr;
+    rshard *s = &r->sh[k];
+    gf__fetch_target *t = &l->ds.remote[k];
+    /* A shard of known size: the buffer room_for_one freed if it fits,
+     * else a mapping an eighth larger (the next shard likely fits too);
+     * without one (ENOMEM, size unknown) the fetcher mallocs. */
+    gf__buf_free(&s->buf);
+    if (t->size && r->spare.cap >= t->size) {
+        s->buf = r->spare;
+        r->spare = (gf__buf){0};
+    }
+    gf__buf_free(&r->spare);
+    if (t->size && !s->buf.data)
+        (void)gf__buf_map(&s->buf, t->size + t->size / 8);
+    /* The shard's size, as the index recorded it; else learned from the
+     * first response (an index without shard_bytes). */
+    uint64_t len = t->size ? t->size : GF__WHOLE_FILE;
+    gf__fetcher_submit(l->fetch, t, 0, len, &s->buf, NULL, GF__SHARD_FETCH | k);
+}
+
+/* Hands fetched shard k to the cache's writer. False when its queue is
+ * full: offer it again later. */
+static bool offer(gf_loader *l, uint32_t k)
+{
+    struct gf__remote_read *r = l->rr;
+    rshard *s = &r->sh[k];
+    int rc = gf__shard_cache_put(r->cache, k, l->ds.remote[k].etag, s->buf.data, s->buf.len);
+    if (rc > 0)
+        return false;
+    s->to_cache = false;
+    if (rc == 0)
+        s->pins++; /* until the writer is done with it */
+    return true;
+}
+
+/* Starts shard k into a buffer: from the cache (READY now, its waiting
+ * cells served), or a fetch. False when no buffer or request is free. */
+static bool start(gf_loader *l, uint32_t k, gf__job *js, int *n_jobs)
+{
+    struct gf__remote_read *r = l->rr;
+    const gf__fetch_target *t = &l->ds.remote[k];
+    bool known = r->cache && t->etag[0];
+    if (!known && (!l->fetch || !gf__fetcher_room(l->fetch)))
+        return false;
+    if (!room_for_one(r))
+        return false;
+    rshard *s = &r->sh[k];
+    if (known && from_cache(l, k)) {
+        gf__buf_free(&r->spare);
+        s->used = ++r->tick;
+        r->live[r->n_live++] = k;
+        arrived(l, k, js, n_jobs);
+        return true;
+    }
+    if (!l->fetch || !gf__fetcher_room(l->fetch)) {
+        gf__buf_free(&r->spare);
+        return false;
+    }
+    s->state = SH_FETCHING;
+    s->used = ++r->tick;
+    r->live[r->n_live++] = k;
+    if (!known && r->cache && gf__shard_cache_may_hold(r->cache, k)) {
+        s->validating = true;
+        gf__fetcher_submit(l->fetch, &l->ds.remote[k], 0, 1, &s->buf, NULL, GF__SHARD_FETCH | k);
+    } else {
+        fetch_whole(l, k);
+    }
+    gf__buf_free(&r->spare); /* a validation's fetch_whole maps anew */
+    return true;
+}
+
+/* A shard that failed in an earlier epoch is tried again (an outage may
+ * have passed): at most a try an epoch. */
+static void again_if_older(rshard *s, uint64_t epoch)
+{
+    if (s->state == SH_FAILED && epoch > s->failed_epoch) {
+        free(s->why);
+        s->why = NULL;
+        s->state = SH_ABSENT;
+    }
+}
+
 void gf__remote_read_cell(gf_loader *l, gf__slot *sl, int c, uint64_t pos, gf__job *js,
                           int *n_jobs)
 {
@@ -257,6 +392,7 @@ void gf__remote_read_cell(gf_loader *l, gf__slot *sl, int c, uint64_t pos, gf__j
                                    (sl->epoch == r->scan_epoch && pos < r->scan_pos));
     if (scanned && s->need)
         s->need--;
+    again_if_older(s, sl->epoch);
     if (s->state == SH_READY || s->state == SH_FAILED) {
         serve(l, sl, c, k, js, n_jobs);
         return;
@@ -265,7 +401,7 @@ void gf__remote_read_cell(gf_loader *l, gf__slot *sl, int c, uint64_t pos, gf__j
     r->wait_next[cell] = s->waiting;
     s->waiting = cell + 1;
     r->n_waiting++;
-    if (s->state == SH_ABSENT && !start_fetch(l, k)) {
+    if (s->state == SH_ABSENT && !start(l, k, js, n_jobs)) {
         s->state = SH_WANTED; /* gf__remote_read_ahead starts it once a buffer is free */
         r->want[r->n_want++] = k;
     }
@@ -276,11 +412,24 @@ void gf__remote_read_shard_done(gf_loader *l, const gf__read_done *d, gf__job *j
     struct gf__remote_read *r = l->rr;
     uint32_t k = (uint32_t)(d->user & ~GF__SHARD_FETCH);
     rshard *s = &r->sh[k];
+    if (s->validating) { /* the ETag is known now: the cache's copy, or the shard */
+        gf__buf_free(&s->buf);
+        s->validating = false;
+        if (!d->err) {
+            if (from_cache(l, k)) {
+                arrived(l, k, js, n_jobs);
+                return;
+            }
+            fetch_whole(l, k); /* this request's place is free */
+            return;
+        }
+    }
     r->bytes += s->buf.cap;
     s->state = SH_READY;
     if (d->err) {
         unlive(r, k);
         s->state = SH_FAILED;
+        s->failed_epoch = l->cur.epoch;
         s->err = d->err;
         s->why = strdup(d->why[0] ? d->why : gf_strerror(d->err));
         if (!s->why)
@@ -290,14 +439,12 @@ void gf__remote_read_shard_done(gf_loader *l, const gf__read_done *d, gf__job *j
             snprintf(msg, sizeof msg, "%s: %s", l->ds.shard_paths[k], s->why ? s->why : "");
             gf__halt(l, s->err, msg);
         }
+    } else if (r->cache) {
+        gf__shard_cache_count_miss(r->cache);
+        s->to_cache = true;
+        offer(l, k);
     }
-    for (uint32_t w = s->waiting; w;) {
-        uint32_t cell = w - 1;
-        w = r->wait_next[cell];
-        r->n_waiting--;
-        serve(l, &l->slots[cell / (uint32_t)l->B], (int)(cell % (uint32_t)l->B), k, js, n_jobs);
-    }
-    s->waiting = 0;
+    arrived(l, k, js, n_jobs);
 }
 
 void gf__remote_read_decoded(gf_loader *l, uint64_t sample)
@@ -307,12 +454,26 @@ void gf__remote_read_decoded(gf_loader *l, uint64_t sample)
         s->pins--;
 }
 
-void gf__remote_read_ahead(gf_loader *l)
+void gf__remote_read_ahead(gf_loader *l, gf__job *js, int *n_jobs)
 {
     struct gf__remote_read *r = l->rr;
+    if (r->cache) {
+        uint32_t ks[8];
+        unsigned n;
+        while ((n = gf__shard_cache_done(r->cache, ks, 8)) > 0)
+            for (unsigned i = 0; i < n; i++)
+                if (r->sh[ks[i]].pins)
+                    r->sh[ks[i]].pins--;
+        /* Those the writer's queue had no room for, while they are held. */
+        for (unsigned i = 0; i < r->n_live; i++) {
+            rshard *s = &r->sh[r->live[i]];
+            if (s->to_cache && s->state == SH_READY && !offer(l, r->live[i]))
+                break;
+        }
+    }
     /* Shards cells wait for come first. */
     uint32_t started = 0;
-    while (started < r->n_want && start_fetch(l, r->want[started]))
+    while (started < r->n_want && start(l, r->want[started], js, n_jobs))
         started++;
     if (started) {
         memmove(r->want, r->want + started, (r->n_want - started) * sizeof *r->want);
@@ -343,9 +504,35 @@ void gf__remote_read_ahead(gf_loader *l)
         uint64_t sample = gf__cursor_sample(&r->scan, r->scan_epoch, r->scan_pos);
         uint32_t k = l->ds.shard[sample];
         rshard *s = &r->sh[k];
-        if (s->state == SH_ABSENT && !start_fetch(l, k))
+        again_if_older(s, r->scan_epoch);
+        if (s->state == SH_ABSENT && !start(l, k, js, n_jobs))
             return;
         s->need++;
         r->scan_pos++;
     }
+}
+
+static void wake(void *ctx)
+{
+    gf__wake_controller(ctx);
+}
+
+void gf__remote_read_wakes(gf_loader *l, bool on)
+{
+    if (l->rr && l->rr->cache)
+        gf__shard_cache_set_notify(l->rr->cache, on ? wake : NULL, l);
+}
+
+void gf__remote_read_cache_stats(gf_loader *l, uint64_t *hits, uint64_t *misses, char *warning,
+                                 size_t warning_len)
+{
+    gf__cache_counts c = {0};
+    if (warning_len)
+        warning[0] = '\0';
+    if (l->rr && l->rr->cache) {
+        gf__shard_cache_counts(l->rr->cache, &c);
+        gf__shard_cache_warning(l->rr->cache, warning, warning_len);
+    }
+    *hits = c.hits;
+    *misses = c.misses;
 }

@@ -36,9 +36,18 @@ void gf__remote_read_shard_done(gf_loader *l, const gf__read_done *d, gf__job *j
 /* gf-control: a decode from sample's shard is done: its buffer is no
  * longer read by it. */
 void gf__remote_read_decoded(gf_loader *l, uint64_t sample);
-/* gf-control: scans the order ahead of the cursor and starts the fetches
- * the buffers have room for. */
-void gf__remote_read_ahead(gf_loader *l);
+/* gf-control: takes back the buffers the cache's writer is done with,
+ * scans the order ahead of the cursor and starts the fetches the buffers
+ * have room for (a shard found in the cache is READY at once: its
+ * waiting cells become jobs). */
+void gf__remote_read_ahead(gf_loader *l, gf__job *js, int *n_jobs);
+/* The controller's loop can take wake-ups (true, once its async handle
+ * is made) or not (false, before it is closed): the cache's writer wakes
+ * it when a pinned buffer is free again. */
+void gf__remote_read_wakes(gf_loader *l, bool on);
+/* The cache's figures for gf_stats (zeros and "" without a cache). */
+void gf__remote_read_cache_stats(gf_loader *l, uint64_t *hits, uint64_t *misses, char *warning,
+                                 size_t warning_len);
 /* Cells wait for a shard to arrive. */
 bool gf__remote_read_cells_wait(const gf_loader *l);
 /* Bytes the shard buffers hold. */

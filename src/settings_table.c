@@ -60,7 +60,9 @@ static const gf_setting_info rows[] = {
     INT_(threads, "0", 1, 1024, PICK_, "cores - 1, at least 1", "decode threads"),
     INT_(prefetch_depth, "0", 1, 1024, PICK_, "4", "batch slots in the ring"),
     INT_(queue_depth, "0", 1, 4096, PICK_, "64", "io_uring reads in flight"),
-    CHOICE_(io, "auto", io_names, NULL, "the reader: io_uring where the kernel allows it, or pread"),
+    CHOICE_(io, "auto", io_names, NULL,
+            "the reader: io_uring where the kernel allows it, the decode threads reading what "
+            "the page cache holds with pread first (auto); io_uring alone (uring); pread (posix)"),
     CHOICE_(decoder, "auto", decoder_names, NULL,
             "JPEG and PNG by libjpeg-turbo and libspng (auto), stb_image (stb), or turbo only"),
     CHOICE_(transform, "train", transform_names, NULL,
@@ -127,6 +129,8 @@ static const gf_setting_info rows[] = {
          "remote shards, order shards: shards held in memory (the window's and those fetched ahead)"),
     U64_(remote_buffer_bytes, "0", 1 << 20, PICK_, "1 GiB",
          "remote shards, order shards: cap on the bytes of the shards held"),
+    U64_(cache_bytes, "0", 1, PICK_, "80% of the free space",
+         "remote shards: cap on the bytes of the cache (--cache-dir)"),
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
 

@@ -1,5 +1,6 @@
 /* The loader's jobs, run on the decode threads (gf-decode-N) through the
- * pool's hooks: read (unless io_uring did) and decode one cell straight
+ * pool's hooks: read (unless io_uring did; a cached job only from the
+ * page cache, else it goes back to io_uring) and decode one cell straight
  * into its pixels, or run the CPU twin over a range of a batch's cells.
  * gf__work_run holds no lock; gf__work_settle, under mu, books the job's
  * times and hands its read buffer back. Init/free on the lifecycle
@@ -19,6 +20,7 @@ static double run_decode(gf_loader *l, gf__worker *w, const gf__job *j, gf__done
 {
     char why[192] = "";
     int err = 0, used = 0;
+    uint8_t cache = GF__CACHE_NONE;
     double t0 = gf__now(), t1 = t0;
     gf__buf *in = j->decode.buf;
     gf__buf view;
@@ -31,9 +33,19 @@ static double run_decode(gf_loader *l, gf__worker *w, const gf__job *j, gf__done
         gf__range_push("gf read");
         gf__read_req r;
         gf__read_req_of(l, (uint64_t)j->decode.sample, &r);
+        if (j->decode.cached)
+            r.o.flags |= GF__READ_NOWAIT;
         err = gf__read_sample(l->ds.root_fd, r.rel, r.off, r.len, &r.o, in, why, sizeof why);
         gf__range_pop();
         t1 = gf__now();
+        if (err == GF__READ_UNCACHED) { /* back to the controller, for io_uring */
+            *d = (gf__done){.kind = GF__JOB_DECODE,
+                            .slot = j->slot,
+                            .decode = {.cell = j->decode.cell, .cache = GF__CACHE_MISS}};
+            return t1 - t0;
+        }
+        if (j->decode.cached && !err)
+            cache = GF__CACHE_HIT;
     }
     if (!err) {
         gf__range_push("gf decode");
@@ -52,7 +64,8 @@ static double run_decode(gf_loader *l, gf__worker *w, const gf__job *j, gf__done
                                .err = err,
                                .used = used,
                                .warn_code = warn_code,
-                               .why = reason ? strdup(reason) : NULL}};
+                               .why = reason ? strdup(reason) : NULL,
+                               .cache = cache}};
     return t1 - t0;
 }
 

@@ -46,7 +46,9 @@ AT(gf_settings, ca_file, 280);
 AT(gf_settings, remote_connections, 288);
 AT(gf_settings, prefetch_shards, 300);
 AT(gf_settings, remote_buffer_bytes, 304);
-AT(gf_settings, reserved, 312);
+AT(gf_settings, cache_dir, 312);
+AT(gf_settings, cache_bytes, 320);
+AT(gf_settings, reserved, 328);
 
 SIZE(gf_sample_error, 432);
 AT(gf_sample_error, code, 8);
@@ -77,7 +79,11 @@ AT(gf_stats, shards_damaged, 4248);
 AT(gf_stats, shard_members_lost, 4256);
 AT(gf_stats, remote_requests, 4264);
 AT(gf_stats, remote_wait_s, 4288);
-AT(gf_stats, reserved, 4296);
+AT(gf_stats, page_cache_reads, 4296);
+AT(gf_stats, page_cache_misses, 4304);
+AT(gf_stats, cache_hits, 4312);
+AT(gf_stats, cache_warning, 4328);
+AT(gf_stats, reserved, 4520);
 
 SIZE(gf_state, 40);
 AT(gf_state, seed, 16);

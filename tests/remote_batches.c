@@ -7,9 +7,10 @@
  *   remote_batches DATA THREADS DEPTH [SEEK_EPOCH SEEK_POS]
  *
  * prints "hash=H batches=N samples=N errors=N requests=N retries=N
- * read_peak=N" (stats.read_bytes_peak) and,
+ * read_peak=N cache_hits=N cache_misses=N" (stats.read_bytes_peak, the
+ * cache's), "cache_warning: TEXT" when it has one, and,
  * for each sample error, "error: PATH: REASON". Settings from the
- * environment: RB_CA_FILE (ca_file), RB_STALL_S
+ * environment: RB_CA_FILE (ca_file), RB_CACHE_DIR (cache_dir), RB_STALL_S
  * (remote_stall_s), RB_ON_ERROR=fail, RB_ORDER, RB_SET ("name=value ..."
  * through gf_settings_set), RB_BATCHES=N (close after N batches, with
  * whatever is in flight: prints "closed after N"), RB_PAUSE_MS (sleep
@@ -53,6 +54,8 @@ int main(int argc, char **argv)
     const char *v;
     if ((v = getenv("RB_CA_FILE")) && *v)
         s.ca_file = v;
+    if ((v = getenv("RB_CACHE_DIR")) && *v)
+        s.cache_dir = v;
     if ((v = getenv("RB_STALL_S")) && *v)
         s.remote_stall_s = atoi(v);
     if ((v = getenv("RB_ON_ERROR")) && strcmp(v, "fail") == 0)
@@ -114,9 +117,12 @@ int main(int argc, char **argv)
         return 0;
     }
     printf("hash=%016" PRIx64 " batches=%" PRIu64 " samples=%" PRIu64 " errors=%" PRIu64
-           " requests=%" PRIu64 " retries=%" PRIu64 " read_peak=%" PRIu64 "\n",
+           " requests=%" PRIu64 " retries=%" PRIu64 " read_peak=%" PRIu64 " cache_hits=%" PRIu64
+           " cache_misses=%" PRIu64 "\n",
            h, batches, samples, st.errors, st.remote_requests, st.remote_retries,
-           st.read_bytes_peak);
+           st.read_bytes_peak, st.cache_hits, st.cache_misses);
+    if (st.cache_warning[0])
+        printf("cache_warning: %s\n", st.cache_warning);
     if (rc != GF_EOF)
         printf("end: %s: %s\n", gf_strerror(rc), gf_last_error(l));
     gf_close(&l);

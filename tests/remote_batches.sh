@@ -91,6 +91,15 @@ rule "match=train-000002.tar&fault=status&code=404&times=0"
 grep -q "error: train-000002.tar:.*$GF_TEST_PROXY_HTTP_URL/train-000002.tar: HTTP 404" "$work/gone" ||
     { cat "$work/gone"; fail "a 404 shard's samples not reported with the URL"; }
 echo "  a 404 shard: $(grep -c '^error:' "$work/gone") samples reported, e.g. $(grep -m1 '^error:' "$work/gone")"
+# A shard that failed once (an outage that passed) is tried again by the
+# next epoch: its 9 members lost once at most, not in both epochs.
+curl -sf -X POST "$ctl/clear" >/dev/null
+rule "match=train-000002.tar&fault=status&code=404&times=1"
+"$rb" "$proxy" 2 4 >"$work/once" 2>&1 || true
+lost=$(grep -c '^error:' "$work/once" || true)
+[ "$lost" -ge 1 ] && [ "$lost" -le 9 ] ||
+    { cat "$work/once"; fail "a shard that failed once: $lost samples lost over 2 epochs"; }
+echo "  a 404 once: $lost samples lost, the next epoch read the shard"
 # A shard larger than max_file_bytes (a sample's bound, not a shard's):
 # read whole all the same in the shard order.
 same "http, shards over max_file_bytes" "$local1" \

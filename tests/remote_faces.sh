@@ -12,7 +12,10 @@ work=$GF_TEST_TMPDIR/faces
 mkdir -p "$work"
 cd "$work"
 fail() { echo "remote_faces: FAIL: $*" >&2; exit 1; }
-jget() { printf '%s\n' "$2" | grep -o "\"$1\": *[^,}]*" | tail -n 1 | sed 's/^[^:]*: *//; s/"//g'; }
+# A key's value in --json output (a string whole, commas and all).
+jget() {
+    printf '%s\n' "$2" | grep -o "\"$1\": *\(\"[^\"]*\"\|[^,}]*\)" | tail -n 1 | sed 's/^[^:]*: *//; s/"//g'
+}
 
 "$g" make-dataset set --classes 2 --per-class 48 --size 160x120 --seed 3 --shards 4 >/dev/null
 "$g" index "set/train-{000000..000003}.tar" >/dev/null
@@ -47,7 +50,9 @@ case $(jget recommendation "$json") in
 *--prefetch-shards*--remote-connections*) ;;
 *) fail "the network's advice: $(jget recommendation "$json")" ;;
 esac
-case $(jget recommendation "$json") in *--cache-dir*|*--threads*) fail "advice: $json" ;; esac
+# Shards fetched again each epoch: the cache is advised; decode threads not.
+case $(jget recommendation "$json") in *--cache-dir*) ;; *) fail "advice without --cache-dir: $json" ;; esac
+case $(jget recommendation "$json") in *--threads*) fail "advice: $json" ;; esac
 echo "  bench, 300 ms a request: $(jget recommendation "$json")"
 out=$("$g" bench "$@") || fail "bench (human): $out"
 printf '%s\n' "$out" | grep -q '^  remote .* requests .* retries, .* MB fetched; the decoders waited for remote shards' ||
@@ -84,15 +89,26 @@ out=$("$g" train --train-data "$GF_TEST_HTTP_URL/$pat" --val-data "$GF_TEST_HTTP
 [ "$(jget remote_requests "$out")" -gt 0 ] || fail "train's gpufeed row lacks the remote requests: $out"
 echo "  train: ok (96 train samples, val over https, $(jget remote_requests "$out") requests)"
 
+# --cache-dir: a second bench reads every shard from the cache.
+cdir=$GF_TEST_TMPDIR/faces-cache
+for i in 1 2; do
+    out=$("$g" bench --input-only --data "$GF_TEST_HTTP_URL/$pat" --cache-dir "$cdir" --epochs 1 \
+          --image-size 32 --batch-size 16 --json) || fail "bench --cache-dir: $out"
+done
+[ "$(jget cache_misses "$out")" = 0 ] && [ "$(jget cache_hits "$out")" -ge 4 ] ||
+    fail "bench --cache-dir, a second run: $out"
+echo "  bench --cache-dir: a second run, $(jget cache_hits "$out") shards from the cache"
+
 # settings --json: the remote rows.
 out=$("$g" settings --json)
-for k in remote_connections prefetch_shards remote_buffer_bytes remote_stall_s remote_retries; do
+for k in remote_connections prefetch_shards remote_buffer_bytes remote_stall_s remote_retries cache_bytes; do
     printf '%s' "$out" | grep -q "\"$k\"" || fail "settings --json lacks $k"
 done
 
 # Python: https with ca_file=, the remote stats.
 [ -n "$pydir" ] || { echo "  python: not built, left out"; echo "remote_faces: ok"; exit 0; }
-PYTHONPATH=$pydir /usr/bin/python3 - "$GF_TEST_HTTPS_URL/$pat" "$GF_TEST_CA_FILE" <<'PY' || fail "python"
+PYTHONPATH=$pydir /usr/bin/python3 - "$GF_TEST_HTTPS_URL/$pat" "$GF_TEST_CA_FILE" \
+    "$GF_TEST_TMPDIR/py-cache" <<'PY' || fail "python"
 import sys, gpufeed
 url, ca = sys.argv[1], sys.argv[2]
 l = gpufeed.Loader(data=url, ca_file=ca, batch_size=8, height=32, width=32, device="cpu", epochs=1)
@@ -109,5 +125,13 @@ try:
 except gpufeed.Error as e:
     assert url.split("/train-")[0] in str(e), e
 print("  python: https with ca_file=, %d remote requests" % st["remote_requests"])
+for run in (1, 2):
+    l = gpufeed.Loader(data=url, ca_file=ca, cache_dir=sys.argv[3], batch_size=8, height=32,
+                       width=32, device="cpu", epochs=1)
+    for _ in l:
+        pass
+    st = l.stats()
+assert st["cache_hits"] == 4 and st["cache_misses"] == 0 and st["cache_warning"] == "", st
+print("  python: cache_dir=, a second run: %d shards from the cache" % st["cache_hits"])
 PY
 echo "remote_faces: ok"

@@ -97,4 +97,12 @@ for f in prep/*.idx; do
     [ "$(head -n 1 "$f")" = "$(head -n 1 "previdx/$(basename "$f")")" ] ||
         fail "prepare's first line differs from index's: $(head -n 1 "$f")"
 done
+# An object shorter than a tar header: the range past its end gets what
+# there is, refused at once (it used to be retried as cut short, ~3 s).
+head -c 100 /dev/urandom >"$GF_TEST_HTTP_ROOT/ri/tiny.tar"
+"$gpufeed" index "$GF_TEST_HTTP_URL/ri/tiny.tar" --out tiny >"$work/tiny" 2>&1 && fail "a 100-byte object indexed"
+grep -q "tiny.tar: offset 0: truncated header: 100 bytes left" "$work/tiny" || { cat "$work/tiny"; fail "a 100-byte object"; }
+n=$(grep -c 'GET /ri/tiny.tar' "$GF_TEST_HTTP_LOG")
+[ "$n" -le 2 ] || fail "a 100-byte object: $n requests (retried as if cut short)"
+echo "  a 100-byte object: refused after $n requests: $(head -c 120 "$work/tiny")"
 echo "remote_index: ok"

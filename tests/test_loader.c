@@ -245,6 +245,62 @@ START_TEST(forcing_each_reader_is_reported_in_stats)
 }
 END_TEST
 
+/* io = AUTO (with io_uring): the decode threads read what the page cache
+ * holds, io_uring the rest, the batches the same bytes as either reader
+ * forced. Raw PPMs over 64 KiB, read in two parts as prepared sets are. */
+START_TEST(auto_reads_cached_files_on_the_decode_threads_and_cold_ones_with_io_uring)
+{
+    enum { K = 2, PER = 6, PW = 160, PH = 150 }; /* 72,015 bytes a file */
+    char *dir = tu_image_folder(K, PER, PW, PH, "ppm");
+    gf_settings s;
+    tu_cpu_settings(&s);
+    s.data = dir;
+    s.width = 40;
+    s.height = 32; /* train: random-resized-crop + flip */
+    s.batch_size = 4;
+    s.seed = 3;
+    s.epochs = 2;
+    s.threads = 2;
+    run_result *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    s.io = GF_IO_POSIX;
+    run_all(&s, a);
+    ck_assert_int_eq(a->n, 2 * K * PER);
+    ck_assert_uint_eq(a->stats.page_cache_reads + a->stats.page_cache_misses, 0);
+    s.io = GF_IO_URING;
+    run_all(&s, b);
+    ck_assert_uint_eq(b->hash, a->hash);
+    ck_assert_uint_eq(b->stats.page_cache_reads + b->stats.page_cache_misses, 0);
+
+    s.io = GF_IO_AUTO;
+    run_all(&s, b);
+    ck_assert_uint_eq(b->hash, a->hash);
+    ck_assert_int_eq(b->stats.reader, GF_IO_URING);
+    ck_assert_uint_gt(b->stats.page_cache_reads, 0);
+    ck_assert_uint_le(b->stats.page_cache_reads, 2 * K * PER);
+
+    /* Cold: each try finds nothing cached, io_uring reads the file. */
+    int cold = 1;
+    char path[4096];
+    for (int k = 0; k < K; k++)
+        for (int i = 0; i < PER; i++) {
+            snprintf(path, sizeof path, "%s/class_%d/img_%03d.ppm", dir, k, i);
+            cold &= tu_evict(path);
+        }
+    if (!cold) {
+        printf("SKIP: the file system keeps the files cached (tmpfs?)\n");
+    } else {
+        run_all(&s, b);
+        ck_assert_uint_eq(b->hash, a->hash);
+        ck_assert_uint_ge(b->stats.page_cache_misses, 1);
+        ck_assert_uint_eq(b->stats.errors, 0);
+    }
+    free(a);
+    free(b);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
 static void wait_decoded(gf_loader *l, uint64_t n, gf_stats *st)
 {
     for (int i = 0; i < 3000; i++) {
@@ -1971,6 +2027,7 @@ static Suite *loader_suite(void)
     tcase_add_loop_test(t, bad_samples_are_skipped_counted_and_named, URING_CASE, URING_CASE + 1);
     tcase_add_loop_test(t, non_regular_entries_are_counted_errors_naming_the_kind, URING_CASE,
                         URING_CASE + 1);
+    tcase_add_test(t, auto_reads_cached_files_on_the_decode_threads_and_cold_ones_with_io_uring);
     suite_add_tcase(s, t);
     return s;
 }

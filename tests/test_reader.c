@@ -261,6 +261,84 @@ START_TEST(read_file_reuses_its_buffer_and_only_grows_it)
 }
 END_TEST
 
+/* io = AUTO's decode threads: NOWAIT takes what the page cache holds and
+ * says GF__READ_UNCACHED, never waiting, for the rest. */
+START_TEST(read_sample_nowait_reads_cached_bytes_and_leaves_the_rest)
+{
+    size_t n = MIB + 7;
+    uint8_t *want = make("f", n, 5);
+    const gf__read_opts nowait = {.flags = GF__READ_NOWAIT}, plain = {0};
+    gf__buf b = {0};
+    char why[160];
+    /* Just written: in the page cache. */
+    ck_assert_int_eq(gf__read_sample(root_fd, "f", 0, GF__WHOLE_FILE, &nowait, &b, why, sizeof why),
+                     0);
+    assert_bytes(&b, want, n);
+    /* A member's range too. */
+    ck_assert_int_eq(gf__read_sample(root_fd, "f", 4096, 70000, &nowait, &b, why, sizeof why), 0);
+    assert_bytes(&b, want + 4096, 70000);
+
+    char path[4096];
+    snprintf(path, sizeof path, "%s/f", root);
+    if (!tu_evict(path)) {
+        printf("SKIP: the file system keeps the file cached (tmpfs?)\n");
+    } else {
+        ck_assert_int_eq(
+            gf__read_sample(root_fd, "f", 0, GF__WHOLE_FILE, &nowait, &b, why, sizeof why),
+            GF__READ_UNCACHED);
+        ck_assert_uint_eq(b.len, 0);
+        ck_assert_str_eq(why, "");
+        /* The blocking read takes it, and then it is cached. */
+        ck_assert_int_eq(
+            gf__read_sample(root_fd, "f", 0, GF__WHOLE_FILE, &plain, &b, why, sizeof why), 0);
+        assert_bytes(&b, want, n);
+        ck_assert_int_eq(
+            gf__read_sample(root_fd, "f", 0, GF__WHOLE_FILE, &nowait, &b, why, sizeof why), 0);
+        assert_bytes(&b, want, n);
+    }
+    /* Errors are the plain read's. */
+    ck_assert_int_eq(gf__read_sample(root_fd, "nope", 0, GF__WHOLE_FILE, &nowait, &b, why,
+                                     sizeof why),
+                     GF_ENOENT);
+    ck_assert_int_eq(gf__read_sample(root_fd, "f", n - 10, 20, &nowait, &b, why, sizeof why),
+                     GF_ETRUNC);
+    gf__buf_free(&b);
+    free(want);
+}
+END_TEST
+
+/* A NOWAIT read the budget would hold back does not wait: io_uring waits
+ * for it without a thread. */
+START_TEST(read_sample_nowait_does_not_wait_for_the_budget)
+{
+    size_t n = 768 << 10;
+    uint8_t *a = make("a", n, 6), *c = make("c", n, 7);
+    gf__budget g;
+    gf__budget_init(&g, MIB, 1, NULL); /* keep: 512 KiB */
+    const gf__read_opts nowait = {.budget = &g, .flags = GF__READ_NOWAIT};
+    gf__buf ba = {0}, bc = {0};
+    char why[160];
+    ck_assert_int_eq(gf__read_sample(root_fd, "a", 0, GF__WHOLE_FILE, &nowait, &ba, why,
+                                     sizeof why),
+                     0);
+    assert_bytes(&ba, a, n);
+    /* ba is large and held: c's growth would take the budget past 1 MiB. */
+    ck_assert_int_eq(gf__read_sample(root_fd, "c", 0, GF__WHOLE_FILE, &nowait, &bc, why,
+                                     sizeof why),
+                     GF__READ_UNCACHED);
+    gf__budget_done(&g, &ba);
+    ck_assert_ptr_null(ba.data);
+    ck_assert_int_eq(gf__read_sample(root_fd, "c", 0, GF__WHOLE_FILE, &nowait, &bc, why,
+                                     sizeof why),
+                     0);
+    assert_bytes(&bc, c, n);
+    gf__budget_done(&g, &bc);
+    gf__budget_destroy(&g);
+    free(a);
+    free(c);
+}
+END_TEST
+
 START_TEST(read_file_follows_openat_rules_for_absolute_paths)
 {
     uint8_t *want = make("abs", 33, 9);
@@ -344,6 +422,8 @@ static Suite *posix_suite(void)
     tcase_add_test(tc, read_file_follows_openat_rules_for_absolute_paths);
     tcase_add_test(tc, read_file_reports_a_file_that_shrinks_while_read);
     tcase_add_test(tc, read_file_rejects_NULL_arguments_and_tolerates_a_NULL_why);
+    tcase_add_test(tc, read_sample_nowait_reads_cached_bytes_and_leaves_the_rest);
+    tcase_add_test(tc, read_sample_nowait_does_not_wait_for_the_budget);
     suite_add_tcase(s, tc);
     TCase *tb = tcase_create("build");
     tcase_add_test(tb, uring_availability_matches_the_build);

@@ -1,10 +1,12 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -135,6 +137,42 @@ void tu_write_jpg(const char *path, int w, int h, int c, uint32_t seed, int qual
     free(px);
 }
 
+static void write_ppm(const char *path, int w, int h, uint32_t seed)
+{
+    char head[48];
+    int hn = snprintf(head, sizeof head, "P6\n%d %d\n255\n", w, h);
+    uint8_t *p = malloc((size_t)hn + (size_t)w * h * 3);
+    memcpy(p, head, (size_t)hn);
+    tu_fill(p + hn, w, h, 3, seed);
+    tu_write_file(path, p, (size_t)hn + (size_t)w * h * 3);
+    free(p);
+}
+
+int tu_evict(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    int gone = 0;
+    if (fsync(fd) == 0 && fstat(fd, &st) == 0 && st.st_size > 0 &&
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE), n = ((size_t)st.st_size + page - 1) / page;
+        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+        unsigned char *v = malloc(n);
+        if (m != MAP_FAILED && v && mincore(m, (size_t)st.st_size, v) == 0) {
+            gone = 1;
+            for (size_t i = 0; i < n; i++)
+                gone &= !(v[i] & 1);
+        }
+        free(v);
+        if (m != MAP_FAILED)
+            munmap(m, (size_t)st.st_size);
+    }
+    close(fd);
+    return gone;
+}
+
 char *tu_image_folder(int classes, int per_class, int w, int h, const char *ext)
 {
     char *root = tu_mkdtemp();
@@ -144,6 +182,8 @@ char *tu_image_folder(int classes, int per_class, int w, int h, const char *ext)
             snprintf(path, sizeof path, "%s/class_%d/img_%03d.%s", root, k, i, ext);
             if (strcmp(ext, "jpg") == 0)
                 tu_write_jpg(path, w, h, 3, (uint32_t)(k * 1000 + i), 95);
+            else if (strcmp(ext, "ppm") == 0)
+                write_ppm(path, w, h, (uint32_t)(k * 1000 + i));
             else
                 tu_write_png(path, w, h, 3, (uint32_t)(k * 1000 + i));
         }

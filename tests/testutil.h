@@ -27,9 +27,14 @@ void tu_fill(uint8_t *px, int w, int h, int c, uint32_t seed);
 /* Writes a w x h x c image (pixels from tu_fill(seed)) as PNG or JPEG. */
 void tu_write_png(const char *path, int w, int h, int c, uint32_t seed);
 void tu_write_jpg(const char *path, int w, int h, int c, uint32_t seed, int quality);
-/* Builds root/class_k/img_i.png for k < classes, i < per_class; returns
- * root (caller frees). Image (k, i) is w x h RGB filled with seed k*1000+i. */
+/* Builds root/class_k/img_i.EXT for k < classes, i < per_class; returns
+ * root (caller frees). Image (k, i) is w x h RGB filled with seed k*1000+i;
+ * EXT jpg, ppm (binary P6), else PNG. */
 char *tu_image_folder(int classes, int per_class, int w, int h, const char *ext);
+/* Drops path's pages from the page cache (fsync, then
+ * POSIX_FADV_DONTNEED). Returns 1 if none is resident after (mincore), 0
+ * if the file system keeps them (tmpfs). */
+int tu_evict(const char *path);
 /* Reads a whole file; caller frees. */
 uint8_t *tu_read_file(const char *path, size_t *len);
 

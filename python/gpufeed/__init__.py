@@ -167,7 +167,7 @@ def _settings(kw):
             _set(out, name + "_max", hi, name)
         elif name in _TABLE:
             _set(out, name, v)
-        elif name == "ca_file":  # a path, not a value of the table
+        elif name in ("ca_file", "cache_dir"):  # paths, not values of the table
             if v is not None:
                 out[name] = os.fsdecode(v)
         else:

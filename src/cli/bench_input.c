@@ -91,6 +91,10 @@ void print_input_human(const bench_opts *o, const input_result *r)
     printf("  %-18s %.2f (waiting in gf_next; ~1 when nothing consumes)\n", "stall fraction",
            r->stall_fraction);
     printf("  %-18s %s, queue depth %d\n", "reader", reader_name(st->reader), st->queue_depth);
+    if (st->page_cache_reads || st->page_cache_misses)
+        printf("  %-18s %" PRIu64 " read by the decode threads from the page cache, %" PRIu64
+               " not cached (left to io_uring)\n",
+               "page cache reads", st->page_cache_reads, st->page_cache_misses);
     printf("  %-18s %s (turbo %" PRIu64 ", stb %" PRIu64 ", spng %" PRIu64 ", webp %" PRIu64 ")\n",
            "decoder", decoder_used(st), st->decoded_turbo, st->decoded_stb, st->decoded_spng,
            st->decoded_webp);
@@ -108,6 +112,11 @@ void print_input_human(const bench_opts *o, const input_result *r)
                "waited for remote shards %.2f s (%.0f%% of the run)\n",
                "remote", st->remote_requests, st->remote_retries, (double)st->remote_bytes / 1e6,
                st->remote_wait_s, r->elapsed_s > 0 ? 100 * st->remote_wait_s / r->elapsed_s : 0.0);
+    if (st->cache_hits || st->cache_misses)
+        printf("  %-18s %" PRIu64 " shards read from it, %" PRIu64 " fetched\n", "cache",
+               st->cache_hits, st->cache_misses);
+    if (st->cache_warning[0])
+        printf("  %-18s %s\n", "cache warning", st->cache_warning);
 }
 
 void print_input_json(const bench_opts *o, const input_result *r)
@@ -138,6 +147,8 @@ void print_input_json(const bench_opts *o, const input_result *r)
     cli_json_knum(&j, "read_busy_s", st->read_busy_s);
     cli_json_knum(&j, "decode_busy_s", st->decode_busy_s);
     cli_json_kstr(&j, "reader", reader_name(st->reader));
+    cli_json_kuint(&j, "page_cache_reads", st->page_cache_reads);
+    cli_json_kuint(&j, "page_cache_misses", st->page_cache_misses);
     cli_json_kstr(&j, "decoder", decoder_used(st));
     cli_json_kuint(&j, "decoded_turbo", st->decoded_turbo);
     cli_json_kuint(&j, "decoded_stb", st->decoded_stb);
@@ -152,6 +163,9 @@ void print_input_json(const bench_opts *o, const input_result *r)
     cli_json_kuint(&j, "remote_retries", st->remote_retries);
     cli_json_kuint(&j, "remote_bytes", st->remote_bytes);
     cli_json_knum(&j, "remote_wait_s", st->remote_wait_s);
+    cli_json_kuint(&j, "cache_hits", st->cache_hits);
+    cli_json_kuint(&j, "cache_misses", st->cache_misses);
+    cli_json_kstr(&j, "cache_warning", st->cache_warning);
     cli_json_object_end(&j);
     cli_json_end(&j);
 }

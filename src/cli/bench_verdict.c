@@ -174,6 +174,9 @@ static void advise_row(const verdict_result *v, const verdict_row *r, char *buf,
                 ADD(" (%d now)", s->remote_connections);
             if (s->order == GF_ORDER_GLOBAL)
                 ADD(", or --order shards (the global order makes a request a sample)");
+            else if (!s->cache_dir)
+                ADD(", or enable --cache-dir (later epochs read locally); more decode threads "
+                    "will not help");
             else
                 ADD("; more decode threads will not help");
             break;
@@ -433,6 +436,9 @@ static void json_remote(cli_json *j, const verdict_row *r)
     cli_json_knum(j, "remote_wait_s", st->remote_wait_s);
     cli_json_knum(j, "remote_wait_fraction", r->remote_wait);
     cli_json_knum(j, "remote_wait_share", r->remote_share);
+    cli_json_kuint(j, "cache_hits", st->cache_hits);
+    cli_json_kuint(j, "cache_misses", st->cache_misses);
+    cli_json_kstr(j, "cache_warning", st->cache_warning);
 }
 
 void print_verdict_json(const bench_opts *o, const verdict_result *v)

@@ -5,6 +5,7 @@
  */
 #include "loader_options.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,7 +52,7 @@ static const lopt_def table[CLI_LOPT_COUNT] = {
     [CLI_LOPT_DTYPE] = {"dtype", "T", NULL, "u8|f32|f16|bf16 (default u8; also uint8, float32,\nfloat16, bfloat16)", "dtype", NULL},
     [CLI_LOPT_LAYOUT] = {"layout", "L", NULL, "nhwc|nchw (default nhwc; u8 is always nhwc)", "layout", NULL},
     [CLI_LOPT_COPY_STREAMS] = {"copy-streams", "S", NULL, "CUDA: one|slot, one copy stream for the ring or one\nper slot (default one)", "copy_stream_per_slot", cli_copy_stream_names},
-    [CLI_LOPT_IO] = {"io", "MODE", NULL, "auto|uring|posix (default auto)", "io", NULL},
+    [CLI_LOPT_IO] = {"io", "MODE", NULL, "auto|uring|posix (default auto: io_uring, the decode\nthreads reading what the page cache holds themselves;\nuring: io_uring alone; posix: pread alone)", "io", NULL},
     [CLI_LOPT_DECODER] = {"decoder", "D", NULL, "auto|stb|turbo (default auto)", "decoder", NULL},
     [CLI_LOPT_TRANSFORM] = {"transform", "T", NULL, "train|eval (default train)", "transform", NULL},
     [CLI_LOPT_ON_ERROR] = {"on-error", "E", NULL, "skip|fail (default skip)", "on_error", NULL},
@@ -66,10 +67,21 @@ static const lopt_def table[CLI_LOPT_COUNT] = {
 
 /* getopt_long's val of the table's row i, when it is a generic option. */
 #define GENERIC_VAL (CLI_LOPT_VAL + CLI_LOPT_COUNT)
-/* --ca-file: settings.ca_file, a path (not in the table: no number). */
-#define CA_FILE_VAL (CLI_LOPT_VAL - 1)
-static const char ca_file_help[] =
-    "https: verify servers against this CA bundle (PEM)\n(default: the system's)";
+/* Settings that are paths (not in the table: no number), each an option
+ * whose getopt val counts down from CLI_LOPT_VAL - 1. */
+static const struct path_option {
+    const char *name, *arg, *help;
+    size_t field; /* offsetof(gf_settings, ...) */
+} path_options[] = {
+    {"ca-file", "PEM", "https: verify servers against this CA bundle (PEM)\n(default: the system's)",
+     offsetof(gf_settings, ca_file)},
+    {"cache-dir", "DIR",
+     "remote shards: keep them in DIR between epochs and\nruns, keyed by URL and ETag, within --cache-bytes\n"
+     "(default: no cache)",
+     offsetof(gf_settings, cache_dir)},
+};
+#define N_PATH_OPTIONS ((int)(sizeof path_options / sizeof path_options[0]))
+#define PATH_VAL(i) (CLI_LOPT_VAL - 1 - (i))
 
 /* "max_pixels" -> "max-pixels" in out. */
 static const char *option_name(const char *setting, char *out, size_t len)
@@ -200,17 +212,17 @@ const struct option *cli_options(const struct option *own, unsigned which,
                                                                : required_argument,
                                     NULL, GENERIC_VAL + i};
     }
-    if (!own_name(own, "ca-file") && n + 1 < CLI_OPTIONS_MAX)
-        opts[n++] = (struct option){"ca-file", required_argument, NULL, CA_FILE_VAL};
+    for (int i = 0; i < N_PATH_OPTIONS; i++)
+        if (!own_name(own, path_options[i].name) && n + 1 < CLI_OPTIONS_MAX)
+            opts[n++] = (struct option){path_options[i].name, required_argument, NULL, PATH_VAL(i)};
     opts[n] = (struct option){NULL, 0, NULL, 0};
     return opts;
 }
 
 int cli_loader_parse(const char *cmd, int ch, const char *arg, cli_loader_args *a)
 {
-    if (ch == CA_FILE_VAL) { /* argv outlives every loader */
-        (void)cmd;
-        a->s->ca_file = arg;
+    if (ch < CLI_LOPT_VAL && ch >= PATH_VAL(N_PATH_OPTIONS - 1)) { /* argv outlives every loader */
+        *(const char **)((char *)a->s + path_options[PATH_VAL(0) - ch].field) = arg;
         return 1;
     }
     if (ch >= CLI_LOPT_VAL && ch < GENERIC_VAL) {
@@ -295,7 +307,11 @@ void cli_loader_help(FILE *f, unsigned which, unsigned sweep, int col,
             snprintf(help, sizeof help, "%s\n(default %s)", r->help, r->default_text);
         help_lines(f, head, help, col);
     }
-    help_lines(f, "--ca-file PEM", ca_file_help, col);
+    for (int i = 0; i < N_PATH_OPTIONS; i++) {
+        char head[64];
+        snprintf(head, sizeof head, "--%s %s", path_options[i].name, path_options[i].arg);
+        help_lines(f, head, path_options[i].help, col);
+    }
 }
 
 void cli_warn_damaged_shards(const char *cmd, gf_loader *l, const char *data)

@@ -413,6 +413,10 @@ int train_epoch_gpufeed(trainer *t, gfm_model *m, int epoch, run_result *r, tall
     r->remote_retries += st.remote_retries;
     r->remote_bytes += st.remote_bytes;
     r->remote_wait_s += st.remote_wait_s;
+    r->cache_hits += st.cache_hits;
+    r->cache_misses += st.cache_misses;
+    if (!r->cache_warning[0])
+        snprintf(r->cache_warning, sizeof r->cache_warning, "%s", st.cache_warning);
     r->samples += samples;
     r->input_s += input_s;
     if ((rc = gf_get_state(l, &t->lstate)) < 0) {

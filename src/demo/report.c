@@ -249,6 +249,13 @@ void report_table(const trainer *t, const run_result *runs, int n)
                    row_name(runs[i].loader), runs[i].remote_requests, runs[i].remote_retries,
                    (double)runs[i].remote_bytes / 1e6, runs[i].remote_wait_s,
                    runs[i].wall_s > 0 ? 100 * runs[i].remote_wait_s / runs[i].wall_s : 0.0);
+    for (int i = 0; i < n; i++) {
+        if (runs[i].cache_hits || runs[i].cache_misses)
+            printf("  %s: shard cache: %" PRIu64 " shards read from it, %" PRIu64 " fetched\n",
+                   row_name(runs[i].loader), runs[i].cache_hits, runs[i].cache_misses);
+        if (runs[i].cache_warning[0])
+            printf("  %s: %s\n", row_name(runs[i].loader), runs[i].cache_warning);
+    }
 }
 
 static void json_checksum(cli_json *j, uint64_t sum)
@@ -285,6 +292,9 @@ static void json_figures(cli_json *j, const trainer *t, const run_result *r)
         cli_json_kuint(j, "remote_retries", r->remote_retries);
         cli_json_kuint(j, "remote_bytes", r->remote_bytes);
         cli_json_knum(j, "remote_wait_s", r->remote_wait_s);
+        cli_json_kuint(j, "cache_hits", r->cache_hits);
+        cli_json_kuint(j, "cache_misses", r->cache_misses);
+        cli_json_kstr(j, "cache_warning", r->cache_warning);
         cli_json_key(j, "weights_checksum");
         json_checksum(j, r->checksum);
     }

@@ -81,6 +81,8 @@ typedef struct run_result {
      * the epochs' loaders (0 for local data and the other rows). */
     uint64_t remote_requests, remote_retries, remote_bytes;
     double remote_wait_s;
+    uint64_t cache_hits, cache_misses; /* settings.cache_dir: likewise */
+    char cache_warning[192];           /* the first loader's that had one */
     uint64_t checksum;
     double accuracy; /* held-out, after the last epoch */
     double comm_s;   /* data-parallel: in the all-reduce (MPI: the call; NCCL:
