@@ -389,13 +389,13 @@ static uint32_t drain_dones(gf_loader *l)
             }
             continue;
         }
-        if (d.decode.cache == GF__CACHE_MISS) { /* the cell waits for io_uring now */
-            gf__cache_outcome(l, false);
+        if (d.decode.page_cache == GF__PAGE_CACHE_MISS) { /* the cell waits for io_uring now */
+            gf__page_cache_outcome(l, false);
             gf__queue_read(l, sl, (int)d.decode.cell, true);
             continue;
         }
-        if (d.decode.cache == GF__CACHE_HIT)
-            gf__cache_outcome(l, true);
+        if (d.decode.page_cache == GF__PAGE_CACHE_HIT)
+            gf__page_cache_outcome(l, true);
         if (!d.decode.err) {
             if (d.decode.used & GF__USED_TURBO)
                 l->ctl_turbo++;

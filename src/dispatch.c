@@ -48,32 +48,33 @@ void gf__queue_read(gf_loader *l, gf__slot *sl, int c, bool first)
  * cell tries the cache; after a miss, one cell tries and the next `gap`
  * go to io_uring straight, counted at dispatch, since outcomes come back
  * a ring's worth of cells later. The gap doubles with each miss up to
- * GF__CACHE_GAP_MAX, and a hit makes it 0. */
-enum { GF__CACHE_GAP_MAX = 64 };
+ * GF__PAGE_CACHE_GAP_MAX, and a hit makes it 0. */
+enum { GF__PAGE_CACHE_GAP_MAX = 64 };
 
-static bool cache_try(gf_loader *l)
+static bool page_cache_try(gf_loader *l)
 {
-    if (l->ctl_cache_gap == 0)
+    if (l->ctl_page_cache_gap == 0)
         return true;
-    if (l->ctl_cache_skip > 0) {
-        l->ctl_cache_skip--;
+    if (l->ctl_page_cache_skip > 0) {
+        l->ctl_page_cache_skip--;
         return false;
     }
-    l->ctl_cache_skip = l->ctl_cache_gap;
+    l->ctl_page_cache_skip = l->ctl_page_cache_gap;
     return true;
 }
 
-void gf__cache_outcome(gf_loader *l, bool hit)
+void gf__page_cache_outcome(gf_loader *l, bool hit)
 {
     if (hit) {
         l->ctl_page_cache_hits++;
-        l->ctl_cache_gap = l->ctl_cache_skip = 0;
+        l->ctl_page_cache_gap = l->ctl_page_cache_skip = 0;
         return;
     }
     l->ctl_page_cache_misses++;
-    if (l->ctl_cache_gap == 0)
-        l->ctl_cache_skip = 1;
-    l->ctl_cache_gap = l->ctl_cache_gap ? GF__MIN(2 * l->ctl_cache_gap, GF__CACHE_GAP_MAX) : 1;
+    if (l->ctl_page_cache_gap == 0)
+        l->ctl_page_cache_skip = 1;
+    uint32_t gap = l->ctl_page_cache_gap;
+    l->ctl_page_cache_gap = gap ? GF__MIN(2 * gap, GF__PAGE_CACHE_GAP_MAX) : 1;
 }
 
 void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, gf__slot *sl, int c, uint64_t pos)
@@ -90,7 +91,7 @@ void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, gf__slot *sl, int
         gf__remote_read_cell(l, sl, c, pos, js, n_jobs);
         return;
     }
-    if (l->uring && l->cache_first && cache_try(l)) {
+    if (l->uring && l->page_cache_first && page_cache_try(l)) {
         gf__job *j = gf__add_job(l, js, n_jobs);
         *j = gf__decode_job(l, sl, c, NULL);
         j->decode.cached = true;

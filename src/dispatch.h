@@ -30,7 +30,7 @@ static inline gf__job *gf__add_job(gf_loader *l, gf__job *js, int *n_jobs)
 gf__job gf__decode_job(gf_loader *l, gf__slot *sl, int c, gf__buf *buf);
 
 /* Controller: starts work on cell c of sl at sampler position pos: an
- * io_uring read, or a decode job appended to js (with l->cache_first, a
+ * io_uring read, or a decode job appended to js (with l->page_cache_first, a
  * cached one unless recent ones missed). */
 void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, gf__slot *sl, int c, uint64_t pos);
 
@@ -40,6 +40,6 @@ void gf__queue_read(gf_loader *l, gf__slot *sl, int c, bool first);
 
 /* Controller: a cached job's read found its bytes in the page cache
  * (hit), or not (its cell goes to gf__queue_read). */
-void gf__cache_outcome(gf_loader *l, bool hit);
+void gf__page_cache_outcome(gf_loader *l, bool hit);
 
 #endif

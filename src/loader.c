@@ -103,8 +103,8 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
     /* AUTO: a decode thread reads what the page cache holds itself, so
      * the bytes are in its core's cache when it decodes them; io_uring
      * reads the rest (DESIGN.md, the reader). */
-    l->cache_first = l->uring && l->s.io == GF_IO_AUTO;
-    l->ctl_cache_gap = l->ctl_cache_skip = 0;
+    l->page_cache_first = l->uring && l->s.io == GF_IO_AUTO;
+    l->ctl_page_cache_gap = l->ctl_page_cache_skip = 0;
     l->ctl_page_cache_hits = l->ctl_page_cache_misses = 0;
     /* Reads a stop dropped leave their buffers behind: start from none,
      * sized for the buffers this reader uses. */
@@ -114,7 +114,7 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
         gf__buf_free(&l->workers[i].buf);
     gf__budget_restart(&l->budget,
                        (unsigned)(l->uring || l->ds.remote
-                                      ? l->n_bufs + (l->cache_first ? l->n_workers : 0)
+                                      ? l->n_bufs + (l->page_cache_first ? l->n_workers : 0)
                                       : l->n_workers));
     gf__uring_set_budget(l->uring, &l->budget);
 

@@ -91,9 +91,9 @@ struct gf_loader {
     uint64_t *reads;             /* (slot << 32 | cell) waiting for an io_uring slot */
     /* io = AUTO with io_uring (set at start): decode threads read from
      * the page cache first (gf__dispatch_cell); the controller's tallies
-     * of those reads and its backoff after misses (gf__cache_outcome). */
-    bool cache_first;
-    uint32_t ctl_cache_gap, ctl_cache_skip;
+     * of those reads and its backoff after misses (gf__page_cache_outcome). */
+    bool page_cache_first;
+    uint32_t ctl_page_cache_gap, ctl_page_cache_skip;
     uint64_t ctl_page_cache_hits, ctl_page_cache_misses;
     gf__fifo read_q;
     gf__read_done *reaped;       /* GF__REAP_BATCH */

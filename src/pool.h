@@ -96,12 +96,12 @@ typedef struct gf__done {
         int err, used;     /* used: GF__USED_*, GF__FLIPPED, GF__WARNED */
         int warn_code;     /* GF__WARNED: the code STRICT would have given */
         char *why;         /* malloc'd reason: errors, and GF__WARNED's */
-        uint8_t cache;     /* a cached job's read: GF__CACHE_HIT, or _MISS:
+        uint8_t page_cache; /* a cached job's read: GF__PAGE_CACHE_HIT, or _MISS:
                               nothing read or decoded, io_uring must read it */
     } decode;
 } gf__done;
 
-enum { GF__CACHE_NONE, GF__CACHE_HIT, GF__CACHE_MISS };
+enum { GF__PAGE_CACHE_NONE, GF__PAGE_CACHE_HIT, GF__PAGE_CACHE_MISS };
 
 /* The user's side: arg is passed to each. */
 typedef struct gf__pool_user {

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,9 +57,12 @@ struct gf__shard_cache {
     pthread_t thread;
     bool has_thread, stop, write_failed;
     /* Ring of QUEUE_MAX: [head, written) done, [written, tail) queued (the
-     * first of them being written while `busy`). */
+     * first of them being written while `busy`). Under mu; `written` is
+     * also read without it by gf__shard_cache_done, which runs every pump
+     * round and mostly finds nothing new; head is gf-control's alone. */
     item q[QUEUE_MAX];
-    uint64_t head, written, tail;
+    uint64_t head, tail;
+    _Atomic uint64_t written;
     bool busy;
     void (*notify)(void *);
     void *notify_ctx;
@@ -459,6 +463,8 @@ void gf__shard_cache_count_miss(gf__shard_cache *c)
 unsigned gf__shard_cache_done(gf__shard_cache *c, uint32_t *ks, unsigned max)
 {
     unsigned n = 0;
+    if (atomic_load_explicit(&c->written, memory_order_acquire) == c->head)
+        return 0;
     pthread_mutex_lock(&c->mu);
     for (; c->head < c->written && n < max; c->head++)
         ks[n++] = c->q[c->head % QUEUE_MAX].k;

@@ -9,9 +9,10 @@
  * while the window is read; a buffer freed is a shard not needed again
  * until the scan meets it (a later epoch). The scan goes on into the
  * next epoch (its own tables of the shard order), so an epoch's first
- * shards arrive while the last one is read; never further. A cell whose shard has not arrived waits on the shard's list; the
- * shard's arrival makes jobs of them, or, if it failed, errors naming
- * the URL (and a later epoch tries it again).
+ * shards arrive while the last one is read; never further. A cell whose
+ * shard has not arrived waits on the shard's list; the shard's arrival
+ * makes jobs of them, or, if it failed, errors naming the URL (and a
+ * later epoch tries it again).
  *
  * With a cache (settings.cache_dir, remote_cache.h) a shard is first
  * looked for there under its URL and ETag: a hit maps the file and the
@@ -39,7 +40,7 @@ typedef struct rshard {
     uint32_t need;       /* positions scanned, not yet taken */
     uint32_t waiting;    /* first waiting cell + 1, 0: none */
     uint64_t used;       /* LRU tick */
-    bool mapped;         /* buf is the cache's file, mapped (cap 0) */
+    bool cached_copy;    /* buf maps the cache's file (cap 0) */
     bool validating;     /* FETCHING one byte, to learn the ETag */
     bool to_cache;       /* READY, fetched, not yet taken by the cache */
     uint64_t failed_epoch; /* FAILED: the cursor's epoch then */
@@ -68,15 +69,26 @@ struct gf__remote_read {
 
 static void release(rshard *s)
 {
-    if (s->mapped)
+    if (s->cached_copy)
         gf__shard_cache_unmap(s->buf.data, s->buf.len);
     else
         gf__buf_free(&s->buf);
     s->buf = (gf__buf){0};
-    s->mapped = s->validating = s->to_cache = false;
+    s->cached_copy = s->validating = s->to_cache = false;
 }
 
 static bool offer(gf_loader *l, uint32_t k);
+
+/* The buffers the cache's writer is done with: unpinned. */
+static void take_back(struct gf__remote_read *r)
+{
+    uint32_t ks[8];
+    unsigned n;
+    while ((n = gf__shard_cache_done(r->cache, ks, 8)) > 0)
+        for (unsigned i = 0; i < n; i++)
+            if (r->sh[ks[i]].pins)
+                r->sh[ks[i]].pins--;
+}
 
 int gf__remote_read_create(gf_loader *l, unsigned buffers, uint64_t budget)
 {
@@ -132,14 +144,11 @@ void gf__remote_read_free(gf_loader *l)
     if (!r)
         return;
     /* Shards fetched and not yet written: a short run's last ones. */
-    for (uint32_t k = 0; r->cache && k < l->ds.n_shards; k++) {
-        uint32_t ks[8];
+    for (uint32_t k = 0; r->cache && k < l->ds.n_shards; k++)
         while (r->sh[k].to_cache && r->sh[k].state == SH_READY && !offer(l, k)) {
             gf__shard_cache_flush(r->cache);
-            while (gf__shard_cache_done(r->cache, ks, 8))
-                ;
+            take_back(r);
         }
-    }
     gf__shard_cache_close(r->cache); /* first: its writer reads the buffers */
     for (uint32_t k = 0; r->sh && k < l->ds.n_shards; k++) {
         release(&r->sh[k]);
@@ -160,10 +169,8 @@ void gf__remote_read_restart(gf_loader *l)
 {
     struct gf__remote_read *r = l->rr;
     if (r->cache) { /* the writes pinned their buffers: done before pins go */
-        uint32_t ks[8];
         gf__shard_cache_flush(r->cache);
-        while (gf__shard_cache_done(r->cache, ks, 8))
-            ;
+        take_back(r);
     }
     for (unsigned i = 0; i < r->n_live;) {
         uint32_t k = r->live[i];
@@ -216,7 +223,7 @@ static bool room_for_one(struct gf__remote_read *r)
     /* Its buffer goes to the shard that takes its place: pages already
      * mapped, where a fresh one faults each page in as the body arrives. */
     rshard *old = &r->sh[r->live[best]];
-    if (!old->mapped) { /* a cache file's mapping stays the cache's */
+    if (!old->cached_copy) { /* a cache file's mapping stays the cache's */
         r->spare = old->buf;
         old->buf.data = NULL; /* drop takes its cap off `bytes`, frees nothing */
     }
@@ -291,7 +298,7 @@ static bool from_cache(gf_loader *l, uint32_t k)
     if (!r->cache || !gf__shard_cache_map(r->cache, k, t->etag, t->size, &data, &len))
         return false;
     s->buf = (gf__buf){.data = data, .len = len};
-    s->mapped = true;
+    s->cached_copy = true;
     s->state = SH_READY;
     return true;
 }
@@ -458,12 +465,7 @@ void gf__remote_read_ahead(gf_loader *l, gf__job *js, int *n_jobs)
 {
     struct gf__remote_read *r = l->rr;
     if (r->cache) {
-        uint32_t ks[8];
-        unsigned n;
-        while ((n = gf__shard_cache_done(r->cache, ks, 8)) > 0)
-            for (unsigned i = 0; i < n; i++)
-                if (r->sh[ks[i]].pins)
-                    r->sh[ks[i]].pins--;
+        take_back(r);
         /* Those the writer's queue had no room for, while they are held. */
         for (unsigned i = 0; i < r->n_live; i++) {
             rshard *s = &r->sh[r->live[i]];

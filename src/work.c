@@ -20,7 +20,7 @@ static double run_decode(gf_loader *l, gf__worker *w, const gf__job *j, gf__done
 {
     char why[192] = "";
     int err = 0, used = 0;
-    uint8_t cache = GF__CACHE_NONE;
+    uint8_t cache = GF__PAGE_CACHE_NONE;
     double t0 = gf__now(), t1 = t0;
     gf__buf *in = j->decode.buf;
     gf__buf view;
@@ -41,11 +41,11 @@ static double run_decode(gf_loader *l, gf__worker *w, const gf__job *j, gf__done
         if (err == GF__READ_UNCACHED) { /* back to the controller, for io_uring */
             *d = (gf__done){.kind = GF__JOB_DECODE,
                             .slot = j->slot,
-                            .decode = {.cell = j->decode.cell, .cache = GF__CACHE_MISS}};
+                            .decode = {.cell = j->decode.cell, .page_cache = GF__PAGE_CACHE_MISS}};
             return t1 - t0;
         }
         if (j->decode.cached && !err)
-            cache = GF__CACHE_HIT;
+            cache = GF__PAGE_CACHE_HIT;
     }
     if (!err) {
         gf__range_push("gf decode");
@@ -65,7 +65,7 @@ static double run_decode(gf_loader *l, gf__worker *w, const gf__job *j, gf__done
                                .used = used,
                                .warn_code = warn_code,
                                .why = reason ? strdup(reason) : NULL,
-                               .cache = cache}};
+                               .page_cache = cache}};
     return t1 - t0;
 }
 
