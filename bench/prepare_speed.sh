@@ -43,13 +43,21 @@ per_image() {
     "$PYTHON" -c 'import json,sys; m=json.load(open(sys.argv[1]+"/manifest.json"))
 print("%.0f" % (sum(s["bytes"] for s in m["shards"]) / max(m["samples"], 1)))' "$1"
 }
+# A command's --json to a file, then its field NAME: a reader piped beside
+# the run (Python starts in about 0.05 CPU-s, a twentieth of a raw run's)
+# would take the cores the run is timed on, most from the shortest runs.
+json_field() {
+    name=$1; shift
+    "$@" --json >"$WORK/out.json" || { cat "$WORK/out.json" >&2; exit 1; }
+    field "$name" <"$WORK/out.json"
+}
 gf() {
-    "$GPUFEED" bench --input-only --data "$1" --threads "$THREADS" --image-size "$SIZE" \
-        --batch-size "$BATCH" --epochs "$EPOCHS" --transform train --json | field images_per_s
+    json_field images_per_s "$GPUFEED" bench --input-only --data "$1" --threads "$THREADS" \
+        --image-size "$SIZE" --batch-size "$BATCH" --epochs "$EPOCHS" --transform train
 }
 pt() {
-    "$PYTHON" "$here/torch_loader.py" "$1" --workers "$THREADS" --image-size "$SIZE" \
-        --batch-size "$BATCH" --epochs "$EPOCHS" --transform train --json | field images_per_s
+    json_field images_per_s "$PYTHON" "$here/torch_loader.py" "$1" --workers "$THREADS" \
+        --image-size "$SIZE" --batch-size "$BATCH" --epochs "$EPOCHS" --transform train
 }
 
 n_src=$(find "$SRC" -type f | wc -l)
@@ -66,7 +74,7 @@ for s in $SETTINGS; do
     name=${s%%:*}; opts=${s#*:}
     rm -rf "${WORK:?}/$name"
     # shellcheck disable=SC2086 # opts is a list of options
-    r=$("$GPUFEED" prepare "$SRC" "$WORK/$name" $opts --threads "$THREADS" --json | field samples_per_s)
+    r=$(json_field samples_per_s "$GPUFEED" prepare "$SRC" "$WORK/$name" $opts --threads "$THREADS")
     echo "prepare $name ($opts): $r samples/s at $THREADS threads, $(per_image "$WORK/$name") bytes/image"
     if [ -z "$names" ]; then first_opts=$opts; fi
     names="$names $name"
@@ -79,7 +87,7 @@ while [ "$i" -le "$RUNS" ]; do
     for t in 1 "$THREADS"; do
         rm -rf "$WORK/scaling"
         # shellcheck disable=SC2086
-        r=$("$GPUFEED" prepare "$SRC" "$WORK/scaling" $first_opts --threads "$t" --json | field samples_per_s)
+        r=$(json_field samples_per_s "$GPUFEED" prepare "$SRC" "$WORK/scaling" $first_opts --threads "$t")
         if [ "$t" = 1 ]; then one="$one $r"; else many="$many $r"; fi
     done
     i=$((i + 1))
