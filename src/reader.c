@@ -185,7 +185,7 @@ int gf__buf_reserve(gf__buf *b, size_t need, size_t *keep, size_t max_bytes, gf_
 {
     if (need <= b->cap)
         return 0;
-    size_t cap = gf__grow_cap(b->cap, need, 4096, 1);
+    size_t cap = b->exact ? need : gf__grow_cap(b->cap, need, 4096, 1);
     size_t ceiling = g ? GF__MIN(max_bytes, g->keep) : max_bytes;
     if (g && need > g->keep)
         cap = need;

@@ -15,6 +15,11 @@ typedef struct gf__buf {
     size_t len, cap;
     size_t got; /* bytes the last read took from the file, failed ones too */
     bool mapped; /* data is gf__buf_map's mapping, not malloc's */
+    /* Sized to each read, not doubled: a one-off buffer handed to a caller
+     * (gf_index_read). Doubled, a 96 KiB file took a 128 KiB block, past
+     * malloc's mmap threshold: a fresh mapping, faulted in and unmapped
+     * (a TLB shootdown) for every sample. */
+    bool exact;
 } gf__buf;
 
 /* Frees b->data and zeroes *b. NULL is a no-op. */

@@ -33,7 +33,7 @@ int gf__dataset_read_sample(const gf__dataset *ds, uint64_t index, size_t max_by
     const char *rel;
     uint64_t off, length;
     gf__dataset_extent(ds, index, &rel, &off, &length);
-    gf__buf b = {0};
+    gf__buf b = {.exact = true};
     char reason[192] = "";
     int rc;
 #if GF_HAVE_REMOTE
@@ -49,8 +49,7 @@ int gf__dataset_read_sample(const gf__dataset *ds, uint64_t index, size_t max_by
                 reason[0] ? reason : gf_strerror(rc));
         return rc;
     }
-    /* The read buffer grows in powers of two: give back the slack. */
-    if (b.cap > b.len) {
+    if (b.cap > b.len) { /* the remote reader's buffer, or an empty file */
         uint8_t *p = realloc(b.data, b.len ? b.len : 1);
         if (p)
             b.data = p;
