@@ -48,8 +48,7 @@ static int alloc_slot(gf_loader *l, int i, char *why, size_t why_len)
     }
     sl->flips = sl->pixels + pix;
     memset(sl->flips, 0, B);
-    if (out && posix_memalign(&sl->out, 4096, out) != 0) {
-        sl->out = NULL;
+    if (out && !(sl->out = gf__host_alloc_pageable(out))) {
         gf__why(why, why_len, "cannot allocate a %zu-byte converted batch", out);
         goto fail;
     }
