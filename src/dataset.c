@@ -103,7 +103,13 @@ int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset
     int rc;
     if (S_ISDIR(st.st_mode)) {
         close(fd);
-        rc = gf__dataset_open_folder(ds, source, opts, why, why_len);
+        char *pattern = NULL;
+        rc = gf__prepared_pattern(source, &pattern, why, why_len);
+        if (rc > 0)
+            rc = gf__dataset_open_shards(ds, pattern, opts->shard_skip, why, why_len);
+        else if (rc == 0)
+            rc = gf__dataset_open_folder(ds, source, opts, why, why_len);
+        free(pattern);
     } else if (S_ISREG(st.st_mode)) {
         rc = gf__dataset_open_list(ds, source, fd, &st, why, why_len);
         close(fd);

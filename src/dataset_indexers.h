@@ -15,6 +15,11 @@ int gf__dataset_open_memory(gf__dataset *ds, const char *root, const char *const
                             const int32_t *labels, uint64_t n, char *why, size_t why_len);
 int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_opts *o,
                             char *why, size_t why_len);
+/* dataset_prepared.c: 1 and *pattern (malloc'd: DIR/NAME-{000000..N}.tar)
+ * when the folder dir is a set `gpufeed prepare` wrote; 0 when it is not
+ * one (the folder indexer goes on); GF_EDATASET with why when it has a
+ * manifest.json beside shards that are not one numbered run; GF_ENOMEM. */
+int gf__prepared_pattern(const char *dir, char **pattern, char *why, size_t why_len);
 /* 1 if src names tar shards (every comma-separated element ends in .tar). */
 int gf__dataset_is_shards(const char *src);
 /* dataset_remote.c (the `remote` feature): http(s):// and s3:// shards,

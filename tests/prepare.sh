@@ -159,6 +159,21 @@ echo "$json" | grep -q '"samples": 22' || fail "verify count: $json"
 echo "$json" | grep -q '"dataset_warnings": 0' || fail "sidecars matched: $json"
 "$g" bench --input-only --data "$set_pat" --batch-size 8 >/dev/null 2>&1 ||
     fail "bench --input-only on the prepared set"
+# The folder itself names the set, as its shards' pattern would.
+samples() { sed -n 's/.*"samples": \([0-9]*\).*/\1/p'; }
+by_pat=$("$g" bench --input-only --data "$set_pat" --batch-size 2 --epochs 1 --json | samples)
+by_dir=$("$g" bench --input-only --data "$tmp/a" --batch-size 2 --epochs 1 --json | samples) ||
+    fail "bench --data OUT (the prepared folder)"
+[ "$by_pat" = 22 ] && [ "$by_dir" = 22 ] || fail "samples by pattern $by_pat, by folder $by_dir"
+cp -r "$tmp/a" "$tmp/gap" && rm "$tmp/gap/train-000002.tar"
+"$g" bench --input-only --data "$tmp/gap" >/dev/null 2>"$tmp/err" &&
+    fail "a prepared folder missing a shard must be refused"
+grep -q "gap: has a manifest.json but not one run of shards .*train-000004.tar (4 " "$tmp/err" ||
+    fail "the refusal names the folder and the run: $(cat "$tmp/err")"
+cp "$tmp/a/manifest.json" "$tall/" # an ImageFolder with a manifest of its own stays one
+"$g" bench --input-only --data "$tall" --batch-size 2 --epochs 1 >/dev/null ||
+    fail "an ImageFolder holding a manifest.json"
+rm "$tall/manifest.json"
 cp -r "$tmp/a" "$tmp/s"
 sed -i '1s/shard_bytes=/shard_bytes=9/' "$tmp/s/train-000001.idx"
 json=$("$g" verify --data "$tmp/s/train-{000000..000004}.tar" --json)

@@ -135,8 +135,8 @@ def prepare(src, out, *, name=None, max_side=None, format=None, raw_max_bytes=No
     into out, exactly as `gpufeed prepare SRC OUT` does, and returns its
     JSON summary as a dict (samples, bad, shards, bytes, jpeg, raw,
     original, seconds, samples_per_s, bad_samples [{index, path, error,
-    reason}], ...). Read the result back with
-    gpufeed.Loader(f"{out}/train-{{000000..{shards - 1:06d}}}.tar").
+    reason}], ...). Read the result back with gpufeed.Loader(out): the
+    folder reads as its shards, out/NAME-{000000..N}.tar.
 
     Each keyword is the program's option of that name (None: its default):
     name ("train"), max_side (0: sizes kept), format ("jpeg"|"raw"|"auto"),
