@@ -4,7 +4,10 @@
 # LATENCY_MS added before each response's first byte (the shard order,
 # default settings; and the global order, a ranged GET a sample), and
 # Swift's S3 API (images/s and requests per epoch, shard vs global order);
-# and the 50 ms row again with --cache-dir, the cache filled by a first run.
+# and the 50 ms row again with --cache-dir, the cache filled by a first run;
+# where nginx has its echo module, the 50 ms row once more with nginx itself
+# waiting (echo_sleep), no relay: the proxy's row pays its CPU on the
+# cores the loader runs on, which a distant store would not.
 # Alternated runs, medians.
 #
 #   bench/remote.sh [WORK]
@@ -19,7 +22,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 if [ -z "${GF_TEST_TMPDIR:-}" ]; then
-    exec "$root/tests/remote/servers.sh" --need http,s3,proxy -- "$0" "$@"
+    GF_TEST_HTTP_DELAY_MS=${LATENCY_MS:-50} exec "$root/tests/remote/servers.sh" --need http,s3,proxy -- "$0" "$@"
 fi
 PYTHON=${PYTHON:-/usr/bin/python3}
 THREADS=${THREADS:-2}
@@ -52,6 +55,10 @@ ctl=$GF_TEST_PROXY_CONTROL
 curl -sf -X POST "$ctl/clear" >/dev/null
 curl -sf -X POST "$ctl/rule?match=/lat/&fault=latency&ms=$LATENCY_MS&times=0" >/dev/null
 export AWS_ENDPOINT_URL_S3=$GF_TEST_PROXY_S3_ENDPOINT
+delay=${GF_TEST_HTTP_DELAY_URL:-}
+[ -z "$delay" ] || [ "$GF_TEST_HTTP_DELAY_MS" = "$LATENCY_MS" ] ||
+    delay="" # servers.sh was told another delay (GF_TEST_HTTP_DELAY_MS)
+[ -n "$delay" ] || echo "remote.sh: no nginx-delay row: nginx's echo module is not installed (apt-get install libnginx-mod-http-echo)" >&2
 cat "$WORK"/set/*.tar >/dev/null # the page cache, for the local reads and nginx
 
 field() { "$PYTHON" -c 'import json,sys; print(json.loads(sys.stdin.read())[sys.argv[1]])' "$1"; }
@@ -66,7 +73,7 @@ run() {
     field images_per_s <"$WORK/out.json"
 }
 
-names="local http lat lat_global lat_cache s3 s3_global"
+names="local http lat lat_nginx lat_global lat_cache s3 s3_global"
 for n in $names; do : >"$WORK/rate.$n"; : >"$WORK/req.$n"; done
 s3="s3://$GF_TEST_S3_BUCKET/bench/$pat"
 # The cache's row reads a cache one untimed run filled (as a job's later
@@ -78,6 +85,7 @@ for r in $(seq "$RUNS"); do
     run local "$WORK/set/$pat" --order shards >>"$WORK/rate.local"
     run http "$GF_TEST_HTTP_URL/$pat" >>"$WORK/rate.http"
     run lat "$GF_TEST_PROXY_HTTP_URL/lat/$pat" >>"$WORK/rate.lat"
+    [ -z "$delay" ] || run lat_nginx "$delay/$pat" >>"$WORK/rate.lat_nginx"
     run lat_global "$GF_TEST_PROXY_HTTP_URL/lat/$pat" --order global >>"$WORK/rate.lat_global"
     run lat_cache "$GF_TEST_PROXY_HTTP_URL/lat/$pat" --cache-dir "$WORK/cache" >>"$WORK/rate.lat_cache"
     run s3 "$s3" >>"$WORK/rate.s3"
@@ -94,6 +102,7 @@ row() { printf '| %s | %s | %.1f | %s | %s |\n' "$1" "$2" "$(med rate "$3")" \
 row "local shards (page cache)" shards local "-"
 row "nginx, loopback" shards http "$(med req http)"
 row "nginx + ${LATENCY_MS} ms a response (proxy)" shards lat "$(med req lat)"
+[ -z "$delay" ] || row "nginx + ${LATENCY_MS} ms a response (nginx's echo_sleep)" shards lat_nginx "$(med req lat_nginx)"
 row "nginx + ${LATENCY_MS} ms a response (proxy)" global lat_global "$(med req lat_global)"
 row "nginx + ${LATENCY_MS} ms, --cache-dir (filled)" shards lat_cache "$(med req lat_cache)"
 row "Swift s3api (through the proxy, no delay)" shards s3 "$(med req s3)"

@@ -28,6 +28,10 @@
 #     (a netrc with the key: curl --netrc-file, since the key has a colon)
 #   proxy: GF_TEST_PROXY_HTTP_URL, GF_TEST_PROXY_S3_ENDPOINT (each only with
 #     its upstream), GF_TEST_PROXY_CONTROL (fault_proxy.py's head says how)
+#   http, with nginx's echo module (libnginx-mod-http-echo) installed:
+#     GF_TEST_HTTP_DELAY_URL (http://127.0.0.1:P/delay: the same root, each
+#     response's first byte GF_TEST_HTTP_DELAY_MS, default 50, late, by
+#     nginx itself: latency that costs no relay's CPU)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 need=http,https,s3,proxy
@@ -137,7 +141,10 @@ start_nginx() {
              -days 7 -extfile server.ext -out server.pem) >"$T/openssl.log" 2>&1 ||
             { cat "$T/openssl.log"; echo "servers.sh: openssl could not make the test CA" >&2; return 1; }
     fi
+    local echo_mod=/usr/lib/nginx/modules/ngx_http_echo_module.so delay_ms=${GF_TEST_HTTP_DELAY_MS:-50}
+    [ -f "$echo_mod" ] || echo_mod=""
     {
+        [ -n "$echo_mod" ] && echo "load_module $echo_mod;"
         echo "daemon off; worker_processes 1; pid $T/nginx/nginx.pid; error_log $T/nginx-error.log warn;"
         [ "$(id -u)" = 0 ] && echo "user root;" # the temp dir is 0700: workers read it as its owner
         echo "events { worker_connections 1024; }"
@@ -149,12 +156,17 @@ start_nginx() {
         echo "  keepalive_requests 100000; max_ranges 64;" # ranges on (0 would turn them off)
         echo "  server { listen 127.0.0.1:$hp;"
         want https && echo "    listen 127.0.0.1:$sp ssl; ssl_certificate $T/server.pem; ssl_certificate_key $T/server.key;"
-        echo "    root $T/www; }"
+        echo "    root $T/www;"
+        [ -n "$echo_mod" ] && printf '    %s\n' \
+            "location /delay/ { echo_sleep $(awk -v m="$delay_ms" 'BEGIN { printf "%.3f", m / 1000 }'); echo_exec @delayed; }" \
+            'location @delayed { rewrite ^/delay/(.*)$ /$1 break; }'
+        echo "  }"
         echo "}"
     } >"$T/nginx/nginx.conf"
     : >"$T/access.log"
     start nginx "$nginx_bin" -p "$T/nginx" -c "$T/nginx/nginx.conf" -e "$T/nginx-error.log"
     export GF_TEST_HTTP_ROOT=$T/www GF_TEST_HTTP_URL=http://127.0.0.1:$hp GF_TEST_HTTP_LOG=$T/access.log
+    [ -n "$echo_mod" ] && export GF_TEST_HTTP_DELAY_URL=http://127.0.0.1:$hp/delay GF_TEST_HTTP_DELAY_MS=$delay_ms
     want https && export GF_TEST_HTTPS_URL=https://127.0.0.1:$sp GF_TEST_CA_FILE=$T/ca.pem
     echo "<html>gpufeed test root</html>" >"$T/www/index.html"
     ready "$GF_TEST_HTTP_URL/" ${GF_TEST_HTTPS_URL:+"$GF_TEST_HTTPS_URL/"} && : >"$GF_TEST_HTTP_LOG" # the probes are not the tests'
