@@ -32,6 +32,11 @@ def test_prepare_reads_back_with_the_sources_labels_and_classes(tmp_path):
         for i in range(12):  # each key names its source file
             assert b.sample_path(i).rsplit(":", 1)[1].startswith(
                 a.sample_path(i).rsplit(".", 1)[0].replace("/", "_"))
+        with gpufeed.Loader(out, **EVAL) as c:  # the folder names the set
+            assert [c.sample_path(i) for i in range(12)] == [b.sample_path(i) for i in range(12)]
+            assert [c.sample_label(i) for i in range(12)] == want
+            for x, y in zip(b, c):
+                assert memoryview(x.data).tobytes() == memoryview(y.data).tobytes()
 
 
 def test_prepare_keyword_names_are_the_programs_flags(tmp_path):
