@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +44,20 @@ static inline int gf__available_cores(void)
         return CPU_COUNT(&set);
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
+}
+
+/* Large buffers filled whole (ring slots, remote shards) ask for
+ * transparent huge pages: a 2 MiB fault, not 512 of 4 KiB (about 11 us
+ * each on a VM). A hint; [p, p + n) should start on a 2 MiB boundary. */
+enum { GF__HUGE_PAGE = 2 << 20 };
+static inline void gf__advise_huge(void *p, size_t n)
+{
+#ifdef MADV_HUGEPAGE
+    if (n >= GF__HUGE_PAGE)
+        (void)madvise(p, n / GF__HUGE_PAGE * GF__HUGE_PAGE, MADV_HUGEPAGE);
+#else
+    (void)p, (void)n;
+#endif
 }
 
 static inline double gf__now(void)

@@ -8,13 +8,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { DIGITS = 6, PREFIX_MAX = 255 };
+enum { DIGITS = 6 };
 
 static int is_dir(int dfd, const struct dirent *e)
 {
@@ -53,7 +54,7 @@ int gf__prepared_pattern(const char *dir, char **pattern, char *why, size_t why_
         close(fd);
         return 0;
     }
-    char prefix[PREFIX_MAX + 1] = "";
+    char prefix[NAME_MAX + 1] = ""; /* a name's part: always fits */
     long last = -1;
     size_t count = 0;
     int subdirs = 0, mixed = 0;
@@ -68,7 +69,7 @@ int gf__prepared_pattern(const char *dir, char **pattern, char *why, size_t why_
         long v = shard_number(e->d_name, &pl);
         if (v < 0)
             continue;
-        if (count == 0 && pl <= PREFIX_MAX) {
+        if (count == 0) {
             memcpy(prefix, e->d_name, pl);
             prefix[pl] = '\0';
         } else if (pl != strlen(prefix) || memcmp(prefix, e->d_name, pl) != 0) {

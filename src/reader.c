@@ -68,10 +68,7 @@ int gf__buf_map(gf__buf *b, size_t cap)
                    -1, 0);
     if (p == MAP_FAILED)
         return GF_ENOMEM;
-#ifdef MADV_HUGEPAGE
-    if (cap >= (2u << 20)) /* a shard fills it whole: 2 MiB faults, not 4 KiB ones */
-        (void)madvise(p, cap, MADV_HUGEPAGE);
-#endif
+    gf__advise_huge(p, cap); /* a shard fills it whole */
     b->data = p;
     b->cap = cap ? cap : page;
     b->mapped = true;
