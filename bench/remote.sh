@@ -8,7 +8,8 @@
 # where nginx has its echo module, the 50 ms row once more with nginx itself
 # waiting (echo_sleep), no relay: the proxy's row pays its CPU on the
 # cores the loader runs on, which a distant store would not.
-# Alternated runs, medians.
+# Alternated runs, medians; with each row, the CPU seconds a run took in
+# the loader's process (user + system) and in the servers' processes.
 #
 #   bench/remote.sh [WORK]
 #
@@ -62,24 +63,52 @@ delay=${GF_TEST_HTTP_DELAY_URL:-}
 cat "$WORK"/set/*.tar >/dev/null # the page cache, for the local reads and nginx
 
 field() { "$PYTHON" -c 'import json,sys; print(json.loads(sys.stdin.read())[sys.argv[1]])' "$1"; }
-# images/s of one run; the loader's requests an epoch go to $WORK/req.NAME
+# CPU seconds (user + system) the servers (nginx, Swift, the proxy, and
+# their workers) have used so far: on this machine they share the cores
+# with the loader, which a store on other machines would not.
+servers_cpu() {
+    "$PYTHON" - "$GF_TEST_TMPDIR/pids" <<'PY'
+import os, sys
+hz = os.sysconf("SC_CLK_TCK")
+stat = {}
+for p in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        continue
+    stat[int(p)] = (int(f[1]), sum(map(int, f[11:15])))  # ppid; its and reaped children's CPU
+ours = {int(x) for x in open(sys.argv[1]).read().split()}
+grew = True
+while grew:
+    more = {p for p, (pp, _) in stat.items() if pp in ours} - ours
+    ours |= more
+    grew = bool(more)
+print(sum(stat[p][1] for p in ours if p in stat) / hz)
+PY
+}
+# images/s of one run; the loader's requests an epoch go to $WORK/req.NAME,
+# its CPU seconds and the servers' to $WORK/cpu.NAME and $WORK/srv.NAME
 run() {
-    local name=$1 data=$2
+    local name=$1 data=$2 srv0 t
     shift 2
-    "$GPUFEED" bench --input-only --data "$data" --threads "$THREADS" --image-size "$SIZE" \
-        --batch-size "$BATCH" --epochs "$EPOCHS" --transform train "$@" --json >"$WORK/out.json" ||
-        { cat "$WORK/out.json" >&2; exit 1; }
+    srv0=$(servers_cpu)
+    t=$( { TIMEFORMAT='%U %S'; time "$GPUFEED" bench --input-only --data "$data" --threads "$THREADS" \
+        --image-size "$SIZE" --batch-size "$BATCH" --epochs "$EPOCHS" --transform train "$@" \
+        --json >"$WORK/out.json" 2>"$WORK/err.txt"; } 2>&1) ||
+        { cat "$WORK/out.json" "$WORK/err.txt" >&2; exit 1; }
+    awk '{ print $1 + $2 }' <<<"$t" >>"$WORK/cpu.$name"
+    awk -v a="$srv0" -v b="$(servers_cpu)" 'BEGIN { print b - a }' >>"$WORK/srv.$name"
     echo $(($(field remote_requests <"$WORK/out.json") / EPOCHS)) >>"$WORK/req.$name"
     field images_per_s <"$WORK/out.json"
 }
 
 names="local http lat lat_nginx lat_global lat_cache s3 s3_global"
-for n in $names; do : >"$WORK/rate.$n"; : >"$WORK/req.$n"; done
+for n in $names; do : >"$WORK/rate.$n"; : >"$WORK/req.$n"; : >"$WORK/cpu.$n"; : >"$WORK/srv.$n"; done
 s3="s3://$GF_TEST_S3_BUCKET/bench/$pat"
 # The cache's row reads a cache one untimed run filled (as a job's later
 # runs and epochs do): a one-byte request a shard a run, the bytes local.
 run lat_cache "$GF_TEST_PROXY_HTTP_URL/lat/$pat" --cache-dir "$WORK/cache" >/dev/null
-: >"$WORK/req.lat_cache"
+: >"$WORK/req.lat_cache"; : >"$WORK/cpu.lat_cache"; : >"$WORK/srv.lat_cache"
 for r in $(seq "$RUNS"); do
     echo "run $r of $RUNS" >&2
     run local "$WORK/set/$pat" --order shards >>"$WORK/rate.local"
@@ -96,9 +125,10 @@ med() { median <"$WORK/$1.$2"; }
 loc=$(med rate local)
 printf '%s images, %s shards, %s threads, %s px, batch %s, %s epochs a run, median of %s\n' \
     "$((CLASSES * PER_CLASS))" "$SHARDS" "$THREADS" "$SIZE" "$BATCH" "$EPOCHS" "$RUNS"
-printf '| read from | order | images/s | vs local | requests/epoch |\n|---|---|---|---|---|\n'
-row() { printf '| %s | %s | %.1f | %s | %s |\n' "$1" "$2" "$(med rate "$3")" \
-    "$(ratio "$(med rate "$3")" "$loc")" "$4"; }
+printf '| read from | order | images/s | vs local | requests/epoch | loader CPU s | servers CPU s |\n'
+printf '|---|---|---|---|---|---|---|\n'
+row() { printf '| %s | %s | %.1f | %s | %s | %.2f | %.2f |\n' "$1" "$2" "$(med rate "$3")" \
+    "$(ratio "$(med rate "$3")" "$loc")" "$4" "$(med cpu "$3")" "$(med srv "$3")"; }
 row "local shards (page cache)" shards local "-"
 row "nginx, loopback" shards http "$(med req http)"
 row "nginx + ${LATENCY_MS} ms a response (proxy)" shards lat "$(med req lat)"
