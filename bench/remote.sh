@@ -17,8 +17,10 @@
 # s3api, the fault proxy on 127.0.0.1). Environment: GPUFEED, THREADS (2),
 # SIZE (224), BATCH (64), EPOCHS (3 a run), RUNS (3), CLASSES (10),
 # PER_CLASS (100), SHARDS (32: four times the default shard buffers, so
-# every epoch fetches every shard again), LATENCY_MS (50). The set is make-dataset's
-# (500x375 JPEGs, about 100 KB each).
+# every epoch fetches every shard again), LATENCY_MS (50), ROWS (all of
+# local http lat lat_nginx lat_global lat_cache s3 s3_global; name fewer
+# for more runs of those in the same time; local always runs). The set is
+# make-dataset's (500x375 JPEGs, about 100 KB each).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -103,22 +105,27 @@ run() {
 }
 
 names="local http lat lat_nginx lat_global lat_cache s3 s3_global"
+ROWS=${ROWS:-$names}
+want() { case " $ROWS " in *" $1 "*) return 0 ;; esac; return 1; }
+[ -n "$delay" ] || ROWS=${ROWS/lat_nginx/}
 for n in $names; do : >"$WORK/rate.$n"; : >"$WORK/req.$n"; : >"$WORK/cpu.$n"; : >"$WORK/srv.$n"; done
 s3="s3://$GF_TEST_S3_BUCKET/bench/$pat"
 # The cache's row reads a cache one untimed run filled (as a job's later
 # runs and epochs do): a one-byte request a shard a run, the bytes local.
-run lat_cache "$GF_TEST_PROXY_HTTP_URL/lat/$pat" --cache-dir "$WORK/cache" >/dev/null
-: >"$WORK/req.lat_cache"; : >"$WORK/cpu.lat_cache"; : >"$WORK/srv.lat_cache"
+if want lat_cache; then
+    run lat_cache "$GF_TEST_PROXY_HTTP_URL/lat/$pat" --cache-dir "$WORK/cache" >/dev/null
+    : >"$WORK/req.lat_cache"; : >"$WORK/cpu.lat_cache"; : >"$WORK/srv.lat_cache"
+fi
 for r in $(seq "$RUNS"); do
     echo "run $r of $RUNS" >&2
     run local "$WORK/set/$pat" --order shards >>"$WORK/rate.local"
-    run http "$GF_TEST_HTTP_URL/$pat" >>"$WORK/rate.http"
-    run lat "$GF_TEST_PROXY_HTTP_URL/lat/$pat" >>"$WORK/rate.lat"
-    [ -z "$delay" ] || run lat_nginx "$delay/$pat" >>"$WORK/rate.lat_nginx"
-    run lat_global "$GF_TEST_PROXY_HTTP_URL/lat/$pat" --order global >>"$WORK/rate.lat_global"
-    run lat_cache "$GF_TEST_PROXY_HTTP_URL/lat/$pat" --cache-dir "$WORK/cache" >>"$WORK/rate.lat_cache"
-    run s3 "$s3" >>"$WORK/rate.s3"
-    run s3_global "$s3" --order global >>"$WORK/rate.s3_global"
+    ! want http || run http "$GF_TEST_HTTP_URL/$pat" >>"$WORK/rate.http"
+    ! want lat || run lat "$GF_TEST_PROXY_HTTP_URL/lat/$pat" >>"$WORK/rate.lat"
+    ! want lat_nginx || run lat_nginx "$delay/$pat" >>"$WORK/rate.lat_nginx"
+    ! want lat_global || run lat_global "$GF_TEST_PROXY_HTTP_URL/lat/$pat" --order global >>"$WORK/rate.lat_global"
+    ! want lat_cache || run lat_cache "$GF_TEST_PROXY_HTTP_URL/lat/$pat" --cache-dir "$WORK/cache" >>"$WORK/rate.lat_cache"
+    ! want s3 || run s3 "$s3" >>"$WORK/rate.s3"
+    ! want s3_global || run s3_global "$s3" --order global >>"$WORK/rate.s3_global"
 done
 
 med() { median <"$WORK/$1.$2"; }
@@ -130,11 +137,11 @@ printf '|---|---|---|---|---|---|---|\n'
 row() { printf '| %s | %s | %.1f | %s | %s | %.2f | %.2f |\n' "$1" "$2" "$(med rate "$3")" \
     "$(ratio "$(med rate "$3")" "$loc")" "$4" "$(med cpu "$3")" "$(med srv "$3")"; }
 row "local shards (page cache)" shards local "-"
-row "nginx, loopback" shards http "$(med req http)"
-row "nginx + ${LATENCY_MS} ms a response (proxy)" shards lat "$(med req lat)"
-[ -z "$delay" ] || row "nginx + ${LATENCY_MS} ms a response (nginx's echo_sleep)" shards lat_nginx "$(med req lat_nginx)"
-row "nginx + ${LATENCY_MS} ms a response (proxy)" global lat_global "$(med req lat_global)"
-row "nginx + ${LATENCY_MS} ms, --cache-dir (filled)" shards lat_cache "$(med req lat_cache)"
-row "Swift s3api (through the proxy, no delay)" shards s3 "$(med req s3)"
-row "Swift s3api (through the proxy, no delay)" global s3_global "$(med req s3_global)"
-for n in $names; do echo "$n: $(tr '\n' ' ' <"$WORK/rate.$n")" >&2; done
+! want http || row "nginx, loopback" shards http "$(med req http)"
+! want lat || row "nginx + ${LATENCY_MS} ms a response (proxy)" shards lat "$(med req lat)"
+! want lat_nginx || row "nginx + ${LATENCY_MS} ms a response (nginx's echo_sleep)" shards lat_nginx "$(med req lat_nginx)"
+! want lat_global || row "nginx + ${LATENCY_MS} ms a response (proxy)" global lat_global "$(med req lat_global)"
+! want lat_cache || row "nginx + ${LATENCY_MS} ms, --cache-dir (filled)" shards lat_cache "$(med req lat_cache)"
+! want s3 || row "Swift s3api (through the proxy, no delay)" shards s3 "$(med req s3)"
+! want s3_global || row "Swift s3api (through the proxy, no delay)" global s3_global "$(med req s3_global)"
+for n in $names; do [ ! -s "$WORK/rate.$n" ] || echo "$n: $(tr '\n' ' ' <"$WORK/rate.$n")" >&2; done
