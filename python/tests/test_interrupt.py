@@ -48,7 +48,10 @@ def test_sigint_during_iteration(large):
             next(loader)
     latency = time.monotonic() - sent[0]
     timer.join()
-    assert latency < min(0.15, per_batch / 2), \
+    # Waiting for the batch would take the rest of it (2/3 of a batch); a
+    # 50 ms poll takes far less, plus what a loaded machine adds (0.22 s seen
+    # with 2 cores and the suites in parallel, so no fixed bound).
+    assert latency < per_batch / 3, \
         f"KeyboardInterrupt {latency:.3f} s after the signal ({per_batch:.3f} s a batch)"
     b = next(loader)  # the interrupted request's batch is not lost
     assert b.count == 16
