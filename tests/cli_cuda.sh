@@ -12,7 +12,7 @@ g=$1
 nccl=${2:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+fail() { echo "FAIL: $*" >&2; wait || :; exit 1; } # the runs in the background first
 field() { # field NAME < json -> the first value of NAME, quotes removed
     sed -n "s/.*\"$1\": *\"\{0,1\}\([^,\"}]*\).*/\1/p" | head -n 1
 }
@@ -48,37 +48,20 @@ if [ "$calibrate" = 1 ]; then
     echo "$cal" | grep -q '^  model width [0-9]* (calibrated' || fail "no calibrated width: $cal"
 fi
 
-# The same model on the device and on the CPU, fed by both loops: the same
-# loss and accuracy per epoch (to the 3 decimals the human output prints),
-# at one width. The synchronous loop's copy must reach the device before
-# the step that reads it (under GF_CUDAEMU_LAZY_DEFAULT a copy on the
-# legacy default stream is not ordered with the trainer's stream).
 base="train --data $d --epochs 2 --batch-size 8 --image-size 32 --json"
 t="$base --loader gpufeed --model-width 7"
-cpu=$("$g" $base --loader both --model-width 7 --device cpu)
-cuda=$("$g" $base --loader both --model-width 7 --device cuda)
-[ "$(echo "$cuda" | field device)" = cuda ] || fail "train ran on: $cuda"
-[ "$(echo "$cpu" | field width_calibrated)" = false ] || fail "the CPU calibrated: $cpu"
-rounded() { awk '{ printf "%.3f %.3f\n", $1, $2 }'; }
-[ "$(echo "$cpu" | losses | rounded)" = "$(echo "$cuda" | losses | rounded)" ] ||
-    fail "CUDA and CPU training differ: cpu $(echo "$cpu" | losses) cuda $(echo "$cuda" | losses)"
-[ "$(echo "$cuda" | losses | wc -l)" -eq 4 ] || fail "expected 2 epochs of each loop: $cuda"
-
-# Checkpoint after epoch 1 and resume on the device: the weights of the
-# uninterrupted run.
-"$g" $t --device cuda --epochs 1 --checkpoint "$tmp/ck" >/dev/null
-resumed=$("$g" $t --device cuda --resume "$tmp/ck")
-want=$(echo "$cuda" | field weights_checksum)
-[ -n "$want" ] && [ "$(echo "$resumed" | field weights_checksum)" = "$want" ] ||
-    fail "resumed on CUDA: $(echo "$resumed" | field weights_checksum), uninterrupted $want"
-
-# The NCCL path on one rank (tests/cudaemu/nccl.c): the gradients packed,
-# summed in place on the stream and unpacked give the plain step's weights.
-if [ -n "$nccl" ]; then
-    one=$(GPUFEED_NCCL_LIBRARY=$nccl "$g" $t --device cuda --allreduce nccl)
-    [ "$(echo "$one" | field weights_checksum)" = "$want" ] ||
-        fail "--allreduce nccl: $(echo "$one" | field weights_checksum), plain $want: $one"
-fi
+# Two runs at a time: each is one busy thread, and under TSan they take
+# minutes. The CPU run, checkpoint, resume and NCCL go in the background.
+(
+    "$g" $base --loader both --model-width 7 --device cpu >"$tmp/cpu.json"
+    "$g" $t --device cuda --epochs 1 --checkpoint "$tmp/ck" >/dev/null
+    "$g" $t --device cuda --resume "$tmp/ck" >"$tmp/resumed.json"
+    if [ -n "$nccl" ]; then
+        GPUFEED_NCCL_LIBRARY=$nccl "$g" $t --device cuda --allreduce nccl >"$tmp/nccl.json"
+    fi
+) &
+background=$!
+cuda=$("$g" $base --loader both --model-width 7 --device cuda) || fail "train on cuda (above)"
 
 # --amp: float16 batches through the device's conversion kernel.
 if [ "$calibrate" = 1 ]; then
@@ -88,6 +71,34 @@ if [ "$calibrate" = 1 ]; then
 else
     amp=$("$g" $base --loader gpufeed --device cuda --amp --model-width 7)
 fi
+wait $background || fail "the CPU run, checkpoint, resume or NCCL run failed (above)"
+
+# The same model on the device and on the CPU, fed by both loops: the same
+# loss and accuracy per epoch (to the 3 decimals the human output prints),
+# at one width. The synchronous loop's copy must reach the device before
+# the step that reads it (under GF_CUDAEMU_LAZY_DEFAULT a copy on the
+# legacy default stream is not ordered with the trainer's stream).
+cpu=$(cat "$tmp/cpu.json")
+[ "$(echo "$cuda" | field device)" = cuda ] || fail "train ran on: $cuda"
+[ "$(echo "$cpu" | field width_calibrated)" = false ] || fail "the CPU calibrated: $cpu"
+rounded() { awk '{ printf "%.3f %.3f\n", $1, $2 }'; }
+[ "$(echo "$cpu" | losses | rounded)" = "$(echo "$cuda" | losses | rounded)" ] ||
+    fail "CUDA and CPU training differ: cpu $(echo "$cpu" | losses) cuda $(echo "$cuda" | losses)"
+[ "$(echo "$cuda" | losses | wc -l)" -eq 4 ] || fail "expected 2 epochs of each loop: $cuda"
+
+# Checkpoint after epoch 1 and resume on the device: the weights of the
+# uninterrupted run.
+want=$(echo "$cuda" | field weights_checksum)
+[ -n "$want" ] && [ "$(field weights_checksum <"$tmp/resumed.json")" = "$want" ] ||
+    fail "resumed on CUDA: $(field weights_checksum <"$tmp/resumed.json"), uninterrupted $want"
+
+# The NCCL path on one rank (tests/cudaemu/nccl.c): the gradients packed,
+# summed in place on the stream and unpacked give the plain step's weights.
+if [ -n "$nccl" ]; then
+    [ "$(field weights_checksum <"$tmp/nccl.json")" = "$want" ] ||
+        fail "--allreduce nccl: $(field weights_checksum <"$tmp/nccl.json"), plain $want: $(cat "$tmp/nccl.json")"
+fi
+
 [ "$(echo "$amp" | field amp)" = true ] || fail "--amp not reported: $amp"
 [ "$(echo "$amp" | field input_bound_by_design)" = false ] || fail "gpufeed input-bound: $amp"
 echo "$amp" | losses | awk '$1 != $1 + 0 || $1 <= 0 || $1 > 10 { exit 1 }' ||
