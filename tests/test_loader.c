@@ -278,22 +278,29 @@ START_TEST(auto_reads_cached_files_on_the_decode_threads_and_cold_ones_with_io_u
     ck_assert_uint_gt(b->stats.page_cache_reads, 0);
     ck_assert_uint_le(b->stats.page_cache_reads, 2 * K * PER);
 
-    /* Cold: each try finds nothing cached, io_uring reads the file. */
-    int cold = 1;
+    /* Cold: nothing cached, so io_uring reads. RWF_NOWAIT starts readahead
+     * for what is missing and a fast disk can finish it before the kernel
+     * looks again, so a try may find every file whole: a miss at least
+     * once in five, the same batches every time. */
+    int evicted = 1, missed = 0;
     char path[4096];
-    for (int k = 0; k < K; k++)
-        for (int i = 0; i < PER; i++) {
-            snprintf(path, sizeof path, "%s/class_%d/img_%03d.ppm", dir, k, i);
-            cold &= tu_evict(path);
-        }
-    if (!cold) {
-        printf("SKIP: the file system keeps the files cached (tmpfs?)\n");
-    } else {
+    for (int tries = 0; tries < 5 && evicted && !missed; tries++) {
+        for (int k = 0; k < K; k++)
+            for (int i = 0; i < PER; i++) {
+                snprintf(path, sizeof path, "%s/class_%d/img_%03d.ppm", dir, k, i);
+                evicted &= tu_evict(path);
+            }
+        if (!evicted)
+            break;
         run_all(&s, b);
         ck_assert_uint_eq(b->hash, a->hash);
-        ck_assert_uint_ge(b->stats.page_cache_misses, 1);
         ck_assert_uint_eq(b->stats.errors, 0);
+        missed = b->stats.page_cache_misses >= 1;
     }
+    if (!evicted)
+        printf("SKIP: the file system keeps the files cached (tmpfs?)\n");
+    else
+        ck_assert_msg(missed, "no evicted file went to io_uring, five times of five");
     free(a);
     free(b);
     tu_rmrf(dir);
