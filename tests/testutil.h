@@ -35,6 +35,11 @@ char *tu_image_folder(int classes, int per_class, int w, int h, const char *ext)
  * POSIX_FADV_DONTNEED). Returns 1 if none is resident after (mincore), 0
  * if the file system keeps them (tmpfs). */
 int tu_evict(const char *path);
+/* The reader's RWF_NOWAIT reads in this program, on cue (testutil.c
+ * defines preadv2): bytes >= 0 lets that many more through and then says
+ * EAGAIN, as a cold page cache does; -1 (the start) leaves it to the kernel,
+ * whose answer races its own readahead. */
+void tu_nowait_budget(long bytes);
 /* Reads a whole file; caller frees. */
 uint8_t *tu_read_file(const char *path, size_t *len);
 
