@@ -8,7 +8,8 @@
 # where nginx has its echo module, the 50 ms row once more with nginx itself
 # waiting (echo_sleep), no relay: the proxy's row pays its CPU on the
 # cores the loader runs on, which a distant store would not.
-# Alternated runs, medians; with each row, the CPU seconds a run took in
+# Alternated runs, medians (and the median of each run over the local run
+# before it); with each row, the CPU seconds a run took in
 # the loader's process (user + system) and in the servers' processes.
 #
 #   bench/remote.sh [WORK]
@@ -132,10 +133,16 @@ med() { median <"$WORK/$1.$2"; }
 loc=$(med rate local)
 printf '%s images, %s shards, %s threads, %s px, batch %s, %s epochs a run, median of %s\n' \
     "$((CLASSES * PER_CLASS))" "$SHARDS" "$THREADS" "$SIZE" "$BATCH" "$EPOCHS" "$RUNS"
-printf '| read from | order | images/s | vs local | requests/epoch | loader CPU s | servers CPU s |\n'
-printf '|---|---|---|---|---|---|---|\n'
-row() { printf '| %s | %s | %.1f | %s | %s | %.2f | %.2f |\n' "$1" "$2" "$(med rate "$3")" \
-    "$(ratio "$(med rate "$3")" "$loc")" "$4" "$(med cpu "$3")" "$(med srv "$3")"; }
+# Run by run: each run's rate over the local run just before it, then the
+# median. This machine's speed drifts between runs (its CPU seconds for the
+# same work move with it); a pair of neighbouring runs shares the drift, the
+# medians of two rows need not.
+paired() { paste -d ' ' "$WORK/rate.$1" "$WORK/rate.local" |
+    awk '$2 > 0 { print $1 / $2 }' | median | xargs printf '%.2f'; }
+printf '| read from | order | images/s | vs local | vs local, run by run | requests/epoch | loader CPU s | servers CPU s |\n'
+printf '|---|---|---|---|---|---|---|---|\n'
+row() { printf '| %s | %s | %.1f | %s | %s | %s | %.2f | %.2f |\n' "$1" "$2" "$(med rate "$3")" \
+    "$(ratio "$(med rate "$3")" "$loc")" "$(paired "$3")" "$4" "$(med cpu "$3")" "$(med srv "$3")"; }
 row "local shards (page cache)" shards local "-"
 ! want http || row "nginx, loopback" shards http "$(med req http)"
 ! want lat || row "nginx + ${LATENCY_MS} ms a response (proxy)" shards lat "$(med req lat)"
