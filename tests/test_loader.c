@@ -408,12 +408,14 @@ static int count_entries(const char *dir)
     return n;
 }
 
-/* This process's threads, once back to `want` (a joined thread may stay
- * listed for a moment after pthread_join returns), or after 2 s. */
+/* This process's threads, once down to `want` (a joined thread may stay
+ * listed for a moment after pthread_join returns), or after 10 s: long
+ * enough for a loaded machine to reap it, short of the test's timeout.
+ * Fewer is no leak: the baseline may have counted a lingering thread. */
 static int threads_settled(int want)
 {
     int n = count_entries("/proc/self/task");
-    for (int i = 0; i < 200 && n != want; i++) {
+    for (int i = 0; i < 1000 && n > want; i++) {
         nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
         n = count_entries("/proc/self/task");
     }
@@ -455,7 +457,7 @@ START_TEST(closing_mid_epoch_with_batches_held_frees_everything)
         ck_assert_ptr_null(l);
     }
     gf_close(NULL);
-    ck_assert_int_eq(threads_settled(tasks), tasks);
+    ck_assert_int_le(threads_settled(tasks), tasks);
     ck_assert_int_eq(count_entries("/proc/self/fd"), fds);
 }
 END_TEST
@@ -497,7 +499,7 @@ START_TEST(a_thread_that_cannot_start_fails_the_open_with_its_error)
         ck_assert_msg(strstr(gf_last_error(l), strerror(EAGAIN)), "thread %d: %s", at,
                       gf_last_error(l));
         gf_close(&l);
-        ck_assert_int_eq(threads_settled(tasks), tasks);
+        ck_assert_int_le(threads_settled(tasks), tasks);
         ck_assert_int_eq(count_entries("/proc/self/fd"), fds);
     }
 }
