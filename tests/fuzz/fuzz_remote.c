@@ -23,9 +23,10 @@ static void targets(const char *src)
         if (rc < 0) {
             FUZZ_CHECK(why[0] != '\0' && l.t == NULL);
             /* nothing of a userinfo is shown: what the message holds
-             * before "<userinfo>@" is at most a scheme */
+             * before "<userinfo>@" is at most a scheme (unless the input
+             * spelled that token itself, in a path the message may quote) */
             const char *u = strstr(why, "<userinfo>@");
-            FUZZ_CHECK(!u || u - why <= 8);
+            FUZZ_CHECK(!u || u - why <= 8 || strstr(src, "<userinfo>"));
             continue;
         }
         FUZZ_CHECK(l.n > 0);
