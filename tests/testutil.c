@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,7 +169,8 @@ ssize_t preadv2(int fd, const struct iovec *iov, int iovcnt, off_t offset, int f
 {
     struct iovec first = iovcnt > 0 ? iov[0] : (struct iovec){0};
     long left = nowait_budget;
-    if ((flags & RWF_NOWAIT) && left >= 0) {
+    bool on_cue = (flags & RWF_NOWAIT) && left >= 0;
+    if (on_cue) {
         if (left == 0) {
             errno = EAGAIN;
             return -1;
@@ -180,7 +182,7 @@ ssize_t preadv2(int fd, const struct iovec *iov, int iovcnt, off_t offset, int f
     }
     long n = syscall(SYS_preadv2, fd, iov, iovcnt, (unsigned long)offset,
                      (unsigned long)((uint64_t)offset >> 32), flags);
-    if (n > 0 && left > 0)
+    if (on_cue && n > 0)
         nowait_budget -= n; /* one reader at a time uses a budget over 0 */
     return (ssize_t)n;
 }

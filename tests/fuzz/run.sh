@@ -5,14 +5,14 @@
 #
 #   tests/fuzz/run.sh [SECONDS (60)] [TARGET ...]
 #
-# Targets: shard sidecar decode list source seek settings json remote. A crash leaves its input in
+# Targets: every tests/fuzz/fuzz_TARGET.c. A crash leaves its input in
 # fuzz-corpus/crash-TARGET-*; replay it with build/tests/fuzz_TARGET
 # FILE, and keep it in tests/fuzz/regressions/TARGET/ once fixed. Exits non-zero if any target crashed.
 set -eu
 cd "$(dirname "$0")/../.."
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-shard sidecar decode list source seek settings json remote}
+targets=${*:-$(ls tests/fuzz/fuzz_*.c | sed 's|.*/fuzz_||; s|\.c$||')}
 build=${FUZZ_BUILD:-build-fuzz}
 corpus=$(realpath -m "${FUZZ_CORPUS:-fuzz-corpus}") # absolute: fuzz_source changes directory
 if [ ! -d "$build" ]; then
