@@ -255,9 +255,10 @@ class DataLoader:
         from . import _settings, _path
         paths = [p for p, _ in self._base.samples]
         labels = [int(t) for _, t in self._base.samples]
-        root = _path(self._base.root) if os.path.isdir(self._base.root) else None
-        self._c = _gpufeed._Loader(root or "", _settings(self._settings),
-                                   samples=(paths, labels))
+        # The samples' paths already start with the folder's root, as torchvision
+        # opens them: relative ones are relative to the current directory, not to
+        # the root (a relative root joined to them again named no file).
+        self._c = _gpufeed._Loader("", _settings(self._settings), samples=(paths, labels))
 
     def __len__(self):
         return len(self.batch_sampler)

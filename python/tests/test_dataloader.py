@@ -113,6 +113,23 @@ def test_a_break_then_a_new_for_starts_the_next_epoch(root):
         next(it)
 
 
+@pytest.mark.parametrize("cwd, relative", [("..", "set"), ("../..", None), ("../other", None)])
+def test_a_relative_root_names_the_files_torchvision_opens(tmp_path, monkeypatch, cwd, relative):
+    """ImageFolder('data/train'), as scripts pass it, from the set's parent
+    directory and from elsewhere (a relative path up and across)."""
+    root = make_dataset(tmp_path / "a" / "set", classes=2, per_class=3, size="40x40")
+    (tmp_path / "a" / "other").mkdir()
+    here = os.path.normpath(os.path.join(root, cwd))
+    monkeypatch.chdir(here)
+    rel = relative or os.path.relpath(root, here)
+    assert not os.path.isabs(rel) and os.path.isdir(rel)
+    ds = folder(rel)
+    got = [(x, y) for x, y in gpufeed.DataLoader(ds, batch_size=4)]
+    want = [(x, y) for x, y in tud.DataLoader(ds, batch_size=4)]
+    assert [y.tolist() for _, y in got] == [y.tolist() for _, y in want] == [[0, 0, 0, 1], [1, 1]]
+    assert all((x - tx).abs().mean() < 0.1 for (x, _), (tx, _) in zip(got, want))
+
+
 def test_distributed_sampler_share_and_set_epoch(root):
     ds = folder(root)
     sampler = tud.distributed.DistributedSampler(ds, num_replicas=4, rank=3, seed=11)
