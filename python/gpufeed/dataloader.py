@@ -24,6 +24,23 @@ Where it differs, on purpose:
     to PIL's, not equal; crop boxes and their random draws are torchvision's.
   * bad images raise gpufeed.SampleError naming the file, as PIL would
     raise; images PIL opens with a warning are decoded.
+  * torch's global generator: gpufeed draws its random crops and flips
+    from a generator of its own, seeded as DataLoader seeds its workers,
+    so its crop boxes are not the ones torchvision would have drawn. The
+    global generator's state (torch.get_rng_state()) is DataLoader's
+    after every batch, though, so shuffled orders, dropout and anything
+    else drawn from it in later epochs are the same: every iterator draws
+    the base seed and the sampler's seed as DataLoader's does (not the
+    base seed again with persistent_workers); with num_workers=0, where
+    torch's transforms draw from the global generator in the main
+    process, each batch, when it is handed out, makes the draws its
+    samples' transforms would have made there, in the same order:
+    RandomResizedCrop.get_params on a stand-in of each image's size (its
+    header, read once per file with PIL, as torchvision sees it: the
+    number of draws depends on the size) and RandomHorizontalFlip's
+    torch.rand(1). With num_workers > 0 torch's transforms run in the
+    workers and the main process draws nothing per sample: nor does
+    gpufeed.
   * the order is the sampler's alone (handed over with gf_set_order), so
     gpufeed.Loader's `order=`/`shard_window=` (the shard-aware order for tar
     shards) have no place here: DataLoader takes no such keyword (a
@@ -154,6 +171,15 @@ def translate_transform(transform):
     return kw, dtype == "uint8"
 
 
+def _random_draws(transform):
+    """[(kind, transform)]: the steps that draw from torch's global generator
+    when torchvision applies them, in the order it applies them."""
+    import torchvision.transforms as T
+    steps = list(transform.transforms) if isinstance(transform, T.Compose) else [transform]
+    return [("crop" if isinstance(t, T.RandomResizedCrop) else "flip", t) for t in steps
+            if isinstance(t, (T.RandomResizedCrop, T.RandomHorizontalFlip))]
+
+
 def _folder(dataset):
     """(the DatasetFolder, the Subset indices or None)."""
     import torch.utils.data as tud
@@ -247,6 +273,10 @@ class DataLoader:
                         shuffle=False, on_error="fail", strictness="lenient",
                         rank=0, world=1)
         self._settings = settings
+        # With num_workers=0 torch's transforms draw from the global generator.
+        self._replay = _random_draws(base.transform) if num_workers == 0 else []
+        self._sizes = None  # (height, width) per sample, read when first needed
+        self._seed = None
         self._c = None
         self._epochs_started = 0
         self._iterator = None
@@ -265,8 +295,12 @@ class DataLoader:
 
     def __iter__(self):
         import torch
-        # As DataLoader's iterator: the base seed first, then the sampler's draws.
-        seed = torch.empty((), dtype=torch.int64).random_(generator=self.generator).item()
+        # As DataLoader's iterator: the base seed first (persistent workers keep
+        # the first iterator's), then the sampler's draws.
+        if self._seed is None or not (self.persistent_workers and self.num_workers > 0):
+            self._seed = torch.empty((), dtype=torch.int64).random_(
+                generator=self.generator).item()
+        seed = self._seed
         order = list(iter(self.sampler))
         if self._subset is not None:
             order = [self._subset[i] for i in order]
@@ -278,6 +312,29 @@ class DataLoader:
         self._c.set_order(seed & (2**64 - 1), epoch, order)
         self._iterator = _Iter(self, epoch)
         return self._iterator
+
+    def _size(self, index):
+        """Sample index's (height, width), as PIL opens it for torchvision."""
+        if self._sizes is None:
+            self._sizes = array.array("i", [-1]) * (2 * len(self._base.samples))
+        h = self._sizes[2 * index]
+        if h < 0:
+            from PIL import Image
+            with Image.open(self._base.samples[index][0]) as im:  # the header only
+                w, h = im.size
+            self._sizes[2 * index], self._sizes[2 * index + 1] = h, w
+        return h, self._sizes[2 * index + 1]
+
+    def _replay_draws(self, indices):
+        """The global generator's draws torch's transforms make for these samples."""
+        import torch
+        for index in indices:
+            for kind, t in self._replay:
+                if kind == "crop":
+                    h, w = self._size(index)
+                    t.get_params(torch.empty(1, 1, 1).expand(3, h, w), t.scale, t.ratio)
+                else:
+                    torch.rand(1)
 
     def close(self):
         """Stops iteration and lets the loader close once its batches are gone."""
@@ -295,6 +352,7 @@ class _Iter:
         self._epoch = epoch
         self._done = False
         self._pending = None
+        self._pending_replayed = False  # its draws are made
 
     def __iter__(self):
         return self
@@ -311,6 +369,7 @@ class _Iter:
             raise RuntimeError("gpufeed.DataLoader: a newer iter() started the next epoch; "
                                "this iterator is finished (one iterator at a time)")
         t, self._pending = self._pending, None
+        replayed, self._pending_replayed = self._pending_replayed, False
         if t is None:
             t = lo._c.take()
         if t is None:
@@ -318,6 +377,9 @@ class _Iter:
             raise StopIteration
         b = t[0]
         try:  # a KeyboardInterrupt before the batch is handed out keeps it for next time
+            if lo._replay and not replayed:
+                lo._replay_draws(torch.from_dlpack(b.indices).tolist())
+                replayed = True  # once, even if the batch is kept for next time
             images = torch.from_dlpack(b.data)
             targets = torch.from_dlpack(b.labels)  # int64
             if lo._uint8:
@@ -325,6 +387,6 @@ class _Iter:
             if lo._pin:
                 images, targets = images.pin_memory(), targets.pin_memory()
         except BaseException:
-            self._pending = t
+            self._pending, self._pending_replayed = t, replayed
             raise
         return images, targets  # the tensors hold the slot; b's claim ends with this frame

@@ -92,6 +92,51 @@ def test_each_for_is_an_epoch_in_torchs_shuffled_order(root):
     assert got[0] != got[1] and sorted(got[0]) == sorted(got[1]) == sorted(ds.targets)
 
 
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+    """3 classes of 6 JPEGs, each class its own size (one far wider than the
+    crop's ratios: RandomResizedCrop's tries, so its draws, depend on it)."""
+    top = tmp_path_factory.mktemp("mixed")
+    root = top / "set"
+    root.mkdir()
+    for i, size in enumerate(["48x40", "160x16", "24x64"]):
+        make_dataset(top / f"part{i}", classes=1, per_class=6, size=size)
+        os.rename(top / f"part{i}" / "class_00", root / f"class_{i:02d}")
+    return str(root)
+
+
+def rng_trace(loader, epochs=3):
+    """Per epoch, the targets and torch's generator state after each batch;
+    the loop draws as a model's dropout would, between batches."""
+    trace = []
+    for _ in range(epochs):
+        ys, states = [], []
+        for _, y in loader:
+            ys += y.tolist()
+            states.append(torch.get_rng_state())
+            torch.rand(3)
+        trace.append((ys, states, torch.get_rng_state()))
+    return trace
+
+
+@pytest.mark.parametrize("kw", [dict(num_workers=0), dict(num_workers=2),
+                                dict(num_workers=2, persistent_workers=True)])
+@pytest.mark.parametrize("transform", [TRAIN, T.Compose([T.RandomHorizontalFlip(), T.RandomResizedCrop(
+    24, scale=(0.5, 1.0)), T.PILToTensor()])], ids=["crop-flip", "flip-crop"])
+def test_torchs_generator_is_left_as_torchs_dataloader_leaves_it(mixed, kw, transform):
+    ds = folder(mixed, transform)
+    torch.manual_seed(7)
+    want = rng_trace(tud.DataLoader(ds, batch_size=4, shuffle=True, **kw))
+    torch.manual_seed(7)
+    got = rng_trace(gpufeed.DataLoader(ds, batch_size=4, shuffle=True, **kw))
+    assert [ys for ys, _, _ in got] == [ys for ys, _, _ in want]
+    assert want[0][0] != want[1][0] != want[2][0]
+    for (_, states, end), (_, want_states, want_end) in zip(got, want):
+        assert len(states) == len(want_states) == 5
+        assert all(torch.equal(a, b) for a, b in zip(states, want_states))
+        assert torch.equal(end, want_end)
+
+
 def test_a_break_then_a_new_for_starts_the_next_epoch(root):
     ds = folder(root)
 
