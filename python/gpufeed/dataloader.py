@@ -136,6 +136,11 @@ def translate_transform(transform):
             dtype = names[t.dtype]
         elif isinstance(t, T.Normalize) and tensor is not None and dtype != "uint8" \
                 and normalize is None:
+            # torchvision's refusal, word for word, at its first image: here, now.
+            as_dtype = getattr(torch, dtype)
+            if (torch.as_tensor(t.std, dtype=as_dtype) == 0).any():
+                raise ValueError(f"std evaluated to zero after conversion to {as_dtype}, "
+                                 "leading to division by zero.")
             normalize = t
         else:
             raise _unsupported(f"{name} here" if isinstance(t, (

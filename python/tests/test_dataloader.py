@@ -65,6 +65,21 @@ def test_what_torch_refuses_is_refused(root, kw):
     assert str(ours.value) == str(theirs.value)
 
 
+@pytest.mark.parametrize("std, dtype", [([0.2, 0.0, 0.2], None), (0.0, None),
+                                        ([0.2, 1e-8, 0.2], torch.float16)])
+def test_a_zero_std_is_refused_as_torchvision_refuses_it(root, std, dtype):
+    to_dtype = [T.ConvertImageDtype(dtype)] if dtype else []
+    transform = T.Compose([T.Resize(36), T.CenterCrop(32), T.ToTensor(), *to_dtype,
+                           T.Normalize([0.5, 0.5, 0.5], std)])
+    with pytest.raises(ValueError) as theirs:
+        next(iter(tud.DataLoader(folder(root, transform), batch_size=2)))
+    with pytest.raises(ValueError) as ours:
+        gpufeed.DataLoader(folder(root, transform), batch_size=2)  # at once, not at an image
+    assert str(ours.value) == str(theirs.value)
+    assert "std evaluated to zero after conversion to torch.float" in str(ours.value)
+    assert not isinstance(ours.value, gpufeed.Unsupported)
+
+
 def test_other_data_sets_and_target_transforms_are_refused(root):
     with pytest.raises(gpufeed.Unsupported, match="TensorDataset"):
         gpufeed.DataLoader(tud.TensorDataset(torch.zeros(4, 3)), batch_size=2)
