@@ -198,6 +198,14 @@ def _folder(dataset):
         base = dataset
     if not isinstance(base, DatasetFolder):
         raise _unsupported(f"a data set of type {type(base).__name__}")
+    if subset is not None:
+        # Subset takes samples[indices[i]]: Python's indexing, negative ones too.
+        n = len(base.samples)
+        for k, i in enumerate(subset):
+            if not -n <= i < n:
+                raise IndexError(f"list index out of range: Subset indices[{k}] is {i}, and "
+                                 f"the data set has {n} samples")
+            subset[k] = i % n
     if base.loader not in (default_loader, pil_loader):
         raise _unsupported(f"a DatasetFolder loader {getattr(base.loader, '__name__', base.loader)}")
     if base.target_transform is not None:

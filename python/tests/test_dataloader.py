@@ -206,6 +206,22 @@ def test_subset_keeps_torchvisions_indices(root):
     assert got == [ds.dataset.targets[i] for i in ds.indices]
 
 
+def test_subset_indices_are_pythons_negative_ones_too(root):
+    ds = tud.Subset(folder(root), [-1, 0, -45, 17, -16])
+    want = targets(tud.DataLoader(ds, batch_size=2))[0]
+    assert targets(gpufeed.DataLoader(ds, batch_size=2))[0] == want
+    assert want == [ds.dataset.targets[i] for i in (44, 0, 0, 17, 29)]
+
+
+@pytest.mark.parametrize("index", [45, -46])
+def test_a_subset_index_out_of_range_is_an_index_error(root, index):
+    ds = tud.Subset(folder(root), [0, index, 1])
+    with pytest.raises(IndexError, match="list index out of range"):
+        targets(tud.DataLoader(ds, batch_size=2))  # torch: when it reaches it
+    with pytest.raises(IndexError, match=rf"indices\[1\] is {index}.* 45 samples"):
+        gpufeed.DataLoader(ds, batch_size=2)  # gpufeed: before any
+
+
 def test_tensors_are_what_torchvision_gives(root):
     ds = folder(root)
     images = []
