@@ -24,6 +24,9 @@ Where it differs, on purpose:
     to PIL's, not equal; crop boxes and their random draws are torchvision's.
   * bad images raise gpufeed.SampleError naming the file, as PIL would
     raise; images PIL opens with a warning are decoded.
+  * TIFF (.tif, .tiff: in torchvision's IMG_EXTENSIONS) is not decoded: a
+    data set with such samples is refused at construction (Unsupported,
+    naming the first and how many).
   * torch's global generator: gpufeed draws its random crops and flips
     from a generator of its own, seeded as DataLoader seeds its workers,
     so its crop boxes are not the ones torchvision would have drawn. The
@@ -215,7 +218,19 @@ def _folder(dataset):
         raise _unsupported("a joint `transforms`")
     if base.transform is None:
         raise _unsupported("a data set without a transform (PIL images)")
+    _refuse_tiff(base.samples, subset)
     return base, subset
+
+
+def _refuse_tiff(samples, subset):
+    """TIFF is in torchvision's IMG_EXTENSIONS but gpufeed decodes none: say so
+    now, not at the first one mid-epoch."""
+    paths = [samples[i][0] for i in subset] if subset is not None else [p for p, _ in samples]
+    tiffs = [p for p in paths if os.fsdecode(p).lower().endswith((".tif", ".tiff"))]
+    if tiffs:
+        raise Unsupported(f"gpufeed.DataLoader: {tiffs[0]} is a TIFF file, which gpufeed does "
+                          f"not decode ({len(tiffs)} of the {len(paths)} samples are .tif or "
+                          f".tiff): convert them (to PNG, say) or leave them out")
 
 
 class DataLoader:

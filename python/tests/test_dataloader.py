@@ -222,6 +222,24 @@ def test_a_subset_index_out_of_range_is_an_index_error(root, index):
         gpufeed.DataLoader(ds, batch_size=2)  # gpufeed: before any
 
 
+def test_tiff_files_are_refused_at_construction_by_name(tmp_path):
+    from PIL import Image
+    root = make_dataset(tmp_path / "set", classes=2, per_class=3, size="40x40")
+    for name in ("b.tif", "a.TIFF"):
+        Image.new("RGB", (40, 40), (200, 10, 10)).save(os.path.join(root, "class_01", name),
+                                                       format="TIFF")
+    ds = folder(root)
+    assert len(ds) == 8 and len(targets(tud.DataLoader(ds, batch_size=4))[0]) == 8
+    first = os.path.join(root, "class_01", "a.TIFF")
+    with pytest.raises(gpufeed.Unsupported) as e:
+        gpufeed.DataLoader(ds, batch_size=4)  # not at the first batch
+    assert f"{first} is a TIFF file" in str(e.value) and "2 of the 8 samples" in str(e.value)
+    # A Subset without them has nothing to refuse; one with one names it.
+    assert targets(gpufeed.DataLoader(tud.Subset(ds, [0, 1, 2]), batch_size=2))[0] == [0, 0, 0]
+    with pytest.raises(gpufeed.Unsupported, match="1 of the 2 samples"):
+        gpufeed.DataLoader(tud.Subset(ds, [0, -5]), batch_size=2)  # -5: a.TIFF
+
+
 def test_tensors_are_what_torchvision_gives(root):
     ds = folder(root)
     images = []
