@@ -43,7 +43,8 @@ Where it differs, on purpose:
     number of draws depends on the size) and RandomHorizontalFlip's
     torch.rand(1). With num_workers > 0 torch's transforms run in the
     workers and the main process draws nothing per sample: nor does
-    gpufeed.
+    gpufeed. (With num_workers=0 DataLoader draws the sampler's seed at
+    the first next(), gpufeed at iter(): the same within a `for`.)
   * the order is the sampler's alone (handed over with gf_set_order), so
     gpufeed.Loader's `order=`/`shard_window=` (the shard-aware order for tar
     shards) have no place here: DataLoader takes no such keyword (a
