@@ -21,7 +21,8 @@ Where it differs, on purpose:
   * with PILToTensor (uint8), images are NCHW views of NHWC memory
     (non-contiguous; `.contiguous()` copies).
   * resampling is gpufeed's own (antialiased bilinear): pixels are close
-    to PIL's, not equal; crop boxes and their random draws are torchvision's.
+    to PIL's, not equal; crop boxes follow torchvision's distributions,
+    drawn from gpufeed's own generator (below).
   * bad images raise gpufeed.SampleError naming the file, as PIL would
     raise; images PIL opens with a warning are decoded.
   * TIFF (.tif, .tiff: in torchvision's IMG_EXTENSIONS) is not decoded: a
