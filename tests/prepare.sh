@@ -97,6 +97,27 @@ done
     fail "other settings into a finished OUT must be refused"
 grep -q 'other settings' "$tmp/err" || fail "refusal says why: $(cat "$tmp/err")"
 
+# ---- a damaged journal: refused, naming it, the line and why; never a crash ----
+set +e
+GF_PREPARE_STOP_AFTER=12 "$g" prepare "$src" "$tmp/jk" $opts --threads 1 >/dev/null 2>&1
+set -e
+grep -q '^shard 5 11 ' "$tmp/jk/.prepare-journal" || fail "the kill at 12: $(cat "$tmp/jk/.prepare-journal")"
+for edit in 's/^shard 5 11 /shard 5 999 /:line 5: damaged: a shard.s range empty or past the source.s count' \
+            's/^shard 5 11 /shard 4 11 /:line 5: damaged: a shard not starting where the last one ended' \
+            's/^shard 5 11 5 /shard 5 11 9 /:line 5: damaged: a shard.s counts not its range.s' \
+            's/^bad 10 /bad 99999 /:line 4: damaged: a bad sample past the source.s count' \
+            '$a done 999:line 6: damaged: .done. at another count than the source.s'; do
+    rm -rf "$tmp/jc" && cp -r "$tmp/jk" "$tmp/jc"
+    sed -i "${edit%%:*}" "$tmp/jc/.prepare-journal"
+    set +e
+    "$g" prepare "$src" "$tmp/jc" $opts >/dev/null 2>"$tmp/err"
+    rc=$?
+    set -e
+    [ $rc -eq 2 ] || fail "a journal edited by '${edit%%:*}': exit 2, got $rc: $(cat "$tmp/err")"
+    grep -q "jc/.prepare-journal: ${edit#*:} (remove .*jc to start over)" "$tmp/err" ||
+        fail "a journal edited by '${edit%%:*}': the error: $(cat "$tmp/err")"
+done
+
 # ---- raw: binary PPM, capped, never enlarged, aspect kept ----
 tall=$tmp/tall
 "$g" make-dataset "$tall" --classes 1 --per-class 2 --size 120x160 --seed 4 >/dev/null

@@ -371,7 +371,7 @@ static int journal_record(FILE *j, const prep_result *r, size_t from, const char
  * says the run is done, 0 if none or not done, -1 with the message
  * printed. */
 static int journal_load(const prep_opts *o, const char *path, const char *fingerprint,
-                        prep_result *r, uint64_t *start)
+                        uint64_t total, prep_result *r, uint64_t *start)
 {
     FILE *j = fopen(path, "r");
     *start = 0;
@@ -380,6 +380,7 @@ static int journal_load(const prep_opts *o, const char *path, const char *finger
     char *line = NULL;
     size_t cap = 0, kept_bad = 0;
     int done = 0, rc = 0, n = 0;
+    const char *bad_record = NULL; /* rc -6: why a record cannot be this run's */
     long kept_end = 0; /* where the last record (or the fingerprint) ends */
     ssize_t got;
     while (rc == 0 && (got = getline(&line, &cap, j)) > 0) {
@@ -398,7 +399,15 @@ static int journal_load(const prep_opts *o, const char *path, const char *finger
             kept_end = ftell(j);
             continue;
         }
+        else if (done)
+            rc = -6, bad_record = "a record after 'done'";
         else if (sscanf(line, "bad %llu %d %n", &idx, &code, &used) == 2 && used) {
+            if (idx < *start || idx >= total || code >= 0) {
+                rc = -6, bad_record = idx < *start ? "a bad sample before its shard's range"
+                                      : idx >= total ? "a bad sample past the source's count"
+                                                     : "a bad sample without an error code";
+                continue;
+            }
             char *why = unescape(line + used);
             if (!why || grow_bad(r, idx, code, why) < 0)
                 rc = -4;
@@ -408,6 +417,20 @@ static int journal_load(const prep_opts *o, const char *path, const char *finger
                           (unsigned long long *)&s.samples, (unsigned long long *)&s.bytes,
                           (unsigned long long *)&s.kinds[0], (unsigned long long *)&s.kinds[1],
                           (unsigned long long *)&s.kinds[2], s.sha256) == 8) {
+            /* shards are contiguous from 0, in the source, and count what
+             * their range holds: anything else is not a record this code
+             * wrote (and a range past the source would index past it) */
+            const char *odd = s.first != *start ? "a shard not starting where the last one ended"
+                              : s.next <= s.first || s.next > total
+                                  ? "a shard's range empty or past the source's count"
+                              : s.samples == 0 || s.samples > s.next - s.first ||
+                                      s.kinds[0] + s.kinds[1] + s.kinds[2] != s.samples
+                                  ? "a shard's counts not its range's"
+                                  : NULL;
+            if (odd) {
+                rc = -6, bad_record = odd;
+                continue;
+            }
             char tar[4096];
             struct stat st;
             prep_shard_path(o, r->n_shards, "tar", tar, sizeof tar);
@@ -424,6 +447,10 @@ static int journal_load(const prep_opts *o, const char *path, const char *finger
             kept_end = ftell(j);
             *start = s.next;
         } else if (sscanf(line, "done %llu", &idx) == 1) {
+            if (idx != total || idx < *start) {
+                rc = -6, bad_record = "'done' at another count than the source's";
+                continue;
+            }
             kept_bad = r->n_bad;
             kept_end = ftell(j);
             *start = idx;
@@ -445,6 +472,9 @@ static int journal_load(const prep_opts *o, const char *path, const char *finger
     r->n_bad = kept_bad;
     if (rc == -2 || rc == -5)
         cli_error("prepare", "%s: line %d: not a prepare journal's", path, n);
+    else if (rc == -6)
+        cli_error("prepare", "%s: line %d: damaged: %s (remove %s to start over)", path, n,
+                  bad_record, o->out);
     else if (rc == -3)
         cli_error("prepare", "%s holds a run with other settings or another source "
                   "(its journal's fingerprint differs): use another OUT, or remove it to "
@@ -487,7 +517,7 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
     char jpath[4096];
     snprintf(jpath, sizeof jpath, "%s/%s", o->out, JOURNAL);
     uint64_t start, total = gf_index_count(ix);
-    int done = journal_load(o, jpath, fingerprint, r, &start);
+    int done = journal_load(o, jpath, fingerprint, total, r, &start);
     if (done < 0)
         return -1;
     r->resumed_shards = r->n_shards;
