@@ -97,6 +97,27 @@ done
     fail "other settings into a finished OUT must be refused"
 grep -q 'other settings' "$tmp/err" || fail "refusal says why: $(cat "$tmp/err")"
 
+# ---- links planted at the names prepare writes: never written through ----
+set +e
+GF_PREPARE_STOP_AFTER=7 "$g" prepare "$src" "$tmp/ln" $opts --threads 1 >/dev/null 2>&1
+set -e
+printf 'keep me\n' >"$tmp/outside"
+for p in train-000001.tar.partial train-000001.idx.partial train-000004.tar.partial \
+         manifest.json.partial classes.txt.partial; do
+    rm -f "$tmp/ln/$p" && ln -s "$tmp/outside" "$tmp/ln/$p"
+done
+"$g" prepare "$src" "$tmp/ln" $opts >/dev/null 2>"$tmp/err" || fail "resume past planted links: $(cat "$tmp/err")"
+[ "$(cat "$tmp/outside")" = "keep me" ] || fail "a link at a partial name was written through"
+for f in "$tmp"/a/* "$tmp"/a/.prepare-journal; do
+    cmp -s "$f" "$tmp/ln/${f##*/}" || fail "${f##*/} differs after links were planted"
+done
+[ -z "$(find "$tmp/ln" -type l)" ] || fail "links left in OUT: $(ls -la "$tmp/ln")"
+rm -rf "$tmp/lj" && cp -r "$tmp/a" "$tmp/lj"
+rm "$tmp/lj/.prepare-journal" && ln -s "$tmp/outside" "$tmp/lj/.prepare-journal"
+"$g" prepare "$src" "$tmp/lj" $opts >/dev/null 2>"$tmp/err" && fail "a link as the journal must be refused"
+grep -q "lj/.prepare-journal: Too many levels of symbolic links" "$tmp/err" || fail "the refusal names the journal: $(cat "$tmp/err")"
+[ "$(cat "$tmp/outside")" = "keep me" ] || fail "a link at the journal's name was written through"
+
 # ---- a damaged journal: refused, naming it, the line and why; never a crash ----
 set +e
 GF_PREPARE_STOP_AFTER=12 "$g" prepare "$src" "$tmp/jk" $opts --threads 1 >/dev/null 2>&1

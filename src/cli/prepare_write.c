@@ -163,6 +163,22 @@ void prep_shard_path(const prep_opts *o, uint64_t k, const char *ext, char *buf,
     snprintf(buf, n, "%s/%s-%06llu.%s", o->out, o->name, (unsigned long long)k, ext);
 }
 
+FILE *prep_create(const char *path)
+{
+    if (unlink(path) != 0 && errno != ENOENT)
+        return NULL;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return NULL;
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
+}
+
 typedef struct shard_out {
     FILE *f;
     uint64_t k, off;
@@ -256,7 +272,7 @@ static int shard_finish(const prep_opts *o, shard_out *w)
         cli_error("prepare", "%s: %s", tmp, strerror(e));
         return -1;
     }
-    FILE *f = fopen(itmp, "wb");
+    FILE *f = prep_create(itmp);
     /* DALI reads two tokens; gpufeed checks shard_bytes= against the
      * shard, and labels= lets a remote open index it from this file
      * alone, so a prepared set uploaded to an object store opens as is */
@@ -283,7 +299,7 @@ static int shard_open(const prep_opts *o, shard_out *w, uint64_t k, uint64_t fir
     char tar[4096], tmp[4200];
     prep_shard_path(o, k, "tar", tar, sizeof tar);
     snprintf(tmp, sizeof tmp, "%s.partial", tar);
-    if (!(w->f = fopen(tmp, "wb"))) {
+    if (!(w->f = prep_create(tmp))) {
         cli_error("prepare", "%s: %s", tmp, strerror(errno));
         return -1;
     }
@@ -373,10 +389,16 @@ static int journal_record(FILE *j, const prep_result *r, size_t from, const char
 static int journal_load(const prep_opts *o, const char *path, const char *fingerprint,
                         uint64_t total, prep_result *r, uint64_t *start)
 {
-    FILE *j = fopen(path, "r");
+    /* read and cut in place, never through a link planted at its name */
+    int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    FILE *j = fd >= 0 ? fdopen(fd, "r") : NULL;
     *start = 0;
-    if (!j)
-        return errno == ENOENT ? 0 : (cli_error("prepare", "%s: %s", path, strerror(errno)), -1);
+    if (!j) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return e == ENOENT ? 0 : (cli_error("prepare", "%s: %s", path, strerror(e)), -1);
+    }
     char *line = NULL;
     size_t cap = 0, kept_bad = 0;
     int done = 0, rc = 0, n = 0;
@@ -460,12 +482,12 @@ static int journal_load(const prep_opts *o, const char *path, const char *finger
         }
     }
     free(line);
-    fclose(j);
     /* killed before its fingerprint was whole: a fresh start (kept_end 0) */
-    if (rc == 0 && truncate(path, kept_end) != 0) {
+    if (rc == 0 && ftruncate(fileno(j), kept_end) != 0) {
         cli_error("prepare", "%s: %s", path, strerror(errno));
         rc = -1;
     }
+    fclose(j);
     /* bad samples after the last record are found again */
     for (size_t i = kept_bad; i < r->n_bad; i++)
         free(r->bad[i].reason);
@@ -529,8 +551,11 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
 
     struct stat jst;
     int fresh = stat(jpath, &jst) != 0 || jst.st_size == 0;
-    FILE *j = fopen(jpath, "a");
+    int jfd = open(jpath, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    FILE *j = jfd >= 0 ? fdopen(jfd, "a") : NULL;
     if (!j) {
+        if (jfd >= 0)
+            close(jfd);
         cli_error("prepare", "%s: %s", jpath, strerror(errno));
         return -1;
     }
