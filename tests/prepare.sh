@@ -97,6 +97,22 @@ done
     fail "other settings into a finished OUT must be refused"
 grep -q 'other settings' "$tmp/err" || fail "refusal says why: $(cat "$tmp/err")"
 
+# ---- OUT inside SRC (or reached through a link into it), SRC inside OUT: refused at once ----
+ln -s "$src" "$tmp/srclink"
+for out in "$src/out" "$src/class_00/deeper/out/" "$tmp/srclink/o" "$src"; do
+    set +e
+    "$g" prepare "$src" "$out" $opts >/dev/null 2>"$tmp/err"
+    rc=$?
+    set -e
+    [ $rc -eq 2 ] || fail "OUT $out inside SRC: exit 2, got $rc: $(cat "$tmp/err")"
+    grep -q "OUT $out is inside SRC $src: " "$tmp/err" || fail "the refusal names both: $(cat "$tmp/err")"
+    [ ! -e "$src/out" ] && [ ! -e "$src/o" ] && [ ! -e "$src/class_00/deeper" ] ||
+        fail "OUT $out inside SRC: something was written"
+done
+mkdir -p "$tmp/so/src" && cp -r "$src"/* "$tmp/so/src/"
+"$g" prepare "$tmp/so/src" "$tmp/so" $opts >/dev/null 2>"$tmp/err" && fail "SRC inside OUT must be refused"
+grep -q "SRC $tmp/so/src is inside OUT $tmp/so: " "$tmp/err" || fail "the refusal names both: $(cat "$tmp/err")"
+
 # ---- links planted at the names prepare writes: never written through ----
 set +e
 GF_PREPARE_STOP_AFTER=7 "$g" prepare "$src" "$tmp/ln" $opts --threads 1 >/dev/null 2>&1
