@@ -168,6 +168,17 @@ else
     echo "  read-only: $(grep '^cache_warning' last)"
 fi
 
+# bench prints the warning with the directory's name escaped: an ESC in
+# it never reaches the terminal raw. (A file in the way: no directory.)
+esc=$(printf '\033')
+: >"$work/f${esc}[31m"
+"$gpufeed" bench --input-only --data "$http" --cache-dir "$work/f${esc}[31m/c" --epochs 1 \
+    --image-size 32 --batch-size 4 >last 2>&1 || { cat -v last; fail "bench with an unusable cache"; }
+grep -qF "cache warning      cache $work/f\033[31m/c: creating the directory: Not a directory" last ||
+    { cat -v last; fail "bench's cache warning, escaped"; }
+! grep -q "$esc" last || { cat -v last; fail "an ESC from the cache directory's name reached the output raw"; }
+echo "  bench: $(grep 'cache warning' last)"
+
 # Killed at random points while it fills a cache: whatever is under a
 # final name is whole, and a later run gives the same batches.
 for i in 1 2 3 4 5 6; do
