@@ -520,7 +520,8 @@ bool gf__shard_cache_map(gf__shard_cache *c, uint32_t k, const char *etag, uint6
     /* A file of another size is cut short, or an older cache's (no
      * trailer): a plain miss, as it always was. */
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > TRAILER_BYTES &&
-        (size == 0 || (uint64_t)st.st_size == size + TRAILER_BYTES) &&
+        (size == 0 || (size < UINT64_MAX - TRAILER_BYTES &&
+                       (uint64_t)st.st_size == size + TRAILER_BYTES)) &&
         (uint64_t)st.st_size <= SIZE_MAX) {
         p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p != MAP_FAILED)
@@ -563,8 +564,8 @@ int gf__shard_cache_put(gf__shard_cache *c, uint32_t k, const char *etag, const 
 {
     pthread_mutex_lock(&c->mu);
     int rc = -1;
-    if (c->has_thread && !c->write_failed && !c->stop && etag[0] && len > 0 && len + TRAILER_BYTES <= c->cap &&
-        strlen(etag) < sizeof c->q[0].etag)
+    if (c->has_thread && !c->write_failed && !c->stop && etag[0] && len > 0 &&
+        len + TRAILER_BYTES <= c->cap && strlen(etag) < sizeof c->q[0].etag)
         rc = c->tail - c->head < QUEUE_MAX ? 0 : 1;
     if (rc == 0) {
         item *it = &c->q[c->tail % QUEUE_MAX];
