@@ -155,6 +155,23 @@ for edit in 's/^shard 5 11 /shard 5 999 /:line 5: damaged: a shard.s range empty
         fail "a journal edited by '${edit%%:*}': the error: $(cat "$tmp/err")"
 done
 
+# ---- a full disk (a file size limit: EFBIG; a full disk's ENOSPC takes the same
+# path), on a resumed run holding the journal's shards: an error naming the file,
+# nothing half-written under a final name, all freed (ASan's leak check); a rerun
+# finishes the same bytes ----
+rm -rf "$tmp/full" && cp -r "$tmp/jk" "$tmp/full"
+set +e
+(trap '' XFSZ; ulimit -f 16; exec "$g" prepare "$src" "$tmp/full" $opts --threads 1 >/dev/null 2>"$tmp/err")
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "a full disk: exit 2, got $rc: $(cat "$tmp/err")"
+grep -q "full/train-000002.tar.partial: File too large" "$tmp/err" || fail "a full disk: the error: $(cat "$tmp/err")"
+[ ! -e "$tmp/full/train-000002.tar" ] || fail "a full disk left a shard under its final name"
+"$g" prepare "$src" "$tmp/full" $opts >/dev/null || fail "a rerun after a full disk"
+for f in "$tmp"/a/* "$tmp"/a/.prepare-journal; do
+    cmp -s "$f" "$tmp/full/${f##*/}" || fail "${f##*/} differs after a full disk and a rerun"
+done
+
 # ---- raw: binary PPM, capped, never enlarged, aspect kept ----
 tall=$tmp/tall
 "$g" make-dataset "$tall" --classes 1 --per-class 2 --size 120x160 --seed 4 >/dev/null

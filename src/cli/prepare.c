@@ -293,8 +293,9 @@ static int run(prep_opts *o)
         return CLI_USAGE;
     }
     char *fp = prep_fingerprint(o, ix);
-    prep_result r;
+    prep_result r = {0};
     if (!fp || prep_write(o, ix, fp, &r) < 0) {
+        prep_result_free(&r); /* what it read and wrote before it failed */
         free(fp);
         gf_index_close(&ix);
         return CLI_USAGE;
