@@ -16,12 +16,13 @@
  * --shard-samples samples.
  *
  * Kills and resumes: a shard is written as NAME.tar.partial, its sidecar
- * as NAME.idx.partial; both are synced and renamed into place (sidecar
+ * as NAME.idx.partial (each made afresh: prep_create); both are synced and renamed into place (sidecar
  * first, so it is never older than its shard), and only then is the shard
  * recorded in OUT/.prepare-journal (appended and synced): its source range,
  * counts, size and SHA-256, after the bad samples of that range. A rerun
  * with the same fingerprint keeps the shards the journal records (their
- * sizes checked), regenerates the keys before them, and goes on from the
+ * sizes checked, the records against the source: a damaged journal is
+ * refused), regenerates the keys before them, and goes on from the
  * last one's range: a killed run and an unkilled one write the same bytes,
  * and no partial shard ever has a final name.
  *
