@@ -573,7 +573,8 @@ typedef struct gf_stats {
     uint64_t page_cache_reads, page_cache_misses;
     /* settings.cache_dir: shards read from the cache, and shards fetched
      * whole while it was on (each then written to it, if it could take
-     * it); why it stopped caching, "" if it did not. */
+     * it); why it stopped caching (or the first copy it dropped as
+     * damaged: its checksum failed), "" if it did not. */
     uint64_t cache_hits, cache_misses;
     char cache_warning[192];
     uint8_t reserved[88];      /* zero; room for fields without an ABI break:

@@ -10,7 +10,13 @@
  * keeps (pinned) until gf__shard_cache_done hands the shard back; at most
  * QUEUE_MAX shards are queued, writing or done-not-taken, so a slow disk
  * holds back at most that many buffers and never the fetches: past it a
- * shard simply is not cached this time. */
+ * shard simply is not cached this time.
+ *
+ * Each copy ends in a trailer: magic, the shard's length and its CRC32C,
+ * computed by the writer; a hit is checked against it whole before any of
+ * it is served, so a copy damaged on disk (or replaced) is dropped and
+ * fetched again, never decoded. A file without the trailer (an older
+ * cache's) is a miss, overwritten by the next write. */
 #include "remote_cache.h"
 
 #include "mix.h"
@@ -36,6 +42,9 @@
 /* "<16 hex>-<16 hex>-": then the shard's own name, cut to this. */
 #define HASH_CHARS 34
 #define NAME_MAX_TAIL 64
+/* "GFc1", CRC32C (LE 32), the shard's length (LE 64). */
+#define TRAILER_BYTES 16
+static const uint8_t trailer_magic[4] = {'G', 'F', 'c', '1'};
 
 typedef struct item {
     uint32_t k;
@@ -70,6 +79,148 @@ struct gf__shard_cache {
     gf__cache_counts counts;
     char warning[192];
 };
+
+/* CRC32C (Castagnoli, reflected 0x82f63b78): the SSE4.2 instruction where
+ * the CPU has it (several GB/s: a hit's check costs far less than its
+ * decode), else slicing by 8 over tables built once. */
+static uint32_t crc_table[8][256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_tables(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t v = i;
+        for (int b = 0; b < 8; b++)
+            v = v & 1 ? v >> 1 ^ 0x82f63b78u : v >> 1;
+        crc_table[0][i] = v;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][i] = crc_table[t - 1][i] >> 8 ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+}
+
+static uint32_t crc32c_table(uint32_t crc, const uint8_t *p, size_t n)
+{
+    pthread_once(&crc_once, crc_tables);
+    for (; n >= 8; p += 8, n -= 8) {
+        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                             (uint32_t)p[3] << 24);
+        crc = crc_table[7][lo & 0xff] ^ crc_table[6][lo >> 8 & 0xff] ^
+              crc_table[5][lo >> 16 & 0xff] ^ crc_table[4][lo >> 24] ^ crc_table[3][p[4]] ^
+              crc_table[2][p[5]] ^ crc_table[1][p[6]] ^ crc_table[0][p[7]];
+    }
+    while (n--)
+        crc = crc >> 8 ^ crc_table[0][(crc ^ *p++) & 0xff];
+    return crc;
+}
+
+/* The CRC of A||B from those of A and B (zlib's crc32_combine, GF(2)
+ * matrices: log(len2) squarings). */
+static uint32_t gf2_times(const uint32_t *mat, uint32_t vec)
+{
+    uint32_t sum = 0;
+    for (; vec; vec >>= 1, mat++)
+        if (vec & 1)
+            sum ^= *mat;
+    return sum;
+}
+
+static void gf2_square(uint32_t *square, const uint32_t *mat)
+{
+    for (int n = 0; n < 32; n++)
+        square[n] = gf2_times(mat, mat[n]);
+}
+
+static uint32_t crc32c_combine(uint32_t crc1, uint32_t crc2, uint64_t len2)
+{
+    uint32_t even[32], odd[32];
+    odd[0] = 0x82f63b78u; /* one zero bit */
+    for (int n = 1; n < 32; n++)
+        odd[n] = 1u << (n - 1);
+    gf2_square(even, odd); /* two */
+    gf2_square(odd, even); /* four */
+    while (len2) {
+        gf2_square(even, odd);
+        if (len2 & 1)
+            crc1 = gf2_times(even, crc1);
+        len2 >>= 1;
+        if (!len2)
+            break;
+        gf2_square(odd, even);
+        if (len2 & 1)
+            crc1 = gf2_times(odd, crc1);
+        len2 >>= 1;
+    }
+    return crc1 ^ crc2;
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const uint8_t *p,
+                                                               size_t n)
+{
+    uint64_t v = crc;
+    for (; n >= 8; p += 8, n -= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        v = __builtin_ia32_crc32di(v, w);
+    }
+    uint32_t c = (uint32_t)v;
+    while (n--)
+        c = __builtin_ia32_crc32qi(c, *p++);
+    return c;
+}
+
+/* Three streams at once: one crc32 instruction's latency is three of its
+ * issue slots, so one stream runs at a third of the speed. */
+__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42_x3(const uint8_t *p, size_t n)
+{
+    size_t third = n / 3 / 8 * 8;
+    const uint8_t *a = p, *b = p + third, *c = p + 2 * third;
+    uint64_t ca = ~0u, cb = ~0u, cc = ~0u;
+    for (size_t i = 0; i < third; i += 8) {
+        uint64_t wa, wb, wc;
+        memcpy(&wa, a + i, 8);
+        memcpy(&wb, b + i, 8);
+        memcpy(&wc, c + i, 8);
+        ca = __builtin_ia32_crc32di(ca, wa);
+        cb = __builtin_ia32_crc32di(cb, wb);
+        cc = __builtin_ia32_crc32di(cc, wc);
+    }
+    uint32_t tail = ~crc32c_sse42((uint32_t)cc, c + third, n - 3 * third);
+    uint32_t ab = crc32c_combine(~(uint32_t)ca, ~(uint32_t)cb, third);
+    return crc32c_combine(ab, tail, n - 2 * third);
+}
+#endif
+
+static uint32_t crc32c(const uint8_t *p, size_t n)
+{
+#if defined(__GNUC__) && defined(__x86_64__)
+    if (__builtin_cpu_supports("sse4.2"))
+        return n >= 3 * 4096 ? crc32c_sse42_x3(p, n) : ~crc32c_sse42(~0u, p, n);
+#endif
+    return ~crc32c_table(~0u, p, n);
+}
+
+static void put_le(uint8_t *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        p[i] = (uint8_t)(v >> 8 * i);
+}
+
+static uint64_t get_le(const uint8_t *p, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = bytes - 1; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static void make_trailer(uint8_t t[TRAILER_BYTES], const uint8_t *data, size_t len)
+{
+    memcpy(t, trailer_magic, 4);
+    put_le(t + 4, crc32c(data, len), 4);
+    put_le(t + 8, len, 8);
+}
 
 static uint64_t hash_text(const char *s)
 {
@@ -259,14 +410,16 @@ static int write_one(gf__shard_cache *c, const item *it, const char **what)
     snprintf(tmp, sizeof tmp, TMP_PREFIX "%ld-%llu", (long)getpid(),
              (unsigned long long)c->tmp_seq++);
     pthread_mutex_unlock(&c->mu);
-    make_room(c, it->len);
+    uint8_t trailer[TRAILER_BYTES];
+    make_trailer(trailer, it->data, it->len);
+    make_room(c, it->len + TRAILER_BYTES);
     int fd = openat(c->dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
         *what = "creating a file";
         return -1;
     }
     int rc = 0;
-    if (write_all(fd, it->data, it->len) < 0)
+    if (write_all(fd, it->data, it->len) < 0 || write_all(fd, trailer, TRAILER_BYTES) < 0)
         rc = -1, *what = "writing";
     else if (fsync(fd) < 0)
         rc = -1, *what = "fsync";
@@ -396,6 +549,23 @@ bool gf__shard_cache_may_hold(const gf__shard_cache *c, uint32_t k)
     return c->dir_fd >= 0 && c->held[k];
 }
 
+/* A copy under its final name that is not what the writer wrote: said
+ * (the first warning only), and unlinked unless another writer has just
+ * replaced it. */
+static void drop_damaged(gf__shard_cache *c, uint32_t k, const char *name, const struct stat *st)
+{
+    struct stat now;
+    if (fstatat(c->dir_fd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_dev == st->st_dev &&
+        now.st_ino == st->st_ino)
+        unlinkat(c->dir_fd, name, 0);
+    pthread_mutex_lock(&c->mu);
+    if (!c->warning[0])
+        snprintf(c->warning, sizeof c->warning,
+                 "cache %s/%s: damaged (not its checksum), dropped; %s fetched again", c->dir,
+                 name, c->urls[k]);
+    pthread_mutex_unlock(&c->mu);
+}
+
 bool gf__shard_cache_map(gf__shard_cache *c, uint32_t k, const char *etag, uint64_t size,
                          uint8_t **data, size_t *len)
 {
@@ -407,18 +577,37 @@ bool gf__shard_cache_map(gf__shard_cache *c, uint32_t k, const char *etag, uint6
     if (fd < 0)
         return false;
     struct stat st;
-    void *p = MAP_FAILED;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-        (size == 0 || (uint64_t)st.st_size == size) && (uint64_t)st.st_size <= SIZE_MAX) {
+    uint8_t *p = MAP_FAILED;
+    /* A file of another size is cut short, or an older cache's (no
+     * trailer): a plain miss, as it always was. */
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > TRAILER_BYTES &&
+        (size == 0 || (size < UINT64_MAX - TRAILER_BYTES &&
+                       (uint64_t)st.st_size == size + TRAILER_BYTES)) &&
+        (uint64_t)st.st_size <= SIZE_MAX) {
         p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        futimens(fd, NULL); /* the LRU's use; a read-only cache keeps its order */
+        if (p != MAP_FAILED)
+            madvise(p, (size_t)st.st_size, MADV_WILLNEED);
     }
-    close(fd);
-    if (p == MAP_FAILED)
+    if (p == MAP_FAILED) {
+        close(fd);
         return false;
-    madvise(p, (size_t)st.st_size, MADV_WILLNEED);
+    }
+    size_t n = (size_t)st.st_size - TRAILER_BYTES;
+    const uint8_t *t = p + n;
+    bool ours = memcmp(t, trailer_magic, 4) == 0;
+    /* Checked whole here, on the way to READY: nothing of it is decoded
+     * before. */
+    if (!ours || get_le(t + 8, 8) != n || get_le(t + 4, 4) != crc32c(p, n)) {
+        munmap(p, (size_t)st.st_size);
+        close(fd);
+        if (ours || size)
+            drop_damaged(c, k, name, &st);
+        return false;
+    }
+    futimens(fd, NULL); /* the LRU's use; a read-only cache keeps its order */
+    close(fd);
     *data = p;
-    *len = (size_t)st.st_size;
+    *len = n;
     pthread_mutex_lock(&c->mu);
     c->counts.hits++;
     pthread_mutex_unlock(&c->mu);
@@ -428,7 +617,7 @@ bool gf__shard_cache_map(gf__shard_cache *c, uint32_t k, const char *etag, uint6
 void gf__shard_cache_unmap(uint8_t *data, size_t len)
 {
     if (data)
-        munmap(data, len);
+        munmap(data, len + TRAILER_BYTES);
 }
 
 int gf__shard_cache_put(gf__shard_cache *c, uint32_t k, const char *etag, const uint8_t *data,
@@ -436,8 +625,8 @@ int gf__shard_cache_put(gf__shard_cache *c, uint32_t k, const char *etag, const 
 {
     pthread_mutex_lock(&c->mu);
     int rc = -1;
-    if (c->has_thread && !c->write_failed && !c->stop && etag[0] && len > 0 && len <= c->cap &&
-        strlen(etag) < sizeof c->q[0].etag)
+    if (c->has_thread && !c->write_failed && !c->stop && etag[0] && len > 0 &&
+        len + TRAILER_BYTES <= c->cap && strlen(etag) < sizeof c->q[0].etag)
         rc = c->tail - c->head < QUEUE_MAX ? 0 : 1;
     if (rc == 0) {
         item *it = &c->q[c->tail % QUEUE_MAX];

@@ -30,7 +30,7 @@ void gf__shard_cache_close(gf__shard_cache *c);
  * since: worth a request that learns its ETag before fetching it whole. */
 bool gf__shard_cache_may_hold(const gf__shard_cache *c, uint32_t k);
 /* Maps shard k's copy for etag, when there is one of `size` bytes (0:
- * any size). The mapping is read-only and stays valid while mapped,
+ * any size) whose checksum holds (checked whole, here). The mapping is read-only and stays valid while mapped,
  * whatever happens to the file (eviction unlinks; nothing is rewritten in
  * place). Returns true with *data, *len set (a hit, counted), else false. */
 bool gf__shard_cache_map(gf__shard_cache *c, uint32_t k, const char *etag, uint64_t size,
@@ -56,8 +56,9 @@ typedef struct gf__cache_counts {
     uint64_t hits, misses, written, write_bytes;
 } gf__cache_counts;
 void gf__shard_cache_counts(gf__shard_cache *c, gf__cache_counts *out);
-/* "" until something made the cache stop caching; then why, naming the
- * directory. Copied into out (len bytes). */
+/* "" until something made the cache stop caching, or a copy failed its
+ * checksum (dropped, fetched again); then the first of those, naming the
+ * directory (and the copy and its URL). Copied into out (len bytes). */
 void gf__shard_cache_warning(gf__shard_cache *c, char *out, size_t len);
 /* Waits until nothing is queued or being written (a restart, before the
  * shard buffers change hands). */

@@ -97,6 +97,81 @@ done
     fail "other settings into a finished OUT must be refused"
 grep -q 'other settings' "$tmp/err" || fail "refusal says why: $(cat "$tmp/err")"
 
+# ---- OUT inside SRC (or reached through a link into it), SRC inside OUT: refused at once ----
+ln -s "$src" "$tmp/srclink"
+for out in "$src/out" "$src/class_00/deeper/out/" "$tmp/srclink/o" "$src"; do
+    set +e
+    "$g" prepare "$src" "$out" $opts >/dev/null 2>"$tmp/err"
+    rc=$?
+    set -e
+    [ $rc -eq 2 ] || fail "OUT $out inside SRC: exit 2, got $rc: $(cat "$tmp/err")"
+    grep -q "OUT $out is inside SRC $src: " "$tmp/err" || fail "the refusal names both: $(cat "$tmp/err")"
+    [ ! -e "$src/out" ] && [ ! -e "$src/o" ] && [ ! -e "$src/class_00/deeper" ] ||
+        fail "OUT $out inside SRC: something was written"
+done
+mkdir -p "$tmp/so/src" && cp -r "$src"/* "$tmp/so/src/"
+"$g" prepare "$tmp/so/src" "$tmp/so" $opts >/dev/null 2>"$tmp/err" && fail "SRC inside OUT must be refused"
+grep -q "SRC $tmp/so/src is inside OUT $tmp/so: " "$tmp/err" || fail "the refusal names both: $(cat "$tmp/err")"
+
+# ---- links planted at the names prepare writes: never written through ----
+set +e
+GF_PREPARE_STOP_AFTER=7 "$g" prepare "$src" "$tmp/ln" $opts --threads 1 >/dev/null 2>&1
+set -e
+printf 'keep me\n' >"$tmp/outside"
+for p in train-000001.tar.partial train-000001.idx.partial train-000004.tar.partial \
+         manifest.json.partial classes.txt.partial; do
+    rm -f "$tmp/ln/$p" && ln -s "$tmp/outside" "$tmp/ln/$p"
+done
+"$g" prepare "$src" "$tmp/ln" $opts >/dev/null 2>"$tmp/err" || fail "resume past planted links: $(cat "$tmp/err")"
+[ "$(cat "$tmp/outside")" = "keep me" ] || fail "a link at a partial name was written through"
+for f in "$tmp"/a/* "$tmp"/a/.prepare-journal; do
+    cmp -s "$f" "$tmp/ln/${f##*/}" || fail "${f##*/} differs after links were planted"
+done
+[ -z "$(find "$tmp/ln" -type l)" ] || fail "links left in OUT: $(ls -la "$tmp/ln")"
+rm -rf "$tmp/lj" && cp -r "$tmp/a" "$tmp/lj"
+rm "$tmp/lj/.prepare-journal" && ln -s "$tmp/outside" "$tmp/lj/.prepare-journal"
+"$g" prepare "$src" "$tmp/lj" $opts >/dev/null 2>"$tmp/err" && fail "a link as the journal must be refused"
+grep -q "lj/.prepare-journal: Too many levels of symbolic links" "$tmp/err" || fail "the refusal names the journal: $(cat "$tmp/err")"
+[ "$(cat "$tmp/outside")" = "keep me" ] || fail "a link at the journal's name was written through"
+
+# ---- a damaged journal: refused, naming it, the line and why; never a crash ----
+set +e
+GF_PREPARE_STOP_AFTER=12 "$g" prepare "$src" "$tmp/jk" $opts --threads 1 >/dev/null 2>&1
+set -e
+grep -q '^shard 5 11 ' "$tmp/jk/.prepare-journal" || fail "the kill at 12: $(cat "$tmp/jk/.prepare-journal")"
+for edit in 's/^shard 5 11 /shard 5 999 /:line 5: damaged: a shard.s range empty or past the source.s count' \
+            's/^shard 5 11 /shard 4 11 /:line 5: damaged: a shard not starting where the last one ended' \
+            's/^shard 5 11 5 /shard 5 11 9 /:line 5: damaged: a shard.s counts not its range.s' \
+            's/^bad 10 /bad 99999 /:line 4: damaged: a bad sample past the source.s count' \
+            '$a done 999:line 6: damaged: .done. at another count than the source.s'; do
+    rm -rf "$tmp/jc" && cp -r "$tmp/jk" "$tmp/jc"
+    sed -i "${edit%%:*}" "$tmp/jc/.prepare-journal"
+    set +e
+    "$g" prepare "$src" "$tmp/jc" $opts >/dev/null 2>"$tmp/err"
+    rc=$?
+    set -e
+    [ $rc -eq 2 ] || fail "a journal edited by '${edit%%:*}': exit 2, got $rc: $(cat "$tmp/err")"
+    grep -q "jc/.prepare-journal: ${edit#*:} (remove .*jc to start over)" "$tmp/err" ||
+        fail "a journal edited by '${edit%%:*}': the error: $(cat "$tmp/err")"
+done
+
+# ---- a full disk (a file size limit: EFBIG; a full disk's ENOSPC takes the same
+# path), on a resumed run holding the journal's shards: an error naming the file,
+# nothing half-written under a final name, all freed (ASan's leak check); a rerun
+# finishes the same bytes ----
+rm -rf "$tmp/full" && cp -r "$tmp/jk" "$tmp/full"
+set +e
+(trap '' XFSZ; ulimit -f 16; exec "$g" prepare "$src" "$tmp/full" $opts --threads 1 >/dev/null 2>"$tmp/err")
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "a full disk: exit 2, got $rc: $(cat "$tmp/err")"
+grep -q "full/train-000002.tar.partial: File too large" "$tmp/err" || fail "a full disk: the error: $(cat "$tmp/err")"
+[ ! -e "$tmp/full/train-000002.tar" ] || fail "a full disk left a shard under its final name"
+"$g" prepare "$src" "$tmp/full" $opts >/dev/null || fail "a rerun after a full disk"
+for f in "$tmp"/a/* "$tmp"/a/.prepare-journal; do
+    cmp -s "$f" "$tmp/full/${f##*/}" || fail "${f##*/} differs after a full disk and a rerun"
+done
+
 # ---- raw: binary PPM, capped, never enlarged, aspect kept ----
 tall=$tmp/tall
 "$g" make-dataset "$tall" --classes 1 --per-class 2 --size 120x160 --seed 4 >/dev/null

@@ -37,12 +37,14 @@ expect() { # what, field, want
 same_hash() { # what
     [ "$(hash)" = "$want" ] || { cat "$work/last"; fail "$1: other batches than the local shards'"; }
 }
-# Every copy under a final name is byte for byte its shard.
+# Every copy under a final name is byte for byte its shard, then the
+# cache's 16-byte trailer (its checksum).
 copies_whole() { # dir what
-    local f n=0
+    local f s n=0
     for f in "$1"/*-*-train-*.tar; do
         [ -e "$f" ] || continue
-        cmp -s "$f" "set/train-${f##*-train-}" ||
+        s="set/train-${f##*-train-}"
+        [ "$(stat -c %s "$f")" = $(($(stat -c %s "$s") + 16)) ] && cmp -s -n "$(stat -c %s "$s")" "$f" "$s" ||
             fail "$2: $f is not its shard"
         n=$((n + 1))
     done
@@ -90,6 +92,32 @@ RB_CACHE_DIR=$work/c1 run "$http" 2 4
 same_hash "http, a cut copy in the cache"
 expect "http, a cut copy in the cache" cache_misses 1
 echo "  a cut copy under a final name: fetched again"
+
+# A copy damaged in place, its size kept (garbage; one byte flipped in a
+# member's data): never served, said naming the file and the URL, dropped
+# and fetched again (then cached whole anew).
+damaged() { # what shard
+    local victim
+    victim=$(ls c1/*-train-$2.tar)
+    RB_CACHE_DIR=$work/c1 run "$http" 2 4
+    same_hash "http, $1"
+    expect "http, $1" cache_misses 1
+    expect "http, $1" cache_hits 3
+    grep -q "^cache_warning: cache $work/$victim: damaged (not its checksum), dropped; $GF_TEST_HTTP_URL/train-$2.tar" last ||
+        { cat last; fail "$1: no warning naming $victim and its URL"; }
+    [ -e "$victim" ] || fail "$1: not cached anew"
+    copies_whole c1 "$1" >/dev/null
+}
+victim=$(ls c1/*-train-000000.tar)
+head -c "$(stat -c %s "$victim")" /dev/urandom >"$victim.new" && mv "$victim.new" "$victim"
+damaged "same-size garbage in the cache" 000000
+victim=$(ls c1/*-train-000003.tar)
+off=$((512 + 200)) # the first member's data: 80x60 images, each far over 200 bytes
+byte=$(od -An -tu1 -j$off -N1 "$victim" | tr -d ' ')
+printf "\\$(printf %03o $((byte ^ 0x20)))" | dd of="$victim" bs=1 seek=$off conv=notrunc status=none
+cmp -s "$victim" "set/train-000003.tar" -n $((off + 1)) && fail "the byte was not flipped"
+damaged "one byte flipped in a cached member" 000003
+echo "  a damaged copy (garbage of its size; one byte flipped): dropped with a warning, fetched again"
 
 # The cap: at most cap bytes after a run; under one shard, nothing kept.
 shard_bytes=$(stat -c %s set/train-000000.tar)
@@ -139,6 +167,17 @@ else
         { cat last; fail "no warning for a read-only cache"; }
     echo "  read-only: $(grep '^cache_warning' last)"
 fi
+
+# bench prints the warning with the directory's name escaped: an ESC in
+# it never reaches the terminal raw. (A file in the way: no directory.)
+esc=$(printf '\033')
+: >"$work/f${esc}[31m"
+"$gpufeed" bench --input-only --data "$http" --cache-dir "$work/f${esc}[31m/c" --epochs 1 \
+    --image-size 32 --batch-size 4 >last 2>&1 || { cat -v last; fail "bench with an unusable cache"; }
+grep -qF "cache warning      cache $work/f\033[31m/c: creating the directory: Not a directory" last ||
+    { cat -v last; fail "bench's cache warning, escaped"; }
+! grep -q "$esc" last || { cat -v last; fail "an ESC from the cache directory's name reached the output raw"; }
+echo "  bench: $(grep 'cache warning' last)"
 
 # Killed at random points while it fills a cache: whatever is under a
 # final name is whole, and a later run gives the same batches.

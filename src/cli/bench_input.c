@@ -115,8 +115,11 @@ void print_input_human(const bench_opts *o, const input_result *r)
     if (st->cache_hits || st->cache_misses)
         printf("  %-18s %" PRIu64 " shards read from it, %" PRIu64 " fetched\n", "cache",
                st->cache_hits, st->cache_misses);
-    if (st->cache_warning[0])
-        printf("  %-18s %s\n", "cache warning", st->cache_warning);
+    if (st->cache_warning[0]) { /* it names the cache directory: bytes the user chose */
+        printf("  %-18s ", "cache warning");
+        cli_put_quoted(stdout, st->cache_warning);
+        putchar('\n');
+    }
 }
 
 void print_input_json(const bench_opts *o, const input_result *r)

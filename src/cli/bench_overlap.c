@@ -259,10 +259,12 @@ void print_overlap_human(const bench_opts *o, const overlap_result *r)
                "(%" PRIu64 " timed by events)\n",
                st->h2d_bytes / (double)st->h2d_copies / 1e6, h2d_batch_gbps(st),
                st->h2d_copies);
-    if (r->device == GF_DEVICE_CUDA && st->pageable_slots)
-        printf("  note: %d of %d host slots are pageable, not pinned (%s): their copies are "
-               "staged by the driver and slower\n",
-               st->pageable_slots, st->prefetch_depth, st->device_note);
+    if (r->device == GF_DEVICE_CUDA && st->pageable_slots) {
+        printf("  note: %d of %d host slots are pageable, not pinned (", st->pageable_slots,
+               st->prefetch_depth);
+        cli_put_quoted(stdout, st->device_note); /* the driver's words */
+        printf("): their copies are staged by the driver and slower\n");
+    }
 }
 
 void print_overlap_json(const bench_opts *o, const overlap_result *r)

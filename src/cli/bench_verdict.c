@@ -363,7 +363,9 @@ void print_verdict_human(const bench_opts *o, const verdict_result *v)
            cli_dtype_names[o->s.dtype], o->s.dtype == GF_DTYPE_UINT8 ? "nhwc" : cli_layout_names[o->s.layout],
            o->s.width, o->s.height, cli_transform_names[o->s.transform],
            compute_what(o, v->device, what, sizeof what));
-    printf("  machine: %d core%s, %s\n", v->cores, v->cores == 1 ? "" : "s", v->cpu);
+    printf("  machine: %d core%s, ", v->cores, v->cores == 1 ? "" : "s");
+    cli_put_quoted(stdout, v->cpu); /* /proc/cpuinfo's, printed as it came */
+    putchar('\n');
     if (v->n > 1) {
         int cuda = v->device == GF_DEVICE_CUDA;
         printf("\n  %7s %5s %5s %9s %10s %8s %9s %6s %7s %10s  %s\n", "threads", "depth", "batch",

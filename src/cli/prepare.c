@@ -153,6 +153,65 @@ static int foreign_dir(const char *dir)
     return entries && !journal;
 }
 
+/* path made absolute with every link resolved, as far as it exists (OUT
+ * may not yet): the missing tail is appended as written. 0, or -1. */
+static int resolve(const char *path, char *out, size_t n)
+{
+    if (realpath(path, out))
+        return 0;
+    if (errno != ENOENT)
+        return -1;
+    const char *slash = strrchr(path, '/');
+    while (slash && slash > path && slash[1] == '\0') /* "dir/" */
+        slash = memrchr(path, '/', (size_t)(slash - path));
+    char parent[4096];
+    if (!slash)
+        snprintf(parent, sizeof parent, ".");
+    else if (slash == path)
+        snprintf(parent, sizeof parent, "/");
+    else
+        snprintf(parent, sizeof parent, "%.*s", (int)(slash - path), path);
+    if (strcmp(parent, path) == 0 || resolve(parent, out, n) != 0)
+        return -1;
+    size_t len = strlen(out);
+    const char *tail = slash ? slash + 1 : path;
+    int w = snprintf(out + len, n - len, "%s%.*s", len && out[len - 1] == '/' ? "" : "/",
+                     (int)strcspn(tail, "/"), tail);
+    return w < 0 || (size_t)w >= n - len ? -1 : 0;
+}
+
+/* Whether the resolved path a is b or under it. */
+static int within(const char *a, const char *b)
+{
+    size_t n = strlen(b);
+    return strncmp(a, b, n) == 0 && (a[n] == '\0' || a[n] == '/' || (n && b[n - 1] == '/'));
+}
+
+/* OUT inside a folder SRC: the walk would find the shards written (and
+ * every one written before the check that the folder is unchanged fails);
+ * SRC inside OUT: OUT holds a prepare run's files alone, and "remove OUT
+ * to start over" would remove the source. Refused, naming both. 0 or -1. */
+static int check_nesting(const prep_opts *o)
+{
+    struct stat st;
+    char src[4096], out[4096];
+    if (stat(o->src, &st) != 0 || resolve(o->src, src, sizeof src) != 0 ||
+        resolve(o->out, out, sizeof out) != 0)
+        return 0; /* a pattern or a URL: nothing on disk to nest */
+    if (S_ISDIR(st.st_mode) && within(out, src)) {
+        cli_error(CMD, "OUT %s is inside SRC %s: its shards would be read as the source's "
+                  "files; use an OUT outside it", o->out, o->src);
+        return -1;
+    }
+    if (within(src, out)) {
+        cli_error(CMD, "SRC %s is inside OUT %s: OUT holds prepare's files alone (and removing "
+                  "it to start over would remove the source); use an OUT outside it",
+                  o->src, o->out);
+        return -1;
+    }
+    return 0;
+}
+
 static void summary_json(const prep_opts *o, gf_index *ix, const prep_result *r,
                          uint64_t bytes, const uint64_t kinds[PREP_OUT_KINDS])
 {
@@ -206,6 +265,8 @@ static void summary_text(const prep_opts *o, const prep_result *r, uint64_t byte
 
 static int run(prep_opts *o)
 {
+    if (check_nesting(o) != 0)
+        return CLI_USAGE;
     gf_index *ix = NULL;
     int rc = gf_index_open(&ix, &o->s);
     if (rc < 0) {
@@ -232,8 +293,9 @@ static int run(prep_opts *o)
         return CLI_USAGE;
     }
     char *fp = prep_fingerprint(o, ix);
-    prep_result r;
+    prep_result r = {0};
     if (!fp || prep_write(o, ix, fp, &r) < 0) {
+        prep_result_free(&r); /* what it read and wrote before it failed */
         free(fp);
         gf_index_close(&ix);
         return CLI_USAGE;

@@ -122,6 +122,11 @@ void prep_result_free(prep_result *r);
 
 /* OUT/<name>-NNNNNN.tar (ext "tar" or "idx"), into buf. */
 void prep_shard_path(const prep_opts *o, uint64_t k, const char *ext, char *buf, size_t n);
+/* A file made afresh for writing ("wb"): whatever has that name (a killed
+ * run's partial; a link planted there) is unlinked first, and O_EXCL |
+ * O_NOFOLLOW refuse one made in between: nothing outside OUT is ever
+ * written through it. NULL with errno set. */
+FILE *prep_create(const char *path);
 
 /* ---- prepare_manifest.c: the command's thread ---- */
 

@@ -239,7 +239,7 @@ static int write_whole(const char *path, int (*fn)(FILE *, void *), void *ctx)
 {
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.partial", path);
-    FILE *f = fopen(tmp, "wb");
+    FILE *f = prep_create(tmp);
     if (!f) {
         cli_error("prepare", "%s: %s", tmp, strerror(errno));
         return -1;

@@ -16,12 +16,13 @@
  * --shard-samples samples.
  *
  * Kills and resumes: a shard is written as NAME.tar.partial, its sidecar
- * as NAME.idx.partial; both are synced and renamed into place (sidecar
+ * as NAME.idx.partial (each made afresh: prep_create); both are synced and renamed into place (sidecar
  * first, so it is never older than its shard), and only then is the shard
  * recorded in OUT/.prepare-journal (appended and synced): its source range,
  * counts, size and SHA-256, after the bad samples of that range. A rerun
  * with the same fingerprint keeps the shards the journal records (their
- * sizes checked), regenerates the keys before them, and goes on from the
+ * sizes checked, the records against the source: a damaged journal is
+ * refused), regenerates the keys before them, and goes on from the
  * last one's range: a killed run and an unkilled one write the same bytes,
  * and no partial shard ever has a final name.
  *
@@ -163,6 +164,22 @@ void prep_shard_path(const prep_opts *o, uint64_t k, const char *ext, char *buf,
     snprintf(buf, n, "%s/%s-%06llu.%s", o->out, o->name, (unsigned long long)k, ext);
 }
 
+FILE *prep_create(const char *path)
+{
+    if (unlink(path) != 0 && errno != ENOENT)
+        return NULL;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return NULL;
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
+}
+
 typedef struct shard_out {
     FILE *f;
     uint64_t k, off;
@@ -256,7 +273,7 @@ static int shard_finish(const prep_opts *o, shard_out *w)
         cli_error("prepare", "%s: %s", tmp, strerror(e));
         return -1;
     }
-    FILE *f = fopen(itmp, "wb");
+    FILE *f = prep_create(itmp);
     /* DALI reads two tokens; gpufeed checks shard_bytes= against the
      * shard, and labels= lets a remote open index it from this file
      * alone, so a prepared set uploaded to an object store opens as is */
@@ -283,7 +300,7 @@ static int shard_open(const prep_opts *o, shard_out *w, uint64_t k, uint64_t fir
     char tar[4096], tmp[4200];
     prep_shard_path(o, k, "tar", tar, sizeof tar);
     snprintf(tmp, sizeof tmp, "%s.partial", tar);
-    if (!(w->f = fopen(tmp, "wb"))) {
+    if (!(w->f = prep_create(tmp))) {
         cli_error("prepare", "%s: %s", tmp, strerror(errno));
         return -1;
     }
@@ -371,15 +388,22 @@ static int journal_record(FILE *j, const prep_result *r, size_t from, const char
  * says the run is done, 0 if none or not done, -1 with the message
  * printed. */
 static int journal_load(const prep_opts *o, const char *path, const char *fingerprint,
-                        prep_result *r, uint64_t *start)
+                        uint64_t total, prep_result *r, uint64_t *start)
 {
-    FILE *j = fopen(path, "r");
+    /* read and cut in place, never through a link planted at its name */
+    int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    FILE *j = fd >= 0 ? fdopen(fd, "r") : NULL;
     *start = 0;
-    if (!j)
-        return errno == ENOENT ? 0 : (cli_error("prepare", "%s: %s", path, strerror(errno)), -1);
+    if (!j) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return e == ENOENT ? 0 : (cli_error("prepare", "%s: %s", path, strerror(e)), -1);
+    }
     char *line = NULL;
     size_t cap = 0, kept_bad = 0;
     int done = 0, rc = 0, n = 0;
+    const char *bad_record = NULL; /* rc -6: why a record cannot be this run's */
     long kept_end = 0; /* where the last record (or the fingerprint) ends */
     ssize_t got;
     while (rc == 0 && (got = getline(&line, &cap, j)) > 0) {
@@ -398,7 +422,15 @@ static int journal_load(const prep_opts *o, const char *path, const char *finger
             kept_end = ftell(j);
             continue;
         }
+        else if (done)
+            rc = -6, bad_record = "a record after 'done'";
         else if (sscanf(line, "bad %llu %d %n", &idx, &code, &used) == 2 && used) {
+            if (idx < *start || idx >= total || code >= 0) {
+                rc = -6, bad_record = idx < *start ? "a bad sample before its shard's range"
+                                      : idx >= total ? "a bad sample past the source's count"
+                                                     : "a bad sample without an error code";
+                continue;
+            }
             char *why = unescape(line + used);
             if (!why || grow_bad(r, idx, code, why) < 0)
                 rc = -4;
@@ -408,6 +440,20 @@ static int journal_load(const prep_opts *o, const char *path, const char *finger
                           (unsigned long long *)&s.samples, (unsigned long long *)&s.bytes,
                           (unsigned long long *)&s.kinds[0], (unsigned long long *)&s.kinds[1],
                           (unsigned long long *)&s.kinds[2], s.sha256) == 8) {
+            /* shards are contiguous from 0, in the source, and count what
+             * their range holds: anything else is not a record this code
+             * wrote (and a range past the source would index past it) */
+            const char *odd = s.first != *start ? "a shard not starting where the last one ended"
+                              : s.next <= s.first || s.next > total
+                                  ? "a shard's range empty or past the source's count"
+                              : s.samples == 0 || s.samples > s.next - s.first ||
+                                      s.kinds[0] + s.kinds[1] + s.kinds[2] != s.samples
+                                  ? "a shard's counts not its range's"
+                                  : NULL;
+            if (odd) {
+                rc = -6, bad_record = odd;
+                continue;
+            }
             char tar[4096];
             struct stat st;
             prep_shard_path(o, r->n_shards, "tar", tar, sizeof tar);
@@ -424,6 +470,10 @@ static int journal_load(const prep_opts *o, const char *path, const char *finger
             kept_end = ftell(j);
             *start = s.next;
         } else if (sscanf(line, "done %llu", &idx) == 1) {
+            if (idx != total || idx < *start) {
+                rc = -6, bad_record = "'done' at another count than the source's";
+                continue;
+            }
             kept_bad = r->n_bad;
             kept_end = ftell(j);
             *start = idx;
@@ -433,18 +483,21 @@ static int journal_load(const prep_opts *o, const char *path, const char *finger
         }
     }
     free(line);
-    fclose(j);
     /* killed before its fingerprint was whole: a fresh start (kept_end 0) */
-    if (rc == 0 && truncate(path, kept_end) != 0) {
+    if (rc == 0 && ftruncate(fileno(j), kept_end) != 0) {
         cli_error("prepare", "%s: %s", path, strerror(errno));
         rc = -1;
     }
+    fclose(j);
     /* bad samples after the last record are found again */
     for (size_t i = kept_bad; i < r->n_bad; i++)
         free(r->bad[i].reason);
     r->n_bad = kept_bad;
     if (rc == -2 || rc == -5)
         cli_error("prepare", "%s: line %d: not a prepare journal's", path, n);
+    else if (rc == -6)
+        cli_error("prepare", "%s: line %d: damaged: %s (remove %s to start over)", path, n,
+                  bad_record, o->out);
     else if (rc == -3)
         cli_error("prepare", "%s holds a run with other settings or another source "
                   "(its journal's fingerprint differs): use another OUT, or remove it to "
@@ -487,7 +540,7 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
     char jpath[4096];
     snprintf(jpath, sizeof jpath, "%s/%s", o->out, JOURNAL);
     uint64_t start, total = gf_index_count(ix);
-    int done = journal_load(o, jpath, fingerprint, r, &start);
+    int done = journal_load(o, jpath, fingerprint, total, r, &start);
     if (done < 0)
         return -1;
     r->resumed_shards = r->n_shards;
@@ -499,8 +552,11 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
 
     struct stat jst;
     int fresh = stat(jpath, &jst) != 0 || jst.st_size == 0;
-    FILE *j = fopen(jpath, "a");
+    int jfd = open(jpath, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    FILE *j = jfd >= 0 ? fdopen(jfd, "a") : NULL;
     if (!j) {
+        if (jfd >= 0)
+            close(jfd);
         cli_error("prepare", "%s: %s", jpath, strerror(errno));
         return -1;
     }
