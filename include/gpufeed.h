@@ -290,7 +290,7 @@ enum {
 };
 
 /* ImageFolder walk caps: sub-directory levels below a class folder, and
- * directory entries read in the whole tree (hidden ones not counted).
+ * directory entries read in the whole tree (AppleDouble files not counted).
  * Beyond either, gf_open() fails with GF_EDATASET naming the directory
  * where indexing stopped. Each directory (device, inode) is walked once,
  * whatever the links to it: stats.folder_dirs_again counts the others. */
@@ -529,9 +529,9 @@ typedef struct gf_stats {
     /* What indexing left out (tar shards; 0 for a folder or list):
      * members that cannot be samples (links, devices, unsafe names, a
      * second image or label of a key), keys without an image or a valid
-     * .cls, and all warnings (those and archive oddities such as a lone
-     * zero block; for an ImageFolder each entry gf_skipped_entry names),
-     * the first described in dataset_warning ("" if none). */
+     * .cls; and all warnings (those and archive oddities such as a lone
+     * zero block; for an ImageFolder each entry gf_skipped_entry names;
+     * 0 for a list), the first described in dataset_warning ("" if none). */
     uint64_t shard_members_skipped, shard_keys_skipped, dataset_warnings;
     char dataset_warning[160];
     uint64_t shards;           /* tar shards in the source, 0 for a folder
