@@ -277,7 +277,7 @@ typedef enum gf_extensions {
  * extension (those of GF_EXT_ALL that TORCHVISION leaves out), every
  * other file (another extension or none), and macOS AppleDouble files
  * named like images ("._x.jpg": metadata, no image; gf_skipped_entry
- * names them). Other hidden entries are not counted. */
+ * names them). Other hidden entries are taken, as torchvision takes them. */
 enum {
     GF_SKIPPED_GIF,
     GF_SKIPPED_TGA,
@@ -290,7 +290,7 @@ enum {
 };
 
 /* ImageFolder walk caps: sub-directory levels below a class folder, and
- * directory entries read in the whole tree (hidden ones not counted).
+ * directory entries read in the whole tree (AppleDouble files not counted).
  * Beyond either, gf_open() fails with GF_EDATASET naming the directory
  * where indexing stopped. Each directory (device, inode) is walked once,
  * whatever the links to it: stats.folder_dirs_again counts the others. */
@@ -529,8 +529,9 @@ typedef struct gf_stats {
     /* What indexing left out (tar shards; 0 for a folder or list):
      * members that cannot be samples (links, devices, unsafe names, a
      * second image or label of a key), keys without an image or a valid
-     * .cls, and all warnings (those and archive oddities such as a lone
-     * zero block), the first described in dataset_warning ("" if none). */
+     * .cls; and all warnings (those and archive oddities such as a lone
+     * zero block; for an ImageFolder each entry gf_skipped_entry names;
+     * 0 for a list), the first described in dataset_warning ("" if none). */
     uint64_t shard_members_skipped, shard_keys_skipped, dataset_warnings;
     char dataset_warning[160];
     uint64_t shards;           /* tar shards in the source, 0 for a folder
@@ -903,10 +904,14 @@ GF_API const char *gf_class_name(gf_loader *l, int i);
 GF_API uint64_t gf_index_hash(gf_loader *l);
 
 /* The ImageFolder entries left out for what they are, not for their
- * extension: AppleDouble files named like images
- * (stats.folder_skipped[GF_SKIPPED_APPLEDOUBLE]) and directories reached
- * again through a link, a loop or a second one (stats.folder_dirs_again),
- * in walk order. Returns how many there were; for i below that and
+ * extension, where torchvision's ImageFolder would take them: AppleDouble
+ * files named like images (stats.folder_skipped[GF_SKIPPED_APPLEDOUBLE]),
+ * directories reached again within a class through a link, a loop or a
+ * second one (stats.folder_dirs_again), links in a class to a directory
+ * outside that class folder (the root, another class, elsewhere: not
+ * walked, so that no folder takes another's label), and class folders that
+ * are the root or above it (kept as labels without samples), in walk order
+ * (stats.dataset_warnings counts them too). Returns how many there were; for i below that and
  * GF_SKIPPED_NAMED_MAX (the first ones are named), sets *path (from the
  * data set's root) and *reason, valid until gf_close. Any thread. */
 #define GF_SKIPPED_NAMED_MAX 32
@@ -1063,6 +1068,9 @@ GF_API const char *gf_index_shard_path(const gf_index *ix, uint32_t k);
 /* As gf_damaged_shards(): on_shard_error and on_error are read too, and a
  * damaged shard under SKIP is left out as gf_open leaves it out. */
 GF_API int gf_index_damaged_shards(const gf_index *ix, gf_sample_error *out, int max);
+/* As gf_skipped_entry(): what an ImageFolder walk left out by name. */
+GF_API uint64_t gf_index_skipped_entry(const gf_index *ix, uint64_t i, const char **path,
+                                       const char **reason);
 /* As gf_sample_path(): NULL if i is out of range. Valid until close. */
 GF_API const char *gf_index_path(const gf_index *ix, uint64_t i);
 /* As gf_sample_label(): GF_EINVAL if i is out of range. */

@@ -189,6 +189,26 @@ out:
     return rc;
 }
 
+/* A UserWarning naming what an ImageFolder walk left out on purpose
+ * (gf_skipped_entry): where torchvision's ImageFolder would differ, said
+ * at open rather than found in stats. 0, or -1 with the error set. */
+static int warn_left_out(gf_loader *l)
+{
+    uint64_t n = gf_skipped_entry(l, 0, NULL, NULL);
+    if (!n)
+        return 0;
+    char msg[4096];
+    size_t len = (size_t)snprintf(msg, sizeof msg, "gpufeed: %llu entries of the folder left out:",
+                                  (unsigned long long)n);
+    for (uint64_t i = 0; i < n && i < GF_SKIPPED_NAMED_MAX && len < sizeof msg; i++) {
+        const char *path = "", *reason = "";
+        gf_skipped_entry(l, i, &path, &reason);
+        len += (size_t)snprintf(msg + len, sizeof msg - len, "%s %s: %s", i ? ";" : "", path,
+                                reason);
+    }
+    return PyErr_WarnEx(PyExc_UserWarning, msg, 1);
+}
+
 /* _Loader(data, settings, samples=None): gf_open over data, or with
  * samples = (paths, labels) gf_open_samples (data: their root, or None). */
 static PyObject *loader_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
@@ -234,6 +254,10 @@ static PyObject *loader_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
         return NULL;
     }
     self->core = c;
+    if (warn_left_out(c->l) < 0) { /* warnings as errors */
+        Py_DECREF(self);
+        return NULL;
+    }
     return (PyObject *)self;
 }
 

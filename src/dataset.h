@@ -35,17 +35,20 @@ void gf__dataset_default_opts(gf__dataset_opts *o);
  * file-system paths.
  *
  * A directory (ImageFolder: label = index of the sub-folder in
- * sorted order, files sorted within; hidden entries skipped) or a regular
+ * sorted order, files sorted within; hidden entries taken) or a regular
  * file (list: "relative/path label" per line, paths relative to the list
  * file's directory, '#' comments and blank lines skipped).
  *
- * ImageFolder: classes are the root's non-hidden sub-directories in byte
- * order (an empty one still takes its label); each class's image files
- * (opts->extensions' list, checked case-insensitively; others counted in
- * skipped_ext) are found recursively, following
- * symlinks, in torchvision's order: by directory path, then file name; but
- * each directory (device, inode) is walked once, through the first link in
- * name order (so no loop, and no copies through a second link), at most
+ * ImageFolder: classes are the root's sub-directories (hidden ones and
+ * links to directories too, as torchvision's) in byte order (an empty one
+ * still takes its label); each class's image files (opts->extensions'
+ * list, checked case-insensitively; others counted in skipped_ext) are
+ * found recursively, following symlinks, in torchvision's order: by
+ * directory path, then file name; but a link to a directory outside its
+ * class folder is not walked, nor a class that is the root or above it,
+ * and within a class each directory (device, inode) is walked once,
+ * through the first link in name order (so no loop, and no copies through
+ * a second link): each of those named (named_skips) and a warning; at most
  * opts->max_depth levels below the class and opts->max_entries entries in
  * all (beyond: GF_EDATASET naming the directory). Files in the root are ignored. class_names holds the names.
  * List: the label is the last whitespace-separated token (decimal, 0 ..

@@ -13,6 +13,17 @@
 
 #include <sys/stat.h>
 
+/* Why an ImageFolder entry was left out by name (named_skips). */
+enum {
+    GF__SKIP_APPLEDOUBLE, /* "._x.jpg": macOS metadata, no image */
+    GF__SKIP_DIR_AGAIN,   /* a directory reached again: a loop or a second link */
+    GF__SKIP_LINK_OUT,    /* a link to a directory outside its class folder */
+    GF__SKIP_CLASS_ROOT,  /* a class folder that is the root or above it */
+};
+
+/* gf_skipped_entry's reason for a GF__SKIP_* kind (dataset_folder.c). */
+const char *gf__skip_reason(int kind);
+
 /* A shard the index took only part of (gf__dataset_opts.shard_skip): the
  * members wholly before the damage at `offset` were indexed, the rest
  * dropped. kept: members before it (in samples or skipped as today);
@@ -52,19 +63,21 @@ typedef struct gf__dataset {
     /* What indexing left out (tar shards): members that cannot be samples
      * (links, devices, FIFOs, directories, unsafe names, a second image or
      * label of a key), keys without an image or a valid .cls, and all
-     * warnings (those two and archive oddities); the first in `warning`. */
+     * warnings (those two and archive oddities; for an ImageFolder the
+     * entries left out by name, named_skips); the first in `warning`. */
     uint64_t skipped_members, skipped_keys, warnings;
     char warning[256];
     /* ImageFolder: directories walked, and those reached again (a loop or
      * a second link) and not walked twice. */
     uint64_t dirs, dirs_again;
     uint64_t skipped_ext[GF_SKIPPED_MAX]; /* files left out, [GF_SKIPPED_*] */
-    /* The AppleDouble files and dirs_again (gf_skipped_entry): all
-     * counted, the first GF_SKIPPED_NAMED_MAX named (paths cut to fit). */
+    /* What the walk left out by name (gf_skipped_entry): all counted,
+     * the first GF_SKIPPED_NAMED_MAX named (paths cut to fit); each is
+     * also one of `warnings`, the first described in `warning`. */
     uint64_t n_named_skips;
     struct {
         char path[224];
-        int dir_again; /* else an AppleDouble file */
+        int kind; /* GF__SKIP_* */
     } named_skips[GF_SKIPPED_NAMED_MAX];
     /* Damaged shards taken in part (shard_skip), in shard order. */
     gf__shard_damage *damage;

@@ -8,16 +8,22 @@
  * are found with os.walk(followlinks=True) and ordered as sorted(os.walk())
  * then sorted(fnames) do, i.e. by (directory path, file name), with
  * torchvision's extensions by default (opts->extensions; files left out
- * are counted per extension in ds->skipped_ext). Differences,
- * on purpose: hidden entries (leading '.') are skipped at every level
- * (macOS's AppleDouble "._x.jpg" counted and named, as are directories
- * reached again: gf_skipped_entry), a
- * directory named like an image file is a (bad) sample as well as walked,
- * a directory that cannot be read is an error instead of silently dropped,
- * and each directory (by device and inode) is walked once in the whole
- * tree: a symlink loop is not followed, and a second link to a directory
- * already walked adds nothing (os.walk would list its files again, so
- * that 30 levels of two links each would make 2^30 samples of one file).
+ * are counted per extension in ds->skipped_ext). Hidden entries are taken
+ * as torchvision takes them (a ".ipynb_checkpoints" beside the classes is
+ * a class), and a class folder that links to another directory is walked
+ * as that directory. Differences, on purpose, each left-out entry named
+ * (gf_skipped_entry) and warned of (ds->warning): macOS's AppleDouble
+ * "._x.jpg" (metadata, no image) is left out; a link inside a class to a
+ * directory outside that class folder (the root, another class, anywhere
+ * else: os.walk would relabel or loop) is not walked, nor a class folder
+ * that is the root or above it; within a class each directory (by device
+ * and inode) is walked once: a symlink loop is not followed, and a second
+ * link to a directory already walked adds nothing (os.walk would list its
+ * files again, so that 30 levels of two links each would make 2^30
+ * samples of one file). Also a directory named like an image file is a
+ * (bad) sample as well as walked, a directory that cannot be read is an
+ * error instead of silently dropped, and a class with no image keeps its
+ * label (torchvision refuses the tree).
  * The walk is capped at GF_FOLDER_MAX_DEPTH levels below a class and
  * GF_FOLDER_MAX_ENTRIES entries (gpufeed.h): GF_EDATASET naming the
  * directory where it stopped. FIFOs, sockets, devices and
@@ -51,10 +57,35 @@ static int skip_kind(const char *name, size_t len, gf_extensions which)
                : GF_SKIPPED_OTHER;
 }
 
+const char *gf__skip_reason(int kind)
+{
+    switch (kind) {
+    case GF__SKIP_APPLEDOUBLE:
+        return "a macOS AppleDouble file (metadata named like an image, no image): left out";
+    case GF__SKIP_DIR_AGAIN:
+        return "a directory reached again through a link (a loop, or a second link): walked "
+               "once";
+    case GF__SKIP_LINK_OUT:
+        return "a link to a directory outside its class folder (the root, another class or "
+               "elsewhere): not walked, unlike torchvision";
+    default:
+        return "a class folder that is the data set's root or above it: not walked, its label "
+               "kept without samples";
+    }
+}
+
 static int cmp_names(const void *x, const void *y, void *ctx)
 {
     const char *buf = ctx;
     return strcmp(buf + *(const size_t *)x, buf + *(const size_t *)y);
+}
+
+/* By name, a leading '/' (a link out of the class, not walked) aside. */
+static int cmp_subdirs(const void *x, const void *y, void *ctx)
+{
+    const char *p = (const char *)ctx + *(const size_t *)x;
+    const char *q = (const char *)ctx + *(const size_t *)y;
+    return strcmp(p + (*p == '/'), q + (*q == '/'));
 }
 
 /* Order of os.walk roots then file names: compare the directory parts as
@@ -145,7 +176,8 @@ typedef struct walk {
     const char *src;
     char *why;
     size_t why_len;
-    dir_set seen;        /* every directory walked so far */
+    dir_set seen;        /* every directory walked so far in this class */
+    char class_real[PATH_MAX]; /* the class folder, resolved ("" if not) */
     uint64_t entries;    /* entries read so far, for o->max_entries */
     char path[PATH_MAX]; /* relative path of the directory being read */
 } walk;
@@ -192,18 +224,45 @@ static GF__COLD void walk_why(const walk *w, const char *name, int err)
 }
 
 /* Counts and, while there is room, names an entry left out for what it is
- * (gf_skipped_entry): w->path, plus /name when name is not NULL. */
-static void note_skipped(walk *w, const char *name, int dir_again)
+ * (gf_skipped_entry, GF__SKIP_* kind): w->path, plus /name when name is
+ * not NULL. Each is a warning; the first is described in ds->warning. */
+static void note_skipped(walk *w, const char *name, int kind)
 {
     gf__dataset *ds = w->ds;
+    char full[2 * PATH_MAX + 2];
+    snprintf(full, sizeof full, "%s%s%s", w->path, name ? "/" : "", name ? name : "");
     if (ds->n_named_skips < GF_SKIPPED_NAMED_MAX) {
-        char full[2 * PATH_MAX + 2];
-        snprintf(full, sizeof full, "%s%s%s", w->path, name ? "/" : "", name ? name : "");
         gf__fit_path(ds->named_skips[ds->n_named_skips].path, sizeof ds->named_skips[0].path,
                      full);
-        ds->named_skips[ds->n_named_skips].dir_again = dir_again;
+        ds->named_skips[ds->n_named_skips].kind = kind;
     }
+    if (!ds->warning[0])
+        snprintf(ds->warning, sizeof ds->warning, "%.100s: %.150s", full, gf__skip_reason(kind));
     ds->n_named_skips++;
+    ds->warnings++;
+}
+
+/* 1 if the entry is a symbolic link (to be resolved before walking). */
+static int is_link(int dfd, const struct dirent *d)
+{
+    struct stat st;
+    if (d->d_type != DT_UNKNOWN)
+        return d->d_type == DT_LNK;
+    return fstatat(dfd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+}
+
+/* 1 if the directory that link w->path/name leads to lies inside the
+ * class folder being walked, by resolved path: else walking it would
+ * give another class's files (or the root's, or anyone's) this label. */
+static int link_stays_in_class(const walk *w, const char *name)
+{
+    char p[2 * PATH_MAX + 2], real[PATH_MAX];
+    size_t cl = strlen(w->class_real);
+    if (snprintf(p, sizeof p, "%s/%s/%s", w->src, w->path, name) >= (int)sizeof p || !cl ||
+        !realpath(p, real))
+        return 0;
+    /* The class folder itself is a loop, which the walk stops as such. */
+    return cl == 1 || (strncmp(real, w->class_real, cl) == 0 && (real[cl] == '/' || !real[cl]));
 }
 
 /* Reads directory w->path (length plen): appends its image files, then
@@ -227,7 +286,7 @@ static int walk_dir(walk *w, size_t plen, int depth)
         close(fd); /* a loop, or a second link to a directory walked */
         if (added == 0) {
             w->ds->dirs_again++;
-            note_skipped(w, NULL, 1);
+            note_skipped(w, NULL, GF__SKIP_DIR_AGAIN);
         }
         return added;
     }
@@ -239,6 +298,7 @@ static int walk_dir(walk *w, size_t plen, int depth)
         return GF_EDATASET;
     }
     gf__names subdirs = {0};
+    size_t links_out = 0; /* of subdirs */
     int rc = 0, d_ino_ok = -1; /* -1: not checked yet */
     for (;;) {
         errno = 0;
@@ -250,12 +310,13 @@ static int walk_dir(walk *w, size_t plen, int depth)
             }
             break;
         }
-        if (d->d_name[0] == '.') { /* hidden, and "." and ".." */
-            size_t hl = strlen(d->d_name);
-            if (d->d_name[1] == '_' && skip_kind(d->d_name + 2, hl - 2, w->o->extensions) < 0) {
-                w->ds->skipped_ext[GF_SKIPPED_APPLEDOUBLE]++; /* "._x.jpg": macOS's */
-                note_skipped(w, d->d_name, 0);
-            }
+        if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
+            continue;
+        size_t nl = strlen(d->d_name);
+        if (d->d_name[0] == '.' && d->d_name[1] == '_' &&
+            skip_kind(d->d_name + 2, nl - 2, w->o->extensions) < 0) {
+            w->ds->skipped_ext[GF_SKIPPED_APPLEDOUBLE]++; /* "._x.jpg": macOS's */
+            note_skipped(w, d->d_name, GF__SKIP_APPLEDOUBLE);
             continue;
         }
         if (++w->entries > w->o->max_entries) {
@@ -265,9 +326,17 @@ static int walk_dir(walk *w, size_t plen, int depth)
             rc = GF_EDATASET;
             break;
         }
-        size_t nl = strlen(d->d_name);
         uint64_t ino;
         int kind = entry_kind(dirfd(dir), d, &ino);
+        if (kind == KIND_DIR && is_link(dirfd(dir), d) && !link_stays_in_class(w, d->d_name)) {
+            /* Named with the sub-directories, in name order: marked '/'. */
+            char marked[sizeof d->d_name + 1] = "/";
+            memcpy(marked + 1, d->d_name, nl + 1);
+            if ((rc = gf__names_add(&subdirs, marked)) < 0)
+                break;
+            links_out++;
+            continue;
+        }
         if (d->d_type == DT_REG) {
             if (d_ino_ok < 0)
                 d_ino_ok = d_ino_is_st_ino(dirfd(dir), d);
@@ -300,7 +369,7 @@ static int walk_dir(walk *w, size_t plen, int depth)
         }
     }
     closedir(dir);
-    if (rc == 0 && subdirs.n && depth >= w->o->max_depth) {
+    if (rc == 0 && subdirs.n > links_out && depth >= w->o->max_depth) {
         gf__why(w->why, w->why_len,
                 "%s/%s: sub-directories over %d levels below the class; indexing stopped here",
                 w->src, w->path, w->o->max_depth);
@@ -309,9 +378,13 @@ static int walk_dir(walk *w, size_t plen, int depth)
     /* In name order, so that which link to a directory is walked (the
      * first) does not depend on readdir's order. */
     if (subdirs.n > 1) /* none: off is NULL, which qsort_r must not get */
-        qsort_r(subdirs.off, subdirs.n, sizeof *subdirs.off, cmp_names, subdirs.buf);
+        qsort_r(subdirs.off, subdirs.n, sizeof *subdirs.off, cmp_subdirs, subdirs.buf);
     for (size_t i = 0; rc == 0 && i < subdirs.n; i++) {
         const char *name = subdirs.buf + subdirs.off[i];
+        if (name[0] == '/') {
+            note_skipped(w, name + 1, GF__SKIP_LINK_OUT);
+            continue;
+        }
         size_t nl = strlen(name);
         if (plen + 1 + nl >= sizeof w->path) {
             walk_why(w, name, ENAMETOOLONG);
@@ -344,7 +417,9 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_
             close(fd);
         return GF_EDATASET;
     }
-    /* Classes: the root's sub-directories (files in the root are ignored). */
+    /* Classes: the root's sub-directories, hidden ones too, and links to
+     * directories, as torchvision's find_classes (files in the root are
+     * ignored). */
     gf__names classes = {0};
     int rc = 0;
     for (;;) {
@@ -358,7 +433,8 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_
             break;
         }
         uint64_t ino;
-        if (d->d_name[0] == '.' || entry_kind(dirfd(dir), d, &ino) != KIND_DIR)
+        if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, "..") ||
+            entry_kind(dirfd(dir), d, &ino) != KIND_DIR)
             continue;
         if ((rc = gf__names_add(&classes, d->d_name)) < 0)
             break;
@@ -405,6 +481,9 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_
     w->src = src;
     w->why = why;
     w->why_len = why_len;
+    char root_real[PATH_MAX];
+    if (!realpath(src, root_real))
+        root_real[0] = '\0';
     for (size_t k = 0; k < n_classes; k++) {
         size_t nl = strlen(cn[k]);
         if (nl >= sizeof w->path) {
@@ -414,6 +493,20 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_
         }
         memcpy(w->path, cn[k], nl + 1);
         w->label = (int32_t)k;
+        if (w->seen.cap) /* loops and second links are per class, as each
+                            class's os.walk is its own */
+            memset(w->seen.v, 0, w->seen.cap * sizeof *w->seen.v);
+        w->seen.n = 0;
+        char p[2 * PATH_MAX + 2];
+        snprintf(p, sizeof p, "%s/%s", src, cn[k]);
+        if (!realpath(p, w->class_real))
+            w->class_real[0] = '\0'; /* then walk_dir names why it cannot open it */
+        size_t cl = strlen(w->class_real);
+        if (cl && root_real[0] && strncmp(root_real, w->class_real, cl) == 0 &&
+            (root_real[cl] == '\0' || root_real[cl] == '/' || cl == 1)) {
+            note_skipped(w, NULL, GF__SKIP_CLASS_ROOT);
+            continue;
+        }
         size_t first = b.n;
         if ((rc = walk_dir(w, nl, 0)) < 0)
             break;

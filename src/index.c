@@ -65,6 +65,20 @@ int gf_index_damaged_shards(const gf_index *ix, gf_sample_error *out, int max)
     return gf__dataset_damage(&ix->ds, out, max);
 }
 
+uint64_t gf_index_skipped_entry(const gf_index *ix, uint64_t i, const char **path,
+                                const char **reason)
+{
+    if (!ix)
+        return 0;
+    if (i < ix->ds.n_named_skips && i < GF_SKIPPED_NAMED_MAX) {
+        if (path)
+            *path = ix->ds.named_skips[i].path;
+        if (reason)
+            *reason = gf__skip_reason(ix->ds.named_skips[i].kind);
+    }
+    return ix->ds.n_named_skips;
+}
+
 const char *gf_index_path(const gf_index *ix, uint64_t i)
 {
     return ix && i < ix->ds.n ? gf__dataset_path(&ix->ds, i) : NULL;

@@ -130,11 +130,7 @@ uint64_t gf_skipped_entry(gf_loader *l, uint64_t i, const char **path, const cha
         if (path)
             *path = l->ds.named_skips[i].path;
         if (reason)
-            *reason = l->ds.named_skips[i].dir_again
-                          ? "a directory reached again through a link (a loop, or a second "
-                            "link): walked once"
-                          : "a macOS AppleDouble file (metadata named like an image, no "
-                            "image): left out";
+            *reason = gf__skip_reason(l->ds.named_skips[i].kind);
     }
     return l->ds.n_named_skips;
 }

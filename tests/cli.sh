@@ -25,6 +25,22 @@ for opt in "--mean 3" "--shuffle=1" "--scale-min 0.5" "--device-id 1" "--drop-la
     echo "$out" | grep -q "unknown option '${opt%% *}'" || fail "verify $opt: $out"
 done
 
+# A folder as people have them: a hidden class (Jupyter's), and a link that
+# would make the whole tree class_00's. Verify names what is left out.
+h=$tmp/human
+"$g" make-dataset "$h" --classes 2 --per-class 2 --size 32x24 --seed 1 >/dev/null
+mkdir "$h/.ipynb_checkpoints"
+cp "$h/class_00/img_00000.jpg" "$h/.ipynb_checkpoints/x.jpg"
+ln -s .. "$h/class_00/up"
+out=$("$g" verify --data "$h" 2>&1) || fail "verify on a folder with a link out: $out"
+json=$("$g" verify --data "$h" --json)
+echo "$out" | grep -q "^SKIPPED .*class_00/up: a link to a directory outside its class folder" ||
+    fail "verify names the link out of its class: $out"
+echo "$out" | grep -q '^1 entries left out of the folder' || fail "verify counts it: $out"
+echo "$out" | grep -q '^5 samples, 0 bad$' || fail "verify: the hidden class's sample, no other: $out"
+echo "$json" | grep -q '"dataset_warnings": *1' || fail "verify --json dataset_warnings: $json"
+echo "$json" | grep -q '"dataset_warning": *"class_00/up: a link' || fail "verify --json warning: $json"
+
 printf 'not a jpeg' >"$d/class_01/img_00002.jpg"
 : >"$d/class_02/img_00003.jpg"
 set +e

@@ -73,6 +73,36 @@ for shard in sorted(glob.glob(out + "/train-*.tar")):
 assert len(seen) == 22 and seen == sorted(seen), seen   # the source's index order
 EOF
 
+# ---- a folder as people have them: a hidden class, a link to the root ----
+h=$tmp/human
+"$g" make-dataset "$h" --classes 2 --per-class 2 --size 32x24 --seed 1 >/dev/null
+mkdir "$h/.ipynb_checkpoints"
+cp "$h/class_01/img_00000.jpg" "$h/.ipynb_checkpoints/x.jpg"
+ln -s .. "$h/class_00/up"
+"$g" prepare "$h" "$tmp/h" --format raw >/dev/null 2>"$tmp/h.err" ||
+    fail "prepare a folder with a hidden class: $(cat "$tmp/h.err")"
+grep -q "warning: left out .*class_00/up.*: a link to a directory outside its class" "$tmp/h.err" ||
+    fail "prepare names the link out of its class: $(cat "$tmp/h.err")"
+python3 - "$tmp/h" "$h" <<'EOF' || fail "labels of a folder with a hidden class and a link"
+import glob, os, sys, tarfile
+out, src = sys.argv[1], sys.argv[2]
+classes = sorted(e.name for e in os.scandir(src) if e.is_dir())   # torchvision's find_classes
+assert classes[0] == ".ipynb_checkpoints"
+assert open(out + "/classes.txt").read().split("\n")[:-1] == classes
+got = {}
+for shard in sorted(glob.glob(out + "/train-*.tar")):
+    with tarfile.open(shard) as t:
+        parts = {}
+        for m in t.getmembers():
+            key, ext = m.name.split(".", 1)
+            parts.setdefault(key, {})[ext] = t.extractfile(m).read()
+    for p in parts.values():
+        got[p["key"].decode()] = int(p["cls"])
+want = {".ipynb_checkpoints/x.jpg": 0, "class_00/img_00000.jpg": 1, "class_00/img_00001.jpg": 1,
+        "class_01/img_00000.jpg": 2, "class_01/img_00001.jpg": 2}
+assert got == want, got
+EOF
+
 # ---- killed and run again: the same bytes, never a partial under a final name ----
 for k in 5 7 21; do
     c=$tmp/kill$k

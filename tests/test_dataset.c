@@ -152,7 +152,10 @@ START_TEST(folder_nested_files_follow_torchvision_walk_order)
 }
 END_TEST
 
-START_TEST(folder_skips_hidden_entries_and_non_image_files)
+/* Hidden entries are taken as torchvision takes them: a hidden directory
+ * beside the classes is a class (".git" sorts first: label 0), hidden files
+ * and directories in a class are samples and walked. */
+START_TEST(folder_takes_hidden_entries_and_skips_non_image_files)
 {
     touch("a/keep.jpg");
     touch("a/UPPER.JPEG");
@@ -167,13 +170,19 @@ START_TEST(folder_skips_hidden_entries_and_non_image_files)
     touch(".git/z.jpg"); /* hidden class */
     gf__dataset ds;
     open_ok(&ds, root);
-    ck_assert_int_eq(ds.n_classes, 1);
-    ck_assert_uint_eq(ds.n, 5);
-    assert_sample(&ds, 0, "a/UPPER.JPEG", 0);
-    assert_sample(&ds, 1, "a/keep.jpg", 0);
-    assert_sample(&ds, 2, "a/mixed.PnG", 0);
-    assert_sample(&ds, 3, "a/x.webp", 0);
-    assert_sample(&ds, 4, "a/y.tiff", 0);
+    ck_assert_int_eq(ds.n_classes, 2);
+    ck_assert_str_eq(ds.class_names[0], ".git");
+    ck_assert_str_eq(ds.class_names[1], "a");
+    ck_assert_uint_eq(ds.n, 8);
+    assert_sample(&ds, 0, ".git/z.jpg", 0);
+    assert_sample(&ds, 1, "a/.hidden.jpg", 1);
+    assert_sample(&ds, 2, "a/UPPER.JPEG", 1);
+    assert_sample(&ds, 3, "a/keep.jpg", 1);
+    assert_sample(&ds, 4, "a/mixed.PnG", 1);
+    assert_sample(&ds, 5, "a/x.webp", 1);
+    assert_sample(&ds, 6, "a/y.tiff", 1);
+    assert_sample(&ds, 7, "a/.hiddendir/x.jpg", 1);
+    ck_assert_uint_eq(ds.warnings, 0);
     gf__dataset_close(&ds);
 }
 END_TEST
@@ -206,21 +215,22 @@ END_TEST
 START_TEST(folder_follows_symlinks_but_not_loops)
 {
     touch("a/1.jpg");
-    touch("elsewhere/real/2.jpg");
+    touch("a/z/real/2.jpg");
     ck_assert_int_eq(symlink("..", at_root("a/loop")), 0);            /* to the root */
     ck_assert_int_eq(symlink(".", at_root("a/self")), 0);             /* to itself */
-    ck_assert_int_eq(symlink("../elsewhere/real", at_root("a/linked")), 0);
+    ck_assert_int_eq(symlink("z/real", at_root("a/linked")), 0);
     ck_assert_int_eq(symlink("1.jpg", at_root("a/alias.jpg")), 0);
     ck_assert_int_eq(symlink("missing.jpg", at_root("a/dangling.jpg")), 0);
     gf__dataset ds;
     open_ok(&ds, root);
-    /* a/loop reaches the root, whose walk sees a/ again: stopped there. */
-    ck_assert_int_eq(ds.n_classes, 2);
+    /* a/loop reaches the root: not walked. */
+    ck_assert_int_eq(ds.n_classes, 1);
     int found_linked = 0, found_alias = 0, found_dangling = 0;
     for (uint64_t i = 0; i < ds.n; i++) {
         const char *p = gf__dataset_path(&ds, i);
         ck_assert_msg(strncmp(p, "a/self/", 7) != 0, "walked a self link: %s", p);
-        ck_assert_msg(strncmp(p, "a/loop/a/", 9) != 0, "walked a loop: %s", p);
+        ck_assert_msg(strncmp(p, "a/loop/", 7) != 0, "walked a loop: %s", p);
+        ck_assert_msg(strncmp(p, "a/z/real/", 9) != 0, "walked a directory twice: %s", p);
         found_linked += strcmp(p, "a/linked/2.jpg") == 0;
         found_alias += strcmp(p, "a/alias.jpg") == 0;
         found_dangling += strcmp(p, "a/dangling.jpg") == 0;
@@ -240,24 +250,23 @@ START_TEST(folder_walks_each_directory_once_through_a_link_graph)
     enum { LEVELS = 30 };
     char rel[64], to[64];
     for (int k = 1; k <= LEVELS; k++) {
-        snprintf(rel, sizeof rel, ".store/L%d/%d.jpg", k, k);
+        snprintf(rel, sizeof rel, "c/z/L%d/%d.jpg", k, k); /* z: walked after a and b */
         touch(rel);
     }
-    mkdir_rel("c");
     for (int k = 0; k < LEVELS; k++)
         for (int link = 0; link < 2; link++) {
             if (k)
-                snprintf(rel, sizeof rel, ".store/L%d/%c", k, "ab"[link]);
+                snprintf(rel, sizeof rel, "c/z/L%d/%c", k, "ab"[link]);
             else
                 snprintf(rel, sizeof rel, "c/%c", "ab"[link]);
-            snprintf(to, sizeof to, "%sL%d", k ? "../" : "../.store/", k + 1);
+            snprintf(to, sizeof to, "%sL%d", k ? "../" : "z/", k + 1);
             ck_assert_int_eq(symlink(to, at_root(rel)), 0);
         }
     gf__dataset ds;
     open_ok(&ds, root);
     ck_assert_uint_eq(ds.n, LEVELS);
-    ck_assert_uint_eq(ds.dirs, 1 + LEVELS);   /* c and each level once */
-    ck_assert_uint_eq(ds.dirs_again, LEVELS); /* each level's second link */
+    ck_assert_uint_eq(ds.dirs, 2 + LEVELS);       /* c, each level once, z */
+    ck_assert_uint_eq(ds.dirs_again, 2 * LEVELS); /* each second link, each z/Lk */
     for (uint64_t i = 0; i < ds.n; i++) {
         /* Reached through the first link of each level: c/a/a/.../k.jpg. */
         const char *p = gf__dataset_path(&ds, i), *q = p + 1;
@@ -384,20 +393,23 @@ START_TEST(folder_appledouble_files_and_link_loops_are_counted_and_named)
 {
     touch("a/x.jpg");
     touch("a/._x.jpg");
-    touch("a/.hidden.jpg"); /* other hidden entries stay silent */
+    touch("a/.hidden.jpg"); /* other hidden files are samples, as in torchvision */
     char p[4200];
     snprintf(p, sizeof p, "%s/a/loop", root);
     ck_assert_int_eq(symlink(".", p), 0);
     gf__dataset ds;
     open_ok(&ds, root);
-    ck_assert_uint_eq(ds.n, 1);
+    ck_assert_uint_eq(ds.n, 2);
     ck_assert_uint_eq(ds.skipped_ext[GF_SKIPPED_APPLEDOUBLE], 1);
     ck_assert_uint_eq(ds.dirs_again, 1);
     ck_assert_uint_eq(ds.n_named_skips, 2);
     ck_assert_str_eq(ds.named_skips[0].path, "a/._x.jpg");
-    ck_assert_int_eq(ds.named_skips[0].dir_again, 0);
+    ck_assert_int_eq(ds.named_skips[0].kind, GF__SKIP_APPLEDOUBLE);
     ck_assert_str_eq(ds.named_skips[1].path, "a/loop");
-    ck_assert_int_eq(ds.named_skips[1].dir_again, 1);
+    ck_assert_int_eq(ds.named_skips[1].kind, GF__SKIP_DIR_AGAIN);
+    ck_assert_uint_eq(ds.warnings, 2);
+    ck_assert_msg(strncmp(ds.warning, "a/._x.jpg: a macOS AppleDouble", 30) == 0, "%s",
+                  ds.warning);
     gf__dataset_close(&ds);
 
     gf_settings s;
@@ -417,7 +429,100 @@ START_TEST(folder_appledouble_files_and_link_loops_are_counted_and_named)
     gf_get_stats(l, &st);
     ck_assert_uint_eq(st.folder_skipped[GF_SKIPPED_APPLEDOUBLE], 1);
     ck_assert_uint_eq(st.folder_dirs_again, 1);
+    ck_assert_uint_eq(st.dataset_warnings, 2);
+    ck_assert_msg(strncmp(st.dataset_warning, "a/._x.jpg: ", 11) == 0, "%s", st.dataset_warning);
     gf_close(&l);
+}
+END_TEST
+
+/* Finds the named skip at path, returns its kind (-1: not named). */
+static int skip_kind_of(const gf__dataset *ds, const char *path)
+{
+    for (uint64_t i = 0; i < ds->n_named_skips && i < GF_SKIPPED_NAMED_MAX; i++)
+        if (!strcmp(ds->named_skips[i].path, path))
+            return ds->named_skips[i].kind;
+    return -1;
+}
+
+/* One link "class_00/up -> .." made every sample label 0 (the root walked
+ * as part of class_00, each class then a directory seen). A link in a class
+ * to a directory outside that class folder (the root, another class, a
+ * folder outside the tree) is not walked, and is named; a link within the
+ * class, and a link to a file anywhere, are followed. */
+START_TEST(folder_link_out_of_its_class_is_left_out_and_named)
+{
+    char *outside = tu_mkdtemp();
+    char p[4200];
+    snprintf(p, sizeof p, "%s/far.jpg", outside);
+    tu_write_text(p, "x");
+    touch("class_00/0.jpg");
+    touch("class_00/sub/s.jpg");
+    touch("class_01/1.jpg");
+    touch("class_01/deep/d.jpg");
+    touch("class_02/2.jpg");
+    ck_assert_int_eq(symlink("..", at_root("class_00/up")), 0);
+    ck_assert_int_eq(symlink("../../class_01", at_root("class_00/sub/other")), 0);
+    ck_assert_int_eq(symlink("../class_01/deep", at_root("class_00/part")), 0);
+    ck_assert_int_eq(symlink(outside, at_root("class_00/far")), 0);
+    ck_assert_int_eq(symlink("sub", at_root("class_00/in")), 0);
+    ck_assert_int_eq(symlink("../class_02/2.jpg", at_root("class_00/alias.jpg")), 0);
+    ck_assert_int_eq(symlink("../../class_02", at_root("class_01/deep/x")), 0);
+    gf__dataset ds;
+    open_ok(&ds, root);
+    ck_assert_int_eq(ds.n_classes, 3);
+    ck_assert_uint_eq(ds.n, 6);
+    assert_sample(&ds, 0, "class_00/0.jpg", 0);
+    assert_sample(&ds, 1, "class_00/alias.jpg", 0);
+    assert_sample(&ds, 2, "class_00/in/s.jpg", 0); /* "in" before "sub" */
+    assert_sample(&ds, 3, "class_01/1.jpg", 1);
+    assert_sample(&ds, 4, "class_01/deep/d.jpg", 1);
+    assert_sample(&ds, 5, "class_02/2.jpg", 2);
+    ck_assert_int_eq(skip_kind_of(&ds, "class_00/up"), GF__SKIP_LINK_OUT);
+    ck_assert_int_eq(skip_kind_of(&ds, "class_00/part"), GF__SKIP_LINK_OUT);
+    ck_assert_int_eq(skip_kind_of(&ds, "class_00/far"), GF__SKIP_LINK_OUT);
+    ck_assert_int_eq(skip_kind_of(&ds, "class_00/in/other"), GF__SKIP_LINK_OUT);
+    ck_assert_int_eq(skip_kind_of(&ds, "class_00/sub"), GF__SKIP_DIR_AGAIN);
+    ck_assert_int_eq(skip_kind_of(&ds, "class_01/deep/x"), GF__SKIP_LINK_OUT);
+    ck_assert_uint_eq(ds.n_named_skips, 6);
+    ck_assert_uint_eq(ds.warnings, 6);
+    /* in name order: far, in/other, part, sub, up, then class_01's */
+    ck_assert_str_eq(ds.named_skips[0].path, "class_00/far");
+    ck_assert_str_eq(ds.named_skips[1].path, "class_00/in/other");
+    ck_assert_msg(strncmp(ds.warning, "class_00/far: a link to a directory outside its class",
+                          53) == 0, "%s", ds.warning);
+    gf__dataset_close(&ds);
+    tu_rmrf(outside);
+    free(outside);
+}
+END_TEST
+
+/* A class folder that links to another class is that class's files again
+ * under its own label (torchvision's ImageFolder does the same; before, it
+ * had no samples, the directory being walked already); one that is the
+ * root or above it keeps its label, has no samples, and is named. */
+START_TEST(folder_class_links_are_walked_unless_they_reach_the_root)
+{
+    touch("a/1.jpg");
+    touch("a/sub/2.jpg");
+    ck_assert_int_eq(symlink("a", at_root("b")), 0);
+    ck_assert_int_eq(symlink("a/sub", at_root("c")), 0);
+    ck_assert_int_eq(symlink(".", at_root("d")), 0);
+    ck_assert_int_eq(symlink("..", at_root("e")), 0);
+    gf__dataset ds;
+    open_ok(&ds, root);
+    ck_assert_int_eq(ds.n_classes, 5);
+    ck_assert_uint_eq(ds.n, 5);
+    assert_sample(&ds, 0, "a/1.jpg", 0);
+    assert_sample(&ds, 1, "a/sub/2.jpg", 0);
+    assert_sample(&ds, 2, "b/1.jpg", 1);
+    assert_sample(&ds, 3, "b/sub/2.jpg", 1);
+    assert_sample(&ds, 4, "c/2.jpg", 2);
+    ck_assert_uint_eq(ds.n_named_skips, 2);
+    ck_assert_str_eq(ds.named_skips[0].path, "d");
+    ck_assert_int_eq(ds.named_skips[0].kind, GF__SKIP_CLASS_ROOT);
+    ck_assert_str_eq(ds.named_skips[1].path, "e");
+    ck_assert_int_eq(ds.named_skips[1].kind, GF__SKIP_CLASS_ROOT);
+    gf__dataset_close(&ds);
 }
 END_TEST
 
@@ -818,7 +923,9 @@ static Suite *dataset_suite(void)
     tcase_add_test(tc, folder_class_order_is_byte_order);
     tcase_add_test(tc, folder_files_are_sorted_within_a_class);
     tcase_add_test(tc, folder_nested_files_follow_torchvision_walk_order);
-    tcase_add_test(tc, folder_skips_hidden_entries_and_non_image_files);
+    tcase_add_test(tc, folder_takes_hidden_entries_and_skips_non_image_files);
+    tcase_add_test(tc, folder_link_out_of_its_class_is_left_out_and_named);
+    tcase_add_test(tc, folder_class_links_are_walked_unless_they_reach_the_root);
     tcase_add_test(tc, folder_appledouble_files_and_link_loops_are_counted_and_named);
     tcase_add_test(tc, folder_ignores_files_in_the_root);
     tcase_add_test(tc, folder_keeps_an_empty_class_so_labels_match_its_position);

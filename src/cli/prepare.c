@@ -281,6 +281,18 @@ static int run(prep_opts *o)
         cli_put_quoted(stderr, dmg[i].path);
         fprintf(stderr, ": %s\n", dmg[i].reason);
     }
+    /* Left out where torchvision's ImageFolder would take them: said. */
+    uint64_t n_left = gf_index_skipped_entry(ix, 0, NULL, NULL);
+    for (uint64_t i = 0; i < n_left && i < GF_SKIPPED_NAMED_MAX; i++) {
+        const char *path = "", *reason = "";
+        gf_index_skipped_entry(ix, i, &path, &reason);
+        fprintf(stderr, "gpufeed prepare: warning: left out ");
+        cli_put_quoted(stderr, path);
+        fprintf(stderr, ": %s\n", reason);
+    }
+    if (n_left > GF_SKIPPED_NAMED_MAX)
+        fprintf(stderr, "gpufeed prepare: warning: and %llu more left out\n",
+                (unsigned long long)(n_left - GF_SKIPPED_NAMED_MAX));
     int foreign = foreign_dir(o->out);
     rc = foreign == 0 ? cli_mkdir_p(o->out) : 0;
     if (foreign || rc < 0) {

@@ -182,8 +182,8 @@ static char **class_names(const prep_opts *o, gf_index *ix, int *n)
     for (struct dirent *e; (e = readdir(d));) {
         char path[4096];
         struct stat st;
-        if (e->d_name[0] == '.')
-            continue;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue; /* hidden folders are classes, as the library lists them */
         snprintf(path, sizeof path, "%s/%s", o->src, e->d_name);
         if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
             continue;

@@ -650,7 +650,10 @@ int cmd_verify(int argc, char **argv)
         text_list("BAD", r->bad_samples, r->n_bad_samples, root ? root : "");
         uint64_t unread = list_unread(NULL, r->bad_samples, r->n_bad_samples);
         text_list("WARN", r->warned_samples, r->n_warned_samples, root ? root : "");
-        if (st.shard_members_skipped || st.shard_keys_skipped || st.dataset_warnings) {
+        if (!st.shards && r->skipped_entries_total)
+            printf("%llu entries left out of the folder where torchvision's ImageFolder would "
+                   "take them (SKIPPED)\n", (unsigned long long)r->skipped_entries_total);
+        else if (st.shard_members_skipped || st.shard_keys_skipped || st.dataset_warnings) {
             /* the warning names a member */
             printf("skipped while indexing: %llu members, %llu keys (%llu warnings; first: ",
                    (unsigned long long)st.shard_members_skipped,
