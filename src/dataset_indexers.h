@@ -80,9 +80,18 @@ typedef struct gf__sidecar_entry {
     int32_t label;              /* labels='s value for this line; -1 without labels= */
 } gf__sidecar_entry;
 
+/* Every member a sidecar lists (each line's, in file order). */
+typedef struct gf__sidecar_member {
+    const char *name; /* into the text, not NUL-terminated */
+    size_t name_len, line;
+    uint64_t off, size;
+} gf__sidecar_member;
+
 typedef struct gf__sidecar {
     gf__sidecar_entry *e; /* n of them; gf__sidecar_free */
     size_t n;
+    gf__sidecar_member *m; /* n_members of them, in file order */
+    size_t n_members, members_cap;
     int64_t shard_bytes;  /* the recorded size (shard_bytes=), -1 if none */
     int labelled;         /* 1: labels= gave every entry's label */
 } gf__sidecar;
@@ -101,6 +110,10 @@ void gf__sidecar_free(gf__sidecar *sc);
 /* dataset_shard_sidecar.c: shard_path's samples from its index sidecar
  * (the .tar's name with .idx: DALI wds2idx's v1.2 text) when it matches
  * the shard (shard_fd, shard_st), each passed to add in file order.
+ * Matching is read off the shard's headers, alongside the .cls reads: each
+ * listed member's header names it with its size, and between them lie
+ * only metadata headers (pax, GNU long names) and data-less entries, so
+ * a sidecar that points anywhere else or leaves a member out is not used.
  * Returns 0 (all added), 1 (no sidecar), 2 (a sidecar that does not
  * match, why = "PATH: line N: reason"; nothing added), GF_ENOMEM, or
  * what add returned. */

@@ -28,6 +28,8 @@
  * by the thread that opens the data set. */
 #include "dataset_indexers.h"
 
+#include "tar.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -106,7 +108,7 @@ static int name_as_scanned(const char *s, size_t n)
 /* One line: its components checked against the file and each other; the
  * image and the label kept. *end: where the last member's data ends. */
 static const char *parse_line(const char *p, const char *eol, uint64_t file_size,
-                              uint64_t *end, entry *e)
+                              uint64_t *end, entry *e, gf__sidecar *sc, size_t line)
 {
     const char *key = NULL;
     size_t key_len = 0;
@@ -139,6 +141,10 @@ static const char *parse_line(const char *p, const char *eol, uint64_t file_size
         key = name;
         key_len = k_n;
         *end = off + size;
+        if (GF__GROW(&sc->m, &sc->members_cap, sc->n_members + 1, 64) < 0)
+            return "out of memory";
+        sc->m[sc->n_members++] = (gf__sidecar_member){
+            .name = name, .name_len = name_n, .line = line, .off = off, .size = size};
         if (ext_n == 3 && strncasecmp(ext, "cls", 3) == 0) {
             clss++;
             e->cls_off = off;
@@ -158,6 +164,60 @@ static const char *parse_line(const char *p, const char *eol, uint64_t file_size
     if (e->cls_size > CLS_MAX || e->img_size > UINT32_MAX)
         return "a .cls over 64 bytes or an image over 4 GiB";
     return NULL;
+}
+
+/* A read window over the shard, refilled forward. */
+typedef struct window {
+    int fd;
+    uint64_t file_size, off, len;
+    uint8_t *p; /* WINDOW bytes */
+} window;
+
+/* [off, off + n) of the shard (n <= WINDOW), or NULL past its end or on
+ * a failed read. */
+static const uint8_t *window_get(window *w, uint64_t off, size_t n)
+{
+    if (off > w->file_size || n > w->file_size - off || n > WINDOW)
+        return NULL;
+    if (off < w->off || off + n > w->off + w->len) {
+        size_t want = w->file_size - off < WINDOW ? (size_t)(w->file_size - off) : WINDOW;
+        ssize_t r = pread(w->fd, w->p, want, (off_t)off);
+        w->off = off;
+        w->len = r > 0 ? (uint64_t)r : 0;
+        if (n > w->len)
+            return NULL;
+    }
+    return w->p + (off - w->off);
+}
+
+/* From *pos to the header at `to`: only metadata headers (pax, GNU long
+ * name or link) and entries without data (directories, links) may lie
+ * between, else the sidecar left a member out or points elsewhere. At
+ * the end (tail): to the shard's end or its zero blocks. NULL or why. */
+static const char *walk_to(window *w, uint64_t *pos, uint64_t to, int tail)
+{
+    while (*pos < to) {
+        if (to - *pos < BLOCK)
+            return tail ? NULL : "member offsets do not follow the shard's headers";
+        const uint8_t *h = window_get(w, *pos, BLOCK);
+        if (!h)
+            return "a header could not be read";
+        int zero = 1;
+        for (unsigned i = 0; i < BLOCK && zero; i++)
+            zero = h[i] == 0;
+        if (zero && tail)
+            return NULL; /* the archive's end */
+        char type = (char)h[156];
+        uint64_t size = 0;
+        int meta = type == 'x' || type == 'g' || type == 'L' || type == 'K';
+        int no_data = type >= '1' && type <= '6';
+        if (zero || gf__tar_header_size(h, &size) < 0)
+            return "a block between members that is no tar header";
+        if (!(meta || no_data) || size > GF__TAR_PAX_MAX)
+            return "the shard has a member there that the sidecar does not list";
+        *pos += BLOCK + (no_data ? 0 : (size + BLOCK - 1) / BLOCK * BLOCK);
+    }
+    return *pos == to || tail ? NULL : "member offsets do not follow the shard's headers";
 }
 
 /* Reads the whole sidecar (regular, not over SIDECAR_MAX_BYTES); *older:
@@ -280,7 +340,7 @@ static int parse_text(const char *text, size_t len, uint64_t file_size, gf__side
         if (!eol)
             eol = end;
         if (got < count) {
-            why = parse_line(p, eol, bound, &data_end, &v[got++]);
+            why = parse_line(p, eol, bound, &data_end, &v[got++], out, *line);
         } else {
             const char *q = p;
             if (token(&q, eol, &tok))
@@ -300,6 +360,9 @@ static int parse_text(const char *text, size_t len, uint64_t file_size, gf__side
     }
     if (why) {
         free(v);
+        free(out->m);
+        out->m = NULL;
+        out->n_members = out->members_cap = 0;
         return *bad = why, 2;
     }
     out->e = v;
@@ -328,6 +391,7 @@ int gf__sidecar_parse(const char *text, size_t len, uint64_t shard_bytes, const 
 void gf__sidecar_free(gf__sidecar *sc)
 {
     free(sc->e);
+    free(sc->m);
     *sc = (gf__sidecar){.shard_bytes = -1};
 }
 
@@ -339,7 +403,7 @@ int gf__shard_sidecar_read(int root_fd, const char *shard_path, int shard_fd,
     if (!path)
         return 1;
     char *text = NULL;
-    size_t len = 0, line = 0;
+    size_t len = 0;
     const char *bad = NULL;
     gf__sidecar sc = {.shard_bytes = -1};
     int32_t *labels = NULL;
@@ -355,37 +419,46 @@ int gf__shard_sidecar_read(int root_fd, const char *shard_path, int shard_fd,
     }
     size_t n = sc.n;
     entry *es = sc.e;
-    /* The labels through a read window: small samples share a read. A
+    /* The shard's headers and .cls bytes through a read window moving
+     * forward: small samples share a read, a large image is jumped. A
      * local .cls is read even when labels= gives it, so the shard's bytes
      * stay the one truth here. */
-    uint8_t *win = NULL;
-    uint64_t win_off = 0, win_len = 0, file_size = (uint64_t)shard_st->st_size;
-    if (rc == 0 && (!(labels = malloc(n * sizeof *labels)) || !(win = malloc(WINDOW))))
+    window w = {.fd = shard_fd, .file_size = (uint64_t)shard_st->st_size};
+    if (rc == 0 && (!(labels = malloc(n * sizeof *labels)) || !(w.p = malloc(WINDOW))))
         rc = GF_ENOMEM;
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        uint64_t at = es[i].cls_off, want = es[i].cls_size;
-        if (at < win_off || at + want > win_off + win_len) {
-            size_t len = file_size - at < WINDOW ? (size_t)(file_size - at) : WINDOW;
-            ssize_t r = pread(shard_fd, win, len, (off_t)at);
-            win_off = at;
-            win_len = r > 0 ? (uint64_t)r : 0;
+    uint64_t pos = 0;
+    for (size_t i = 0; rc == 0 && i <= sc.n_members; i++) {
+        const gf__sidecar_member *m = i < sc.n_members ? &sc.m[i] : NULL;
+        const char *b = walk_to(&w, &pos, m ? m->off - BLOCK : w.file_size, !m);
+        char reason[200] = "";
+        const uint8_t *h = b || !m ? NULL : window_get(&w, pos, BLOCK);
+        if (!b && m && !h)
+            b = "a header could not be read";
+        if (!b && h && gf__tar_member_check(h, m->name, m->name_len, m->size, reason,
+                                            sizeof reason) < 0)
+            b = reason;
+        if (!b && m) {
+            pos = m->off + (m->size + BLOCK - 1) / BLOCK * BLOCK;
+            size_t e_at = m->line - 2; /* its line's entry: line 2 is the first */
+            if (es[e_at].cls_off == m->off) {
+                const uint8_t *t = window_get(&w, m->off, (size_t)m->size);
+                b = t ? gf__parse_cls((const char *)t, (size_t)m->size, &labels[e_at])
+                      : "a .cls could not be read";
+                if (!b && sc.labelled && es[e_at].label != labels[e_at])
+                    b = "labels= differs from the .cls";
+            }
         }
-        const char *b = at + want <= win_off + win_len
-                            ? gf__parse_cls((const char *)win + (at - win_off), (size_t)want,
-                                            &labels[i])
-                            : "a .cls could not be read";
-        if (!b && sc.labelled && es[i].label != labels[i])
-            b = "labels= differs from the .cls";
         if (b) {
-            bad = b;
-            line = i + 2;
-            gf__why(why, why_len, "%s: line %zu: %s", path, line, bad);
+            if (m)
+                gf__why(why, why_len, "%s: line %zu: %s", path, m->line, b);
+            else
+                gf__why(why, why_len, "%s: %s", path, b);
             rc = 2;
         }
     }
+    free(w.p);
     for (size_t i = 0; rc == 0 && i < n; i++)
         rc = add(ctx, es[i].name, es[i].name_len, labels[i], es[i].img_off, es[i].img_size);
-    free(win);
     free(labels);
     gf__sidecar_free(&sc);
     free(text);

@@ -13,7 +13,7 @@
  * image and label both lie wholly before it; the key the damage cut is
  * lost. Shards are scanned one after another in source order, so the kept
  * set is a function of the files alone, whatever the thread count. */
-#include "dataset_indexers.h"
+#include "dataset.h"
 
 #include "reader_internal.h"
 
@@ -227,6 +227,28 @@ static int add_sample(void *ctx, const char *name, size_t name_len, int32_t labe
     if (label > c->max_label)
         c->max_label = label;
     return 0;
+}
+
+int gf__dataset_member_check(const gf__dataset *ds, uint64_t i, const uint8_t *p, size_t n,
+                             char *why, size_t why_len)
+{
+    if (!ds->shard)
+        return 0;
+    const char *shard = ds->shard_paths[ds->shard[i]];
+    if (n < GF__TAR_BLOCK || n - GF__TAR_BLOCK != ds->data_len[i]) {
+        gf__why(why, why_len, "%s: %zu bytes read for a member of %u and its header", shard, n,
+                ds->data_len[i]);
+        return GF_ETRUNC;
+    }
+    /* The arena's "base.tar:member": the member's name after the base. */
+    const char *slash = strrchr(shard, '/');
+    const char *name = gf__dataset_path(ds, i) + strlen(slash ? slash + 1 : shard) + 1;
+    char reason[200];
+    int rc = gf__tar_member_check(p, name, strlen(name), ds->data_len[i], reason, sizeof reason);
+    if (rc < 0)
+        gf__why(why, why_len, "%s: offset %llu: %s", shard,
+                (unsigned long long)(ds->data_off[i] - GF__TAR_BLOCK), reason);
+    return rc;
 }
 
 /* gf_shard_index's sidecar: the lines of the samples the scan takes, in

@@ -342,6 +342,81 @@ static const char *image_kind(const uint8_t *h)
     return k == GF__MAGIC_NONE ? NULL : names[k];
 }
 
+int gf__tar_header_size(const uint8_t *h, uint64_t *size)
+{
+    uint64_t stored = 0, computed = 0;
+    return checksum_ok(h, &stored, &computed) > 0 && parse_number(h + 124, 12, size) == 0 ? 0
+                                                                                          : -1;
+}
+
+int gf__tar_member_check(const uint8_t *h, const char *name, size_t name_len, uint64_t size,
+                         char *why, size_t why_len)
+{
+    uint64_t stored = 0, computed = 0, hsize = 0;
+    if (checksum_ok(h, &stored, &computed) <= 0) {
+        gf__why(why, why_len, "the block before the member is no tar header (bad checksum): "
+                              "the index points elsewhere than the shard's member");
+        return GF_ECORRUPT;
+    }
+    char type = (char)h[156];
+    if (type == 'S') {
+        gf__why(why, why_len, "a GNU sparse member, not supported");
+        return GF_ECORRUPT;
+    }
+    if (type_problem(type)) {
+        gf__why(why, why_len, "the header before the member is of type '%c' (%s), not a "
+                              "regular file: the index points at another member",
+                (unsigned char)type >= 32 && (unsigned char)type < 127 ? type : '?',
+                type_problem(type));
+        return GF_ECORRUPT;
+    }
+    size_t nl = strnlen((const char *)h, 100), pl = 0;
+    if (memcmp(h + 257, "ustar\0", 6) == 0)
+        pl = strnlen((const char *)h + 345, 155);
+    char full[100 + 1 + 155 + 1];
+    memcpy(full, h + 345, pl);
+    if (pl)
+        full[pl++] = '/';
+    memcpy(full + pl, h, nl);
+    size_t fl = pl + nl;
+    full[fl] = '\0';
+    const char *f = full;
+    while (fl >= 2 && f[0] == '.' && f[1] == '/') {
+        f += 2, fl -= 2;
+        while (fl && f[0] == '/')
+            f++, fl--;
+    }
+    /* A longer name came from a pax or GNU header before this block;
+     * the block holds its first 100 bytes (Python's tarfile, GNU tar). */
+    int same = (fl == name_len && memcmp(f, name, fl) == 0) ||
+               (name_len > 100 && nl == 100 && memcmp(h, name, 100) == 0);
+    /* A name not in ASCII came from a pax path; tarfile writes the block's
+     * copy with '?' for each character: its ASCII ends must agree. */
+    size_t lead = 0, tail = 0;
+    while (lead < name_len && (unsigned char)name[lead] < 0x80)
+        lead++;
+    while (tail < name_len && (unsigned char)name[name_len - 1 - tail] < 0x80)
+        tail++;
+    if (!same && lead < name_len)
+        same = fl >= GF__MIN(lead, (size_t)100) && memcmp(f, name, GF__MIN(lead, fl)) == 0 &&
+               (nl == 100 || (fl >= tail && memcmp(f + fl - tail, name + name_len - tail,
+                                                   tail) == 0));
+    if (!same) {
+        gf__why(why, why_len, "the shard's header there names '%.*s', not '%.*s': the index "
+                              "points at another member",
+                (int)GF__MIN(fl, (size_t)80), f, (int)GF__MIN(name_len, (size_t)80), name);
+        return GF_ECORRUPT;
+    }
+    /* pax size= overrides the block's size only past 8 GiB, where an
+     * image member is no sample anyway. */
+    if (parse_number(h + 124, 12, &hsize) < 0 || hsize != size) {
+        gf__why(why, why_len, "the shard's header gives %llu bytes, the index %llu",
+                (unsigned long long)hsize, (unsigned long long)size);
+        return GF_ECORRUPT;
+    }
+    return 0;
+}
+
 int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_fn fn,
                  void *ctx, uint64_t *warnings, char *warning, size_t warning_len,
                  gf__tar_damage *dmg, char *why, size_t why_len)

@@ -156,14 +156,28 @@ START_TEST(members_are_found_with_offsets_sizes_and_labels)
     ck_assert_uint_eq(ds.data_off[2], oc);
     ck_assert_uint_eq(ds.skipped_members + ds.skipped_keys + ds.warnings, 0);
 
-    /* The extents read back the member bytes, by pread and by io_uring. */
+    /* The extents read back each member's header and bytes, by pread and
+     * by io_uring; the header is the member's. */
     gf__buf b = {0};
     const char *rel;
     uint64_t off, len;
     gf__dataset_extent(&ds, 1, &rel, &off, &len);
     ck_assert_int_eq(gf__read_range(ds.root_fd, rel, off, len, &b, 0, why, sizeof why), 0);
-    ck_assert_uint_eq(b.len, sizeof img_b);
-    ck_assert(memcmp(b.data, img_b, sizeof img_b) == 0);
+    ck_assert_uint_eq(b.len, GF__TAR_BLOCK + sizeof img_b);
+    ck_assert(memcmp(b.data + GF__TAR_BLOCK, img_b, sizeof img_b) == 0);
+    ck_assert_msg(gf__dataset_member_check(&ds, 1, b.data, b.len, why, sizeof why) == 0, "%s",
+                  why);
+    /* Another member's header is refused, naming the shard and the names. */
+    ck_assert_int_eq(gf__dataset_member_check(&ds, 0, b.data, b.len, why, sizeof why),
+                     GF_ETRUNC);
+    gf__dataset_extent(&ds, 0, &rel, &off, &len);
+    gf__buf a = {0};
+    ck_assert_int_eq(gf__read_range(ds.root_fd, rel, off, len, &a, 0, why, sizeof why), 0);
+    memcpy(a.data, b.data, GF__TAR_BLOCK);
+    ck_assert_int_eq(gf__dataset_member_check(&ds, 0, a.data, a.len, why, sizeof why),
+                     GF_ECORRUPT);
+    ck_assert_msg(strstr(why, p) && strstr(why, "'sub/b.png', not 'a.jpg'"), "%s", why);
+    gf__buf_free(&a);
     if (_i == URING_CASE) {
         gf__uring *u = NULL;
         ck_assert_int_eq(gf__uring_create(&u, 4, 1 << 20, why, sizeof why), 0);
@@ -173,8 +187,8 @@ START_TEST(members_are_found_with_offsets_sizes_and_labels)
         gf__read_done d;
         ck_assert_msg(reap_one(u, &d), "no completion after 10 s");
         ck_assert_int_eq(d.err, 0);
-        ck_assert_uint_eq(ub.len, sizeof img_a);
-        ck_assert(memcmp(ub.data, img_a, sizeof img_a) == 0);
+        ck_assert_uint_eq(ub.len, GF__TAR_BLOCK + sizeof img_a);
+        ck_assert(memcmp(ub.data + GF__TAR_BLOCK, img_a, sizeof img_a) == 0);
         gf__uring_destroy(u);
         gf__buf_free(&ub);
     }
@@ -629,7 +643,7 @@ START_TEST(brace_ranges_and_comma_lists_expand_in_order)
     gf__dataset_extent(&ds, 1, &rel, &off, &len);
     ck_assert_str_eq(rel, "s-002.tar");
     ck_assert_int_eq(gf__read_range(ds.root_fd, rel, off, len, &b, 0, why, sizeof why), 0);
-    ck_assert_uint_eq(b.len, 1);
+    ck_assert_uint_eq(b.len, GF__TAR_BLOCK + 1); /* header and member */
     gf__buf_free(&b);
     gf__dataset_close(&ds);
 
@@ -1092,9 +1106,10 @@ START_TEST(a_dali_sidecar_is_taken_and_labels_must_match_the_cls)
 END_TEST
 
 /* gf_shard_index's text (gpufeed index) is what a scan indexes: written
- * beside the shard, it is taken (a header spoiled afterwards is never
- * read) and gives the same samples, labels and places; it names every
- * member of a key and each label. A damaged shard gives no text. */
+ * beside the shard, it is taken and gives the same samples, labels and
+ * places; it names every member of a key and each label. A header
+ * spoiled afterwards is seen: the sidecar is not used, and the scan
+ * fails there. A damaged shard gives no text. */
 START_TEST(gf_shard_index_writes_the_sidecar_a_scan_would_match)
 {
     size_t off[3][3], size;
@@ -1119,10 +1134,6 @@ START_TEST(gf_shard_index_writes_the_sidecar_a_scan_would_match)
     char *idx = path_in("x.idx");
     tu_write_file(idx, text, len);
     gf_free(text);
-    int fd = open(p, O_WRONLY);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(pwrite(fd, "X", 1, (off_t)off[1][0] - 512 + 148), 1);
-    close(fd);
     ck_assert_msg(open_ds(&side, p, why, sizeof why) == 0, "%s", why);
     ck_assert_msg(side.warnings == 0, "%s", side.warning);
     ck_assert_uint_eq(side.n, scan.n);
@@ -1132,6 +1143,13 @@ START_TEST(gf_shard_index_writes_the_sidecar_a_scan_would_match)
         ck_assert_uint_eq(side.data_off[i], scan.data_off[i]);
         ck_assert_uint_eq(side.data_len[i], scan.data_len[i]);
     }
+    gf__dataset_close(&side);
+    int fd = open(p, O_WRONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, "X", 1, (off_t)off[1][0] - 512 + 148), 1);
+    close(fd);
+    ck_assert_int_eq(open_ds(&side, p, why, sizeof why), GF_EDATASET);
+    ck_assert_msg(strstr(why, "x.tar: offset") && strstr(why, "checksum"), "%s", why);
     /* the spoiled header: damaged, named, nothing to write */
     text = (char *)1;
     ck_assert_int_eq(gf_shard_index(p, &text, &len, &info, why, sizeof why), GF_EDATASET);
