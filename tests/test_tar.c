@@ -1262,6 +1262,66 @@ START_TEST(classes_txt_beside_the_shards_names_the_classes)
 }
 END_TEST
 
+/* Shards and sidecars as others write them (tests/wds_fixtures.py):
+ * webdataset's PAX shards and GNU long-name shards, DALI wds2idx's
+ * sidecars of 2021 (PAX: every offset 1,024 bytes too far) and of 2023
+ * (GNU long names: every offset at the long name), one that leaves a
+ * sample out, one whose images are the next key's. A right sidecar is
+ * taken; a wrong one is ignored with a warning naming it, and every
+ * sample gets its own label and bytes from the headers. */
+static const struct {
+    const char *name;
+    int right;
+} wds_cases[] = {
+    {"pax-right", 1}, {"gnu-right", 1}, {"gnu-2021", 1}, {"pax-2023", 1},
+    {"pax-2021", 0},  {"gnu-2023", 0},  {"pax-omit", 0}, {"pax-next", 0},
+};
+
+START_TEST(sidecars_others_write_are_taken_only_when_the_headers_agree)
+{
+    const char *script = getenv("GF_WDS_FIXTURES");
+    ck_assert_msg(script, "GF_WDS_FIXTURES (tests/wds_fixtures.py) is not set");
+    char cmd[8192], p[4200], why[512];
+    snprintf(cmd, sizeof cmd, "python3 '%s' '%s'", script, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    const char *name = wds_cases[_i].name;
+    snprintf(p, sizeof p, "%s/%s/expect", dir, name);
+    FILE *f = fopen(p, "r");
+    ck_assert_ptr_nonnull(f);
+    snprintf(p, sizeof p, "%s/%s/s.tar", dir, name);
+    gf__dataset ds;
+    ck_assert_msg(open_ds(&ds, p, why, sizeof why) == 0, "%s: %s", name, why);
+    if (wds_cases[_i].right)
+        ck_assert_msg(ds.warnings == 0, "%s: %s", name, ds.warning);
+    else
+        ck_assert_msg(ds.warnings == 1 && strstr(ds.warning, "s.idx") &&
+                          strstr(ds.warning, "index sidecar ignored"),
+                      "%s: %llu warnings: %s", name, (unsigned long long)ds.warnings,
+                      ds.warning);
+    ck_assert_uint_eq(ds.n, 8);
+    for (uint64_t i = 0; i < ds.n; i++) {
+        int label;
+        char hex[512];
+        ck_assert_int_eq(fscanf(f, "%d %511s", &label, hex), 2);
+        ck_assert_msg(ds.labels[i] == label, "%s: sample %llu: label %d, not %d", name,
+                      (unsigned long long)i, ds.labels[i], label);
+        void *data = NULL;
+        size_t len = 0;
+        ck_assert_msg(gf__dataset_read_sample(&ds, i, 0, &data, &len, why, sizeof why) == 0,
+                      "%s: %s", name, why);
+        ck_assert_uint_eq(len * 2, strlen(hex));
+        for (size_t k = 0; k < len; k++) {
+            unsigned byte;
+            ck_assert_int_eq(sscanf(hex + 2 * k, "%2x", &byte), 1);
+            ck_assert_uint_eq(((uint8_t *)data)[k], byte);
+        }
+        gf_free(data);
+    }
+    fclose(f);
+    gf__dataset_close(&ds);
+}
+END_TEST
+
 static Suite *tar_suite(void)
 {
     Suite *su = suite_create("tar");
@@ -1285,6 +1345,8 @@ static Suite *tar_suite(void)
     tcase_add_loop_test(tc, a_dali_sidecar_is_taken_and_labels_must_match_the_cls, 0, 2);
     tcase_add_test(tc, gf_shard_index_writes_the_sidecar_a_scan_would_match);
     tcase_add_test(tc, gf_shard_index_with_takes_zero_options_and_refuses_reserved_bytes);
+    tcase_add_loop_test(tc, sidecars_others_write_are_taken_only_when_the_headers_agree, 0,
+                        (int)(sizeof wds_cases / sizeof wds_cases[0]));
     suite_add_tcase(su, tc);
 
     tc = tcase_create("hostile");
