@@ -61,6 +61,14 @@ int gf__shard_index_fd(int fd, uint64_t size, const char *shard, char **text, si
  * GF_ENOMEM. Nothing else is checked (not the .tar suffix). */
 int gf__shards_expand(const char *src, gf__names *out, char *why, size_t why_len);
 
+/* dataset_shards.c: shards' labels name classes, and a set of n samples
+ * cannot mean more than max(n, GF__SHARD_CLASSES_MIN) of them: a label
+ * past that (one .cls or labels= of 2147483646 would make 2^31 class
+ * names) is GF_EDATASET with why = "SHARD: member 'NAME': label L ...". */
+#define GF__SHARD_CLASSES_MIN ((uint64_t)1 << 20)
+int gf__shard_labels_bounded(const gf__builder *b, char *const *shard_paths, char *why,
+                             size_t why_len);
+
 /* dataset_shards.c: the label in a .cls member's n bytes (decimal text,
  * whitespace around it allowed): NULL and *out, or why not. */
 const char *gf__parse_cls(const char *t, size_t n, int32_t *out);

@@ -337,6 +337,23 @@ static int flush_key(shard_scan *c)
     return add_sample(c, c->img, c->img_len, c->label, c->img_off, c->img_size);
 }
 
+int gf__shard_labels_bounded(const gf__builder *b, char *const *shard_paths, char *why,
+                             size_t why_len)
+{
+    uint64_t bound = b->n > GF__SHARD_CLASSES_MIN ? b->n : GF__SHARD_CLASSES_MIN;
+    for (size_t i = 0; i < b->n; i++)
+        if ((uint64_t)b->labels[i] >= bound) {
+            const char *path = b->arena + b->off[i], *colon = strchr(path, ':');
+            gf__why(why, why_len,
+                    "%s: member '%s': label %d is past any class of a set of %zu samples "
+                    "(labels are class numbers; at most %llu classes)",
+                    shard_paths[b->shard[i]], colon ? colon + 1 : path, (int)b->labels[i], b->n,
+                    (unsigned long long)bound);
+            return GF_EDATASET;
+        }
+    return 0;
+}
+
 /* The label in a .cls member: decimal text, surrounding whitespace allowed. */
 const char *gf__parse_cls(const char *t, size_t n, int32_t *out)
 {
@@ -594,6 +611,8 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged, 
                 ds->warning);
         rc = GF_EDATASET;
     }
+    if (rc == 0)
+        rc = gf__shard_labels_bounded(&b, ds->shard_paths, why, why_len);
     if (rc < 0) {
         gf__builder_free(&b);
         return rc;

@@ -1262,6 +1262,36 @@ START_TEST(classes_txt_beside_the_shards_names_the_classes)
 }
 END_TEST
 
+/* A label names a class: one past what the set's samples can mean (here
+ * 2147483646, which would make 2^31 class names) fails the open naming
+ * the shard, the member and the label, from a .cls and from labels=; a
+ * high label within the bound (a subset of a large set) is taken. */
+START_TEST(a_label_past_what_the_set_can_mean_is_refused_by_name)
+{
+    tw w = {0};
+    tw_text(&w, "a.jpg", "j");
+    tw_text(&w, "a.cls", "1");
+    tw_text(&w, "b.jpg", "j");
+    tw_text(&w, "b.cls", _i == 0 ? "2147483646" : "1048575");
+    tu_tar_end(&w);
+    char *p = tw_save(&w, "labels.tar");
+    gf__dataset ds;
+    char why[512];
+    int rc = open_ds(&ds, p, why, sizeof why);
+    if (_i == 1) {
+        ck_assert_msg(rc == 0, "%s", why);
+        ck_assert_int_eq(ds.n_classes, 1048576);
+    } else {
+        ck_assert_int_eq(rc, GF_EDATASET);
+        ck_assert_msg(strstr(why, p) && strstr(why, "member 'b.jpg'") &&
+                          strstr(why, "label 2147483646"),
+                      "%s", why);
+    }
+    gf__dataset_close(&ds);
+    free(p);
+}
+END_TEST
+
 /* Shards and sidecars as others write them (tests/wds_fixtures.py):
  * webdataset's PAX shards and GNU long-name shards, DALI wds2idx's
  * sidecars of 2021 (PAX: every offset 1,024 bytes too far) and of 2023
@@ -1332,6 +1362,7 @@ static Suite *tar_suite(void)
     tcase_add_test(tc, long_names_come_from_pax_gnu_and_the_ustar_prefix);
     tcase_add_test(tc, pax_size_base256_size_and_archive_ends_are_honoured);
     tcase_add_test(tc, keys_without_an_image_or_a_label_are_skipped);
+    tcase_add_loop_test(tc, a_label_past_what_the_set_can_mean_is_refused_by_name, 0, 2);
     tcase_add_test(tc, brace_ranges_and_comma_lists_expand_in_order);
     tcase_add_test(tc, classes_txt_beside_the_shards_names_the_classes);
     suite_add_tcase(su, tc);
