@@ -49,8 +49,16 @@ static void ds_warn(gf__dataset *ds, const char *fmt, ...)
     va_end(ap);
 }
 
+/* 1 if name[0, n) ends in a gzip'd tar's suffix (webdataset reads those). */
+static int gzip_suffix(const char *name, size_t n)
+{
+    return (n >= 7 && strncasecmp(name + n - 7, ".tar.gz", 7) == 0) ||
+           (n >= 4 && strncasecmp(name + n - 4, ".tgz", 4) == 0);
+}
+
 /* Commas outside braces separate elements; 1 if there is at least one and
- * every one ends in ".tar". */
+ * every one ends in ".tar" (or ".tar.gz"/".tgz": refused by name when
+ * opened, not read as a list file). */
 int gf__dataset_is_shards(const char *src)
 {
     int depth = 0;
@@ -63,7 +71,8 @@ int gf__dataset_is_shards(const char *src)
             depth--;
         if ((c == ',' && depth == 0) || c == '\0') {
             size_t el = i - start;
-            if (el < 4 || strncasecmp(src + i - 4, ".tar", 4) != 0)
+            if ((el < 4 || strncasecmp(src + i - 4, ".tar", 4) != 0) &&
+                !gzip_suffix(src + start, el))
                 return 0;
             start = i + 1;
         }
@@ -552,6 +561,14 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged, 
     shard_scan c = {.ds = ds, .b = &b, .max_label = -1, .why = why, .why_len = why_len};
     for (uint32_t k = 0; k < ds->n_shards && rc == 0; k++) {
         const char *path = sp[k];
+        if (gzip_suffix(path, strlen(path))) {
+            gf__why_path(why, why_len, path,
+                         "a gzip-compressed shard: gpufeed reads uncompressed tar shards "
+                         "only (it reads members at their offsets); decompress it first "
+                         "(gunzip -k, or zcat SHARD.tar.gz > SHARD.tar) and name the .tar");
+            rc = GF_EDATASET;
+            break;
+        }
         int fd = openat(ds->root_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         struct stat st;
         if (fd < 0 || fstat(fd, &st) != 0) {

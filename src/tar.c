@@ -477,6 +477,9 @@ int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_f
         const char *kind = pos == 0 && ck <= 0 ? image_kind(h) : NULL;
         if (kind)
             FAIL(GF_ECORRUPT, "not a tar archive: the file starts like %s image", kind);
+        if (pos == 0 && ck <= 0 && h[0] == 0x1f && h[1] == 0x8b)
+            FAIL(GF_ECORRUPT, "not a tar archive but a gzip-compressed one: gpufeed reads "
+                              "uncompressed shards only; decompress it first (gunzip)");
         if (ck < 0)
             FAIL(GF_ECORRUPT, "header checksum field is not octal");
         if (!ck)

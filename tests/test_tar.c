@@ -1262,6 +1262,26 @@ START_TEST(classes_txt_beside_the_shards_names_the_classes)
 }
 END_TEST
 
+/* gzip'd shards (webdataset reads them) are refused by name, saying how
+ * to decompress them, never read as a list file: by their suffix
+ * (.tar.gz, .tgz, in a pattern too) and, named .tar, by their magic. */
+START_TEST(gzip_compressed_shards_are_refused_by_name)
+{
+    uint8_t gz[1024] = {0x1f, 0x8b, 0x08, 0x00};
+    for (size_t i = 4; i < sizeof gz; i++)
+        gz[i] = (uint8_t)(i * 37 + 11);
+    static const char *const names[] = {"s.tar.gz", "s.tgz", "s-{0..1}.tar.gz", "s.tar"};
+    char *p = path_in(_i == 2 ? "s-0.tar.gz" : names[_i]);
+    tu_write_file(p, gz, sizeof gz);
+    char *src = path_in(names[_i]);
+    expect_error(src, "gzip-compressed", _i == 3 ? "s.tar: offset 0" : "decompress it");
+    if (_i < 3)
+        expect_error(src, p, "gunzip");
+    free(src);
+    free(p);
+}
+END_TEST
+
 /* A label names a class: one past what the set's samples can mean (here
  * 2147483646, which would make 2^31 class names) fails the open naming
  * the shard, the member and the label, from a .cls and from labels=; a
@@ -1384,6 +1404,7 @@ static Suite *tar_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, a_bad_checksum_names_the_shard_and_offset);
     tcase_add_test(tc, a_non_octal_size_is_an_error);
+    tcase_add_loop_test(tc, gzip_compressed_shards_are_refused_by_name, 0, 4);
     tcase_add_test(tc, a_size_past_the_end_of_the_file_is_an_error);
     tcase_add_test(tc, a_truncated_archive_is_an_error);
     tcase_add_test(tc, links_devices_fifos_and_directories_are_skipped_and_counted);
