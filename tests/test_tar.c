@@ -1262,6 +1262,33 @@ START_TEST(classes_txt_beside_the_shards_names_the_classes)
 }
 END_TEST
 
+/* GNU tar's sparse members (--sparse: type 'S' in its own format, pax
+ * GNU.sparse.* records in posix's) are skipped with a warning that says
+ * "sparse" and names them; the shard's other samples load. */
+START_TEST(sparse_members_are_skipped_as_sparse)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && printf J > a.jpg && truncate -s 1048576 a.jpg && printf K >> a.jpg && "
+             "printf 1 > a.cls && printf b > b.jpg && printf 0 > b.cls && "
+             "tar --format=%s --sparse -cf s.tar a.jpg a.cls b.jpg b.cls",
+             dir, _i == 0 ? "gnu" : "posix");
+    ck_assert_int_eq(system(cmd), 0);
+    char *p = path_in("s.tar");
+    gf__dataset ds;
+    char why[512];
+    ck_assert_msg(open_ds(&ds, p, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(ds.n, 1);
+    ck_assert_str_eq(gf__dataset_path(&ds, 0), "s.tar:b.jpg");
+    ck_assert_int_eq(ds.labels[0], 0);
+    ck_assert_uint_eq(ds.skipped_members, 1);
+    ck_assert_msg(strstr(ds.warning, "member 'a.jpg' skipped: a GNU sparse file"), "%s",
+                  ds.warning);
+    gf__dataset_close(&ds);
+    free(p);
+}
+END_TEST
+
 /* gzip'd shards (webdataset reads them) are refused by name, saying how
  * to decompress them, never read as a list file: by their suffix
  * (.tar.gz, .tgz, in a pattern too) and, named .tar, by their magic. */
@@ -1405,6 +1432,7 @@ static Suite *tar_suite(void)
     tcase_add_test(tc, a_bad_checksum_names_the_shard_and_offset);
     tcase_add_test(tc, a_non_octal_size_is_an_error);
     tcase_add_loop_test(tc, gzip_compressed_shards_are_refused_by_name, 0, 4);
+    tcase_add_loop_test(tc, sparse_members_are_skipped_as_sparse, 0, 2);
     tcase_add_test(tc, a_size_past_the_end_of_the_file_is_an_error);
     tcase_add_test(tc, a_truncated_archive_is_an_error);
     tcase_add_test(tc, links_devices_fifos_and_directories_are_skipped_and_counted);
