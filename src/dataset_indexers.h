@@ -47,8 +47,11 @@ struct gf_shard_index_info;
 int gf__remote_shard_index(const char *url, const char *ca_file, char **text, size_t *len,
                            struct gf_shard_index_info *info, char *why, size_t why_len);
 
-int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged, char *why,
-                            size_t why_len);
+/* bad_label_fails: a key whose .cls is no label fails the open (why =
+ * "SHARD: offset N: key 'K': reason"); else it is skipped, counted and
+ * kept in ds->label_skips. */
+int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged,
+                            int bad_label_fails, char *why, size_t why_len);
 /* dataset_shards.c: gf_shard_index's scan and sidecar text for the tar
  * shard of size bytes open at fd (a local file, or the memory file a
  * remote shard was fetched into), named shard in messages. */

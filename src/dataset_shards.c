@@ -186,6 +186,8 @@ typedef struct shard_scan {
     size_t img_len, img_cap;
     int has_img, has_cls;
     const char *bad;       /* why the key cannot be a sample */
+    int bad_label;         /* ... its .cls, which is no label */
+    int bad_label_fails;   /* then the open fails (on_error = fail) */
     uint64_t img_off, img_size, key_at;
     int32_t label;
     struct sidecar_out *out; /* gf_shard_index: the sidecar written instead
@@ -335,10 +337,23 @@ static int flush_key(shard_scan *c)
         c->bad = "no image member";
     if (!c->bad && !c->has_cls)
         c->bad = "no .cls member";
+    if (c->bad && c->bad_label && c->bad_label_fails) {
+        gf__why(c->why, c->why_len, "%s: offset %llu: key '%.80s': %s (on_error = fail)",
+                c->path, (unsigned long long)c->key_at, c->key, c->bad);
+        return GF_EDATASET;
+    }
     if (c->bad) {
-        c->ds->skipped_keys++;
-        ds_warn(c->ds, "%s: offset %llu: key '%.80s' skipped: %s", c->path,
+        gf__dataset *ds = c->ds;
+        ds->skipped_keys++;
+        ds_warn(ds, "%s: offset %llu: key '%.80s' skipped: %s", c->path,
                 (unsigned long long)c->key_at, c->key, c->bad);
+        if (c->bad_label && ds->n_label_skips < GF_RECENT_WARNINGS) {
+            gf_sample_error *e = &ds->label_skips[ds->n_label_skips++];
+            *e = (gf_sample_error){.sample = -1, .code = GF_ECORRUPT};
+            snprintf(e->path, sizeof e->path, "%s:%.*s", c->display, (int)c->key_len, c->key);
+            snprintf(e->reason, sizeof e->reason, "offset %llu: key skipped: %s",
+                     (unsigned long long)c->key_at, c->bad);
+        }
         return 0;
     }
     if (c->out)
@@ -414,6 +429,7 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
         c->open = 1;
         c->has_img = c->has_cls = 0;
         c->bad = NULL;
+        c->bad_label = 0;
         c->key_at = m->header_offset;
         c->key_members = 0;
         if (c->out)
@@ -432,7 +448,7 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
             return GF_ENOMEM;
         if (m->size > CLS_MAX) {
             if (!c->bad)
-                c->bad = ".cls over 64 bytes";
+                c->bad = ".cls over 64 bytes", c->bad_label = 1;
             return 0;
         }
         char text[CLS_MAX];
@@ -443,7 +459,7 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
         }
         const char *bad = gf__parse_cls(text, (size_t)m->size, &c->label);
         if (bad && !c->bad)
-            c->bad = bad;
+            c->bad = bad, c->bad_label = 1;
     } else if (gf__is_image_suffix(ext, ext_len)) {
         if (c->has_img) {
             c->ds->skipped_members++;
@@ -519,8 +535,8 @@ int gf__dataset_damage(const gf__dataset *ds, gf_sample_error *out, int max)
     return (int)n;
 }
 
-int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged, char *why,
-                            size_t why_len)
+int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged,
+                            int bad_label_fails, char *why, size_t why_len)
 {
     gf__names paths = {0};
     int rc = gf__shards_expand(src, &paths, why, why_len);
@@ -558,7 +574,8 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged, 
     ds->bytes += ds->n_shards * sizeof *ds->shard_ids;
 
     gf__builder b = {.ranged = 1};
-    shard_scan c = {.ds = ds, .b = &b, .max_label = -1, .why = why, .why_len = why_len};
+    shard_scan c = {.ds = ds, .b = &b, .max_label = -1, .why = why, .why_len = why_len,
+                    .bad_label_fails = bad_label_fails};
     for (uint32_t k = 0; k < ds->n_shards && rc == 0; k++) {
         const char *path = sp[k];
         if (gzip_suffix(path, strlen(path))) {

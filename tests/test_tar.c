@@ -1399,6 +1399,50 @@ START_TEST(sidecars_others_write_are_taken_only_when_the_headers_agree)
 }
 END_TEST
 
+/* A shard key skipped for a .cls that is no label ("-1") is a warning
+ * naming it (on_sample_warning, gf_recent_warnings), not only a count;
+ * under on_error = fail it fails gf_open, naming the shard and the key. */
+static int label_warnings;
+static void on_label_warning(void *user, int64_t sample, const char *path, int code,
+                             const char *reason)
+{
+    (void)user;
+    if (sample == -1 && code == GF_ECORRUPT && strcmp(path, "keys.tar:neg") == 0 &&
+        strstr(reason, "not a non-negative decimal integer"))
+        label_warnings++;
+}
+
+START_TEST(a_key_skipped_for_its_label_is_a_warning_or_under_fail_an_error)
+{
+    tw w = {0};
+    tw_text(&w, "good.jpg", "j");
+    tw_text(&w, "good.cls", "1");
+    tw_text(&w, "neg.jpg", "j");
+    tw_text(&w, "neg.cls", "-1");
+    tu_tar_end(&w);
+    char *p = tw_save(&w, "keys.tar");
+    gf_settings s;
+    settings(&s, p, GF_IO_POSIX);
+    s.on_sample_warning = on_label_warning;
+    label_warnings = 0;
+    gf_loader *l = NULL;
+    ck_assert_msg(gf_open(&l, &s) == 0, "%s", gf_last_error(l));
+    ck_assert_int_eq(label_warnings, 1);
+    gf_sample_error e[GF_RECENT_WARNINGS];
+    ck_assert_int_eq(gf_recent_warnings(l, e, GF_RECENT_WARNINGS), 1);
+    ck_assert_str_eq(e[0].path, "keys.tar:neg");
+    ck_assert_msg(strstr(e[0].reason, "key skipped: .cls is not"), "%s", e[0].reason);
+    gf_close(&l);
+    s.on_error = GF_ON_ERROR_FAIL;
+    ck_assert_int_eq(gf_open(&l, &s), GF_EDATASET);
+    ck_assert_msg(strstr(gf_last_error(l), p) && strstr(gf_last_error(l), "key 'neg'") &&
+                      strstr(gf_last_error(l), "on_error = fail"),
+                  "%s", gf_last_error(l));
+    gf_close(&l);
+    free(p);
+}
+END_TEST
+
 static Suite *tar_suite(void)
 {
     Suite *su = suite_create("tar");
@@ -1444,6 +1488,7 @@ static Suite *tar_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, shards_give_the_batches_of_the_same_images_as_a_folder, 0, 1);
     tcase_add_loop_test(tc, a_bad_member_is_reported_with_shard_and_member_name, 0, 1);
+    tcase_add_test(tc, a_key_skipped_for_its_label_is_a_warning_or_under_fail_an_error);
     suite_add_tcase(su, tc);
 
     tc = tu_uring_tcase("uring");
