@@ -171,7 +171,36 @@ typedef struct window {
     int fd;
     uint64_t file_size, off, len;
     uint8_t *p; /* WINDOW bytes */
+    /* the key of the last member the sidecar does not list, and whether
+     * an image and a .cls of it went unlisted */
+    char key[101];
+    int unlisted_img, unlisted_cls;
 } window;
+
+/* A regular member the sidecar does not list: fine (a key that is no
+ * sample, as a scan skips it: an image without .cls, a stray .json)
+ * unless its key has both an image and a .cls unlisted: a sample left
+ * out. 0, or -1 for that. */
+static int unlisted(window *w, const uint8_t *h)
+{
+    size_t n = strnlen((const char *)h, 100);
+    const char *name = (const char *)h, *slash = memrchr(name, '/', n);
+    const char *base = slash ? slash + 1 : name;
+    const char *dot = memchr(base, '.', (size_t)(name + n - base));
+    if (!dot)
+        return 0;
+    size_t kl = (size_t)(dot - name), el = (size_t)(name + n - dot - 1);
+    if (strlen(w->key) != kl || memcmp(w->key, name, kl) != 0) {
+        memcpy(w->key, name, kl);
+        w->key[kl] = '\0';
+        w->unlisted_img = w->unlisted_cls = 0;
+    }
+    if (el == 3 && strncasecmp(dot + 1, "cls", 3) == 0)
+        w->unlisted_cls = 1;
+    else if (gf__is_image_suffix(dot + 1, el))
+        w->unlisted_img = 1;
+    return w->unlisted_img && w->unlisted_cls ? -1 : 0;
+}
 
 /* [off, off + n) of the shard (n <= WINDOW), or NULL past its end or on
  * a failed read. */
@@ -190,10 +219,10 @@ static const uint8_t *window_get(window *w, uint64_t off, size_t n)
     return w->p + (off - w->off);
 }
 
-/* From *pos to the header at `to`: only metadata headers (pax, GNU long
- * name or link) and entries without data (directories, links) may lie
- * between, else the sidecar left a member out or points elsewhere. At
- * the end (tail): to the shard's end or its zero blocks. NULL or why. */
+/* From *pos to the header at `to`: what lies between must be headers,
+ * and no key of a sample (an image and a .cls) the sidecar left out;
+ * else the sidecar points elsewhere or left a sample out. At the end
+ * (tail): to the shard's end or its zero blocks. NULL or why. */
 static const char *walk_to(window *w, uint64_t *pos, uint64_t to, int tail)
 {
     while (*pos < to) {
@@ -213,8 +242,11 @@ static const char *walk_to(window *w, uint64_t *pos, uint64_t to, int tail)
         int no_data = type >= '1' && type <= '6';
         if (zero || gf__tar_header_size(h, &size) < 0)
             return "a block between members that is no tar header";
-        if (!(meta || no_data) || size > GF__TAR_PAX_MAX)
-            return "the shard has a member there that the sidecar does not list";
+        if (!(meta || no_data) && unlisted(w, h) < 0)
+            return "the shard has a sample there (an image and a .cls) that the sidecar "
+                   "does not list";
+        if (meta && size > GF__TAR_PAX_MAX)
+            return "a metadata header over 1 MiB between members";
         *pos += BLOCK + (no_data ? 0 : (size + BLOCK - 1) / BLOCK * BLOCK);
     }
     return *pos == to || tail ? NULL : "member offsets do not follow the shard's headers";
@@ -439,6 +471,8 @@ int gf__shard_sidecar_read(int root_fd, const char *shard_path, int shard_fd,
             b = reason;
         if (!b && m) {
             pos = m->off + (m->size + BLOCK - 1) / BLOCK * BLOCK;
+            w.key[0] = '\0'; /* a listed member ends the unlisted key */
+            w.unlisted_img = w.unlisted_cls = 0;
             size_t e_at = m->line - 2; /* its line's entry: line 2 is the first */
             if (es[e_at].cls_off == m->off) {
                 const uint8_t *t = window_get(&w, m->off, (size_t)m->size);

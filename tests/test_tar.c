@@ -1309,6 +1309,39 @@ START_TEST(gzip_compressed_shards_are_refused_by_name)
 }
 END_TEST
 
+/* gf_shard_index leaves out the members of keys a scan skips (an image
+ * without .cls, a stray file): its sidecar is still taken, as the
+ * headers between its members are no sample. */
+START_TEST(a_sidecar_is_taken_beside_keys_that_are_no_sample)
+{
+    tw w = {0};
+    tw_text(&w, "a.jpg", "j");
+    tw_text(&w, "a.cls", "1");
+    tw_text(&w, "nocls.jpg", "j");
+    tw_text(&w, "README", "stray");
+    tw_text(&w, "b.jpg", "j");
+    tw_text(&w, "b.cls", "0");
+    tw_text(&w, "tail.json", "{}");
+    tu_tar_end(&w);
+    char *p = tw_save(&w, "k.tar");
+    char *text = NULL, why[512];
+    size_t len = 0;
+    gf_shard_index_info info;
+    ck_assert_msg(gf_shard_index(p, &text, &len, &info, why, sizeof why) == 0, "%s", why);
+    char *idx = path_in("k.idx");
+    tu_write_file(idx, text, len);
+    gf_free(text);
+    gf__dataset ds;
+    ck_assert_msg(open_ds(&ds, p, why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(ds.warnings == 0, "%s", ds.warning);
+    ck_assert_uint_eq(ds.n, 2);
+    ck_assert_int_eq(ds.labels[1], 0);
+    gf__dataset_close(&ds);
+    free(idx);
+    free(p);
+}
+END_TEST
+
 /* A label names a class: one past what the set's samples can mean (here
  * 2147483646, which would make 2^31 class names) fails the open naming
  * the shard, the member and the label, from a .cls and from labels=; a
@@ -1467,6 +1500,7 @@ static Suite *tar_suite(void)
     tcase_add_loop_test(tc, a_dali_sidecar_is_taken_and_labels_must_match_the_cls, 0, 2);
     tcase_add_test(tc, gf_shard_index_writes_the_sidecar_a_scan_would_match);
     tcase_add_test(tc, gf_shard_index_with_takes_zero_options_and_refuses_reserved_bytes);
+    tcase_add_test(tc, a_sidecar_is_taken_beside_keys_that_are_no_sample);
     tcase_add_loop_test(tc, sidecars_others_write_are_taken_only_when_the_headers_agree, 0,
                         (int)(sizeof wds_cases / sizeof wds_cases[0]));
     suite_add_tcase(su, tc);
