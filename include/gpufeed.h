@@ -144,6 +144,11 @@ typedef enum gf_on_error {
     GF_ON_ERROR_SKIP = 0, /* count it, fill the batch with later samples */
     GF_ON_ERROR_FAIL = 1, /* gf_next() returns the sample's error */
 } gf_on_error;
+/* A tar shard key whose .cls is no label ("-1", "x", over 64 bytes) is
+ * skipped under SKIP, counted (shard_keys_skipped) and a warning
+ * (on_sample_warning and gf_recent_warnings: sample -1, GF_ECORRUPT, path
+ * "shard.tar:key"); under FAIL gf_open fails with GF_EDATASET naming the
+ * shard and the key. */
 
 /* What a damaged tar shard does at gf_open (a shard that is zero bytes,
  * has no member, is not a tar, or whose walk meets a bad header, a member

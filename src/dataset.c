@@ -84,7 +84,8 @@ int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset
     struct stat st;
     if (gf__dataset_is_shards(source) &&
         !(strpbrk(source, ",{") == NULL && stat(source, &st) == 0 && S_ISDIR(st.st_mode))) {
-        int rc = gf__dataset_open_shards(ds, source, opts->shard_skip, why, why_len);
+        int rc = gf__dataset_open_shards(ds, source, opts->shard_skip, opts->bad_label_fails, why,
+                                         why_len);
         if (rc == GF_ENOMEM)
             gf__why_path(why, why_len, source, "out of memory while indexing");
         if (rc < 0)
@@ -106,7 +107,8 @@ int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset
         char *pattern = NULL;
         rc = gf__prepared_pattern(source, &pattern, why, why_len);
         if (rc > 0)
-            rc = gf__dataset_open_shards(ds, pattern, opts->shard_skip, why, why_len);
+            rc = gf__dataset_open_shards(ds, pattern, opts->shard_skip, opts->bad_label_fails,
+                                         why, why_len);
         else if (rc == 0)
             rc = gf__dataset_open_folder(ds, source, opts, why, why_len);
         free(pattern);

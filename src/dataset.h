@@ -4,6 +4,7 @@
 #define GF_DATASET_H
 
 #include "dataset_indexers.h" /* and the table, dataset_builder.h */
+#include "tar.h"
 
 /* GF_EXT_TORCHVISION, GF_FOLDER_MAX_DEPTH, GF_FOLDER_MAX_ENTRIES, shard_skip 0. */
 void gf__dataset_default_opts(gf__dataset_opts *o);
@@ -100,20 +101,30 @@ int gf__dataset_read_sample(const gf__dataset *ds, uint64_t index, size_t max_by
 
 /* Where sample i's bytes are: *len bytes at *off of *rel (relative to root_fd), for
  * gf__read_range and gf__uring_submit_range (*len GF__WHOLE_FILE, i.e.
- * UINT64_MAX: the whole file, for folders and lists). */
+ * UINT64_MAX: the whole file, for folders and lists). A shard member's
+ * range starts with its header block (GF__TAR_BLOCK bytes, in the same
+ * read): gf__dataset_member_check checks it before the bytes after it
+ * are used. */
 static inline void gf__dataset_extent(const gf__dataset *ds, uint64_t i, const char **rel,
                                       uint64_t *off, uint64_t *len)
 {
     if (ds->shard) {
         *rel = ds->shard_paths[ds->shard[i]];
-        *off = ds->data_off[i];
-        *len = ds->data_len[i];
+        *off = ds->data_off[i] - GF__TAR_BLOCK; /* a member has a header */
+        *len = ds->data_len[i] + GF__TAR_BLOCK;
     } else {
         *rel = gf__dataset_path(ds, i);
         *off = 0;
         *len = UINT64_MAX;
     }
 }
+
+/* Shard sample i's n bytes read from gf__dataset_extent's range (p: its
+ * header block, then the member): 0 if the header announces the member
+ * the index says (name, size, a regular file), else GF_ECORRUPT with why
+ * = "SHARD: what disagreed" (dataset_shards.c). Folders and lists: 0. */
+int gf__dataset_member_check(const gf__dataset *ds, uint64_t i, const uint8_t *p, size_t n,
+                             char *why, size_t why_len);
 
 /* What sample i's file must still be (its shard as indexed), or NULL
  * for folders and lists (gf__dataset_file_seen). */

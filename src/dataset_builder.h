@@ -66,6 +66,10 @@ typedef struct gf__dataset {
      * warnings (those two and archive oddities; for an ImageFolder the
      * entries left out by name, named_skips); the first in `warning`. */
     uint64_t skipped_members, skipped_keys, warnings;
+    /* Shard keys skipped for their .cls (no label): the first ones, for the
+     * loader to report as warnings at open (path "shard.tar:key"). */
+    gf_sample_error label_skips[GF_RECENT_WARNINGS];
+    int n_label_skips;
     char warning[256];
     /* ImageFolder: directories walked, and those reached again (a loop or
      * a second link) and not walked twice. */
@@ -99,6 +103,8 @@ typedef struct gf__dataset_opts {
                              set whose every shard is damaged opens empty
                              (n = 0, why says so) for the caller to report
                              the damage before it fails */
+    int bad_label_fails;  /* tar shards: a key whose .cls is no label fails
+                             the open (on_error = fail), else it is skipped */
 } gf__dataset_opts;
 
 /* Label limit: n_classes = max label + 1 must fit in an int. */

@@ -47,8 +47,11 @@ struct gf_shard_index_info;
 int gf__remote_shard_index(const char *url, const char *ca_file, char **text, size_t *len,
                            struct gf_shard_index_info *info, char *why, size_t why_len);
 
-int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged, char *why,
-                            size_t why_len);
+/* bad_label_fails: a key whose .cls is no label fails the open (why =
+ * "SHARD: offset N: key 'K': reason"); else it is skipped, counted and
+ * kept in ds->label_skips. */
+int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged,
+                            int bad_label_fails, char *why, size_t why_len);
 /* dataset_shards.c: gf_shard_index's scan and sidecar text for the tar
  * shard of size bytes open at fd (a local file, or the memory file a
  * remote shard was fetched into), named shard in messages. */
@@ -60,6 +63,14 @@ int gf__shard_index_fd(int fd, uint64_t size, const char *shard, char **text, si
  * past that, or a bad range, GF_EDATASET with why = "src: reason";
  * GF_ENOMEM. Nothing else is checked (not the .tar suffix). */
 int gf__shards_expand(const char *src, gf__names *out, char *why, size_t why_len);
+
+/* dataset_shards.c: shards' labels name classes, and a set of n samples
+ * cannot mean more than max(n, GF__SHARD_CLASSES_MIN) of them: a label
+ * past that (one .cls or labels= of 2147483646 would make 2^31 class
+ * names) is GF_EDATASET with why = "SHARD: member 'NAME': label L ...". */
+#define GF__SHARD_CLASSES_MIN ((uint64_t)1 << 20)
+int gf__shard_labels_bounded(const gf__builder *b, char *const *shard_paths, char *why,
+                             size_t why_len);
 
 /* dataset_shards.c: the label in a .cls member's n bytes (decimal text,
  * whitespace around it allowed): NULL and *out, or why not. */
@@ -80,9 +91,18 @@ typedef struct gf__sidecar_entry {
     int32_t label;              /* labels='s value for this line; -1 without labels= */
 } gf__sidecar_entry;
 
+/* Every member a sidecar lists (each line's, in file order). */
+typedef struct gf__sidecar_member {
+    const char *name; /* into the text, not NUL-terminated */
+    size_t name_len, line;
+    uint64_t off, size;
+} gf__sidecar_member;
+
 typedef struct gf__sidecar {
     gf__sidecar_entry *e; /* n of them; gf__sidecar_free */
     size_t n;
+    gf__sidecar_member *m; /* n_members of them, in file order */
+    size_t n_members, members_cap;
     int64_t shard_bytes;  /* the recorded size (shard_bytes=), -1 if none */
     int labelled;         /* 1: labels= gave every entry's label */
 } gf__sidecar;
@@ -101,6 +121,10 @@ void gf__sidecar_free(gf__sidecar *sc);
 /* dataset_shard_sidecar.c: shard_path's samples from its index sidecar
  * (the .tar's name with .idx: DALI wds2idx's v1.2 text) when it matches
  * the shard (shard_fd, shard_st), each passed to add in file order.
+ * Matching is read off the shard's headers, alongside the .cls reads: each
+ * listed member's header names it with its size, and between them lie
+ * only metadata headers (pax, GNU long names) and data-less entries, so
+ * a sidecar that points anywhere else or leaves a member out is not used.
  * Returns 0 (all added), 1 (no sidecar), 2 (a sidecar that does not
  * match, why = "PATH: line N: reason"; nothing added), GF_ENOMEM, or
  * what add returned. */

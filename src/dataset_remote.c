@@ -205,6 +205,8 @@ static int index_shards(gf__dataset *ds, const char *src, sidecars *s, char *why
                 ds->n_shards);
         rc = GF_EDATASET;
     }
+    if (rc == 0)
+        rc = gf__shard_labels_bounded(&b, ds->shard_paths, why, why_len);
     if (rc < 0) {
         gf__builder_free(&b);
         return rc;

@@ -13,7 +13,7 @@
  * image and label both lie wholly before it; the key the damage cut is
  * lost. Shards are scanned one after another in source order, so the kept
  * set is a function of the files alone, whatever the thread count. */
-#include "dataset_indexers.h"
+#include "dataset.h"
 
 #include "reader_internal.h"
 
@@ -49,8 +49,16 @@ static void ds_warn(gf__dataset *ds, const char *fmt, ...)
     va_end(ap);
 }
 
+/* 1 if name[0, n) ends in a gzip'd tar's suffix (webdataset reads those). */
+static int gzip_suffix(const char *name, size_t n)
+{
+    return (n >= 7 && strncasecmp(name + n - 7, ".tar.gz", 7) == 0) ||
+           (n >= 4 && strncasecmp(name + n - 4, ".tgz", 4) == 0);
+}
+
 /* Commas outside braces separate elements; 1 if there is at least one and
- * every one ends in ".tar". */
+ * every one ends in ".tar" (or ".tar.gz"/".tgz": refused by name when
+ * opened, not read as a list file). */
 int gf__dataset_is_shards(const char *src)
 {
     int depth = 0;
@@ -63,7 +71,8 @@ int gf__dataset_is_shards(const char *src)
             depth--;
         if ((c == ',' && depth == 0) || c == '\0') {
             size_t el = i - start;
-            if (el < 4 || strncasecmp(src + i - 4, ".tar", 4) != 0)
+            if ((el < 4 || strncasecmp(src + i - 4, ".tar", 4) != 0) &&
+                !gzip_suffix(src + start, el))
                 return 0;
             start = i + 1;
         }
@@ -177,6 +186,8 @@ typedef struct shard_scan {
     size_t img_len, img_cap;
     int has_img, has_cls;
     const char *bad;       /* why the key cannot be a sample */
+    int bad_label;         /* ... its .cls, which is no label */
+    int bad_label_fails;   /* then the open fails (on_error = fail) */
     uint64_t img_off, img_size, key_at;
     int32_t label;
     struct sidecar_out *out; /* gf_shard_index: the sidecar written instead
@@ -227,6 +238,28 @@ static int add_sample(void *ctx, const char *name, size_t name_len, int32_t labe
     if (label > c->max_label)
         c->max_label = label;
     return 0;
+}
+
+int gf__dataset_member_check(const gf__dataset *ds, uint64_t i, const uint8_t *p, size_t n,
+                             char *why, size_t why_len)
+{
+    if (!ds->shard)
+        return 0;
+    const char *shard = ds->shard_paths[ds->shard[i]];
+    if (n < GF__TAR_BLOCK || n - GF__TAR_BLOCK != ds->data_len[i]) {
+        gf__why(why, why_len, "%s: %zu bytes read for a member of %u and its header", shard, n,
+                ds->data_len[i]);
+        return GF_ETRUNC;
+    }
+    /* The arena's "base.tar:member": the member's name after the base. */
+    const char *slash = strrchr(shard, '/');
+    const char *name = gf__dataset_path(ds, i) + strlen(slash ? slash + 1 : shard) + 1;
+    char reason[200];
+    int rc = gf__tar_member_check(p, name, strlen(name), ds->data_len[i], reason, sizeof reason);
+    if (rc < 0)
+        gf__why(why, why_len, "%s: offset %llu: %s", shard,
+                (unsigned long long)(ds->data_off[i] - GF__TAR_BLOCK), reason);
+    return rc;
 }
 
 /* gf_shard_index's sidecar: the lines of the samples the scan takes, in
@@ -304,15 +337,45 @@ static int flush_key(shard_scan *c)
         c->bad = "no image member";
     if (!c->bad && !c->has_cls)
         c->bad = "no .cls member";
+    if (c->bad && c->bad_label && c->bad_label_fails) {
+        gf__why(c->why, c->why_len, "%s: offset %llu: key '%.80s': %s (on_error = fail)",
+                c->path, (unsigned long long)c->key_at, c->key, c->bad);
+        return GF_EDATASET;
+    }
     if (c->bad) {
-        c->ds->skipped_keys++;
-        ds_warn(c->ds, "%s: offset %llu: key '%.80s' skipped: %s", c->path,
+        gf__dataset *ds = c->ds;
+        ds->skipped_keys++;
+        ds_warn(ds, "%s: offset %llu: key '%.80s' skipped: %s", c->path,
                 (unsigned long long)c->key_at, c->key, c->bad);
+        if (c->bad_label && ds->n_label_skips < GF_RECENT_WARNINGS) {
+            gf_sample_error *e = &ds->label_skips[ds->n_label_skips++];
+            *e = (gf_sample_error){.sample = -1, .code = GF_ECORRUPT};
+            snprintf(e->path, sizeof e->path, "%s:%.*s", c->display, (int)c->key_len, c->key);
+            snprintf(e->reason, sizeof e->reason, "offset %llu: key skipped: %s",
+                     (unsigned long long)c->key_at, c->bad);
+        }
         return 0;
     }
     if (c->out)
         return emit_line(c);
     return add_sample(c, c->img, c->img_len, c->label, c->img_off, c->img_size);
+}
+
+int gf__shard_labels_bounded(const gf__builder *b, char *const *shard_paths, char *why,
+                             size_t why_len)
+{
+    uint64_t bound = b->n > GF__SHARD_CLASSES_MIN ? b->n : GF__SHARD_CLASSES_MIN;
+    for (size_t i = 0; i < b->n; i++)
+        if ((uint64_t)b->labels[i] >= bound) {
+            const char *path = b->arena + b->off[i], *colon = strchr(path, ':');
+            gf__why(why, why_len,
+                    "%s: member '%s': label %d is past any class of a set of %zu samples "
+                    "(labels are class numbers; at most %llu classes)",
+                    shard_paths[b->shard[i]], colon ? colon + 1 : path, (int)b->labels[i], b->n,
+                    (unsigned long long)bound);
+            return GF_EDATASET;
+        }
+    return 0;
 }
 
 /* The label in a .cls member: decimal text, surrounding whitespace allowed. */
@@ -366,6 +429,7 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
         c->open = 1;
         c->has_img = c->has_cls = 0;
         c->bad = NULL;
+        c->bad_label = 0;
         c->key_at = m->header_offset;
         c->key_members = 0;
         if (c->out)
@@ -384,7 +448,7 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
             return GF_ENOMEM;
         if (m->size > CLS_MAX) {
             if (!c->bad)
-                c->bad = ".cls over 64 bytes";
+                c->bad = ".cls over 64 bytes", c->bad_label = 1;
             return 0;
         }
         char text[CLS_MAX];
@@ -395,7 +459,7 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
         }
         const char *bad = gf__parse_cls(text, (size_t)m->size, &c->label);
         if (bad && !c->bad)
-            c->bad = bad;
+            c->bad = bad, c->bad_label = 1;
     } else if (gf__is_image_suffix(ext, ext_len)) {
         if (c->has_img) {
             c->ds->skipped_members++;
@@ -471,8 +535,8 @@ int gf__dataset_damage(const gf__dataset *ds, gf_sample_error *out, int max)
     return (int)n;
 }
 
-int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged, char *why,
-                            size_t why_len)
+int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged,
+                            int bad_label_fails, char *why, size_t why_len)
 {
     gf__names paths = {0};
     int rc = gf__shards_expand(src, &paths, why, why_len);
@@ -510,9 +574,18 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged, 
     ds->bytes += ds->n_shards * sizeof *ds->shard_ids;
 
     gf__builder b = {.ranged = 1};
-    shard_scan c = {.ds = ds, .b = &b, .max_label = -1, .why = why, .why_len = why_len};
+    shard_scan c = {.ds = ds, .b = &b, .max_label = -1, .why = why, .why_len = why_len,
+                    .bad_label_fails = bad_label_fails};
     for (uint32_t k = 0; k < ds->n_shards && rc == 0; k++) {
         const char *path = sp[k];
+        if (gzip_suffix(path, strlen(path))) {
+            gf__why_path(why, why_len, path,
+                         "a gzip-compressed shard: gpufeed reads uncompressed tar shards "
+                         "only (it reads members at their offsets); decompress it first "
+                         "(gunzip -k, or zcat SHARD.tar.gz > SHARD.tar) and name the .tar");
+            rc = GF_EDATASET;
+            break;
+        }
         int fd = openat(ds->root_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         struct stat st;
         if (fd < 0 || fstat(fd, &st) != 0) {
@@ -572,6 +645,8 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged, 
                 ds->warning);
         rc = GF_EDATASET;
     }
+    if (rc == 0)
+        rc = gf__shard_labels_bounded(&b, ds->shard_paths, why, why_len);
     if (rc < 0) {
         gf__builder_free(&b);
         return rc;

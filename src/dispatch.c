@@ -12,11 +12,14 @@
 void gf__read_req_of(gf_loader *l, uint64_t sample, gf__read_req *r)
 {
     gf__dataset_extent(&l->ds, sample, &r->rel, &r->off, &r->len);
+    /* A member's range has its header first: the cap is on the member. */
+    size_t header = l->ds.shard ? GF__TAR_BLOCK : 0, max = l->s.max_file_bytes;
     r->o = (gf__read_opts){
-        .max_bytes = l->s.max_file_bytes,
+        .max_bytes = max && max <= SIZE_MAX - header ? max + header : max,
         .budget = &l->budget,
         /* A .tga has no magic: nothing to sniff. */
-        .flags = gf__name_is_tga(gf__dataset_path(&l->ds, sample)) ? 0 : GF__READ_SNIFF,
+        .flags = (gf__name_is_tga(gf__dataset_path(&l->ds, sample)) ? 0 : GF__READ_SNIFF) |
+                 (header ? GF__READ_TAR_HEADER : 0),
         .expect = gf__dataset_file_id(&l->ds, sample),
         .seen = gf__dataset_file_seen(&l->ds, sample)};
 }

@@ -224,6 +224,25 @@ static void report_damaged_shards(gf_loader *l)
     }
 }
 
+/* Each shard key skipped for a .cls that is no label (the first few): a
+ * warning, as on_sample_warning and gf_recent_warnings give them (sample
+ * -1: the key is no sample), on gf_open's thread. */
+static void report_label_skips(gf_loader *l)
+{
+    for (int i = 0; i < l->ds.n_label_skips; i++) {
+        const gf_sample_error *e = &l->ds.label_skips[i];
+        if (l->s.on_sample_warning)
+            l->s.on_sample_warning(l->s.on_sample_warning_user, e->sample, e->path, e->code,
+                                   e->reason);
+        pthread_mutex_lock(&l->mu);
+        l->warnings[l->warnings_at] = *e;
+        l->warnings_at = (l->warnings_at + 1) % GF_RECENT_WARNINGS;
+        if (l->n_warnings < GF_RECENT_WARNINGS)
+            l->n_warnings++;
+        pthread_mutex_unlock(&l->mu);
+    }
+}
+
 /* The samples gf_open_samples was given, or none: gf_open indexes s->data. */
 typedef struct sample_arrays {
     const char *const *paths;
@@ -293,6 +312,7 @@ static int open_loader(gf_loader **out, const gf_settings *s, const sample_array
     gf__dataset_default_opts(&dopts);
     dopts.extensions = s->extensions;
     dopts.shard_skip = gf__shard_skip_of(s) ? 2 : 0;
+    dopts.bad_label_fails = s->on_error == GF_ON_ERROR_FAIL;
     dopts.ca_file = s->ca_file;
     if (given)
         rc = gf__dataset_open_samples(&l->ds, l->s.data, given->paths, given->labels, given->n,
@@ -302,6 +322,7 @@ static int open_loader(gf_loader **out, const gf_settings *s, const sample_array
     if (rc < 0)
         return gf__fail(l, rc, "%s", why);
     report_damaged_shards(l);
+    report_label_skips(l);
     if (l->ds.n == 0) /* every shard damaged: reported, then refused */
         return gf__fail(l, GF_EDATASET, "%s", why);
     rc = gf__sampler_init(&l->sampler, l->ds.n, s->seed, s->shuffle, (uint32_t)l->s.rank,

@@ -483,7 +483,8 @@ int gf__read_sample(int root_fd, const char *rel, uint64_t offset, uint64_t leng
     if (!err)
         err = pread_part(fd, b, 0, first, size, base, ranged, nowait, why, why_len);
     if (!err && first < size) {
-        err = gf__sniff_refuses(b->data, first, why, why_len);
+        size_t skip = gf__sniff_skip(o->flags);
+        err = gf__sniff_refuses(b->data + skip, first - skip, why, why_len);
         kept = first; /* unless waiting for the budget drops it */
         if (!err)
             err = gf__buf_reserve(b, size, &kept, max, o->budget, !nowait, &waited, why,

@@ -94,7 +94,9 @@ void gf__budget_stats(gf__budget *g, uint64_t *peak, uint64_t *waits);
  * The caller leaves it out for a name ending in .tga (no magic). NOWAIT:
  * read only what the page cache holds (preadv2 RWF_NOWAIT), never waiting
  * for the disk or the budget: GF__READ_UNCACHED when it would have. */
-enum { GF__READ_SNIFF = 1, GF__READ_NOWAIT = 2 };
+/* TAR_HEADER: the range starts with the member's 512-byte tar header
+ * block (its caller checks it): SNIFF looks at the bytes after it. */
+enum { GF__READ_SNIFF = 1, GF__READ_NOWAIT = 2, GF__READ_TAR_HEADER = 4 };
 
 /* gf__read_sample under GF__READ_NOWAIT: not every byte was in the page
  * cache (or the budget, or the kernel's RWF_NOWAIT, said no); nothing is

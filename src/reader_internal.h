@@ -47,9 +47,15 @@ int gf__buf_reserve(gf__buf *b, size_t need, size_t *keep, size_t max_bytes, gf_
                     int wait, int *waited, char *why, size_t why_len);
 
 /* Bytes to read first of a size-byte file under flags. */
+static inline size_t gf__sniff_skip(unsigned flags)
+{
+    return flags & GF__READ_TAR_HEADER ? 512 : 0; /* the header block first */
+}
+
 static inline size_t gf__first_part(size_t size, unsigned flags)
 {
-    return (flags & GF__READ_SNIFF) && size > GF__SNIFF_BYTES ? GF__SNIFF_BYTES : size;
+    size_t first = gf__sniff_skip(flags) + GF__SNIFF_BYTES;
+    return (flags & GF__READ_SNIFF) && size > first ? first : size;
 }
 
 /* GF_EFORMAT with why if p[0, n) starts like no image the decoder knows;

@@ -406,7 +406,9 @@ static int on_cqe(gf__uring *u, uint32_t i, int res)
             goto finished;
         if (r->off >= r->part_end) {
             /* The first part is in: an image's, or the file is refused. */
-            if ((r->err = gf__sniff_refuses(r->buf->data, r->off, r->why, sizeof r->why)))
+            size_t skip = gf__sniff_skip(r->flags);
+            if ((r->err = gf__sniff_refuses(r->buf->data + skip, r->off - skip, r->why,
+                                            sizeof r->why)))
                 goto finished;
             r->part_end = r->size;
             int rc = start_part(u, i);

@@ -237,8 +237,9 @@ static bool room_for_one(struct gf__remote_read *r)
 static gf__job view_job(gf_loader *l, gf__slot *sl, int c, const rshard *s, uint64_t sample)
 {
     gf__job j = gf__decode_job(l, sl, c, NULL);
-    j.decode.bytes = s->buf.data + l->ds.data_off[sample];
-    j.decode.n_bytes = l->ds.data_len[sample];
+    /* With its header block, as every member read: run_decode checks it. */
+    j.decode.bytes = s->buf.data + l->ds.data_off[sample] - GF__TAR_BLOCK;
+    j.decode.n_bytes = l->ds.data_len[sample] + GF__TAR_BLOCK;
     return j;
 }
 

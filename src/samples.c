@@ -9,6 +9,7 @@
 #include "dataset_indexers.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* The index is immutable from the end of gf_open() to gf_close(), so the
  * sample accessors below read it without the mutex and touch no loader
@@ -34,6 +35,8 @@ int gf__dataset_read_sample(const gf__dataset *ds, uint64_t index, size_t max_by
     uint64_t off, length;
     gf__dataset_extent(ds, index, &rel, &off, &length);
     gf__buf b = {.exact = true};
+    if (ds->shard && max_bytes && max_bytes <= SIZE_MAX - GF__TAR_BLOCK)
+        max_bytes += GF__TAR_BLOCK; /* the cap is on the member, not its header */
     char reason[192] = "";
     int rc;
 #if GF_HAVE_REMOTE
@@ -48,6 +51,16 @@ int gf__dataset_read_sample(const gf__dataset *ds, uint64_t index, size_t max_by
         gf__why(why, why_len, "%s: %s", gf__dataset_path(ds, index),
                 reason[0] ? reason : gf_strerror(rc));
         return rc;
+    }
+    if (ds->shard) { /* a member's header first: checked, then dropped */
+        rc = gf__dataset_member_check(ds, index, b.data, b.len, reason, sizeof reason);
+        if (rc < 0) {
+            gf__buf_free(&b);
+            gf__why(why, why_len, "%s: %s", gf__dataset_path(ds, index), reason);
+            return rc;
+        }
+        b.len -= GF__TAR_BLOCK;
+        memmove(b.data, b.data + GF__TAR_BLOCK, b.len);
     }
     if (b.cap > b.len) { /* the remote reader's buffer, or an empty file */
         uint8_t *p = realloc(b.data, b.len ? b.len : 1);

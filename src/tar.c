@@ -27,8 +27,10 @@
  *    zero block followed by more headers is a warning, not the end (as GNU
  *    tar does).
  * Links, devices, FIFOs and directories have no data blocks (whatever their
- * size field says, as GNU tar and Python's tarfile read them); other
- * unknown types are skipped over by their size. Both are reported with a
+ * size field says, as GNU tar and Python's tarfile read them); GNU sparse
+ * files (type 'S', its map's extension blocks skipped, or pax GNU.sparse.*
+ * records) are skipped as sparse; other unknown types are skipped over by
+ * their size. Both are reported with a
  * skip reason, as are names that are absolute or hold a ".." component.
  *
  * Reads go through a small window: a header miss just past the window
@@ -231,7 +233,7 @@ static int bytes_set(bytes *b, const void *src, size_t n)
 /* Parses pax records "LEN key=value\n" in p[0, n). Sets *path (pointing
  * into p, which must outlive it) and *size when present. */
 static int parse_pax(char *p, size_t n, const char **path, size_t *path_len, int *has_size,
-                     uint64_t *size)
+                     uint64_t *size, int *sparse)
 {
     size_t pos = 0;
     while (pos < n) {
@@ -255,7 +257,10 @@ static int parse_pax(char *p, size_t n, const char **path, size_t *path_len, int
         size_t klen = (size_t)(eq - (p + kv));
         char *val = eq + 1;
         size_t vlen = (size_t)(p + end - val);
-        if (klen == 4 && memcmp(p + kv, "path", 4) == 0) {
+        if (klen > 11 && memcmp(p + kv, "GNU.sparse.", 11) == 0)
+            *sparse = 1; /* GNU tar's pax sparse formats (0.0, 0.1, 1.0) */
+        if ((klen == 4 && memcmp(p + kv, "path", 4) == 0) ||
+            (klen == 15 && memcmp(p + kv, "GNU.sparse.name", 15) == 0)) { /* its real name */
             *path = val;
             *path_len = vlen;
         } else if (klen == 4 && memcmp(p + kv, "size", 4) == 0) {
@@ -319,6 +324,8 @@ static const char *type_problem(char type)
         return "a directory";
     case '6':
         return "a FIFO";
+    case 'S':
+        return "a GNU sparse file, not supported (store it whole: tar without --sparse)";
     default:
         return "an unsupported member type";
     }
@@ -342,6 +349,81 @@ static const char *image_kind(const uint8_t *h)
     return k == GF__MAGIC_NONE ? NULL : names[k];
 }
 
+int gf__tar_header_size(const uint8_t *h, uint64_t *size)
+{
+    uint64_t stored = 0, computed = 0;
+    return checksum_ok(h, &stored, &computed) > 0 && parse_number(h + 124, 12, size) == 0 ? 0
+                                                                                          : -1;
+}
+
+int gf__tar_member_check(const uint8_t *h, const char *name, size_t name_len, uint64_t size,
+                         char *why, size_t why_len)
+{
+    uint64_t stored = 0, computed = 0, hsize = 0;
+    if (checksum_ok(h, &stored, &computed) <= 0) {
+        gf__why(why, why_len, "the block before the member is no tar header (bad checksum): "
+                              "the index points elsewhere than the shard's member");
+        return GF_ECORRUPT;
+    }
+    char type = (char)h[156];
+    if (type == 'S') {
+        gf__why(why, why_len, "a GNU sparse member, not supported");
+        return GF_ECORRUPT;
+    }
+    if (type_problem(type)) {
+        gf__why(why, why_len, "the header before the member is of type '%c' (%s), not a "
+                              "regular file: the index points at another member",
+                (unsigned char)type >= 32 && (unsigned char)type < 127 ? type : '?',
+                type_problem(type));
+        return GF_ECORRUPT;
+    }
+    size_t nl = strnlen((const char *)h, 100), pl = 0;
+    if (memcmp(h + 257, "ustar\0", 6) == 0)
+        pl = strnlen((const char *)h + 345, 155);
+    char full[100 + 1 + 155 + 1];
+    memcpy(full, h + 345, pl);
+    if (pl)
+        full[pl++] = '/';
+    memcpy(full + pl, h, nl);
+    size_t fl = pl + nl;
+    full[fl] = '\0';
+    const char *f = full;
+    while (fl >= 2 && f[0] == '.' && f[1] == '/') {
+        f += 2, fl -= 2;
+        while (fl && f[0] == '/')
+            f++, fl--;
+    }
+    /* A longer name came from a pax or GNU header before this block;
+     * the block holds its first 100 bytes (Python's tarfile, GNU tar). */
+    int same = (fl == name_len && memcmp(f, name, fl) == 0) ||
+               (name_len > 100 && nl == 100 && memcmp(h, name, 100) == 0);
+    /* A name not in ASCII came from a pax path; tarfile writes the block's
+     * copy with '?' for each character: its ASCII ends must agree. */
+    size_t lead = 0, tail = 0;
+    while (lead < name_len && (unsigned char)name[lead] < 0x80)
+        lead++;
+    while (tail < name_len && (unsigned char)name[name_len - 1 - tail] < 0x80)
+        tail++;
+    if (!same && lead < name_len)
+        same = fl >= GF__MIN(lead, (size_t)100) && memcmp(f, name, GF__MIN(lead, fl)) == 0 &&
+               (nl == 100 || (fl >= tail && memcmp(f + fl - tail, name + name_len - tail,
+                                                   tail) == 0));
+    if (!same) {
+        gf__why(why, why_len, "the shard's header there names '%.*s', not '%.*s': the index "
+                              "points at another member",
+                (int)GF__MIN(fl, (size_t)80), f, (int)GF__MIN(name_len, (size_t)80), name);
+        return GF_ECORRUPT;
+    }
+    /* pax size= overrides the block's size only past 8 GiB, where an
+     * image member is no sample anyway. */
+    if (parse_number(h + 124, 12, &hsize) < 0 || hsize != size) {
+        gf__why(why, why_len, "the shard's header gives %llu bytes, the index %llu",
+                (unsigned long long)hsize, (unsigned long long)size);
+        return GF_ECORRUPT;
+    }
+    return 0;
+}
+
 int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_fn fn,
                  void *ctx, uint64_t *warnings, char *warning, size_t warning_len,
                  gf__tar_damage *dmg, char *why, size_t why_len)
@@ -355,7 +437,7 @@ int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_f
     bytes pax = {0}, longname = {0}, name = {0};
     const char *pax_path = NULL;
     size_t pax_path_len = 0;
-    int has_pax_size = 0, has_longname = 0, lone_zero = 0;
+    int has_pax_size = 0, has_longname = 0, lone_zero = 0, pax_sparse = 0;
     uint64_t pax_size = 0, lone_zero_at = 0;
     int rc = 0;
     uint64_t pos = 0, members = 0;
@@ -402,6 +484,9 @@ int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_f
         const char *kind = pos == 0 && ck <= 0 ? image_kind(h) : NULL;
         if (kind)
             FAIL(GF_ECORRUPT, "not a tar archive: the file starts like %s image", kind);
+        if (pos == 0 && ck <= 0 && h[0] == 0x1f && h[1] == 0x8b)
+            FAIL(GF_ECORRUPT, "not a tar archive but a gzip-compressed one: gpufeed reads "
+                              "uncompressed shards only; decompress it first (gunzip)");
         if (ck < 0)
             FAIL(GF_ECORRUPT, "header checksum field is not octal");
         if (!ck)
@@ -419,6 +504,22 @@ int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_f
         if (has_no_data(type))
             size = 0;
         uint64_t data = pos + BLOCK;
+        /* An old GNU sparse header's map goes on in blocks of its own
+         * (byte 482, then 504 of each, says another follows); reading
+         * them moves the window, so the header is kept aside. */
+        uint8_t sparse_hdr[BLOCK];
+        if (type == 'S' && h[482])
+            h = memcpy(sparse_hdr, h, BLOCK);
+        for (int more = type == 'S' && h[482]; more; data += BLOCK) {
+            if (file_size - data < BLOCK)
+                FAIL(GF_ETRUNC, "truncated archive: the file ends inside a sparse map");
+            const uint8_t *x = win_get(&t, data, BLOCK, why, why_len);
+            if (!x) {
+                rc = GF_EDATASET;
+                goto out;
+            }
+            more = x[504] != 0;
+        }
         if (size > file_size - data)
             FAIL(GF_ETRUNC, "member size %llu runs past the end of the file (%llu bytes)",
                  (unsigned long long)size, (unsigned long long)file_size);
@@ -439,8 +540,9 @@ int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_f
             pax.len = (size_t)size;
             pax_path = NULL;
             has_pax_size = 0;
+            pax_sparse = 0;
             if (parse_pax(pax.p, pax.len, &pax_path, &pax_path_len, &has_pax_size,
-                          &pax_size) < 0)
+                          &pax_size, &pax_sparse) < 0)
                 FAIL(GF_ECORRUPT, "malformed pax extended header record");
         } else if (type == 'L') {
             if (size > GF__TAR_LONGNAME_MAX)
@@ -492,6 +594,9 @@ int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_f
                 .type = type,
             };
             m.skip = type_problem(type);
+            if (!m.skip && pax_sparse)
+                m.skip = "a GNU sparse file (pax), not supported (store it whole: tar "
+                         "without --sparse)";
             if (!m.skip)
                 m.skip = name_problem(nm, nml);
             members++;
@@ -502,6 +607,7 @@ int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_f
                 goto out;
             pax_path = NULL;
             has_pax_size = 0;
+            pax_sparse = 0;
             has_longname = 0;
         }
         /* 'g' and 'K': nothing to keep. */

@@ -47,10 +47,16 @@ static double run_decode(gf_loader *l, gf__worker *w, const gf__job *j, gf__done
         if (j->decode.cached && !err)
             cache = GF__PAGE_CACHE_HIT;
     }
+    /* A shard member's bytes come after its header: checked against the
+     * index first, so an index pointing elsewhere is never decoded. */
+    size_t header = l->ds.shard ? GF__TAR_BLOCK : 0;
+    if (!err && header)
+        err = gf__dataset_member_check(&l->ds, (uint64_t)j->decode.sample, in->data, in->len,
+                                       why, sizeof why);
     if (!err) {
         gf__range_push("gf decode");
-        err = gf__decode(w->dec, in->data, in->len, &l->tf, j->decode.key, j->decode.dst, &used,
-                         why, sizeof why);
+        err = gf__decode(w->dec, in->data + header, in->len - header, &l->tf, j->decode.key,
+                         j->decode.dst, &used, why, sizeof why);
         gf__range_pop();
     }
     /* A warning (LENIENT) is as rare as an error, so its reason travels

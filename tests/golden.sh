@@ -28,12 +28,10 @@ if [ "${GOLDEN_RECORD:-0}" = 1 ]; then
     exit 0
 fi
 diff -u "$expected" "$work/got.txt"
-# The shards again through sidecars from gpufeed index, a header spoiled
-# after indexing so a scan would fail: the sidecar path, the same batches.
+# The shards again through sidecars from gpufeed index: the same batches.
+# (A sidecar is taken only where the shard's headers agree with it, so a
+# header spoiled after indexing is seen: tests/test_tar.c.)
 "$gpufeed" index "$work/shards/train-{000000..000002}.tar" >/dev/null
-idx=$work/shards/train-000001.idx
-off=$(sed -n 3p "$idx" | cut -d' ' -f2)
-printf X | dd of="$work/shards/train-000001.tar" bs=1 seek=$((off - 512 + 148)) conv=notrunc 2>/dev/null
 "$golden" "$work" >"$work/got-idx.txt"
 diff -u "$expected" "$work/got-idx.txt"
 echo "golden: $(wc -l <"$work/got.txt") cases, batches as recorded"

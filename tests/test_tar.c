@@ -156,14 +156,28 @@ START_TEST(members_are_found_with_offsets_sizes_and_labels)
     ck_assert_uint_eq(ds.data_off[2], oc);
     ck_assert_uint_eq(ds.skipped_members + ds.skipped_keys + ds.warnings, 0);
 
-    /* The extents read back the member bytes, by pread and by io_uring. */
+    /* The extents read back each member's header and bytes, by pread and
+     * by io_uring; the header is the member's. */
     gf__buf b = {0};
     const char *rel;
     uint64_t off, len;
     gf__dataset_extent(&ds, 1, &rel, &off, &len);
     ck_assert_int_eq(gf__read_range(ds.root_fd, rel, off, len, &b, 0, why, sizeof why), 0);
-    ck_assert_uint_eq(b.len, sizeof img_b);
-    ck_assert(memcmp(b.data, img_b, sizeof img_b) == 0);
+    ck_assert_uint_eq(b.len, GF__TAR_BLOCK + sizeof img_b);
+    ck_assert(memcmp(b.data + GF__TAR_BLOCK, img_b, sizeof img_b) == 0);
+    ck_assert_msg(gf__dataset_member_check(&ds, 1, b.data, b.len, why, sizeof why) == 0, "%s",
+                  why);
+    /* Another member's header is refused, naming the shard and the names. */
+    ck_assert_int_eq(gf__dataset_member_check(&ds, 0, b.data, b.len, why, sizeof why),
+                     GF_ETRUNC);
+    gf__dataset_extent(&ds, 0, &rel, &off, &len);
+    gf__buf a = {0};
+    ck_assert_int_eq(gf__read_range(ds.root_fd, rel, off, len, &a, 0, why, sizeof why), 0);
+    memcpy(a.data, b.data, GF__TAR_BLOCK);
+    ck_assert_int_eq(gf__dataset_member_check(&ds, 0, a.data, a.len, why, sizeof why),
+                     GF_ECORRUPT);
+    ck_assert_msg(strstr(why, p) && strstr(why, "'sub/b.png', not 'a.jpg'"), "%s", why);
+    gf__buf_free(&a);
     if (_i == URING_CASE) {
         gf__uring *u = NULL;
         ck_assert_int_eq(gf__uring_create(&u, 4, 1 << 20, why, sizeof why), 0);
@@ -173,8 +187,8 @@ START_TEST(members_are_found_with_offsets_sizes_and_labels)
         gf__read_done d;
         ck_assert_msg(reap_one(u, &d), "no completion after 10 s");
         ck_assert_int_eq(d.err, 0);
-        ck_assert_uint_eq(ub.len, sizeof img_a);
-        ck_assert(memcmp(ub.data, img_a, sizeof img_a) == 0);
+        ck_assert_uint_eq(ub.len, GF__TAR_BLOCK + sizeof img_a);
+        ck_assert(memcmp(ub.data + GF__TAR_BLOCK, img_a, sizeof img_a) == 0);
         gf__uring_destroy(u);
         gf__buf_free(&ub);
     }
@@ -629,7 +643,7 @@ START_TEST(brace_ranges_and_comma_lists_expand_in_order)
     gf__dataset_extent(&ds, 1, &rel, &off, &len);
     ck_assert_str_eq(rel, "s-002.tar");
     ck_assert_int_eq(gf__read_range(ds.root_fd, rel, off, len, &b, 0, why, sizeof why), 0);
-    ck_assert_uint_eq(b.len, 1);
+    ck_assert_uint_eq(b.len, GF__TAR_BLOCK + 1); /* header and member */
     gf__buf_free(&b);
     gf__dataset_close(&ds);
 
@@ -1092,9 +1106,10 @@ START_TEST(a_dali_sidecar_is_taken_and_labels_must_match_the_cls)
 END_TEST
 
 /* gf_shard_index's text (gpufeed index) is what a scan indexes: written
- * beside the shard, it is taken (a header spoiled afterwards is never
- * read) and gives the same samples, labels and places; it names every
- * member of a key and each label. A damaged shard gives no text. */
+ * beside the shard, it is taken and gives the same samples, labels and
+ * places; it names every member of a key and each label. A header
+ * spoiled afterwards is seen: the sidecar is not used, and the scan
+ * fails there. A damaged shard gives no text. */
 START_TEST(gf_shard_index_writes_the_sidecar_a_scan_would_match)
 {
     size_t off[3][3], size;
@@ -1119,10 +1134,6 @@ START_TEST(gf_shard_index_writes_the_sidecar_a_scan_would_match)
     char *idx = path_in("x.idx");
     tu_write_file(idx, text, len);
     gf_free(text);
-    int fd = open(p, O_WRONLY);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(pwrite(fd, "X", 1, (off_t)off[1][0] - 512 + 148), 1);
-    close(fd);
     ck_assert_msg(open_ds(&side, p, why, sizeof why) == 0, "%s", why);
     ck_assert_msg(side.warnings == 0, "%s", side.warning);
     ck_assert_uint_eq(side.n, scan.n);
@@ -1132,6 +1143,13 @@ START_TEST(gf_shard_index_writes_the_sidecar_a_scan_would_match)
         ck_assert_uint_eq(side.data_off[i], scan.data_off[i]);
         ck_assert_uint_eq(side.data_len[i], scan.data_len[i]);
     }
+    gf__dataset_close(&side);
+    int fd = open(p, O_WRONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, "X", 1, (off_t)off[1][0] - 512 + 148), 1);
+    close(fd);
+    ck_assert_int_eq(open_ds(&side, p, why, sizeof why), GF_EDATASET);
+    ck_assert_msg(strstr(why, "x.tar: offset") && strstr(why, "checksum"), "%s", why);
     /* the spoiled header: damaged, named, nothing to write */
     text = (char *)1;
     ck_assert_int_eq(gf_shard_index(p, &text, &len, &info, why, sizeof why), GF_EDATASET);
@@ -1244,6 +1262,220 @@ START_TEST(classes_txt_beside_the_shards_names_the_classes)
 }
 END_TEST
 
+/* GNU tar's sparse members (--sparse: type 'S' in its own format, pax
+ * GNU.sparse.* records in posix's) are skipped with a warning that says
+ * "sparse" and names them; the shard's other samples load. */
+START_TEST(sparse_members_are_skipped_as_sparse)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && printf J > a.jpg && truncate -s 1048576 a.jpg && printf K >> a.jpg && "
+             "printf 1 > a.cls && printf b > b.jpg && printf 0 > b.cls && "
+             "tar --format=%s --sparse -cf s.tar a.jpg a.cls b.jpg b.cls",
+             dir, _i == 0 ? "gnu" : "posix");
+    ck_assert_int_eq(system(cmd), 0);
+    char *p = path_in("s.tar");
+    gf__dataset ds;
+    char why[512];
+    ck_assert_msg(open_ds(&ds, p, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(ds.n, 1);
+    ck_assert_str_eq(gf__dataset_path(&ds, 0), "s.tar:b.jpg");
+    ck_assert_int_eq(ds.labels[0], 0);
+    ck_assert_uint_eq(ds.skipped_members, 1);
+    ck_assert_msg(strstr(ds.warning, "member 'a.jpg' skipped: a GNU sparse file"), "%s",
+                  ds.warning);
+    gf__dataset_close(&ds);
+    free(p);
+}
+END_TEST
+
+/* gzip'd shards (webdataset reads them) are refused by name, saying how
+ * to decompress them, never read as a list file: by their suffix
+ * (.tar.gz, .tgz, in a pattern too) and, named .tar, by their magic. */
+START_TEST(gzip_compressed_shards_are_refused_by_name)
+{
+    uint8_t gz[1024] = {0x1f, 0x8b, 0x08, 0x00};
+    for (size_t i = 4; i < sizeof gz; i++)
+        gz[i] = (uint8_t)(i * 37 + 11);
+    static const char *const names[] = {"s.tar.gz", "s.tgz", "s-{0..1}.tar.gz", "s.tar"};
+    char *p = path_in(_i == 2 ? "s-0.tar.gz" : names[_i]);
+    tu_write_file(p, gz, sizeof gz);
+    char *src = path_in(names[_i]);
+    expect_error(src, "gzip-compressed", _i == 3 ? "s.tar: offset 0" : "decompress it");
+    if (_i < 3)
+        expect_error(src, p, "gunzip");
+    free(src);
+    free(p);
+}
+END_TEST
+
+/* gf_shard_index leaves out the members of keys a scan skips (an image
+ * without .cls, a stray file): its sidecar is still taken, as the
+ * headers between its members are no sample. */
+START_TEST(a_sidecar_is_taken_beside_keys_that_are_no_sample)
+{
+    tw w = {0};
+    tw_text(&w, "a.jpg", "j");
+    tw_text(&w, "a.cls", "1");
+    tw_text(&w, "nocls.jpg", "j");
+    tw_text(&w, "README", "stray");
+    tw_text(&w, "b.jpg", "j");
+    tw_text(&w, "b.cls", "0");
+    tw_text(&w, "tail.json", "{}");
+    tu_tar_end(&w);
+    char *p = tw_save(&w, "k.tar");
+    char *text = NULL, why[512];
+    size_t len = 0;
+    gf_shard_index_info info;
+    ck_assert_msg(gf_shard_index(p, &text, &len, &info, why, sizeof why) == 0, "%s", why);
+    char *idx = path_in("k.idx");
+    tu_write_file(idx, text, len);
+    gf_free(text);
+    gf__dataset ds;
+    ck_assert_msg(open_ds(&ds, p, why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(ds.warnings == 0, "%s", ds.warning);
+    ck_assert_uint_eq(ds.n, 2);
+    ck_assert_int_eq(ds.labels[1], 0);
+    gf__dataset_close(&ds);
+    free(idx);
+    free(p);
+}
+END_TEST
+
+/* A label names a class: one past what the set's samples can mean (here
+ * 2147483646, which would make 2^31 class names) fails the open naming
+ * the shard, the member and the label, from a .cls and from labels=; a
+ * high label within the bound (a subset of a large set) is taken. */
+START_TEST(a_label_past_what_the_set_can_mean_is_refused_by_name)
+{
+    tw w = {0};
+    tw_text(&w, "a.jpg", "j");
+    tw_text(&w, "a.cls", "1");
+    tw_text(&w, "b.jpg", "j");
+    tw_text(&w, "b.cls", _i == 0 ? "2147483646" : "1048575");
+    tu_tar_end(&w);
+    char *p = tw_save(&w, "labels.tar");
+    gf__dataset ds;
+    char why[512];
+    int rc = open_ds(&ds, p, why, sizeof why);
+    if (_i == 1) {
+        ck_assert_msg(rc == 0, "%s", why);
+        ck_assert_int_eq(ds.n_classes, 1048576);
+    } else {
+        ck_assert_int_eq(rc, GF_EDATASET);
+        ck_assert_msg(strstr(why, p) && strstr(why, "member 'b.jpg'") &&
+                          strstr(why, "label 2147483646"),
+                      "%s", why);
+    }
+    gf__dataset_close(&ds);
+    free(p);
+}
+END_TEST
+
+/* Shards and sidecars as others write them (tests/wds_fixtures.py):
+ * webdataset's PAX shards and GNU long-name shards, DALI wds2idx's
+ * sidecars of 2021 (PAX: every offset 1,024 bytes too far) and of 2023
+ * (GNU long names: every offset at the long name), one that leaves a
+ * sample out, one whose images are the next key's. A right sidecar is
+ * taken; a wrong one is ignored with a warning naming it, and every
+ * sample gets its own label and bytes from the headers. */
+static const struct {
+    const char *name;
+    int right;
+} wds_cases[] = {
+    {"pax-right", 1}, {"gnu-right", 1}, {"gnu-2021", 1}, {"pax-2023", 1},
+    {"pax-2021", 0},  {"gnu-2023", 0},  {"pax-omit", 0}, {"pax-next", 0},
+};
+
+START_TEST(sidecars_others_write_are_taken_only_when_the_headers_agree)
+{
+    const char *script = getenv("GF_WDS_FIXTURES");
+    ck_assert_msg(script, "GF_WDS_FIXTURES (tests/wds_fixtures.py) is not set");
+    char cmd[8192], p[4200], why[512];
+    snprintf(cmd, sizeof cmd, "python3 '%s' '%s'", script, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    const char *name = wds_cases[_i].name;
+    snprintf(p, sizeof p, "%s/%s/expect", dir, name);
+    FILE *f = fopen(p, "r");
+    ck_assert_ptr_nonnull(f);
+    snprintf(p, sizeof p, "%s/%s/s.tar", dir, name);
+    gf__dataset ds;
+    ck_assert_msg(open_ds(&ds, p, why, sizeof why) == 0, "%s: %s", name, why);
+    if (wds_cases[_i].right)
+        ck_assert_msg(ds.warnings == 0, "%s: %s", name, ds.warning);
+    else
+        ck_assert_msg(ds.warnings == 1 && strstr(ds.warning, "s.idx") &&
+                          strstr(ds.warning, "index sidecar ignored"),
+                      "%s: %llu warnings: %s", name, (unsigned long long)ds.warnings,
+                      ds.warning);
+    ck_assert_uint_eq(ds.n, 8);
+    for (uint64_t i = 0; i < ds.n; i++) {
+        int label;
+        char hex[512];
+        ck_assert_int_eq(fscanf(f, "%d %511s", &label, hex), 2);
+        ck_assert_msg(ds.labels[i] == label, "%s: sample %llu: label %d, not %d", name,
+                      (unsigned long long)i, ds.labels[i], label);
+        void *data = NULL;
+        size_t len = 0;
+        ck_assert_msg(gf__dataset_read_sample(&ds, i, 0, &data, &len, why, sizeof why) == 0,
+                      "%s: %s", name, why);
+        ck_assert_uint_eq(len * 2, strlen(hex));
+        for (size_t k = 0; k < len; k++) {
+            unsigned byte;
+            ck_assert_int_eq(sscanf(hex + 2 * k, "%2x", &byte), 1);
+            ck_assert_uint_eq(((uint8_t *)data)[k], byte);
+        }
+        gf_free(data);
+    }
+    fclose(f);
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+/* A shard key skipped for a .cls that is no label ("-1") is a warning
+ * naming it (on_sample_warning, gf_recent_warnings), not only a count;
+ * under on_error = fail it fails gf_open, naming the shard and the key. */
+static int label_warnings;
+static void on_label_warning(void *user, int64_t sample, const char *path, int code,
+                             const char *reason)
+{
+    (void)user;
+    if (sample == -1 && code == GF_ECORRUPT && strcmp(path, "keys.tar:neg") == 0 &&
+        strstr(reason, "not a non-negative decimal integer"))
+        label_warnings++;
+}
+
+START_TEST(a_key_skipped_for_its_label_is_a_warning_or_under_fail_an_error)
+{
+    tw w = {0};
+    tw_text(&w, "good.jpg", "j");
+    tw_text(&w, "good.cls", "1");
+    tw_text(&w, "neg.jpg", "j");
+    tw_text(&w, "neg.cls", "-1");
+    tu_tar_end(&w);
+    char *p = tw_save(&w, "keys.tar");
+    gf_settings s;
+    settings(&s, p, GF_IO_POSIX);
+    s.on_sample_warning = on_label_warning;
+    label_warnings = 0;
+    gf_loader *l = NULL;
+    ck_assert_msg(gf_open(&l, &s) == 0, "%s", gf_last_error(l));
+    ck_assert_int_eq(label_warnings, 1);
+    gf_sample_error e[GF_RECENT_WARNINGS];
+    ck_assert_int_eq(gf_recent_warnings(l, e, GF_RECENT_WARNINGS), 1);
+    ck_assert_str_eq(e[0].path, "keys.tar:neg");
+    ck_assert_msg(strstr(e[0].reason, "key skipped: .cls is not"), "%s", e[0].reason);
+    gf_close(&l);
+    s.on_error = GF_ON_ERROR_FAIL;
+    ck_assert_int_eq(gf_open(&l, &s), GF_EDATASET);
+    ck_assert_msg(strstr(gf_last_error(l), p) && strstr(gf_last_error(l), "key 'neg'") &&
+                      strstr(gf_last_error(l), "on_error = fail"),
+                  "%s", gf_last_error(l));
+    gf_close(&l);
+    free(p);
+}
+END_TEST
+
 static Suite *tar_suite(void)
 {
     Suite *su = suite_create("tar");
@@ -1254,6 +1486,7 @@ static Suite *tar_suite(void)
     tcase_add_test(tc, long_names_come_from_pax_gnu_and_the_ustar_prefix);
     tcase_add_test(tc, pax_size_base256_size_and_archive_ends_are_honoured);
     tcase_add_test(tc, keys_without_an_image_or_a_label_are_skipped);
+    tcase_add_loop_test(tc, a_label_past_what_the_set_can_mean_is_refused_by_name, 0, 2);
     tcase_add_test(tc, brace_ranges_and_comma_lists_expand_in_order);
     tcase_add_test(tc, classes_txt_beside_the_shards_names_the_classes);
     suite_add_tcase(su, tc);
@@ -1267,12 +1500,17 @@ static Suite *tar_suite(void)
     tcase_add_loop_test(tc, a_dali_sidecar_is_taken_and_labels_must_match_the_cls, 0, 2);
     tcase_add_test(tc, gf_shard_index_writes_the_sidecar_a_scan_would_match);
     tcase_add_test(tc, gf_shard_index_with_takes_zero_options_and_refuses_reserved_bytes);
+    tcase_add_test(tc, a_sidecar_is_taken_beside_keys_that_are_no_sample);
+    tcase_add_loop_test(tc, sidecars_others_write_are_taken_only_when_the_headers_agree, 0,
+                        (int)(sizeof wds_cases / sizeof wds_cases[0]));
     suite_add_tcase(su, tc);
 
     tc = tcase_create("hostile");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, a_bad_checksum_names_the_shard_and_offset);
     tcase_add_test(tc, a_non_octal_size_is_an_error);
+    tcase_add_loop_test(tc, gzip_compressed_shards_are_refused_by_name, 0, 4);
+    tcase_add_loop_test(tc, sparse_members_are_skipped_as_sparse, 0, 2);
     tcase_add_test(tc, a_size_past_the_end_of_the_file_is_an_error);
     tcase_add_test(tc, a_truncated_archive_is_an_error);
     tcase_add_test(tc, links_devices_fifos_and_directories_are_skipped_and_counted);
@@ -1284,6 +1522,7 @@ static Suite *tar_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, shards_give_the_batches_of_the_same_images_as_a_folder, 0, 1);
     tcase_add_loop_test(tc, a_bad_member_is_reported_with_shard_and_member_name, 0, 1);
+    tcase_add_test(tc, a_key_skipped_for_its_label_is_a_warning_or_under_fail_an_error);
     suite_add_tcase(su, tc);
 
     tc = tu_uring_tcase("uring");
