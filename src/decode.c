@@ -9,9 +9,10 @@
  * rectangle (crop.c), decode only what the resampler will read, convert
  * channels, resample into dst. JPEG goes through libjpeg-turbo
  * (decode_jpeg.c) and PNG through libspng (decode_png.c) where built,
- * binary PNM at maxval 255 is resampled in place (decode_pnm_raw.c),
- * everything else (and all three with decoder = STB) through stb_image
- * (decode_stb.c).
+ * binary PNM at maxval 255 is resampled in place (decode_pnm_raw.c), at
+ * other maxvals scaled as PIL scales them, under every decoder,
+ * everything else (and JPEG, PNG and maxval-255 PNM with decoder = STB)
+ * through stb_image (decode_stb.c).
  *
  * Nothing here prints, exits or aborts. */
 #include "decode.h"
@@ -97,7 +98,8 @@ static const format_entry formats[F_COUNT] = {
     [F_TIFF] = {.refused = "TIFF: not a supported format"},
     /* stb_image's path, though not stb_image's code */
     [F_PNM_PLAIN] = {.own = gf__decode_pnm_plain, .own_used = GF__USED_STB, .own_always = 1},
-    [F_PNM] = {.own = gf__decode_pnm_raw, .own_used = GF__USED_RAW},
+    /* always: stb_image misreads maxval != 255 (the raw path declines 255 under STB) */
+    [F_PNM] = {.own = gf__decode_pnm_raw, .own_used = GF__USED_RAW, .own_always = 1},
 };
 
 /* ---- entry points ---- */

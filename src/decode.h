@@ -26,8 +26,8 @@ void gf__decoder_set_cancel(gf__decoder *d, const atomic_int *cancel);
 /* *used: the decoder, plus GF__FLIPPED when t->defer_flip is set and the
  * sample is to be mirrored (by the device kernel, not here), plus
  * GF__WARNED when it decoded although the decoder warned (LENIENT).
- * GF__USED_RAW: a binary PNM read in place (decode_pnm_raw.c), counted
- * in the stats as stb_image's path, whose pixels it gives. */
+ * GF__USED_RAW: a binary PNM read in place or scaled by gpufeed
+ * (decode_pnm_raw.c), counted in the stats as stb_image's path. */
 enum {
     GF__USED_STB = 1,
     GF__USED_TURBO = 2,

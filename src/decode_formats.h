@@ -41,8 +41,9 @@ int gf__decode_pnm_plain(gf__decoder *d, const uint8_t *data, size_t len,
                          size_t why_len);
 
 /* decode_pnm_raw.c: P5 and P6 at maxval 255, resampled from the data in
- * place; GF__DECLINED for every other maxval and for what stb_image
- * refuses by size, so those keep stb_image's pixels and reasons. */
+ * place, any other maxval by gf__decode_pnm_scaled; GF__DECLINED for
+ * maxval 255 under decoder = STB and for what stb_image refuses by size,
+ * so those keep stb_image's pixels and reasons. */
 int gf__decode_pnm_raw(gf__decoder *d, const uint8_t *data, size_t len,
                        const gf__transform *t, uint64_t key, uint8_t *dst, char *why,
                        size_t why_len);
@@ -83,6 +84,12 @@ typedef struct gf__pnm_header {
  * GF_ETRUNC / GF_ECORRUPT and reason. p starts "P5" or "P6". */
 int gf__check_pnm_binary(const uint8_t *p, size_t n, gf__pnm_header *hdr, char *why,
                          size_t why_len);
+/* decode_pnm.c: a P5 or P6 at a maxval other than 255, its header
+ * checked (above) and under the pixel limit: the samples as torchvision's
+ * pil_loader gives them. */
+int gf__decode_pnm_scaled(gf__decoder *d, const uint8_t *data, const gf__pnm_header *hdr,
+                          const gf__transform *t, uint64_t key, uint8_t *dst, char *why,
+                          size_t why_len);
 /* 1 if p passes stb_image's TGA test (TGA has no magic number). */
 int gf__sniff_tga(const uint8_t *p, size_t n);
 

@@ -4,8 +4,10 @@
  *
  * Decodes at the smallest DCT scale that still leaves the crop at least as
  * large as the output (never upsampling from a reduced decode), crops
- * columns with jpeg_crop_scanline, skips rows above with
- * jpeg_skip_scanlines and stops after the last row needed.
+ * columns with jpeg_crop_scanline (a column more on each side, so that
+ * fancy upsampling sees the chroma a whole decode sees), skips rows above
+ * with jpeg_skip_scanlines and stops after the last row needed: the span
+ * resampled is the whole decode's, byte for byte (test_decode).
  *
  * libjpeg's error_exit longjmps back to gf__decode_jpeg; its messages are
  * captured into the reason, never printed. Its progress monitor longjmps
@@ -213,10 +215,20 @@ static int turbo_body(gf__decoder *d, const uint8_t *data, size_t len, const gf_
     }
     const gf__rs_axis *h = &d->rs.h, *v = &d->rs.v;
     JDIMENSION xoff = (JDIMENSION)h->lo, cw = (JDIMENSION)(h->hi - h->lo);
-    int first = t->full_decode ? 0 : v->lo, nrows = t->full_decode ? H : v->hi - first;
-    if (cw < ci->output_width && !t->full_decode)
-        jpeg_crop_scanline(ci, &xoff, &cw); /* widens to iMCU edges */
-    else
+    int whole = t->full_decode || t->uncropped;
+    int first = whole ? 0 : v->lo, nrows = whole ? (int)ci->output_height : v->hi - first;
+    if (cw < ci->output_width && !whole) {
+        /* Fancy upsampling replicates the edge chroma samples of a crop,
+         * where the whole decode reads their neighbours: a column more on
+         * the left (jpeg_crop_scanline then widens to the iMCU before when
+         * h->lo is on an iMCU edge) and an iMCU column more on the right,
+         * both dropped, keep the span exact. */
+        JDIMENSION imcu = (JDIMENSION)(ci->min_DCT_scaled_size * ci->max_h_samp_factor);
+        JDIMENSION hi = (JDIMENSION)h->hi, W_out = ci->output_width;
+        xoff = h->lo > 0 ? (JDIMENSION)h->lo - 1 : 0;
+        cw = (W_out - hi > imcu ? hi + imcu : W_out) - xoff;
+        jpeg_crop_scanline(ci, &xoff, &cw); /* widens the left edge to an iMCU's */
+    } else
         xoff = 0;
     size_t row = (size_t)ci->output_width * bpp; /* cropped width now */
     /* nrows rows, and one past them for read_to_end to discard into */

@@ -4,16 +4,32 @@
  *
  * Bounded: the header's size meets the pixel limit before the one buffer
  * (W x H x 1 or 3 bytes, the decoder's own) grows; one pass over the data.
- * Samples are scaled to 8 bits, v * 255 / maxval rounded; PBM's 1 is
- * black. The data running out is GF_ETRUNC, a sample over maxval or a
- * byte that is no digit GF_ECORRUPT; bytes after the last pixel are
- * allowed (as stb_image allows them after P5/P6). No warnings: every
- * strictness decodes alike. */
+ * Samples are scaled to 8 bits as torchvision's pil_loader gives them
+ * (pil_sample); PBM's 1 is black. The data running out is GF_ETRUNC, a
+ * sample over maxval or a byte that is no digit GF_ECORRUPT; bytes after
+ * the last pixel are allowed (as stb_image allows them after P5/P6). No
+ * warnings: every strictness decodes alike.
+ *
+ * Also P5 and P6 at a maxval other than 255 (gf__decode_pnm_scaled, from
+ * decode_pnm_raw.c's header walk, whatever t->decoder): stb_image keeps
+ * the low byte of a 16-bit sample and leaves an 8-bit one unscaled. */
 #include "decode_formats.h"
 
 #include "grow.h"
 
+#include <math.h>
 #include <string.h>
+
+/* A sample as PIL's PpmImagePlugin reads it, then convert('RGB'):
+ * round(v / maxval * out_max), half to even, in doubles; out_max 65535
+ * for grey over maxval 255 (PIL's mode I, which convert clips to 255),
+ * else 255. Binary samples over maxval are not refused there: clipped. */
+static uint8_t pil_sample(uint32_t v, uint32_t maxval, int gray)
+{
+    double out_max = gray && maxval > 255 ? 65535.0 : 255.0;
+    double x = rint((double)v / maxval * out_max);
+    return x >= 255.0 ? 255 : (uint8_t)x;
+}
 
 typedef struct pnm_in {
     const uint8_t *p;
@@ -114,7 +130,7 @@ int gf__decode_pnm_plain(gf__decoder *d, const uint8_t *data, size_t len,
                             "maxval %u", i, maxval);
                 return rc;
             }
-            px[i] = bits ? (v ? 0 : 255) : (uint8_t)((v * 255 + maxval / 2) / maxval);
+            px[i] = bits ? (v ? 0 : 255) : pil_sample(v, maxval, K == 1);
         }
     }
     gf__crop c;
@@ -129,4 +145,38 @@ int gf__decode_pnm_plain(gf__decoder *d, const uint8_t *data, size_t len,
     size_t stride = (size_t)W * K;
     const uint8_t *src = px + stride * d->rs.v.lo + (size_t)d->rs.h.lo * K;
     return gf__decode_finish(d, src, stride, K, t, c.flip, dst, why, why_len);
+}
+
+int gf__decode_pnm_scaled(gf__decoder *d, const uint8_t *data, const gf__pnm_header *hdr,
+                          const gf__transform *t, uint64_t key, uint8_t *dst, char *why,
+                          size_t why_len)
+{
+    int W = (int)hdr->w, H = (int)hdr->h, K = data[1] == '6' ? K_RGB : K_GRAY;
+    int wide = hdr->maxval > 255;
+    gf__crop c;
+    if (!(t = gf__plan(d, t, W, H, key, &c, &dst))) {
+        gf__why(why, why_len, "out of memory for the output");
+        return GF_ENOMEM;
+    }
+    if (gf__decode_set_axes(d, W, H, 1.0, &c, t)) {
+        gf__why(why, why_len, "out of memory for the resampler");
+        return GF_ENOMEM;
+    }
+    /* only the span the resampler reads is scaled */
+    int x0 = d->rs.h.lo, y0 = d->rs.v.lo;
+    size_t span = (size_t)(d->rs.h.hi - x0) * K, rows = (size_t)(d->rs.v.hi - y0);
+    if (GF__GROW(&d->buf, &d->buf_cap, span * rows, 4096)) {
+        gf__why(why, why_len, "PNM: out of memory for %dx%d pixels", W, H);
+        return GF_ENOMEM;
+    }
+    size_t row_bytes = (size_t)W * K << wide;
+    for (size_t y = 0; y < rows; y++) {
+        const uint8_t *s = data + hdr->raster + row_bytes * (y0 + y) + ((size_t)x0 * K << wide);
+        uint8_t *o = d->buf + span * y;
+        for (size_t i = 0; i < span; i++) {
+            uint32_t v = wide ? (uint32_t)s[2 * i] << 8 | s[2 * i + 1] : s[i];
+            o[i] = pil_sample(v, hdr->maxval, K == K_GRAY);
+        }
+    }
+    return gf__decode_finish(d, d->buf, span, K, t, c.flip, dst, why, why_len);
 }

@@ -28,6 +28,9 @@ typedef struct gf__transform {
     int defer_flip;                  /* decide the flip, leave it to the device */
     int full_decode;                 /* 0; 1 = no DCT scaling, no row/column
                                         cropping (tests, benchmarks) */
+    int uncropped;                   /* 0; 1 = JPEG: every row and column, at
+                                        the DCT scale picked (tests: what a
+                                        crop-only decode must equal) */
     gf_strictness strictness;        /* what a decoder warning does */
     /* 0; else a fitted decode (gf_decoder_decode_fit): the whole image,
      * its size decided from the header by gf__plan (longer side at most

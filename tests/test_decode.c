@@ -475,6 +475,99 @@ START_TEST(dct_scaled_partial_jpeg_matches_full_decode)
 }
 END_TEST
 
+/* A w x h RGB JPEG at q95 whose luma is sampled hs x vs times the
+ * chroma (1 x 1 is 4:4:4, 2 x 1 4:2:2, 2 x 2 4:2:0, 1 x 2 4:4:0). */
+static uint8_t *jpeg_subsampled(const uint8_t *px, int w, int h, int hs, int vs, size_t *len)
+{
+    struct jpeg_compress_struct ci;
+    struct jpeg_error_mgr je;
+    ci.err = jpeg_std_error(&je);
+    jpeg_create_compress(&ci);
+    unsigned char *mem = NULL;
+    unsigned long n = 0;
+    jpeg_mem_dest(&ci, &mem, &n);
+    ci.image_width = (JDIMENSION)w;
+    ci.image_height = (JDIMENSION)h;
+    ci.input_components = 3;
+    ci.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&ci);
+    jpeg_set_quality(&ci, 95, TRUE);
+    ci.comp_info[0].h_samp_factor = hs;
+    ci.comp_info[0].v_samp_factor = vs;
+    for (int k = 1; k < 3; k++)
+        ci.comp_info[k].h_samp_factor = ci.comp_info[k].v_samp_factor = 1;
+    jpeg_start_compress(&ci, TRUE);
+    while (ci.next_scanline < ci.image_height) {
+        JSAMPROW row = (JSAMPROW)(px + (size_t)ci.next_scanline * w * 3);
+        jpeg_write_scanlines(&ci, &row, 1);
+    }
+    jpeg_finish_compress(&ci);
+    jpeg_destroy_compress(&ci);
+    *len = n;
+    return mem;
+}
+
+/* Issue 37: a crop-only decode (columns by jpeg_crop_scanline, rows
+ * skipped above and not read below) equals the whole image decoded at the
+ * same DCT scale and then cropped, exactly: the resampler reads the same
+ * span with the same weights, so max abs diff 0. Fancy upsampling at a
+ * crop edge inside an MCU had replicated the crop's last chroma sample
+ * instead of the next one (4:2:2 up to 77 levels off, 4:2:0 43). Noisy
+ * pixels, so wrong chroma shows; crops from many keys, full size (out
+ * 112: no crop of 203 x 157 is twice that) and DCT-scaled (out 24). */
+START_TEST(cropped_jpeg_decode_equals_whole_decode_then_crop)
+{
+    const int w = 203, h = 157;
+    static const int samp[][2] = {{1, 1}, {2, 1}, {2, 2}, {1, 2}};
+    uint8_t *px = malloc((size_t)w * h * 3);
+    tu_fill(px, w, h, 3, 37);
+    gf__decoder *d;
+    ck_assert_int_eq(gf__decoder_create(&d), 0);
+    int inside_right = 0, inside_bottom = 0, scaled = 0;
+    for (size_t s = 0; s < sizeof samp / sizeof *samp; s++) {
+        size_t len;
+        uint8_t *jpg = jpeg_subsampled(px, w, h, samp[s][0], samp[s][1], &len);
+        for (int k = 0; k < 3; k++)
+            for (uint64_t key = 0; key < 40; key++) {
+                int out = k == 1 ? 24 : 112;
+                gf__transform t = k == 2 ? tu_eval_transform(out, out, 3, 0.6f)
+                                         : tu_train_transform(out, out, 3);
+                size_t n = (size_t)out * out * 3;
+                uint8_t *part = malloc(n), *whole = malloc(n);
+                char why[256];
+                int used;
+                ck_assert_int_eq(gf__decode(d, jpg, len, &t, key, part, &used, why, sizeof why), 0);
+                ck_assert_int_eq(used & ~GF__FLIPPED, GF__USED_TURBO);
+                /* where the crop-only decode's span ended, in decoded pixels */
+                int num = (int)d->ci.scale_num, hi = d->rs.h.hi, bottom = d->rs.v.hi;
+                int lo = d->rs.h.lo, top = d->rs.v.lo;
+                int mcu_w = 8 * samp[s][0] * num / 8, mcu_h = 8 * samp[s][1] * num / 8;
+                int sw = (w * num + 7) / 8, sh = (h * num + 7) / 8; /* the scaled image */
+                inside_right += hi % mcu_w && hi < sw;
+                inside_bottom += bottom % mcu_h && bottom < sh;
+                scaled += num < 8;
+                t.uncropped = 1;
+                ck_assert_int_eq(gf__decode(d, jpg, len, &t, key, whole, &used, why, sizeof why), 0);
+                ck_assert_int_eq((int)d->ci.scale_num, num);
+                int mx;
+                double m = mean_abs_diff(part, whole, n, &mx);
+                ck_assert_msg(mx == 0, "%dx%d sampling, scale %d/8, key %d (span x to %d, y to %d): "
+                              "mean %.3f max %d, span from x %d y %d", samp[s][0], samp[s][1], num, (int)key, hi,
+                              bottom, m, mx, lo, top);
+                free(part);
+                free(whole);
+            }
+        free(jpg);
+    }
+    /* the cases that matter were met */
+    ck_assert_int_gt(inside_right, 100);
+    ck_assert_int_gt(inside_bottom, 100);
+    ck_assert_int_gt(scaled, 60);
+    gf__decoder_destroy(d);
+    free(px);
+}
+END_TEST
+
 START_TEST(cmyk_jpeg_decodes_to_rgb_like_photoshop)
 {
     /* Stored (Adobe-inverted) values: R = C*K/255. With K = 255 the
@@ -1370,6 +1463,7 @@ static Suite *decode_suite(void)
 #if GF_HAVE_TURBO
     tcase_add_test(jpeg, jpeg_gray_and_rgba_outputs_agree_between_decoders);
     tcase_add_test(jpeg, dct_scaled_partial_jpeg_matches_full_decode);
+    tcase_add_test(jpeg, cropped_jpeg_decode_equals_whole_decode_then_crop);
     tcase_add_test(jpeg, jpeg_warnings_fail_strict_and_are_counted_lenient);
     tcase_add_test(jpeg, damage_below_a_partial_decode_is_seen_only_when_whole);
     tcase_add_test(jpeg, random_scan_damage_fails_strict_where_lenient_warns);

@@ -1009,24 +1009,113 @@ START_TEST(binary_pnm_at_maxval_255_reads_in_place_with_stb_images_bytes)
 }
 END_TEST
 
-/* Any other maxval, 8-bit or 16, stays with stb_image (which scales
- * 16-bit samples and keeps 8-bit ones as they are). */
-START_TEST(binary_pnm_at_other_maxvals_goes_through_stb_image)
+/* One row of samples as a PNM file: P2/P3 in decimal, P5/P6 in bytes or
+ * big-endian 16-bit words (maxval > 255). */
+static buf pnm_row(char kind, int w, unsigned maxval, const unsigned *v, int count)
 {
-    make_pixels();
-    static const unsigned maxvals[] = {65535, 1000, 256, 254, 100, 1};
-    for (size_t i = 0; i < sizeof maxvals / sizeof *maxvals; i++)
-        for (int c = 1; c <= 3; c += 2) {
-            buf b = make_pnm(c == 1 ? gray : rgb, c, maxvals[i]);
-            gf__decoder *d;
-            ck_assert_int_eq(gf__decoder_create(&d), 0);
-            gf__transform t = tu_eval_transform(W, H, 3, 1.0f);
-            raw_out o = decode_by(d, b.p, b.n, t, GF_DECODER_AUTO, 0);
-            ck_assert_msg(o.used == GF__USED_STB, "maxval %u: used %d", maxvals[i], o.used);
-            free(o.px);
-            gf__decoder_destroy(d);
-            free(b.p);
+    buf b = {0};
+    char t[64];
+    int k = snprintf(t, sizeof t, "P%c\n%d 1\n%u\n", kind, w, maxval);
+    put(&b, t, (size_t)k);
+    for (int i = 0; i < count; i++) {
+        if (kind == '2' || kind == '3') {
+            k = snprintf(t, sizeof t, "%u ", v[i]);
+            put(&b, t, (size_t)k);
+        } else {
+            if (maxval > 255)
+                put8(&b, v[i] >> 8);
+            put8(&b, v[i] & 255);
         }
+    }
+    return b;
+}
+
+/* Issue 37: any maxval but 255 gives torchvision's pil_loader pixels (PIL
+ * 9.4: round(v / maxval * 255) half to even, grey over maxval 255 as mode
+ * I, round(v / maxval * 65535), which convert('RGB') clips; binary samples
+ * over maxval clipped), with every decoder and strictness. stb_image gave
+ * a 16-bit sample's low byte (8321 -> 129) and 8-bit ones unscaled. The
+ * expected bytes are what pil_loader printed for these very files. */
+START_TEST(pnm_at_other_maxvals_gives_pil_loaders_pixels)
+{
+    static const struct {
+        char kind;
+        int w;
+        unsigned maxval, v[6];
+        uint8_t rgb[18];
+    } cases[] = {
+        {'5', 6, 65535, {8321, 0, 65535, 200, 255, 256},
+         {255, 255, 255, 0, 0, 0, 255, 255, 255, 200, 200, 200, 255, 255, 255, 255, 255, 255}},
+        {'5', 6, 1000, {1000, 500, 2, 3, 0, 1},
+         {255, 255, 255, 255, 255, 255, 131, 131, 131, 197, 197, 197, 0, 0, 0, 66, 66, 66}},
+        {'5', 6, 256, {256, 1, 128, 255, 0, 300},
+         {255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 0, 0, 0, 255, 255, 255}},
+        {'5', 6, 15, {15, 7, 8, 1, 16, 200},
+         {255, 255, 255, 119, 119, 119, 136, 136, 136, 17, 17, 17, 255, 255, 255, 255, 255, 255}},
+        {'6', 2, 65535, {8321, 0, 65535, 32896, 128, 129}, {32, 0, 255, 128, 0, 1}},
+        {'6', 2, 1000, {1000, 500, 2, 3, 998, 1}, {255, 128, 1, 1, 254, 0}},
+        {'6', 2, 6, {1, 3, 5, 6, 0, 2}, {42, 128, 212, 255, 0, 85}}, /* ties to even */
+        {'2', 6, 6, {1, 3, 5, 6, 0, 2},
+         {42, 42, 42, 128, 128, 128, 212, 212, 212, 255, 255, 255, 0, 0, 0, 85, 85, 85}},
+        {'2', 6, 1000, {1000, 500, 2, 3, 0, 1},
+         {255, 255, 255, 255, 255, 255, 131, 131, 131, 197, 197, 197, 0, 0, 0, 66, 66, 66}},
+        {'3', 2, 1000, {1000, 500, 2, 3, 998, 1}, {255, 128, 1, 1, 254, 0}},
+        {'3', 2, 6, {1, 3, 5, 6, 0, 2}, {42, 128, 212, 255, 0, 85}},
+    };
+    gf_decoder_kind by[3] = {GF_DECODER_AUTO, GF_DECODER_STB, GF_DECODER_TURBO};
+    gf__decoder *d;
+    ck_assert_int_eq(gf__decoder_create(&d), 0);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        buf b = pnm_row(cases[i].kind, cases[i].w, cases[i].maxval, cases[i].v, 6);
+        for (int k = 0; k < (gf__have_turbo() ? 3 : 2); k++)
+            for (int m = 0; m < 3; m++) {
+                gf__transform t = tu_eval_transform(cases[i].w, 1, 3, 1.0f);
+                t.strictness = modes[m];
+                raw_out o = decode_by(d, b.p, b.n, t, by[k], 0);
+                ck_assert_msg(memcmp(o.px, cases[i].rgb, o.n) == 0,
+                              "P%c maxval %u, decoder %d, mode %d: %u %u %u ..., want %u %u %u",
+                              cases[i].kind, cases[i].maxval, k, m, o.px[0], o.px[1], o.px[2],
+                              cases[i].rgb[0], cases[i].rgb[1], cases[i].rgb[2]);
+                free(o.px);
+            }
+        free(b.p);
+    }
+    gf__decoder_destroy(d);
+}
+END_TEST
+
+/* The scaled path reads only the crop's span, at its offset: a 16-bit P6
+ * of v * 257 is v again (PIL), so every crop equals the maxval-255 file's
+ * (the raw path's, checked against stb_image above). */
+START_TEST(pnm_16_bit_crops_equal_the_8_bit_files)
+{
+    gf__decoder *d;
+    ck_assert_int_eq(gf__decoder_create(&d), 0);
+    int w = 61, h = 37;
+    size_t n;
+    uint8_t *block, *px;
+    const uint8_t *file = raw_pnm(w, h, 3, 0, 11, &n, &block, &px);
+    buf wide = {0};
+    char hdr[32];
+    put(&wide, hdr, (size_t)snprintf(hdr, sizeof hdr, "P6\n%d %d\n65535\n", w, h));
+    for (int i = 0; i < w * h * 3; i++)
+        put8(&wide, px[i]), put8(&wide, px[i]);
+    for (int k = 0; k < 2; k++)
+        for (int oc = 1; oc <= 3; oc += 2)
+            for (uint64_t key = 0; key < 8; key++) {
+                gf__transform t = tu_train_transform(24, 16, oc);
+                raw_out a = decode_by(d, file, n, t, GF_DECODER_AUTO, key);
+                raw_out b = decode_by(d, wide.p, wide.n, t,
+                                      k ? GF_DECODER_STB : GF_DECODER_AUTO, key);
+                ck_assert_int_eq(b.used & ~GF__FLIPPED, GF__USED_RAW);
+                ck_assert_msg(memcmp(a.px, b.px, a.n) == 0, "key %llu c%d: pixels differ",
+                              (unsigned long long)key, oc);
+                free(a.px), free(b.px);
+            }
+    free(wide.p);
+    free(px);
+    free(block);
+    gf__decoder_destroy(d);
 }
 END_TEST
 
@@ -1039,7 +1128,8 @@ static Suite *formats_suite(void)
     tcase_add_test(good, gif_with_a_large_minimum_code_size_decodes_and_a_wide_literal_is_named);
     tcase_add_test(good, plain_pnm_and_binary_pbm_decode_to_their_pixels);
     tcase_add_test(good, binary_pnm_at_maxval_255_reads_in_place_with_stb_images_bytes);
-    tcase_add_test(good, binary_pnm_at_other_maxvals_goes_through_stb_image);
+    tcase_add_test(good, pnm_at_other_maxvals_gives_pil_loaders_pixels);
+    tcase_add_test(good, pnm_16_bit_crops_equal_the_8_bit_files);
     suite_add_tcase(s, good);
     TCase *bad = tcase_create("damaged");
     tcase_add_test(bad, every_truncation_is_etrunc_in_every_mode);

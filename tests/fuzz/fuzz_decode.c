@@ -1,8 +1,9 @@
 /* gf__decode on any bytes: the first two bytes choose the decoder, the
  * transform, the channels and the output size; the rest is the file. An
  * error must say why; a success must write exactly the output. A binary
- * PNM that went the raw path (decode_pnm_raw.c) must give stb_image's
- * path's result: the same code and reason, or the same bytes. */
+ * PNM that went the raw path (decode_pnm_raw.c) must give decoder = STB's
+ * result: the same code and reason, or the same bytes (stb_image's at
+ * maxval 255; at any other maxval both take the scaled path). */
 #include "config.h"
 #include "fuzz.h"
 #include "decode.h"
@@ -186,6 +187,33 @@ static void raw_pnm_seeds(fuzz_emit emit)
     }
 }
 
+/* Binary PNM at other maxvals, which every decoder scales as PIL does
+ * (decode_pnm.c): 16-bit and 8-bit samples, some over maxval, whole and
+ * cut; AUTO, STB and TURBO. */
+static void scaled_pnm_seeds(fuzz_emit emit)
+{
+    enum { RW = 9, RH = 5 };
+    uint8_t f[64 + RW * RH * 3 * 2];
+    static const unsigned maxval[] = {65535, 1000, 15, 256};
+    static const uint8_t mode[] = {0x0c, 0x0d, 0x16, 0x05};
+    for (int k = 0; k < 4; k++) {
+        int c = k & 1 ? 1 : 3, wide = maxval[k] > 255;
+        size_t n = (size_t)snprintf((char *)f, 64, "P%c\n%d %d\n%u\n", c == 3 ? '6' : '5', RW,
+                                    RH, maxval[k]);
+        for (int i = 0; i < RW * RH * c; i++) {
+            unsigned v = (unsigned)(i * 7919 + k) % (maxval[k] + maxval[k] / 8 + 1);
+            if (wide)
+                f[n++] = (uint8_t)(v >> 8);
+            f[n++] = (uint8_t)(v > 255 && !wide ? 255 : v);
+        }
+        char name[32];
+        snprintf(name, sizeof name, "pnm-scaled-%d", k);
+        emit_image(emit, name, mode[k], 0x2f, f, n);
+        snprintf(name, sizeof name, "pnm-scaled-%d-cut", k);
+        emit_image(emit, name, mode[k], 0x2f, f, n - 1);
+    }
+}
+
 /* stb_image_write's callback into a fixed buffer (fuzz_seeds' BMP, TGA). */
 typedef struct membuf {
     uint8_t *p;
@@ -239,6 +267,7 @@ void fuzz_seeds(fuzz_emit emit)
                               "\xd0\xe0\xf0\x01\x02\x03";
     emit_image(emit, "ppm", 0x09, 0x22, (const uint8_t *)ppm, sizeof ppm - 1);
     raw_pnm_seeds(emit);
+    scaled_pnm_seeds(emit);
     /* Issue 26's cases: plain PNM and binary PBM (decode_pnm.c), a PNG
      * deflate bomb on both paths, a bad PNG filter byte, a JPEG without
      * its DQT (after the good ones: the handle's stale tables) on both
