@@ -221,12 +221,12 @@ static int turbo_body(gf__decoder *d, const uint8_t *data, size_t len, const gf_
         /* Fancy upsampling replicates the edge chroma samples of a crop,
          * where the whole decode reads their neighbours: a column more on
          * the left (jpeg_crop_scanline then widens to the iMCU before when
-         * h->lo is on an iMCU edge) and an iMCU column more on the right,
-         * both dropped, keep the span exact. */
-        JDIMENSION imcu = (JDIMENSION)(ci->min_DCT_scaled_size * ci->max_h_samp_factor);
+         * h->lo is on an iMCU edge) and two more on the right (the next
+         * chroma sample of a 2x subsampled column; an iMCU column more only
+         * when they cross into it), all dropped, keep the span exact. */
         JDIMENSION hi = (JDIMENSION)h->hi, W_out = ci->output_width;
         xoff = h->lo > 0 ? (JDIMENSION)h->lo - 1 : 0;
-        cw = (W_out - hi > imcu ? hi + imcu : W_out) - xoff;
+        cw = (W_out - hi > 2 ? hi + 2 : W_out) - xoff;
         jpeg_crop_scanline(ci, &xoff, &cw); /* widens the left edge to an iMCU's */
     } else
         xoff = 0;
