@@ -294,6 +294,7 @@ static int open_loader(gf_loader **out, const gf_settings *s, const sample_array
     dopts.extensions = s->extensions;
     dopts.shard_skip = gf__shard_skip_of(s) ? 2 : 0;
     dopts.ca_file = s->ca_file;
+    dopts.remote_settings = s;
     if (given)
         rc = gf__dataset_open_samples(&l->ds, l->s.data, given->paths, given->labels, given->n,
                                       why, sizeof why);
