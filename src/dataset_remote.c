@@ -175,7 +175,8 @@ static int index_shards(gf__dataset *ds, const char *src, const gf_settings *set
     gf__fetch_opts o = opts_of(c, SIDECAR_REQUESTS, GF__SIDECAR_MAX_BYTES);
     if (settings) { /* the open's fetches obey the run's stall and retries too */
         o.retries = (unsigned)settings->remote_retries;
-        o.stall_s = (unsigned)settings->remote_stall_s;
+        if (settings->remote_stall_s > 0) /* 0: not yet resolved, the default */
+            o.stall_s = (unsigned)settings->remote_stall_s;
     }
     if (rc == 0)
         rc = gf__fetch_each(tp, NULL, NULL, n, &o, got_sidecar, s, why, why_len);

@@ -670,6 +670,8 @@ int gf__fetcher_create(gf__fetcher **out, uv_loop_t *loop, const gf__fetch_opts 
         return gf__why(why, why_len, "out of memory"), GF_ENOMEM;
     f->loop = loop;
     f->o = *o;
+    if (!f->o.stall_s) /* settings not yet resolved: the default, not "no time" */
+        f->o.stall_s = GF__REMOTE_STALL_S;
     f->rng = (uint64_t)(uintptr_t)f ^ (uint64_t)(gf__now() * 1e9);
     f->reqs = calloc(o->requests, sizeof *f->reqs);
     f->done = calloc(o->requests, sizeof *f->done);
