@@ -2,10 +2,14 @@
  * names the sockets and the one timeout it wants watched (on_socket,
  * on_curl_timer), the loop's poll and timer handles call it back
  * (curl_multi_socket_action), finished transfers land on a done list the
- * owner reaps. A transfer cut short (reset, 5xx, a stall) is retried from
- * the byte it reached, with exponential backoff and jitter, up to
- * `retries` times; what cannot succeed (4xx, a changed object, the retries
- * spent) completes with the status and the bytes received. */
+ * owner reaps. Every answer is checked against the request (a 206's range,
+ * start and end; a 200 is the whole object, sliced) and the object (size,
+ * ETag). A transfer cut short (reset, 5xx, a stall: too few body bytes in
+ * stall_s) is retried from the byte it reached, If-Range its validator
+ * (without one, from the range's start), with exponential backoff and
+ * jitter, up to `retries` times and within a deadline; what cannot
+ * succeed (4xx, a changed object, the retries spent) completes with the
+ * status, the store's reason and the bytes received. */
 #include "remote_fetch.h"
 
 #include "reader_internal.h"

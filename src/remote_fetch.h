@@ -12,7 +12,8 @@
 
 /* One remote object (a shard) as the index knows it. The fetcher checks
  * every response against it: size (Content-Range's total) when known, and
- * the ETag, recorded by the first response and compared after; so an
+ * the ETag (or Last-Modified), recorded by the first response and
+ * compared after; so an
  * object replaced during a run is an error, never another object's bytes
  * under this one's labels. Written only by the fetcher's thread. */
 typedef struct gf__fetch_target {
