@@ -591,11 +591,15 @@ static void transfer_done(gf__fetcher *f, req *r, CURLcode c)
     else if ((c == CURLE_OK || c == CURLE_WRITE_ERROR) && code[0]) {
         /* The store's own reason (S3's XML): its message never holds our
          * secret, redacted all the same. */
-        bool named = !region[0] || strstr(msg, region);
-        snprintf(why, sizeof why, "HTTP %ld %.40s: %.100s%s%s%s (%u tries)", r->status, code, msg,
-                 named ? "" : " (the bucket's region: ", named ? "" : region, named ? "" : ")",
+        char full[512], tail[64] = "";
+        if (region[0] && !strstr(msg, region))
+            snprintf(tail, sizeof tail, " (the bucket's region: %s)", region);
+        snprintf(full, sizeof full, "HTTP %ld %s: %s%s (%u tries)", r->status, code, msg, tail,
                  r->tries + 1);
-        gf__remote_redact(why, sizeof why, NULL);
+        gf__remote_redact(full, sizeof full, NULL);
+        size_t k = strnlen(full, sizeof why - 1); /* cut after redacting */
+        memcpy(why, full, k);
+        why[k] = 0;
     } else if (c == CURLE_OK || c == CURLE_WRITE_ERROR)
         snprintf(why, sizeof why, "HTTP %ld%s after %zu%s bytes (%u tries)", r->status,
                  reason_of(r->status), r->got, of, r->tries + 1);
