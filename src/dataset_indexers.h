@@ -24,10 +24,11 @@ int gf__prepared_pattern(const char *dir, char **pattern, char *why, size_t why_
 int gf__dataset_is_shards(const char *src);
 /* dataset_remote.c (the `remote` feature): http(s):// and s3:// shards,
  * indexed from their sidecars (SHARD.idx with labels=) without reading a
- * shard; ca_file NULL: the system's CA bundle. */
-int gf__dataset_open_remote(gf__dataset *ds, const char *src, const char *ca_file, char *why,
-                            size_t why_len);
+ * shard; ca_file NULL: the system's CA bundle; settings (NULL: the
+ * defaults) give the sidecar fetches' remote_stall_s and remote_retries. */
 struct gf_settings;
+int gf__dataset_open_remote(gf__dataset *ds, const char *src, const char *ca_file,
+                            const struct gf_settings *settings, char *why, size_t why_len);
 /* How the loader's fetcher reads ds's shards under s. */
 gf__fetch_opts gf__remote_fetch_opts(const struct gf_settings *s, const gf__dataset *ds);
 void gf__remote_ctx_free(struct gf__remote_ctx *c);

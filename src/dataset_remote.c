@@ -14,6 +14,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +55,10 @@ static int setup_request(void *ctx, void *easy, const gf__fetch_target *t, struc
     gf__remote_target rt = {.scheme = gf__remote_scheme(t->url), .url = t->url};
     if (c->has_auth && t->s3)
         rt.scheme = GF__REMOTE_S3;
-    return gf__remote_easy_setup(easy, &rt, c->has_auth ? &c->auth : NULL, c->ca_file, h, why,
+    gf__remote_auth a = c->auth;
+    if (t->region[0])
+        a.region = t->region; /* the store named the bucket's region */
+    return gf__remote_easy_setup(easy, &rt, c->has_auth ? &a : NULL, c->ca_file, h, why,
                                  why_len);
 }
 
@@ -155,7 +159,8 @@ static int add_shard(gf__dataset *ds, gf__builder *b, uint32_t k, const gf__side
     return 0;
 }
 
-static int index_shards(gf__dataset *ds, const char *src, sidecars *s, char *why, size_t why_len)
+static int index_shards(gf__dataset *ds, const char *src, const gf_settings *settings, sidecars *s,
+                        char *why, size_t why_len)
 {
     gf__remote_ctx *c = ds->remote_ctx;
     size_t n = c->list.n;
@@ -168,6 +173,11 @@ static int index_shards(gf__dataset *ds, const char *src, sidecars *s, char *why
         tp[i] = &side[i];
     }
     gf__fetch_opts o = opts_of(c, SIDECAR_REQUESTS, GF__SIDECAR_MAX_BYTES);
+    if (settings) { /* the open's fetches obey the run's stall and retries too */
+        o.retries = (unsigned)settings->remote_retries;
+        if (settings->remote_stall_s > 0) /* 0: not yet resolved, the default */
+            o.stall_s = (unsigned)settings->remote_stall_s;
+    }
     if (rc == 0)
         rc = gf__fetch_each(tp, NULL, NULL, n, &o, got_sidecar, s, why, why_len);
     free(side);
@@ -216,8 +226,8 @@ static int index_shards(gf__dataset *ds, const char *src, sidecars *s, char *why
     return 0;
 }
 
-int gf__dataset_open_remote(gf__dataset *ds, const char *src, const char *ca_file, char *why,
-                            size_t why_len)
+int gf__dataset_open_remote(gf__dataset *ds, const char *src, const char *ca_file,
+                            const gf_settings *settings, char *why, size_t why_len)
 {
     gf__remote_ctx *c = calloc(1, sizeof *c);
     if (!c)
@@ -258,7 +268,7 @@ int gf__dataset_open_remote(gf__dataset *ds, const char *src, const char *ca_fil
                   .len = calloc(n, sizeof(size_t)),
                   .why = why,
                   .why_len = why_len};
-    rc = s.text && s.len ? index_shards(ds, src, &s, why, why_len) : GF_ENOMEM;
+    rc = s.text && s.len ? index_shards(ds, src, settings, &s, why, why_len) : GF_ENOMEM;
     for (size_t i = 0; s.text && i < n; i++)
         free(s.text[i]);
     free(s.text);
@@ -359,6 +369,17 @@ static int fetch_whole(gf__fetch_target *t, const char *display, gf__remote_ctx 
         gf__why(why, why_len, "%s: the server did not say the object's size (no Content-Range)",
                 display);
         return GF_EIO;
+    }
+    /* The size is the server's word: the copy is in memory, so a claim
+     * beyond half of it is refused before a byte more is fetched. */
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t cap = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 2 : (uint64_t)1 << 32;
+    if (t->size > cap) {
+        gf__why(why, why_len,
+                "%s: the server says the object is %" PRIu64 " bytes, over the %" PRIu64
+                " bytes (half the memory) an index copies into memory",
+                display, t->size, cap);
+        return GF_ETOOBIG;
     }
     uint64_t n = (t->size + SHARD_CHUNK - 1) / SHARD_CHUNK;
     uint64_t *off = calloc(n, sizeof *off), *len = calloc(n, sizeof *len);

@@ -314,6 +314,7 @@ static int open_loader(gf_loader **out, const gf_settings *s, const sample_array
     dopts.shard_skip = gf__shard_skip_of(s) ? 2 : 0;
     dopts.bad_label_fails = s->on_error == GF_ON_ERROR_FAIL;
     dopts.ca_file = s->ca_file;
+    dopts.remote_settings = s;
     if (given)
         rc = gf__dataset_open_samples(&l->ds, l->s.data, given->paths, given->labels, given->n,
                                       why, sizeof why);

@@ -2,13 +2,18 @@
  * names the sockets and the one timeout it wants watched (on_socket,
  * on_curl_timer), the loop's poll and timer handles call it back
  * (curl_multi_socket_action), finished transfers land on a done list the
- * owner reaps. A transfer cut short (reset, 5xx, a stall) is retried from
- * the byte it reached, with exponential backoff and jitter, up to
- * `retries` times; what cannot succeed (4xx, a changed object, the retries
- * spent) completes with the status and the bytes received. */
+ * owner reaps. Every answer is checked against the request (a 206's range,
+ * start and end; a 200 is the whole object, sliced) and the object (size,
+ * ETag). A transfer cut short (reset, 5xx, a stall: too few body bytes in
+ * stall_s) is retried from the byte it reached, If-Range its validator
+ * (without one, from the range's start), with exponential backoff and
+ * jitter, up to `retries` times and within a deadline; what cannot
+ * succeed (4xx, a changed object, the retries spent) completes with the
+ * status, the store's reason and the bytes received. */
 #include "remote_fetch.h"
 
 #include "reader_internal.h"
+#include "remote_auth.h"
 
 #include "config.h"
 
@@ -54,9 +59,20 @@ typedef struct req {
     bool body_ok, discard;     /* this response: bytes go to buf / are dropped */
     bool changed;              /* size or ETag differs from the target's */
     bool too_big;              /* an object of unknown size passed max_bytes */
-    char etag[96];
+    bool has_range;            /* this response's Content-Range parsed */
+    bool unproven;             /* a resume without the validator: start over */
+    bool range_done;           /* a 200's body past the range: cut on purpose */
+    char wrong_range[112];     /* a 206 for other bytes than asked: why */
+    char etag[96], last_modified[64], bucket_region[32];
     uint64_t total;            /* this response's Content-Range total, or 0 */
-    double heard;              /* when it started, or its last header or body bytes */
+    uint64_t cr_first, cr_last;
+    uint64_t skip;             /* a 200's bytes before the range, still to drop */
+    char err_body[1024];       /* an error response's first bytes (S3's XML) */
+    size_t err_body_len;
+    bool region_followed;      /* re-signed once for the region the store named */
+    double heard;              /* when it started, or its last GF__STALL_MIN_BYTES */
+    size_t unheard;            /* body bytes since heard */
+    double began;              /* the first try's start: the deadline's */
     char err[CURL_ERROR_SIZE];
 } req;
 
@@ -162,71 +178,165 @@ static int on_curl_timer(CURLM *m, long ms, void *userp)
     return 0;
 }
 
-/* A response's headers: its status line resets what the last one said. */
+/* Header p[0..len)'s value, trimmed, if its name is name (with ':'). */
+static bool header_value(const char *p, size_t len, const char *name, const char **v,
+                         size_t *vlen)
+{
+    size_t k = strlen(name);
+    if (len <= k || strncasecmp(p, name, k) != 0)
+        return false;
+    const char *a = p + k, *end = p + len;
+    while (a < end && (*a == ' ' || *a == '\t'))
+        a++;
+    while (end > a && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t'))
+        end--;
+    *v = a;
+    *vlen = (size_t)(end - a);
+    return true;
+}
+
+static void copy_value(char *dst, size_t cap, const char *v, size_t n)
+{
+    n = GF__MIN(n, cap - 1);
+    memcpy(dst, v, n);
+    dst[n] = 0;
+}
+
+/* A response's headers: its status line resets what the last one said.
+ * Header bytes are not progress: a head that never ends stalls. */
 static size_t on_header(char *p, size_t size, size_t n, void *arg)
 {
     req *r = arg;
     size_t len = size * n;
-    r->heard = gf__now();
+    const char *v;
+    size_t vn;
     if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) {
-        r->etag[0] = 0;
+        r->etag[0] = r->last_modified[0] = r->bucket_region[0] = 0;
         r->total = 0;
+        r->has_range = false;
         r->body_ok = r->discard = false;
         return len;
     }
-    if (len > 5 && strncasecmp(p, "ETag:", 5) == 0) {
-        const char *v = p + 5, *end = p + len;
-        while (v < end && (*v == ' ' || *v == '\t'))
-            v++;
-        while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
-            end--;
-        size_t k = GF__MIN((size_t)(end - v), sizeof r->etag - 1);
-        memcpy(r->etag, v, k);
-        r->etag[k] = 0;
-    } else if (len > 14 && strncasecmp(p, "Content-Range:", 14) == 0) {
-        const char *slash = memchr(p, '/', len);
-        if (slash && slash + 1 < p + len && slash[1] >= '0' && slash[1] <= '9')
-            r->total = strtoull(slash + 1, NULL, 10);
+    if (header_value(p, len, "ETag:", &v, &vn)) {
+        copy_value(r->etag, sizeof r->etag, v, vn);
+    } else if (header_value(p, len, "Last-Modified:", &v, &vn)) {
+        copy_value(r->last_modified, sizeof r->last_modified, v, vn);
+    } else if (header_value(p, len, "x-amz-bucket-region:", &v, &vn)) {
+        copy_value(r->bucket_region, sizeof r->bucket_region, v, vn);
+    } else if (header_value(p, len, "Content-Range:", &v, &vn)) {
+        r->has_range = gf__content_range_parse(v, vn, &r->cr_first, &r->cr_last, &r->total) == 0;
+        if (!r->has_range)
+            r->total = 0;
     }
     return len;
 }
 
-/* The first byte of a body decides where it goes: a 206 for our range (or
- * a 200 whose body is exactly what we asked for) into buf, anything else
- * (an error page) nowhere. A body that would overrun the range aborts. */
+/* Whether response r continues what t's first response was: a resume
+ * spliced onto the bytes received must be of the same object. */
+static bool same_object(const req *r, const gf__fetch_target *t)
+{
+    if (t->etag[0])
+        return strcmp(t->etag, r->etag) == 0;
+    return t->last_modified[0] && strcmp(t->last_modified, r->last_modified) == 0;
+}
+
+/* A 206 must name the bytes asked for: from `from` to the range's end (or
+ * the object's, when the range passes it). Returns false with why. */
+static bool range_matches(req *r, uint64_t from)
+{
+    uint64_t want_last = r->len == GF__WHOLE_FILE ? UINT64_MAX : r->off + r->len - 1;
+    bool ok = r->has_range && r->cr_first == from && r->cr_first <= r->cr_last &&
+              (r->cr_last == want_last ||
+               (r->total && r->cr_last == r->total - 1 && r->cr_last < want_last));
+    if (ok)
+        return true;
+    char asked[48];
+    if (want_last == UINT64_MAX)
+        snprintf(asked, sizeof asked, "%" PRIu64 "-", from);
+    else
+        snprintf(asked, sizeof asked, "%" PRIu64 "-%" PRIu64, from, want_last);
+    if (!r->has_range)
+        snprintf(r->wrong_range, sizeof r->wrong_range,
+                 "a 206 without a valid Content-Range for bytes %s", asked);
+    else
+        snprintf(r->wrong_range, sizeof r->wrong_range,
+                 "the server answered bytes %" PRIu64 "-%" PRIu64 " for bytes %s", r->cr_first,
+                 r->cr_last, asked);
+    return false;
+}
+
+/* The first byte of a body decides where it goes: a 206 naming our range
+ * into buf; a 200 (the whole object, the range ignored) into buf from the
+ * range's first byte on; anything else (an error page) kept apart for its
+ * reason. A body that would overrun the range aborts. */
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
     req *r = arg;
     size_t len = size * n;
-    r->heard = gf__now();
+    r->unheard += len;
+    if (r->unheard >= GF__STALL_MIN_BYTES) {
+        r->heard = gf__now();
+        r->unheard = 0;
+    }
     if (!r->body_ok && !r->discard) {
         curl_easy_getinfo(r->e, CURLINFO_RESPONSE_CODE, &r->status);
         uint64_t from = r->off + r->got;
-        bool whole_from_zero = r->status == 200 && from == 0;
-        if (r->status == 206 || whole_from_zero) {
+        if (r->status == 206 || r->status == 200) {
             uint64_t total = r->status == 206 ? r->total : 0;
             curl_off_t cl = -1;
             curl_easy_getinfo(r->e, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
             if (r->status == 200 && cl >= 0)
                 total = (uint64_t)cl;
+            if (r->status == 206 && !range_matches(r, from))
+                return 0;
             gf__fetch_target *t = r->t;
             if ((t->size && total && total != t->size) ||
                 (t->etag[0] && r->etag[0] && strcmp(t->etag, r->etag) != 0)) {
                 r->changed = true;
                 return 0;
             }
+            /* An answer without the validator an earlier one gave (a
+             * resume, or another range of the object) may be another
+             * object's bytes: the range again from its start. */
+            if ((t->etag[0] || t->last_modified[0]) && !same_object(r, t)) {
+                r->unproven = true;
+                return 0;
+            }
             if (!t->etag[0] && r->etag[0])
                 memcpy(t->etag, r->etag, sizeof t->etag);
+            if (!t->last_modified[0] && r->last_modified[0])
+                memcpy(t->last_modified, r->last_modified, sizeof t->last_modified);
             if (!t->size && total)
                 t->size = total;
             r->total = total;
+            r->skip = r->status == 200 ? from : 0;
             r->body_ok = true;
         } else {
             r->discard = true;
         }
     }
-    if (r->discard)
+    if (r->discard) {
+        size_t k = GF__MIN(len, sizeof r->err_body - 1 - r->err_body_len);
+        memcpy(r->err_body + r->err_body_len, p, k);
+        r->err_body_len += k;
+        r->err_body[r->err_body_len] = 0;
         return len;
+    }
+    if (r->skip) {
+        size_t k = (size_t)GF__MIN((uint64_t)len, r->skip);
+        r->skip -= k;
+        p += k;
+        len -= k;
+        if (!len)
+            return size * n;
+    }
+    if (r->status == 200 && r->len != GF__WHOLE_FILE && len >= r->len - r->got) {
+        /* The whole object for a range: what follows the range is not read. */
+        memcpy(r->buf->data + r->got, p, (size_t)(r->len - r->got));
+        r->got = (size_t)r->len;
+        r->range_done = true;
+        return 0;
+    }
     if (r->len == GF__WHOLE_FILE) { /* an object of unknown size */
         size_t keep = r->got;
         int waited = 0;
@@ -270,6 +380,12 @@ static int start(gf__fetcher *f, req *r, char *why, size_t why_len)
     curl_slist_free_all(r->hdrs);
     r->hdrs = NULL;
     r->body_ok = r->discard = r->changed = r->too_big = false;
+    r->has_range = r->unproven = r->range_done = false;
+    r->wrong_range[0] = 0;
+    r->skip = 0;
+    r->err_body_len = 0;
+    r->err_body[0] = 0;
+    r->unheard = 0;
     r->status = 0;
     r->err[0] = 0;
     char range[64];
@@ -302,6 +418,22 @@ static int start(gf__fetcher *f, req *r, char *why, size_t why_len)
     int rc = f->o.setup ? f->o.setup(f->o.setup_ctx, e, r->t, &r->hdrs, why, why_len) : 0;
     if (rc < 0)
         return rc;
+    /* A resume names the object it continues: another one answers 200
+     * (whole, checked as a new object) instead of its bytes at `from`. A
+     * weak ETag cannot (RFC 9110 13.1.5): the date then. */
+    const gf__fetch_target *t = r->t;
+    if (r->got) {
+        char line[128];
+        line[0] = 0;
+        if (t->etag[0] && t->etag[0] == '"')
+            snprintf(line, sizeof line, "If-Range: %s", t->etag);
+        else if (t->last_modified[0])
+            snprintf(line, sizeof line, "If-Range: %s", t->last_modified);
+        struct curl_slist *h = line[0] ? curl_slist_append(r->hdrs, line) : r->hdrs;
+        if (!h)
+            return gf__why(why, why_len, "out of memory for a request's headers"), GF_ENOMEM;
+        r->hdrs = h;
+    }
     if (r->hdrs)
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->hdrs);
     if (curl_multi_add_handle(f->multi, e) != CURLM_OK)
@@ -370,7 +502,9 @@ static void transfer_done(gf__fetcher *f, req *r, CURLcode c)
         snprintf(r->err, sizeof r->err, "no byte for %u s", f->o.stall_s);
     if (!r->status)
         curl_easy_getinfo(r->e, CURLINFO_RESPONSE_CODE, &r->status);
-    char why[160];
+    char why[sizeof f->done->why];
+    if (r->range_done)
+        c = CURLE_OK; /* cut after the range, by on_body */
     if (r->changed) {
         snprintf(why, sizeof why,
                  "the object changed since it was first read (its size or ETag differs), after "
@@ -394,10 +528,37 @@ static void transfer_done(gf__fetcher *f, req *r, CURLcode c)
         finish(f, r, 0, NULL);
         return;
     }
-    bool retry = (c == CURLE_OK && r->body_ok) /* cut short */ ||
+    char code[64], msg[256], region[32];
+    gf__s3_error_parse(r->err_body, r->err_body_len, code, sizeof code, msg, sizeof msg, region,
+                       sizeof region);
+    if (!region[0])
+        snprintf(region, sizeof region, "%s", r->bucket_region);
+    /* As the AWS SDKs: a store that names the bucket's region is asked
+     * again, signed for it (once: a second refusal is reported). */
+    bool wrong_region = r->status == 301 || r->status == 307 ||
+                        (r->status == 400 && strcmp(code, "AuthorizationHeaderMalformed") == 0);
+    if (r->t->s3 && wrong_region && region[0] && !r->region_followed &&
+        strcmp(region, r->t->region) != 0 &&
+        strspn(region, "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen(region)) {
+        r->region_followed = true;
+        snprintf(r->t->region, sizeof r->t->region, "%s", region);
+        int rc = start(f, r, why, sizeof why);
+        if (rc < 0)
+            finish(f, r, rc, why);
+        return;
+    }
+    double deadline = f->o.deadline_s ? f->o.deadline_s
+                                      : (double)f->o.stall_s * GF__DEADLINE_STALLS * (f->o.retries + 1);
+    bool late = gf__now() - r->began > deadline;
+    /* Another range than asked (a cache's mistake, say): asked again. */
+    bool retry = (c == CURLE_OK && r->body_ok) /* cut short */ || r->unproven || r->wrong_range[0] ||
                  (c != CURLE_OK && c != CURLE_WRITE_ERROR && transient(c)) ||
                  (c == CURLE_OK && (r->status >= 500 || r->status == 429 || r->status == 408));
-    if (retry && r->tries < f->o.retries) {
+    if (retry && r->tries < f->o.retries && !late) {
+        /* A resume needs a validator to prove it continues the object. */
+        const gf__fetch_target *t = r->t;
+        if (r->unproven || !((t->etag[0] == '"') || t->last_modified[0]))
+            r->got = 0;
         r->tries++;
         f->counts.retries++;
         uint64_t cap = f->o.backoff_max_ms ? f->o.backoff_max_ms : 1;
@@ -414,10 +575,32 @@ static void transfer_done(gf__fetcher *f, req *r, CURLcode c)
     char of[32] = "";
     if (size)
         snprintf(of, sizeof of, " of %" PRIu64, size);
-    if (c == CURLE_OK && r->body_ok)
+    if (late && retry)
+        snprintf(why, sizeof why, "not done within %.0f s (%u tries), after %zu%s bytes",
+                 deadline, r->tries + 1, r->got, of);
+    else if (r->wrong_range[0])
+        snprintf(why, sizeof why, "%s (%u tries)", r->wrong_range, r->tries + 1);
+    else if (r->unproven)
+        snprintf(why, sizeof why,
+                 "a resumed transfer did not prove it continued the same object (no ETag or "
+                 "Last-Modified as the first response's), %u tries",
+                 r->tries + 1);
+    else if (c == CURLE_OK && r->body_ok)
         snprintf(why, sizeof why, "the transfer ended after %zu%s bytes (%u tries)", r->got, of,
                  r->tries + 1);
-    else if (c == CURLE_OK || c == CURLE_WRITE_ERROR)
+    else if ((c == CURLE_OK || c == CURLE_WRITE_ERROR) && code[0]) {
+        /* The store's own reason (S3's XML): its message never holds our
+         * secret, redacted all the same. */
+        char full[512], tail[64] = "";
+        if (region[0] && !strstr(msg, region))
+            snprintf(tail, sizeof tail, " (the bucket's region: %s)", region);
+        snprintf(full, sizeof full, "HTTP %ld %s: %s%s (%u tries)", r->status, code, msg, tail,
+                 r->tries + 1);
+        gf__remote_redact(full, sizeof full, NULL);
+        size_t k = strnlen(full, sizeof why - 1); /* cut after redacting */
+        memcpy(why, full, k);
+        why[k] = 0;
+    } else if (c == CURLE_OK || c == CURLE_WRITE_ERROR)
         snprintf(why, sizeof why, "HTTP %ld%s after %zu%s bytes (%u tries)", r->status,
                  reason_of(r->status), r->got, of, r->tries + 1);
     else
@@ -446,8 +629,14 @@ static void on_stall_check(uv_timer_t *h)
             r->heard = now;
             continue;
         }
-        if (now - r->heard > f->o.stall_s) {
-            snprintf(r->err, sizeof r->err, "no byte for %u s", f->o.stall_s);
+        double deadline = f->o.deadline_s ? f->o.deadline_s
+                                          : (double)f->o.stall_s * GF__DEADLINE_STALLS *
+                                                (f->o.retries + 1);
+        if (now - r->began > deadline) {
+            transfer_done(f, r, CURLE_OPERATION_TIMEDOUT);
+        } else if (now - r->heard > f->o.stall_s) {
+            snprintf(r->err, sizeof r->err, "under %d bytes in %u s", GF__STALL_MIN_BYTES,
+                     f->o.stall_s);
             transfer_done(f, r, CURLE_OPERATION_TIMEDOUT);
         }
     }
@@ -489,6 +678,8 @@ int gf__fetcher_create(gf__fetcher **out, uv_loop_t *loop, const gf__fetch_opts 
         return gf__why(why, why_len, "out of memory"), GF_ENOMEM;
     f->loop = loop;
     f->o = *o;
+    if (!f->o.stall_s) /* settings not yet resolved: the default, not "no time" */
+        f->o.stall_s = GF__REMOTE_STALL_S;
     f->rng = (uint64_t)(uintptr_t)f ^ (uint64_t)(gf__now() * 1e9);
     f->reqs = calloc(o->requests, sizeof *f->reqs);
     f->done = calloc(o->requests, sizeof *f->done);
@@ -551,6 +742,7 @@ static void reserve_and_start(gf__fetcher *f, req *r)
     if (r->budget_wait)
         f->n_budget_wait--;
     r->budget_wait = false;
+    r->began = gf__now();
     if (rc == 0)
         rc = start(f, r, why, sizeof why);
     if (rc < 0)
@@ -578,6 +770,7 @@ int gf__fetcher_submit(gf__fetcher *f, gf__fetch_target *t, uint64_t off, uint64
     r->got = 0;
     r->tries = 0;
     r->budget_waited = 0;
+    r->region_followed = false;
     char why[160] = "";
     size_t max = gf__effective_max(f->o.max_bytes);
     if (len == 0) {
@@ -779,3 +972,87 @@ void gf__fetcher_destroy(gf__fetcher *f)
 }
 
 #endif
+
+/* Always built: fuzz_remote calls them without the `remote` feature. */
+#include <stdint.h>
+#include <string.h>
+
+static bool parse_u64(const char **p, const char *end, uint64_t *out)
+{
+    const char *s = *p;
+    uint64_t v = 0;
+    while (s < end && *s >= '0' && *s <= '9') {
+        unsigned d = (unsigned)(*s - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return false;
+        v = v * 10 + d;
+        s++;
+    }
+    if (s == *p)
+        return false;
+    *p = s;
+    *out = v;
+    return true;
+}
+
+int gf__content_range_parse(const char *v, size_t n, uint64_t *first, uint64_t *last,
+                            uint64_t *total)
+{
+    const char *p = v, *end = v + n;
+    *first = 1, *last = 0, *total = 0;
+    if (n < 6 || strncasecmp(p, "bytes", 5) != 0 || (p[5] != ' ' && p[5] != '='))
+        return -1;
+    p += 6;
+    while (p < end && *p == ' ')
+        p++;
+    if (p < end && *p == '*') {
+        p++;
+    } else {
+        uint64_t a, b;
+        if (!parse_u64(&p, end, &a) || p >= end || *p++ != '-' || !parse_u64(&p, end, &b) ||
+            b < a)
+            return -1;
+        *first = a, *last = b;
+    }
+    if (p >= end || *p++ != '/')
+        return -1;
+    if (p < end && *p == '*' && p + 1 == end)
+        return *first <= *last ? 0 : -1; /* no range and no total says nothing */
+    uint64_t t;
+    if (!parse_u64(&p, end, &t) || p != end || (*first <= *last && *last >= t))
+        return -1;
+    *total = t;
+    return 0;
+}
+
+/* The text of <tag>...</tag> in body, control characters dropped. */
+static void xml_text(const char *body, size_t n, const char *tag, char *out, size_t cap)
+{
+    out[0] = 0;
+    char open[40], close[40];
+    snprintf(open, sizeof open, "<%s>", tag);
+    snprintf(close, sizeof close, "</%s>", tag);
+    size_t ol = strlen(open), cl = strlen(close);
+    for (size_t i = 0; i + ol <= n; i++) {
+        if (memcmp(body + i, open, ol) != 0)
+            continue;
+        size_t k = 0;
+        for (size_t j = i + ol; j < n && k + 1 < cap; j++) {
+            if (j + cl <= n && memcmp(body + j, close, cl) == 0)
+                break;
+            unsigned char ch = (unsigned char)body[j];
+            if (ch >= 0x20 && ch != 0x7f)
+                out[k++] = (char)ch;
+        }
+        out[k] = 0;
+        return;
+    }
+}
+
+void gf__s3_error_parse(const char *body, size_t n, char *code, size_t code_len, char *msg,
+                        size_t msg_len, char *region, size_t region_len)
+{
+    xml_text(body, n, "Code", code, code_len);
+    xml_text(body, n, "Message", msg, msg_len);
+    xml_text(body, n, "Region", region, region_len);
+}

@@ -12,7 +12,8 @@
 
 /* One remote object (a shard) as the index knows it. The fetcher checks
  * every response against it: size (Content-Range's total) when known, and
- * the ETag, recorded by the first response and compared after; so an
+ * the ETag (or Last-Modified), recorded by the first response and
+ * compared after; so an
  * object replaced during a run is an error, never another object's bytes
  * under this one's labels. Written only by the fetcher's thread. */
 typedef struct gf__fetch_target {
@@ -20,6 +21,8 @@ typedef struct gf__fetch_target {
     int s3;              /* signed with SigV4 */
     uint64_t size;       /* bytes, 0 = unknown */
     char etag[96];       /* "" until the first response */
+    char last_modified[64]; /* as etag: what a resume's If-Range names without one */
+    char region[32];     /* s3: the region the store named (signed for); "" = the configured */
 } gf__fetch_target;
 
 struct curl_slist;
@@ -35,6 +38,11 @@ typedef int (*gf__fetch_setup_fn)(void *ctx, void *easy, const gf__fetch_target 
 #define GF__REMOTE_BACKOFF_MS 100
 #define GF__REMOTE_BACKOFF_MAX_MS 5000
 #define GF__REMOTE_STALL_S 30
+/* A transfer must bring this many body bytes (or its end) every stall_s:
+ * a body trickled a byte a second, or a head that never ends, is a stall. */
+#define GF__STALL_MIN_BYTES 1024
+/* deadline_s 0: this many times stall_s for each try. */
+#define GF__DEADLINE_STALLS 20
 /* An index sidecar larger than this is refused (64 bytes a line: 4 M samples). */
 #define GF__SIDECAR_MAX_BYTES ((size_t)256 << 20)
 
@@ -44,7 +52,8 @@ typedef struct gf__fetch_opts {
     unsigned retries;        /* after the first try, per request */
     unsigned backoff_ms;     /* first retry's delay; doubled each time */
     unsigned backoff_max_ms;
-    unsigned stall_s;        /* no byte for this long: retried */
+    unsigned stall_s;        /* under GF__STALL_MIN_BYTES of body in this long: retried */
+    unsigned deadline_s;     /* a request's tries all done within this; 0: derived */
     size_t max_bytes;        /* as gf__read_file's */
     gf__fetch_setup_fn setup;
     void *setup_ctx;
@@ -92,5 +101,15 @@ typedef int (*gf__fetch_got_fn)(void *ctx, size_t i, gf__buf *b, int err, const 
 int gf__fetch_each(gf__fetch_target *const *t, const uint64_t *off, const uint64_t *len, size_t n,
                    const gf__fetch_opts *o, gf__fetch_got_fn got, void *ctx, char *why,
                    size_t why_len);
+
+/* Response parsing, pure (fuzz_remote): a Content-Range value v[0..n)
+ * "bytes FIRST-LAST/TOTAL" (a total of "*": 0) or "bytes STAR/TOTAL" (first 1,
+ * last 0: no range; STAR is "*"). Returns 0, or -1 malformed. */
+int gf__content_range_parse(const char *v, size_t n, uint64_t *first, uint64_t *last,
+                            uint64_t *total);
+/* An S3 error body's <Code>, <Message> and <Region> (each "" when absent),
+ * control characters dropped. */
+void gf__s3_error_parse(const char *body, size_t n, char *code, size_t code_len, char *msg,
+                        size_t msg_len, char *region, size_t region_len);
 
 #endif

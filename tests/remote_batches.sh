@@ -84,6 +84,62 @@ grep -q "error: train-000001.tar:.*$GF_TEST_PROXY_HTTP_URL/train-000001.tar: the
     { cat "$work/changed"; fail "a changed object not reported with the URL"; }
 echo "  a changed object: $(grep -m1 'object changed' "$work/changed")"
 
+# Issue 37, hostile answers: each survived with the same batches or
+# refused naming the URL, never another member's bytes under a label.
+# A 206 naming other bytes than asked (every time): refused.
+curl -sf -X POST "$ctl/clear" >/dev/null
+rule "match=train-000001.tar&fault=range_shift&bytes=512&times=0"
+RB_ORDER=global RB_SET="remote_retries=1" timeout 60 "$rb" "$proxy" 1 1 >"$work/shifted" 2>&1 || true
+grep -q "error: train-000001.tar:.*$GF_TEST_PROXY_HTTP_URL/train-000001.tar: the server answered bytes" "$work/shifted" ||
+    { cat "$work/shifted"; fail "a 206 for another range taken as the range asked for"; }
+echo "  a 206 for another range: $(grep -m1 'answered bytes' "$work/shifted" | head -c 200)"
+# A resume answered from byte 0, once: asked again, the same batches.
+curl -sf -X POST "$ctl/clear" >/dev/null
+rule "match=train-000002.tar&fault=stall_after&bytes=20000&seconds=3&then=close"
+rule "match=train-000002.tar&fault=range_from_zero&skip=1"
+same "a resume answered from byte 0" "$local1" "$(RB_STALL_S=1 run "$proxy" 2 4)"
+# A resume answered by another object without ETag or Last-Modified:
+# started over, the same batches.
+curl -sf -X POST "$ctl/clear" >/dev/null
+rule "match=train-000003.tar&fault=stall_after&bytes=20000&seconds=3&then=close"
+rule "match=train-000003.tar&fault=strip_validators&skip=1"
+same "a resume without the object's ETag" "$local1" "$(RB_STALL_S=1 run "$proxy" 2 4)"
+# A body trickled a byte a second, a head that never ends: stalls under
+# remote_stall_s=2, reported within the retries, not waited on for ever.
+curl -sf -X POST "$ctl/clear" >/dev/null
+rule "match=train-000001.tar&fault=trickle&bytes=1000&rate=1&times=0"
+rule "match=train-000002.tar&fault=endless_head&times=0"
+t0=$(date +%s)
+RB_STALL_S=2 RB_SET="remote_retries=1" timeout 60 "$rb" "$proxy" 2 4 >"$work/slow" 2>&1 || true
+took=$(($(date +%s) - t0))
+grep -q "error: train-000001.tar:.*train-000001.tar: under 1024 bytes in 2 s" "$work/slow" ||
+    { cat "$work/slow"; fail "a trickled body not a stall (${took} s)"; }
+grep -q "error: train-000002.tar:.*train-000002.tar: under 1024 bytes in 2 s" "$work/slow" ||
+    { cat "$work/slow"; fail "a head that never ends not a stall (${took} s)"; }
+[ "$took" -le 30 ] || fail "trickle and endless head: ${took} s"
+echo "  a trickle and an endless head: stalls, reported in ${took} s"
+# The open's sidecar fetches obey the same settings.
+curl -sf -X POST "$ctl/clear" >/dev/null
+rule "match=train-000000.idx&fault=endless_head&times=0"
+t0=$(date +%s)
+RB_STALL_S=2 RB_SET="remote_retries=1" timeout 60 "$rb" "$proxy" 2 4 >"$work/sidecar" 2>&1 &&
+    fail "an open whose sidecar never answers succeeded"
+took=$(($(date +%s) - t0))
+grep -q "train-000000.idx: under 1024 bytes in 2 s after 0 bytes (2 tries)" "$work/sidecar" ||
+    { cat "$work/sidecar"; fail "a silent sidecar at open (${took} s)"; }
+[ "$took" -le 30 ] || fail "a silent sidecar at open: ${took} s"
+echo "  a silent sidecar at open: failed in ${took} s: $(grep -m1 'idx' "$work/sidecar" | head -c 160)"
+# `gpufeed index URL` of a shard that claims 1 TB: refused at once.
+curl -sf -X POST "$ctl/clear" >/dev/null
+rule "match=train-000000.tar&fault=claim_size&bytes=1099511627776&times=0"
+timeout 60 "$gpufeed" index "$GF_TEST_PROXY_HTTP_URL/train-000000.tar" --out claim >"$work/claim" 2>&1 &&
+    fail "a shard claiming 1 TB indexed"
+grep -q "train-000000.tar: the server says the object is 1099511627776 bytes" "$work/claim" ||
+    { cat "$work/claim"; fail "a shard claiming 1 TB"; }
+n=$(curl -sf "$ctl/count?path=/train-000000.tar")
+[ "$n" -le 1 ] || fail "a shard claiming 1 TB: $n requests"
+echo "  a shard claiming 1 TB: refused after $n request: $(head -c 160 "$work/claim")"
+
 # A shard that is gone: its samples reported naming the URL, the rest read.
 curl -sf -X POST "$ctl/clear" >/dev/null
 rule "match=train-000002.tar&fault=status&code=404&times=0"

@@ -64,8 +64,16 @@ if AWS_SECRET_ACCESS_KEY=wrong-$AWS_SECRET_ACCESS_KEY "$gpufeed" index --out bad
     fail "s3 with a wrong secret succeeded"
 fi
 nosecret out.403
-grep -q "s3://$GF_TEST_S3_BUCKET/ri/train-000000.tar: HTTP 403" out.403 || fail "403: $(cat out.403)"
+grep -q "s3://$GF_TEST_S3_BUCKET/ri/train-000000.tar: HTTP 403 SignatureDoesNotMatch: " out.403 ||
+    fail "403 without the store's reason: $(cat out.403)"
 echo "  wrong secret: $(grep -m1 403 out.403)"
+# a wrong region: the store names the right one (<Region>), followed as
+# the AWS SDKs do, the same sidecar
+AWS_REGION=eu-west-1 "$gpufeed" index --out reg "s3://$GF_TEST_S3_BUCKET/ri/train-000000.tar" \
+    >out.reg 2>&1 || fail "s3 in a wrong region: $(cat out.reg)"
+nosecret out.reg
+cmp loc/train-000000.idx reg/train-000000.idx || fail "s3 in a wrong region: another sidecar"
+echo "  wrong region (eu-west-1): followed to the store's, the same sidecar"
 
 # the sidecars uploaded: the remote sets open, every sample there
 cp h/*.idx "$GF_TEST_HTTP_ROOT/ri/"
@@ -80,6 +88,7 @@ opens() { # WHAT DATA [ARGS]: verify reads every sample
 }
 opens "http, indexed remotely" "$GF_TEST_HTTP_URL/ri/$shards"
 opens "s3, indexed remotely" "s3://$GF_TEST_S3_BUCKET/ri/$shards"
+AWS_REGION=eu-west-1 opens "s3 in a wrong region, followed" "s3://$GF_TEST_S3_BUCKET/ri/$shards"
 
 # a prepared set opens remotely as written (its sidecars carry labels=)
 "$gpufeed" prepare "set/$shards" prep >/dev/null 2>&1 || fail "prepare"

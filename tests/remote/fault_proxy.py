@@ -38,6 +38,19 @@ tried in order; a request takes at most one rule of each kind. Kinds:
     change_object                 the object "replaced": ETag changed (a
                                   different quoted hex value), the first body
                                   byte XOR 0x01, lengths kept
+    strip_validators              the object "replaced" by one without ETag and
+                                  Last-Modified: both dropped, every body
+                                  byte XOR 0x5A
+    range_shift  bytes=B          the request's Range moved B bytes later (the
+                                  answer names, and holds, other bytes)
+    range_from_zero               a Range from byte F > 0 asked from byte 0, as
+                                  long (a resume answered from the start)
+    trickle      bytes=B rate=R   B body bytes, then the rest R bytes a second
+    claim_size   bytes=N          the response's Content-Range total said as N
+    endless_head                  a status line, then a header line every 0.5 s,
+                                  never the blank line (until 120 s)
+Any rule takes skip=K: the first K requests it matches pass untouched (a
+resume's fault after a cut: reset_after on the first, skip=1 on the next).
 reset_after and stall_after cut bodies with a Content-Length (nginx's and
 Swift's objects); a chunked one passes whole. A rule of a kind that does not
 apply to the response (a cut of a HEAD) still counts as fired.
@@ -183,6 +196,9 @@ def pick_faults(path):
         requests[key] = requests.get(key, 0) + 1
         for r in rules:
             if r["match"] in path and r["left"] != 0 and r["fault"] not in chosen:
+                if r["skip"] > 0:
+                    r["skip"] -= 1
+                    continue
                 chosen[r["fault"]] = r
                 r["fired"] += 1
                 state["applied"] += 1
@@ -208,17 +224,21 @@ def control(method, target):
             return 200, {"cleared": True}
         if method == "POST" and url.path == "/__fault/rule":
             kinds = {"reset_after": ("bytes",), "stall_after": ("bytes", "seconds"),
-                     "status": ("code",), "latency": ("ms",), "change_object": ()}
+                     "status": ("code",), "latency": ("ms",), "change_object": (),
+                     "strip_validators": (), "range_shift": ("bytes",), "range_from_zero": (),
+                     "trickle": ("bytes", "rate"), "endless_head": (),
+                     "claim_size": ("bytes",)}
             kind = q.get("fault")
             if kind not in kinds or any(a not in q for a in kinds[kind]):
                 return 400, {"error": "fault must be one of %s with its arguments" % kinds}
             try:
                 times = int(q.get("times", "1"))
                 args = {a: float(q[a]) for a in kinds[kind]}
+                skip = int(q.get("skip", "0"))
             except ValueError:
                 return 400, {"error": "times and the arguments are numbers"}
             r = dict(id=state["next_id"], match=q.get("match", ""), fault=kind, times=times,
-                     left=times if times > 0 else -1, fired=0, then=q.get("then", "continue"), **args)
+                     left=times if times > 0 else -1, fired=0, then=q.get("then", "continue"), skip=skip, **args)
             state["next_id"] += 1
             rules.append(r)
             return 200, {"id": r["id"]}
@@ -262,6 +282,14 @@ def serve(conn, upstream):
             faults = pick_faults(target)
             if "latency" in faults:
                 time.sleep(faults["latency"]["ms"] / 1000.0)
+            if "endless_head" in faults:
+                conn.sendall(b"HTTP/1.1 200 OK\r\n")
+                for i in range(240):
+                    time.sleep(0.5)
+                    conn.sendall(b"X-Slow-%d: waiting\r\n" % i)
+                return
+            if "range_shift" in faults or "range_from_zero" in faults:
+                raw = edit_range(raw, faults)
             if "status" in faults:
                 if n and n > 0:
                     relay(cf, open_null(), n)
@@ -296,8 +324,8 @@ def serve(conn, upstream):
                     if not reused or n:  # a request body cannot be sent twice
                         raise Closed()
             tap = None
-            if "change_object" in faults:
-                rraw = change_etag(rraw)
+            if "change_object" in faults or "strip_validators" in faults:
+                rraw = change_etag(rraw) if "change_object" in faults else strip_validators(rraw)
                 flipped = [False]
 
                 def tap(piece, flipped=flipped):
@@ -305,12 +333,24 @@ def serve(conn, upstream):
                         return piece
                     flipped[0] = True
                     return bytes([piece[0] ^ 1]) + piece[1:]
+                if "strip_validators" in faults:  # another object: every byte differs
+                    def tap(piece):
+                        return bytes(b ^ 0x5A for b in piece)
+            if "claim_size" in faults:
+                rraw = claim_size(rraw, int(faults["claim_size"]["bytes"]))
             conn.sendall(rraw)
             m = body_length(rh, method, code)
             if pipe is None and m and m > 0:
                 pipe = new_pipe()
             cut = faults.get("reset_after") or faults.get("stall_after")
-            if cut is not None and m is not None and m >= 0:
+            slow = faults.get("trickle")
+            if slow is not None and m is not None and m >= 0:
+                first_n = min(int(slow["bytes"]), m)
+                relay_body(uf, up, conn, first_n, tap, pipe)
+                for _ in range(m - first_n):
+                    time.sleep(1.0 / slow["rate"])
+                    relay(uf, conn, 1, tap)
+            elif cut is not None and m is not None and m >= 0:
                 first_n = min(int(cut["bytes"]), m)
                 relay_body(uf, up, conn, first_n, tap, pipe)
                 if cut["fault"] == "reset_after":
@@ -354,6 +394,40 @@ def change_etag(raw):
         if line.lower().startswith(b"etag:"):
             old = line.split(b":", 1)[1].strip()
             lines[i] = b"ETag: \"%s\"" % hashlib.md5(b"changed" + old).hexdigest().encode()
+    return b"\r\n".join(lines)
+
+
+def claim_size(raw, n):
+    lines = raw.split(b"\r\n")
+    for i, line in enumerate(lines):
+        if line.lower().startswith(b"content-range:") and b"/" in line:
+            lines[i] = line.rsplit(b"/", 1)[0] + b"/%d" % n
+    return b"\r\n".join(lines)
+
+
+def strip_validators(raw):
+    lines = raw.split(b"\r\n")
+    return b"\r\n".join(l for l in lines
+                        if not l.lower().startswith((b"etag:", b"last-modified:")))
+
+
+def edit_range(raw, faults):
+    """The request head with its Range moved (range_shift) or asked from 0 (range_from_zero)."""
+    lines = raw.split(b"\r\n")
+    for i, line in enumerate(lines):
+        if not line.lower().startswith(b"range:"):
+            continue
+        spec = line.split(b"=", 1)[1].strip()
+        a, _, b = spec.partition(b"-")
+        if not a:
+            continue  # a suffix range: left as is
+        a, b = int(a), (int(b) if b else None)
+        if "range_shift" in faults:
+            d = int(faults["range_shift"]["bytes"])
+            a, b = a + d, (b + d if b is not None else None)
+        elif a > 0:
+            a, b = 0, (b - a if b is not None else None)
+        lines[i] = b"Range: bytes=%d-%s" % (a, b"" if b is None else b"%d" % b)
     return b"\r\n".join(lines)
 
 
