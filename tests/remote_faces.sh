@@ -126,11 +126,13 @@ except gpufeed.Error as e:
     assert url.split("/train-")[0] in str(e), e
 print("  python: https with ca_file=, %d remote requests" % st["remote_requests"])
 for run in (1, 2):
-    l = gpufeed.Loader(data=url, ca_file=ca, cache_dir=sys.argv[3], batch_size=8, height=32,
-                       width=32, device="cpu", epochs=1)
-    for _ in l:
-        pass
-    st = l.stats()
+    # Closed before the next opens: its cache writer may still be writing
+    # the last shards until then, and the second run would miss them.
+    with gpufeed.Loader(data=url, ca_file=ca, cache_dir=sys.argv[3], batch_size=8, height=32,
+                        width=32, device="cpu", epochs=1) as l:
+        for _ in l:
+            pass
+        st = l.stats()
 assert st["cache_hits"] == 4 and st["cache_misses"] == 0 and st["cache_warning"] == "", st
 print("  python: cache_dir=, a second run: %d shards from the cache" % st["cache_hits"])
 PY
