@@ -672,7 +672,7 @@ pat="$sh/train-{000000..000002}.tar"
 out=$("$g" index "$pat") || fail "index: $out"
 echo "$out" | grep -q '^gpufeed index: 3 shards indexed (18 samples, 36 members), 0 up to date, 0 failed' ||
     fail "index summary: $out"
-head -n 1 "$sh/train-000000.idx" | grep -q '^v1\.2 [0-9]* shard_bytes=[0-9]* labels=[0-9,]*$' ||
+head -n 1 "$sh/train-000000.idx" | grep -q '^v1\.2 [0-9]* shard_bytes=[0-9]* shard_crc32c=[0-9a-f]\{8\} labels=[0-9,]*$' ||
     fail "index first line: $(head -n 1 "$sh/train-000000.idx")"
 json=$("$g" verify --data "$pat" --json) || fail "verify through sidecars: $json"
 echo "$json" | grep -q '"samples": *18' || fail "index: samples: $json"
