@@ -12,7 +12,10 @@
  * shards arrive while the last one is read; never further. A cell whose
  * shard has not arrived waits on the shard's list; the shard's arrival
  * makes jobs of them, or, if it failed, errors naming the URL (and a
- * later epoch tries it again).
+ * later epoch tries it again). A shard is checked whole on arrival
+ * against its sidecar's size and shard_crc32c= (a sidecar swapped with
+ * another shard's of the same layout passes every member check): a
+ * mismatch is its failure, before any of it is decoded.
  *
  * With a cache (settings.cache_dir, remote_cache.h) a shard is first
  * looked for there under its URL and ETag: a hit maps the file and the
