@@ -146,7 +146,8 @@ echo "  close and seek in a backoff, close in a stall: clean"
 # pass; the shard order fetches a shard whole and checks it against its
 # sidecar's shard_crc32c= before any sample of it is decoded. Fail: the
 # run stops naming the shard and the sidecar; skip: their samples are
-# errors naming both, and only the third shard's 8 a epoch are delivered.
+# errors naming both, and only the third shard's 8 a epoch are delivered;
+# a copy in the shard cache is checked as well (the CRC its trailer held).
 python3 - <<'PY'
 import io, os, tarfile
 os.makedirs("tie", exist_ok=True)
@@ -163,11 +164,14 @@ PY
 "$gpufeed" index "tie/t-{000000..000002}.tar" >/dev/null
 [ "$(stat -c %s tie/t-000000.tar)" = "$(stat -c %s tie/t-000001.tar)" ] || fail "tie: shards of two sizes"
 mkdir -p "$GF_TEST_HTTP_ROOT/tie"
-cp tie/*.tar "$GF_TEST_HTTP_ROOT/tie/"
+cp tie/*.tar tie/*.idx "$GF_TEST_HTTP_ROOT/tie/"
+tie="$GF_TEST_HTTP_URL/tie/t-{000000..000002}.tar"
+# first with the right sidecars, into a cache: a hit is checked as well
+RB_CACHE_DIR=$work/tiec "$rb" "$tie" 2 4 >"$work/tie.ok" 2>&1 ||
+    { cat "$work/tie.ok"; fail "tie: the right sidecars"; }
+grep -q "samples=48 errors=0 .* cache_misses=3" "$work/tie.ok" || { cat "$work/tie.ok"; fail "tie: not cached"; }
 cp tie/t-000001.idx "$GF_TEST_HTTP_ROOT/tie/t-000000.idx"
 cp tie/t-000000.idx "$GF_TEST_HTTP_ROOT/tie/t-000001.idx"
-cp tie/t-000002.idx "$GF_TEST_HTTP_ROOT/tie/t-000002.idx"
-tie="$GF_TEST_HTTP_URL/tie/t-{000000..000002}.tar"
 if RB_SET="on_shard_error=fail" "$rb" "$tie" 2 4 >"$work/tie.fail" 2>&1; then
     cat "$work/tie.fail"; fail "swapped sidecars: the run succeeded (wrong labels delivered)"
 fi
@@ -182,5 +186,11 @@ for k in t-000000 t-000001; do
     grep -q "tie/$k.tar: CRC32C .* sidecar $GF_TEST_HTTP_URL/tie/$k.idx records" "$work/tie.skip" ||
         { cat "$work/tie.skip"; fail "swapped sidecars, skip: $k not named"; }
 done
-echo "  swapped sidecars, skip: $(grep -o 'samples=16 errors=32' "$work/tie.skip"), a and b named"
+echo "  swapped sidecars, skip: $(grep -o 'samples=16 errors=32' "$work/tie.skip"), both named"
+if RB_CACHE_DIR=$work/tiec RB_SET="on_shard_error=fail" "$rb" "$tie" 2 4 >"$work/tie.hit" 2>&1; then
+    cat "$work/tie.hit"; fail "swapped sidecars, cached shards: the run succeeded (wrong labels delivered)"
+fi
+grep -Eq "tie/t-00000[01]\.tar: CRC32C [0-9a-f]{8}, but its index sidecar .*/tie/t-00000[01]\.idx records" "$work/tie.hit" ||
+    { cat "$work/tie.hit"; fail "swapped sidecars, cached shards: not named"; }
+echo "  swapped sidecars, shards in the cache: refused, named"
 echo "remote_batches: ok"
