@@ -209,6 +209,26 @@ static int warn_left_out(gf_loader *l)
     return PyErr_WarnEx(PyExc_UserWarning, msg, 1);
 }
 
+/* A UserWarning naming the shard keys skipped at open for a .cls that is
+ * no label (gf_recent_warnings' entries of sample -1, the first few), as
+ * C's on_sample_warning hears of them. 0, or -1 with the error set. */
+static int warn_label_skips(gf_loader *l)
+{
+    gf_sample_error w[GF_RECENT_WARNINGS];
+    int n = gf_recent_warnings(l, w, GF_RECENT_WARNINGS), keys = 0;
+    char msg[4096];
+    size_t len = 0;
+    for (int i = 0; i < n && len < sizeof msg; i++)
+        if (w[i].sample < 0)
+            len += (size_t)snprintf(msg + len, sizeof msg - len, "%s %s: %s", keys++ ? ";" : "",
+                                    w[i].path, w[i].reason);
+    if (!keys)
+        return 0;
+    return PyErr_WarnFormat(PyExc_UserWarning, 1,
+                            "gpufeed: %d shard key(s) skipped, their .cls no label:%s", keys,
+                            msg);
+}
+
 /* _Loader(data, settings, samples=None): gf_open over data, or with
  * samples = (paths, labels) gf_open_samples (data: their root, or None). */
 static PyObject *loader_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
@@ -254,7 +274,7 @@ static PyObject *loader_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
         return NULL;
     }
     self->core = c;
-    if (warn_left_out(c->l) < 0) { /* warnings as errors */
+    if (warn_left_out(c->l) < 0 || warn_label_skips(c->l) < 0) { /* warnings as errors */
         Py_DECREF(self);
         return NULL;
     }

@@ -165,6 +165,7 @@ void gf__dataset_close(gf__dataset *ds)
     free(ds->damage);
     free(ds->damage_text);
     free(ds->remote);
+    free(ds->shard_crc32c);
 #if GF_HAVE_REMOTE
     gf__remote_ctx_free(ds->remote_ctx);
 #endif

@@ -59,6 +59,9 @@ typedef struct gf__dataset {
     /* Remote shards only (NULL otherwise): shard_paths are their display
      * URLs, these what the fetcher reads and how it signs. */
     gf__fetch_target *remote;
+    /* per shard: its sidecar's shard_crc32c=, -1 without one; a shard
+     * fetched whole is checked against it before any of it is decoded */
+    int64_t *shard_crc32c;
     struct gf__remote_ctx *remote_ctx;
     /* What indexing left out (tar shards): members that cannot be samples
      * (links, devices, FIFOs, directories, unsafe names, a second image or

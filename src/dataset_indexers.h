@@ -78,7 +78,8 @@ int gf__shard_labels_bounded(const gf__builder *b, char *const *shard_paths, cha
 const char *gf__parse_cls(const char *t, size_t n, int32_t *out);
 
 /* dataset_shard_sidecar.c: an index sidecar's text (DALI wds2idx's v1.2,
- * with gpufeed's "shard_bytes=" and "labels=" tokens on its first line)
+ * with gpufeed's "shard_bytes=", "shard_crc32c=" and "labels=" tokens on its
+ * first line)
  * parsed and checked with no file-system access: members in file order,
  * 512-aligned, inside the shard, names a scan would take, one image and
  * one .cls a key, counts bounded by len and the shard's size. One entry a
@@ -105,6 +106,7 @@ typedef struct gf__sidecar {
     gf__sidecar_member *m; /* n_members of them, in file order */
     size_t n_members, members_cap;
     int64_t shard_bytes;  /* the recorded size (shard_bytes=), -1 if none */
+    int64_t shard_crc32c; /* the whole shard's CRC32C (shard_crc32c=), -1 if none */
     int labelled;         /* 1: labels= gave every entry's label */
 } gf__sidecar;
 

@@ -187,6 +187,8 @@ static int index_shards(gf__dataset *ds, const char *src, const gf_settings *set
 
     gf__builder b = {.ranged = 1};
     int32_t max_label = -1;
+    if (!(ds->shard_crc32c = malloc((ds->n_shards + 1) * sizeof *ds->shard_crc32c)))
+        rc = GF_ENOMEM;
     for (uint32_t k = 0; k < ds->n_shards && rc == 0; k++) {
         gf__sidecar sc = {0};
         const gf__remote_target *t = &c->list.t[k];
@@ -204,6 +206,7 @@ static int index_shards(gf__dataset *ds, const char *src, const gf_settings *set
         } else if (rc == 0) {
             if (sc.shard_bytes > 0)
                 ds->remote[k].size = (uint64_t)sc.shard_bytes;
+            ds->shard_crc32c[k] = sc.shard_crc32c;
             rc = add_shard(ds, &b, k, &sc, &max_label);
         }
         gf__sidecar_free(&sc);

@@ -2,7 +2,7 @@
  * SHARD.idx beside SHARD.tar, in the text format NVIDIA DALI's wds2idx
  * writes (and readers.webdataset's index_paths read), version v1.2:
  *
- *   v1.2 N [shard_bytes=B] [labels=L1,L2,...,LN]
+ *   v1.2 N [shard_bytes=B] [shard_crc32c=XXXXXXXX] [labels=L1,L2,...,LN]
  *   EXT OFFSET SIZE NAME [EXT OFFSET SIZE NAME ...]     (N lines, one a key)
  *
  * OFFSET is a member's data offset, NAME its whole member name. DALI
@@ -10,11 +10,14 @@
  * after it; a line's tokens must come in fours (a lone extra token is an
  * error there), so gpufeed's own facts live on the first line:
  * "shard_bytes=B", the shard's size when the sidecar was written
- * (prepare, gpufeed index), and "labels=...", each line's label in line
+ * (prepare, gpufeed index), "shard_crc32c=", the CRC32C of the whole
+ * shard then (8 hex digits; a remote shard fetched whole is checked
+ * against it before any of it is decoded, so a sidecar beside the wrong
+ * shard of the same size is caught), and "labels=...", each line's label in line
  * order (prepare, gpufeed index), so a reader that cannot afford a read per .cls
  * (remote shards) need not read the shard for labels.
- * The format holds no checksum of the shard, so "matches" is what can be
- * checked without reading headers: the shard's size as recorded (or, for
+ * A local shard is never read whole to check shard_crc32c=; there
+ * "matches" is what can be checked by reading headers: the shard's size as recorded (or, for
  * a sidecar without one, not older than the shard: a plain copy that
  * loses mtimes then costs a warning and a scan, never a wrong index), members in
  * file order, 512-aligned, with room for a header before each and inside
@@ -69,6 +72,23 @@ static int parse_u64(const char *s, size_t n, uint64_t *out)
         if (s[i] < '0' || s[i] > '9')
             return -1;
         v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+/* Exactly 8 hex digits (either case). */
+static int parse_hex32(const char *s, uint32_t *out)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 8; i++) {
+        int d = s[i] >= '0' && s[i] <= '9'   ? s[i] - '0'
+                : s[i] >= 'a' && s[i] <= 'f' ? s[i] - 'a' + 10
+                : s[i] >= 'A' && s[i] <= 'F' ? s[i] - 'A' + 10
+                                             : -1;
+        if (d < 0)
+            return -1;
+        v = v << 4 | (uint32_t)d;
     }
     *out = v;
     return 0;
@@ -342,9 +362,13 @@ static int parse_text(const char *text, size_t len, uint64_t file_size, gf__side
     const char *t2;
     for (size_t n2; (n2 = token(&p, eol, &t2)) != 0;) {
         uint64_t sz;
+        uint32_t crc;
         if (n2 > 12 && memcmp(t2, "shard_bytes=", 12) == 0 &&
             parse_u64(t2 + 12, n2 - 12, &sz) == 0 && sz <= INT64_MAX && out->shard_bytes < 0)
             out->shard_bytes = (int64_t)sz;
+        else if (n2 == 13 + 8 && memcmp(t2, "shard_crc32c=", 13) == 0 &&
+                 parse_hex32(t2 + 13, &crc) == 0 && out->shard_crc32c < 0)
+            out->shard_crc32c = crc;
         else if (n2 >= 7 && memcmp(t2, "labels=", 7) == 0 && !labels)
             labels = t2 + 7, labels_n = n2 - 7;
     }
@@ -406,7 +430,7 @@ static int parse_text(const char *text, size_t len, uint64_t file_size, gf__side
 int gf__sidecar_parse(const char *text, size_t len, uint64_t shard_bytes, const char *name,
                       gf__sidecar *out, char *why, size_t why_len)
 {
-    *out = (gf__sidecar){.shard_bytes = -1};
+    *out = (gf__sidecar){.shard_bytes = -1, .shard_crc32c = -1};
     const char *bad = NULL;
     size_t line = 0;
     int rc = len > SIDECAR_MAX_BYTES ? (bad = "over 64 MiB", 2)
@@ -416,7 +440,7 @@ int gf__sidecar_parse(const char *text, size_t len, uint64_t shard_bytes, const 
     else if (rc == 2)
         gf__why(why, why_len, "%s: %s", name, bad);
     if (rc != 0)
-        out->shard_bytes = -1;
+        out->shard_bytes = out->shard_crc32c = -1;
     return rc;
 }
 
@@ -424,7 +448,7 @@ void gf__sidecar_free(gf__sidecar *sc)
 {
     free(sc->e);
     free(sc->m);
-    *sc = (gf__sidecar){.shard_bytes = -1};
+    *sc = (gf__sidecar){.shard_bytes = -1, .shard_crc32c = -1};
 }
 
 int gf__shard_sidecar_read(int root_fd, const char *shard_path, int shard_fd,
@@ -437,7 +461,7 @@ int gf__shard_sidecar_read(int root_fd, const char *shard_path, int shard_fd,
     char *text = NULL;
     size_t len = 0;
     const char *bad = NULL;
-    gf__sidecar sc = {.shard_bytes = -1};
+    gf__sidecar sc = {.shard_bytes = -1, .shard_crc32c = -1};
     int32_t *labels = NULL;
     int older = 0;
     int rc = load(root_fd, path, shard_st, &text, &len, &older, &bad);

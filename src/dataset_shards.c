@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "remote_url.h"
+#include "crc32c.h"
 #include "tar.h"
 
 #include <assert.h>
@@ -701,6 +702,32 @@ int gf_shard_paths(const char *src, char **paths, size_t *n, char *why, size_t w
     return rc;
 }
 
+/* The whole shard's CRC32C, for its sidecar's shard_crc32c=: what ties
+ * the sidecar to these bytes and no other shard's of the same size. */
+static int shard_crc32c(int fd, uint64_t size, const char *shard, uint32_t *crc, char *why,
+                        size_t why_len)
+{
+    enum { CHUNK = 1 << 20 };
+    uint8_t *p = malloc(CHUNK);
+    if (!p)
+        return GF_ENOMEM;
+    uint64_t off = 0;
+    while (off < size) {
+        size_t want = size - off < CHUNK ? (size_t)(size - off) : CHUNK;
+        ssize_t r = pread(fd, p, want, (off_t)off);
+        if (r <= 0) {
+            gf__why_path(why, why_len, shard, "could not be read at byte %llu: %s",
+                         (unsigned long long)off, r < 0 ? strerror(errno) : "it ended early");
+            free(p);
+            return GF_EIO;
+        }
+        *crc = gf__crc32c_extend(*crc, p, (size_t)r);
+        off += (uint64_t)r;
+    }
+    free(p);
+    return 0;
+}
+
 int gf__shard_index_fd(int fd, uint64_t size, const char *shard, char **text, size_t *len,
                        gf_shard_index_info *info, char *why, size_t why_len)
 {
@@ -721,11 +748,14 @@ int gf__shard_index_fd(int fd, uint64_t size, const char *shard, char **text, si
                      ds->warning);
         rc = GF_EDATASET;
     }
+    uint32_t crc = 0;
+    if (rc == 0)
+        rc = shard_crc32c(fd, size, shard, &crc, why, why_len);
     char *t = NULL;
     size_t tl = 0, tcap = 0;
-    if (rc == 0 && (put_text(&t, &tl, &tcap, "v1.2 %llu shard_bytes=%llu labels=%s\n",
+    if (rc == 0 && (put_text(&t, &tl, &tcap, "v1.2 %llu shard_bytes=%llu shard_crc32c=%08x labels=%s\n",
                              (unsigned long long)o.samples, (unsigned long long)size,
-                             o.labels) < 0 ||
+                             (unsigned)crc, o.labels) < 0 ||
                     put_text(&t, &tl, &tcap, "%s", o.lines) < 0))
         rc = GF_ENOMEM;
     /* What the loader would not take is never written: the same parser

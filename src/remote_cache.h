@@ -32,9 +32,10 @@ bool gf__shard_cache_may_hold(const gf__shard_cache *c, uint32_t k);
 /* Maps shard k's copy for etag, when there is one of `size` bytes (0:
  * any size) whose checksum holds (checked whole, here). The mapping is read-only and stays valid while mapped,
  * whatever happens to the file (eviction unlinks; nothing is rewritten in
- * place). Returns true with *data, *len set (a hit, counted), else false. */
+ * place). Returns true with *data, *len and *crc (its CRC32C, as
+ * checked) set (a hit, counted), else false. */
 bool gf__shard_cache_map(gf__shard_cache *c, uint32_t k, const char *etag, uint64_t size,
-                         uint8_t **data, size_t *len);
+                         uint8_t **data, size_t *len, uint32_t *crc);
 void gf__shard_cache_unmap(uint8_t *data, size_t len);
 /* A shard was fetched whole with the cache on (gf_stats' miss). */
 void gf__shard_cache_count_miss(gf__shard_cache *c);

@@ -12,7 +12,10 @@
  * shards arrive while the last one is read; never further. A cell whose
  * shard has not arrived waits on the shard's list; the shard's arrival
  * makes jobs of them, or, if it failed, errors naming the URL (and a
- * later epoch tries it again).
+ * later epoch tries it again). A shard is checked whole on arrival
+ * against its sidecar's size and shard_crc32c= (a sidecar swapped with
+ * another shard's of the same layout passes every member check): a
+ * mismatch is its failure, before any of it is decoded.
  *
  * With a cache (settings.cache_dir, remote_cache.h) a shard is first
  * looked for there under its URL and ETag: a hit maps the file and the
@@ -26,6 +29,7 @@
 #include "assemble.h"
 #include "dispatch.h"
 #include "controller.h"
+#include "crc32c.h"
 #include "remote_cache.h"
 
 #include <stdlib.h>
@@ -288,6 +292,33 @@ static void arrived(gf_loader *l, uint32_t k, gf__job *js, int *n_jobs)
     s->waiting = 0;
 }
 
+/* Whether shard k's bytes (len of them, crc their CRC32C) are the ones
+ * its sidecar was written for: its index says where each sample is, so a
+ * sidecar beside another shard of the same size would serve that shard's
+ * bytes under this one's labels. 0, or GF_ECORRUPT with why. */
+static int tied(const gf_loader *l, uint32_t k, size_t len, uint32_t crc, char *why,
+                size_t why_len)
+{
+    int64_t want_crc = l->ds.shard_crc32c ? l->ds.shard_crc32c[k] : -1;
+    uint64_t want_len = l->ds.remote[k].size;
+    const char *url = l->ds.shard_paths[k];
+    size_t n = strlen(url);
+    int tar = n >= 4 && strcmp(url + n - 4, ".tar") == 0;
+    if (want_len && len != want_len)
+        snprintf(why, why_len, "%llu bytes, but its index sidecar %.*s%s records %llu: "
+                 "written for another shard, not used",
+                 (unsigned long long)len, (int)(tar ? n - 4 : n), url, tar ? ".idx" : "'s .idx",
+                 (unsigned long long)want_len);
+    else if (want_crc >= 0 && crc != (uint32_t)want_crc)
+        snprintf(why, why_len, "CRC32C %08x, but its index sidecar %.*s%s records "
+                 "shard_crc32c=%08x: written for another shard, not used",
+                 (unsigned)crc, (int)(tar ? n - 4 : n), url, tar ? ".idx" : "'s .idx",
+                 (unsigned)want_crc);
+    else
+        return 0;
+    return GF_ECORRUPT;
+}
+
 /* Shard k's copy in the cache, under the ETag this run learned: READY. */
 static bool from_cache(gf_loader *l, uint32_t k)
 {
@@ -296,8 +327,14 @@ static bool from_cache(gf_loader *l, uint32_t k)
     const gf__fetch_target *t = &l->ds.remote[k];
     uint8_t *data;
     size_t len;
-    if (!r->cache || !gf__shard_cache_map(r->cache, k, t->etag, t->size, &data, &len))
+    uint32_t crc;
+    char why[8];
+    if (!r->cache || !gf__shard_cache_map(r->cache, k, t->etag, t->size, &data, &len, &crc))
         return false;
+    if (tied(l, k, len, crc, why, sizeof why) < 0) { /* the fetch says why */
+        gf__shard_cache_unmap(data, len);
+        return false;
+    }
     s->buf = (gf__buf){.data = data, .len = len};
     s->cached_copy = true;
     s->state = SH_READY;
@@ -434,12 +471,21 @@ void gf__remote_read_shard_done(gf_loader *l, const gf__read_done *d, gf__job *j
     }
     r->bytes += s->buf.cap;
     s->state = SH_READY;
-    if (d->err) {
+    /* Checked whole before any of it is decoded: its cells wait until now. */
+    char untied[512] = "";
+    int err = d->err;
+    if (!err) {
+        bool has_crc = l->ds.shard_crc32c && l->ds.shard_crc32c[k] >= 0;
+        err = tied(l, k, s->buf.len, has_crc ? gf__crc32c(s->buf.data, s->buf.len) : 0, untied,
+                   sizeof untied);
+    }
+    if (err) {
+        const char *why = untied[0] ? untied : d->why;
         unlive(r, k);
         s->state = SH_FAILED;
         s->failed_epoch = l->cur.epoch;
-        s->err = d->err;
-        s->why = strdup(d->why[0] ? d->why : gf_strerror(d->err));
+        s->err = err;
+        s->why = strdup(why[0] ? why : gf_strerror(err));
         if (!s->why)
             s->err = GF_ENOMEM;
         if (l->s.on_shard_error == GF_SHARD_FAIL) {

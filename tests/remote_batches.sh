@@ -196,4 +196,57 @@ rule "match=.tar&fault=stall_after&bytes=10000&seconds=5&times=0"
 out=$(RB_PAUSE_MS=300 RB_BATCHES=1 RB_STALL_S=1 "$rb" "$proxy" 2 4 2>&1) ||
     { echo "$out"; fail "close in a stall"; }
 echo "  close and seek in a backoff, close in a stall: clean"
+# Two shards of one size and the same keys (000000..000007), other pixels
+# and labels, their sidecars swapped on the server (issue 37): each
+# sidecar is true to the other's layout, so offsets and member headers
+# pass; the shard order fetches a shard whole and checks it against its
+# sidecar's shard_crc32c= before any sample of it is decoded. Fail: the
+# run stops naming the shard and the sidecar; skip: their samples are
+# errors naming both, and only the third shard's 8 a epoch are delivered;
+# a copy in the shard cache is checked as well (the CRC its trailer held).
+python3 - <<'PY'
+import io, os, tarfile
+os.makedirs("tie", exist_ok=True)
+for name, base in (("t-000000", 0), ("t-000001", 1), ("t-000002", 2)):
+    with tarfile.open(f"tie/{name}.tar", "w", format=tarfile.USTAR_FORMAT) as t:
+        for i in range(8):
+            label = (i + 3 * base) % 8
+            ppm = b"P6\n8 8\n255\n" + bytes([(40 * base + 25 * i) % 256]) * 192
+            for ext, data in (("ppm", ppm), ("cls", str(label).encode())):
+                m = tarfile.TarInfo(f"{i:06d}.{ext}")
+                m.size, m.mtime = len(data), 1700000000
+                t.addfile(m, io.BytesIO(data))
+PY
+"$gpufeed" index "tie/t-{000000..000002}.tar" >/dev/null
+[ "$(stat -c %s tie/t-000000.tar)" = "$(stat -c %s tie/t-000001.tar)" ] || fail "tie: shards of two sizes"
+mkdir -p "$GF_TEST_HTTP_ROOT/tie"
+cp tie/*.tar tie/*.idx "$GF_TEST_HTTP_ROOT/tie/"
+tie="$GF_TEST_HTTP_URL/tie/t-{000000..000002}.tar"
+# first with the right sidecars, into a cache: a hit is checked as well
+RB_CACHE_DIR=$work/tiec "$rb" "$tie" 2 4 >"$work/tie.ok" 2>&1 ||
+    { cat "$work/tie.ok"; fail "tie: the right sidecars"; }
+grep -q "samples=48 errors=0 .* cache_misses=3" "$work/tie.ok" || { cat "$work/tie.ok"; fail "tie: not cached"; }
+cp tie/t-000001.idx "$GF_TEST_HTTP_ROOT/tie/t-000000.idx"
+cp tie/t-000000.idx "$GF_TEST_HTTP_ROOT/tie/t-000001.idx"
+if RB_SET="on_shard_error=fail" "$rb" "$tie" 2 4 >"$work/tie.fail" 2>&1; then
+    cat "$work/tie.fail"; fail "swapped sidecars: the run succeeded (wrong labels delivered)"
+fi
+grep -Eq "$GF_TEST_HTTP_URL/tie/t-00000[01]\.tar: CRC32C [0-9a-f]{8}, but its index sidecar $GF_TEST_HTTP_URL/tie/t-00000[01]\.idx records shard_crc32c=[0-9a-f]{8}: written for another shard" "$work/tie.fail" ||
+    { cat "$work/tie.fail"; fail "swapped sidecars, on_shard_error=fail: not named"; }
+echo "  swapped sidecars, fail: $(grep -m1 -o 'tie/t-00000[01]\.tar: CRC32C.*' "$work/tie.fail" | head -c 160)"
+RB_SET="on_shard_error=skip" "$rb" "$tie" 2 4 >"$work/tie.skip" 2>&1 ||
+    { cat "$work/tie.skip"; fail "swapped sidecars, on_shard_error=skip: the run failed"; }
+grep -q "^hash=[0-9a-f]* batches=[0-9]* samples=16 errors=32 " "$work/tie.skip" ||
+    { cat "$work/tie.skip"; fail "swapped sidecars, skip: not c's 16 samples and 32 errors"; }
+for k in t-000000 t-000001; do
+    grep -q "tie/$k.tar: CRC32C .* sidecar $GF_TEST_HTTP_URL/tie/$k.idx records" "$work/tie.skip" ||
+        { cat "$work/tie.skip"; fail "swapped sidecars, skip: $k not named"; }
+done
+echo "  swapped sidecars, skip: $(grep -o 'samples=16 errors=32' "$work/tie.skip"), both named"
+if RB_CACHE_DIR=$work/tiec RB_SET="on_shard_error=fail" "$rb" "$tie" 2 4 >"$work/tie.hit" 2>&1; then
+    cat "$work/tie.hit"; fail "swapped sidecars, cached shards: the run succeeded (wrong labels delivered)"
+fi
+grep -Eq "tie/t-00000[01]\.tar: CRC32C [0-9a-f]{8}, but its index sidecar .*/tie/t-00000[01]\.idx records" "$work/tie.hit" ||
+    { cat "$work/tie.hit"; fail "swapped sidecars, cached shards: not named"; }
+echo "  swapped sidecars, shards in the cache: refused, named"
 echo "remote_batches: ok"

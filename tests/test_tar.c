@@ -4,6 +4,7 @@
 #include "gpufeed.h"
 #include "dataset.h"
 #include "dataset_indexers.h"
+#include "crc32c.h"
 #include "reader.h"
 #include "tar.h"
 #include "testutil.h"
@@ -1066,6 +1067,44 @@ START_TEST(a_sidecar_text_is_checked_without_the_file_system)
 }
 END_TEST
 
+/* shard_crc32c= (8 hex digits, either case) is kept; a malformed one is
+ * ignored as any unknown token, so the sidecar is still taken (checked
+ * member by member). The CRC is CRC32C: its check value, and the same
+ * whether built whole, in pieces, or over the 3-stream path. */
+START_TEST(a_sidecar_keeps_its_shard_crc32c)
+{
+    static const struct {
+        const char *token;
+        int64_t crc;
+    } cases[] = {{"shard_crc32c=0a1B2c3D", 0x0a1b2c3d}, {"shard_crc32c=ffffffff", 0xffffffff},
+                 {"shard_crc32c=0a1b2c3", -1},          {"shard_crc32c=0a1b2c3d0", -1},
+                 {"shard_crc32c=0a1b2c3g", -1},         {"shard_crc32c=", -1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[256], why[256] = "";
+        snprintf(text, sizeof text, "v1.2 2 shard_bytes=5120 %s labels=3,4\n" SC_OK_LINES,
+                 cases[i].token);
+        gf__sidecar sc;
+        ck_assert_msg(gf__sidecar_parse(text, strlen(text), 5120, "s.idx", &sc, why, sizeof why) == 0,
+                      "%s: %s", cases[i].token, why);
+        ck_assert_msg(sc.shard_crc32c == cases[i].crc, "%s: %lld", cases[i].token,
+                      (long long)sc.shard_crc32c);
+        ck_assert_int_eq(sc.e[1].label, 4);
+        gf__sidecar_free(&sc);
+    }
+    ck_assert_uint_eq(gf__crc32c((const uint8_t *)"123456789", 9), 0xe3069283u);
+    enum { N = 3 * 4096 * 5 + 7 };
+    uint8_t *b = malloc(N);
+    for (size_t i = 0; i < N; i++)
+        b[i] = (uint8_t)(i * 131 + (i >> 7));
+    uint32_t whole = gf__crc32c(b, N), parts = 0;
+    for (size_t at = 0, step = 1; at < N; at += step, step = step * 3 + 1)
+        parts = gf__crc32c_extend(parts, b + at, at + step > N ? N - at : step);
+    ck_assert_uint_eq(parts, whole);
+    ck_assert_uint_eq(gf__crc32c_extend(whole, b, 0), whole);
+    free(b);
+}
+END_TEST
+
 /* A sidecar as DALI's wds2idx writes it (no gpufeed token, every member
  * of a key, newer than the shard) is taken for a local shard, the labels
  * read from its .cls members; one whose labels= disagrees with a .cls is
@@ -1124,9 +1163,21 @@ START_TEST(gf_shard_index_writes_the_sidecar_a_scan_would_match)
     ck_assert_uint_eq(info.samples, 3);
     ck_assert_uint_eq(info.members, 9);
     ck_assert_uint_eq(info.shard_bytes, size);
-    char head[64];
-    snprintf(head, sizeof head, "v1.2 3 shard_bytes=%zu labels=7,6,5\n", size);
+    /* DALI reads "v1.2 3" (the first two tokens); shard_crc32c= is the
+     * whole shard's, which ties the sidecar to these bytes */
+    size_t shard_len;
+    uint8_t *shard = tu_read_file(p, &shard_len);
+    ck_assert_uint_eq(shard_len, size);
+    uint32_t crc = gf__crc32c(shard, shard_len);
+    free(shard);
+    char head[96];
+    snprintf(head, sizeof head, "v1.2 3 shard_bytes=%zu shard_crc32c=%08x labels=7,6,5\n", size,
+             (unsigned)crc);
     ck_assert_msg(strncmp(text, head, strlen(head)) == 0, "%s", text);
+    gf__sidecar parsed;
+    ck_assert_int_eq(gf__sidecar_parse(text, len, size, "x.idx", &parsed, why, sizeof why), 0);
+    ck_assert_int_eq(parsed.shard_crc32c, (int64_t)crc);
+    gf__sidecar_free(&parsed);
     char line[128];
     snprintf(line, sizeof line, "\njpg %zu 300 k1.jpg cls %zu 1 k1.cls key %zu 9 k1.key\n",
              off[1][0], off[1][1], off[1][2]);
@@ -1495,6 +1546,7 @@ static Suite *tar_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, a_matching_sidecar_is_read_instead_of_the_headers);
     tcase_add_loop_test(tc, a_sidecar_that_does_not_match_is_ignored_with_a_warning, 1, 7);
+    tcase_add_test(tc, a_sidecar_keeps_its_shard_crc32c);
     tcase_add_loop_test(tc, a_sidecar_text_is_checked_without_the_file_system, 0,
                         (int)(sizeof sidecar_texts / sizeof sidecar_texts[0]));
     tcase_add_loop_test(tc, a_dali_sidecar_is_taken_and_labels_must_match_the_cls, 0, 2);

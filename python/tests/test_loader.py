@@ -343,6 +343,26 @@ def test_a_damaged_shard_is_reported_by_verify_and_counted(dataset, tmp_path):
         gpufeed.Loader(data, batch_size=1, image_size=8, device="cpu", on_shard_error="fail")
 
 
+def test_a_shard_key_whose_cls_is_no_label_is_a_warning_at_open(dataset, tmp_path):
+    """A key skipped at open for its .cls ("x": no label) is named in a
+    UserWarning, as C's on_sample_warning hears of it; the others load."""
+    import io
+    import tarfile
+    jpgs = sorted(p for p in __import__("pathlib").Path(dataset).rglob("*.jpg"))[:3]
+    shard = tmp_path / "s.tar"
+    with tarfile.open(shard, "w", format=tarfile.USTAR_FORMAT) as t:
+        for k, (jpg, cls) in enumerate(zip(jpgs, (b"0", b"x", b"1"))):
+            for name, data in ((f"k{k}.jpg", jpg.read_bytes()), (f"k{k}.cls", cls)):
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+    with pytest.warns(UserWarning, match=r"1 shard key\(s\) skipped.*s\.tar:k1: .*key skipped"):
+        loader = gpufeed.Loader(str(shard), batch_size=1, image_size=8, device="cpu")
+    with loader:
+        assert loader.stats()["shard_keys_skipped"] == 1
+        assert sorted(l for b in loader for l in memoryview(b.labels).tolist()) == [0, 1]
+
+
 def test_the_shard_order_on_tar_shards(tmp_path):
     from conftest import cli
     import subprocess

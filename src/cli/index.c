@@ -83,8 +83,10 @@ static char *idx_path(const char *shard, const char *out)
 }
 
 /* 1 if path is a sidecar this command would write unchanged: not older
- * than the shard, its first line recording the shard's size and labels.
- * The body is not compared: that would cost the scan this skips. */
+ * than the shard, its first line recording the shard's size, digest and
+ * labels (one without the digest is rewritten, so an older set gains it).
+ * Neither the body nor the digest's value is compared: that would cost
+ * the read this skips. */
 static int up_to_date(const char *path, const struct stat *shard)
 {
     struct stat st;
@@ -100,7 +102,8 @@ static int up_to_date(const char *path, const struct stat *shard)
     if (ok && getline(&line, &cap, f) > 0) {
         char want[64];
         snprintf(want, sizeof want, " shard_bytes=%llu ", (unsigned long long)shard->st_size);
-        ok = strncmp(line, "v1.2 ", 5) == 0 && strstr(line, want) && strstr(line, " labels=");
+        ok = strncmp(line, "v1.2 ", 5) == 0 && strstr(line, want) &&
+             strstr(line, " shard_crc32c=") && strstr(line, " labels=");
     } else {
         ok = 0;
     }

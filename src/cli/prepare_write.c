@@ -41,6 +41,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../crc32c.h"
 #include "cli.h"
 #include "prepare.h"
 #include "sha256.h"
@@ -184,6 +185,7 @@ typedef struct shard_out {
     FILE *f;
     uint64_t k, off;
     cli_sha256 sha;
+    uint32_t crc;            /* the shard's CRC32C so far (its sidecar's shard_crc32c=) */
     char *idx;               /* the sidecar's lines */
     size_t idx_len, idx_cap;
     char *labels;            /* its labels= value: "L1,L2,...", a label a line */
@@ -197,6 +199,7 @@ static void put(shard_out *w, const void *p, size_t n)
     if (n && fwrite(p, 1, n, w->f) != n && !w->io_errno)
         w->io_errno = errno ? errno : EIO;
     cli_sha256_update(&w->sha, p, n);
+    w->crc = gf__crc32c_extend(w->crc, p, n);
     w->off += n;
 }
 
@@ -275,11 +278,13 @@ static int shard_finish(const prep_opts *o, shard_out *w)
     }
     FILE *f = prep_create(itmp);
     /* DALI reads two tokens; gpufeed checks shard_bytes= against the
-     * shard, and labels= lets a remote open index it from this file
+     * shard (and shard_crc32c= against a remote one fetched whole), and
+     * labels= lets a remote open index it from this file
      * alone, so a prepared set uploaded to an object store opens as is */
     if (!f ||
-        fprintf(f, "v1.2 %llu shard_bytes=%llu labels=%.*s\n", (unsigned long long)w->rec.samples,
-                (unsigned long long)w->off, (int)w->labels_len, w->labels ? w->labels : "") < 0 ||
+        fprintf(f, "v1.2 %llu shard_bytes=%llu shard_crc32c=%08x labels=%.*s\n",
+                (unsigned long long)w->rec.samples, (unsigned long long)w->off, (unsigned)w->crc,
+                (int)w->labels_len, w->labels ? w->labels : "") < 0 ||
         fwrite(w->idx, 1, w->idx_len, f) != w->idx_len || sync_file(f) != 0) {
         cli_error("prepare", "%s: %s", itmp, strerror(errno ? errno : EIO));
         if (f)
@@ -311,6 +316,7 @@ static int shard_open(const prep_opts *o, shard_out *w, uint64_t k, uint64_t fir
     w->labels_len = 0;
     w->io_errno = 0;
     cli_sha256_init(&w->sha);
+    w->crc = 0;
     memset(&w->rec, 0, sizeof w->rec);
     w->rec.first = first;
     return 0;

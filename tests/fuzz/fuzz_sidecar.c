@@ -92,6 +92,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(sc.shard_bytes < 0 || end <= (uint64_t)sc.shard_bytes);
     }
     FUZZ_CHECK(sc.n <= size / 24);
+    /* a digest only as 8 hex digits after shard_crc32c=, and only on a taken sidecar */
+    FUZZ_CHECK(sc.shard_crc32c >= -1 && sc.shard_crc32c <= (int64_t)UINT32_MAX);
+    FUZZ_CHECK(sc.shard_crc32c < 0 || (rc == 0 && memmem(data, size, "shard_crc32c=", 13)));
     gf__sidecar_free(&sc);
     return 0;
 }
@@ -115,4 +118,8 @@ void fuzz_seeds(fuzz_emit emit)
     /* gpufeed index's: every label on the first line */
     m = snprintf(plain, sizeof plain, "v1.2 3 shard_bytes=%zu labels=1,2,3\n%s", size, nl + 1);
     emit("sidecar-labels", plain, (size_t)m);
+    /* and its digest of the shard (the CRC's value is not checked locally) */
+    m = snprintf(plain, sizeof plain, "v1.2 3 shard_bytes=%zu shard_crc32c=0a1B2c3D labels=1,2,3\n%s",
+                 size, nl + 1);
+    emit("sidecar-crc", plain, (size_t)m);
 }
