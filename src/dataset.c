@@ -162,6 +162,7 @@ void gf__dataset_close(gf__dataset *ds)
     free(ds->shard);
     free(ds->data_off);
     free(ds->data_len);
+    free(ds->data_crc);
     free(ds->damage);
     free(ds->damage_text);
     free(ds->remote);

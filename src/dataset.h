@@ -122,7 +122,8 @@ static inline void gf__dataset_extent(const gf__dataset *ds, uint64_t i, const c
 /* Shard sample i's n bytes read from gf__dataset_extent's range (p: its
  * header block, then the member): 0 if the header announces the member
  * the index says (name, size, a regular file), else GF_ECORRUPT with why
- * = "SHARD: what disagreed" (dataset_shards.c). Folders and lists: 0. */
+ * = "SHARD: what disagreed" (dataset_shards.c); with the member's CRC32C
+ * from its sidecar, its bytes too. Folders and lists: 0. */
 int gf__dataset_member_check(const gf__dataset *ds, uint64_t i, const uint8_t *p, size_t n,
                              char *why, size_t why_len);
 

@@ -22,6 +22,7 @@ void gf__builder_free(gf__builder *b)
     free(b->shard);
     free(b->doff);
     free(b->dlen);
+    free(b->dcrc);
     free(b->ino);
     memset(b, 0, sizeof *b);
 }
@@ -61,7 +62,8 @@ int gf__builder_reserve_samples(gf__builder *b, size_t more)
         return GF_ENOMEM;
     if (b->ranged && (resize((void **)&b->shard, c * sizeof *b->shard) < 0 ||
                       resize((void **)&b->doff, c * sizeof *b->doff) < 0 ||
-                      resize((void **)&b->dlen, c * sizeof *b->dlen) < 0))
+                      resize((void **)&b->dlen, c * sizeof *b->dlen) < 0 ||
+                      resize((void **)&b->dcrc, c * sizeof *b->dcrc) < 0))
         return GF_ENOMEM;
     b->cap = c;
     return 0;
@@ -86,6 +88,7 @@ void gf__builder_finish(gf__builder *b, gf__dataset *ds)
             (void)resize((void **)&b->shard, b->n * sizeof *b->shard);
             (void)resize((void **)&b->doff, b->n * sizeof *b->doff);
             (void)resize((void **)&b->dlen, b->n * sizeof *b->dlen);
+            (void)resize((void **)&b->dcrc, b->n * sizeof *b->dcrc);
         }
     }
     ds->n = b->n;
@@ -97,7 +100,9 @@ void gf__builder_finish(gf__builder *b, gf__dataset *ds)
         ds->shard = b->shard;
         ds->data_off = b->doff;
         ds->data_len = b->dlen;
-        ds->bytes += b->n * (sizeof *b->shard + sizeof *b->doff + sizeof *b->dlen);
+        ds->data_crc = b->dcrc;
+        ds->bytes +=
+            b->n * (sizeof *b->shard + sizeof *b->doff + sizeof *b->dlen + sizeof *b->dcrc);
     }
     memset(b, 0, sizeof *b);
 }

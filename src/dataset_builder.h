@@ -56,6 +56,7 @@ typedef struct gf__dataset {
     uint32_t *shard;     /* n: index into shard_paths */
     uint64_t *data_off;  /* n: the image member's data offset */
     uint32_t *data_len;  /* n: its size (members over 4 GiB are skipped) */
+    int64_t *data_crc;   /* n: its sidecar's member_crc32c=, -1 without one */
     /* Remote shards only (NULL otherwise): shard_paths are their display
      * URLs, these what the fetcher reads and how it signs. */
     gf__fetch_target *remote;
@@ -123,10 +124,11 @@ typedef struct gf__builder {
     int32_t *labels;
     int with_ino;      /* ImageFolder: ino too (gf__file_seen.ino) */
     uint64_t *ino;
-    int ranged;        /* tar shards: the three arrays below too */
+    int ranged;        /* tar shards: the four arrays below too */
     uint32_t *shard;
     uint64_t *doff;
     uint32_t *dlen;
+    int64_t *dcrc;     /* the member's CRC32C (a sidecar's), -1 if none */
     size_t n, cap;
 } gf__builder;
 

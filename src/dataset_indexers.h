@@ -78,7 +78,8 @@ int gf__shard_labels_bounded(const gf__builder *b, char *const *shard_paths, cha
 const char *gf__parse_cls(const char *t, size_t n, int32_t *out);
 
 /* dataset_shard_sidecar.c: an index sidecar's text (DALI wds2idx's v1.2,
- * with gpufeed's "shard_bytes=", "shard_crc32c=" and "labels=" tokens on its
+ * with gpufeed's "shard_bytes=", "shard_crc32c=", "labels=" and
+ * "member_crc32c=" tokens on its
  * first line)
  * parsed and checked with no file-system access: members in file order,
  * 512-aligned, inside the shard, names a scan would take, one image and
@@ -91,6 +92,7 @@ typedef struct gf__sidecar_entry {
     uint64_t img_off, img_size; /* the image's data in the shard */
     uint64_t cls_off, cls_size; /* its .cls member's (<= 64 bytes) */
     int32_t label;              /* labels='s value for this line; -1 without labels= */
+    int64_t img_crc32c;         /* member_crc32c='s for this line's image; -1 without it */
 } gf__sidecar_entry;
 
 /* Every member a sidecar lists (each line's, in file order). */
@@ -132,7 +134,7 @@ void gf__sidecar_free(gf__sidecar *sc);
  * match, why = "PATH: line N: reason"; nothing added), GF_ENOMEM, or
  * what add returned. */
 typedef int (*gf__sidecar_add_fn)(void *ctx, const char *name, size_t name_len, int32_t label,
-                                  uint64_t off, uint64_t size);
+                                  uint64_t off, uint64_t size, int64_t crc32c);
 int gf__shard_sidecar_read(int root_fd, const char *shard_path, int shard_fd,
                            const struct stat *shard_st, gf__sidecar_add_fn add, void *ctx,
                            char *why, size_t why_len);

@@ -151,6 +151,7 @@ static int add_shard(gf__dataset *ds, gf__builder *b, uint32_t k, const gf__side
         b->shard[b->n] = k;
         b->doff[b->n] = e->img_off;
         b->dlen[b->n] = (uint32_t)e->img_size;
+        b->dcrc[b->n] = e->img_crc32c;
         b->n++;
         b->arena_len += need;
         if (e->label > *max_label)

@@ -3,6 +3,7 @@
  * writes (and readers.webdataset's index_paths read), version v1.2:
  *
  *   v1.2 N [shard_bytes=B] [shard_crc32c=XXXXXXXX] [labels=L1,L2,...,LN]
+ *        [member_crc32c=C1,C2,...,CN]
  *   EXT OFFSET SIZE NAME [EXT OFFSET SIZE NAME ...]     (N lines, one a key)
  *
  * OFFSET is a member's data offset, NAME its whole member name. DALI
@@ -15,7 +16,11 @@
  * against it before any of it is decoded, so a sidecar beside the wrong
  * shard of the same size is caught), and "labels=...", each line's label in line
  * order (prepare, gpufeed index), so a reader that cannot afford a read per .cls
- * (remote shards) need not read the shard for labels.
+ * (remote shards) need not read the shard for labels, and
+ * "member_crc32c=...", each line's image member's CRC32C (8 hex digits) in
+ * line order, checked wherever that member's bytes are read for decoding
+ * (a sidecar beside another shard of the same layout, a byte flipped
+ * since): kept only when it is exactly one well-formed value a line.
  * A local shard is never read whole to check shard_crc32c=; there
  * "matches" is what can be checked by reading headers: the shard's size as recorded (or, for
  * a sidecar without one, not older than the shard: a plain copy that
@@ -339,6 +344,20 @@ static const char *parse_labels(const char *t, size_t n, entry *v, size_t count)
     return i == count ? NULL : "labels= is not one label (0..2147483646) a line";
 }
 
+/* "member_crc32c=C1,...,Cn" into each entry; 0, or -1 (then none kept). */
+static int parse_member_crcs(const char *t, size_t n, entry *v, size_t count)
+{
+    if (n != count * 9 - 1)
+        return -1;
+    for (size_t i = 0; i < count; i++) {
+        uint32_t crc;
+        if ((i + 1 < count && t[i * 9 + 8] != ',') || parse_hex32(t + i * 9, &crc) < 0)
+            return -1;
+        v[i].img_crc32c = crc;
+    }
+    return 0;
+}
+
 /* Every line parsed into v (count of them); the first line's tokens into
  * out. Returns 0, or 2 with *bad and *line (1: the first; 0: none). */
 static int parse_text(const char *text, size_t len, uint64_t file_size, gf__sidecar *out,
@@ -357,8 +376,8 @@ static int parse_text(const char *text, size_t len, uint64_t file_size, gf__side
     tn = token(&p, eol, &tok);
     /* the shard's size, known or recorded, bounds the members */
     uint64_t bound = file_size;
-    const char *labels = NULL;
-    size_t labels_n = 0;
+    const char *labels = NULL, *crcs = NULL;
+    size_t labels_n = 0, crcs_n = 0;
     const char *t2;
     for (size_t n2; (n2 = token(&p, eol, &t2)) != 0;) {
         uint64_t sz;
@@ -371,6 +390,8 @@ static int parse_text(const char *text, size_t len, uint64_t file_size, gf__side
             out->shard_crc32c = crc;
         else if (n2 >= 7 && memcmp(t2, "labels=", 7) == 0 && !labels)
             labels = t2 + 7, labels_n = n2 - 7;
+        else if (n2 >= 14 && memcmp(t2, "member_crc32c=", 14) == 0 && !crcs)
+            crcs = t2 + 14, crcs_n = n2 - 14;
     }
     if (out->shard_bytes >= 0 && file_size != GF__SIDECAR_SIZE_UNKNOWN &&
         (uint64_t)out->shard_bytes != file_size)
@@ -386,7 +407,10 @@ static int parse_text(const char *text, size_t len, uint64_t file_size, gf__side
     if (!v)
         return GF_ENOMEM;
     for (size_t i = 0; i < count; i++)
-        v[i].label = -1;
+        v[i].label = v[i].img_crc32c = -1;
+    if (crcs && parse_member_crcs(crcs, crcs_n, v, (size_t)count) < 0)
+        for (size_t i = 0; i < count; i++)
+            v[i].img_crc32c = -1; /* a malformed list: as an older sidecar without one */
     const char *why = labels ? parse_labels(labels, labels_n, v, (size_t)count) : NULL;
     uint64_t data_end = 0;
     size_t got = 0;
@@ -516,7 +540,8 @@ int gf__shard_sidecar_read(int root_fd, const char *shard_path, int shard_fd,
     }
     free(w.p);
     for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = add(ctx, es[i].name, es[i].name_len, labels[i], es[i].img_off, es[i].img_size);
+        rc = add(ctx, es[i].name, es[i].name_len, labels[i], es[i].img_off, es[i].img_size,
+                 es[i].img_crc32c);
     free(labels);
     gf__sidecar_free(&sc);
     free(text);

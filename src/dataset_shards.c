@@ -216,7 +216,7 @@ static int key_is_sample(const shard_scan *c)
 /* A sample of shard c->shard: "shard.tar:member" in the arena, its label
  * and where its image lies. Also the sidecar reader's (gf__sidecar_add_fn). */
 static int add_sample(void *ctx, const char *name, size_t name_len, int32_t label,
-                      uint64_t off, uint64_t size)
+                      uint64_t off, uint64_t size, int64_t crc32c)
 {
     shard_scan *c = ctx;
     gf__builder *b = c->b;
@@ -234,6 +234,7 @@ static int add_sample(void *ctx, const char *name, size_t name_len, int32_t labe
     b->doff[b->n] = off;
     assert(size <= UINT32_MAX); /* larger ones are bad keys */
     b->dlen[b->n] = (uint32_t)size;
+    b->dcrc[b->n] = crc32c;
     b->n++;
     b->arena_len += need;
     if (label > c->max_label)
@@ -257,17 +258,33 @@ int gf__dataset_member_check(const gf__dataset *ds, uint64_t i, const uint8_t *p
     const char *name = gf__dataset_path(ds, i) + strlen(slash ? slash + 1 : shard) + 1;
     char reason[200];
     int rc = gf__tar_member_check(p, name, strlen(name), ds->data_len[i], reason, sizeof reason);
-    if (rc < 0)
+    if (rc < 0) {
         gf__why(why, why_len, "%s: offset %llu: %s", shard,
                 (unsigned long long)(ds->data_off[i] - GF__TAR_BLOCK), reason);
-    return rc;
+        return rc;
+    }
+    /* The header names the member; only its bytes can tell this shard's
+     * from another of the same layout's, or from a damaged copy. */
+    if (ds->data_crc && ds->data_crc[i] >= 0) {
+        uint32_t got = gf__crc32c(p + GF__TAR_BLOCK, ds->data_len[i]);
+        if (got != (uint32_t)ds->data_crc[i]) {
+            gf__why(why, why_len,
+                    "%s: member '%s': its index sidecar records member_crc32c %08x, the bytes "
+                    "read give %08x: the sidecar is another shard's, or the shard is damaged",
+                    shard, name, (unsigned)ds->data_crc[i], (unsigned)got);
+            return GF_ECORRUPT;
+        }
+    }
+    return 0;
 }
 
 /* gf_shard_index's sidecar: the lines of the samples the scan takes, in
  * DALI's v1.2 form, each with every member of its key the scan kept. */
 typedef struct sidecar_out {
     char *lines, *labels, *cur; /* done lines; "L1,L2,..."; the key's components */
-    size_t len, cap, llen, lcap, clen, ccap;
+    char *crcs;                 /* "C1,C2,...": each line's image's CRC32C */
+    size_t len, cap, llen, lcap, clen, ccap, crlen, crcap;
+    int fd;                     /* the shard, read for those CRCs */
     uint64_t samples;
     int cur_bad;     /* the key has a member the format cannot name */
 } sidecar_out;
@@ -310,7 +327,11 @@ static int list_member(shard_scan *c, const gf__tar_member *m, const char *ext, 
                     (unsigned long long)m->offset, (unsigned long long)m->size, m->name);
 }
 
-/* The sample's line (its components, less the leading space) and label. */
+static int range_crc32c(int fd, uint64_t off, uint64_t size, const char *shard, uint32_t *crc,
+                        char *why, size_t why_len);
+
+/* The sample's line (its components, less the leading space), label and
+ * image CRC32C. */
 static int emit_line(shard_scan *c)
 {
     sidecar_out *o = c->out;
@@ -323,6 +344,13 @@ static int emit_line(shard_scan *c)
     }
     if (put_text(&o->lines, &o->len, &o->cap, "%s\n", o->cur + 1) < 0 ||
         put_text(&o->labels, &o->llen, &o->lcap, "%s%d", o->samples ? "," : "", (int)c->label) < 0)
+        return GF_ENOMEM;
+    uint32_t crc = 0;
+    int rc = range_crc32c(o->fd, c->img_off, c->img_size, c->path, &crc, c->why, c->why_len);
+    if (rc < 0)
+        return rc;
+    if (put_text(&o->crcs, &o->crlen, &o->crcap, "%s%08x", o->samples ? "," : "",
+                 (unsigned)crc) < 0)
         return GF_ENOMEM;
     o->samples++;
     return 0;
@@ -359,7 +387,7 @@ static int flush_key(shard_scan *c)
     }
     if (c->out)
         return emit_line(c);
-    return add_sample(c, c->img, c->img_len, c->label, c->img_off, c->img_size);
+    return add_sample(c, c->img, c->img_len, c->label, c->img_off, c->img_size, -1);
 }
 
 int gf__shard_labels_bounded(const gf__builder *b, char *const *shard_paths, char *why,
@@ -702,18 +730,18 @@ int gf_shard_paths(const char *src, char **paths, size_t *n, char *why, size_t w
     return rc;
 }
 
-/* The whole shard's CRC32C, for its sidecar's shard_crc32c=: what ties
- * the sidecar to these bytes and no other shard's of the same size. */
-static int shard_crc32c(int fd, uint64_t size, const char *shard, uint32_t *crc, char *why,
-                        size_t why_len)
+/* The CRC32C of [off, off + size) of the shard, extending *crc: the whole
+ * shard's for shard_crc32c= (what ties the sidecar to these bytes and no
+ * other shard's of the same size), a member's for member_crc32c=. */
+static int range_crc32c(int fd, uint64_t off, uint64_t size, const char *shard, uint32_t *crc,
+                        char *why, size_t why_len)
 {
     enum { CHUNK = 1 << 20 };
-    uint8_t *p = malloc(CHUNK);
+    uint8_t *p = malloc(size < CHUNK ? (size ? (size_t)size : 1) : CHUNK);
     if (!p)
         return GF_ENOMEM;
-    uint64_t off = 0;
-    while (off < size) {
-        size_t want = size - off < CHUNK ? (size_t)(size - off) : CHUNK;
+    for (uint64_t end = off + size; off < end;) {
+        size_t want = end - off < CHUNK ? (size_t)(end - off) : CHUNK;
         ssize_t r = pread(fd, p, want, (off_t)off);
         if (r <= 0) {
             gf__why_path(why, why_len, shard, "could not be read at byte %llu: %s",
@@ -732,7 +760,7 @@ int gf__shard_index_fd(int fd, uint64_t size, const char *shard, char **text, si
                        gf_shard_index_info *info, char *why, size_t why_len)
 {
     gf__dataset *ds = calloc(1, sizeof *ds); /* the scan's counters and warning */
-    sidecar_out o = {0};
+    sidecar_out o = {.fd = fd};
     shard_scan c = {.ds = ds, .max_label = -1, .why = why, .why_len = why_len, .out = &o,
                     .path = shard};
     int rc = ds ? 0 : GF_ENOMEM;
@@ -750,12 +778,14 @@ int gf__shard_index_fd(int fd, uint64_t size, const char *shard, char **text, si
     }
     uint32_t crc = 0;
     if (rc == 0)
-        rc = shard_crc32c(fd, size, shard, &crc, why, why_len);
+        rc = range_crc32c(fd, 0, size, shard, &crc, why, why_len);
     char *t = NULL;
     size_t tl = 0, tcap = 0;
-    if (rc == 0 && (put_text(&t, &tl, &tcap, "v1.2 %llu shard_bytes=%llu shard_crc32c=%08x labels=%s\n",
-                             (unsigned long long)o.samples, (unsigned long long)size,
-                             (unsigned)crc, o.labels) < 0 ||
+    if (rc == 0 &&
+        (put_text(&t, &tl, &tcap,
+                  "v1.2 %llu shard_bytes=%llu shard_crc32c=%08x labels=%s member_crc32c=%s\n",
+                  (unsigned long long)o.samples, (unsigned long long)size, (unsigned)crc,
+                  o.labels, o.crcs) < 0 ||
                     put_text(&t, &tl, &tcap, "%s", o.lines) < 0))
         rc = GF_ENOMEM;
     /* What the loader would not take is never written: the same parser
@@ -781,6 +811,7 @@ int gf__shard_index_fd(int fd, uint64_t size, const char *shard, char **text, si
     free(t);
     free(o.lines);
     free(o.labels);
+    free(o.crcs);
     free(o.cur);
     free(c.key);
     free(c.img);

@@ -672,7 +672,7 @@ pat="$sh/train-{000000..000002}.tar"
 out=$("$g" index "$pat") || fail "index: $out"
 echo "$out" | grep -q '^gpufeed index: 3 shards indexed (18 samples, 36 members), 0 up to date, 0 failed' ||
     fail "index summary: $out"
-head -n 1 "$sh/train-000000.idx" | grep -q '^v1\.2 [0-9]* shard_bytes=[0-9]* shard_crc32c=[0-9a-f]\{8\} labels=[0-9,]*$' ||
+head -n 1 "$sh/train-000000.idx" | grep -q '^v1\.2 6 shard_bytes=[0-9]* shard_crc32c=[0-9a-f]\{8\} labels=[0-9,]* member_crc32c=\([0-9a-f]\{8\},\)\{5\}[0-9a-f]\{8\}$' ||
     fail "index first line: $(head -n 1 "$sh/train-000000.idx")"
 json=$("$g" verify --data "$pat" --json) || fail "verify through sidecars: $json"
 echo "$json" | grep -q '"samples": *18' || fail "index: samples: $json"
@@ -689,6 +689,11 @@ sed -i '1s/ shard_crc32c=[0-9a-f]*//' "$sh/train-000002.idx"
 out=$("$g" index "$pat") || fail "index a sidecar without shard_crc32c=: $out"
 echo "$out" | grep -q ' 1 shards indexed .* 2 up to date' || fail "a sidecar without the digest is rewritten: $out"
 head -n 1 "$sh/train-000002.idx" | grep -q ' shard_crc32c=[0-9a-f]\{8\} ' || fail "the digest not written back"
+# and one written before member_crc32c= gains that
+sed -i '1s/ member_crc32c=[0-9a-f,]*//' "$sh/train-000002.idx"
+out=$("$g" index "$pat") || fail "index a sidecar without member_crc32c=: $out"
+echo "$out" | grep -q ' 1 shards indexed .* 2 up to date' || fail "a sidecar without member digests is rewritten: $out"
+head -n 1 "$sh/train-000002.idx" | grep -q ' member_crc32c=[0-9a-f,]\{53\}$' || fail "the member digests not written back"
 out=$("$g" index --force "$pat") || fail "index --force: $out"
 echo "$out" | grep -q ' 3 shards indexed .* 0 up to date' || fail "--force rewrites: $out"
 out=$("$g" index --out "$tmp/idx" "$sh/train-000000.tar,$sh/train-000002.tar") || fail "--out: $out"

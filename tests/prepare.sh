@@ -31,6 +31,38 @@ done
 [ "$(ls "$tmp/a" | wc -l)" -eq "$(ls "$tmp/b" | wc -l)" ] || fail "different file sets"
 [ "$(ls "$tmp"/a/train-*.tar | wc -l)" -eq 5 ] || fail "22 samples by 5 make 5 shards"
 [ "$(ls "$tmp"/a/train-*.idx | wc -l)" -eq 5 ] || fail "a sidecar per shard"
+# each sidecar's first line: DALI's "v1.2 N", then member_crc32c= the
+# CRC32C of each line's image member, in line order
+python3 - "$tmp"/a/train-*.idx <<'EOF' || fail "member_crc32c= of the prepared sidecars"
+import sys
+table = []
+for i in range(256):
+    c = i
+    for _ in range(8):
+        c = (c >> 1) ^ (0x82F63B78 if c & 1 else 0)
+    table.append(c)
+def crc32c(b):
+    c = 0xFFFFFFFF
+    for x in b:
+        c = table[(c ^ x) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+assert crc32c(b"123456789") == 0xE3069283
+for idx in sys.argv[1:]:
+    lines = open(idx).read().splitlines()
+    head = lines[0].split()
+    assert head[0] == "v1.2" and int(head[1]) == len(lines) - 1, head
+    crcs = [t for t in head if t.startswith("member_crc32c=")]
+    assert len(crcs) == 1, head
+    crcs = crcs[0][len("member_crc32c="):].split(",")
+    shard = open(idx[:-4] + ".tar", "rb").read()
+    assert len(crcs) == len(lines) - 1, (idx, len(crcs))
+    for line, want in zip(lines[1:], crcs):
+        t = line.split()
+        assert len(t) % 4 == 0, line
+        ext, off, size = t[0], int(t[1]), int(t[2])
+        assert ext not in ("cls", "key") and len(want) == 8, line
+        assert crc32c(shard[off:off + size]) == int(want, 16), (idx, line, want)
+EOF
 
 # ---- bad source files: in the summary and the manifest ----
 grep -q '^BAD .*class_01/img_00002.jpg: ' "$tmp/b.txt" || fail "text summary names the bad file: $(cat "$tmp/b.txt")"

@@ -249,4 +249,22 @@ fi
 grep -Eq "tie/t-00000[01]\.tar: CRC32C [0-9a-f]{8}, but its index sidecar .*/tie/t-00000[01]\.idx records" "$work/tie.hit" ||
     { cat "$work/tie.hit"; fail "swapped sidecars, cached shards: not named"; }
 echo "  swapped sidecars, shards in the cache: refused, named"
+# The global order reads each sample by a ranged GET, never the shard
+# whole: each image's member_crc32c= catches the swap there (skip: the two
+# shards' 16 samples are errors naming shard, member and both CRCs; fail:
+# the run stops so).
+RB_ORDER=global "$rb" "$tie" 2 4 >"$work/tie.global" 2>&1 ||
+    { cat "$work/tie.global"; fail "swapped sidecars, global order, skip: the run failed"; }
+grep -q "^hash=[0-9a-f]* batches=[0-9]* samples=16 errors=32 " "$work/tie.global" ||
+    { cat "$work/tie.global"; fail "swapped sidecars, global order: not c's 16 samples and 32 errors"; }
+for k in t-000000 t-000001; do
+    grep -Eq "tie/$k\.tar: member '00000[0-7]\.ppm': its index sidecar records member_crc32c [0-9a-f]{8}, the bytes read give [0-9a-f]{8}: the sidecar is another shard's" "$work/tie.global" ||
+        { cat "$work/tie.global"; fail "swapped sidecars, global order: $k not named"; }
+done
+if RB_ORDER=global RB_ON_ERROR=fail "$rb" "$tie" 2 4 >"$work/tie.gfail" 2>&1; then
+    cat "$work/tie.gfail"; fail "swapped sidecars, global order, fail: the run succeeded (wrong labels delivered)"
+fi
+grep -Eq "tie/t-00000[01]\.tar: member '00000[0-7]\.ppm': its index sidecar records member_crc32c [0-9a-f]{8}, the bytes read give" "$work/tie.gfail" ||
+    { cat "$work/tie.gfail"; fail "swapped sidecars, global order, fail: not named"; }
+echo "  swapped sidecars, global order: $(grep -o 'samples=16 errors=32' "$work/tie.global"), refused under fail"
 echo "remote_batches: ok"

@@ -92,7 +92,7 @@ AWS_REGION=eu-west-1 opens "s3 in a wrong region, followed" "s3://$GF_TEST_S3_BU
 
 # a prepared set opens remotely as written (its sidecars carry labels=)
 "$gpufeed" prepare "set/$shards" prep >/dev/null 2>&1 || fail "prepare"
-head -n 1 prep/train-000000.idx | grep -q '^v1\.2 [0-9]* shard_bytes=[0-9]* shard_crc32c=[0-9a-f]\{8\} labels=[0-9,]*$' ||
+head -n 1 prep/train-000000.idx | grep -q '^v1\.2 [0-9]* shard_bytes=[0-9]* shard_crc32c=[0-9a-f]\{8\} labels=[0-9,]* member_crc32c=[0-9a-f,]*$' ||
     fail "prepare's sidecar: $(head -n 1 prep/train-000000.idx)"
 mkdir -p "$GF_TEST_HTTP_ROOT/prep"
 cp prep/*.tar prep/*.idx "$GF_TEST_HTTP_ROOT/prep/"

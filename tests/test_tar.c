@@ -823,6 +823,89 @@ START_TEST(shards_give_the_batches_of_the_same_images_as_a_folder)
 }
 END_TEST
 
+/* A pixel byte of a member flipped after `gpufeed index` wrote its
+ * sidecar (PPM: no checksum of its own, it would decode): the headers
+ * still match, so the sidecar is taken, but that sample's read (loader,
+ * gf_read_sample) is an error naming the shard, the member and both CRCs;
+ * the others are delivered. */
+START_TEST(a_member_changed_after_indexing_is_an_error_naming_it)
+{
+    tw w = {0};
+    size_t at[3], n[3];
+    for (int k = 0; k < 3; k++) {
+        char name[16];
+        uint8_t ppm[64 + W * H * 3];
+        int hn = snprintf((char *)ppm, 64, "P6\n%d %d\n255\n", W, H);
+        memset(ppm + hn, 60 + 50 * k, W * H * 3);
+        n[k] = (size_t)hn + W * H * 3;
+        snprintf(name, sizeof name, "k%d.ppm", k);
+        at[k] = tu_tar_file(&w, name, ppm, n[k]);
+        snprintf(name, sizeof name, "k%d.cls", k);
+        tw_text(&w, name, "0");
+    }
+    tu_tar_end(&w);
+    char *p = tw_save(&w, "flip.tar");
+    char why[512], *text = NULL;
+    size_t len = 0;
+    ck_assert_msg(gf_shard_index(p, &text, &len, NULL, why, sizeof why) == 0, "%s", why);
+    char *idx = path_in("flip.idx");
+    tu_write_file(idx, text, len);
+    free(text);
+    int fd = open(p, O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    uint8_t c;
+    off_t mid = (off_t)(at[1] + n[1] / 2);
+    ck_assert_int_eq(pread(fd, &c, 1, mid), 1);
+    c ^= 0x01;
+    ck_assert_int_eq(pwrite(fd, &c, 1, mid), 1);
+    close(fd);
+    gf__dataset ds;
+    ck_assert_msg(open_ds(&ds, p, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(ds.warnings, 0); /* the sidecar was taken */
+    gf__dataset_close(&ds);
+    for (int io = GF_IO_URING; io <= GF_IO_POSIX; io++) {
+        if ((io == GF_IO_URING) != (_i == URING_CASE))
+            continue;
+        gf_settings s;
+        settings(&s, p, (gf_io)io);
+        s.shuffle = 0;
+        s.epochs = 1;
+        s.on_error = GF_ON_ERROR_SKIP;
+        gf_loader *l = NULL;
+        ck_assert_int_eq(gf_open(&l, &s), 0);
+        gf_batch *b;
+        int got = 0, rc;
+        while ((rc = gf_next(l, &b)) == 0) {
+            for (int i = 0; i < b->count; i++)
+                ck_assert_int_ne(b->indices[i], 1);
+            got += b->count;
+            gf_release(l, b);
+        }
+        ck_assert_int_eq(rc, GF_EOF);
+        ck_assert_int_eq(got, 2);
+        gf_stats st;
+        gf_get_stats(l, &st);
+        ck_assert_uint_eq(st.errors, 1);
+        ck_assert_str_eq(st.recent[0].path, "flip.tar:k1.ppm");
+        ck_assert_int_eq(st.recent[0].code, GF_ECORRUPT);
+        ck_assert_msg(strstr(st.recent[0].reason, "flip.tar: member 'k1.ppm': its index sidecar "
+                                                  "records member_crc32c ") &&
+                          strstr(st.recent[0].reason, "the sidecar is another shard's"),
+                      "%s", st.recent[0].reason);
+        void *data = NULL;
+        size_t dlen = 0;
+        ck_assert_int_eq(gf_read_sample(l, 1, &data, &dlen, why, sizeof why), GF_ECORRUPT);
+        ck_assert_msg(strstr(why, "flip.tar:k1.ppm") && strstr(why, "member_crc32c"), "%s", why);
+        ck_assert_msg(gf_read_sample(l, 2, &data, &dlen, why, sizeof why) == 0, "%s", why);
+        ck_assert_uint_eq(dlen, n[2]);
+        gf_free(data);
+        gf_close(&l);
+    }
+    free(idx);
+    free(p);
+}
+END_TEST
+
 START_TEST(a_bad_member_is_reported_with_shard_and_member_name)
 {
     char *root = tu_image_folder(1, 1, W, H, "png");
@@ -1105,6 +1188,37 @@ START_TEST(a_sidecar_keeps_its_shard_crc32c)
 }
 END_TEST
 
+/* member_crc32c= is kept only as exactly one 8-digit value a line; any
+ * other list is ignored (the sidecar still loads, as an older one). */
+START_TEST(a_sidecar_keeps_its_member_crc32c_only_when_whole)
+{
+    static const struct {
+        const char *token;
+        int64_t a, b;
+    } cases[] = {{"member_crc32c=0a1B2c3D,ffffffff", 0x0a1b2c3d, 0xffffffff},
+                 {"member_crc32c=0a1b2c3d", -1, -1},
+                 {"member_crc32c=0a1b2c3d,ffffffff,00000000", -1, -1},
+                 {"member_crc32c=0a1b2c3d,fffffff", -1, -1},
+                 {"member_crc32c=0a1b2c3d;ffffffff", -1, -1},
+                 {"member_crc32c=0a1b2c3d,fffffffg", -1, -1},
+                 {"member_crc32c=0a1b2c3d,ffffffff,", -1, -1},
+                 {"member_crc32c=", -1, -1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[256], why[256] = "";
+        snprintf(text, sizeof text, "v1.2 2 shard_bytes=5120 labels=3,4 %s\n" SC_OK_LINES,
+                 cases[i].token);
+        gf__sidecar sc;
+        ck_assert_msg(gf__sidecar_parse(text, strlen(text), 5120, "s.idx", &sc, why, sizeof why) == 0,
+                      "%s: %s", cases[i].token, why);
+        ck_assert_msg(sc.e[0].img_crc32c == cases[i].a && sc.e[1].img_crc32c == cases[i].b,
+                      "%s: %lld %lld", cases[i].token, (long long)sc.e[0].img_crc32c,
+                      (long long)sc.e[1].img_crc32c);
+        ck_assert_int_eq(sc.e[1].label, 4);
+        gf__sidecar_free(&sc);
+    }
+}
+END_TEST
+
 /* A sidecar as DALI's wds2idx writes it (no gpufeed token, every member
  * of a key, newer than the shard) is taken for a local shard, the labels
  * read from its .cls members; one whose labels= disagrees with a .cls is
@@ -1164,19 +1278,28 @@ START_TEST(gf_shard_index_writes_the_sidecar_a_scan_would_match)
     ck_assert_uint_eq(info.members, 9);
     ck_assert_uint_eq(info.shard_bytes, size);
     /* DALI reads "v1.2 3" (the first two tokens); shard_crc32c= is the
-     * whole shard's, which ties the sidecar to these bytes */
+     * whole shard's, which ties the sidecar to these bytes, and
+     * member_crc32c= each line's image's, checked at each read */
     size_t shard_len;
     uint8_t *shard = tu_read_file(p, &shard_len);
     ck_assert_uint_eq(shard_len, size);
-    uint32_t crc = gf__crc32c(shard, shard_len);
+    uint32_t crc = gf__crc32c(shard, shard_len), img_crc[3];
+    static const size_t img_size[3] = {100, 300, 500};
+    for (int i = 0; i < 3; i++)
+        img_crc[i] = gf__crc32c(shard + off[i][0], img_size[i]);
     free(shard);
-    char head[96];
-    snprintf(head, sizeof head, "v1.2 3 shard_bytes=%zu shard_crc32c=%08x labels=7,6,5\n", size,
-             (unsigned)crc);
+    char head[192];
+    snprintf(head, sizeof head,
+             "v1.2 3 shard_bytes=%zu shard_crc32c=%08x labels=7,6,5 "
+             "member_crc32c=%08x,%08x,%08x\n",
+             size, (unsigned)crc, (unsigned)img_crc[0], (unsigned)img_crc[1],
+             (unsigned)img_crc[2]);
     ck_assert_msg(strncmp(text, head, strlen(head)) == 0, "%s", text);
     gf__sidecar parsed;
     ck_assert_int_eq(gf__sidecar_parse(text, len, size, "x.idx", &parsed, why, sizeof why), 0);
     ck_assert_int_eq(parsed.shard_crc32c, (int64_t)crc);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(parsed.e[i].img_crc32c, (int64_t)img_crc[i]);
     gf__sidecar_free(&parsed);
     char line[128];
     snprintf(line, sizeof line, "\njpg %zu 300 k1.jpg cls %zu 1 k1.cls key %zu 9 k1.key\n",
@@ -1547,6 +1670,7 @@ static Suite *tar_suite(void)
     tcase_add_test(tc, a_matching_sidecar_is_read_instead_of_the_headers);
     tcase_add_loop_test(tc, a_sidecar_that_does_not_match_is_ignored_with_a_warning, 1, 7);
     tcase_add_test(tc, a_sidecar_keeps_its_shard_crc32c);
+    tcase_add_test(tc, a_sidecar_keeps_its_member_crc32c_only_when_whole);
     tcase_add_loop_test(tc, a_sidecar_text_is_checked_without_the_file_system, 0,
                         (int)(sizeof sidecar_texts / sizeof sidecar_texts[0]));
     tcase_add_loop_test(tc, a_dali_sidecar_is_taken_and_labels_must_match_the_cls, 0, 2);
@@ -1574,6 +1698,7 @@ static Suite *tar_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, shards_give_the_batches_of_the_same_images_as_a_folder, 0, 1);
     tcase_add_loop_test(tc, a_bad_member_is_reported_with_shard_and_member_name, 0, 1);
+    tcase_add_loop_test(tc, a_member_changed_after_indexing_is_an_error_naming_it, 0, 1);
     tcase_add_test(tc, a_key_skipped_for_its_label_is_a_warning_or_under_fail_an_error);
     suite_add_tcase(su, tc);
 
@@ -1587,6 +1712,8 @@ static Suite *tar_suite(void)
     tcase_add_loop_test(tc, shards_give_the_batches_of_the_same_images_as_a_folder, URING_CASE,
                         URING_CASE + 1);
     tcase_add_loop_test(tc, a_bad_member_is_reported_with_shard_and_member_name, URING_CASE,
+                        URING_CASE + 1);
+    tcase_add_loop_test(tc, a_member_changed_after_indexing_is_an_error_naming_it, URING_CASE,
                         URING_CASE + 1);
     suite_add_tcase(su, tc);
     return su;

@@ -83,8 +83,8 @@ static char *idx_path(const char *shard, const char *out)
 }
 
 /* 1 if path is a sidecar this command would write unchanged: not older
- * than the shard, its first line recording the shard's size, digest and
- * labels (one without the digest is rewritten, so an older set gains it).
+ * than the shard, its first line recording the shard's size, digests and
+ * labels (one without a digest is rewritten, so an older set gains it).
  * Neither the body nor the digest's value is compared: that would cost
  * the read this skips. */
 static int up_to_date(const char *path, const struct stat *shard)
@@ -103,7 +103,8 @@ static int up_to_date(const char *path, const struct stat *shard)
         char want[64];
         snprintf(want, sizeof want, " shard_bytes=%llu ", (unsigned long long)shard->st_size);
         ok = strncmp(line, "v1.2 ", 5) == 0 && strstr(line, want) &&
-             strstr(line, " shard_crc32c=") && strstr(line, " labels=");
+             strstr(line, " shard_crc32c=") && strstr(line, " labels=") &&
+             strstr(line, " member_crc32c=");
     } else {
         ok = 0;
     }

@@ -190,6 +190,8 @@ typedef struct shard_out {
     size_t idx_len, idx_cap;
     char *labels;            /* its labels= value: "L1,L2,...", a label a line */
     size_t labels_len, labels_cap;
+    char *crcs;              /* its member_crc32c= value: each line's image's CRC32C */
+    size_t crcs_len, crcs_cap;
     prep_shard rec;
     int io_errno;
 } shard_out;
@@ -280,11 +282,13 @@ static int shard_finish(const prep_opts *o, shard_out *w)
     /* DALI reads two tokens; gpufeed checks shard_bytes= against the
      * shard (and shard_crc32c= against a remote one fetched whole), and
      * labels= lets a remote open index it from this file
-     * alone, so a prepared set uploaded to an object store opens as is */
+     * alone, so a prepared set uploaded to an object store opens as is;
+     * member_crc32c= ties each image read to its bytes */
     if (!f ||
-        fprintf(f, "v1.2 %llu shard_bytes=%llu shard_crc32c=%08x labels=%.*s\n",
+        fprintf(f, "v1.2 %llu shard_bytes=%llu shard_crc32c=%08x labels=%.*s member_crc32c=%.*s\n",
                 (unsigned long long)w->rec.samples, (unsigned long long)w->off, (unsigned)w->crc,
-                (int)w->labels_len, w->labels ? w->labels : "") < 0 ||
+                (int)w->labels_len, w->labels ? w->labels : "", (int)w->crcs_len,
+                w->crcs ? w->crcs : "") < 0 ||
         fwrite(w->idx, 1, w->idx_len, f) != w->idx_len || sync_file(f) != 0) {
         cli_error("prepare", "%s: %s", itmp, strerror(errno ? errno : EIO));
         if (f)
@@ -314,6 +318,7 @@ static int shard_open(const prep_opts *o, shard_out *w, uint64_t k, uint64_t fir
     w->off = 0;
     w->idx_len = 0;
     w->labels_len = 0;
+    w->crcs_len = 0;
     w->io_errno = 0;
     cli_sha256_init(&w->sha);
     w->crc = 0;
@@ -683,6 +688,9 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
                 bad_idx |= idx_append(&w, " key %llu %zu %s\n", (unsigned long long)at, pn, name);
                 bad_idx |= text_append(&w.labels, &w.labels_len, &w.labels_cap, "%s%s",
                                        w.rec.samples ? "," : "", cls);
+                bad_idx |= text_append(&w.crcs, &w.crcs_len, &w.crcs_cap, "%s%08x",
+                                       w.rec.samples ? "," : "",
+                                       (unsigned)gf__crc32c(s->data, s->len));
                 if (bad_idx) {
                     snprintf(rr.err, sizeof rr.err, "out of memory");
                     failed = -1;
@@ -746,6 +754,7 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
     free(tids);
     free(w.idx);
     free(w.labels);
+    free(w.crcs);
     prep_keys_free(keys);
     pthread_cond_destroy(&rr.work);
     pthread_cond_destroy(&rr.done);

@@ -7,10 +7,12 @@
  * file is; test_tar checks that the one prepare writes is taken and gives
  * the scan's index.) The text parser alone, as the remote reader calls it
  * (the shard's size unknown), keeps every entry aligned, in order and
- * inside a recorded size, and a label only from labels=. */
+ * inside a recorded size, a label only from labels=, and member CRCs
+ * only from member_crc32c=, one for every entry or none. */
 #include "fuzz.h"
 #include "dataset.h"
 #include "dataset_indexers.h"
+#include "crc32c.h"
 #include "testutil.h"
 
 #include <string.h>
@@ -67,6 +69,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(side.labels[i] >= 0 && side.labels[i] < side.n_classes);
         FUZZ_CHECK(side.data_off[i] <= shard_size &&
                    side.data_len[i] <= shard_size - side.data_off[i]);
+        FUZZ_CHECK(side.data_crc[i] >= -1 && side.data_crc[i] <= (int64_t)UINT32_MAX);
+        FUZZ_CHECK(!side.warnings || side.data_crc[i] == -1); /* a scan has none */
         const char *p = gf__dataset_path(&side, i);
         FUZZ_CHECK(strncmp(p, "s.tar:", 6) == 0 && p[6] != '/' && !strstr(p, ".."));
         if (side.warnings) {
@@ -90,6 +94,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint64_t a = e->img_off + e->img_size, b = e->cls_off + e->cls_size;
         end = a > b ? a : b;
         FUZZ_CHECK(sc.shard_bytes < 0 || end <= (uint64_t)sc.shard_bytes);
+        FUZZ_CHECK(e->img_crc32c >= -1 && e->img_crc32c <= (int64_t)UINT32_MAX);
+        FUZZ_CHECK((e->img_crc32c < 0) == (sc.e[0].img_crc32c < 0)); /* all or none */
+        FUZZ_CHECK(e->img_crc32c < 0 || memmem(data, size, "member_crc32c=", 14));
     }
     FUZZ_CHECK(sc.n <= size / 24);
     /* a digest only as 8 hex digits after shard_crc32c=, and only on a taken sidecar */
@@ -122,4 +129,15 @@ void fuzz_seeds(fuzz_emit emit)
     m = snprintf(plain, sizeof plain, "v1.2 3 shard_bytes=%zu shard_crc32c=0a1B2c3D labels=1,2,3\n%s",
                  size, nl + 1);
     emit("sidecar-crc", plain, (size_t)m);
+    /* and each image's digest, as gpufeed index writes it */
+    uint32_t crc[3];
+    for (int k = 0; k < 3; k++) {
+        uint8_t img[300];
+        memset(img, 'a' + k, sizeof img);
+        crc[k] = gf__crc32c(img, 100 + 100 * (size_t)k);
+    }
+    m = snprintf(plain, sizeof plain,
+                 "v1.2 3 shard_bytes=%zu labels=1,2,3 member_crc32c=%08x,%08x,%08x\n%s", size,
+                 (unsigned)crc[0], (unsigned)crc[1], (unsigned)crc[2], nl + 1);
+    emit("sidecar-member-crc", plain, (size_t)m);
 }
