@@ -1175,7 +1175,7 @@ START_TEST(a_sidecar_keeps_its_shard_crc32c)
         gf__sidecar_free(&sc);
     }
     ck_assert_uint_eq(gf__crc32c((const uint8_t *)"123456789", 9), 0xe3069283u);
-    enum { N = 3 * 4096 * 5 + 7 };
+    enum { N = 3 * (1 << 20) + 7 }; /* past X3_MIN: three streams, against one in pieces */
     uint8_t *b = malloc(N);
     for (size_t i = 0; i < N; i++)
         b[i] = (uint8_t)(i * 131 + (i >> 7));
