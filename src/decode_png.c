@@ -507,13 +507,7 @@ static int png_pass(gf__decoder *d, const uint8_t *data, size_t len, const gf__t
     }
     int W = (int)ih.width, H = (int)ih.height;
     gf__crop c;
-    if (!(t = gf__plan(d, t, W, H, key, &c, &dst))) {
-        gf__why(why, why_len, "out of memory for the output");
-        rc = GF_ENOMEM;
-        goto out;
-    }
-    if (gf__decode_set_axes(d, W, H, 1.0, &c, t)) {
-        gf__why(why, why_len, "out of memory for the resampler");
+    if (!(t = gf__plan_whole(d, t, W, H, key, &c, &dst, why, why_len))) {
         rc = GF_ENOMEM;
         goto out;
     }

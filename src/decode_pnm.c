@@ -134,14 +134,8 @@ int gf__decode_pnm_plain(gf__decoder *d, const uint8_t *data, size_t len,
         }
     }
     gf__crop c;
-    if (!(t = gf__plan(d, t, (int)W, (int)H, key, &c, &dst))) {
-        gf__why(why, why_len, "out of memory for the output");
+    if (!(t = gf__plan_whole(d, t, (int)W, (int)H, key, &c, &dst, why, why_len)))
         return GF_ENOMEM;
-    }
-    if (gf__decode_set_axes(d, (int)W, (int)H, 1.0, &c, t)) {
-        gf__why(why, why_len, "out of memory for the resampler");
-        return GF_ENOMEM;
-    }
     size_t stride = (size_t)W * K;
     const uint8_t *src = px + stride * d->rs.v.lo + (size_t)d->rs.h.lo * K;
     return gf__decode_finish(d, src, stride, K, t, c.flip, dst, why, why_len);
@@ -154,14 +148,8 @@ int gf__decode_pnm_scaled(gf__decoder *d, const uint8_t *data, const gf__pnm_hea
     int W = (int)hdr->w, H = (int)hdr->h, K = data[1] == '6' ? K_RGB : K_GRAY;
     int wide = hdr->maxval > 255;
     gf__crop c;
-    if (!(t = gf__plan(d, t, W, H, key, &c, &dst))) {
-        gf__why(why, why_len, "out of memory for the output");
+    if (!(t = gf__plan_whole(d, t, W, H, key, &c, &dst, why, why_len)))
         return GF_ENOMEM;
-    }
-    if (gf__decode_set_axes(d, W, H, 1.0, &c, t)) {
-        gf__why(why, why_len, "out of memory for the resampler");
-        return GF_ENOMEM;
-    }
     /* only the span the resampler reads is scaled */
     int x0 = d->rs.h.lo, y0 = d->rs.v.lo;
     size_t span = (size_t)(d->rs.h.hi - x0) * K, rows = (size_t)(d->rs.v.hi - y0);

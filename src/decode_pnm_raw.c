@@ -37,14 +37,8 @@ int gf__decode_pnm_raw(gf__decoder *d, const uint8_t *data, size_t len,
         return gf__decode_pnm_scaled(d, data, &hdr, t, key, dst, why, why_len);
     int W = (int)hdr.w, H = (int)hdr.h, K = data[1] == '6' ? K_RGB : K_GRAY;
     gf__crop c;
-    if (!(t = gf__plan(d, t, W, H, key, &c, &dst))) {
-        gf__why(why, why_len, "out of memory for the output");
+    if (!(t = gf__plan_whole(d, t, W, H, key, &c, &dst, why, why_len)))
         return GF_ENOMEM;
-    }
-    if (gf__decode_set_axes(d, W, H, 1.0, &c, t)) {
-        gf__why(why, why_len, "out of memory for the resampler");
-        return GF_ENOMEM;
-    }
     size_t stride = (size_t)W * K;
     const uint8_t *src = data + hdr.raster + stride * d->rs.v.lo + (size_t)d->rs.h.lo * K;
     return gf__decode_finish(d, src, stride, K, t, c.flip, dst, why, why_len);

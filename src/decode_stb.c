@@ -331,11 +331,7 @@ int gf__decode_stb(gf__decoder *d, const uint8_t *data, size_t len, int fmt,
             px[i] = (uint8_t)(((uint32_t)s[i] * 255 + 32767) / 65535);
     }
     gf__crop c;
-    if (!(t = gf__plan(d, t, W, H, key, &c, &dst))) {
-        gf__why(why, why_len, "out of memory for the output");
-        rc = GF_ENOMEM;
-    } else if (gf__decode_set_axes(d, W, H, 1.0, &c, t)) {
-        gf__why(why, why_len, "out of memory for the resampler");
+    if (!(t = gf__plan_whole(d, t, W, H, key, &c, &dst, why, why_len))) {
         rc = GF_ENOMEM;
     } else {
         size_t stride = (size_t)W * n;

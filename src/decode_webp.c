@@ -116,14 +116,8 @@ int gf__decode_webp(gf__decoder *d, const uint8_t *data, size_t len, const gf__t
     if (gf__too_big(t, F_WEBP, (uint64_t)W, (uint64_t)H, why, why_len))
         return GF_ETOOBIG;
     gf__crop c;
-    if (!(t = gf__plan(d, t, W, H, key, &c, &dst))) {
-        gf__why(why, why_len, "out of memory for the output");
+    if (!(t = gf__plan_whole(d, t, W, H, key, &c, &dst, why, why_len)))
         return GF_ENOMEM;
-    }
-    if (gf__decode_set_axes(d, W, H, 1.0, &c, t)) {
-        gf__why(why, why_len, "out of memory for the resampler");
-        return GF_ENOMEM;
-    }
     const gf__rs_axis *h = &d->rs.h, *v = &d->rs.v;
     int x0 = 0, x1 = W, y0 = 0, y1 = H;
     if (!t->full_decode && t->strictness != GF_STRICT_WHOLE) {

@@ -102,6 +102,21 @@ nomem:
     return GF_ENOMEM;
 }
 
+const gf__transform *gf__plan_whole(gf__decoder *d, const gf__transform *t, int W, int H,
+                                    uint64_t key, gf__crop *c, uint8_t **dst, char *why,
+                                    size_t why_len)
+{
+    if (!(t = gf__plan(d, t, W, H, key, c, dst))) {
+        gf__why(why, why_len, "out of memory for the output");
+        return NULL;
+    }
+    if (gf__decode_set_axes(d, W, H, 1.0, c, t)) {
+        gf__why(why, why_len, "out of memory for the resampler");
+        return NULL;
+    }
+    return t;
+}
+
 void gf__fit_size(int W, int H, int max_side, int *w, int *h)
 {
     int lng = GF__MAX(W, H), shrt = GF__MIN(W, H);

@@ -125,6 +125,13 @@ void gf__crop_plan(const gf__transform *t, int W, int H, uint64_t key, gf__crop 
 const gf__transform *gf__plan(gf__decoder *d, const gf__transform *t, int W, int H,
                               uint64_t key, gf__crop *c, uint8_t **dst);
 
+/* gf__plan, then the resampler's axes for a decode at full scale: what
+ * every decoder but libjpeg's DCT-scaled one does once it knows W x H.
+ * Returns the transform to go on with, or NULL (why set: no memory). */
+const gf__transform *gf__plan_whole(gf__decoder *d, const gf__transform *t, int W, int H,
+                                    uint64_t key, gf__crop *c, uint8_t **dst, char *why,
+                                    size_t why_len);
+
 /* The size a W x H image fits in with its longer side at most max_side
  * (0: no limit): never enlarged, the shorter side rounded half up, at
  * least 1. */
