@@ -79,7 +79,7 @@ stop_all() {
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done # reap: no zombies left
     pids=()
 }
-cleanup() { stop_all; [ -n "${reaper:-}" ] && kill "$reaper" 2>/dev/null; rm -rf "$T"; }
+cleanup() { stop_all; unclaim_ports; [ -n "${reaper:-}" ] && kill "$reaper" 2>/dev/null; rm -rf "$T"; }
 trap cleanup EXIT
 trap 'exit 143' TERM; trap 'exit 130' INT; trap 'exit 129' HUP
 start() { # start LOGNAME CMD...: in the background, its PID recorded
@@ -101,29 +101,57 @@ ready() { # ready URL...: each answers 2xx within the budget, or false
     done
 }
 # Ports: outside the kernel's ephemeral range (outgoing connections take
-# those), each bound once to see it is free; a start that still loses a race
-# is tried again with fresh ports.
+# those), each bound once to see it is free and claimed for this script's
+# life by a link named for it in one directory that every run shares (the
+# link points at our PID, so a claim whose owner died is taken back): the
+# runs that meson starts side by side never pick the same port. A start
+# that still loses a race (to a program that is not ours) is tried again
+# with fresh ports.
+claims=${TMPDIR:-/tmp}/gf-test-ports
 pick_ports() {
-    $PY - "$1" <<'PY'
-import random, socket, sys
+    $PY - "$1" "$claims" "$$" <<'PY'
+import os, random, socket, sys
+want, claims, owner = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+os.makedirs(claims, mode=0o1777, exist_ok=True)
 lo, hi = 20000, 32767
 try:
     lo_e = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
     hi = min(hi, lo_e - 1) if lo_e > lo + 1000 else hi
 except OSError:
     pass
-got = set()
-while len(got) < int(sys.argv[1]):
+def claim(p):
+    link = os.path.join(claims, str(p))
+    try:
+        os.symlink(owner, link)
+        return True
+    except FileExistsError:
+        pass
+    try:
+        os.kill(int(os.readlink(link)), 0)
+        return False  # its owner lives
+    except ProcessLookupError:
+        os.unlink(link)  # a dead run's claim
+        return claim(p)
+    except (OSError, ValueError):
+        return False
+got = []
+while len(got) < want:
     p = random.randint(lo, hi)
+    if p in got or not claim(p):
+        continue
     s = socket.socket()
     try:
-        s.bind(("127.0.0.1", p)); got.add(p)
+        s.bind(("127.0.0.1", p)); got.append(p)
     except OSError:
-        pass
+        os.unlink(os.path.join(claims, str(p)))
     finally:
         s.close()
-print(" ".join(map(str, sorted(got, key=lambda _: random.random()))))
+print(" ".join(map(str, got)))
 PY
+}
+unclaim_ports() { # the claims that point at this script
+    local l
+    for l in "$claims"/*; do [ "$(readlink "$l" 2>/dev/null)" = "$$" ] && rm -f "$l"; done
 }
 
 start_nginx() {
@@ -291,11 +319,13 @@ start_all() {
 t0=$(date +%s%N)
 for attempt in 1 2 3; do
     start_all && break
-    if [ $attempt = 3 ] || ! grep -qi "address already in use" "$T"/*.log 2>/dev/null; then
+    # nginx and memcached say "Address already in use"; Swift retries for
+    # 30 s, then says "Could not bind".
+    if [ $attempt = 3 ] || ! grep -qiE "address already in use|could not bind" "$T"/*.log 2>/dev/null; then
         tails; echo "servers.sh: the servers ($need) did not start; logs above" >&2; exit 1
     fi
     echo "servers.sh: a port was taken meanwhile; again with others" >&2
-    stop_all; rm -f "$T"/*.log "$T/proxy.ports"
+    stop_all; unclaim_ports; rm -f "$T"/*.log "$T/proxy.ports"
 done
 export GF_TEST_TMPDIR=$T
 echo "servers.sh: $need ready in $((($(date +%s%N) - t0) / 1000000)) ms" >&2
