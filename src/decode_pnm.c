@@ -4,8 +4,12 @@
  *
  * Bounded: the header's size meets the pixel limit before the one buffer
  * (W x H x 1 or 3 bytes, the decoder's own) grows; one pass over the data.
- * Samples are scaled to 8 bits as torchvision's pil_loader gives them
- * (pil_sample); PBM's 1 is black. The data running out is GF_ETRUNC, a
+ * Samples are scaled to 8 bits, round(v / maxval * 255) half to even
+ * (scaled_sample): torchvision's pil_loader pixels, but for grey over
+ * maxval 255, which PIL reads as mode I and convert('RGB') clips to 255
+ * (8321 of 65535 white); that is scaled here, as a 16-bit grey PNG is,
+ * so the same samples give the same pixels in either format (README says
+ * so). PBM's 1 is black. The data running out is GF_ETRUNC, a
  * sample over maxval or a byte that is no digit GF_ECORRUPT; bytes after
  * the last pixel are allowed (as stb_image allows them after P5/P6). No
  * warnings: every strictness decodes alike.
@@ -21,13 +25,11 @@
 #include <string.h>
 
 /* A sample as PIL's PpmImagePlugin reads it, then convert('RGB'):
- * round(v / maxval * out_max), half to even, in doubles; out_max 65535
- * for grey over maxval 255 (PIL's mode I, which convert clips to 255),
- * else 255. Binary samples over maxval are not refused there: clipped. */
-static uint8_t pil_sample(uint32_t v, uint32_t maxval, int gray)
+ * round(v / maxval * 255), half to even, in doubles. Binary samples over
+ * maxval are not refused there: clipped. */
+static uint8_t scaled_sample(uint32_t v, uint32_t maxval)
 {
-    double out_max = gray && maxval > 255 ? 65535.0 : 255.0;
-    double x = rint((double)v / maxval * out_max);
+    double x = rint((double)v / maxval * 255.0);
     return x >= 255.0 ? 255 : (uint8_t)x;
 }
 
@@ -130,7 +132,7 @@ int gf__decode_pnm_plain(gf__decoder *d, const uint8_t *data, size_t len,
                             "maxval %u", i, maxval);
                 return rc;
             }
-            px[i] = bits ? (v ? 0 : 255) : pil_sample(v, maxval, K == 1);
+            px[i] = bits ? (v ? 0 : 255) : scaled_sample(v, maxval);
         }
     }
     gf__crop c;
@@ -163,7 +165,7 @@ int gf__decode_pnm_scaled(gf__decoder *d, const uint8_t *data, const gf__pnm_hea
         uint8_t *o = d->buf + span * y;
         for (size_t i = 0; i < span; i++) {
             uint32_t v = wide ? (uint32_t)s[2 * i] << 8 | s[2 * i + 1] : s[i];
-            o[i] = pil_sample(v, hdr->maxval, K == K_GRAY);
+            o[i] = scaled_sample(v, hdr->maxval);
         }
     }
     return gf__decode_finish(d, d->buf, span, K, t, c.flip, dst, why, why_len);

@@ -1031,11 +1031,12 @@ static buf pnm_row(char kind, int w, unsigned maxval, const unsigned *v, int cou
 }
 
 /* Issue 37: any maxval but 255 gives torchvision's pil_loader pixels (PIL
- * 9.4: round(v / maxval * 255) half to even, grey over maxval 255 as mode
- * I, round(v / maxval * 65535), which convert('RGB') clips; binary samples
- * over maxval clipped), with every decoder and strictness. stb_image gave
- * a 16-bit sample's low byte (8321 -> 129) and 8-bit ones unscaled. The
- * expected bytes are what pil_loader printed for these very files. */
+ * 9.4: round(v / maxval * 255) half to even; binary samples over maxval
+ * clipped), with every decoder and strictness, but for grey over maxval
+ * 255: PIL reads it as mode I and convert('RGB') clips it (8321 -> 255),
+ * gpufeed scales it as a 16-bit PNG (8321 -> 32; the next test). stb_image
+ * gave a 16-bit sample's low byte (8321 -> 129) and 8-bit ones unscaled.
+ * The other expected bytes are what pil_loader printed for these files. */
 START_TEST(pnm_at_other_maxvals_gives_pil_loaders_pixels)
 {
     static const struct {
@@ -1045,11 +1046,11 @@ START_TEST(pnm_at_other_maxvals_gives_pil_loaders_pixels)
         uint8_t rgb[18];
     } cases[] = {
         {'5', 6, 65535, {8321, 0, 65535, 200, 255, 256},
-         {255, 255, 255, 0, 0, 0, 255, 255, 255, 200, 200, 200, 255, 255, 255, 255, 255, 255}},
+         {32, 32, 32, 0, 0, 0, 255, 255, 255, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
         {'5', 6, 1000, {1000, 500, 2, 3, 0, 1},
-         {255, 255, 255, 255, 255, 255, 131, 131, 131, 197, 197, 197, 0, 0, 0, 66, 66, 66}},
+         {255, 255, 255, 128, 128, 128, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0}},
         {'5', 6, 256, {256, 1, 128, 255, 0, 300},
-         {255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 0, 0, 0, 255, 255, 255}},
+         {255, 255, 255, 1, 1, 1, 128, 128, 128, 254, 254, 254, 0, 0, 0, 255, 255, 255}},
         {'5', 6, 15, {15, 7, 8, 1, 16, 200},
          {255, 255, 255, 119, 119, 119, 136, 136, 136, 17, 17, 17, 255, 255, 255, 255, 255, 255}},
         {'6', 2, 65535, {8321, 0, 65535, 32896, 128, 129}, {32, 0, 255, 128, 0, 1}},
@@ -1058,7 +1059,7 @@ START_TEST(pnm_at_other_maxvals_gives_pil_loaders_pixels)
         {'2', 6, 6, {1, 3, 5, 6, 0, 2},
          {42, 42, 42, 128, 128, 128, 212, 212, 212, 255, 255, 255, 0, 0, 0, 85, 85, 85}},
         {'2', 6, 1000, {1000, 500, 2, 3, 0, 1},
-         {255, 255, 255, 255, 255, 255, 131, 131, 131, 197, 197, 197, 0, 0, 0, 66, 66, 66}},
+         {255, 255, 255, 128, 128, 128, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0}},
         {'3', 2, 1000, {1000, 500, 2, 3, 998, 1}, {255, 128, 1, 1, 254, 0}},
         {'3', 2, 6, {1, 3, 5, 6, 0, 2}, {42, 128, 212, 255, 0, 85}},
     };
@@ -1119,6 +1120,40 @@ START_TEST(pnm_16_bit_crops_equal_the_8_bit_files)
 }
 END_TEST
 
+/* The same 16-bit grey samples as a P5 and as a PNG (colour type 0) give
+ * the same pixels, with every decoder: one scale for both formats. */
+START_TEST(pnm_16_bit_grey_equals_the_same_samples_as_png)
+{
+    gf__decoder *d;
+    ck_assert_int_eq(gf__decoder_create(&d), 0);
+    enum { W = 23, H = 7 };
+    uint8_t raw[W * H * 2];
+    for (int i = 0; i < W * H; i++) {
+        uint16_t v = (uint16_t)(i * 409 + 8321 * (i % 2)); /* 0..65535, ties and odd values */
+        raw[2 * i] = (uint8_t)(v >> 8), raw[2 * i + 1] = (uint8_t)v;
+    }
+    size_t png_n;
+    uint8_t *png = tu_png_raw(W, H, 16, 0, raw, (size_t)W * 2, NULL, 0, NULL, 0, &png_n);
+    buf pgm = {0};
+    char hdr[32];
+    put(&pgm, hdr, (size_t)snprintf(hdr, sizeof hdr, "P5\n%d %d\n65535\n", W, H));
+    put(&pgm, raw, sizeof raw);
+    for (int k = 0; k < (gf__have_turbo() ? 3 : 2); k++) {
+        gf_decoder_kind by[3] = {GF_DECODER_AUTO, GF_DECODER_STB, GF_DECODER_TURBO};
+        gf__transform t = tu_eval_transform(W, H, 3, 1.0f);
+        raw_out a = decode_by(d, png, png_n, t, GF_DECODER_AUTO, 0);
+        raw_out b = decode_by(d, pgm.p, pgm.n, t, by[k], 0);
+        ck_assert_int_eq((int)a.n, (int)b.n);
+        ck_assert_msg(memcmp(a.px, b.px, a.n) == 0, "decoder %d: the P5 differs from the PNG", k);
+        ck_assert_int_eq(b.px[3], 34); /* sample 1, 8730 of 65535: scaled, not PIL's clip to 255 */
+        free(a.px), free(b.px);
+    }
+    free(pgm.p);
+    free(png);
+    gf__decoder_destroy(d);
+}
+END_TEST
+
 static Suite *formats_suite(void)
 {
     Suite *s = suite_create("formats");
@@ -1130,6 +1165,7 @@ static Suite *formats_suite(void)
     tcase_add_test(good, binary_pnm_at_maxval_255_reads_in_place_with_stb_images_bytes);
     tcase_add_test(good, pnm_at_other_maxvals_gives_pil_loaders_pixels);
     tcase_add_test(good, pnm_16_bit_crops_equal_the_8_bit_files);
+    tcase_add_test(good, pnm_16_bit_grey_equals_the_same_samples_as_png);
     suite_add_tcase(s, good);
     TCase *bad = tcase_create("damaged");
     tcase_add_test(bad, every_truncation_is_etrunc_in_every_mode);
