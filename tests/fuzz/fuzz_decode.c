@@ -187,7 +187,7 @@ static void raw_pnm_seeds(fuzz_emit emit)
     }
 }
 
-/* Binary PNM at other maxvals, which every decoder scales as PIL does
+/* Binary PNM at other maxvals, which every decoder scales alike
  * (decode_pnm.c): 16-bit and 8-bit samples, some over maxval, whole and
  * cut; AUTO, STB and TURBO. */
 static void scaled_pnm_seeds(fuzz_emit emit)
