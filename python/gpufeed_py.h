@@ -1,9 +1,9 @@
 /*
- * gpufeed._gpufeed internals: the objects the module's three files share.
+ * gpufeed._gpufeed internals: the objects the module's C files share.
  *
- * Lifetimes (DESIGN: "From Python"). A gfp_core owns the gf_loader; the
- * Python Loader holds one reference, every batch slot still held holds
- * one. A gfp_slot is one delivered batch: the Batch holds
+ * Lifetimes (README's "From Python": the user's side). A gfp_core owns
+ * the gf_loader; the Python Loader holds one reference, every batch slot
+ * still held holds one. A gfp_slot is one delivered batch: the Batch holds
  * one reference until it is released or freed, every live export (a DLPack
  * tensor, a buffer view) one more. The last slot reference gives the slot
  * back (gf_release_stream, ordered after the stream recorded at export);

@@ -9,6 +9,22 @@
  *  - gf__uring: io_uring, driven by the controller thread
  *    (reader_uring.c, built where liburing is; below, the stubs that say
  *    GF_ENODEV where it is not).
+ *
+ * io = AUTO with io_uring: a decode thread first reads its sample itself
+ * under GF__READ_NOWAIT (preadv2 RWF_NOWAIT), so the bytes land in the
+ * cache of the core that decodes them, where io_uring's copy lands on
+ * the controller's (bench/RESULTS.md, issue 27). What would block goes
+ * back to the controller and on to io_uring, ahead of the reads queued,
+ * and is read again whole, never in part (RWF_NOWAIT starts readahead,
+ * which a fast disk may finish before the kernel looks again). Which
+ * reader read a sample never changes its bytes.
+ *
+ * A folder or list sample's file is checked from its first read on
+ * (gf__file_seen), not stat'ed at index time: a stat per file would catch
+ * growth or a touch before that read, but costs 1.4 us a file against
+ * 0.53 us for the whole folder index (3.5x); a check of index time
+ * against ctime needs no memory but gives false positives under NFS
+ * clock skew.
  */
 #include "reader_internal.h"
 

@@ -5,9 +5,11 @@
  * fetched when a buffer is free, or when one can be freed: a shard no
  * cell reads (`pins`), no scanned position needs and no cell waits for,
  * the least recently used first. So with the shard order, whose window
- * of W shards is read together, W + 1 buffers keep the next shard coming
- * while the window is read; a buffer freed is a shard not needed again
- * until the scan meets it (a later epoch). The scan goes on into the
+ * of W shards is read together, the default 2W buffers (prefetch_shards)
+ * hold the window being read and fetch the next window meanwhile: a
+ * window's shards are all needed until its end, so W + 2 left the next
+ * window half fetched when it began. A buffer freed is a shard not needed
+ * again until the scan meets it (a later epoch). The scan goes on into the
  * next epoch (its own tables of the shard order), so an epoch's first
  * shards arrive while the last one is read; never further. A cell whose
  * shard has not arrived waits on the shard's list; the shard's arrival
