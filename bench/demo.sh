@@ -14,13 +14,18 @@
 #
 # It builds the gpufeed program alone in build-release (a release build:
 # the speed a trainer gets, assertions off), apart from the tests' build/
-# (debugoptimized, assertions on).
+# (debugoptimized, assertions on); GPUFEED_DEMO_PROGRAM=PATH runs a gpufeed
+# program built already instead (CI: the device check's release build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/gpufeed
-[ -d build-release ] || meson setup build-release --buildtype=release -Dtests=false >/dev/null
-meson compile -C build-release src/cli/gpufeed >/dev/null
-g=build-release/src/cli/gpufeed
+if [ -n "${GPUFEED_DEMO_PROGRAM:-}" ]; then
+    g=$GPUFEED_DEMO_PROGRAM
+else
+    [ -d build-release ] || meson setup build-release --buildtype=release -Dtests=false >/dev/null
+    meson compile -C build-release src/cli/gpufeed >/dev/null
+    g=build-release/src/cli/gpufeed
+fi
 
 # make_set DIR SUBDIR SEED PER_CLASS: one ImageFolder, once.
 make_set() {
