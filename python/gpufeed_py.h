@@ -94,18 +94,23 @@ gfp_slot *gfp_slot_new(gfp_core *c, gf_batch *b);
 void gfp_slot_ref(gfp_slot *s);
 void gfp_slot_unref(gfp_slot *s); /* any thread, GIL or not */
 
-/* module.c: s from (data, {gf_settings field: value}); data is borrowed. */
+/* settings.c: s from (data, {gf_settings field: value}); data is borrowed. */
 int gfp_settings_from(gf_settings *s, PyObject *data, PyObject *fields);
+/* settings.c: one field from its text (a str; ca_file, cache_dir: kept as
+ * borrowed), TypeError/ValueError set as the table says. 0 or -1. */
+int gfp_setting_set(gf_settings *s, PyObject *key, PyObject *value);
 PyObject *gfp_sample_error_dict(const gf_sample_error *e);
 /* loader.c: {sample, code, error, path, reason}, as gfp_sample_error_dict. */
 PyObject *gfp_error_dict(int64_t sample, int code, const char *path, const char *reason);
 /* loader.c */
 int gfp_loader_type_init(PyObject *module);
 
-/* module.c: raises the gpufeed.Error subclass of code with message msg
+/* errors.c: raises the gpufeed.Error subclass of code with message msg
  * (and, for a sample error, the path of the newest bad sample of l). */
 PyObject *gfp_raise(int code, const char *msg, gf_loader *l);
 extern PyObject *gfp_error_base;
+PyObject *gfp_error_class(int code); /* gpufeed.Error for a code it has none for */
+int gfp_errors_init(PyObject *module);
 
 /* batch.c */
 extern PyObject *gfp_batch_type, *gfp_array_type;

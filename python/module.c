@@ -1,8 +1,7 @@
 /*
- * gpufeed._gpufeed: the module, its exceptions (one per GF_E* code), the
- * settings a dict of gf_settings field names and their texts fills
- * (through the library's table: gf_settings_set), the table itself,
- * verify and decode_image (the _Loader type is loader.c's). Python type
+ * gpufeed._gpufeed: the module, the settings table, verify and
+ * decode_image (the exceptions are errors.c's, settings from a dict
+ * settings.c's, the _Loader type loader.c's). Python type
  * checks and composite keywords live in gpufeed/__init__.py.
  * Runs on the Python threads that call it; blocking calls drop the GIL.
  */
@@ -14,144 +13,7 @@
 
 #include "gpufeed_py.h"
 
-PyObject *gfp_error_base;
-
-/* ---- Exceptions ------------------------------------------------------- */
-
-static const struct {
-    int code;
-    const char *name; /* gpufeed.NAME */
-    PyObject **also;  /* a builtin it also is */
-} error_table[] = {
-    {GF_EOF, "EndOfData", NULL},
-    {GF_EINVAL, "InvalidArgument", &PyExc_ValueError},
-    {GF_ENOMEM, "OutOfMemory", &PyExc_MemoryError},
-    {GF_ENOENT, "SampleNotFound", NULL},
-    {GF_EIO, "ReadError", NULL},
-    {GF_EEMPTY, "EmptyFile", NULL},
-    {GF_ETRUNC, "TruncatedImage", NULL},
-    {GF_ECORRUPT, "CorruptImage", NULL},
-    {GF_EFORMAT, "UnsupportedFormat", NULL},
-    {GF_ETOOBIG, "TooBig", NULL},
-    {GF_EDATASET, "DatasetError", NULL},
-    {GF_EBUSY, "RingStarved", NULL},
-    {GF_ENODEV, "NoDevice", NULL},
-    {GF_ETHREAD, "ThreadError", NULL},
-    {GF_EAGAIN, "NotReady", NULL},
-    {GF_EMFILE, "TooManyOpenFiles", &PyExc_OSError},
-};
-#define N_ERRORS (sizeof error_table / sizeof error_table[0])
-static PyObject *error_class[N_ERRORS], *sample_error_base;
-
-static PyObject *error_class_of(int code)
-{
-    for (size_t i = 0; i < N_ERRORS; i++)
-        if (error_table[i].code == code)
-            return error_class[i];
-    return gfp_error_base;
-}
-
-PyObject *gfp_raise(int code, const char *msg, gf_loader *l)
-{
-    PyObject *cls = error_class_of(code);
-    /* A message names a file: its bytes survive, whatever they are. */
-    PyObject *text = PyUnicode_DecodeFSDefault(msg && msg[0] ? msg : gf_strerror(code));
-    PyObject *exc = text ? PyObject_CallFunctionObjArgs(cls, text, NULL) : NULL;
-    Py_XDECREF(text);
-    if (!exc)
-        return NULL;
-    PyObject *path = Py_None, *reason = Py_None;
-    gf_stats st;
-    if (l && gf_sample_error_kind(code) >= 0 && gf_get_stats(l, &st) == 0 && st.n_recent > 0 &&
-        st.recent[0].code == code) {
-        path = PyUnicode_DecodeFSDefault(st.recent[0].path);
-        reason = PyUnicode_DecodeFSDefault(st.recent[0].reason);
-    } else {
-        Py_INCREF(path);
-        Py_INCREF(reason);
-    }
-    PyObject *codeobj = PyLong_FromLong(code), *name = PyUnicode_FromString(gf_err_name(code));
-    if (path && reason && codeobj && name) {
-        PyObject_SetAttrString(exc, "code", codeobj);
-        PyObject_SetAttrString(exc, "name", name);
-        PyObject_SetAttrString(exc, "path", path);
-        PyObject_SetAttrString(exc, "reason", reason);
-        PyErr_SetObject(cls, exc);
-    }
-    Py_XDECREF(path);
-    Py_XDECREF(reason);
-    Py_XDECREF(codeobj);
-    Py_XDECREF(name);
-    Py_DECREF(exc);
-    return NULL;
-}
-
-static int errors_init(PyObject *m)
-{
-    gfp_error_base = PyErr_NewException("gpufeed.Error", PyExc_RuntimeError, NULL);
-    sample_error_base = PyErr_NewException("gpufeed.SampleError", gfp_error_base, NULL);
-    if (!gfp_error_base || !sample_error_base ||
-        PyModule_AddObject(m, "Error", Py_NewRef(gfp_error_base)) < 0 ||
-        PyModule_AddObject(m, "SampleError", Py_NewRef(sample_error_base)) < 0)
-        return -1;
-    for (size_t i = 0; i < N_ERRORS; i++) {
-        char qual[64];
-        snprintf(qual, sizeof qual, "gpufeed.%s", error_table[i].name);
-        PyObject *base = gf_sample_error_kind(error_table[i].code) >= 0 ? sample_error_base
-                                                                       : gfp_error_base;
-        PyObject *bases = error_table[i].also ? PyTuple_Pack(2, base, *error_table[i].also)
-                                              : PyTuple_Pack(1, base);
-        if (!bases)
-            return -1;
-        error_class[i] = PyErr_NewException(qual, bases, NULL);
-        Py_DECREF(bases);
-        if (!error_class[i] ||
-            PyModule_AddObject(m, error_table[i].name, Py_NewRef(error_class[i])) < 0)
-            return -1;
-        PyObject *code = PyLong_FromLong(error_table[i].code);
-        if (!code || PyObject_SetAttrString(error_class[i], "code", code) < 0)
-            return -1;
-        Py_DECREF(code);
-    }
-    return 0;
-}
-
 /* ---- Settings --------------------------------------------------------- */
-
-/* One field from its text through the library's table (gf_settings_set):
- * gpufeed/__init__.py checks the Python types and makes the text. */
-static int set_one(gf_settings *s, PyObject *key, PyObject *value)
-{
-    const char *name = PyUnicode_AsUTF8AndSize(key, NULL);
-    if (!name)
-        return -1;
-    /* Paths, kept alive by the caller's dict until gf_open returns. */
-    const char **path = strcmp(name, "ca_file") == 0     ? &s->ca_file
-                        : strcmp(name, "cache_dir") == 0 ? &s->cache_dir
-                                                         : NULL;
-    if (path && PyUnicode_Check(value)) {
-        *path = PyUnicode_AsUTF8AndSize(value, NULL);
-        return *path ? 0 : -1;
-    }
-    if (!PyUnicode_Check(value)) {
-        PyErr_Format(PyExc_TypeError, "%s: the setting's text (a str)", name);
-        return -1;
-    }
-    Py_ssize_t len;
-    const char *text = PyUnicode_AsUTF8AndSize(value, &len);
-    char why[320];
-    if (!text)
-        return -1;
-    if (strlen(text) != (size_t)len) { /* C would read only up to the NUL */
-        PyErr_Format(PyExc_ValueError, "%s: %R holds a NUL character", name, value);
-        return -1;
-    }
-    if (gf_settings_set(s, name, text, why, sizeof why) < 0) {
-        PyErr_SetString(gf_setting_find(name) ? PyExc_ValueError : PyExc_TypeError, why);
-        return -1;
-    }
-    return 0;
-}
 
 static PyObject *list_of(const char *const *names)
 {
@@ -213,7 +75,7 @@ static PyObject *check_setting(PyObject *m, PyObject *args)
         return NULL;
     gf_settings s;
     gf_default_settings(&s);
-    return set_one(&s, name, text) < 0 ? NULL : Py_NewRef(Py_None);
+    return gfp_setting_set(&s, name, text) < 0 ? NULL : Py_NewRef(Py_None);
 }
 
 /* get_setting(name, {field: text}): the text of setting name after those
@@ -237,37 +99,6 @@ static PyObject *get_setting(PyObject *m, PyObject *args)
     }
     return PyUnicode_FromString(buf);
 }
-
-/* s from (data, {field: value}); data is kept alive by the caller's tuple:
- * bytes (a path as os.fsencode gives it), or a str for an empty one. */
-int gfp_settings_from(gf_settings *s, PyObject *data, PyObject *fields)
-{
-    gf_default_settings(s);
-    Py_ssize_t len = 0;
-    if (PyBytes_Check(data)) {
-        s->data = PyBytes_AsString(data);
-        len = PyBytes_Size(data);
-    } else if (PyUnicode_Check(data))
-        s->data = PyUnicode_AsUTF8AndSize(data, &len);
-    else {
-        PyErr_Format(PyExc_TypeError, "data: a path's bytes, not %R", data);
-        return -1;
-    }
-    if (!s->data)
-        return -1;
-    if (strlen(s->data) != (size_t)len) {
-        PyErr_SetString(PyExc_ValueError, "data: the path holds a NUL byte, which no file "
-                                          "name can");
-        return -1;
-    }
-    PyObject *key, *value;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(fields, &pos, &key, &value))
-        if (set_one(s, key, value) < 0)
-            return -1;
-    return 0;
-}
-
 
 /* ---- verify ------------------------------------------------------------- */
 
@@ -434,7 +265,7 @@ static PyObject *error_class_py(PyObject *m, PyObject *arg)
     long code = PyLong_AsLong(arg);
     if (code == -1 && PyErr_Occurred())
         return NULL;
-    return Py_NewRef(error_class_of((int)code));
+    return Py_NewRef(gfp_error_class((int)code));
 }
 
 /* decode_image(encoded, settings, epoch, index): the uint8 pixels the
@@ -491,7 +322,7 @@ PyMODINIT_FUNC PyInit__gpufeed(void)
     PyObject *m = PyModule_Create(&module_def);
     if (!m)
         return NULL;
-    if (gfp_loader_type_init(m) < 0 || errors_init(m) < 0 || gfp_batch_types_init(m) < 0 ||
+    if (gfp_loader_type_init(m) < 0 || gfp_errors_init(m) < 0 || gfp_batch_types_init(m) < 0 ||
         PyModule_AddStringConstant(m, "version", gf_version()) < 0) {
         Py_DECREF(m);
         return NULL;

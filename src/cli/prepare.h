@@ -120,6 +120,9 @@ typedef struct prep_result {
 int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_result *r);
 void prep_result_free(prep_result *r);
 
+
+/* ---- prepare_files.c: names and files, any thread ---- */
+
 /* OUT/<name>-NNNNNN.tar (ext "tar" or "idx"), into buf. */
 void prep_shard_path(const prep_opts *o, uint64_t k, const char *ext, char *buf, size_t n);
 /* A file made afresh for writing ("wb"): whatever has that name (a killed
@@ -127,6 +130,9 @@ void prep_shard_path(const prep_opts *o, uint64_t k, const char *ext, char *buf,
  * O_NOFOLLOW refuse one made in between: nothing outside OUT is ever
  * written through it. NULL with errno set. */
 FILE *prep_create(const char *path);
+/* s with %XX for bytes outside printable ASCII, spaces and '%': a token
+ * of one line (the fingerprint, the journal's reasons). */
+void prep_put_escaped(FILE *f, const char *s);
 
 /* ---- prepare_manifest.c: the command's thread ---- */
 
@@ -139,9 +145,6 @@ int prep_write_classes(const prep_opts *o, gf_index *ix);
 /* OUT/manifest.json (written whole, then renamed into place). Returns 0
  * or -1 with the message printed. */
 int prep_write_manifest(const prep_opts *o, gf_index *ix, const prep_result *r);
-/* s with %XX for bytes outside printable ASCII, spaces and '%': a token
- * of one line (the fingerprint, the journal's reasons). */
-void prep_put_escaped(FILE *f, const char *s);
 /* The source's index as the manifest records it (source.index_fnv1a64):
  * FNV-1a 64 over each sample's path and "\nLABEL\n", in index order.
  * verify recomputes it to tell whether a source changed. */

@@ -78,19 +78,6 @@ static int ident_of(const char *path, int is_dir, ident *id)
     return 0;
 }
 
-/* A value without spaces or newlines: %XX outside printable ASCII, and
- * '%' (the fingerprint's tokens, the journal's reasons). */
-void prep_put_escaped(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c <= ' ' || c > '~' || c == '%')
-            fprintf(f, "%%%02X", c);
-        else
-            fputc(c, f);
-    }
-}
-
 const char *const prep_settings_kept[] = {"channels", "on_error", "strictness", "decoder",
                                             "extensions", "on_shard_error", "max_pixels",
                                             "max_file_bytes", NULL};

@@ -160,27 +160,6 @@ static void *worker(void *arg)
 
 /* ---- shards ---- */
 
-void prep_shard_path(const prep_opts *o, uint64_t k, const char *ext, char *buf, size_t n)
-{
-    snprintf(buf, n, "%s/%s-%06llu.%s", o->out, o->name, (unsigned long long)k, ext);
-}
-
-FILE *prep_create(const char *path)
-{
-    if (unlink(path) != 0 && errno != ENOENT)
-        return NULL;
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return NULL;
-    FILE *f = fdopen(fd, "wb");
-    if (!f) {
-        int e = errno;
-        close(fd);
-        errno = e;
-    }
-    return f;
-}
-
 typedef struct shard_out {
     FILE *f;
     uint64_t k, off;

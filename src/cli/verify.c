@@ -552,6 +552,8 @@ int cmd_verify(int argc, char **argv)
     }
     if (pp) {
         cli_prepared_check(&prep);
+        if (prep.readable)
+            cli_prepared_check_source(&prep); /* the source's, last */
         if (!json)
             text_prepared(pp);
         if (prep.dir_form) {

@@ -514,7 +514,6 @@ void cli_prepared_check(cli_prepared *p)
     if (v && strcmp(v, gf_version()) != 0)
         cli_finding_add(&p->notes, p->manifest, "written by gpufeed %s; this is %s", v,
                         gf_version());
-    cli_prepared_check_source(p);
 }
 
 void cli_prepared_free(cli_prepared *p)

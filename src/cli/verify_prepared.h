@@ -64,7 +64,9 @@ typedef struct cli_prepared {
  * filled, the manifest read), 0 (not one: p is zeroed), or -1 with the
  * message printed. */
 int cli_prepared_find(const char *cmd, const char *data, cli_prepared *p);
-/* Every check of the set against its manifest, the source's last. */
+/* Every check of the set against its manifest but the source's
+ * (cli_prepared_check_source, which the caller runs next where
+ * p->readable: verify_source.c calls into this file, never back). */
 void cli_prepared_check(cli_prepared *p);
 void cli_prepared_free(cli_prepared *p);
 
