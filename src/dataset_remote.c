@@ -4,7 +4,14 @@
  * shards costs 1,000 small GETs, not the data set. A sidecar without
  * labels (as DALI writes them) would need every .cls member fetched, one
  * request a sample: refused, naming `gpufeed index`, which writes
- * labelled ones. Run once, on gf_open's thread. */
+ * labelled ones. A sidecar is the only source of a remote sample's label,
+ * so it must be tied to its shard: one without shard_crc32c= (checked
+ * when the shard is fetched whole, or served from the cache) and
+ * member_crc32c= (checked before each member is decoded: the global
+ * order's only check) is refused too, naming the sidecar and the same
+ * command (issue 37: an older gpufeed's, or a hand-written, sidecar
+ * beside another shard of the same layout would label every sample
+ * wrong, unseen). Run once, on gf_open's thread. */
 #include "dataset_indexers.h"
 
 #include "remote_auth.h"
@@ -16,6 +23,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +134,22 @@ static const char *base_of(const char *display)
     return slash ? slash + 1 : display;
 }
 
+/* What sc lacks of the CRCs that tie a sidecar to its shard, or NULL:
+ * shard_crc32c= (the shard order's check, on the whole shard) and
+ * member_crc32c= (each member's, in either order; the parser keeps the
+ * list only when it is whole, so a line without one means none). */
+static const char *untied(const gf__sidecar *sc)
+{
+    bool members = sc->n > 0;
+    for (size_t j = 0; j < sc->n && members; j++)
+        members = sc->e[j].img_crc32c >= 0;
+    if (sc->shard_crc32c < 0 && !members)
+        return "neither shard_crc32c= nor member_crc32c=";
+    if (sc->shard_crc32c < 0)
+        return "no shard_crc32c=";
+    return members ? NULL : "no member_crc32c=";
+}
+
 /* Shard k's samples from its parsed sidecar into b. */
 static int add_shard(gf__dataset *ds, gf__builder *b, uint32_t k, const gf__sidecar *sc,
                      int32_t *max_label)
@@ -203,6 +227,13 @@ static int index_shards(gf__dataset *ds, const char *src, const gf_settings *set
                     "sample; write a labelled one with `gpufeed index %s --out DIR` and upload "
                     "it beside the shard",
                     t->sidecar_display, t->display);
+            rc = GF_EDATASET;
+        } else if (rc == 0 && untied(&sc)) {
+            gf__why(why, why_len,
+                    "%s: records %s (an older gpufeed's, or hand-written): nothing ties it to "
+                    "its shard, so beside another shard it could label every sample wrong; "
+                    "write one with `gpufeed index %s --out DIR` and upload it beside the shard",
+                    t->sidecar_display, untied(&sc), t->display);
             rc = GF_EDATASET;
         } else if (rc == 0) {
             if (sc.shard_bytes > 0)

@@ -267,4 +267,45 @@ fi
 grep -Eq "tie/t-00000[01]\.tar: member '00000[0-7]\.ppm': its index sidecar records member_crc32c [0-9a-f]{8}, the bytes read give" "$work/tie.gfail" ||
     { cat "$work/tie.gfail"; fail "swapped sidecars, global order, fail: not named"; }
 echo "  swapped sidecars, global order: $(grep -o 'samples=16 errors=32' "$work/tie.global"), refused under fail"
+# A remote sidecar that records neither shard_crc32c= nor member_crc32c=
+# (an older gpufeed's, or hand-written) ties nothing to its shard: the
+# open refuses it, naming its URL, why, and the command that writes one;
+# so the swap above with such sidecars is refused in either order, never
+# served with every label wrong. One without either CRC alone is refused
+# as well (the shard order checks the one, the global order the other).
+mkdir -p "$GF_TEST_HTTP_ROOT/untied"
+cp tie/*.tar "$GF_TEST_HTTP_ROOT/untied/"
+strip() { sed "1s/ $1=[0-9a-f,]*//" "$2"; }
+for k in t-000000 t-000001 t-000002; do
+    strip member_crc32c "tie/$k.idx" | strip shard_crc32c /dev/stdin >"$GF_TEST_HTTP_ROOT/untied/$k.idx"
+done
+head -n 1 "$GF_TEST_HTTP_ROOT/untied/t-000000.idx" | grep -q '^v1\.2 8 shard_bytes=[0-9]* labels=[0-9,]*$' ||
+    fail "untied: $(head -n 1 "$GF_TEST_HTTP_ROOT/untied/t-000000.idx")"
+untied="$GF_TEST_HTTP_URL/untied/t-{000000..000002}.tar"
+refused() { # WHAT OUT SIDECAR LACKS: the open refused, naming the sidecar, why and the fix
+    grep -q "^open: .*$3: records $4 (an older gpufeed's, or hand-written): nothing ties it to its shard, so beside another shard it could label every sample wrong; write one with .gpufeed index ${3%.idx}.tar --out DIR. and upload it beside the shard" "$2" ||
+        { cat "$2"; fail "$1: not refused naming $3"; }
+    if grep -q '^hash=' "$2"; then cat "$2"; fail "$1: batches delivered"; fi
+}
+"$rb" "$untied" 2 4 >"$work/untied" 2>&1 && { cat "$work/untied"; fail "untied sidecars: opened"; }
+refused "untied sidecars" "$work/untied" "$GF_TEST_HTTP_URL/untied/t-000000.idx" \
+    "neither shard_crc32c= nor member_crc32c="
+echo "  untied sidecars: $(grep -m1 -o 'untied/t-000000.idx: records [^(]*' "$work/untied")refused at open"
+cp "$GF_TEST_HTTP_ROOT/untied/t-000000.idx" "$work/untied0.idx"
+cp "$GF_TEST_HTTP_ROOT/untied/t-000001.idx" "$GF_TEST_HTTP_ROOT/untied/t-000000.idx"
+cp "$work/untied0.idx" "$GF_TEST_HTTP_ROOT/untied/t-000001.idx"
+for order in shards global; do
+    RB_ORDER=$order "$rb" "$untied" 2 4 >"$work/untied.$order" 2>&1 &&
+        { cat "$work/untied.$order"; fail "untied sidecars swapped, order $order: opened"; }
+    refused "untied sidecars swapped, order $order" "$work/untied.$order" \
+        "$GF_TEST_HTTP_URL/untied/t-000000.idx" "neither shard_crc32c= nor member_crc32c="
+done
+echo "  untied sidecars swapped: refused at open, order shards and global"
+strip member_crc32c tie/t-000000.idx >"$GF_TEST_HTTP_ROOT/untied/t-000000.idx"
+"$rb" "$untied" 2 4 >"$work/untied.m" 2>&1 && { cat "$work/untied.m"; fail "no member_crc32c=: opened"; }
+refused "no member_crc32c=" "$work/untied.m" "$GF_TEST_HTTP_URL/untied/t-000000.idx" "no member_crc32c="
+strip shard_crc32c tie/t-000000.idx >"$GF_TEST_HTTP_ROOT/untied/t-000000.idx"
+"$rb" "$untied" 2 4 >"$work/untied.s" 2>&1 && { cat "$work/untied.s"; fail "no shard_crc32c=: opened"; }
+refused "no shard_crc32c=" "$work/untied.s" "$GF_TEST_HTTP_URL/untied/t-000000.idx" "no shard_crc32c="
+echo "  a sidecar without member_crc32c=, or without shard_crc32c=: refused at open"
 echo "remote_batches: ok"
