@@ -430,9 +430,13 @@ typedef struct gf_settings {
     int remote_retries;    /* a request cut short (reset, 5xx, stall) is
                               resumed from the byte it reached this many
                               times, after 0.1 s, 0.2 s, ... (at most 5 s,
-                              with jitter); 5 */
-    int remote_stall_s;    /* no byte for this long: the request is retried;
-                              0 = 30 */
+                              with jitter), within remote_deadline_s; 5 */
+    int remote_stall_s;    /* a stall: a request whose body brings under
+                              1 KiB in this long (header bytes are no
+                              progress, so a head that never ends is one;
+                              a trickle of a byte a second is one), or
+                              whose connection takes longer, is retried;
+                              0 = 30. Index sidecars at open too */
     int prefetch_shards;   /* order shards: shards held in memory, the
                               window's and those fetched ahead; 0 =
                               2 x shard_window: the window
@@ -451,7 +455,14 @@ typedef struct gf_settings {
     const char *cache_dir;
     uint64_t cache_bytes;  /* the cache's cap; 0 = 80% of the space free on
                               its file system at gf_open */
-    uint8_t reserved[48];  /* zero; room for fields without an ABI break */
+    /* Remote shards: the most seconds one request (all its retries and
+     * resumes together; not its wait for a connection while others hold
+     * them) may take, index sidecars at open too: past it the request
+     * fails, naming the URL and the deadline, however steadily its bytes
+     * come (a body trickled just fast enough to beat remote_stall_s). 0 =
+     * 20 x remote_stall_s x (remote_retries + 1): 3600 at the defaults. */
+    int remote_deadline_s;
+    uint8_t reserved[44];  /* zero; room for fields without an ABI break */
 } gf_settings;
 
 #define GF_READ_BUDGET_DEFAULT (256ull << 20) /* 256 MiB */
@@ -1049,7 +1060,9 @@ GF_API void gf_verify_free(gf_verify_result **r);
  * paths) but the WHOLE data set: rank and world are ignored, so index i
  * here is index i of gf_sample_path()/gf_read_sample() on any rank. The
  * settings are checked as gf_open checks them; only data, extensions,
- * max_file_bytes, on_shard_error and on_error are used. Read-only after
+ * max_file_bytes, on_shard_error and on_error are used, and for remote
+ * shards ca_file, remote_stall_s, remote_retries and remote_deadline_s
+ * (the sidecars' requests, gf_index_read's). Read-only after
  * open: every call but gf_index_read() and gf_index_close() may be made
  * from several threads at once. */
 typedef struct gf_index gf_index;
@@ -1136,7 +1149,11 @@ typedef struct gf_shard_index_opts {
     const char *ca_file;    /* https: a PEM CA bundle trusted instead of the
                                system's (as settings.ca_file); NULL = the
                                system's. Ignored for a local shard */
-    uint8_t reserved[56];   /* zero */
+    /* A remote shard's requests obey its remote_stall_s, remote_retries
+     * and remote_deadline_s (no other field is read; GF_EINVAL if one is
+     * out of range); NULL = their defaults. */
+    const gf_settings *remote_settings;
+    uint8_t reserved[48];   /* zero */
 } gf_shard_index_opts;      /* 64 bytes */
 
 /* As gf_shard_index, with opts; the one call for remote shards that need

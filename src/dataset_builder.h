@@ -101,7 +101,7 @@ typedef struct gf__dataset_opts {
     int max_depth;        /* ImageFolder: levels below a class folder */
     uint64_t max_entries; /* ImageFolder: directory entries in the walk */
     const char *ca_file;  /* remote shards over https: the CA bundle, NULL: the system's */
-    const struct gf_settings *remote_settings; /* remote shards: stall, retries; NULL: defaults */
+    const struct gf_settings *remote_settings; /* remote shards: stall, retries, deadline; NULL: defaults */
     int shard_skip;       /* tar shards: 0 a damaged shard fails the open;
                              1 its members before the damage are kept and
                              it is recorded in ds->damage; 2 as 1, and a

@@ -23,9 +23,11 @@ int gf__prepared_pattern(const char *dir, char **pattern, char *why, size_t why_
 /* 1 if src names tar shards (every comma-separated element ends in .tar). */
 int gf__dataset_is_shards(const char *src);
 /* dataset_remote.c (the `remote` feature): http(s):// and s3:// shards,
- * indexed from their sidecars (SHARD.idx with labels=) without reading a
- * shard; ca_file NULL: the system's CA bundle; settings (NULL: the
- * defaults) give the sidecar fetches' remote_stall_s and remote_retries. */
+ * indexed from their sidecars (SHARD.idx with labels=, shard_crc32c= and
+ * member_crc32c=) without reading a shard; ca_file NULL: the system's CA
+ * bundle; settings (NULL: the defaults) give every request through ds
+ * (the sidecars' at open, gf__remote_read's) its remote_stall_s,
+ * remote_retries and remote_deadline_s. */
 struct gf_settings;
 int gf__dataset_open_remote(gf__dataset *ds, const char *src, const char *ca_file,
                             const struct gf_settings *settings, char *why, size_t why_len);
@@ -42,11 +44,14 @@ struct gf_shard_index_info;
  * `remote` feature): the object fetched whole, in ranged chunks, into an
  * anonymous memory file (memfd: one shard's bytes at a time), then
  * gf__shard_index_fd on it, named by its display URL. ca_file NULL: the
- * system's CA bundle; s3:// signs with gf__remote_auth_load's keys.
- * Returns as gf_shard_index; a failed fetch is GF_EIO with why = "URL:
- * HTTP 404 Not Found after 0 bytes (1 tries)" and the like. */
-int gf__remote_shard_index(const char *url, const char *ca_file, char **text, size_t *len,
-                           struct gf_shard_index_info *info, char *why, size_t why_len);
+ * system's CA bundle; s3:// signs with gf__remote_auth_load's keys;
+ * settings (NULL: the defaults): the requests' remote_stall_s,
+ * remote_retries and remote_deadline_s. Returns as gf_shard_index; a
+ * failed fetch is GF_EIO with why = "URL: HTTP 404 Not Found after 0
+ * bytes (1 tries)" and the like. */
+int gf__remote_shard_index(const char *url, const char *ca_file, const struct gf_settings *settings,
+                           char **text, size_t *len, struct gf_shard_index_info *info, char *why,
+                           size_t why_len);
 
 /* bad_label_fails: a key whose .cls is no label fails the open (why =
  * "SHARD: offset N: key 'K': reason"); else it is skipped, counted and

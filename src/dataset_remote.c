@@ -4,7 +4,14 @@
  * shards costs 1,000 small GETs, not the data set. A sidecar without
  * labels (as DALI writes them) would need every .cls member fetched, one
  * request a sample: refused, naming `gpufeed index`, which writes
- * labelled ones. Run once, on gf_open's thread. */
+ * labelled ones. A sidecar is the only source of a remote sample's label,
+ * so it must be tied to its shard: one without shard_crc32c= (checked
+ * when the shard is fetched whole, or served from the cache) and
+ * member_crc32c= (checked before each member is decoded: the global
+ * order's only check) is refused too, naming the sidecar and the same
+ * command (issue 37: an older gpufeed's, or a hand-written, sidecar
+ * beside another shard of the same layout would label every sample
+ * wrong, unseen). Run once, on gf_open's thread. */
 #include "dataset_indexers.h"
 
 #include "remote_auth.h"
@@ -16,6 +23,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,13 +31,17 @@
 #include <unistd.h>
 
 /* What remote reads need beyond the table: the targets' strings, the
- * credentials that sign them, a CA file. */
+ * credentials that sign them, a CA file, and the limits every request
+ * through them obeys (the settings' stall, retries and deadline), so a
+ * sidecar at open or gf_read_sample's read waits no longer than the
+ * loader's own. */
 typedef struct gf__remote_ctx gf__remote_ctx;
 struct gf__remote_ctx {
     gf__remote_list list;
     gf__remote_auth auth;
     int has_auth;
     char *ca_file;
+    unsigned retries, stall_s, deadline_s; /* gf__fetch_opts'; 0 stall, deadline: the defaults */
 };
 
 /* Sidecars fetched at once at open. */
@@ -62,17 +74,18 @@ static int setup_request(void *ctx, void *easy, const gf__fetch_target *t, struc
                                  why_len);
 }
 
-/* A fetch through c at the remote defaults: requests in flight over as
- * many connections, objects within max_bytes. */
+/* A fetch through c at its limits: requests in flight over as many
+ * connections, objects within max_bytes. */
 static gf__fetch_opts opts_of(gf__remote_ctx *c, unsigned requests, size_t max_bytes)
 {
     return (gf__fetch_opts){
         .requests = requests,
         .connections = GF__MIN(requests, (unsigned)GF__REMOTE_CONNECTIONS),
-        .retries = GF__REMOTE_RETRIES,
+        .retries = c->retries,
         .backoff_ms = GF__REMOTE_BACKOFF_MS,
         .backoff_max_ms = GF__REMOTE_BACKOFF_MAX_MS,
-        .stall_s = GF__REMOTE_STALL_S,
+        .stall_s = c->stall_s,
+        .deadline_s = c->deadline_s,
         .max_bytes = max_bytes,
         .setup = setup_request,
         .setup_ctx = c,
@@ -85,7 +98,18 @@ gf__fetch_opts gf__remote_fetch_opts(const gf_settings *s, const gf__dataset *ds
     o.connections = (unsigned)s->remote_connections;
     o.retries = (unsigned)s->remote_retries;
     o.stall_s = (unsigned)s->remote_stall_s;
+    o.deadline_s = (unsigned)s->remote_deadline_s;
     return o;
+}
+
+/* c's requests obey s's stall, retries and deadline (s NULL: the
+ * defaults). s may be unresolved: a 0 stall or deadline is the
+ * fetcher's default then, as resolved settings would give. */
+static void obey(gf__remote_ctx *c, const gf_settings *s)
+{
+    c->retries = s ? (unsigned)s->remote_retries : GF__REMOTE_RETRIES;
+    c->stall_s = s && s->remote_stall_s > 0 ? (unsigned)s->remote_stall_s : 0;
+    c->deadline_s = s && s->remote_deadline_s > 0 ? (unsigned)s->remote_deadline_s : 0;
 }
 
 typedef struct sidecars {
@@ -126,6 +150,22 @@ static const char *base_of(const char *display)
     return slash ? slash + 1 : display;
 }
 
+/* What sc lacks of the CRCs that tie a sidecar to its shard, or NULL:
+ * shard_crc32c= (the shard order's check, on the whole shard) and
+ * member_crc32c= (each member's, in either order; the parser keeps the
+ * list only when it is whole, so a line without one means none). */
+static const char *untied(const gf__sidecar *sc)
+{
+    bool members = sc->n > 0;
+    for (size_t j = 0; j < sc->n && members; j++)
+        members = sc->e[j].img_crc32c >= 0;
+    if (sc->shard_crc32c < 0 && !members)
+        return "neither shard_crc32c= nor member_crc32c=";
+    if (sc->shard_crc32c < 0)
+        return "no shard_crc32c=";
+    return members ? NULL : "no member_crc32c=";
+}
+
 /* Shard k's samples from its parsed sidecar into b. */
 static int add_shard(gf__dataset *ds, gf__builder *b, uint32_t k, const gf__sidecar *sc,
                      int32_t *max_label)
@@ -160,8 +200,7 @@ static int add_shard(gf__dataset *ds, gf__builder *b, uint32_t k, const gf__side
     return 0;
 }
 
-static int index_shards(gf__dataset *ds, const char *src, const gf_settings *settings, sidecars *s,
-                        char *why, size_t why_len)
+static int index_shards(gf__dataset *ds, const char *src, sidecars *s, char *why, size_t why_len)
 {
     gf__remote_ctx *c = ds->remote_ctx;
     size_t n = c->list.n;
@@ -174,11 +213,6 @@ static int index_shards(gf__dataset *ds, const char *src, const gf_settings *set
         tp[i] = &side[i];
     }
     gf__fetch_opts o = opts_of(c, SIDECAR_REQUESTS, GF__SIDECAR_MAX_BYTES);
-    if (settings) { /* the open's fetches obey the run's stall and retries too */
-        o.retries = (unsigned)settings->remote_retries;
-        if (settings->remote_stall_s > 0) /* 0: not yet resolved, the default */
-            o.stall_s = (unsigned)settings->remote_stall_s;
-    }
     if (rc == 0)
         rc = gf__fetch_each(tp, NULL, NULL, n, &o, got_sidecar, s, why, why_len);
     free(side);
@@ -203,6 +237,13 @@ static int index_shards(gf__dataset *ds, const char *src, const gf_settings *set
                     "sample; write a labelled one with `gpufeed index %s --out DIR` and upload "
                     "it beside the shard",
                     t->sidecar_display, t->display);
+            rc = GF_EDATASET;
+        } else if (rc == 0 && untied(&sc)) {
+            gf__why(why, why_len,
+                    "%s: records %s (an older gpufeed's, or hand-written): nothing ties it to "
+                    "its shard, so beside another shard it could label every sample wrong; "
+                    "write one with `gpufeed index %s --out DIR` and upload it beside the shard",
+                    t->sidecar_display, untied(&sc), t->display);
             rc = GF_EDATASET;
         } else if (rc == 0) {
             if (sc.shard_bytes > 0)
@@ -237,6 +278,7 @@ int gf__dataset_open_remote(gf__dataset *ds, const char *src, const char *ca_fil
     if (!c)
         return GF_ENOMEM;
     ds->remote_ctx = c;
+    obey(c, settings); /* the sidecars' fetches below, and every later one */
     int rc = 0;
     if (ca_file && !(c->ca_file = strdup(ca_file)))
         return GF_ENOMEM;
@@ -272,7 +314,7 @@ int gf__dataset_open_remote(gf__dataset *ds, const char *src, const char *ca_fil
                   .len = calloc(n, sizeof(size_t)),
                   .why = why,
                   .why_len = why_len};
-    rc = s.text && s.len ? index_shards(ds, src, settings, &s, why, why_len) : GF_ENOMEM;
+    rc = s.text && s.len ? index_shards(ds, src, &s, why, why_len) : GF_ENOMEM;
     for (size_t i = 0; s.text && i < n; i++)
         free(s.text[i]);
     free(s.text);
@@ -404,10 +446,12 @@ static int fetch_whole(gf__fetch_target *t, const char *display, gf__remote_ctx 
     return rc;
 }
 
-int gf__remote_shard_index(const char *url, const char *ca_file, char **text, size_t *len,
-                           struct gf_shard_index_info *info, char *why, size_t why_len)
+int gf__remote_shard_index(const char *url, const char *ca_file, const gf_settings *settings,
+                           char **text, size_t *len, struct gf_shard_index_info *info, char *why,
+                           size_t why_len)
 {
     gf__remote_ctx c = {.ca_file = (char *)ca_file}; /* borrowed: not freed below */
+    obey(&c, settings);
     int rc = 0;
     if (gf__remote_uses_s3(url)) {
         if ((rc = gf__remote_auth_load(&c.auth, 1, why, why_len)) < 0)

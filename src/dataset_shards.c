@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "remote_url.h"
+#include "settings.h"
 #include "crc32c.h"
 #include "tar.h"
 
@@ -819,6 +820,21 @@ int gf__shard_index_fd(int fd, uint64_t size, const char *shard, char **text, si
     return rc;
 }
 
+#if GF_HAVE_REMOTE
+/* The settings a remote shard index's requests read (opts.remote_settings),
+ * each within its row's bounds: GF_EINVAL naming the one that is not. */
+static int remote_limits_check(const gf_settings *s, char *why, size_t why_len)
+{
+    static const char *const names[] = {"remote_stall_s", "remote_retries", "remote_deadline_s"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        int rc = gf__setting_check(gf_setting_find(names[i]), s, why, why_len);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+#endif
+
 int gf_shard_index_with(const char *shard, const gf_shard_index_opts *opts, char **text,
                         size_t *len, gf_shard_index_info *info, char *why, size_t why_len)
 {
@@ -840,8 +856,11 @@ int gf_shard_index_with(const char *shard, const gf_shard_index_opts *opts, char
         }
     if (gf__data_is_remote(shard)) {
 #if GF_HAVE_REMOTE
-        return gf__remote_shard_index(shard, opts ? opts->ca_file : NULL, text, len, info, why,
-                                      why_len);
+        const gf_settings *rs = opts ? opts->remote_settings : NULL;
+        int rc = rs ? remote_limits_check(rs, why, why_len) : 0;
+        return rc < 0 ? rc
+                      : gf__remote_shard_index(shard, opts ? opts->ca_file : NULL, rs, text, len,
+                                               info, why, why_len);
 #else
         /* Not the URL itself when it may hold a password. */
         gf__why(why, why_len,

@@ -7,9 +7,11 @@
  * ETag). A transfer cut short (reset, 5xx, a stall: too few body bytes in
  * stall_s) is retried from the byte it reached, If-Range its validator
  * (without one, from the range's start), with exponential backoff and
- * jitter, up to `retries` times and within a deadline; what cannot
- * succeed (4xx, a changed object, the retries spent) completes with the
- * status, the store's reason and the bytes received. */
+ * jitter, up to `retries` times; what cannot succeed (4xx, a changed
+ * object, the retries spent) completes with the status, the store's
+ * reason and the bytes received. Every request, its tries together, ends
+ * within deadline_s: a body that trickles just fast enough to beat the
+ * stall rule (or a resume after resume) would otherwise run for ever. */
 #include "remote_fetch.h"
 
 #include "reader_internal.h"
@@ -72,7 +74,8 @@ typedef struct req {
     bool region_followed;      /* re-signed once for the region the store named */
     double heard;              /* when it started, or its last GF__STALL_MIN_BYTES */
     size_t unheard;            /* body bytes since heard */
-    double began;              /* the first try's start: the deadline's */
+    double began;              /* the first try's start (its connection,
+                                  not its wait for one): the deadline's */
     char err[CURL_ERROR_SIZE];
 } req;
 
@@ -492,8 +495,20 @@ static const char *reason_of(long status)
     }
 }
 
+/* The delay before try `tries` (1: the first retry): backoff_ms doubled
+ * each time, at most backoff_max_ms, half to all of it at random (jitter:
+ * retries of many readers spread out). */
+static uint64_t backoff_ms(gf__fetcher *f, unsigned tries)
+{
+    uint64_t cap = f->o.backoff_max_ms ? f->o.backoff_max_ms : 1;
+    uint64_t d = (uint64_t)f->o.backoff_ms << GF__MIN(tries - 1, 20u);
+    d = GF__MIN(d, cap);
+    f->rng = f->rng * 6364136223846793005ull + 1442695040888963407ull;
+    return d / 2 + (d / 2 + 1) * (f->rng >> 33) / (1ull << 31);
+}
+
 /* A finished transfer: done, retried after a backoff, or failed. A
- * stalled one ends as CURLE_OPERATION_TIMEDOUT. */
+ * stalled one, or one past its deadline, ends as CURLE_OPERATION_TIMEDOUT. */
 static void transfer_done(gf__fetcher *f, req *r, CURLcode c)
 {
     curl_multi_remove_handle(f->multi, r->e);
@@ -547,13 +562,13 @@ static void transfer_done(gf__fetcher *f, req *r, CURLcode c)
             finish(f, r, rc, why);
         return;
     }
-    double deadline = f->o.deadline_s ? f->o.deadline_s
-                                      : (double)f->o.stall_s * GF__DEADLINE_STALLS * (f->o.retries + 1);
-    bool late = gf__now() - r->began > deadline;
     /* Another range than asked (a cache's mistake, say): asked again. */
     bool retry = (c == CURLE_OK && r->body_ok) /* cut short */ || r->unproven || r->wrong_range[0] ||
                  (c != CURLE_OK && c != CURLE_WRITE_ERROR && transient(c)) ||
                  (c == CURLE_OK && (r->status >= 500 || r->status == 429 || r->status == 408));
+    uint64_t d = retry && r->tries < f->o.retries ? backoff_ms(f, r->tries + 1) : 0;
+    /* A try that would start past the deadline is not made. */
+    bool late = gf__now() + (double)d / 1000 - r->began > f->o.deadline_s;
     if (retry && r->tries < f->o.retries && !late) {
         /* A resume needs a validator to prove it continues the object. */
         const gf__fetch_target *t = r->t;
@@ -561,12 +576,6 @@ static void transfer_done(gf__fetcher *f, req *r, CURLcode c)
             r->got = 0;
         r->tries++;
         f->counts.retries++;
-        uint64_t cap = f->o.backoff_max_ms ? f->o.backoff_max_ms : 1;
-        uint64_t d = (uint64_t)f->o.backoff_ms << GF__MIN(r->tries - 1, 20u);
-        d = GF__MIN(d, cap);
-        /* Jitter, half to all of d: retries of many readers spread out. */
-        f->rng = f->rng * 6364136223846793005ull + 1442695040888963407ull;
-        d = d / 2 + (d / 2 + 1) * (f->rng >> 33) / (1ull << 31);
         r->waiting = true;
         uv_timer_start(&r->backoff, on_backoff, d, 0);
         return;
@@ -576,8 +585,10 @@ static void transfer_done(gf__fetcher *f, req *r, CURLcode c)
     if (size)
         snprintf(of, sizeof of, " of %" PRIu64, size);
     if (late && retry)
-        snprintf(why, sizeof why, "not done within %.0f s (%u tries), after %zu%s bytes",
-                 deadline, r->tries + 1, r->got, of);
+        snprintf(why, sizeof why,
+                 "the deadline passed: not done within %u s (remote_deadline_s), %u tries, "
+                 "after %zu%s bytes",
+                 f->o.deadline_s, r->tries + 1, r->got, of);
     else if (r->wrong_range[0])
         snprintf(why, sizeof why, "%s (%u tries)", r->wrong_range, r->tries + 1);
     else if (r->unproven)
@@ -621,18 +632,19 @@ static void on_stall_check(uv_timer_t *h)
         req *r = &f->reqs[i];
         if (!r->in_multi)
             continue;
-        /* Queued for a connection (remote_connections) is not silence;
-         * connecting is bounded by CURLOPT_CONNECTTIMEOUT. */
+        /* Queued for a connection (remote_connections) is not silence,
+         * nor, on the first try, the request's own time: it waits its
+         * turn behind others. Connecting is bounded by
+         * CURLOPT_CONNECTTIMEOUT. */
         curl_off_t pre = 0;
         curl_easy_getinfo(r->e, CURLINFO_PRETRANSFER_TIME_T, &pre);
         if (pre == 0) {
             r->heard = now;
+            if (r->tries == 0)
+                r->began = now;
             continue;
         }
-        double deadline = f->o.deadline_s ? f->o.deadline_s
-                                          : (double)f->o.stall_s * GF__DEADLINE_STALLS *
-                                                (f->o.retries + 1);
-        if (now - r->began > deadline) {
+        if (now - r->began > f->o.deadline_s) {
             transfer_done(f, r, CURLE_OPERATION_TIMEDOUT);
         } else if (now - r->heard > f->o.stall_s) {
             snprintf(r->err, sizeof r->err, "under %d bytes in %u s", GF__STALL_MIN_BYTES,
@@ -680,6 +692,10 @@ int gf__fetcher_create(gf__fetcher **out, uv_loop_t *loop, const gf__fetch_opts 
     f->o = *o;
     if (!f->o.stall_s) /* settings not yet resolved: the default, not "no time" */
         f->o.stall_s = GF__REMOTE_STALL_S;
+    if (!f->o.deadline_s) { /* derived: every try may stall 20 times over */
+        uint64_t d = (uint64_t)f->o.stall_s * GF__DEADLINE_STALLS * ((uint64_t)f->o.retries + 1);
+        f->o.deadline_s = (unsigned)GF__MIN(d, (uint64_t)UINT32_MAX);
+    }
     f->rng = (uint64_t)(uintptr_t)f ^ (uint64_t)(gf__now() * 1e9);
     f->reqs = calloc(o->requests, sizeof *f->reqs);
     f->done = calloc(o->requests, sizeof *f->done);
@@ -700,7 +716,8 @@ int gf__fetcher_create(gf__fetcher **out, uv_loop_t *loop, const gf__fetch_opts 
     f->timer.data = f;
     uv_timer_init(loop, &f->stall_timer);
     f->stall_timer.data = f;
-    uint64_t every = GF__MAX((uint64_t)o->stall_s * 250, 100);
+    /* A quarter of the shorter limit: each is seen within 1.25 times it. */
+    uint64_t every = GF__MAX((uint64_t)GF__MIN(f->o.stall_s, f->o.deadline_s) * 250, 100);
     uv_timer_start(&f->stall_timer, on_stall_check, every, every);
     curl_multi_setopt(f->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
     curl_multi_setopt(f->multi, CURLMOPT_SOCKETDATA, f);

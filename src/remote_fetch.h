@@ -39,9 +39,11 @@ typedef int (*gf__fetch_setup_fn)(void *ctx, void *easy, const gf__fetch_target 
 #define GF__REMOTE_BACKOFF_MAX_MS 5000
 #define GF__REMOTE_STALL_S 30
 /* A transfer must bring this many body bytes (or its end) every stall_s:
- * a body trickled a byte a second, or a head that never ends, is a stall. */
+ * a body trickled a byte a second, or a head that never ends (header
+ * bytes are no progress), is a stall. */
 #define GF__STALL_MIN_BYTES 1024
-/* deadline_s 0: this many times stall_s for each try. */
+/* deadline_s 0: this many times stall_s for each try, stall_s x 20 x
+ * (retries + 1): 3600 s at the defaults (settings.remote_deadline_s). */
 #define GF__DEADLINE_STALLS 20
 /* An index sidecar larger than this is refused (64 bytes a line: 4 M samples). */
 #define GF__SIDECAR_MAX_BYTES ((size_t)256 << 20)
@@ -52,8 +54,12 @@ typedef struct gf__fetch_opts {
     unsigned retries;        /* after the first try, per request */
     unsigned backoff_ms;     /* first retry's delay; doubled each time */
     unsigned backoff_max_ms;
-    unsigned stall_s;        /* under GF__STALL_MIN_BYTES of body in this long: retried */
-    unsigned deadline_s;     /* a request's tries all done within this; 0: derived */
+    unsigned stall_s;        /* under GF__STALL_MIN_BYTES of body in this long: retried;
+                                0: GF__REMOTE_STALL_S */
+    unsigned deadline_s;     /* a request's tries all done within this (its wait
+                                for a first connection not counted), else it
+                                fails "the deadline passed"; 0: derived
+                                (GF__DEADLINE_STALLS) */
     size_t max_bytes;        /* as gf__read_file's */
     gf__fetch_setup_fn setup;
     void *setup_ctx;

@@ -73,6 +73,8 @@ void gf__resolve_settings(gf_settings *s)
         s->remote_connections = 8;
     if (s->remote_stall_s == 0)
         s->remote_stall_s = 30;
+    /* remote_deadline_s 0 stays 0: the fetcher derives it from the stall
+     * and retries it runs with (gf__fetcher_create). */
     if (s->remote_buffer_bytes == 0)
         s->remote_buffer_bytes = 1ull << 30;
     if (s->queue_depth == 0)

@@ -124,13 +124,15 @@ static const gf_setting_info rows[] = {
     INT_(remote_retries, "5", 0, 100, 0, NULL,
          "remote shards: times a request cut short is resumed (backoff 0.1 s doubling, at most 5 s)"),
     INT_(remote_stall_s, "0", 1, 3600, PICK_, "30",
-         "remote shards: seconds without a byte before a request is retried"),
+         "remote shards: seconds in which a request must bring 1 KiB, else it is retried"),
     INT_(prefetch_shards, "0", 1, 4096, PICK_, "2 x shard_window",
          "remote shards, order shards: shards held in memory (the window's and those fetched ahead)"),
     U64_(remote_buffer_bytes, "0", 1 << 20, PICK_, "1 GiB",
          "remote shards, order shards: cap on the bytes of the shards held"),
     U64_(cache_bytes, "0", 1, PICK_, "80% of the free space",
          "remote shards: cap on the bytes of the cache (--cache-dir)"),
+    INT_(remote_deadline_s, "0", 1, 604800, PICK_, "20 x remote_stall_s x (remote_retries + 1)",
+         "remote shards: seconds one request, all its retries and resumes together, may take"),
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
 

@@ -738,6 +738,12 @@ rc=$?
 set -e
 [ $rc -eq 2 ] && echo "$out" | grep -q -- '--ca-file needs a PEM file' || fail "index --ca-file '': $rc $out"
 set +e
+out=$("$g" index --out "$tmp/ridx" --remote-deadline-s -1 "https://example.com/train-000000.tar" 2>&1)
+rc=$?
+set -e
+[ $rc -eq 2 ] && echo "$out" | grep -q -- '--remote-deadline-s: -1 is out of range 0 (' ||
+    fail "index --remote-deadline-s -1: $rc $out"
+set +e
 out=$("$g" index --out "$tmp/ridx" "https://user:s3cr3t@example.com/train-000000.tar" 2>&1)
 rc=$?
 set -e

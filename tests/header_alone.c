@@ -48,7 +48,8 @@ AT(gf_settings, prefetch_shards, 300);
 AT(gf_settings, remote_buffer_bytes, 304);
 AT(gf_settings, cache_dir, 312);
 AT(gf_settings, cache_bytes, 320);
-AT(gf_settings, reserved, 328);
+AT(gf_settings, remote_deadline_s, 328);
+AT(gf_settings, reserved, 332);
 
 SIZE(gf_sample_error, 432);
 AT(gf_sample_error, code, 8);
@@ -93,6 +94,8 @@ AT(gf_state, position, 32);
 SIZE(gf_probe_info, 352);
 SIZE(gf_shard_index_info, 40);
 SIZE(gf_shard_index_opts, 64);
+AT(gf_shard_index_opts, remote_settings, 8);
+AT(gf_shard_index_opts, reserved, 16);
 AT(gf_probe_info, uring_why, 24);
 AT(gf_probe_info, kernel, 184);
 AT(gf_probe_info, resample_isa, 272);

@@ -129,6 +129,51 @@ grep -q "train-000000.idx: under 1024 bytes in 2 s after 0 bytes (2 tries)" "$wo
     { cat "$work/sidecar"; fail "a silent sidecar at open (${took} s)"; }
 [ "$took" -le 30 ] || fail "a silent sidecar at open: ${took} s"
 echo "  a silent sidecar at open: failed in ${took} s: $(grep -m1 'idx' "$work/sidecar" | head -c 160)"
+# The overall deadline (remote_deadline_s): a body trickled at 2 KiB/s
+# beats the stall rule (1 KiB in remote_stall_s=2) but would take many
+# times remote_deadline_s=3: the request fails past the deadline, naming
+# the URL and the deadline, in a bounded time (one shard, twice: an epoch
+# each), never taken for a stall.
+curl -sf -X POST "$ctl/clear" >/dev/null
+rule "match=train-000001.tar&fault=trickle&bytes=0&rate=2048&times=0"
+t0=$(date +%s)
+RB_STALL_S=2 RB_SET="remote_deadline_s=3" timeout 60 "$rb" "$proxy" 2 4 >"$work/deadline" 2>&1 || true
+took=$(($(date +%s) - t0))
+grep -q "error: train-000001.tar:.*$GF_TEST_PROXY_HTTP_URL/train-000001.tar: the deadline passed: not done within 3 s (remote_deadline_s), 1 tries, after [1-9]" "$work/deadline" ||
+    { cat "$work/deadline"; fail "a trickle past the deadline (${took} s)"; }
+if grep -q "under 1024 bytes" "$work/deadline"; then cat "$work/deadline"; fail "a 2 KiB/s trickle taken for a stall"; fi
+[ "$took" -lt 15 ] || { cat "$work/deadline"; fail "a trickle past the deadline: ${took} s"; }
+echo "  a trickle past remote_deadline_s=3: ${took} s, $(grep -m1 -o 'the deadline passed.*' "$work/deadline")"
+# And at open: a sidecar trickled so (400 samples: a ~20 KiB sidecar,
+# ~10 s at 2 KiB/s) fails the open, naming the sidecar and the deadline.
+"$gpufeed" make-dataset many --classes 2 --per-class 200 --size 16x16 --seed 5 --shards 1 >/dev/null
+"$gpufeed" index many/train-000000.tar >/dev/null
+[ "$(stat -c %s many/train-000000.idx)" -gt 12288 ] || fail "many: a sidecar of $(stat -c %s many/train-000000.idx) bytes"
+mkdir -p "$GF_TEST_HTTP_ROOT/many"
+cp many/train-000000.tar many/train-000000.idx "$GF_TEST_HTTP_ROOT/many/"
+many=$GF_TEST_PROXY_HTTP_URL/many/train-000000.tar
+curl -sf -X POST "$ctl/clear" >/dev/null
+rule "match=many/train-000000.idx&fault=trickle&bytes=0&rate=2048&times=0"
+t0=$(date +%s)
+RB_STALL_S=2 RB_SET="remote_deadline_s=3" timeout 60 "$rb" "$many" 1 2 >"$work/deadline.open" 2>&1 &&
+    { cat "$work/deadline.open"; fail "an open whose sidecar trickles past the deadline succeeded"; }
+took=$(($(date +%s) - t0))
+grep -q "^open: .*$GF_TEST_PROXY_HTTP_URL/many/train-000000.idx: the deadline passed: not done within 3 s (remote_deadline_s), 1 tries" "$work/deadline.open" ||
+    { cat "$work/deadline.open"; fail "a sidecar trickled past the deadline at open (${took} s)"; }
+[ "$took" -lt 15 ] || fail "a sidecar trickled past the deadline at open: ${took} s"
+echo "  a sidecar trickled past remote_deadline_s=3 at open: failed in ${took} s: $(grep -m1 -o 'many/train-000000.idx: .*' "$work/deadline.open")"
+# And `gpufeed index URL`: its fetches obey --remote-stall-s and
+# --remote-deadline-s (the shard, ~1 MB, trickled).
+curl -sf -X POST "$ctl/clear" >/dev/null
+rule "match=many/train-000000.tar&fault=trickle&bytes=0&rate=2048&times=0"
+t0=$(date +%s)
+timeout 60 "$gpufeed" index "$many" --out slowidx --remote-stall-s 2 --remote-deadline-s 3 >"$work/deadline.index" 2>&1 &&
+    { cat "$work/deadline.index"; fail "gpufeed index of a shard trickled past the deadline succeeded"; }
+took=$(($(date +%s) - t0))
+grep -q "$many: the deadline passed: not done within 3 s (remote_deadline_s), 1 tries" "$work/deadline.index" ||
+    { cat "$work/deadline.index"; fail "gpufeed index past the deadline (${took} s)"; }
+[ "$took" -lt 15 ] && [ ! -e slowidx/train-000000.idx ] || fail "gpufeed index past the deadline: ${took} s, or a sidecar written"
+echo "  gpufeed index of a trickled shard, --remote-deadline-s 3: failed in ${took} s: $(grep -m1 -o 'many/train-000000.tar: .*' "$work/deadline.index")"
 # `gpufeed index URL` of a shard that claims 1 TB: refused at once.
 curl -sf -X POST "$ctl/clear" >/dev/null
 rule "match=train-000000.tar&fault=claim_size&bytes=1099511627776&times=0"
@@ -267,4 +312,45 @@ fi
 grep -Eq "tie/t-00000[01]\.tar: member '00000[0-7]\.ppm': its index sidecar records member_crc32c [0-9a-f]{8}, the bytes read give" "$work/tie.gfail" ||
     { cat "$work/tie.gfail"; fail "swapped sidecars, global order, fail: not named"; }
 echo "  swapped sidecars, global order: $(grep -o 'samples=16 errors=32' "$work/tie.global"), refused under fail"
+# A remote sidecar that records neither shard_crc32c= nor member_crc32c=
+# (an older gpufeed's, or hand-written) ties nothing to its shard: the
+# open refuses it, naming its URL, why, and the command that writes one;
+# so the swap above with such sidecars is refused in either order, never
+# served with every label wrong. One without either CRC alone is refused
+# as well (the shard order checks the one, the global order the other).
+mkdir -p "$GF_TEST_HTTP_ROOT/untied"
+cp tie/*.tar "$GF_TEST_HTTP_ROOT/untied/"
+strip() { sed "1s/ $1=[0-9a-f,]*//" "$2"; }
+for k in t-000000 t-000001 t-000002; do
+    strip member_crc32c "tie/$k.idx" | strip shard_crc32c /dev/stdin >"$GF_TEST_HTTP_ROOT/untied/$k.idx"
+done
+head -n 1 "$GF_TEST_HTTP_ROOT/untied/t-000000.idx" | grep -q '^v1\.2 8 shard_bytes=[0-9]* labels=[0-9,]*$' ||
+    fail "untied: $(head -n 1 "$GF_TEST_HTTP_ROOT/untied/t-000000.idx")"
+untied="$GF_TEST_HTTP_URL/untied/t-{000000..000002}.tar"
+refused() { # WHAT OUT SIDECAR LACKS: the open refused, naming the sidecar, why and the fix
+    grep -q "^open: .*$3: records $4 (an older gpufeed's, or hand-written): nothing ties it to its shard, so beside another shard it could label every sample wrong; write one with .gpufeed index ${3%.idx}.tar --out DIR. and upload it beside the shard" "$2" ||
+        { cat "$2"; fail "$1: not refused naming $3"; }
+    if grep -q '^hash=' "$2"; then cat "$2"; fail "$1: batches delivered"; fi
+}
+"$rb" "$untied" 2 4 >"$work/untied" 2>&1 && { cat "$work/untied"; fail "untied sidecars: opened"; }
+refused "untied sidecars" "$work/untied" "$GF_TEST_HTTP_URL/untied/t-000000.idx" \
+    "neither shard_crc32c= nor member_crc32c="
+echo "  untied sidecars, refused at open: $(grep -m1 -o 'untied/t-000000.idx: records.*' "$work/untied" | head -c 240)"
+cp "$GF_TEST_HTTP_ROOT/untied/t-000000.idx" "$work/untied0.idx"
+cp "$GF_TEST_HTTP_ROOT/untied/t-000001.idx" "$GF_TEST_HTTP_ROOT/untied/t-000000.idx"
+cp "$work/untied0.idx" "$GF_TEST_HTTP_ROOT/untied/t-000001.idx"
+for order in shards global; do
+    RB_ORDER=$order "$rb" "$untied" 2 4 >"$work/untied.$order" 2>&1 &&
+        { cat "$work/untied.$order"; fail "untied sidecars swapped, order $order: opened"; }
+    refused "untied sidecars swapped, order $order" "$work/untied.$order" \
+        "$GF_TEST_HTTP_URL/untied/t-000000.idx" "neither shard_crc32c= nor member_crc32c="
+done
+echo "  untied sidecars swapped: refused at open, order shards and global"
+strip member_crc32c tie/t-000000.idx >"$GF_TEST_HTTP_ROOT/untied/t-000000.idx"
+"$rb" "$untied" 2 4 >"$work/untied.m" 2>&1 && { cat "$work/untied.m"; fail "no member_crc32c=: opened"; }
+refused "no member_crc32c=" "$work/untied.m" "$GF_TEST_HTTP_URL/untied/t-000000.idx" "no member_crc32c="
+strip shard_crc32c tie/t-000000.idx >"$GF_TEST_HTTP_ROOT/untied/t-000000.idx"
+"$rb" "$untied" 2 4 >"$work/untied.s" 2>&1 && { cat "$work/untied.s"; fail "no shard_crc32c=: opened"; }
+refused "no shard_crc32c=" "$work/untied.s" "$GF_TEST_HTTP_URL/untied/t-000000.idx" "no shard_crc32c="
+echo "  a sidecar without member_crc32c=, or without shard_crc32c=: refused at open"
 echo "remote_batches: ok"

@@ -101,7 +101,7 @@ echo "  bench --cache-dir: a second run, $(jget cache_hits "$out") shards from t
 
 # settings --json: the remote rows.
 out=$("$g" settings --json)
-for k in remote_connections prefetch_shards remote_buffer_bytes remote_stall_s remote_retries cache_bytes; do
+for k in remote_connections prefetch_shards remote_buffer_bytes remote_stall_s remote_retries remote_deadline_s cache_bytes; do
     printf '%s' "$out" | grep -q "\"$k\"" || fail "settings --json lacks $k"
 done
 

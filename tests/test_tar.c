@@ -1337,7 +1337,8 @@ START_TEST(gf_shard_index_writes_the_sidecar_a_scan_would_match)
 END_TEST
 
 /* gf_shard_index_with: zero options are gf_shard_index (the same text);
- * a reserved byte set is refused, naming it; a URL pattern of more than
+ * a reserved byte set is refused, naming it, and so is a remote limit
+ * out of its setting's range (remote_settings); a URL pattern of more than
  * one shard is refused (gf_shard_paths expands it), and so is userinfo
  * in gf_shard_paths, without quoting it. */
 START_TEST(gf_shard_index_with_takes_zero_options_and_refuses_reserved_bytes)
@@ -1355,11 +1356,22 @@ START_TEST(gf_shard_index_with_takes_zero_options_and_refuses_reserved_bytes)
     ck_assert(memcmp(a, b, alen) == 0);
     gf_free(a);
     gf_free(b);
-    o.reserved[55] = 1;
+    o.reserved[47] = 1;
     b = (char *)1;
     ck_assert_int_eq(gf_shard_index_with(p, &o, &b, &blen, NULL, why, sizeof why), GF_EINVAL);
     ck_assert_ptr_null(b);
-    ck_assert_msg(strstr(why, "reserved byte 55"), "%s", why);
+    ck_assert_msg(strstr(why, "reserved byte 47"), "%s", why);
+    /* a remote shard's limits are the settings table's, checked before
+     * any request (none could be made to port 1 anyway) */
+    memset(&o, 0, sizeof o);
+    gf_settings lim;
+    gf_default_settings(&lim);
+    lim.remote_deadline_s = -1;
+    o.remote_settings = &lim;
+    ck_assert_int_eq(gf_shard_index_with("http://127.0.0.1:1/t.tar", &o, &b, &blen, NULL, why,
+                                         sizeof why),
+                     GF_EINVAL);
+    ck_assert_msg(strstr(why, "remote_deadline_s: -1 is out of range"), "%s", why);
     ck_assert_int_eq(gf_shard_index_with("http://127.0.0.1:1/t-{0..1}.tar", NULL, &b, &blen,
                                          NULL, why, sizeof why),
                      GF_EINVAL);

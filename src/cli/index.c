@@ -4,9 +4,10 @@
  * labels= tokens, from gf_shard_index) beside it or into --out DIR, so a
  * later open reads the sidecar instead of every header, and a remote
  * open needs no read of the shard to index it. Remote shards (http(s)://,
- * s3://) are fetched whole, one at a time, by gf_shard_index_with; their
- * sidecars can only go into --out DIR, to be uploaded beside them. Main
- * thread.
+ * s3://) are fetched whole, one at a time, by gf_shard_index_with, each
+ * request within the loader's stall, retries and deadline (their
+ * --remote-* options); their sidecars can only go into --out DIR, to be
+ * uploaded beside them. Main thread.
  *
  * Each sidecar is written to a temporary name in its directory, synced,
  * renamed into place and the directory synced: a killed run leaves either
@@ -33,7 +34,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: gpufeed index SHARDS... [--force] [--out DIR]\n"
-            "       gpufeed index URL... --out DIR [--ca-file PEM]\n"
+            "       gpufeed index URL... --out DIR [--ca-file PEM] [--remote-stall-s N]\n"
+            "                     [--remote-retries N] [--remote-deadline-s N]\n"
             "\n"
             "Writes each tar shard's index sidecar, SHARD.idx beside SHARD.tar, from\n"
             "the shard's headers: DALI wds2idx's v1.2 text (DALI's readers.webdataset\n"
@@ -60,6 +62,11 @@ static void usage(FILE *f)
             "               the shards; the loader reads them only beside a shard.\n"
             "               Required for URLs\n"
             "  --ca-file PEM  https: trust this CA bundle instead of the system's\n"
+            "  --remote-stall-s N  URLs: seconds in which a request must bring 1 KiB,\n"
+            "               else it is retried (default 30)\n"
+            "  --remote-retries N  URLs: times a request cut short is resumed (default 5)\n"
+            "  --remote-deadline-s N  URLs: seconds one request, its retries and resumes\n"
+            "               together, may take (default 0: 20 x stall x (retries + 1))\n"
             "  -h, --help   this text\n"
             "\n"
             "exit status: 0 all indexed, 1 a shard could not be, 2 usage or setup\n");
@@ -219,18 +226,44 @@ static void upload_hint(const char *out, const char *first_url)
                out, prefix, first_url);
 }
 
+/* --remote-stall-s and the like (ch: its getopt val) into s through the
+ * settings table, so its bounds hold; -1 with "--opt: reason" printed. */
+static int set_limit(gf_settings *s, int ch, const char *arg)
+{
+    const char *name = ch == 's' ? "remote_stall_s"
+                       : ch == 'r' ? "remote_retries"
+                                   : "remote_deadline_s";
+    char why[320], opt[32];
+    if (gf_settings_set(s, name, arg, why, sizeof why) == 0)
+        return 0;
+    size_t n = strlen(name);
+    for (size_t i = 0; i <= n; i++)
+        opt[i] = name[i] == '_' ? '-' : name[i];
+    const char *reason = strncmp(why, name, n) == 0 && why[n] == ':' ? why + n + 2 : why;
+    cli_error(CMD, "--%s: %s", opt, reason);
+    return -1;
+}
+
 int cmd_index(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"force", no_argument, NULL, 'f'},
         {"out", required_argument, NULL, 'o'},
         {"ca-file", required_argument, NULL, 'c'},
+        {"remote-stall-s", required_argument, NULL, 's'},
+        {"remote-retries", required_argument, NULL, 'r'},
+        {"remote-deadline-s", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int force = 0, ch;
     const char *out = NULL;
     gf_shard_index_opts opts = {0};
+    /* A remote shard's requests obey the loader's settings of the same
+     * names (gf_shard_index_opts.remote_settings). */
+    gf_settings limits;
+    gf_default_settings(&limits);
+    opts.remote_settings = &limits;
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -238,6 +271,12 @@ int cmd_index(int argc, char **argv)
         case 'f': force = 1; break;
         case 'o': out = optarg; break;
         case 'c': opts.ca_file = optarg; break;
+        case 's':
+        case 'r':
+        case 'd':
+            if (set_limit(&limits, ch, optarg) < 0)
+                return CLI_USAGE;
+            break;
         case 'h': usage(stdout); return CLI_OK;
         case ':': cli_error(CMD, "%s needs a value", argv[optind - 1]); return CLI_USAGE;
         default: cli_error(CMD, "unknown option '%s' (try --help)", argv[optind - 1]); return CLI_USAGE;

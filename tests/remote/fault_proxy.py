@@ -46,6 +46,8 @@ tried in order; a request takes at most one rule of each kind. Kinds:
     range_from_zero               a Range from byte F > 0 asked from byte 0, as
                                   long (a resume answered from the start)
     trickle      bytes=B rate=R   B body bytes, then the rest R bytes a second
+                                  (in pieces of R/10 bytes, at least 1, on a
+                                  clock: a rate that beats a stall rule holds)
     claim_size   bytes=N          the response's Content-Range total said as N
     endless_head                  a status line, then a header line every 0.5 s,
                                   never the blank line (until 120 s)
@@ -347,9 +349,7 @@ def serve(conn, upstream):
             if slow is not None and m is not None and m >= 0:
                 first_n = min(int(slow["bytes"]), m)
                 relay_body(uf, up, conn, first_n, tap, pipe)
-                for _ in range(m - first_n):
-                    time.sleep(1.0 / slow["rate"])
-                    relay(uf, conn, 1, tap)
+                trickle(uf, conn, m - first_n, slow["rate"], tap)
             elif cut is not None and m is not None and m >= 0:
                 first_n = min(int(cut["bytes"]), m)
                 relay_body(uf, up, conn, first_n, tap, pipe)
@@ -380,6 +380,18 @@ def serve(conn, upstream):
                     s.close()
                 except OSError:
                     pass
+
+
+def trickle(src, dst, n, rate, tap):
+    """relay() of n bytes at rate bytes a second: ten pieces a second (a
+    byte a piece at least), each sent when the clock says it is due."""
+    piece, due = max(1, int(rate / 10)), time.monotonic()
+    while n > 0:
+        k = min(piece, n)
+        due += k / rate
+        time.sleep(max(0.0, due - time.monotonic()))
+        relay(src, dst, k, tap)
+        n -= k
 
 
 class open_null:
