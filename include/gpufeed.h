@@ -282,7 +282,8 @@ typedef enum gf_extensions {
  * extension (those of GF_EXT_ALL that TORCHVISION leaves out), every
  * other file (another extension or none), and macOS AppleDouble files
  * named like images ("._x.jpg": metadata, no image; gf_skipped_entry
- * names them). Other hidden entries are taken, as torchvision takes them. */
+ * names them; none under folder_walk TORCHVISION, which takes them). Other
+ * hidden entries are taken, as torchvision takes them. */
 enum {
     GF_SKIPPED_GIF,
     GF_SKIPPED_TGA,
@@ -294,11 +295,40 @@ enum {
     GF_SKIPPED_MAX = 8 /* the array's length: fixed, for the ABI */
 };
 
+/* How an ImageFolder's classes are walked. Its classes (class_to_idx) are
+ * torchvision's either way; so are its samples and labels, hidden files
+ * and folders included, but for:
+ *   GPUFEED: what would relabel or repeat samples is left out, each such
+ *     entry named (gf_skipped_entry) and a warning at open: macOS's
+ *     AppleDouble "._x.jpg" (metadata named like an image); a link inside
+ *     a class to a directory outside that class folder (the root, another
+ *     class, elsewhere: its files would take this class's label); within a
+ *     class a directory (device, inode) reached again, through a loop or a
+ *     second link (os.walk would list its files again).
+ *   TORCHVISION: os.walk(followlinks=True)'s walk, so that samples, labels
+ *     and their order are torchvision ImageFolder's: AppleDouble files are
+ *     samples (which fail to decode: bad samples, as in torchvision), links
+ *     out of a class are walked under the class's label, a directory
+ *     reached through a second link is walked again, and a directory named
+ *     like an image is no sample. But a link back to a directory on its own
+ *     walk's path (a loop: class/up -> ..) is not followed, and is named:
+ *     os.walk follows it round until the kernel's ELOOP, which no setting
+ *     matches.
+ * In both a class folder that is the root or above it (a loop by itself)
+ * keeps its label without samples, and is named. */
+typedef enum gf_folder_walk {
+    GF_FOLDER_WALK_GPUFEED = 0,
+    GF_FOLDER_WALK_TORCHVISION = 1,
+} gf_folder_walk;
+
 /* ImageFolder walk caps: sub-directory levels below a class folder, and
- * directory entries read in the whole tree (AppleDouble files not counted).
- * Beyond either, gf_open() fails with GF_EDATASET naming the directory
- * where indexing stopped. Each directory (device, inode) is walked once,
- * whatever the links to it: stats.folder_dirs_again counts the others. */
+ * directory entries read in the whole tree (AppleDouble files left out are
+ * not counted; under GF_FOLDER_WALK_TORCHVISION a directory walked again
+ * counts its entries again). Beyond either, gf_open() fails with
+ * GF_EDATASET naming the directory where indexing stopped. Under
+ * GF_FOLDER_WALK_GPUFEED each directory (device, inode) is walked once,
+ * whatever the links to it: stats.folder_dirs_again counts the others;
+ * under TORCHVISION it counts the loops not followed. */
 #define GF_FOLDER_MAX_DEPTH 64
 #define GF_FOLDER_MAX_ENTRIES (1ull << 27)
 
@@ -398,7 +428,8 @@ typedef struct gf_settings {
     gf_sample_error_fn on_sample_warning;
     void *on_sample_warning_user; /* NULL */
     gf_extensions extensions; /* GF_EXT_TORCHVISION: ImageFolder files */
-    uint8_t reserved_align_[4]; /* zero */
+    gf_folder_walk folder_walk; /* GF_FOLDER_WALK_GPUFEED: what an
+                              ImageFolder walk leaves out (above) */
     /* Cap on the bytes the loader's read buffers hold at once (encoded
      * files being read or waiting to be decoded); 0 = GF_READ_BUDGET_DEFAULT.
      * At least 1 MiB. A read that would pass it waits while another large read is in
@@ -564,8 +595,8 @@ typedef struct gf_stats {
     uint64_t decoded_spng, decoded_webp; /* samples per decoder, beside
                                   decoded_turbo and decoded_stb */
     /* ImageFolder: directories walked, and those reached again through a
-     * link (a loop, or a second link to one walked) and not walked twice.
-     * 0 for a list or shards. */
+     * link (a loop, or a second link to one walked) and not walked twice
+     * (folder_walk TORCHVISION: the loops alone). 0 for a list or shards. */
     uint64_t folder_dirs, folder_dirs_again;
     uint64_t folder_skipped[GF_SKIPPED_MAX]; /* [GF_SKIPPED_*]: files the
                                   ImageFolder left out, by extension */
@@ -920,14 +951,17 @@ GF_API const char *gf_class_name(gf_loader *l, int i);
 GF_API uint64_t gf_index_hash(gf_loader *l);
 
 /* The ImageFolder entries left out for what they are, not for their
- * extension, where torchvision's ImageFolder would take them: AppleDouble
- * files named like images (stats.folder_skipped[GF_SKIPPED_APPLEDOUBLE]),
- * directories reached again within a class through a link, a loop or a
- * second one (stats.folder_dirs_again), links in a class to a directory
- * outside that class folder (the root, another class, elsewhere: not
- * walked, so that no folder takes another's label), and class folders that
- * are the root or above it (kept as labels without samples), in walk order
- * (stats.dataset_warnings counts them too). Returns how many there were; for i below that and
+ * extension, where torchvision's ImageFolder would take them: under
+ * folder_walk GPUFEED AppleDouble files named like images
+ * (stats.folder_skipped[GF_SKIPPED_APPLEDOUBLE]), directories reached
+ * again within a class through a link, a loop or a second one
+ * (stats.folder_dirs_again), links in a class to a directory outside that
+ * class folder (the root, another class, elsewhere: not walked, so that no
+ * folder takes another's label); under TORCHVISION links back to a
+ * directory on their own walk's path (loops, stats.folder_dirs_again); in
+ * both class folders that are the root or above it (kept as labels
+ * without samples); in walk order (stats.dataset_warnings counts them
+ * too). Returns how many there were; for i below that and
  * GF_SKIPPED_NAMED_MAX (the first ones are named), sets *path (from the
  * data set's root) and *reason, valid until gf_close. Any thread. */
 #define GF_SKIPPED_NAMED_MAX 32

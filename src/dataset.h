@@ -49,7 +49,9 @@ void gf__dataset_default_opts(gf__dataset_opts *o);
  * class folder is not walked, nor a class that is the root or above it,
  * and within a class each directory (device, inode) is walked once,
  * through the first link in name order (so no loop, and no copies through
- * a second link): each of those named (named_skips) and a warning; at most
+ * a second link): each of those named (named_skips) and a warning. Under
+ * opts->folder_walk TORCHVISION the walk is os.walk's (dataset_folder.c):
+ * only loops, and a class that is the root or above, are left out; at most
  * opts->max_depth levels below the class and opts->max_entries entries in
  * all (beyond: GF_EDATASET naming the directory). Files in the root are ignored. class_names holds the names.
  * List: the label is the last whitespace-separated token (decimal, 0 ..

@@ -19,6 +19,7 @@ enum {
     GF__SKIP_DIR_AGAIN,   /* a directory reached again: a loop or a second link */
     GF__SKIP_LINK_OUT,    /* a link to a directory outside its class folder */
     GF__SKIP_CLASS_ROOT,  /* a class folder that is the root or above it */
+    GF__SKIP_LOOP,        /* folder_walk TORCHVISION: a link back into its own walk */
 };
 
 /* gf_skipped_entry's reason for a GF__SKIP_* kind (dataset_folder.c). */
@@ -98,6 +99,7 @@ typedef struct gf__dataset {
 /* How a data set is indexed (gf__dataset_open: the defaults). */
 typedef struct gf__dataset_opts {
     gf_extensions extensions; /* ImageFolder: the files it takes */
+    gf_folder_walk folder_walk; /* ImageFolder: what its walk leaves out */
     int max_depth;        /* ImageFolder: levels below a class folder */
     uint64_t max_entries; /* ImageFolder: directory entries in the walk */
     const char *ca_file;  /* remote shards over https: the CA bundle, NULL: the system's */

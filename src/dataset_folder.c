@@ -11,21 +11,33 @@
  * are counted per extension in ds->skipped_ext). Hidden entries are taken
  * as torchvision takes them (a ".ipynb_checkpoints" beside the classes is
  * a class), and a class folder that links to another directory is walked
- * as that directory. Differences, on purpose, each left-out entry named
- * (gf_skipped_entry) and warned of (ds->warning): macOS's AppleDouble
- * "._x.jpg" (metadata, no image) is left out; a link inside a class to a
- * directory outside that class folder (the root, another class, anywhere
- * else: os.walk would relabel or loop) is not walked, nor a class folder
- * that is the root or above it; within a class each directory (by device
- * and inode) is walked once: a symlink loop is not followed, and a second
- * link to a directory already walked adds nothing (os.walk would list its
- * files again, so that 30 levels of two links each would make 2^30
- * samples of one file). Also a directory named like an image file is a
- * (bad) sample as well as walked, a directory that cannot be read is an
- * error instead of silently dropped, and a class with no image keeps its
- * label (torchvision refuses the tree).
- * The walk is capped at GF_FOLDER_MAX_DEPTH levels below a class and
- * GF_FOLDER_MAX_ENTRIES entries (gpufeed.h): GF_EDATASET naming the
+ * as that directory.
+ * Differences, on purpose, under opts->folder_walk GPUFEED (the default),
+ * each left-out entry named (gf_skipped_entry) and warned of
+ * (ds->warning): macOS's AppleDouble "._x.jpg" (metadata, no image) is
+ * left out; a link inside a class to a directory outside that class folder
+ * (the root, another class, anywhere else: os.walk would relabel or loop)
+ * is not walked; within a class each directory (by device and inode) is
+ * walked once: a symlink loop is not followed, and a second link to a
+ * directory already walked adds nothing (os.walk would list its files
+ * again, so that 30 levels of two links each would make 2^30 samples of
+ * one file). Also a directory named like an image file is a (bad) sample
+ * as well as walked.
+ * Under TORCHVISION (the setting that matches torchvision) none of those:
+ * AppleDouble files are samples (bad ones, as PIL fails on them), links
+ * out of a class are walked under its label, a second link is walked
+ * again, a directory is never a sample; only a link back to a directory on
+ * the walk's own path (a loop, class/up -> ..; found by resolved path,
+ * and by inode on entry for what does not resolve) is not followed and is
+ * named (GF__SKIP_LOOP): os.walk goes round it until the kernel's ELOOP,
+ * which no setting can match. The entry cap (below) bounds what second
+ * links multiply.
+ * In both a class folder that is the root or above it (a loop by itself)
+ * is not walked, and keeps its label, named; a directory that cannot be
+ * read is an error instead of silently dropped, and a class with no image
+ * keeps its label (torchvision refuses the tree).
+ * In either mode the walk is capped at GF_FOLDER_MAX_DEPTH levels below a
+ * class and GF_FOLDER_MAX_ENTRIES entries (gpufeed.h): GF_EDATASET naming the
  * directory where it stopped. FIFOs, sockets, devices and
  * links that lead nowhere are samples, as in torchvision, that fail when
  * read (GF_EIO, "not a regular file: a FIFO"): never silently dropped.
@@ -68,6 +80,9 @@ const char *gf__skip_reason(int kind)
     case GF__SKIP_LINK_OUT:
         return "a link to a directory outside its class folder (the root, another class or "
                "elsewhere): not walked, unlike torchvision";
+    case GF__SKIP_LOOP: /* under 150 bytes: ds->warning's room for it */
+        return "a link back into its own walk (a loop): not walked; torchvision follows it "
+               "round until ELOOP, which no setting matches";
     default:
         return "a class folder that is the data set's root or above it: not walked, its label "
                "kept without samples";
@@ -137,6 +152,13 @@ typedef struct dir_set {
     size_t cap, n; /* cap: a power of two, or 0 */
 } dir_set;
 
+/* folder_walk TORCHVISION: a directory on the path being walked. */
+typedef struct path_dir {
+    dev_t dev;
+    ino_t ino;
+    size_t real; /* its resolved path's offset in walk.reals */
+} path_dir;
+
 static size_t dir_slot(const dir_set *set, dev_t dev, ino_t ino)
 {
     uint64_t h = ((uint64_t)ino ^ ((uint64_t)dev << 32)) * 0x9e3779b97f4a7c15ull;
@@ -176,7 +198,15 @@ typedef struct walk {
     const char *src;
     char *why;
     size_t why_len;
-    dir_set seen;        /* every directory walked so far in this class */
+    dir_set seen;        /* GPUFEED: every directory walked so far in this class */
+    int tv;              /* o->folder_walk is GF_FOLDER_WALK_TORCHVISION */
+    /* TORCHVISION: the directories on the path being walked, by depth (the
+     * class folder first), and their resolved paths back to back, each
+     * NUL-terminated ("" where it did not resolve): what a loop leads back
+     * to, told from a second link, which os.walk walks again. */
+    path_dir *on_path;   /* o->max_depth + 1 */
+    char *reals;
+    size_t reals_len, reals_cap;
     char class_real[PATH_MAX]; /* the class folder, resolved ("" if not) */
     uint64_t entries;    /* entries read so far, for o->max_entries */
     char path[PATH_MAX]; /* relative path of the directory being read */
@@ -265,6 +295,79 @@ static int link_stays_in_class(const walk *w, const char *name)
     return cl == 1 || (strncmp(real, w->class_real, cl) == 0 && (real[cl] == '/' || !real[cl]));
 }
 
+/* TORCHVISION: 1 if link w->path/name leads to a directory on the walk's
+ * path or above one (class/up -> ..), by resolved path: os.walk would go
+ * round it until the kernel's ELOOP. 0 if not, or if it does not resolve
+ * (then first_visit's check by inode stops a loop on entry). */
+static int link_loops(const walk *w, const char *name)
+{
+    char p[2 * PATH_MAX + 2], real[PATH_MAX];
+    if (snprintf(p, sizeof p, "%s/%s/%s", w->src, w->path, name) >= (int)sizeof p ||
+        !realpath(p, real))
+        return 0;
+    size_t rl = strlen(real);
+    for (const char *r = w->reals; r < w->reals + w->reals_len; r += strlen(r) + 1)
+        if (*r && (rl == 1 || (strncmp(r, real, rl) == 0 && (r[rl] == '/' || !r[rl]))))
+            return 1;
+    return 0;
+}
+
+/* TORCHVISION: records directory w->path (length plen), just opened, as
+ * on the walk's path at depth: its resolved path is its parent's plus its
+ * name, or resolved anew where it is a link (or the class folder). */
+static int push_on_path(walk *w, size_t plen, int depth, const struct stat *st)
+{
+    char buf[PATH_MAX] = "";
+    const char *real = buf;
+    struct stat lst;
+    if (depth == 0) {
+        real = w->class_real;
+    } else if (fstatat(w->root_fd, w->path, &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
+               S_ISLNK(lst.st_mode)) {
+        char p[2 * PATH_MAX + 2];
+        if (snprintf(p, sizeof p, "%s/%s", w->src, w->path) >= (int)sizeof p || !realpath(p, buf))
+            buf[0] = '\0';
+    } else {
+        const char *parent = w->reals + w->on_path[depth - 1].real;
+        const char *name = memrchr(w->path, '/', plen) + 1;
+        if (*parent && snprintf(buf, sizeof buf, "%s/%s", strcmp(parent, "/") ? parent : "",
+                                name) >= (int)sizeof buf)
+            buf[0] = '\0';
+    }
+    size_t rl = strlen(real) + 1;
+    if (GF__GROW(&w->reals, &w->reals_cap, w->reals_len + rl, 256) < 0)
+        return GF_ENOMEM;
+    memcpy(w->reals + w->reals_len, real, rl);
+    w->on_path[depth] = (path_dir){st->st_dev, st->st_ino, w->reals_len};
+    w->reals_len += rl;
+    return 0;
+}
+
+/* 1 if directory w->path, just opened (st), is to be walked, 0 if not
+ * (named), or GF_ENOMEM. GPUFEED: the first time in its class.
+ * TORCHVISION: unless it is on the walk's path already (a loop that its
+ * link's resolved path did not show: a bind mount, or a link that did not
+ * resolve); then it is recorded there. */
+static int first_visit(walk *w, size_t plen, int depth, const struct stat *st)
+{
+    if (w->tv) {
+        for (int i = 0; i < depth && st->st_ino; i++)
+            if (w->on_path[i].ino == st->st_ino && w->on_path[i].dev == st->st_dev) {
+                w->ds->dirs_again++;
+                note_skipped(w, NULL, GF__SKIP_LOOP);
+                return 0;
+            }
+        int rc = push_on_path(w, plen, depth, st);
+        return rc < 0 ? rc : 1;
+    }
+    int added = st->st_ino ? dir_set_add(&w->seen, st->st_dev, st->st_ino) : 1;
+    if (added == 0) { /* a loop, or a second link to a directory walked */
+        w->ds->dirs_again++;
+        note_skipped(w, NULL, GF__SKIP_DIR_AGAIN);
+    }
+    return added;
+}
+
 /* Reads directory w->path (length plen): appends its image files, then
  * descends into its sub-directories (after closing it, so that the number
  * of open descriptors does not grow with depth). */
@@ -281,13 +384,10 @@ static int walk_dir(walk *w, size_t plen, int depth)
         close(fd);
         return GF_EDATASET;
     }
-    int added = st.st_ino ? dir_set_add(&w->seen, st.st_dev, st.st_ino) : 1;
+    size_t reals_len = w->reals_len; /* TORCHVISION: its path's, popped on return */
+    int added = first_visit(w, plen, depth, &st);
     if (added <= 0) {
-        close(fd); /* a loop, or a second link to a directory walked */
-        if (added == 0) {
-            w->ds->dirs_again++;
-            note_skipped(w, NULL, GF__SKIP_DIR_AGAIN);
-        }
+        close(fd);
         return added;
     }
     w->ds->dirs++;
@@ -298,7 +398,7 @@ static int walk_dir(walk *w, size_t plen, int depth)
         return GF_EDATASET;
     }
     gf__names subdirs = {0};
-    size_t links_out = 0; /* of subdirs */
+    size_t left_out = 0; /* of subdirs: links not walked, marked '/' */
     int rc = 0, d_ino_ok = -1; /* -1: not checked yet */
     for (;;) {
         errno = 0;
@@ -313,7 +413,7 @@ static int walk_dir(walk *w, size_t plen, int depth)
         if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
             continue;
         size_t nl = strlen(d->d_name);
-        if (d->d_name[0] == '.' && d->d_name[1] == '_' &&
+        if (!w->tv && d->d_name[0] == '.' && d->d_name[1] == '_' &&
             skip_kind(d->d_name + 2, nl - 2, w->o->extensions) < 0) {
             w->ds->skipped_ext[GF_SKIPPED_APPLEDOUBLE]++; /* "._x.jpg": macOS's */
             note_skipped(w, d->d_name, GF__SKIP_APPLEDOUBLE);
@@ -328,13 +428,14 @@ static int walk_dir(walk *w, size_t plen, int depth)
         }
         uint64_t ino;
         int kind = entry_kind(dirfd(dir), d, &ino);
-        if (kind == KIND_DIR && is_link(dirfd(dir), d) && !link_stays_in_class(w, d->d_name)) {
+        if (kind == KIND_DIR && is_link(dirfd(dir), d) &&
+            (w->tv ? link_loops(w, d->d_name) : !link_stays_in_class(w, d->d_name))) {
             /* Named with the sub-directories, in name order: marked '/'. */
             char marked[sizeof d->d_name + 1] = "/";
             memcpy(marked + 1, d->d_name, nl + 1);
             if ((rc = gf__names_add(&subdirs, marked)) < 0)
                 break;
-            links_out++;
+            left_out++;
             continue;
         }
         if (d->d_type == DT_REG) {
@@ -348,11 +449,12 @@ static int walk_dir(walk *w, size_t plen, int depth)
         /* A directory named like an image (x.jpg/) is walked and is also a
          * sample, which fails as "not a regular file: a directory": a user
          * who meant a file learns of it, one who did not loses nothing
-         * (but the indices after it then differ from torchvision's). */
+         * (but the indices after it then differ from torchvision's, which
+         * TORCHVISION keeps: there it is no sample). */
         int skip = skip_kind(d->d_name, nl, w->o->extensions);
         if (skip >= 0 && kind != KIND_DIR)
             w->ds->skipped_ext[skip]++;
-        if (skip < 0) {
+        if (skip < 0 && !(w->tv && kind == KIND_DIR)) {
             gf__builder *b = w->b;
             if ((rc = gf__builder_reserve_paths(b, plen + 1 + nl + 1)) < 0 ||
                 (rc = gf__builder_reserve_samples(b, 1)) < 0)
@@ -369,7 +471,7 @@ static int walk_dir(walk *w, size_t plen, int depth)
         }
     }
     closedir(dir);
-    if (rc == 0 && subdirs.n > links_out && depth >= w->o->max_depth) {
+    if (rc == 0 && subdirs.n > left_out && depth >= w->o->max_depth) {
         gf__why(w->why, w->why_len,
                 "%s/%s: sub-directories over %d levels below the class; indexing stopped here",
                 w->src, w->path, w->o->max_depth);
@@ -382,7 +484,8 @@ static int walk_dir(walk *w, size_t plen, int depth)
     for (size_t i = 0; rc == 0 && i < subdirs.n; i++) {
         const char *name = subdirs.buf + subdirs.off[i];
         if (name[0] == '/') {
-            note_skipped(w, name + 1, GF__SKIP_LINK_OUT);
+            w->ds->dirs_again += w->tv; /* a loop's directory is on the walk */
+            note_skipped(w, name + 1, w->tv ? GF__SKIP_LOOP : GF__SKIP_LINK_OUT);
             continue;
         }
         size_t nl = strlen(name);
@@ -397,6 +500,7 @@ static int walk_dir(walk *w, size_t plen, int depth)
         w->path[plen] = '\0';
     }
     gf__names_free(&subdirs);
+    w->reals_len = reals_len;
     return rc;
 }
 
@@ -481,6 +585,11 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_
     w->src = src;
     w->why = why;
     w->why_len = why_len;
+    w->tv = o->folder_walk == GF_FOLDER_WALK_TORCHVISION;
+    if (w->tv && !(w->on_path = calloc((size_t)o->max_depth + 1, sizeof *w->on_path))) {
+        free(w);
+        return GF_ENOMEM;
+    }
     char root_real[PATH_MAX];
     if (!realpath(src, root_real))
         root_real[0] = '\0';
@@ -493,6 +602,7 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_
         }
         memcpy(w->path, cn[k], nl + 1);
         w->label = (int32_t)k;
+        w->reals_len = 0;
         if (w->seen.cap) /* loops and second links are per class, as each
                             class's os.walk is its own */
             memset(w->seen.v, 0, w->seen.cap * sizeof *w->seen.v);
@@ -514,6 +624,8 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_
             break;
     }
     free(w->seen.v);
+    free(w->on_path);
+    free(w->reals);
     free(w);
     if (rc == 0 && b.n == 0) {
         gf__why_path(why, why_len, src, "no image files in any class sub-directory");

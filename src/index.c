@@ -34,6 +34,7 @@ int gf_index_open(gf_index **out, const gf_settings *s)
     gf__dataset_opts o;
     gf__dataset_default_opts(&o);
     o.extensions = s->extensions;
+    o.folder_walk = s->folder_walk;
     o.shard_skip = gf__shard_skip_of(s); /* the kept set gf_open would index */
     o.ca_file = s->ca_file;
     o.remote_settings = &r; /* remote sidecars: the stall, retries and deadline asked */

@@ -311,6 +311,7 @@ static int open_loader(gf_loader **out, const gf_settings *s, const sample_array
     gf__dataset_opts dopts;
     gf__dataset_default_opts(&dopts);
     dopts.extensions = s->extensions;
+    dopts.folder_walk = s->folder_walk;
     dopts.shard_skip = gf__shard_skip_of(s) ? 2 : 0;
     dopts.bad_label_fails = s->on_error == GF_ON_ERROR_FAIL;
     dopts.ca_file = s->ca_file;

@@ -17,7 +17,8 @@
 
 /* The enum fields are read and written as int. */
 _Static_assert(sizeof(gf_io) == sizeof(int) && sizeof(gf_dtype) == sizeof(int) &&
-                   sizeof(gf_on_shard_error) == sizeof(int) && sizeof(gf_order) == sizeof(int),
+                   sizeof(gf_on_shard_error) == sizeof(int) && sizeof(gf_order) == sizeof(int) &&
+                   sizeof(gf_folder_walk) == sizeof(int),
                "enum fields are int-sized");
 
 static const char *const io_names[] = {"auto", "uring", "posix", NULL};
@@ -30,6 +31,7 @@ static const char *const dtype_aliases[] = {"u8", "f32", "f16", "bf16", NULL};
 static const char *const layout_names[] = {"nhwc", "nchw", NULL};
 static const char *const strictness_names[] = {"strict", "lenient", "whole", NULL};
 static const char *const extensions_names[] = {"torchvision", "all", NULL};
+static const char *const folder_walk_names[] = {"gpufeed", "torchvision", NULL};
 static const char *const on_shard_error_names[] = {"follow", "fail", "skip", NULL};
 static const char *const order_names[] = {"auto", "global", "shards", NULL};
 static const char *const channel_values[] = {"1", "3", "4", NULL};
@@ -109,6 +111,9 @@ static const gf_setting_info rows[] = {
             "strict reading every JPEG whole"),
     CHOICE_(extensions, "torchvision", extensions_names, NULL,
             "the files an ImageFolder indexes: torchvision's, or all stb_image reads"),
+    CHOICE_(folder_walk, "gpufeed", folder_walk_names, NULL,
+            "ImageFolder: leave out what would relabel or repeat samples, naming each (gpufeed), "
+            "or walk as torchvision does, loops aside (torchvision)"),
     U64_(read_budget_bytes, "0", 1u << 20, PICK_, "256 MiB",
          "bytes the read buffers hold at once"),
     CHOICE_(on_shard_error, "follow", on_shard_error_names, NULL,

@@ -40,6 +40,18 @@ echo "$out" | grep -q '^1 entries left out of the folder' || fail "verify counts
 echo "$out" | grep -q '^5 samples, 0 bad$' || fail "verify: the hidden class's sample, no other: $out"
 echo "$json" | grep -q '"dataset_warnings": *1' || fail "verify --json dataset_warnings: $json"
 echo "$json" | grep -q '"dataset_warning": *"class_00/up: a link' || fail "verify --json warning: $json"
+echo "$out" | grep -q '(SKIPPED; --folder-walk torchvision takes them, loops aside)$' ||
+    fail "verify points to --folder-walk: $out"
+# --folder-walk torchvision walks links out as torchvision does; class_00/up
+# leads back into its own walk, a loop: named, not followed, in both.
+out=$("$g" verify --data "$h" --folder-walk torchvision 2>&1) || fail "verify --folder-walk torchvision: $out"
+json=$("$g" verify --data "$h" --folder-walk torchvision --json)
+echo "$out" | grep -q "^SKIPPED .*class_00/up: a link back into its own walk (a loop): not walked" ||
+    fail "verify --folder-walk torchvision names the loop: $out"
+echo "$out" | grep -q '^1 links back into their own walk (loops) not followed$' ||
+    fail "verify --folder-walk torchvision counts the loop: $out"
+echo "$out" | grep -q '^5 samples, 0 bad$' || fail "verify --folder-walk torchvision: $out"
+echo "$json" | grep -q '"folder_walk": *"torchvision"' || fail "verify --json folder_walk: $json"
 
 printf 'not a jpeg' >"$d/class_01/img_00002.jpg"
 : >"$d/class_02/img_00003.jpg"

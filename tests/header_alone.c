@@ -37,6 +37,7 @@ AT(gf_settings, copy_stream_per_slot, 224);
 AT(gf_settings, strictness, 228);
 AT(gf_settings, on_sample_warning, 232);
 AT(gf_settings, extensions, 248);
+AT(gf_settings, folder_walk, 252);
 AT(gf_settings, read_budget_bytes, 256);
 AT(gf_settings, on_shard_error, 264);
 AT(gf_settings, max_held_batches, 268);

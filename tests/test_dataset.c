@@ -526,6 +526,169 @@ START_TEST(folder_class_links_are_walked_unless_they_reach_the_root)
 }
 END_TEST
 
+/* The tree of issue 37 item 5: an AppleDouble file, a second link to one
+ * directory (again -> sub), a link out of a class to another class, a
+ * directory named like an image, and loops (class_00/up -> .., which
+ * reaches the root, and sub/back -> .., the class folder). */
+static void make_relabel_tree(void)
+{
+    touch("class_00/0.jpg");
+    touch("class_00/._0.jpg");
+    touch("class_00/sub/s.jpg");
+    touch("class_01/1.jpg");
+    touch("class_01/d.jpg/x.jpg");
+    ck_assert_int_eq(symlink("sub", at_root("class_00/again")), 0);
+    ck_assert_int_eq(symlink("../class_01", at_root("class_00/other")), 0);
+    ck_assert_int_eq(symlink("..", at_root("class_00/up")), 0);
+    ck_assert_int_eq(symlink("..", at_root("class_00/sub/back")), 0);
+}
+
+static void open_walk_ok(gf__dataset *ds, gf_folder_walk walk)
+{
+    gf__dataset_opts o;
+    gf__dataset_default_opts(&o);
+    ck_assert_int_eq(o.folder_walk, GF_FOLDER_WALK_GPUFEED);
+    o.folder_walk = walk;
+    char why[512];
+    int rc = gf__dataset_open_with(ds, root, &o, why, sizeof why);
+    ck_assert_msg(rc == 0, "open %s: %d %s", root, rc, why);
+}
+
+/* The default walk leaves out, and names, what would relabel or repeat
+ * samples: the AppleDouble file, the links out (to the root, to another
+ * class), the directory reached again; a directory named like an image is
+ * a (bad) sample too. */
+START_TEST(folder_walk_gpufeed_leaves_out_and_names_what_relabels)
+{
+    make_relabel_tree();
+    gf__dataset ds;
+    open_walk_ok(&ds, GF_FOLDER_WALK_GPUFEED);
+    ck_assert_int_eq(ds.n_classes, 2);
+    ck_assert_uint_eq(ds.n, 5);
+    assert_sample(&ds, 0, "class_00/0.jpg", 0);
+    assert_sample(&ds, 1, "class_00/again/s.jpg", 0); /* "again" before "sub" */
+    assert_sample(&ds, 2, "class_01/1.jpg", 1);
+    assert_sample(&ds, 3, "class_01/d.jpg", 1);
+    assert_sample(&ds, 4, "class_01/d.jpg/x.jpg", 1);
+    ck_assert_uint_eq(ds.skipped_ext[GF_SKIPPED_APPLEDOUBLE], 1);
+    ck_assert_uint_eq(ds.dirs_again, 2); /* again/back (the class), sub */
+    static const char *const paths[] = {"class_00/._0.jpg", "class_00/again/back",
+                                        "class_00/other", "class_00/sub", "class_00/up"};
+    static const int kinds[] = {GF__SKIP_APPLEDOUBLE, GF__SKIP_DIR_AGAIN, GF__SKIP_LINK_OUT,
+                                GF__SKIP_DIR_AGAIN, GF__SKIP_LINK_OUT};
+    ck_assert_uint_eq(ds.n_named_skips, 5);
+    ck_assert_uint_eq(ds.warnings, 5);
+    for (int i = 0; i < 5; i++) {
+        ck_assert_str_eq(ds.named_skips[i].path, paths[i]);
+        ck_assert_int_eq(ds.named_skips[i].kind, kinds[i]);
+    }
+    gf__dataset_close(&ds);
+}
+END_TEST
+
+/* folder_walk TORCHVISION: sorted(os.walk(class, followlinks=True)),
+ * exactly: the AppleDouble file a sample, the link to class_01 walked
+ * under class_00's label, the second link's directory walked again, the
+ * directory named like an image no sample. Only the loops (class_00/up
+ * reaches the root, above class_00; back the class folder itself, through
+ * each of its two paths) are not followed, and each is named: os.walk
+ * would go round them until ELOOP. */
+START_TEST(folder_walk_torchvision_gives_os_walks_samples_but_loops)
+{
+    make_relabel_tree();
+    gf__dataset ds;
+    open_walk_ok(&ds, GF_FOLDER_WALK_TORCHVISION);
+    ck_assert_int_eq(ds.n_classes, 2);
+    static const char *const want[] = {
+        "class_00/._0.jpg",         "class_00/0.jpg",     "class_00/again/s.jpg",
+        "class_00/other/1.jpg",     "class_00/other/d.jpg/x.jpg",
+        "class_00/sub/s.jpg",       "class_01/1.jpg",     "class_01/d.jpg/x.jpg"};
+    static const int labels[] = {0, 0, 0, 0, 0, 0, 1, 1};
+    ck_assert_uint_eq(ds.n, 8);
+    for (uint64_t i = 0; i < ds.n; i++)
+        assert_sample(&ds, i, want[i], labels[i]);
+    ck_assert_uint_eq(ds.skipped_ext[GF_SKIPPED_APPLEDOUBLE], 0);
+    ck_assert_uint_eq(ds.dirs_again, 3);
+    static const char *const loops[] = {"class_00/again/back", "class_00/sub/back",
+                                        "class_00/up"};
+    ck_assert_uint_eq(ds.n_named_skips, 3);
+    ck_assert_uint_eq(ds.warnings, 3);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_str_eq(ds.named_skips[i].path, loops[i]);
+        ck_assert_int_eq(ds.named_skips[i].kind, GF__SKIP_LOOP);
+    }
+    ck_assert_msg(strncmp(ds.warning, "class_00/again/back: a link back into its own walk (a "
+                          "loop): not walked; torchvision follows it round until ELOOP", 105) == 0,
+                  "%s", ds.warning);
+    gf__dataset_close(&ds);
+
+    /* Through the loader, by the setting's name: the loop is named. */
+    gf_settings s;
+    tu_cpu_settings(&s);
+    s.data = root;
+    char why[256];
+    ck_assert_int_eq(gf_settings_set(&s, "folder_walk", "torchvision", why, sizeof why), 0);
+    ck_assert_int_eq(s.folder_walk, GF_FOLDER_WALK_TORCHVISION);
+    gf_loader *l = NULL;
+    ck_assert_int_eq(gf_open(&l, &s), 0);
+    const char *path = NULL, *reason = NULL;
+    ck_assert_uint_eq(gf_skipped_entry(l, 2, &path, &reason), 3);
+    ck_assert_str_eq(path, "class_00/up");
+    ck_assert_ptr_nonnull(strstr(reason, "which no setting matches"));
+    gf_stats st;
+    gf_get_stats(l, &st);
+    ck_assert_uint_eq(st.dataset_samples, 8);
+    ck_assert_uint_eq(st.folder_dirs_again, 3);
+    ck_assert_uint_eq(st.dataset_warnings, 3);
+    gf_close(&l);
+}
+END_TEST
+
+/* TORCHVISION walks a directory again through each link to it, so links
+ * multiply samples as os.walk does: level k's file once per path to it
+ * (through c/a and c/b 2 + 4 + 8, through c/z/L1, L2, L3 7 + 3 + 1); the
+ * entry cap still stops a graph that multiplies past it, naming where. */
+START_TEST(folder_walk_torchvision_repeats_second_links_within_the_caps)
+{
+    enum { LEVELS = 3 };
+    char rel[64], to[64];
+    for (int k = 1; k <= LEVELS; k++) {
+        snprintf(rel, sizeof rel, "c/z/L%d/%d.jpg", k, k);
+        touch(rel);
+    }
+    for (int k = 0; k < LEVELS; k++)
+        for (int link = 0; link < 2; link++) {
+            if (k)
+                snprintf(rel, sizeof rel, "c/z/L%d/%c", k, "ab"[link]);
+            else
+                snprintf(rel, sizeof rel, "c/%c", "ab"[link]);
+            snprintf(to, sizeof to, "%sL%d", k ? "../" : "z/", k + 1);
+            ck_assert_int_eq(symlink(to, at_root(rel)), 0);
+        }
+    gf__dataset ds;
+    open_walk_ok(&ds, GF_FOLDER_WALK_TORCHVISION);
+    ck_assert_uint_eq(ds.n, 2 + 4 + 8 + 7 + 3 + 1);
+    assert_sample(&ds, 0, "c/a/1.jpg", 0);
+    assert_sample(&ds, 1, "c/a/a/2.jpg", 0);
+    assert_sample(&ds, 2, "c/a/a/a/3.jpg", 0);
+    assert_sample(&ds, 3, "c/a/a/b/3.jpg", 0);
+    assert_sample(&ds, 4, "c/a/b/2.jpg", 0);
+    assert_sample(&ds, ds.n - 1, "c/z/L3/3.jpg", 0);
+    ck_assert_uint_eq(ds.dirs_again, 0);
+    ck_assert_uint_eq(ds.n_named_skips, 0);
+    gf__dataset_close(&ds);
+
+    gf__dataset_opts o;
+    gf__dataset_default_opts(&o);
+    o.folder_walk = GF_FOLDER_WALK_TORCHVISION;
+    o.max_entries = 20;
+    char why[512];
+    ck_assert_int_eq(gf__dataset_open_with(&ds, root, &o, why, sizeof why), GF_EDATASET);
+    ck_assert_msg(strstr(why, "the tree has over 20 entries"), "%s", why);
+    ck_assert_ptr_null(ds.arena);
+}
+END_TEST
+
 /* Through the loader: the skipped counts reach the stats, and a .tif (in
  * torchvision's list) is a sample that fails as an unsupported format,
  * counted, with the reason; both byte orders. */
@@ -927,6 +1090,9 @@ static Suite *dataset_suite(void)
     tcase_add_test(tc, folder_link_out_of_its_class_is_left_out_and_named);
     tcase_add_test(tc, folder_class_links_are_walked_unless_they_reach_the_root);
     tcase_add_test(tc, folder_appledouble_files_and_link_loops_are_counted_and_named);
+    tcase_add_test(tc, folder_walk_gpufeed_leaves_out_and_names_what_relabels);
+    tcase_add_test(tc, folder_walk_torchvision_gives_os_walks_samples_but_loops);
+    tcase_add_test(tc, folder_walk_torchvision_repeats_second_links_within_the_caps);
     tcase_add_test(tc, folder_ignores_files_in_the_root);
     tcase_add_test(tc, folder_keeps_an_empty_class_so_labels_match_its_position);
     tcase_add_test(tc, folder_follows_symlinks_but_not_loops);

@@ -237,7 +237,10 @@ class Loader:
     flip_prob=0.5, crop_fraction=0.875, io, decoder, queue_depth,
     max_pixels, max_file_bytes, read_budget_bytes, extensions, flip_on_device,
     pinned_max_bytes, device_max_bytes, autotune, max_threads,
-    copy_stream_per_slot.
+    copy_stream_per_slot, folder_walk="gpufeed"|"torchvision" (an ImageFolder's
+    walk: "torchvision" gives torchvision ImageFolder's samples exactly, but
+    at a loop; the default leaves out what would relabel or repeat samples,
+    each named in a UserWarning at open).
 
     data is a path: str, bytes or os.PathLike; a file name's bytes that are
     not UTF-8 come back in errors, stats() and sample_path() as os.fsdecode
@@ -469,12 +472,14 @@ def decode_image(encoded, *, epoch=0, index=0, **kw):
     return _gpufeed.decode_image(encoded, _settings(kw), epoch, index)
 
 
-def verify(data, *, threads=0, strictness="whole", extensions="torchvision", rank=0, world=1,
-           max_pixels=None, max_file_bytes=None, on_shard_error="skip"):
+def verify(data, *, threads=0, strictness="whole", extensions="torchvision",
+           folder_walk="gpufeed", rank=0, world=1, max_pixels=None, max_file_bytes=None,
+           on_shard_error="skip"):
     """Decodes every sample (as `gpufeed verify` does); returns the bad ones as
     BadSample, and each damaged tar shard as one (index -1, path the shard's,
     reason "offset N: ...; K members kept, L lost")."""
     kw = dict(threads=threads, strictness=strictness, extensions=extensions,
+              folder_walk=folder_walk,
               on_shard_error=on_shard_error, rank=rank,
               world=world, transform="eval", shuffle=False, epochs=1, on_error="skip",
               image_size=32, batch_size=64, device="cpu")

@@ -25,6 +25,8 @@ const char *const cli_copy_stream_names[] = {"one", "slot", NULL};
 const char *const cli_strictness_names[] = {"strict", "lenient", "whole", NULL};
 /* In gf_extensions order. */
 const char *const cli_extensions_names[] = {"torchvision", "all", NULL};
+/* In gf_folder_walk order. */
+const char *const cli_folder_walk_names[] = {"gpufeed", "torchvision", NULL};
 /* In gf_on_shard_error order. */
 const char *const cli_on_shard_error_names[] = {"follow", "fail", "skip", NULL};
 

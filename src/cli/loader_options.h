@@ -96,7 +96,7 @@ extern const char *const cli_io_names[], *const cli_decoder_names[],
     *const cli_transform_names[], *const cli_on_error_names[], *const cli_device_names[],
     *const cli_dtype_names[], *const cli_layout_names[], *const cli_copy_stream_names[],
     *const cli_strictness_names[], *const cli_extensions_names[],
-    *const cli_on_shard_error_names[];
+    *const cli_folder_walk_names[], *const cli_on_shard_error_names[];
 
 /* After a gf_open that succeeded: one "warning: damaged shard PATH: offset
  * N: reason; K members kept, L lost" line on stderr per shard the loader

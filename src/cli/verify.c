@@ -127,7 +127,7 @@ static void usage(FILE *f)
             "                         \"reason\"}], \"skipped_members\", \"skipped_keys\",\n"
             "                         \"dataset_warnings\", \"dataset_warning\", \"extensions\",\n"
             "                         \"skipped_extensions\": {\".gif\": N, ..., \"other\"},\n"
-            "                         \"folder_dirs_again\",\n"
+            "                         \"folder_dirs_again\", \"folder_walk\",\n"
             "                         \"strictness\", \"decode_warnings\", \"rank\", \"world\",\n"
             "                         \"warned_samples\": [{\"path\", \"reason\"}],\n"
             "                         \"shards\", \"shards_damaged\", \"shard_members_lost\",\n"
@@ -302,8 +302,9 @@ static const char *const skipped_names[GF_SKIPPED_OTHER + 1] = {
 
 /* "left out of the folder: 3 .gif, 1 .tga (...), 2 other files": what the
  * extension list did not take, so that a user sees an index smaller than
- * the tree and why. */
-static void text_skipped(const gf_stats *st)
+ * the tree and why; then the directories not walked again (s->folder_walk
+ * says which: gpufeed.h). */
+static void text_skipped(const gf_stats *st, const gf_settings *s)
 {
     const uint64_t *n = st->folder_skipped;
     const char *sep = "left out of the folder: ";
@@ -320,7 +321,10 @@ static void text_skipped(const gf_stats *st)
     }
     if (*sep == ',')
         putchar('\n');
-    if (st->folder_dirs_again)
+    if (st->folder_dirs_again && s->folder_walk == GF_FOLDER_WALK_TORCHVISION)
+        printf("%llu links back into their own walk (loops) not followed\n",
+               (unsigned long long)st->folder_dirs_again);
+    else if (st->folder_dirs_again)
         printf("%llu directories reached again through links (walked once)\n",
                (unsigned long long)st->folder_dirs_again);
 }
@@ -630,6 +634,7 @@ int cmd_verify(int argc, char **argv)
             cli_json_kuint(&j, skipped_names[k], st.folder_skipped[k]);
         cli_json_object_end(&j);
         cli_json_kuint(&j, "folder_dirs_again", st.folder_dirs_again);
+        cli_json_kstr(&j, "folder_walk", cli_folder_walk_names[s.folder_walk]);
         cli_json_kstr(&j, "strictness", cli_strictness_names[s.strictness]);
         cli_json_kuint(&j, "decode_warnings", st.decode_warnings);
         json_list(&j, "warned_samples", r->warned_samples, r->n_warned_samples,
@@ -654,7 +659,10 @@ int cmd_verify(int argc, char **argv)
         text_list("WARN", r->warned_samples, r->n_warned_samples, root ? root : "");
         if (!st.shards && r->skipped_entries_total)
             printf("%llu entries left out of the folder where torchvision's ImageFolder would "
-                   "take them (SKIPPED)\n", (unsigned long long)r->skipped_entries_total);
+                   "take them (SKIPPED%s)\n", (unsigned long long)r->skipped_entries_total,
+                   s.folder_walk == GF_FOLDER_WALK_TORCHVISION
+                       ? ""
+                       : "; --folder-walk torchvision takes them, loops aside");
         else if (st.shard_members_skipped || st.shard_keys_skipped || st.dataset_warnings) {
             /* the warning names a member */
             printf("skipped while indexing: %llu members, %llu keys (%llu warnings; first: ",
@@ -664,7 +672,7 @@ int cmd_verify(int argc, char **argv)
             cli_put_quoted(stdout, st.dataset_warning);
             fputs(")\n", stdout);
         }
-        text_skipped(&st);
+        text_skipped(&st, &s);
         if (st.decode_warnings)
             printf("%llu decoded with warnings (strictness %s: not bad)\n",
                    (unsigned long long)st.decode_warnings, cli_strictness_names[s.strictness]);
