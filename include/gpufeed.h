@@ -148,7 +148,8 @@ typedef enum gf_on_error {
  * skipped under SKIP, counted (shard_keys_skipped) and a warning
  * (on_sample_warning and gf_recent_warnings: sample -1, GF_ECORRUPT, path
  * "shard.tar:key"); under FAIL gf_open fails with GF_EDATASET naming the
- * shard and the key. */
+ * shard, the key and its .cls member. gf_index_open does the same (its
+ * warnings through on_sample_warning alone). */
 
 /* What a damaged tar shard does at gf_open (a shard that is zero bytes,
  * has no member, is not a tar, or whose walk meets a bad header, a member
@@ -1049,7 +1050,10 @@ GF_API void gf_verify_free(gf_verify_result **r);
  * paths) but the WHOLE data set: rank and world are ignored, so index i
  * here is index i of gf_sample_path()/gf_read_sample() on any rank. The
  * settings are checked as gf_open checks them; only data, extensions,
- * max_file_bytes, on_shard_error and on_error are used. Read-only after
+ * max_file_bytes, on_shard_error, on_error and on_sample_warning are used
+ * (on_error and on_sample_warning for a shard key whose .cls is no label,
+ * as gf_open: a warning at open on the calling thread, or under FAIL
+ * GF_EDATASET naming the shard and the member). Read-only after
  * open: every call but gf_index_read() and gf_index_close() may be made
  * from several threads at once. */
 typedef struct gf_index gf_index;

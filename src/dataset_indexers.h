@@ -49,8 +49,8 @@ int gf__remote_shard_index(const char *url, const char *ca_file, char **text, si
                            struct gf_shard_index_info *info, char *why, size_t why_len);
 
 /* bad_label_fails: a key whose .cls is no label fails the open (why =
- * "SHARD: offset N: key 'K': reason"); else it is skipped, counted and
- * kept in ds->label_skips. */
+ * "SHARD: offset N: key 'K': member 'K.cls': reason"); else it is
+ * skipped, counted and kept in ds->label_skips. */
 int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged,
                             int bad_label_fails, char *why, size_t why_len);
 /* dataset_shards.c: gf_shard_index's scan and sidecar text for the tar

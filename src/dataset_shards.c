@@ -188,6 +188,7 @@ typedef struct shard_scan {
     int has_img, has_cls;
     const char *bad;       /* why the key cannot be a sample */
     int bad_label;         /* ... its .cls, which is no label */
+    char cls_ext[4];       /* that member's "cls", as it spells it */
     int bad_label_fails;   /* then the open fails (on_error = fail) */
     uint64_t img_off, img_size, key_at;
     int32_t label;
@@ -367,8 +368,9 @@ static int flush_key(shard_scan *c)
     if (!c->bad && !c->has_cls)
         c->bad = "no .cls member";
     if (c->bad && c->bad_label && c->bad_label_fails) {
-        gf__why(c->why, c->why_len, "%s: offset %llu: key '%.80s': %s (on_error = fail)",
-                c->path, (unsigned long long)c->key_at, c->key, c->bad);
+        gf__why(c->why, c->why_len,
+                "%s: offset %llu: key '%.80s': member '%.80s.%s': %s (on_error = fail)",
+                c->path, (unsigned long long)c->key_at, c->key, c->key, c->cls_ext, c->bad);
         return GF_EDATASET;
     }
     if (c->bad) {
@@ -475,6 +477,8 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
         c->has_cls = 1;
         if (list_member(c, m, ext, ext_len) < 0)
             return GF_ENOMEM;
+        memcpy(c->cls_ext, ext, 3);
+        c->cls_ext[3] = '\0';
         if (m->size > CLS_MAX) {
             if (!c->bad)
                 c->bad = ".cls over 64 bytes", c->bad_label = 1;

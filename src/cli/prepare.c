@@ -77,7 +77,9 @@ static void usage(FILE *f)
             "  --threads N           decode and encode threads (default: all cores)\n"
             "  --channels C          3 (RGB, default) or 1 (grey)\n"
             "  --on-error E          skip|fail: a bad source sample is left out and\n"
-            "                        listed (default), or stops the run (exit 1)\n"
+            "                        listed (default), or stops the run (exit 1); a\n"
+            "                        shard key whose .cls is no label is left out\n"
+            "                        with a warning, or refused at the start (exit 2)\n"
             "  --on-shard-error P    follow|fail|skip: a damaged source shard\n"
             "  --strictness M        strict|lenient|whole: a decoder warning is a bad\n"
             "                        sample (strict: the default) or not (lenient)\n"
@@ -263,12 +265,25 @@ static void summary_text(const prep_opts *o, const prep_result *r, uint64_t byte
            r->seconds > 0 ? (double)r->samples_this_run / r->seconds : 0.0, r->threads);
 }
 
+/* A shard key the index left out for its .cls (no label): said, as a
+ * damaged shard is (under --on-error fail the index refuses it instead). */
+static void on_index_warning(void *user, int64_t sample, const char *path, int code,
+                             const char *reason)
+{
+    (void)user, (void)sample, (void)code;
+    fprintf(stderr, "gpufeed prepare: warning: left out ");
+    cli_put_quoted(stderr, path);
+    fprintf(stderr, ": %s\n", reason);
+}
+
 static int run(prep_opts *o)
 {
     if (check_nesting(o) != 0)
         return CLI_USAGE;
     gf_index *ix = NULL;
-    int rc = gf_index_open(&ix, &o->s);
+    gf_settings is = o->s;
+    is.on_sample_warning = on_index_warning;
+    int rc = gf_index_open(&ix, &is);
     if (rc < 0) {
         cli_error_msg(CMD, gf_index_last_error(ix), rc);
         gf_index_close(&ix);
