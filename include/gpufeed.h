@@ -716,13 +716,18 @@ GF_API int gf_open(gf_loader **out, const gf_settings *s);
  * or shards (torchvision's ImageFolder.samples, say): n file paths (any
  * bytes but NUL), absolute or relative to s->data, which names a
  * directory or is NULL (then relative to the current directory at this
- * call), and their labels, each 0 .. 2147483646; classes = max label + 1.
+ * call), and their labels, each 0 .. 2147483646; classes = max label + 1,
+ * so a label is below max(n, 1048576): a set of n samples cannot mean more
+ * classes (one label of 2147483646 would make 2^31 class names; a list
+ * file's or a tar shard's label is held to the same, naming its line or
+ * member).
  * Both arrays are copied: neither is kept past the call. Sample i is
  * paths[i]: gf_sample_path(l, i) gives it back byte for byte, and a file
  * that cannot be read or decoded is a sample error at delivery naming it,
  * as for a list file. Everything else is gf_open's, returns included;
  * GF_EINVAL also for n == 0, a NULL array or path, or a label out of
- * range (the message names the index); GF_EDATASET when s->data is not a
+ * range or past that bound (the message names the sample's index);
+ * GF_EDATASET when s->data is not a
  * directory. */
 GF_API int gf_open_samples(gf_loader **out, const gf_settings *s, const char *const *paths,
                            const int32_t *labels, uint64_t n);

@@ -65,11 +65,9 @@ int gf__shard_index_fd(int fd, uint64_t size, const char *shard, char **text, si
  * GF_ENOMEM. Nothing else is checked (not the .tar suffix). */
 int gf__shards_expand(const char *src, gf__names *out, char *why, size_t why_len);
 
-/* dataset_shards.c: shards' labels name classes, and a set of n samples
- * cannot mean more than max(n, GF__SHARD_CLASSES_MIN) of them: a label
- * past that (one .cls or labels= of 2147483646 would make 2^31 class
- * names) is GF_EDATASET with why = "SHARD: member 'NAME': label L ...". */
-#define GF__SHARD_CLASSES_MIN ((uint64_t)1 << 20)
+/* dataset_shards.c: gf__builder_label_past over shards' samples: a label
+ * past what the set can mean (one .cls or labels= of 2147483646) is
+ * GF_EDATASET with why = "SHARD: member 'NAME': label L ...". */
 int gf__shard_labels_bounded(const gf__builder *b, char *const *shard_paths, char *why,
                              size_t why_len);
 

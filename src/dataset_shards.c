@@ -395,18 +395,14 @@ static int flush_key(shard_scan *c)
 int gf__shard_labels_bounded(const gf__builder *b, char *const *shard_paths, char *why,
                              size_t why_len)
 {
-    uint64_t bound = b->n > GF__SHARD_CLASSES_MIN ? b->n : GF__SHARD_CLASSES_MIN;
-    for (size_t i = 0; i < b->n; i++)
-        if ((uint64_t)b->labels[i] >= bound) {
-            const char *path = b->arena + b->off[i], *colon = strchr(path, ':');
-            gf__why(why, why_len,
-                    "%s: member '%s': label %d is past any class of a set of %zu samples "
-                    "(labels are class numbers; at most %llu classes)",
-                    shard_paths[b->shard[i]], colon ? colon + 1 : path, (int)b->labels[i], b->n,
-                    (unsigned long long)bound);
-            return GF_EDATASET;
-        }
-    return 0;
+    char past[160];
+    size_t i = gf__builder_label_past(b, past, sizeof past);
+    if (i == b->n)
+        return 0;
+    const char *path = b->arena + b->off[i], *colon = strchr(path, ':');
+    gf__why(why, why_len, "%s: member '%s': %s", shard_paths[b->shard[i]],
+            colon ? colon + 1 : path, past);
+    return GF_EDATASET;
 }
 
 /* The label in a .cls member: decimal text, surrounding whitespace allowed. */
