@@ -1101,10 +1101,13 @@ GF_API void gf_index_close(gf_index **ix);
 
 /* ---- Index sidecars of tar shards (gpufeed index) ----
  *
- * SHARD.idx beside SHARD.tar lets gf_open index a shard without reading
- * its headers. Its text is NVIDIA DALI's wds2idx v1.2 (DALI's
- * readers.webdataset reads it as index_paths), with gpufeed's tokens after
- * the sample count on the first line, which DALI ignores:
+ * SHARD.idx beside SHARD.tar lets gf_open index a remote shard without
+ * reading it, and gives a local shard's member CRCs (its headers are read
+ * all the same; a sidecar that does not list exactly the samples they
+ * give is ignored with a warning). Its text is NVIDIA DALI's wds2idx
+ * v1.2 (DALI's readers.webdataset reads it as index_paths), with
+ * gpufeed's tokens after the sample count on the first line, which DALI
+ * ignores:
  * "shard_bytes=B" (the shard's size) and "labels=L1,...,LN" (each line's
  * .cls label, in line order). Any thread; no loader needed. */
 

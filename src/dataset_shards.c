@@ -215,11 +215,11 @@ static int key_is_sample(const shard_scan *c)
 }
 
 /* A sample of shard c->shard: "shard.tar:member" in the arena, its label
- * and where its image lies. Also the sidecar reader's (gf__sidecar_add_fn). */
-static int add_sample(void *ctx, const char *name, size_t name_len, int32_t label,
-                      uint64_t off, uint64_t size, int64_t crc32c)
+ * and where its image lies (its CRC32C unknown: a matching sidecar's is
+ * set later, gf__shard_sidecar_match). */
+static int add_sample(shard_scan *c, const char *name, size_t name_len, int32_t label,
+                      uint64_t off, uint64_t size)
 {
-    shard_scan *c = ctx;
     gf__builder *b = c->b;
     size_t need = c->display_len + 1 + name_len + 1;
     if (gf__builder_reserve_paths(b, need) < 0 || gf__builder_reserve_samples(b, 1) < 0)
@@ -235,7 +235,7 @@ static int add_sample(void *ctx, const char *name, size_t name_len, int32_t labe
     b->doff[b->n] = off;
     assert(size <= UINT32_MAX); /* larger ones are bad keys */
     b->dlen[b->n] = (uint32_t)size;
-    b->dcrc[b->n] = crc32c;
+    b->dcrc[b->n] = -1;
     b->n++;
     b->arena_len += need;
     if (label > c->max_label)
@@ -389,7 +389,7 @@ static int flush_key(shard_scan *c)
     }
     if (c->out)
         return emit_line(c);
-    return add_sample(c, c->img, c->img_len, c->label, c->img_off, c->img_size, -1);
+    return add_sample(c, c->img, c->img_len, c->label, c->img_off, c->img_size);
 }
 
 int gf__shard_labels_bounded(const gf__builder *b, char *const *shard_paths, char *why,
@@ -637,24 +637,31 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged,
         c.display = slash ? slash + 1 : path;
         c.display_len = strlen(c.display);
         c.members = 0;
-        /* The sidecar when it matches; else, with a warning, the headers. */
+        /* The headers give the index; the sidecar beside them is taken
+         * (for its member CRCs) only where it lists exactly what they give. */
         char side_why[224];
-        rc = gf__shard_sidecar_read(ds->root_fd, path, fd, &st, add_sample, &c, side_why,
-                                    sizeof side_why);
-        if (rc == 2)
-            ds_warn(ds, "index sidecar ignored, the shard's headers read instead: %s",
+        gf__shard_sidecar side;
+        int side_rc = gf__shard_sidecar_load(ds->root_fd, path, &st, &side, side_why,
+                                             sizeof side_why);
+        if (side_rc == 2)
+            ds_warn(ds, "index sidecar ignored, the shard's headers give the index: %s",
                     side_why);
-        if (rc <= 0) {
-            close(fd);
-            continue;
-        }
+        size_t first = b.n;
         gf__tar_damage dmg;
-        rc = gf__tar_scan(fd, (uint64_t)st.st_size, path, on_member, &c, &ds->warnings,
-                          ds->warning, sizeof ds->warning, &dmg, why, why_len);
+        rc = side_rc == GF_ENOMEM ? side_rc
+                                  : gf__tar_scan(fd, (uint64_t)st.st_size, path, on_member, &c,
+                                                 &ds->warnings, ds->warning,
+                                                 sizeof ds->warning, &dmg, why, why_len);
         if (rc == 0)
             rc = flush_key(&c); /* a key never spans shards */
         else if (rc == GF_EDATASET && skip_damaged)
-            rc = take_damaged(&c, &dmg);
+            rc = take_damaged(&c, &dmg), side_rc = 1; /* reported as damaged */
+        if (rc == 0 && side_rc == 0 &&
+            gf__shard_sidecar_match(&side, &b, first, c.display_len + 1, side_why,
+                                    sizeof side_why) == 2)
+            ds_warn(ds, "index sidecar ignored, the shard's headers give the index: %s",
+                    side_why);
+        gf__shard_sidecar_free(&side);
         c.open = 0;
         close(fd);
     }

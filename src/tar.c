@@ -349,13 +349,6 @@ static const char *image_kind(const uint8_t *h)
     return k == GF__MAGIC_NONE ? NULL : names[k];
 }
 
-int gf__tar_header_size(const uint8_t *h, uint64_t *size)
-{
-    uint64_t stored = 0, computed = 0;
-    return checksum_ok(h, &stored, &computed) > 0 && parse_number(h + 124, 12, size) == 0 ? 0
-                                                                                          : -1;
-}
-
 int gf__tar_member_check(const uint8_t *h, const char *name, size_t name_len, uint64_t size,
                          char *why, size_t why_len)
 {

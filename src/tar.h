@@ -65,9 +65,6 @@ int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_f
  * returns the error, and the scan stops with it). */
 int gf__tar_read(gf__tar *t, uint64_t off, void *dst, size_t n, char *why, size_t why_len);
 
-/* A header block's size field if its checksum is valid: 0, else -1. */
-int gf__tar_header_size(const uint8_t *h, uint64_t *size);
-
 /* Whether the header block h (the GF__TAR_BLOCK bytes just before a
  * member's data, read with it) announces the member an index says lies
  * there: a valid checksum, a regular file (or sparse: refused by name),
