@@ -70,8 +70,11 @@ int gf__tar_read(gf__tar *t, uint64_t off, void *dst, size_t n, char *why, size_
  * there: a valid checksum, a regular file (or sparse: refused by name),
  * size bytes, and name (its whole member name) as the block spells it:
  * the ustar prefix/name; a name longer than the block holds (a pax path
- * or GNU long name came before) must start with the block's 100 bytes.
- * Returns 0, or GF_ECORRUPT with why saying what disagreed. */
+ * or GNU long name came before) must start with the block's name when its
+ * 100 bytes are full ("./" first stripped from both, as the scan does).
+ * Returns 0, or GF_ECORRUPT with why saying what disagreed. gf__tar_scan
+ * runs it on each member's own block and skips one it refuses, so what a
+ * scan indexes every read can check. */
 int gf__tar_member_check(const uint8_t *h, const char *name, size_t name_len, uint64_t size,
                          char *why, size_t why_len);
 

@@ -234,6 +234,14 @@ START_TEST(range_reads_check_the_range_against_the_file)
 }
 END_TEST
 
+/* A long name's first 100 bytes, as a header block holds them. */
+static void block_name(char out[101], const char *name)
+{
+    size_t n = strlen(name) < 100 ? strlen(name) : 100;
+    memcpy(out, name, n);
+    out[n] = '\0';
+}
+
 START_TEST(long_names_come_from_pax_gnu_and_the_ustar_prefix)
 {
     char longdir[300];
@@ -244,16 +252,23 @@ START_TEST(long_names_come_from_pax_gnu_and_the_ustar_prefix)
     snprintf(pax_cls, sizeof pax_cls, "%s/pax-key.cls", longdir);
     snprintf(gnu_img, sizeof gnu_img, "%s/gnu-key.png", longdir);
     snprintf(gnu_cls, sizeof gnu_cls, "%s/gnu-key.cls", longdir);
+    /* each block holds the first 100 bytes of its long name, as Python's
+     * tarfile and GNU tar write them (a reader checks the block) */
+    char b_pax_img[101], b_pax_cls[101], b_gnu_img[101], b_gnu_cls[101];
+    block_name(b_pax_img, pax_img);
+    block_name(b_pax_cls, pax_cls);
+    block_name(b_gnu_img, gnu_img);
+    block_name(b_gnu_cls, gnu_cls);
     tw w = {0};
     tw_pax(&w, pax_img, -1);
-    size_t o1 = tu_tar_file(&w, "truncated-name-ignored.jpg", "P", 1);
+    size_t o1 = tu_tar_file(&w, b_pax_img, "P", 1);
     tw_pax(&w, pax_cls, -1);
-    tw_text(&w, "whatever.cls", "2");
+    tw_text(&w, b_pax_cls, "2");
     tw_gnu_long(&w, 'L', gnu_img);
-    size_t o2 = tu_tar_file(&w, "short.png", "G", 1);
+    size_t o2 = tu_tar_file(&w, b_gnu_img, "G", 1);
     tw_gnu_long(&w, 'L', gnu_cls);
     tw_gnu_long(&w, 'K', "a long link target that is ignored");
-    tw_text(&w, "short.cls", "5");
+    tw_text(&w, b_gnu_cls, "5");
     /* ustar prefix + name */
     tu_tar_header(&w, "pre-key.jpg", '0', 1, "some/prefix/dir");
     tu_tar_raw(&w, "U", 1);
@@ -284,6 +299,48 @@ START_TEST(long_names_come_from_pax_gnu_and_the_ustar_prefix)
     ck_assert_uint_eq(ds.data_off[0], o1);
     ck_assert_uint_eq(ds.data_off[1], o2);
     ck_assert_uint_eq(ds.warnings, 0);
+    for (uint64_t i = 0; i < ds.n; i++) {
+        void *data = NULL;
+        size_t len = 0;
+        ck_assert_msg(gf__dataset_read_sample(&ds, i, 0, &data, &len, why, sizeof why) == 0,
+                      "%s", why);
+        free(data);
+    }
+    gf__dataset_close(&ds);
+    free(p);
+
+    /* A long name whose block names something else: a reader could never
+     * check it, so it is no sample, and said; so is a GNU long name
+     * written "./" first, the block too, as GNU tar writes "tar cf x ./":
+     * that one is a sample. */
+    char dot_img[400], dot_cls[400], b_dot[101];
+    snprintf(dot_img, sizeof dot_img, "./%s/dot-key.jpg", longdir);
+    snprintf(dot_cls, sizeof dot_cls, "./%s/dot-key.cls", longdir);
+    tw_pax(&w, pax_img, -1);
+    tu_tar_file(&w, "other-name.jpg", "P", 1);
+    tw_text(&w, b_pax_cls, "2");
+    tw_gnu_long(&w, 'L', dot_img);
+    block_name(b_dot, dot_img);
+    tu_tar_file(&w, b_dot, "D", 1);
+    tw_gnu_long(&w, 'L', dot_cls);
+    block_name(b_dot, dot_cls);
+    tw_text(&w, b_dot, "3");
+    tu_tar_end(&w);
+    p = tw_save(&w, "other.tar");
+    ck_assert_msg(open_ds(&ds, p, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(ds.n, 1);
+    snprintf(want, sizeof want, "other.tar:%s", dot_img + 2);
+    ck_assert_str_eq(gf__dataset_path(&ds, 0), want);
+    ck_assert_int_eq(ds.labels[0], 3);
+    ck_assert_msg(strstr(ds.warning, "offset 1024: member 'ddd") &&
+                      strstr(ds.warning, "' skipped: its header block does not spell the name or "
+                                         "size its pax or GNU header gives"),
+                  "%s", ds.warning);
+    void *data = NULL;
+    size_t len = 0;
+    ck_assert_msg(gf__dataset_read_sample(&ds, 0, 0, &data, &len, why, sizeof why) == 0, "%s",
+                  why);
+    free(data);
     gf__dataset_close(&ds);
     free(p);
 }
@@ -292,9 +349,9 @@ END_TEST
 START_TEST(pax_size_base256_size_and_archive_ends_are_honoured)
 {
     tw w = {0};
-    /* pax size= overrides the header's (here wrong) size */
+    /* pax size= (here as the header's) */
     tw_pax(&w, NULL, 3);
-    tu_tar_header(&w, "a.jpg", '0', 0, NULL);
+    tu_tar_header(&w, "a.jpg", '0', 3, NULL);
     size_t oa = w.len;
     tu_tar_raw(&w, "abc", 3);
     tu_tar_pad(&w);
@@ -324,6 +381,26 @@ START_TEST(pax_size_base256_size_and_archive_ends_are_honoured)
     ck_assert_uint_eq(ds.data_len[1], 5);
     ck_assert_uint_eq(ds.warnings, 1);
     ck_assert_msg(strstr(ds.warning, "lone zero block"), "%s", ds.warning);
+    gf__dataset_close(&ds);
+    free(p);
+
+    /* pax size= over a header's other size: the walk takes pax's (the
+     * next member is where it says), but the member, whose block a
+     * reader checks, is no sample */
+    tw_pax(&w, NULL, 3);
+    tu_tar_header(&w, "a.jpg", '0', 0, NULL);
+    tu_tar_raw(&w, "abc", 3);
+    tu_tar_pad(&w);
+    tw_text(&w, "a.cls", "1");
+    size_t oc = tw_text(&w, "c.jpg", "c");
+    tw_text(&w, "c.cls", "0");
+    tu_tar_end(&w);
+    p = tw_save(&w, "paxsize.tar");
+    ck_assert_msg(open_ds(&ds, p, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(ds.n, 1);
+    ck_assert_uint_eq(ds.data_off[0], oc);
+    ck_assert_msg(strstr(ds.warning, "member 'a.jpg' skipped: its header block does not spell"),
+                  "%s", ds.warning);
     gf__dataset_close(&ds);
 
     /* Signed checksum variant (a byte >= 0x80 in the name) is accepted. */
