@@ -4,7 +4,7 @@
  * loading: OUT/<name>-000000.tar ... (per sample KEY.jpg, .ppm or .pgm,
  * KEY.cls and KEY.key, the source's path), an index sidecar per shard
  * (OUT/<name>-NNNNNN.idx, DALI wds2idx's v1.2 text, which gpufeed's
- * shard indexer reads instead of the headers), OUT/classes.txt (class
+ * remote reader indexes from, with the members' CRCs), OUT/classes.txt (class
  * names in label order: labels are the source's, so the class indices
  * are torchvision ImageFolder's) and OUT/manifest.json (the source and
  * each source file's identity, the settings, counts, each shard's
@@ -45,11 +45,12 @@ static void usage(FILE *f)
             "loading: OUT/NAME-000000.tar ..., each sample KEY.jpg (or .ppm/.pgm, raw\n"
             "pixels), KEY.cls (its label) and KEY.key (its path in SRC), in SRC's\n"
             "index order; OUT/NAME-NNNNNN.idx beside each shard (DALI wds2idx's index,\n"
-            "which gpufeed reads instead of the tar headers); OUT/classes.txt (class\n"
-            "names in label order: the labels are SRC's, as torchvision's ImageFolder\n"
-            "numbers them); OUT/manifest.json (source, settings, counts, each shard's\n"
-            "SHA-256, bad samples). The same bytes whatever --threads. Run it again\n"
-            "after a kill and it resumes where it stopped. Read the set back with\n"
+            "from which gpufeed indexes remote shards, with the members' CRCs);\n"
+            "OUT/classes.txt (class names in label order: the labels are SRC's, as\n"
+            "torchvision's ImageFolder numbers them); OUT/manifest.json (source,\n"
+            "settings, counts, each shard's SHA-256, bad samples). The same bytes\n"
+            "whatever --threads. Run it again after a kill and it resumes where it\n"
+            "stopped. Read the set back with\n"
             "--data 'OUT/NAME-{000000..NNNNNN}.tar'; 'gpufeed verify --data OUT'\n"
             "checks it against its manifest and decodes every sample.\n"
             "\n"
