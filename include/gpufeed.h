@@ -148,7 +148,8 @@ typedef enum gf_on_error {
  * skipped under SKIP, counted (shard_keys_skipped) and a warning
  * (on_sample_warning and gf_recent_warnings: sample -1, GF_ECORRUPT, path
  * "shard.tar:key"); under FAIL gf_open fails with GF_EDATASET naming the
- * shard and the key. */
+ * shard, the key and its .cls member. gf_index_open does the same (its
+ * warnings through on_sample_warning alone). */
 
 /* What a damaged tar shard does at gf_open (a shard that is zero bytes,
  * has no member, is not a tar, or whose walk meets a bad header, a member
@@ -757,13 +758,18 @@ GF_API int gf_open(gf_loader **out, const gf_settings *s);
  * or shards (torchvision's ImageFolder.samples, say): n file paths (any
  * bytes but NUL), absolute or relative to s->data, which names a
  * directory or is NULL (then relative to the current directory at this
- * call), and their labels, each 0 .. 2147483646; classes = max label + 1.
+ * call), and their labels, each 0 .. 2147483646; classes = max label + 1,
+ * so a label is below max(n, 1048576): a set of n samples cannot mean more
+ * classes (one label of 2147483646 would make 2^31 class names; a list
+ * file's or a tar shard's label is held to the same, naming its line or
+ * member).
  * Both arrays are copied: neither is kept past the call. Sample i is
  * paths[i]: gf_sample_path(l, i) gives it back byte for byte, and a file
  * that cannot be read or decoded is a sample error at delivery naming it,
  * as for a list file. Everything else is gf_open's, returns included;
  * GF_EINVAL also for n == 0, a NULL array or path, or a label out of
- * range (the message names the index); GF_EDATASET when s->data is not a
+ * range or past that bound (the message names the sample's index);
+ * GF_EDATASET when s->data is not a
  * directory. */
 GF_API int gf_open_samples(gf_loader **out, const gf_settings *s, const char *const *paths,
                            const int32_t *labels, uint64_t n);
@@ -1094,9 +1100,12 @@ GF_API void gf_verify_free(gf_verify_result **r);
  * paths) but the WHOLE data set: rank and world are ignored, so index i
  * here is index i of gf_sample_path()/gf_read_sample() on any rank. The
  * settings are checked as gf_open checks them; only data, extensions,
- * max_file_bytes, on_shard_error and on_error are used, and for remote
- * shards ca_file, remote_stall_s, remote_retries and remote_deadline_s
- * (the sidecars' requests, gf_index_read's). Read-only after
+ * max_file_bytes, on_shard_error, on_error and on_sample_warning are used
+ * (on_error and on_sample_warning for a shard key whose .cls is no label,
+ * as gf_open: a warning at open on the calling thread, or under FAIL
+ * GF_EDATASET naming the shard and the member), and for remote shards
+ * ca_file, remote_stall_s, remote_retries and remote_deadline_s (the
+ * sidecars' requests, gf_index_read's). Read-only after
  * open: every call but gf_index_read() and gf_index_close() may be made
  * from several threads at once. */
 typedef struct gf_index gf_index;
@@ -1139,10 +1148,13 @@ GF_API void gf_index_close(gf_index **ix);
 
 /* ---- Index sidecars of tar shards (gpufeed index) ----
  *
- * SHARD.idx beside SHARD.tar lets gf_open index a shard without reading
- * its headers. Its text is NVIDIA DALI's wds2idx v1.2 (DALI's
- * readers.webdataset reads it as index_paths), with gpufeed's tokens after
- * the sample count on the first line, which DALI ignores:
+ * SHARD.idx beside SHARD.tar lets gf_open index a remote shard without
+ * reading it, and gives a local shard's member CRCs (its headers are read
+ * all the same; a sidecar that does not list exactly the samples they
+ * give is ignored with a warning). Its text is NVIDIA DALI's wds2idx
+ * v1.2 (DALI's readers.webdataset reads it as index_paths), with
+ * gpufeed's tokens after the sample count on the first line, which DALI
+ * ignores:
  * "shard_bytes=B" (the shard's size) and "labels=L1,...,LN" (each line's
  * .cls label, in line order). Any thread; no loader needed. */
 

@@ -27,6 +27,21 @@ void gf__builder_free(gf__builder *b)
     memset(b, 0, sizeof *b);
 }
 
+size_t gf__builder_label_past(const gf__builder *b, char *why, size_t why_len)
+{
+    uint64_t bound = b->n > GF__CLASSES_MIN ? b->n : GF__CLASSES_MIN;
+    size_t at = b->n;
+    for (size_t i = 0; i < b->n; i++)
+        if (at == b->n ? (uint64_t)b->labels[i] >= bound : b->labels[i] > b->labels[at])
+            at = i;
+    if (at < b->n)
+        gf__why(why, why_len,
+                "label %d is past any class of a set of %zu samples (labels are class "
+                "numbers; at most %llu classes)",
+                (int)b->labels[at], b->n, (unsigned long long)bound);
+    return at;
+}
+
 int gf__builder_reserve_paths(gf__builder *b, size_t bytes)
 {
     if (bytes > SIZE_MAX - b->arena_len)

@@ -116,6 +116,12 @@ typedef struct gf__dataset_opts {
 
 /* Label limit: n_classes = max label + 1 must fit in an int. */
 #define GF__LABEL_MAX (INT32_MAX - 1)
+/* Labels are class numbers, and n_classes = the largest label + 1 sizes
+ * the classes (Python's Loader.classes, a trainer's output layer): a set
+ * of n samples cannot mean more than max(n, GF__CLASSES_MIN) of them (a
+ * subset of a large set keeps its labels), so one label of 2147483646,
+ * which would make 2^31 class names, is an error, whoever gave it. */
+#define GF__CLASSES_MIN ((uint64_t)1 << 20)
 
 /* The table being built (geometric growth; offsets, never pointers, into
  * the arena so that a realloc moves nothing that is referenced). */
@@ -135,6 +141,14 @@ typedef struct gf__builder {
 } gf__builder;
 
 void gf__builder_free(gf__builder *b);
+/* The check of GF__CLASSES_MIN's rule that every indexer taking labels
+ * from the data (list files, gf_open_samples, tar shards local and
+ * remote) runs on its table before gf__builder_finish: b->n when every
+ * label is within the bound; else the first sample holding the largest
+ * label, and why = "label L is past any class of a set of N samples
+ * (labels are class numbers; at most B classes)", for the indexer to
+ * name that sample in front of (its file and line, index, or member). */
+size_t gf__builder_label_past(const gf__builder *b, char *why, size_t why_len);
 /* Room for `bytes` more path bytes / `more` more samples; 0 or GF_ENOMEM. */
 int gf__builder_reserve_paths(gf__builder *b, size_t bytes);
 int gf__builder_reserve_samples(gf__builder *b, size_t more);

@@ -54,8 +54,8 @@ int gf__remote_shard_index(const char *url, const char *ca_file, const struct gf
                            size_t why_len);
 
 /* bad_label_fails: a key whose .cls is no label fails the open (why =
- * "SHARD: offset N: key 'K': reason"); else it is skipped, counted and
- * kept in ds->label_skips. */
+ * "SHARD: offset N: key 'K': member 'K.cls': reason"); else it is
+ * skipped, counted and kept in ds->label_skips. */
 int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged,
                             int bad_label_fails, char *why, size_t why_len);
 /* dataset_shards.c: gf_shard_index's scan and sidecar text for the tar
@@ -70,11 +70,9 @@ int gf__shard_index_fd(int fd, uint64_t size, const char *shard, char **text, si
  * GF_ENOMEM. Nothing else is checked (not the .tar suffix). */
 int gf__shards_expand(const char *src, gf__names *out, char *why, size_t why_len);
 
-/* dataset_shards.c: shards' labels name classes, and a set of n samples
- * cannot mean more than max(n, GF__SHARD_CLASSES_MIN) of them: a label
- * past that (one .cls or labels= of 2147483646 would make 2^31 class
- * names) is GF_EDATASET with why = "SHARD: member 'NAME': label L ...". */
-#define GF__SHARD_CLASSES_MIN ((uint64_t)1 << 20)
+/* dataset_shards.c: gf__builder_label_past over shards' samples: a label
+ * past what the set can mean (one .cls or labels= of 2147483646) is
+ * GF_EDATASET with why = "SHARD: member 'NAME': label L ...". */
 int gf__shard_labels_bounded(const gf__builder *b, char *const *shard_paths, char *why,
                              size_t why_len);
 
@@ -100,18 +98,9 @@ typedef struct gf__sidecar_entry {
     int64_t img_crc32c;         /* member_crc32c='s for this line's image; -1 without it */
 } gf__sidecar_entry;
 
-/* Every member a sidecar lists (each line's, in file order). */
-typedef struct gf__sidecar_member {
-    const char *name; /* into the text, not NUL-terminated */
-    size_t name_len, line;
-    uint64_t off, size;
-} gf__sidecar_member;
-
 typedef struct gf__sidecar {
     gf__sidecar_entry *e; /* n of them; gf__sidecar_free */
     size_t n;
-    gf__sidecar_member *m; /* n_members of them, in file order */
-    size_t n_members, members_cap;
     int64_t shard_bytes;  /* the recorded size (shard_bytes=), -1 if none */
     int64_t shard_crc32c; /* the whole shard's CRC32C (shard_crc32c=), -1 if none */
     int labelled;         /* 1: labels= gave every entry's label */
@@ -128,21 +117,27 @@ int gf__sidecar_parse(const char *text, size_t len, uint64_t shard_bytes, const 
                       gf__sidecar *out, char *why, size_t why_len);
 void gf__sidecar_free(gf__sidecar *sc);
 
-/* dataset_shard_sidecar.c: shard_path's samples from its index sidecar
- * (the .tar's name with .idx: DALI wds2idx's v1.2 text) when it matches
- * the shard (shard_fd, shard_st), each passed to add in file order.
- * Matching is read off the shard's headers, alongside the .cls reads: each
- * listed member's header names it with its size, and between them lie
- * only metadata headers (pax, GNU long names) and data-less entries, so
- * a sidecar that points anywhere else or leaves a member out is not used.
- * Returns 0 (all added), 1 (no sidecar), 2 (a sidecar that does not
- * match, why = "PATH: line N: reason"; nothing added), GF_ENOMEM, or
- * what add returned. */
-typedef int (*gf__sidecar_add_fn)(void *ctx, const char *name, size_t name_len, int32_t label,
-                                  uint64_t off, uint64_t size, int64_t crc32c);
-int gf__shard_sidecar_read(int root_fd, const char *shard_path, int shard_fd,
-                           const struct stat *shard_st, gf__sidecar_add_fn add, void *ctx,
-                           char *why, size_t why_len);
+/* dataset_shard_sidecar.c: a local shard's index sidecar (the .tar's name
+ * with .idx: DALI wds2idx's v1.2 text), around the scan of the shard's
+ * headers, which always gives the index. gf__shard_sidecar_load reads
+ * and parses it: 0 (*s holds it), 1 (no sidecar), 2 (one that cannot be
+ * taken: its size, mtime or text; why = "PATH: line N: reason") or
+ * GF_ENOMEM. gf__shard_sidecar_match then takes it only if it lists
+ * exactly the samples the scan added, b's [first, b->n) (whose arena
+ * names start with prefix_len bytes of "SHARD.tar:"): the same image
+ * members (name, data offset, size) in the same order, with the same
+ * labels if it gives labels=; its member_crc32c= (or -1) then go into
+ * b->dcrc. Returns 0 or 2 (why names the first line that differs).
+ * gf__shard_sidecar_free either way. */
+typedef struct gf__shard_sidecar {
+    char *path, *text; /* the sidecar's path, its text (the entries point into it) */
+    gf__sidecar sc;
+} gf__shard_sidecar;
+int gf__shard_sidecar_load(int root_fd, const char *shard_path, const struct stat *shard_st,
+                           gf__shard_sidecar *s, char *why, size_t why_len);
+int gf__shard_sidecar_match(gf__shard_sidecar *s, gf__builder *b, size_t first,
+                            size_t prefix_len, char *why, size_t why_len);
+void gf__shard_sidecar_free(gf__shard_sidecar *s);
 
 /* dataset_shard_classes.c: classes.txt beside first_shard as the class
  * names (and n_classes) when it names every label the shards use.

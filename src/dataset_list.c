@@ -34,9 +34,11 @@ static int list_error(char *why, size_t why_len, const char *src, uint64_t line,
  * of whitespace (so it may hold spaces); leading and trailing whitespace
  * (CR of CRLF included) is ignored. Each path is moved to b->arena_len and
  * NUL-terminated; it never overtakes the bytes still to be parsed because a
- * line gives up at least its label and separator. */
-static int parse_list(gf__builder *b, char *buf, size_t size, const char *src, char *why,
-                      size_t why_len)
+ * line gives up at least its label and separator. Returns the largest
+ * label + 1, *max_line the line of its first sample (the one
+ * gf__builder_label_past names: the text is gone once parsed). */
+static int parse_list(gf__builder *b, char *buf, size_t size, const char *src,
+                      uint64_t *max_line, char *why, size_t why_len)
 {
     int32_t max_label = -1;
     size_t w = 0; /* write position: end of the arena */
@@ -94,8 +96,10 @@ static int parse_list(gf__builder *b, char *buf, size_t size, const char *src, c
         b->n++;
         w += pe - a;
         buf[w++] = '\0';
-        if ((int32_t)v > max_label)
+        if ((int32_t)v > max_label) {
             max_label = (int32_t)v;
+            *max_line = lineno;
+        }
     }
     b->arena_len = w;
     return max_label + 1;
@@ -138,13 +142,22 @@ int gf__dataset_open_list(gf__dataset *ds, const char *src, int fd, const struct
         gf__builder_free(&b);
         return rc;
     }
-    rc = parse_list(&b, b.arena, got, src, why, why_len);
+    uint64_t max_line = 0;
+    rc = parse_list(&b, b.arena, got, src, &max_line, why, why_len);
     if (rc < 0) {
         gf__builder_free(&b);
         return rc;
     }
     if (b.n == 0) {
         gf__why_path(why, why_len, src, "no samples (every line blank or a comment)");
+        gf__builder_free(&b);
+        return GF_EDATASET;
+    }
+    char past[160];
+    if (gf__builder_label_past(&b, past, sizeof past) < b.n) {
+        char where[4096 + 24];
+        snprintf(where, sizeof where, "%s:%llu", src, (unsigned long long)max_line);
+        gf__why_path(why, why_len, where, "%s", past);
         gf__builder_free(&b);
         return GF_EDATASET;
     }

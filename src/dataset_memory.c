@@ -5,7 +5,9 @@
  *
  * Two passes over the arrays: the first checks every entry and sums the
  * path bytes, so the arena and arrays are allocated once at their size
- * and a bad entry is refused before anything is copied. */
+ * and a bad entry is refused before anything is copied; the labels'
+ * bound (gf__builder_label_past, as for lists and shards) is checked on
+ * the copied table. */
 #include "dataset_indexers.h"
 
 #include <errno.h>
@@ -62,6 +64,13 @@ int gf__dataset_open_memory(gf__dataset *ds, const char *root, const char *const
         b.labels[b.n] = labels[i];
         b.n++;
         b.arena_len += len;
+    }
+    char past[160];
+    size_t at = gf__builder_label_past(&b, past, sizeof past);
+    if (at < b.n) {
+        gf__why(why, why_len, "samples: sample %zu: %s", at, past);
+        gf__builder_free(&b);
+        return GF_EINVAL;
     }
     ds->n_classes = max_label + 1;
     gf__builder_finish(&b, ds);

@@ -21,22 +21,23 @@
  * line order, checked wherever that member's bytes are read for decoding
  * (a sidecar beside another shard of the same layout, a byte flipped
  * since): kept only when it is exactly one well-formed value a line.
- * A local shard is never read whole to check shard_crc32c=; there
- * "matches" is what can be checked by reading headers: the shard's size as recorded (or, for
- * a sidecar without one, not older than the shard: a plain copy that
- * loses mtimes then costs a warning and a scan, never a wrong index), members in
- * file order, 512-aligned, with room for a header before each and inside
- * the file, names a scan would take as they are, every key one image and
- * one .cls, and every .cls (read, as a scan reads it) a label, the one
- * labels= gives if any. Anything
- * else and the caller scans the headers instead, with a warning: a
- * sidecar is a shortcut, never a second truth. gf__sidecar_parse checks
- * the text alone (no file system: the remote reader's too);
- * gf__shard_sidecar_read adds the file's part (mtime, the .cls bytes). Run
- * by the thread that opens the data set. */
+ * A local shard is never read whole to check shard_crc32c=, and its
+ * headers are always scanned (a sidecar's text cannot say what a pax
+ * path, a GNU long name, a second image or .cls of a key, or a key split
+ * by another's member make of the shard; only the scanner knows): its
+ * sidecar is taken, for its member CRCs, only where it "matches": the
+ * shard's size as recorded (or, for a sidecar without one, not older
+ * than the shard: a plain copy that loses mtimes then costs a warning,
+ * never a wrong index), the text's own checks, and then exactly the
+ * scan's samples, in order, each the same image member (name, data
+ * offset, size) with the same label (labels=, if it gives them, against
+ * the .cls the scan read). Anything else is a warning, and the scan's
+ * index stands: a sidecar is a shortcut, never a second truth.
+ * gf__sidecar_parse checks the text alone (no file system: the remote
+ * reader's too); gf__shard_sidecar_load adds the file's part (mtime) and
+ * gf__shard_sidecar_match the scan's. Run by the thread that opens the
+ * data set. */
 #include "dataset_indexers.h"
-
-#include "tar.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -50,7 +51,6 @@
 #define SIDECAR_MAX_BYTES ((size_t)64 << 20)
 #define CLS_MAX 64
 #define BLOCK 512
-#define WINDOW ((size_t)64 << 10)
 
 typedef gf__sidecar_entry entry;
 
@@ -133,7 +133,7 @@ static int name_as_scanned(const char *s, size_t n)
 /* One line: its components checked against the file and each other; the
  * image and the label kept. *end: where the last member's data ends. */
 static const char *parse_line(const char *p, const char *eol, uint64_t file_size,
-                              uint64_t *end, entry *e, gf__sidecar *sc, size_t line)
+                              uint64_t *end, entry *e)
 {
     const char *key = NULL;
     size_t key_len = 0;
@@ -166,10 +166,6 @@ static const char *parse_line(const char *p, const char *eol, uint64_t file_size
         key = name;
         key_len = k_n;
         *end = off + size;
-        if (GF__GROW(&sc->m, &sc->members_cap, sc->n_members + 1, 64) < 0)
-            return "out of memory";
-        sc->m[sc->n_members++] = (gf__sidecar_member){
-            .name = name, .name_len = name_n, .line = line, .off = off, .size = size};
         if (ext_n == 3 && strncasecmp(ext, "cls", 3) == 0) {
             clss++;
             e->cls_off = off;
@@ -189,92 +185,6 @@ static const char *parse_line(const char *p, const char *eol, uint64_t file_size
     if (e->cls_size > CLS_MAX || e->img_size > UINT32_MAX)
         return "a .cls over 64 bytes or an image over 4 GiB";
     return NULL;
-}
-
-/* A read window over the shard, refilled forward. */
-typedef struct window {
-    int fd;
-    uint64_t file_size, off, len;
-    uint8_t *p; /* WINDOW bytes */
-    /* the key of the last member the sidecar does not list, and whether
-     * an image and a .cls of it went unlisted */
-    char key[101];
-    int unlisted_img, unlisted_cls;
-} window;
-
-/* A regular member the sidecar does not list: fine (a key that is no
- * sample, as a scan skips it: an image without .cls, a stray .json)
- * unless its key has both an image and a .cls unlisted: a sample left
- * out. 0, or -1 for that. */
-static int unlisted(window *w, const uint8_t *h)
-{
-    size_t n = strnlen((const char *)h, 100);
-    const char *name = (const char *)h, *slash = memrchr(name, '/', n);
-    const char *base = slash ? slash + 1 : name;
-    const char *dot = memchr(base, '.', (size_t)(name + n - base));
-    if (!dot)
-        return 0;
-    size_t kl = (size_t)(dot - name), el = (size_t)(name + n - dot - 1);
-    if (strlen(w->key) != kl || memcmp(w->key, name, kl) != 0) {
-        memcpy(w->key, name, kl);
-        w->key[kl] = '\0';
-        w->unlisted_img = w->unlisted_cls = 0;
-    }
-    if (el == 3 && strncasecmp(dot + 1, "cls", 3) == 0)
-        w->unlisted_cls = 1;
-    else if (gf__is_image_suffix(dot + 1, el))
-        w->unlisted_img = 1;
-    return w->unlisted_img && w->unlisted_cls ? -1 : 0;
-}
-
-/* [off, off + n) of the shard (n <= WINDOW), or NULL past its end or on
- * a failed read. */
-static const uint8_t *window_get(window *w, uint64_t off, size_t n)
-{
-    if (off > w->file_size || n > w->file_size - off || n > WINDOW)
-        return NULL;
-    if (off < w->off || off + n > w->off + w->len) {
-        size_t want = w->file_size - off < WINDOW ? (size_t)(w->file_size - off) : WINDOW;
-        ssize_t r = pread(w->fd, w->p, want, (off_t)off);
-        w->off = off;
-        w->len = r > 0 ? (uint64_t)r : 0;
-        if (n > w->len)
-            return NULL;
-    }
-    return w->p + (off - w->off);
-}
-
-/* From *pos to the header at `to`: what lies between must be headers,
- * and no key of a sample (an image and a .cls) the sidecar left out;
- * else the sidecar points elsewhere or left a sample out. At the end
- * (tail): to the shard's end or its zero blocks. NULL or why. */
-static const char *walk_to(window *w, uint64_t *pos, uint64_t to, int tail)
-{
-    while (*pos < to) {
-        if (to - *pos < BLOCK)
-            return tail ? NULL : "member offsets do not follow the shard's headers";
-        const uint8_t *h = window_get(w, *pos, BLOCK);
-        if (!h)
-            return "a header could not be read";
-        int zero = 1;
-        for (unsigned i = 0; i < BLOCK && zero; i++)
-            zero = h[i] == 0;
-        if (zero && tail)
-            return NULL; /* the archive's end */
-        char type = (char)h[156];
-        uint64_t size = 0;
-        int meta = type == 'x' || type == 'g' || type == 'L' || type == 'K';
-        int no_data = type >= '1' && type <= '6';
-        if (zero || gf__tar_header_size(h, &size) < 0)
-            return "a block between members that is no tar header";
-        if (!(meta || no_data) && unlisted(w, h) < 0)
-            return "the shard has a sample there (an image and a .cls) that the sidecar "
-                   "does not list";
-        if (meta && size > GF__TAR_PAX_MAX)
-            return "a metadata header over 1 MiB between members";
-        *pos += BLOCK + (no_data ? 0 : (size + BLOCK - 1) / BLOCK * BLOCK);
-    }
-    return *pos == to || tail ? NULL : "member offsets do not follow the shard's headers";
 }
 
 /* Reads the whole sidecar (regular, not over SIDECAR_MAX_BYTES); *older:
@@ -420,7 +330,7 @@ static int parse_text(const char *text, size_t len, uint64_t file_size, gf__side
         if (!eol)
             eol = end;
         if (got < count) {
-            why = parse_line(p, eol, bound, &data_end, &v[got++], out, *line);
+            why = parse_line(p, eol, bound, &data_end, &v[got++]);
         } else {
             const char *q = p;
             if (token(&q, eol, &tok))
@@ -440,9 +350,6 @@ static int parse_text(const char *text, size_t len, uint64_t file_size, gf__side
     }
     if (why) {
         free(v);
-        free(out->m);
-        out->m = NULL;
-        out->n_members = out->members_cap = 0;
         return *bad = why, 2;
     }
     out->e = v;
@@ -471,80 +378,71 @@ int gf__sidecar_parse(const char *text, size_t len, uint64_t shard_bytes, const 
 void gf__sidecar_free(gf__sidecar *sc)
 {
     free(sc->e);
-    free(sc->m);
     *sc = (gf__sidecar){.shard_bytes = -1, .shard_crc32c = -1};
 }
 
-int gf__shard_sidecar_read(int root_fd, const char *shard_path, int shard_fd,
-                           const struct stat *shard_st, gf__sidecar_add_fn add, void *ctx,
-                           char *why, size_t why_len)
+int gf__shard_sidecar_load(int root_fd, const char *shard_path, const struct stat *shard_st,
+                           gf__shard_sidecar *out, char *why, size_t why_len)
 {
-    char *path = sidecar_path(shard_path);
-    if (!path)
+    *out = (gf__shard_sidecar){.sc = {.shard_bytes = -1, .shard_crc32c = -1}};
+    out->path = sidecar_path(shard_path);
+    if (!out->path)
         return 1;
-    char *text = NULL;
     size_t len = 0;
     const char *bad = NULL;
-    gf__sidecar sc = {.shard_bytes = -1, .shard_crc32c = -1};
-    int32_t *labels = NULL;
     int older = 0;
-    int rc = load(root_fd, path, shard_st, &text, &len, &older, &bad);
+    int rc = load(root_fd, out->path, shard_st, &out->text, &len, &older, &bad);
     if (rc == 2)
-        gf__why(why, why_len, "%s: %s", path, bad);
+        gf__why(why, why_len, "%s: %s", out->path, bad);
     if (rc == 0)
-        rc = gf__sidecar_parse(text, len, (uint64_t)shard_st->st_size, path, &sc, why, why_len);
-    if (rc == 0 && sc.shard_bytes < 0 && older) {
-        gf__why(why, why_len, "%s: %s", path, "older than its shard");
+        rc = gf__sidecar_parse(out->text, len, (uint64_t)shard_st->st_size, out->path, &out->sc,
+                               why, why_len);
+    if (rc == 0 && out->sc.shard_bytes < 0 && older) {
+        gf__why(why, why_len, "%s: %s", out->path, "older than its shard");
         rc = 2;
     }
-    size_t n = sc.n;
-    entry *es = sc.e;
-    /* The shard's headers and .cls bytes through a read window moving
-     * forward: small samples share a read, a large image is jumped. A
-     * local .cls is read even when labels= gives it, so the shard's bytes
-     * stay the one truth here. */
-    window w = {.fd = shard_fd, .file_size = (uint64_t)shard_st->st_size};
-    if (rc == 0 && (!(labels = malloc(n * sizeof *labels)) || !(w.p = malloc(WINDOW))))
-        rc = GF_ENOMEM;
-    uint64_t pos = 0;
-    for (size_t i = 0; rc == 0 && i <= sc.n_members; i++) {
-        const gf__sidecar_member *m = i < sc.n_members ? &sc.m[i] : NULL;
-        const char *b = walk_to(&w, &pos, m ? m->off - BLOCK : w.file_size, !m);
-        char reason[200] = "";
-        const uint8_t *h = b || !m ? NULL : window_get(&w, pos, BLOCK);
-        if (!b && m && !h)
-            b = "a header could not be read";
-        if (!b && h && gf__tar_member_check(h, m->name, m->name_len, m->size, reason,
-                                            sizeof reason) < 0)
-            b = reason;
-        if (!b && m) {
-            pos = m->off + (m->size + BLOCK - 1) / BLOCK * BLOCK;
-            w.key[0] = '\0'; /* a listed member ends the unlisted key */
-            w.unlisted_img = w.unlisted_cls = 0;
-            size_t e_at = m->line - 2; /* its line's entry: line 2 is the first */
-            if (es[e_at].cls_off == m->off) {
-                const uint8_t *t = window_get(&w, m->off, (size_t)m->size);
-                b = t ? gf__parse_cls((const char *)t, (size_t)m->size, &labels[e_at])
-                      : "a .cls could not be read";
-                if (!b && sc.labelled && es[e_at].label != labels[e_at])
-                    b = "labels= differs from the .cls";
-            }
-        }
-        if (b) {
-            if (m)
-                gf__why(why, why_len, "%s: line %zu: %s", path, m->line, b);
-            else
-                gf__why(why, why_len, "%s: %s", path, b);
-            rc = 2;
+    return rc;
+}
+
+int gf__shard_sidecar_match(gf__shard_sidecar *s, gf__builder *b, size_t first,
+                            size_t prefix_len, char *why, size_t why_len)
+{
+    const gf__sidecar *sc = &s->sc;
+    size_t got = b->n - first;
+    for (size_t i = 0; i < sc->n && i < got; i++) {
+        const entry *e = &sc->e[i];
+        size_t j = first + i;
+        const char *name = b->arena + b->off[j] + prefix_len;
+        const char *bad = NULL;
+        if (strlen(name) != e->name_len || memcmp(name, e->name, e->name_len) != 0)
+            bad = "its image is not the one the headers give this sample";
+        else if (e->img_off != b->doff[j] || e->img_size != b->dlen[j])
+            bad = "its image lies elsewhere in the shard, or is of another size";
+        else if (sc->labelled && e->label != b->labels[j])
+            bad = "labels= differs from the .cls";
+        if (bad) {
+            gf__why(why, why_len, "%s: line %zu: %s ('%.*s'; the headers: '%.80s' at %llu, %llu "
+                                  "bytes, label %d)",
+                    s->path, i + 2, bad, (int)GF__MIN(e->name_len, (size_t)80), e->name, name,
+                    (unsigned long long)b->doff[j], (unsigned long long)b->dlen[j],
+                    (int)b->labels[j]);
+            return 2;
         }
     }
-    free(w.p);
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = add(ctx, es[i].name, es[i].name_len, labels[i], es[i].img_off, es[i].img_size,
-                 es[i].img_crc32c);
-    free(labels);
-    gf__sidecar_free(&sc);
-    free(text);
-    free(path);
-    return rc;
+    if (sc->n != got) {
+        gf__why(why, why_len, "%s: %zu samples listed, the shard's headers give %zu", s->path,
+                sc->n, got);
+        return 2;
+    }
+    for (size_t i = 0; i < got; i++)
+        b->dcrc[first + i] = sc->e[i].img_crc32c;
+    return 0;
+}
+
+void gf__shard_sidecar_free(gf__shard_sidecar *s)
+{
+    gf__sidecar_free(&s->sc);
+    free(s->text);
+    free(s->path);
+    *s = (gf__shard_sidecar){.sc = {.shard_bytes = -1, .shard_crc32c = -1}};
 }

@@ -189,6 +189,7 @@ typedef struct shard_scan {
     int has_img, has_cls;
     const char *bad;       /* why the key cannot be a sample */
     int bad_label;         /* ... its .cls, which is no label */
+    char cls_ext[4];       /* that member's "cls", as it spells it */
     int bad_label_fails;   /* then the open fails (on_error = fail) */
     uint64_t img_off, img_size, key_at;
     int32_t label;
@@ -215,11 +216,11 @@ static int key_is_sample(const shard_scan *c)
 }
 
 /* A sample of shard c->shard: "shard.tar:member" in the arena, its label
- * and where its image lies. Also the sidecar reader's (gf__sidecar_add_fn). */
-static int add_sample(void *ctx, const char *name, size_t name_len, int32_t label,
-                      uint64_t off, uint64_t size, int64_t crc32c)
+ * and where its image lies (its CRC32C unknown: a matching sidecar's is
+ * set later, gf__shard_sidecar_match). */
+static int add_sample(shard_scan *c, const char *name, size_t name_len, int32_t label,
+                      uint64_t off, uint64_t size)
 {
-    shard_scan *c = ctx;
     gf__builder *b = c->b;
     size_t need = c->display_len + 1 + name_len + 1;
     if (gf__builder_reserve_paths(b, need) < 0 || gf__builder_reserve_samples(b, 1) < 0)
@@ -235,7 +236,7 @@ static int add_sample(void *ctx, const char *name, size_t name_len, int32_t labe
     b->doff[b->n] = off;
     assert(size <= UINT32_MAX); /* larger ones are bad keys */
     b->dlen[b->n] = (uint32_t)size;
-    b->dcrc[b->n] = crc32c;
+    b->dcrc[b->n] = -1;
     b->n++;
     b->arena_len += need;
     if (label > c->max_label)
@@ -368,8 +369,9 @@ static int flush_key(shard_scan *c)
     if (!c->bad && !c->has_cls)
         c->bad = "no .cls member";
     if (c->bad && c->bad_label && c->bad_label_fails) {
-        gf__why(c->why, c->why_len, "%s: offset %llu: key '%.80s': %s (on_error = fail)",
-                c->path, (unsigned long long)c->key_at, c->key, c->bad);
+        gf__why(c->why, c->why_len,
+                "%s: offset %llu: key '%.80s': member '%.80s.%s': %s (on_error = fail)",
+                c->path, (unsigned long long)c->key_at, c->key, c->key, c->cls_ext, c->bad);
         return GF_EDATASET;
     }
     if (c->bad) {
@@ -388,24 +390,20 @@ static int flush_key(shard_scan *c)
     }
     if (c->out)
         return emit_line(c);
-    return add_sample(c, c->img, c->img_len, c->label, c->img_off, c->img_size, -1);
+    return add_sample(c, c->img, c->img_len, c->label, c->img_off, c->img_size);
 }
 
 int gf__shard_labels_bounded(const gf__builder *b, char *const *shard_paths, char *why,
                              size_t why_len)
 {
-    uint64_t bound = b->n > GF__SHARD_CLASSES_MIN ? b->n : GF__SHARD_CLASSES_MIN;
-    for (size_t i = 0; i < b->n; i++)
-        if ((uint64_t)b->labels[i] >= bound) {
-            const char *path = b->arena + b->off[i], *colon = strchr(path, ':');
-            gf__why(why, why_len,
-                    "%s: member '%s': label %d is past any class of a set of %zu samples "
-                    "(labels are class numbers; at most %llu classes)",
-                    shard_paths[b->shard[i]], colon ? colon + 1 : path, (int)b->labels[i], b->n,
-                    (unsigned long long)bound);
-            return GF_EDATASET;
-        }
-    return 0;
+    char past[160];
+    size_t i = gf__builder_label_past(b, past, sizeof past);
+    if (i == b->n)
+        return 0;
+    const char *path = b->arena + b->off[i], *colon = strchr(path, ':');
+    gf__why(why, why_len, "%s: member '%s': %s", shard_paths[b->shard[i]],
+            colon ? colon + 1 : path, past);
+    return GF_EDATASET;
 }
 
 /* The label in a .cls member: decimal text, surrounding whitespace allowed. */
@@ -476,6 +474,8 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
         c->has_cls = 1;
         if (list_member(c, m, ext, ext_len) < 0)
             return GF_ENOMEM;
+        memcpy(c->cls_ext, ext, 3);
+        c->cls_ext[3] = '\0';
         if (m->size > CLS_MAX) {
             if (!c->bad)
                 c->bad = ".cls over 64 bytes", c->bad_label = 1;
@@ -638,24 +638,31 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged,
         c.display = slash ? slash + 1 : path;
         c.display_len = strlen(c.display);
         c.members = 0;
-        /* The sidecar when it matches; else, with a warning, the headers. */
+        /* The headers give the index; the sidecar beside them is taken
+         * (for its member CRCs) only where it lists exactly what they give. */
         char side_why[224];
-        rc = gf__shard_sidecar_read(ds->root_fd, path, fd, &st, add_sample, &c, side_why,
-                                    sizeof side_why);
-        if (rc == 2)
-            ds_warn(ds, "index sidecar ignored, the shard's headers read instead: %s",
+        gf__shard_sidecar side;
+        int side_rc = gf__shard_sidecar_load(ds->root_fd, path, &st, &side, side_why,
+                                             sizeof side_why);
+        if (side_rc == 2)
+            ds_warn(ds, "index sidecar ignored, the shard's headers give the index: %s",
                     side_why);
-        if (rc <= 0) {
-            close(fd);
-            continue;
-        }
+        size_t first = b.n;
         gf__tar_damage dmg;
-        rc = gf__tar_scan(fd, (uint64_t)st.st_size, path, on_member, &c, &ds->warnings,
-                          ds->warning, sizeof ds->warning, &dmg, why, why_len);
+        rc = side_rc == GF_ENOMEM ? side_rc
+                                  : gf__tar_scan(fd, (uint64_t)st.st_size, path, on_member, &c,
+                                                 &ds->warnings, ds->warning,
+                                                 sizeof ds->warning, &dmg, why, why_len);
         if (rc == 0)
             rc = flush_key(&c); /* a key never spans shards */
         else if (rc == GF_EDATASET && skip_damaged)
-            rc = take_damaged(&c, &dmg);
+            rc = take_damaged(&c, &dmg), side_rc = 1; /* reported as damaged */
+        if (rc == 0 && side_rc == 0 &&
+            gf__shard_sidecar_match(&side, &b, first, c.display_len + 1, side_why,
+                                    sizeof side_why) == 2)
+            ds_warn(ds, "index sidecar ignored, the shard's headers give the index: %s",
+                    side_why);
+        gf__shard_sidecar_free(&side);
         c.open = 0;
         close(fd);
     }

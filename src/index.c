@@ -38,7 +38,15 @@ int gf_index_open(gf_index **out, const gf_settings *s)
     o.shard_skip = gf__shard_skip_of(s); /* the kept set gf_open would index */
     o.ca_file = s->ca_file;
     o.remote_settings = &r; /* remote sidecars: the stall, retries and deadline asked */
-    return gf__dataset_open_with(&ix->ds, s->data, &o, ix->msg, sizeof ix->msg);
+    /* A key whose .cls is no label: as gf_open, an error under fail, else
+     * a warning (prepare would otherwise leave it out without a word). */
+    o.bad_label_fails = s->on_error == GF_ON_ERROR_FAIL;
+    rc = gf__dataset_open_with(&ix->ds, s->data, &o, ix->msg, sizeof ix->msg);
+    for (int i = 0; rc == 0 && s->on_sample_warning && i < ix->ds.n_label_skips; i++) {
+        const gf_sample_error *e = &ix->ds.label_skips[i];
+        s->on_sample_warning(s->on_sample_warning_user, e->sample, e->path, e->code, e->reason);
+    }
+    return rc;
 }
 
 uint64_t gf_index_count(const gf_index *ix)

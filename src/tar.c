@@ -31,7 +31,10 @@
  * files (type 'S', its map's extension blocks skipped, or pax GNU.sparse.*
  * records) are skipped as sparse; other unknown types are skipped over by
  * their size. Both are reported with a
- * skip reason, as are names that are absolute or hold a ".." component.
+ * skip reason, as are names that are absolute or hold a ".." component,
+ * and members whose own header block does not spell the name or size a
+ * pax or GNU header gave them (gf__tar_member_check, which every read
+ * runs: what it refuses is never indexed).
  *
  * Reads go through a small window: a header miss just past the window
  * doubles its size (up to 256 KiB), so runs of tiny members cost one
@@ -349,13 +352,6 @@ static const char *image_kind(const uint8_t *h)
     return k == GF__MAGIC_NONE ? NULL : names[k];
 }
 
-int gf__tar_header_size(const uint8_t *h, uint64_t *size)
-{
-    uint64_t stored = 0, computed = 0;
-    return checksum_ok(h, &stored, &computed) > 0 && parse_number(h + 124, 12, size) == 0 ? 0
-                                                                                          : -1;
-}
-
 int gf__tar_member_check(const uint8_t *h, const char *name, size_t name_len, uint64_t size,
                          char *why, size_t why_len)
 {
@@ -394,9 +390,10 @@ int gf__tar_member_check(const uint8_t *h, const char *name, size_t name_len, ui
             f++, fl--;
     }
     /* A longer name came from a pax or GNU header before this block;
-     * the block holds its first 100 bytes (Python's tarfile, GNU tar). */
+     * the block holds its first 100 bytes (Python's tarfile, GNU tar),
+     * "./" included where the name had it (GNU tar's "tar cf x.tar ./"). */
     int same = (fl == name_len && memcmp(f, name, fl) == 0) ||
-               (name_len > 100 && nl == 100 && memcmp(h, name, 100) == 0);
+               (nl == 100 && fl < name_len && memcmp(f, name, fl) == 0);
     /* A name not in ASCII came from a pax path; tarfile writes the block's
      * copy with '?' for each character: its ASCII ends must agree. */
     size_t lead = 0, tail = 0;
@@ -599,6 +596,18 @@ int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_f
                          "without --sparse)";
             if (!m.skip)
                 m.skip = name_problem(nm, nml);
+            /* Every read of a member checks the block before its data
+             * against the index (gf__tar_member_check): one whose pax
+             * path, GNU long name or pax size= that block does not spell
+             * would be indexed and then fail every read. (A member named
+             * and sized by its block alone passes by construction: the
+             * same name, checksum and type checks; not run, to keep a
+             * scan of small members as fast.) */
+            char unused[8];
+            if (!m.skip && (pax_path || has_longname || has_pax_size) &&
+                gf__tar_member_check(h, nm, nml, size, unused, sizeof unused) < 0)
+                m.skip = "its header block does not spell the name or size its pax or GNU "
+                         "header gives, so no read of it could be checked";
             members++;
             t.in_fn = 1;
             rc = fn(ctx, &t, &m);

@@ -65,16 +65,16 @@ int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_f
  * returns the error, and the scan stops with it). */
 int gf__tar_read(gf__tar *t, uint64_t off, void *dst, size_t n, char *why, size_t why_len);
 
-/* A header block's size field if its checksum is valid: 0, else -1. */
-int gf__tar_header_size(const uint8_t *h, uint64_t *size);
-
 /* Whether the header block h (the GF__TAR_BLOCK bytes just before a
  * member's data, read with it) announces the member an index says lies
  * there: a valid checksum, a regular file (or sparse: refused by name),
  * size bytes, and name (its whole member name) as the block spells it:
  * the ustar prefix/name; a name longer than the block holds (a pax path
- * or GNU long name came before) must start with the block's 100 bytes.
- * Returns 0, or GF_ECORRUPT with why saying what disagreed. */
+ * or GNU long name came before) must start with the block's name when its
+ * 100 bytes are full ("./" first stripped from both, as the scan does).
+ * Returns 0, or GF_ECORRUPT with why saying what disagreed. gf__tar_scan
+ * runs it on each member's own block and skips one it refuses, so what a
+ * scan indexes every read can check. */
 int gf__tar_member_check(const uint8_t *h, const char *name, size_t name_len, uint64_t size,
                          char *why, size_t why_len);
 

@@ -6,7 +6,8 @@
 # in torchvision's ImageFolder order); raw members are binary PPM of the
 # stated size (never enlarged, aspect kept, the shorter side rounded half
 # up); bad source files are listed; the loader reads the set through its
-# sidecars, and ignores with a warning one that does not match.
+# sidecars, and ignores with a warning one that does not match; a source
+# shard key whose .cls is no label is said, or under --on-error fail refused.
 # Usage: prepare.sh PATH/TO/gpufeed
 set -eu
 g=$1
@@ -333,4 +334,25 @@ def labels(out):
 a, t = labels(sys.argv[1]), labels(sys.argv[2])
 assert a == t and len(a) == 22, (a, t)
 EOF
+# ---- a source shard's key whose .cls is no label: said, or under fail refused ----
+python3 - "$src/class_00/img_00000.jpg" "$tmp/neg.tar" <<'EOF'
+import io, sys, tarfile
+img = open(sys.argv[1], "rb").read()
+with tarfile.open(sys.argv[2], "w", format=tarfile.USTAR_FORMAT) as t:
+    for name, data in (("good.jpg", img), ("good.cls", b"1"), ("neg.jpg", img), ("neg.cls", b"-1")):
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        t.addfile(info, io.BytesIO(data))
+EOF
+rc=0
+"$g" prepare "$tmp/neg.tar" "$tmp/negf" --on-error fail >/dev/null 2>"$tmp/err" || rc=$?
+[ "$rc" = 2 ] || fail "prepare --on-error fail over a key without a label: exit $rc, not 2"
+grep -q "neg.tar: offset [0-9]*: key 'neg': member 'neg.cls': .cls is not a non-negative decimal integer (on_error = fail)" \
+    "$tmp/err" || fail "the refusal names the shard and the member: $(cat "$tmp/err")"
+[ ! -e "$tmp/negf/train-000000.tar" ] || fail "a refused source wrote a shard"
+"$g" prepare "$tmp/neg.tar" "$tmp/negs" >/dev/null 2>"$tmp/err" ||
+    fail "prepare (skip) over a key without a label: $(cat "$tmp/err")"
+grep -q "warning: left out .*neg.tar:neg: offset [0-9]*: key skipped: .cls is not" "$tmp/err" ||
+    fail "under skip the key left out is said: $(cat "$tmp/err")"
+[ "$(tar tf "$tmp/negs/train-000000.tar" | grep -c '\.cls$')" -eq 1 ] || fail "one sample kept"
 echo "prepare.sh: ok"

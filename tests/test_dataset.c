@@ -1045,13 +1045,24 @@ START_TEST(list_with_a_nul_byte_is_a_dataset_error)
 }
 END_TEST
 
-START_TEST(list_label_just_below_the_limit_is_accepted)
+/* A label names a class, and classes = the largest label + 1: a list of
+ * n samples may name up to max(n, 2^20) classes (a subset of a large set
+ * keeps its labels), not 2^31 (2147483646 parses, but would make that
+ * many class names). The error names the file and the line of the first
+ * sample holding the largest label. */
+START_TEST(list_label_past_what_the_set_can_mean_is_refused_naming_the_line)
 {
-    write_list("list.txt", "a.jpg 2147483646\n");
+    write_list("list.txt", "a.jpg 1\n# c\nb.jpg 2147483646\nc.jpg 7\nd.jpg 2147483646\n");
+    const char *why = open_fails(at_root("list.txt"));
+    ck_assert_msg(strstr(why, "list.txt:3: label 2147483646 is past any class of a set of 4 "
+                              "samples (labels are class numbers; at most 1048576 classes)"),
+                  "%s", why);
+    assert_bad_list("a.jpg 1\nb.jpg 1048576\n", "list.txt:2: ", "label 1048576 is past");
+    write_list("list.txt", "a.jpg 1048575\n");
     gf__dataset ds;
     open_ok(&ds, at_root("list.txt"));
-    ck_assert_int_eq(ds.labels[0], 2147483646);
-    ck_assert_int_eq(ds.n_classes, 2147483647);
+    ck_assert_int_eq(ds.labels[0], 1048575);
+    ck_assert_int_eq(ds.n_classes, 1048576);
     gf__dataset_close(&ds);
 }
 END_TEST
@@ -1115,7 +1126,7 @@ static Suite *dataset_suite(void)
     tcase_add_test(tc, list_paths_open_relative_to_the_list_directory);
     tcase_add_test(tc, list_named_without_a_directory_is_relative_to_the_cwd);
     tcase_add_test(tc, list_of_many_lines_is_compact);
-    tcase_add_test(tc, list_label_just_below_the_limit_is_accepted);
+    tcase_add_test(tc, list_label_past_what_the_set_can_mean_is_refused_naming_the_line);
     suite_add_tcase(su, tc);
 
     tc = tcase_create("errors");

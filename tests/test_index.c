@@ -170,6 +170,61 @@ START_TEST(errors_name_the_file)
 }
 END_TEST
 
+/* A shard key whose .cls is no label ("-1"): gf_index_open treats it as
+ * gf_open does, so prepare does too: under on_error = skip a warning
+ * naming it (on_sample_warning, on the caller's thread) and the others
+ * indexed; under fail GF_EDATASET naming the shard and the member. */
+static int label_warnings;
+static char label_warning[512];
+static void on_label_warning(void *user, int64_t sample, const char *path, int code,
+                             const char *reason)
+{
+    (void)user;
+    label_warnings++;
+    snprintf(label_warning, sizeof label_warning, "%s%s: %s",
+             sample == -1 && code == GF_ECORRUPT ? "" : "(not sample -1, GF_ECORRUPT) ", path,
+             reason);
+}
+
+START_TEST(a_key_without_a_label_warns_or_under_fail_fails)
+{
+    char p[4096];
+    root = tu_mkdtemp();
+    tu_tar w = {0};
+    tu_tar_file(&w, "good.jpg", "xyz", 3);
+    tu_tar_file(&w, "good.cls", "1", 1);
+    tu_tar_file(&w, "neg.jpg", "xyz", 3);
+    tu_tar_file(&w, "neg.cls", "-1", 2);
+    tu_tar_end(&w);
+    snprintf(p, sizeof p, "%s/keys.tar", root);
+    tu_write_file(p, w.p, w.len);
+    free(w.p);
+    gf_settings s;
+    gf_index *ix = NULL;
+    gf_default_settings(&s);
+    s.data = p;
+    s.on_sample_warning = on_label_warning;
+    label_warnings = 0;
+    ck_assert_int_eq(gf_index_open(&ix, &s), 0);
+    ck_assert_uint_eq(gf_index_count(ix), 1);
+    ck_assert_int_eq(label_warnings, 1);
+    ck_assert_msg(strstr(label_warning, "keys.tar:neg: offset 2048: key skipped: .cls is "
+                                        "not a non-negative decimal integer") == label_warning,
+                  "%s", label_warning);
+    gf_index_close(&ix);
+
+    s.on_error = GF_ON_ERROR_FAIL;
+    label_warnings = 0;
+    ck_assert_int_eq(gf_index_open(&ix, &s), GF_EDATASET);
+    ck_assert_int_eq(label_warnings, 0);
+    const char *e = gf_index_last_error(ix);
+    ck_assert_msg(strstr(e, p) == e && strstr(e, "key 'neg': member 'neg.cls': .cls is not") &&
+                      strstr(e, "(on_error = fail)"),
+                  "%s", e);
+    gf_index_close(&ix);
+}
+END_TEST
+
 static Suite *index_suite(void)
 {
     Suite *su = suite_create("index");
@@ -179,6 +234,7 @@ static Suite *index_suite(void)
     tcase_add_test(tc, the_whole_data_set_whatever_the_rank);
     tcase_add_test(tc, list_and_shards);
     tcase_add_test(tc, errors_name_the_file);
+    tcase_add_test(tc, a_key_without_a_label_warns_or_under_fail_fails);
     suite_add_tcase(su, tc);
     return su;
 }

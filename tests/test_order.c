@@ -258,6 +258,23 @@ START_TEST(bad_samples_arguments_are_refused_naming_the_index)
     memcpy(lb, labels, sizeof lb);
     lb[2] = -1;
     open_refused(&s, paths, lb, N, GF_EINVAL, "label 2 is -1");
+    /* A label is a class, and N samples cannot mean 2^31 classes: the
+     * first sample holding the largest label is named. */
+    lb[2] = 2147483646;
+    lb[5] = 2147483646;
+    char past[160];
+    snprintf(past, sizeof past, "samples: sample 2: label 2147483646 is past any class of a set "
+                                "of %d samples (labels are class numbers; at most 1048576 "
+                                "classes)", N);
+    open_refused(&s, paths, lb, N, GF_EINVAL, past);
+    lb[5] = 1048576;
+    lb[2] = 3;
+    open_refused(&s, paths, lb, N, GF_EINVAL, "samples: sample 5: label 1048576 is past");
+    lb[5] = 1048575; /* within: a subset of a large set keeps its labels */
+    gf_loader *within = NULL;
+    ck_assert_int_eq(gf_open_samples(&within, &s, paths, lb, N), 0);
+    gf_close(&within);
+    lb[5] = labels[5];
     const char *p[N];
     memcpy(p, paths, sizeof p);
     p[1] = NULL;

@@ -234,6 +234,14 @@ START_TEST(range_reads_check_the_range_against_the_file)
 }
 END_TEST
 
+/* A long name's first 100 bytes, as a header block holds them. */
+static void block_name(char out[101], const char *name)
+{
+    size_t n = strlen(name) < 100 ? strlen(name) : 100;
+    memcpy(out, name, n);
+    out[n] = '\0';
+}
+
 START_TEST(long_names_come_from_pax_gnu_and_the_ustar_prefix)
 {
     char longdir[300];
@@ -244,16 +252,23 @@ START_TEST(long_names_come_from_pax_gnu_and_the_ustar_prefix)
     snprintf(pax_cls, sizeof pax_cls, "%s/pax-key.cls", longdir);
     snprintf(gnu_img, sizeof gnu_img, "%s/gnu-key.png", longdir);
     snprintf(gnu_cls, sizeof gnu_cls, "%s/gnu-key.cls", longdir);
+    /* each block holds the first 100 bytes of its long name, as Python's
+     * tarfile and GNU tar write them (a reader checks the block) */
+    char b_pax_img[101], b_pax_cls[101], b_gnu_img[101], b_gnu_cls[101];
+    block_name(b_pax_img, pax_img);
+    block_name(b_pax_cls, pax_cls);
+    block_name(b_gnu_img, gnu_img);
+    block_name(b_gnu_cls, gnu_cls);
     tw w = {0};
     tw_pax(&w, pax_img, -1);
-    size_t o1 = tu_tar_file(&w, "truncated-name-ignored.jpg", "P", 1);
+    size_t o1 = tu_tar_file(&w, b_pax_img, "P", 1);
     tw_pax(&w, pax_cls, -1);
-    tw_text(&w, "whatever.cls", "2");
+    tw_text(&w, b_pax_cls, "2");
     tw_gnu_long(&w, 'L', gnu_img);
-    size_t o2 = tu_tar_file(&w, "short.png", "G", 1);
+    size_t o2 = tu_tar_file(&w, b_gnu_img, "G", 1);
     tw_gnu_long(&w, 'L', gnu_cls);
     tw_gnu_long(&w, 'K', "a long link target that is ignored");
-    tw_text(&w, "short.cls", "5");
+    tw_text(&w, b_gnu_cls, "5");
     /* ustar prefix + name */
     tu_tar_header(&w, "pre-key.jpg", '0', 1, "some/prefix/dir");
     tu_tar_raw(&w, "U", 1);
@@ -284,6 +299,48 @@ START_TEST(long_names_come_from_pax_gnu_and_the_ustar_prefix)
     ck_assert_uint_eq(ds.data_off[0], o1);
     ck_assert_uint_eq(ds.data_off[1], o2);
     ck_assert_uint_eq(ds.warnings, 0);
+    for (uint64_t i = 0; i < ds.n; i++) {
+        void *data = NULL;
+        size_t len = 0;
+        ck_assert_msg(gf__dataset_read_sample(&ds, i, 0, &data, &len, why, sizeof why) == 0,
+                      "%s", why);
+        free(data);
+    }
+    gf__dataset_close(&ds);
+    free(p);
+
+    /* A long name whose block names something else: a reader could never
+     * check it, so it is no sample, and said; so is a GNU long name
+     * written "./" first, the block too, as GNU tar writes "tar cf x ./":
+     * that one is a sample. */
+    char dot_img[400], dot_cls[400], b_dot[101];
+    snprintf(dot_img, sizeof dot_img, "./%s/dot-key.jpg", longdir);
+    snprintf(dot_cls, sizeof dot_cls, "./%s/dot-key.cls", longdir);
+    tw_pax(&w, pax_img, -1);
+    tu_tar_file(&w, "other-name.jpg", "P", 1);
+    tw_text(&w, b_pax_cls, "2");
+    tw_gnu_long(&w, 'L', dot_img);
+    block_name(b_dot, dot_img);
+    tu_tar_file(&w, b_dot, "D", 1);
+    tw_gnu_long(&w, 'L', dot_cls);
+    block_name(b_dot, dot_cls);
+    tw_text(&w, b_dot, "3");
+    tu_tar_end(&w);
+    p = tw_save(&w, "other.tar");
+    ck_assert_msg(open_ds(&ds, p, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(ds.n, 1);
+    snprintf(want, sizeof want, "other.tar:%s", dot_img + 2);
+    ck_assert_str_eq(gf__dataset_path(&ds, 0), want);
+    ck_assert_int_eq(ds.labels[0], 3);
+    ck_assert_msg(strstr(ds.warning, "offset 1024: member 'ddd") &&
+                      strstr(ds.warning, "' skipped: its header block does not spell the name or "
+                                         "size its pax or GNU header gives"),
+                  "%s", ds.warning);
+    void *data = NULL;
+    size_t len = 0;
+    ck_assert_msg(gf__dataset_read_sample(&ds, 0, 0, &data, &len, why, sizeof why) == 0, "%s",
+                  why);
+    free(data);
     gf__dataset_close(&ds);
     free(p);
 }
@@ -292,9 +349,9 @@ END_TEST
 START_TEST(pax_size_base256_size_and_archive_ends_are_honoured)
 {
     tw w = {0};
-    /* pax size= overrides the header's (here wrong) size */
+    /* pax size= (here as the header's) */
     tw_pax(&w, NULL, 3);
-    tu_tar_header(&w, "a.jpg", '0', 0, NULL);
+    tu_tar_header(&w, "a.jpg", '0', 3, NULL);
     size_t oa = w.len;
     tu_tar_raw(&w, "abc", 3);
     tu_tar_pad(&w);
@@ -324,6 +381,26 @@ START_TEST(pax_size_base256_size_and_archive_ends_are_honoured)
     ck_assert_uint_eq(ds.data_len[1], 5);
     ck_assert_uint_eq(ds.warnings, 1);
     ck_assert_msg(strstr(ds.warning, "lone zero block"), "%s", ds.warning);
+    gf__dataset_close(&ds);
+    free(p);
+
+    /* pax size= over a header's other size: the walk takes pax's (the
+     * next member is where it says), but the member, whose block a
+     * reader checks, is no sample */
+    tw_pax(&w, NULL, 3);
+    tu_tar_header(&w, "a.jpg", '0', 0, NULL);
+    tu_tar_raw(&w, "abc", 3);
+    tu_tar_pad(&w);
+    tw_text(&w, "a.cls", "1");
+    size_t oc = tw_text(&w, "c.jpg", "c");
+    tw_text(&w, "c.cls", "0");
+    tu_tar_end(&w);
+    p = tw_save(&w, "paxsize.tar");
+    ck_assert_msg(open_ds(&ds, p, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(ds.n, 1);
+    ck_assert_uint_eq(ds.data_off[0], oc);
+    ck_assert_msg(strstr(ds.warning, "member 'a.jpg' skipped: its header block does not spell"),
+                  "%s", ds.warning);
     gf__dataset_close(&ds);
 
     /* Signed checksum variant (a byte >= 0x80 in the name) is accepted. */
@@ -1001,23 +1078,24 @@ static void write_sidecar(size_t off[3][3], size_t size, int how)
     free(p);
 }
 
-/* A matching sidecar is read instead of the headers: a header spoiled
- * after it was written is never seen, and the index is the scan's. */
-START_TEST(a_matching_sidecar_is_read_instead_of_the_headers)
+/* A matching sidecar (gf_shard_index's) is taken: the index is the
+ * scan's, with the sidecar's member CRCs. The headers are read either
+ * way, so a header spoiled after the sidecar was written is seen: the
+ * shard is damaged, sidecar or not. */
+START_TEST(a_matching_sidecar_gives_the_scans_index_and_spoiled_headers_are_seen)
 {
     size_t off[3][3], size;
     char *p = sidecar_shard(off, &size);
     gf__dataset scan, side;
-    char why[512];
+    char why[512], *text = NULL;
+    size_t len = 0;
     ck_assert_msg(open_ds(&scan, p, why, sizeof why) == 0, "%s", why);
-    write_sidecar(off, size, 0);
-    /* the second sample's header checksum: a scan now fails there */
-    int fd = open(p, O_WRONLY);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(pwrite(fd, "0", 1, (off_t)off[1][0] - 512 + 148), 1);
-    close(fd);
+    ck_assert_msg(gf_shard_index(p, &text, &len, NULL, why, sizeof why) == 0, "%s", why);
+    char *idx = path_in("x.idx");
+    tu_write_file(idx, text, len);
+    gf_free(text);
     ck_assert_msg(open_ds(&side, p, why, sizeof why) == 0, "%s", why);
-    ck_assert_uint_eq(side.warnings, 0);
+    ck_assert_msg(side.warnings == 0, "%s", side.warning);
     ck_assert_uint_eq(side.n, scan.n);
     ck_assert_uint_eq(side.n, 3);
     ck_assert_int_eq(side.n_classes, scan.n_classes);
@@ -1026,10 +1104,20 @@ START_TEST(a_matching_sidecar_is_read_instead_of_the_headers)
         ck_assert_int_eq(side.labels[i], scan.labels[i]);
         ck_assert_uint_eq(side.data_off[i], scan.data_off[i]);
         ck_assert_uint_eq(side.data_len[i], scan.data_len[i]);
+        ck_assert_int_eq(scan.data_crc[i], -1);
+        ck_assert_int_ge(side.data_crc[i], 0); /* taken */
     }
     ck_assert_int_eq(side.labels[2], 5);
     gf__dataset_close(&scan);
     gf__dataset_close(&side);
+    /* the second sample's header checksum, no longer octal */
+    int fd = open(p, O_WRONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, "X", 1, (off_t)off[1][0] - 512 + 148), 1);
+    close(fd);
+    ck_assert_int_eq(open_ds(&side, p, why, sizeof why), GF_EDATASET);
+    ck_assert_msg(strstr(why, "checksum"), "%s", why);
+    free(idx);
     free(p);
 }
 END_TEST
@@ -1038,7 +1126,7 @@ END_TEST
  * key without .cls, a wrong count, older than the shard and without a
  * size, a .cls that is no label) is ignored with a warning naming it and
  * the reason, and the headers give the index (which in the last case
- * skips that key, with a second warning). */
+ * skips that key, with a warning of its own: the scan's, first). */
 START_TEST(a_sidecar_that_does_not_match_is_ignored_with_a_warning)
 {
     static const char *const reason[] = {
@@ -1058,9 +1146,10 @@ START_TEST(a_sidecar_that_does_not_match_is_ignored_with_a_warning)
     write_sidecar(off, size, _i);
     ck_assert_msg(open_ds(&side, p, why, sizeof why) == 0, "%s", why);
     ck_assert_uint_eq(side.warnings, scan.warnings + 1);
-    ck_assert_msg(strstr(side.warning, "index sidecar ignored") && strstr(side.warning, "x.idx") &&
-                      strstr(side.warning, reason[_i]),
-                  "case %d: %s", _i, side.warning);
+    int named = _i == 6 ? strcmp(side.warning, scan.warning) == 0
+                        : strstr(side.warning, "index sidecar ignored") &&
+                              strstr(side.warning, "x.idx");
+    ck_assert_msg(named && strstr(side.warning, reason[_i]), "case %d: %s", _i, side.warning);
     ck_assert_uint_eq(side.n, scan.n);
     for (uint64_t i = 0; i < side.n; i++) {
         ck_assert_str_eq(gf__dataset_path(&side, i), gf__dataset_path(&scan, i));
@@ -1496,8 +1585,9 @@ START_TEST(gzip_compressed_shards_are_refused_by_name)
 END_TEST
 
 /* gf_shard_index leaves out the members of keys a scan skips (an image
- * without .cls, a stray file): its sidecar is still taken, as the
- * headers between its members are no sample. */
+ * without .cls, a stray file): its sidecar is still taken, as it lists
+ * the scan's samples; the scan's warning for the key is given as without
+ * a sidecar. */
 START_TEST(a_sidecar_is_taken_beside_keys_that_are_no_sample)
 {
     tw w = {0};
@@ -1519,10 +1609,51 @@ START_TEST(a_sidecar_is_taken_beside_keys_that_are_no_sample)
     gf_free(text);
     gf__dataset ds;
     ck_assert_msg(open_ds(&ds, p, why, sizeof why) == 0, "%s", why);
-    ck_assert_msg(ds.warnings == 0, "%s", ds.warning);
+    ck_assert_msg(ds.warnings == 3 && strstr(ds.warning, "key 'nocls' skipped: no .cls member"),
+                  "%llu: %s", (unsigned long long)ds.warnings, ds.warning); /* and the other two */
     ck_assert_uint_eq(ds.n, 2);
     ck_assert_int_eq(ds.labels[1], 0);
+    ck_assert_int_ge(ds.data_crc[0], 0); /* taken */
     gf__dataset_close(&ds);
+    free(idx);
+    free(p);
+}
+END_TEST
+
+/* A sidecar is taken only where it lists the scan's samples: one naming
+ * a key's second image (a scan takes the first), or pairing an image and
+ * a .cls split by another key's member (no sample to a scan), is ignored
+ * with a warning, and the scan's index stands: never a second truth. */
+START_TEST(a_sidecar_listing_what_a_scan_would_not_take_is_ignored)
+{
+    tw w = {0};
+    size_t a_jpg = tw_text(&w, "a.jpg", "first");
+    size_t a_png = tw_text(&w, "a.png", "second");
+    size_t a_cls = tw_text(&w, "a.cls", "1");
+    size_t b_jpg = tw_text(&w, "b.jpg", "bb");
+    tw_text(&w, "x.txt", "x");
+    size_t b_cls = tw_text(&w, "b.cls", "2");
+    tu_tar_end(&w);
+    char *p = tw_save(&w, "two.tar"), why[512], text[512];
+    gf__dataset scan, side;
+    ck_assert_msg(open_ds(&scan, p, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(scan.n, 1);
+    int n = _i == 0 ? snprintf(text, sizeof text, "v1.2 1\npng %zu 6 a.png cls %zu 1 a.cls\n",
+                               a_png, a_cls)
+                    : snprintf(text, sizeof text,
+                               "v1.2 2\njpg %zu 5 a.jpg cls %zu 1 a.cls\n"
+                               "jpg %zu 2 b.jpg cls %zu 1 b.cls\n",
+                               a_jpg, a_cls, b_jpg, b_cls);
+    char *idx = path_in("two.idx");
+    tu_write_file(idx, text, (size_t)n);
+    ck_assert_msg(open_ds(&side, p, why, sizeof why) == 0, "%s", why);
+    ck_assert_uint_eq(side.warnings, scan.warnings + 1);
+    ck_assert_uint_eq(side.n, 1);
+    ck_assert_str_eq(gf__dataset_path(&side, 0), "two.tar:a.jpg");
+    ck_assert_uint_eq(side.data_off[0], a_jpg);
+    ck_assert_int_eq(side.labels[0], 1);
+    gf__dataset_close(&scan);
+    gf__dataset_close(&side);
     free(idx);
     free(p);
 }
@@ -1679,7 +1810,8 @@ static Suite *tar_suite(void)
 
     tc = tcase_create("sidecar");
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, a_matching_sidecar_is_read_instead_of_the_headers);
+    tcase_add_test(tc, a_matching_sidecar_gives_the_scans_index_and_spoiled_headers_are_seen);
+    tcase_add_loop_test(tc, a_sidecar_listing_what_a_scan_would_not_take_is_ignored, 0, 2);
     tcase_add_loop_test(tc, a_sidecar_that_does_not_match_is_ignored_with_a_warning, 1, 7);
     tcase_add_test(tc, a_sidecar_keeps_its_shard_crc32c);
     tcase_add_test(tc, a_sidecar_keeps_its_member_crc32c_only_when_whole);

@@ -2,12 +2,12 @@
  * `gpufeed index SHARDS`: writes each tar shard's index sidecar
  * (SHARD.idx: DALI wds2idx's v1.2 text with gpufeed's shard_bytes= and
  * labels= tokens, from gf_shard_index) beside it or into --out DIR, so a
- * later open reads the sidecar instead of every header, and a remote
- * open needs no read of the shard to index it. Remote shards (http(s)://,
- * s3://) are fetched whole, one at a time, by gf_shard_index_with, each
- * request within the loader's stall, retries and deadline (their
- * --remote-* options); their sidecars can only go into --out DIR, to be
- * uploaded beside them. Main thread.
+ * remote open needs no read of the shard to index it, and a local one
+ * (which reads the headers all the same) takes its member CRCs. Remote
+ * shards (http(s)://, s3://) are fetched whole, one at a time, by
+ * gf_shard_index_with, each request within the loader's stall, retries
+ * and deadline (their --remote-* options); their sidecars can only go
+ * into --out DIR, to be uploaded beside them. Main thread.
  *
  * Each sidecar is written to a temporary name in its directory, synced,
  * renamed into place and the directory synced: a killed run leaves either

@@ -22,7 +22,7 @@ static const command commands[] = {
      "write a synthetic, learnable data set (ImageFolder or --shards N tar shards)"},
     {"prepare", cmd_prepare,
      "write a data set as tar shards made for fast loading (resized, indexed)"},
-    {"index", cmd_index, "write tar shards' index sidecars (SHARD.idx), read instead of headers"},
+    {"index", cmd_index, "write tar shards' index sidecars (SHARD.idx), for remote shards and CRCs"},
     {"verify", cmd_verify, "decode every sample of a data set, list the bad ones"},
     {"bench", cmd_bench, "measure the input pipeline (images/s, efficiency)"},
     {"train", cmd_train, "demo: train a small CNN, synchronous loop vs gpufeed"},

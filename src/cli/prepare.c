@@ -4,7 +4,7 @@
  * loading: OUT/<name>-000000.tar ... (per sample KEY.jpg, .ppm or .pgm,
  * KEY.cls and KEY.key, the source's path), an index sidecar per shard
  * (OUT/<name>-NNNNNN.idx, DALI wds2idx's v1.2 text, which gpufeed's
- * shard indexer reads instead of the headers), OUT/classes.txt (class
+ * remote reader indexes from, with the members' CRCs), OUT/classes.txt (class
  * names in label order: labels are the source's, so the class indices
  * are torchvision ImageFolder's) and OUT/manifest.json (the source and
  * each source file's identity, the settings, counts, each shard's
@@ -45,11 +45,12 @@ static void usage(FILE *f)
             "loading: OUT/NAME-000000.tar ..., each sample KEY.jpg (or .ppm/.pgm, raw\n"
             "pixels), KEY.cls (its label) and KEY.key (its path in SRC), in SRC's\n"
             "index order; OUT/NAME-NNNNNN.idx beside each shard (DALI wds2idx's index,\n"
-            "which gpufeed reads instead of the tar headers); OUT/classes.txt (class\n"
-            "names in label order: the labels are SRC's, as torchvision's ImageFolder\n"
-            "numbers them); OUT/manifest.json (source, settings, counts, each shard's\n"
-            "SHA-256, bad samples). The same bytes whatever --threads. Run it again\n"
-            "after a kill and it resumes where it stopped. Read the set back with\n"
+            "from which gpufeed indexes remote shards, with the members' CRCs);\n"
+            "OUT/classes.txt (class names in label order: the labels are SRC's, as\n"
+            "torchvision's ImageFolder numbers them); OUT/manifest.json (source,\n"
+            "settings, counts, each shard's SHA-256, bad samples). The same bytes\n"
+            "whatever --threads. Run it again after a kill and it resumes where it\n"
+            "stopped. Read the set back with\n"
             "--data 'OUT/NAME-{000000..NNNNNN}.tar'; 'gpufeed verify --data OUT'\n"
             "checks it against its manifest and decodes every sample.\n"
             "\n"
@@ -77,7 +78,9 @@ static void usage(FILE *f)
             "  --threads N           decode and encode threads (default: all cores)\n"
             "  --channels C          3 (RGB, default) or 1 (grey)\n"
             "  --on-error E          skip|fail: a bad source sample is left out and\n"
-            "                        listed (default), or stops the run (exit 1)\n"
+            "                        listed (default), or stops the run (exit 1); a\n"
+            "                        shard key whose .cls is no label is left out\n"
+            "                        with a warning, or refused at the start (exit 2)\n"
             "  --on-shard-error P    follow|fail|skip: a damaged source shard\n"
             "  --strictness M        strict|lenient|whole: a decoder warning is a bad\n"
             "                        sample (strict: the default) or not (lenient)\n"
@@ -263,12 +266,25 @@ static void summary_text(const prep_opts *o, const prep_result *r, uint64_t byte
            r->seconds > 0 ? (double)r->samples_this_run / r->seconds : 0.0, r->threads);
 }
 
+/* A shard key the index left out for its .cls (no label): said, as a
+ * damaged shard is (under --on-error fail the index refuses it instead). */
+static void on_index_warning(void *user, int64_t sample, const char *path, int code,
+                             const char *reason)
+{
+    (void)user, (void)sample, (void)code;
+    fprintf(stderr, "gpufeed prepare: warning: left out ");
+    cli_put_quoted(stderr, path);
+    fprintf(stderr, ": %s\n", reason);
+}
+
 static int run(prep_opts *o)
 {
     if (check_nesting(o) != 0)
         return CLI_USAGE;
     gf_index *ix = NULL;
-    int rc = gf_index_open(&ix, &o->s);
+    gf_settings is = o->s;
+    is.on_sample_warning = on_index_warning;
+    int rc = gf_index_open(&ix, &is);
     if (rc < 0) {
         cli_error_msg(CMD, gf_index_last_error(ix), rc);
         gf_index_close(&ix);
