@@ -102,7 +102,7 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
     }
     /* AUTO: a decode thread reads what the page cache holds itself, so
      * the bytes are in its core's cache when it decodes them; io_uring
-     * reads the rest (DESIGN.md, the reader). */
+     * reads the rest (reader.c's head says why). */
     l->page_cache_first = l->uring && l->s.io == GF_IO_AUTO;
     l->ctl_page_cache_gap = l->ctl_page_cache_skip = 0;
     l->ctl_page_cache_hits = l->ctl_page_cache_misses = 0;
