@@ -68,10 +68,23 @@ static int setup_request(void *ctx, void *easy, const gf__fetch_target *t, struc
     if (c->has_auth && t->s3)
         rt.scheme = GF__REMOTE_S3;
     gf__remote_auth a = c->auth;
-    if (t->region[0])
+    char *in_region = NULL;
+    if (t->region[0]) {
         a.region = t->region; /* the store named the bucket's region */
-    return gf__remote_easy_setup(easy, &rt, c->has_auth ? &a : NULL, c->ca_file, h, why,
-                                 why_len);
+        /* On AWS's own hosts the region is in the host too: that host is
+         * asked (an endpoint of the user's is asked again, re-signed). */
+        size_t n = a.endpoint && *a.endpoint ? 0 : gf__s3_url_in_region(t->url, t->region, NULL, 0);
+        if (n && (in_region = malloc(n + 1)))
+            gf__s3_url_in_region(t->url, t->region, in_region, n + 1);
+        else if (n)
+            return gf__why(why, why_len, "out of memory for a URL"), GF_ENOMEM;
+        if (in_region)
+            rt.url = in_region;
+    }
+    int rc = gf__remote_easy_setup(easy, &rt, c->has_auth ? &a : NULL, c->ca_file, h, why,
+                                   why_len);
+    free(in_region); /* curl keeps its own copy of the URL */
+    return rc;
 }
 
 /* A fetch through c at its limits: requests in flight over as many

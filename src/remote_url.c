@@ -10,6 +10,7 @@
 #include "dataset_indexers.h" /* gf__shards_expand, gf__names */
 #include "remote_auth.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -408,4 +409,28 @@ void gf__remote_list_free(gf__remote_list *l)
         return;
     free(l->t);
     memset(l, 0, sizeof *l);
+}
+
+size_t gf__s3_url_in_region(const char *url, const char *region, char *dst, size_t room)
+{
+    static const char scheme[] = "https://", suffix[] = ".amazonaws.com";
+    size_t rn = strlen(region);
+    if (rn == 0 || rn > 63 || strspn(region, "abcdefghijklmnopqrstuvwxyz0123456789-") != rn ||
+        strncmp(url, scheme, sizeof scheme - 1) != 0)
+        return 0;
+    const char *host = url + sizeof scheme - 1;
+    size_t hl = strcspn(host, "/");
+    size_t sl = sizeof suffix - 1;
+    if (hl <= sl || memcmp(host + hl - sl, suffix, sl) != 0)
+        return 0;
+    /* the region: the label between "s3." (the host's first label, or
+     * after a bucket's dot) and ".amazonaws.com" */
+    const char *end = host + hl - sl, *r = end;
+    while (r > host && r[-1] != '.')
+        r--;
+    if (r == end || r - host < 3 || memcmp(r - 3, "s3.", 3) != 0 ||
+        (r - 3 > host && r[-4] != '.'))
+        return 0;
+    int n = snprintf(dst, room, "%.*s%s%s", (int)(r - url), url, region, end);
+    return n < 0 ? 0 : (size_t)n;
 }

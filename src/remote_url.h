@@ -90,4 +90,12 @@ int gf__remote_bucket_ok(const char *bucket, size_t len);
  * returns the length written. */
 size_t gf__remote_uri_encode(char *dst, const char *src, size_t n);
 
+/* url, an AWS S3 URL as gf__remote_targets makes it without an endpoint
+ * ("https://BUCKET.s3.R.amazonaws.com/KEY", "https://s3.R.amazonaws.com/
+ * BUCKET/KEY"), with R replaced by region, into dst[room] (NULL, 0: only
+ * measured). Returns its length, or 0 where url is no such URL or region
+ * no region's name (a label of [a-z0-9-]): a store's 301 names the
+ * bucket's region, whose host is then asked, as the AWS SDKs do. */
+size_t gf__s3_url_in_region(const char *url, const char *region, char *dst, size_t room);
+
 #endif

@@ -133,6 +133,42 @@ START_TEST(s3_on_aws_is_virtual_hosted_and_keys_are_encoded)
 }
 END_TEST
 
+/* A store's 301 names the bucket's region: on AWS's own hosts the region
+ * is in the host, which is then asked (as the AWS SDKs do); any other
+ * host (an endpoint of the user's) is only re-signed. */
+START_TEST(an_aws_url_moves_to_the_region_the_store_names)
+{
+    static const struct {
+        const char *url, *region, *want; /* want NULL: not an AWS regional URL */
+    } cases[] = {
+        {"https://my-bucket.s3.us-east-1.amazonaws.com/pre%20fix/a.tar", "eu-west-1",
+         "https://my-bucket.s3.eu-west-1.amazonaws.com/pre%20fix/a.tar"},
+        {"https://s3.us-east-1.amazonaws.com/my.bucket/k/8.tar", "ap-southeast-2",
+         "https://s3.ap-southeast-2.amazonaws.com/my.bucket/k/8.tar"},
+        {"https://my-bucket.s3.us-east-1.amazonaws.com", "eu-west-1",
+         "https://my-bucket.s3.eu-west-1.amazonaws.com"},
+        {"http://127.0.0.1:9000/bucket/a.tar", "eu-west-1", NULL},
+        {"https://example.com/s3.us-east-1.amazonaws.com/a.tar", "eu-west-1", NULL},
+        {"https://evils3.us-east-1.amazonaws.com/a.tar", "eu-west-1", NULL},
+        {"https://my-bucket.s3.us-east-1.amazonaws.com/a.tar", "eu-west-1/../x", NULL},
+        {"https://my-bucket.s3.us-east-1.amazonaws.com/a.tar", "EU", NULL},
+        {"https://my-bucket.s3.us-east-1.amazonaws.com/a.tar", "", NULL},
+        {"https://amazonaws.com/a.tar", "eu-west-1", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        size_t n = gf__s3_url_in_region(cases[i].url, cases[i].region, NULL, 0);
+        if (!cases[i].want) {
+            ck_assert_msg(n == 0, "%s in %s: %zu", cases[i].url, cases[i].region, n);
+            continue;
+        }
+        char got[256];
+        ck_assert_uint_eq(n, strlen(cases[i].want));
+        ck_assert_uint_eq(gf__s3_url_in_region(cases[i].url, cases[i].region, got, sizeof got), n);
+        ck_assert_str_eq(got, cases[i].want);
+    }
+}
+END_TEST
+
 START_TEST(s3_with_an_endpoint_is_path_style)
 {
     gf__remote_auth a = fake_auth("us-east-1", "http://127.0.0.1:8080");
@@ -654,6 +690,7 @@ static Suite *remote_suite(int live)
     tcase_add_test(tc, https_braces_and_commas_expand_in_order);
     tcase_add_test(tc, s3_on_aws_is_virtual_hosted_and_keys_are_encoded);
     tcase_add_test(tc, s3_with_an_endpoint_is_path_style);
+    tcase_add_test(tc, an_aws_url_moves_to_the_region_the_store_names);
     tcase_add_test(tc, sigv4_encoding_keeps_only_unreserved_and_slash);
     tcase_add_test(tc, bad_buckets_are_refused);
     tcase_add_test(tc, bad_sources_say_why);
