@@ -243,7 +243,6 @@ static int setup(void *ctx, void *easy, const gf__fetch_target *t, struct curl_s
     curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, open_socket);
     curl_easy_setopt(easy, CURLOPT_OPENSOCKETDATA, ctx);
     curl_easy_setopt(easy, CURLOPT_FORBID_REUSE, 1L);
-    if (getenv("TF_VERBOSE")) curl_easy_setopt(easy, CURLOPT_VERBOSE, 1L);
     return 0;
 }
 
