@@ -1,4 +1,5 @@
-/* Ranged GETs of remote objects on a libuv loop (src/remote_fetch.c):
+/* Ranged GETs of remote objects on a libuv loop (src/remote_fetch.c,
+ * remote_request.c; insides in remote_fetch_impl.h):
  * libcurl's multi interface driven by the loop's own poll and timer
  * handles, so no thread is added. Owned by the thread that runs the loop
  * (gf-control); the completions come back as io_uring's do. */
@@ -108,7 +109,7 @@ int gf__fetch_each(gf__fetch_target *const *t, const uint64_t *off, const uint64
                    const gf__fetch_opts *o, gf__fetch_got_fn got, void *ctx, char *why,
                    size_t why_len);
 
-/* Response parsing, pure (fuzz_remote): a Content-Range value v[0..n)
+/* Response parsing, pure (remote_answer.c; fuzz_remote): a Content-Range value v[0..n)
  * "bytes FIRST-LAST/TOTAL" (a total of "*": 0) or "bytes STAR/TOTAL" (first 1,
  * last 0: no range; STAR is "*"). Returns 0, or -1 malformed. */
 int gf__content_range_parse(const char *v, size_t n, uint64_t *first, uint64_t *last,

@@ -1,6 +1,6 @@
 /* Remote sources, AWS shared files and HTTP answers: the first byte
  * picks which. 2: the rest is a Content-Range value, 4: an S3 error body
- * (remote_fetch.c's parsers: a range is whole, first <= last < total, and
+ * (remote_answer.c's parsers: a range is whole, first <= last < total, and
  * prints back as read; the error's fields bounded, no control
  * character). Other even: the rest is a remote `data` (remote_url.c), expanded against an
  * AWS endpoint and a custom one; every target must be whole, and every
