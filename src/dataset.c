@@ -18,6 +18,7 @@
 #include "dataset.h"
 #include "dataset_indexers.h"
 #include "remote_url.h"
+#include "shard_pattern.h"
 
 #include "config.h"
 

@@ -20,8 +20,6 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_
  * one (the folder indexer goes on); GF_EDATASET with why when it has a
  * manifest.json beside shards that are not one numbered run; GF_ENOMEM. */
 int gf__prepared_pattern(const char *dir, char **pattern, char *why, size_t why_len);
-/* 1 if src names tar shards (every comma-separated element ends in .tar). */
-int gf__dataset_is_shards(const char *src);
 /* dataset_remote.c (the `remote` feature): http(s):// and s3:// shards,
  * indexed from their sidecars (SHARD.idx with labels=, shard_crc32c= and
  * member_crc32c=) without reading a shard; ca_file NULL: the system's CA
@@ -63,13 +61,6 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged,
  * remote shard was fetched into), named shard in messages. */
 int gf__shard_index_fd(int fd, uint64_t size, const char *shard, char **text, size_t *len,
                        struct gf_shard_index_info *info, char *why, size_t why_len);
-/* dataset_shards.c: src's comma-separated elements, each with its
- * {FIRST..LAST} ranges expanded, appended to out in order (local paths
- * and remote_url.c's URLs alike). At most 2^20 names of 64 MiB in all:
- * past that, or a bad range, GF_EDATASET with why = "src: reason";
- * GF_ENOMEM. Nothing else is checked (not the .tar suffix). */
-int gf__shards_expand(const char *src, gf__names *out, char *why, size_t why_len);
-
 /* dataset_shards.c: gf__builder_label_past over shards' samples: a label
  * past what the set can mean (one .cls or labels= of 2147483646) is
  * GF_EDATASET with why = "SHARD: member 'NAME': label L ...". */

@@ -12,15 +12,15 @@
  * keeps the members the scan passed before the damage: samples whose
  * image and label both lie wholly before it; the key the damage cut is
  * lost. Shards are scanned one after another in source order, so the kept
- * set is a function of the files alone, whatever the thread count. */
+ * set is a function of the files alone, whatever the thread count.
+ * Patterns expand in shard_pattern.c; gf_shard_index's public door,
+ * shard_index.c, calls gf__shard_index_fd here. */
 #include "dataset.h"
 
 #include "reader_internal.h"
 
-#include "config.h"
-#include "remote_url.h"
-#include "settings.h"
 #include "crc32c.h"
+#include "shard_pattern.h"
 #include "tar.h"
 
 #include <assert.h>
@@ -33,11 +33,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Bounds on what a pattern may expand to, checked as it expands: a short
- * pattern such as "{0..999}{0..999}{0..999}.tar" must not take the
- * memory of a billion names before the first one is found missing. */
-#define SHARDS_MAX ((size_t)1 << 20)
-#define SHARD_NAMES_MAX_BYTES ((size_t)64 << 20)
 #define CLS_MAX 64
 
 static void ds_warn(gf__dataset *ds, const char *fmt, ...)
@@ -49,127 +44,6 @@ static void ds_warn(gf__dataset *ds, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(ds->warning, sizeof ds->warning, fmt, ap);
     va_end(ap);
-}
-
-/* 1 if name[0, n) ends in a gzip'd tar's suffix (webdataset reads those). */
-static int gzip_suffix(const char *name, size_t n)
-{
-    return (n >= 7 && strncasecmp(name + n - 7, ".tar.gz", 7) == 0) ||
-           (n >= 4 && strncasecmp(name + n - 4, ".tgz", 4) == 0);
-}
-
-/* Commas outside braces separate elements; 1 if there is at least one and
- * every one ends in ".tar" (or ".tar.gz"/".tgz": refused by name when
- * opened, not read as a list file). */
-int gf__dataset_is_shards(const char *src)
-{
-    int depth = 0;
-    size_t start = 0, len = strlen(src);
-    for (size_t i = 0; i <= len; i++) {
-        char c = src[i];
-        if (c == '{')
-            depth++;
-        else if (c == '}' && depth > 0)
-            depth--;
-        if ((c == ',' && depth == 0) || c == '\0') {
-            size_t el = i - start;
-            if ((el < 4 || strncasecmp(src + i - 4, ".tar", 4) != 0) &&
-                !gzip_suffix(src + start, el))
-                return 0;
-            start = i + 1;
-        }
-    }
-    return 1;
-}
-
-/* Expands the brace ranges of pat[0, len) after the prefix buf[0, blen)
- * (buf has room for the whole element: an expansion is never longer than
- * its pattern) into out. */
-static int expand_braces(const char *pat, size_t len, char *buf, size_t blen, gf__names *out,
-                         const char *src, char *why, size_t why_len)
-{
-    const char *ob = memchr(pat, '{', len);
-    if (!ob) {
-        memcpy(buf + blen, pat, len);
-        buf[blen + len] = '\0';
-        if (out->n >= SHARDS_MAX) {
-            gf__why_path(why, why_len, src, "more than %zu shards", SHARDS_MAX);
-            return GF_EDATASET;
-        }
-        if (out->len + blen + len + 1 > SHARD_NAMES_MAX_BYTES) {
-            gf__why_path(why, why_len, src, "its shard names take more than %zu MiB",
-                    SHARD_NAMES_MAX_BYTES >> 20);
-            return GF_EDATASET;
-        }
-        return gf__names_add(out, buf);
-    }
-    size_t pre = (size_t)(ob - pat);
-    const char *a = ob + 1, *end = pat + len;
-    const char *p = a;
-    while (p < end && *p >= '0' && *p <= '9')
-        p++;
-    size_t alen = (size_t)(p - a);
-    const char *b = p + 2;
-    const char *q = b;
-    while (q < end && *q >= '0' && *q <= '9')
-        q++;
-    size_t bl = (size_t)(q - b);
-    if (alen == 0 || alen > 18 || end - p < 2 || p[0] != '.' || p[1] != '.' || bl == 0 ||
-        bl > 18 || q >= end || *q != '}') {
-        gf__why(why, why_len,
-                "%s: bad brace pattern (expected {FIRST..LAST} with decimal bounds, e.g. "
-                "{000000..000127})",
-                src);
-        return GF_EDATASET;
-    }
-    unsigned long long lo = strtoull(a, NULL, 10), hi = strtoull(b, NULL, 10);
-    if (lo > hi) {
-        gf__why_path(why, why_len, src, "brace range {%.*s..%.*s} is descending", (int)alen,
-                a, (int)bl, b);
-        return GF_EDATASET;
-    }
-    if (hi - lo >= SHARDS_MAX) {
-        gf__why_path(why, why_len, src, "more than %zu shards", SHARDS_MAX);
-        return GF_EDATASET;
-    }
-    int width = ((alen > 1 && a[0] == '0') || (bl > 1 && b[0] == '0'))
-                    ? (int)GF__MAX(alen, bl)
-                    : 0;
-    memcpy(buf + blen, pat, pre);
-    const char *rest = q + 1;
-    for (unsigned long long v = lo;; v++) {
-        int w = sprintf(buf + blen + pre, "%0*llu", width, v);
-        int rc = expand_braces(rest, (size_t)(end - rest), buf, blen + pre + (size_t)w, out,
-                               src, why, why_len);
-        if (rc < 0)
-            return rc;
-        if (v == hi)
-            break;
-    }
-    return 0;
-}
-
-int gf__shards_expand(const char *src, gf__names *out, char *why, size_t why_len)
-{
-    size_t len = strlen(src);
-    char *buf = malloc(len + 1);
-    if (!buf)
-        return GF_ENOMEM;
-    int depth = 0, rc = 0;
-    size_t start = 0;
-    for (size_t i = 0; i <= len && rc == 0; i++) {
-        char c = src[i];
-        if (c == '{')
-            depth++;
-        else if (c == '}' && depth > 0)
-            depth--;
-        if ((c == ',' && depth == 0) || c == '\0') {
-            rc = expand_braces(src + start, i - start, buf, 0, out, src, why, why_len);
-            start = i + 1;
-        }
-    }
-    free(buf);
-    return rc;
 }
 
 /* The sample being gathered: consecutive members with one key. */
@@ -608,7 +482,7 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged,
                     .bad_label_fails = bad_label_fails};
     for (uint32_t k = 0; k < ds->n_shards && rc == 0; k++) {
         const char *path = sp[k];
-        if (gzip_suffix(path, strlen(path))) {
+        if (gf__shard_gzip_suffix(path, strlen(path))) {
             gf__why_path(why, why_len, path,
                          "a gzip-compressed shard: gpufeed reads uncompressed tar shards "
                          "only (it reads members at their offsets); decompress it first "
@@ -701,43 +575,6 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged,
     return 0;
 }
 
-int gf_shard_paths(const char *src, char **paths, size_t *n, char *why, size_t why_len)
-{
-    if (!src || !paths || !n)
-        return GF_EINVAL;
-    *paths = NULL;
-    *n = 0;
-    /* Remote sources expand as local ones; userinfo is refused before any
-     * message could quote it (gf__remote_targets refuses it too). */
-    int userinfo = 0;
-    for (const char *e = src; gf__data_is_remote(src) && !userinfo; e++) {
-        size_t el = strcspn(e, ",");
-        userinfo = gf__url_has_userinfo(e, el);
-        if (!e[el])
-            break;
-        e += el;
-    }
-    if (userinfo) {
-        gf__why(why, why_len,
-                "a URL with a user name or password: not taken (s3:// signs with AWS_* "
-                "credentials)");
-        return GF_EINVAL;
-    }
-    if (!gf__dataset_is_shards(src)) {
-        gf__why_path(why, why_len, src, "not tar shards (each comma-separated element ends in .tar)");
-        return GF_EINVAL;
-    }
-    gf__names names = {0};
-    int rc = gf__shards_expand(src, &names, why, why_len);
-    if (rc == 0) {
-        *paths = names.buf; /* the names, NUL-terminated, one after another */
-        *n = names.n;
-        names.buf = NULL;
-    }
-    gf__names_free(&names);
-    return rc;
-}
-
 /* The CRC32C of [off, off + size) of the shard, extending *crc: the whole
  * shard's for shard_crc32c= (what ties the sidecar to these bytes and no
  * other shard's of the same size), a member's for member_crc32c=. */
@@ -827,76 +664,3 @@ int gf__shard_index_fd(int fd, uint64_t size, const char *shard, char **text, si
     return rc;
 }
 
-#if GF_HAVE_REMOTE
-/* The settings a remote shard index's requests read (opts.remote_settings),
- * each within its row's bounds: GF_EINVAL naming the one that is not. */
-static int remote_limits_check(const gf_settings *s, char *why, size_t why_len)
-{
-    static const char *const names[] = {"remote_stall_s", "remote_retries", "remote_deadline_s"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        int rc = gf__setting_check(gf_setting_find(names[i]), s, why, why_len);
-        if (rc < 0)
-            return rc;
-    }
-    return 0;
-}
-#endif
-
-int gf_shard_index_with(const char *shard, const gf_shard_index_opts *opts, char **text,
-                        size_t *len, gf_shard_index_info *info, char *why, size_t why_len)
-{
-    if (!shard || !text || !len)
-        return GF_EINVAL;
-    *text = NULL;
-    *len = 0;
-    if (info)
-        memset(info, 0, sizeof *info);
-    if (why && why_len)
-        why[0] = '\0';
-    for (size_t i = 0; opts && i < sizeof opts->reserved; i++)
-        if (opts->reserved[i]) {
-            gf__why(why, why_len,
-                    "gf_shard_index_opts: reserved byte %zu is not zero (a field of a newer "
-                    "gpufeed, or the struct was not zeroed)",
-                    i);
-            return GF_EINVAL;
-        }
-    if (gf__data_is_remote(shard)) {
-#if GF_HAVE_REMOTE
-        const gf_settings *rs = opts ? opts->remote_settings : NULL;
-        int rc = rs ? remote_limits_check(rs, why, why_len) : 0;
-        return rc < 0 ? rc
-                      : gf__remote_shard_index(shard, opts ? opts->ca_file : NULL, rs, text, len,
-                                               info, why, why_len);
-#else
-        /* Not the URL itself when it may hold a password. */
-        gf__why(why, why_len,
-                "%s: remote shards need libcurl: this build has the `remote` feature off "
-                "(meson -Dremote=enabled)",
-                strchr(shard, '@') ? "(a URL)" : shard);
-        return GF_EINVAL;
-#endif
-    }
-    int fd = open(shard, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        gf__why_path(why, why_len, shard, "%s", strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return GF_EIO;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        gf__why_path(why, why_len, shard, "not a regular file");
-        close(fd);
-        return GF_EIO;
-    }
-    int rc = gf__shard_index_fd(fd, (uint64_t)st.st_size, shard, text, len, info, why, why_len);
-    close(fd);
-    return rc;
-}
-
-int gf_shard_index(const char *shard, char **text, size_t *len, gf_shard_index_info *info,
-                   char *why, size_t why_len)
-{
-    return gf_shard_index_with(shard, NULL, text, len, info, why, why_len);
-}

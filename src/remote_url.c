@@ -7,7 +7,7 @@
  * reach it. */
 #include "remote_url.h"
 
-#include "dataset_indexers.h" /* gf__shards_expand, gf__names */
+#include "shard_pattern.h" /* gf__shards_expand, gf__names */
 #include "remote_auth.h"
 
 #include <stdio.h>

@@ -1,0 +1,139 @@
+/* Shard patterns: a data source's comma-separated elements, each with
+ * its {FIRST..LAST} ranges expanded into names (local paths and remote
+ * URLs alike). Pure string work, no file system, on gf_open's thread (or
+ * gf_shard_paths' caller). One expander, so a pattern means the same
+ * local or remote. A leaf: dataset.c, the local indexer, remote_url.c
+ * (for the remote one) and shard_index.c call it; it calls none of them. */
+#include "shard_pattern.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Bounds on what a pattern may expand to, checked as it expands: a short
+ * pattern such as "{0..999}{0..999}{0..999}.tar" must not take the
+ * memory of a billion names before the first one is found missing. */
+#define SHARDS_MAX ((size_t)1 << 20)
+#define SHARD_NAMES_MAX_BYTES ((size_t)64 << 20)
+
+/* 1 if name[0, n) ends in a gzip'd tar's suffix (webdataset reads those). */
+int gf__shard_gzip_suffix(const char *name, size_t n)
+{
+    return (n >= 7 && strncasecmp(name + n - 7, ".tar.gz", 7) == 0) ||
+           (n >= 4 && strncasecmp(name + n - 4, ".tgz", 4) == 0);
+}
+
+/* Commas outside braces separate elements; 1 if there is at least one and
+ * every one ends in ".tar" (or ".tar.gz"/".tgz": refused by name when
+ * opened, not read as a list file). */
+int gf__dataset_is_shards(const char *src)
+{
+    int depth = 0;
+    size_t start = 0, len = strlen(src);
+    for (size_t i = 0; i <= len; i++) {
+        char c = src[i];
+        if (c == '{')
+            depth++;
+        else if (c == '}' && depth > 0)
+            depth--;
+        if ((c == ',' && depth == 0) || c == '\0') {
+            size_t el = i - start;
+            if ((el < 4 || strncasecmp(src + i - 4, ".tar", 4) != 0) &&
+                !gf__shard_gzip_suffix(src + start, el))
+                return 0;
+            start = i + 1;
+        }
+    }
+    return 1;
+}
+
+/* Expands the brace ranges of pat[0, len) after the prefix buf[0, blen)
+ * (buf has room for the whole element: an expansion is never longer than
+ * its pattern) into out. */
+static int expand_braces(const char *pat, size_t len, char *buf, size_t blen, gf__names *out,
+                         const char *src, char *why, size_t why_len)
+{
+    const char *ob = memchr(pat, '{', len);
+    if (!ob) {
+        memcpy(buf + blen, pat, len);
+        buf[blen + len] = '\0';
+        if (out->n >= SHARDS_MAX) {
+            gf__why_path(why, why_len, src, "more than %zu shards", SHARDS_MAX);
+            return GF_EDATASET;
+        }
+        if (out->len + blen + len + 1 > SHARD_NAMES_MAX_BYTES) {
+            gf__why_path(why, why_len, src, "its shard names take more than %zu MiB",
+                    SHARD_NAMES_MAX_BYTES >> 20);
+            return GF_EDATASET;
+        }
+        return gf__names_add(out, buf);
+    }
+    size_t pre = (size_t)(ob - pat);
+    const char *a = ob + 1, *end = pat + len;
+    const char *p = a;
+    while (p < end && *p >= '0' && *p <= '9')
+        p++;
+    size_t alen = (size_t)(p - a);
+    const char *b = p + 2;
+    const char *q = b;
+    while (q < end && *q >= '0' && *q <= '9')
+        q++;
+    size_t bl = (size_t)(q - b);
+    if (alen == 0 || alen > 18 || end - p < 2 || p[0] != '.' || p[1] != '.' || bl == 0 ||
+        bl > 18 || q >= end || *q != '}') {
+        gf__why(why, why_len,
+                "%s: bad brace pattern (expected {FIRST..LAST} with decimal bounds, e.g. "
+                "{000000..000127})",
+                src);
+        return GF_EDATASET;
+    }
+    unsigned long long lo = strtoull(a, NULL, 10), hi = strtoull(b, NULL, 10);
+    if (lo > hi) {
+        gf__why_path(why, why_len, src, "brace range {%.*s..%.*s} is descending", (int)alen,
+                a, (int)bl, b);
+        return GF_EDATASET;
+    }
+    if (hi - lo >= SHARDS_MAX) {
+        gf__why_path(why, why_len, src, "more than %zu shards", SHARDS_MAX);
+        return GF_EDATASET;
+    }
+    int width = ((alen > 1 && a[0] == '0') || (bl > 1 && b[0] == '0'))
+                    ? (int)GF__MAX(alen, bl)
+                    : 0;
+    memcpy(buf + blen, pat, pre);
+    const char *rest = q + 1;
+    for (unsigned long long v = lo;; v++) {
+        int w = sprintf(buf + blen + pre, "%0*llu", width, v);
+        int rc = expand_braces(rest, (size_t)(end - rest), buf, blen + pre + (size_t)w, out,
+                               src, why, why_len);
+        if (rc < 0)
+            return rc;
+        if (v == hi)
+            break;
+    }
+    return 0;
+}
+
+int gf__shards_expand(const char *src, gf__names *out, char *why, size_t why_len)
+{
+    size_t len = strlen(src);
+    char *buf = malloc(len + 1);
+    if (!buf)
+        return GF_ENOMEM;
+    int depth = 0, rc = 0;
+    size_t start = 0;
+    for (size_t i = 0; i <= len && rc == 0; i++) {
+        char c = src[i];
+        if (c == '{')
+            depth++;
+        else if (c == '}' && depth > 0)
+            depth--;
+        if ((c == ',' && depth == 0) || c == '\0') {
+            rc = expand_braces(src + start, i - start, buf, 0, out, src, why, why_len);
+            start = i + 1;
+        }
+    }
+    free(buf);
+    return rc;
+}
