@@ -239,6 +239,7 @@ static int index_shards(gf__dataset *ds, const char *src, sidecars *s, char *why
         rc = GF_ENOMEM;
     for (uint32_t k = 0; k < ds->n_shards && rc == 0; k++) {
         gf__sidecar sc = {0};
+        const char *lack = NULL;
         const gf__remote_target *t = &c->list.t[k];
         rc = gf__sidecar_parse(s->text[k], s->len[k], GF__SIDECAR_SIZE_UNKNOWN,
                                t->sidecar_display, &sc, why, why_len);
@@ -251,12 +252,12 @@ static int index_shards(gf__dataset *ds, const char *src, sidecars *s, char *why
                     "it beside the shard",
                     t->sidecar_display, t->display);
             rc = GF_EDATASET;
-        } else if (rc == 0 && untied(&sc)) {
+        } else if (rc == 0 && (lack = untied(&sc))) {
             gf__why(why, why_len,
                     "%s: records %s (an older gpufeed's, or hand-written): nothing ties it to "
                     "its shard, so beside another shard it could label every sample wrong; "
                     "write one with `gpufeed index %s --out DIR` and upload it beside the shard",
-                    t->sidecar_display, untied(&sc), t->display);
+                    t->sidecar_display, lack, t->display);
             rc = GF_EDATASET;
         } else if (rc == 0) {
             if (sc.shard_bytes > 0)

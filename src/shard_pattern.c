@@ -24,28 +24,34 @@ int gf__shard_gzip_suffix(const char *name, size_t n)
            (n >= 4 && strncasecmp(name + n - 4, ".tgz", 4) == 0);
 }
 
-/* Commas outside braces separate elements; 1 if there is at least one and
- * every one ends in ".tar" (or ".tar.gz"/".tgz": refused by name when
- * opened, not read as a list file). */
-int gf__dataset_is_shards(const char *src)
+/* The length of the element that s starts with: commas outside braces
+ * separate elements ("a{0,1}.tar,b.tar": two). */
+static size_t element_len(const char *s)
 {
     int depth = 0;
-    size_t start = 0, len = strlen(src);
-    for (size_t i = 0; i <= len; i++) {
-        char c = src[i];
-        if (c == '{')
+    size_t i = 0;
+    for (; s[i] && !(s[i] == ',' && depth == 0); i++) {
+        if (s[i] == '{')
             depth++;
-        else if (c == '}' && depth > 0)
+        else if (s[i] == '}' && depth > 0)
             depth--;
-        if ((c == ',' && depth == 0) || c == '\0') {
-            size_t el = i - start;
-            if ((el < 4 || strncasecmp(src + i - 4, ".tar", 4) != 0) &&
-                !gf__shard_gzip_suffix(src + start, el))
-                return 0;
-            start = i + 1;
-        }
     }
-    return 1;
+    return i;
+}
+
+/* 1 if src has at least one element and every one ends in ".tar" (or
+ * ".tar.gz"/".tgz": refused by name when opened, not read as a list
+ * file). */
+int gf__dataset_is_shards(const char *src)
+{
+    for (const char *e = src;; e++) {
+        size_t n = element_len(e);
+        if ((n < 4 || strncasecmp(e + n - 4, ".tar", 4) != 0) && !gf__shard_gzip_suffix(e, n))
+            return 0;
+        e += n;
+        if (!*e)
+            return 1;
+    }
 }
 
 /* Expands the brace ranges of pat[0, len) after the prefix buf[0, blen)
@@ -121,18 +127,13 @@ int gf__shards_expand(const char *src, gf__names *out, char *why, size_t why_len
     char *buf = malloc(len + 1);
     if (!buf)
         return GF_ENOMEM;
-    int depth = 0, rc = 0;
-    size_t start = 0;
-    for (size_t i = 0; i <= len && rc == 0; i++) {
-        char c = src[i];
-        if (c == '{')
-            depth++;
-        else if (c == '}' && depth > 0)
-            depth--;
-        if ((c == ',' && depth == 0) || c == '\0') {
-            rc = expand_braces(src + start, i - start, buf, 0, out, src, why, why_len);
-            start = i + 1;
-        }
+    int rc = 0;
+    for (const char *e = src; rc == 0; e++) {
+        size_t n = element_len(e);
+        rc = expand_braces(e, n, buf, 0, out, src, why, why_len);
+        e += n;
+        if (!*e)
+            break;
     }
     free(buf);
     return rc;
