@@ -53,6 +53,7 @@ Where it differs, on purpose:
 """
 import array
 import os
+import weakref
 
 from . import _gpufeed
 
@@ -340,8 +341,11 @@ class DataLoader:
         epoch = self._epochs_started
         self._epochs_started += 1
         self._c.set_order(seed & (2**64 - 1), epoch, order)
-        self._iterator = _Iter(self, epoch)
-        return self._iterator
+        it = _Iter(self, epoch)
+        # Weak: the iterator holds the loader, and a cycle would keep the
+        # loader's threads running until the garbage collector came by.
+        self._iterator = weakref.ref(it)
+        return it
 
     def _size(self, index):
         """Sample index's (height, width), as PIL opens it for torchvision."""
@@ -395,7 +399,7 @@ class _Iter:
         lo = self._loader
         if self._done:
             raise StopIteration
-        if lo._iterator is not self:
+        if lo._iterator() is not self:
             raise RuntimeError("gpufeed.DataLoader: a newer iter() started the next epoch; "
                                "this iterator is finished (one iterator at a time)")
         t, self._pending = self._pending, None

@@ -11,4 +11,6 @@ try:
 except ImportError:
     print("pytest is not installed: skipped")
     sys.exit(77)
-sys.exit(pytest.main(["-q", "-rs", "-p", "no:cacheprovider", *sys.argv[1:]]))
+# A test still running after 300 s prints every thread's stack: a hang says where.
+sys.exit(pytest.main(["-q", "-rs", "-p", "no:cacheprovider", "-o", "faulthandler_timeout=300",
+                     *sys.argv[1:]]))

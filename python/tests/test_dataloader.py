@@ -152,6 +152,25 @@ def test_torchs_generator_is_left_as_torchs_dataloader_leaves_it(mixed, kw, tran
         assert torch.equal(end, want_end)
 
 
+def test_a_dropped_loader_stops_its_threads_without_the_collector(root):
+    """Its iterator holds it, not the other way round: no cycle keeps the
+    decode threads running (a fork beside them, torch's workers', is unsafe)."""
+    def threads():
+        return len(os.listdir("/proc/self/task"))
+    import gc
+    gc.disable()
+    try:
+        before = threads()
+        loader = gpufeed.DataLoader(folder(root), batch_size=8, num_workers=2)
+        it = iter(loader)
+        next(it)
+        assert threads() > before
+        del it, loader
+        assert threads() == before
+    finally:
+        gc.enable()
+
+
 def test_a_break_then_a_new_for_starts_the_next_epoch(root):
     ds = folder(root)
 
