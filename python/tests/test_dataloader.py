@@ -1,6 +1,7 @@
 # gpufeed.DataLoader against torch.utils.data.DataLoader on the same
 # ImageFolder: lengths, orders, epochs, samplers, tensors, what is refused.
 import os
+import threading
 
 import pytest
 
@@ -120,6 +121,16 @@ def mixed(tmp_path_factory):
     return str(root)
 
 
+def join_queue_threads():
+    """torch's DataLoader closes an epoch's worker queues without joining
+    their feeder threads. A worker forked for the next epoch while one still
+    runs can deadlock in ASan's allocator (GCC 12's ASan has no fork
+    handler; it did, in CI): the next epoch starts once they are gone."""
+    for t in threading.enumerate():
+        if t.name == "QueueFeederThread":
+            t.join(timeout=30)
+
+
 def rng_trace(loader, epochs=3):
     """Per epoch, the targets and torch's generator state after each batch;
     the loop draws as a model's dropout would, between batches."""
@@ -131,6 +142,7 @@ def rng_trace(loader, epochs=3):
             states.append(torch.get_rng_state())
             torch.rand(3)
         trace.append((ys, states, torch.get_rng_state()))
+        join_queue_threads()
     return trace
 
 
