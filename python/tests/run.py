@@ -1,7 +1,9 @@
 # meson's entry to the pytest suite: exit 77 (skipped) where pytest is
 # missing. GPUFEED_PY_WITHOUT=numpy,torch runs it as if those were not
 # installed (their tests skip; the rest must pass without them).
+import faulthandler
 import os
+import signal
 import sys
 
 for name in filter(None, os.environ.get("GPUFEED_PY_WITHOUT", "").split(",")):
@@ -11,6 +13,8 @@ try:
 except ImportError:
     print("pytest is not installed: skipped")
     sys.exit(77)
-# A test still running after 300 s prints every thread's stack: a hang says where.
-sys.exit(pytest.main(["-q", "-rs", "-p", "no:cacheprovider", "-o", "faulthandler_timeout=300",
-                     *sys.argv[1:]]))
+# meson's SIGTERM at the timeout prints every thread's stack: a hang says
+# where. (Not pytest's faulthandler_timeout: its watchdog thread, started
+# and ended for every test, runs beside the forks torch's workers make.)
+faulthandler.register(signal.SIGTERM, all_threads=True, chain=True)
+sys.exit(pytest.main(["-q", "-rs", "-p", "no:cacheprovider", *sys.argv[1:]]))
