@@ -30,6 +30,12 @@ const gf__remote_provider *gf__remote_provider_of(const char *s)
     return s ? gf__remote_provider_n(s, strlen(s)) : NULL;
 }
 
+const gf__remote_provider *const *gf__remote_providers(size_t *n)
+{
+    *n = N_ROWS;
+    return rows;
+}
+
 void gf__remote_prefixes(char *dst, size_t room)
 {
     size_t at = 0;

@@ -81,6 +81,9 @@ const gf__remote_provider *gf__remote_provider_n(const char *s, size_t len);
 /* As gf__remote_provider_n on the whole string; NULL-safe. */
 const gf__remote_provider *gf__remote_provider_of(const char *s);
 
+/* The table: *n rows, in lookup order. */
+const gf__remote_provider *const *gf__remote_providers(size_t *n);
+
 /* "http://, https:// or s3://": every row's prefix, for messages. */
 void gf__remote_prefixes(char *dst, size_t room);
 

@@ -1,4 +1,5 @@
-/* Remote shard addressing (remote_url.c) and AWS credentials
+/* Remote shard addressing (remote_url.c and the provider table's rows,
+ * remote_provider.c, remote_http.c, remote_s3.c) and AWS credentials
  * (remote_auth.c): URL forms and their expansion, the credential,
  * region and endpoint chain against a temporary HOME, and that no
  * message ever carries a secret. `test_remote live` (meson:
@@ -80,6 +81,36 @@ START_TEST(schemes_are_told_by_their_prefix)
     char prefixes[64];
     gf__remote_prefixes(prefixes, sizeof prefixes);
     ck_assert_str_eq(prefixes, "http://, https:// or s3://");
+}
+END_TEST
+
+/* What a new row must hold for the shared code to take it as it is. */
+START_TEST(every_provider_row_is_whole)
+{
+    size_t n = 0;
+    const gf__remote_provider *const *rows = gf__remote_providers(&n);
+    ck_assert_uint_eq(n, 3);
+    for (size_t i = 0; i < n; i++) {
+        const gf__remote_provider *p = rows[i];
+        size_t pl = strlen(p->prefix);
+        ck_assert_msg(pl > 3 && strcmp(p->prefix + pl - 3, "://") == 0, "%s", p->prefix);
+        for (size_t k = 0; k < pl; k++)
+            ck_assert_msg(p->prefix[k] < 'A' || p->prefix[k] > 'Z', "%s: lowercase", p->prefix);
+        ck_assert_ptr_nonnull(p->authority);
+        ck_assert_ptr_nonnull(p->path);
+        ck_assert_ptr_nonnull(p->url);
+        ck_assert_ptr_eq(gf__remote_provider_of(p->prefix), p); /* no row hides another */
+        ck_assert_msg(!p->auth_load == !p->auth_needs, "%s: auth_needs names auth_load's",
+                      p->prefix);
+#if GF_HAVE_REMOTE
+        /* credentials go only to a row that signs with them */
+        ck_assert_msg(!p->auth_load == !p->sign, "%s", p->prefix);
+        ck_assert_msg(!p->in_region || p->sign, "%s: a region move re-signs", p->prefix);
+#endif
+        ck_assert_ptr_null(p->list); /* remote_url.c expands every pattern itself */
+    }
+    ck_assert_int_eq(gf__remote_http.max_redirects, 5);
+    ck_assert_int_eq(gf__remote_s3.max_redirects, 0); /* a signed request is for one URL */
 }
 END_TEST
 
@@ -691,6 +722,7 @@ static Suite *remote_suite(int live)
     }
     TCase *tc = tcase_create("addressing");
     tcase_add_test(tc, schemes_are_told_by_their_prefix);
+    tcase_add_test(tc, every_provider_row_is_whole);
     tcase_add_test(tc, https_braces_and_commas_expand_in_order);
     tcase_add_test(tc, s3_on_aws_is_virtual_hosted_and_keys_are_encoded);
     tcase_add_test(tc, s3_with_an_endpoint_is_path_style);
