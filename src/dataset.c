@@ -25,6 +25,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -74,9 +75,9 @@ int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset
         return rc;
 #else
         /* Not the source itself when it may hold a password. */
-        const char *shown = strchr(source, '@') ? "https://..." : source;
-        if (shown != source && gf__remote_scheme(source) != GF__REMOTE_HTTPS)
-            shown = gf__remote_scheme(source) == GF__REMOTE_S3 ? "s3://..." : "http://...";
+        char hidden[32];
+        snprintf(hidden, sizeof hidden, "%s...", gf__remote_provider_of(source)->prefix);
+        const char *shown = strchr(source, '@') ? hidden : source;
         gf__why_path(why, why_len, shown,
                      "remote shards need libcurl: this build has the `remote` feature off "
                      "(meson -Dremote=enabled)");

@@ -1,4 +1,5 @@
-/* Dataset index of remote tar shards (http, https, s3): every shard's
+/* Dataset index of remote tar shards (any provider row: http, https, s3;
+ * remote_provider.h), its credentials loaded as its row says: every shard's
  * index sidecar (SHARD.idx, DALI wds2idx's text with gpufeed's labels=)
  * fetched at open, many at once, and no byte of a shard: opening 1,000
  * shards costs 1,000 small GETs, not the data set. A sidecar without
@@ -59,23 +60,21 @@ void gf__remote_ctx_free(struct gf__remote_ctx *c)
 }
 
 /* gf__fetch_setup_fn for the shard or sidecar t: ctx's credentials and CA,
- * for the target whose url t carries. */
+ * for the target whose url t carries, as its row sets requests up. */
 static int setup_request(void *ctx, void *easy, const gf__fetch_target *t, struct curl_slist **h,
                          char *why, size_t why_len)
 {
     const struct gf__remote_ctx *c = ctx;
-    gf__remote_target rt = {.scheme = gf__remote_scheme(t->url), .url = t->url};
-    if (c->has_auth && t->s3)
-        rt.scheme = GF__REMOTE_S3;
+    gf__remote_target rt = {.provider = t->provider, .url = t->url};
     gf__remote_auth a = c->auth;
     char *in_region = NULL;
-    if (t->region[0]) {
+    if (t->region[0] && gf__remote_follows_region(t->provider)) {
         a.region = t->region; /* the store named the bucket's region */
-        /* On AWS's own hosts the region is in the host too: that host is
-         * asked (an endpoint of the user's is asked again, re-signed). */
-        size_t n = a.endpoint && *a.endpoint ? 0 : gf__s3_url_in_region(t->url, t->region, NULL, 0);
+        /* Where the region is in the host too, that host is asked (the
+         * row says; else the same one, re-signed). */
+        size_t n = t->provider->in_region(t->url, t->region, &a, NULL, 0);
         if (n && (in_region = malloc(n + 1)))
-            gf__s3_url_in_region(t->url, t->region, in_region, n + 1);
+            t->provider->in_region(t->url, t->region, &a, in_region, n + 1);
         else if (n)
             return gf__why(why, why_len, "out of memory for a URL"), GF_ENOMEM;
         if (in_region)
@@ -222,7 +221,7 @@ static int index_shards(gf__dataset *ds, const char *src, sidecars *s, char *why
     int rc = side && tp ? 0 : GF_ENOMEM;
     for (size_t i = 0; i < n && rc == 0; i++) {
         side[i] = (gf__fetch_target){.url = c->list.t[i].sidecar_url,
-                                     .s3 = c->list.t[i].scheme == GF__REMOTE_S3};
+                                     .provider = c->list.t[i].provider};
         tp[i] = &side[i];
     }
     gf__fetch_opts o = opts_of(c, SIDECAR_REQUESTS, GF__SIDECAR_MAX_BYTES);
@@ -296,8 +295,9 @@ int gf__dataset_open_remote(gf__dataset *ds, const char *src, const char *ca_fil
     int rc = 0;
     if (ca_file && !(c->ca_file = strdup(ca_file)))
         return GF_ENOMEM;
-    if (gf__remote_uses_s3(src)) {
-        if ((rc = gf__remote_auth_load(&c->auth, 1, why, why_len)) < 0)
+    const gf__remote_provider *ap = gf__remote_auth_provider(src);
+    if (ap) {
+        if ((rc = ap->auth_load(&c->auth, why, why_len)) < 0)
             return rc;
         c->has_auth = 1;
     }
@@ -320,7 +320,7 @@ int gf__dataset_open_remote(gf__dataset *ds, const char *src, const char *ca_fil
         /* Names point into the list's block: freed with the context. */
         ds->shard_paths[i] = (char *)c->list.t[i].display;
         ds->remote[i] = (gf__fetch_target){.url = c->list.t[i].url,
-                                           .s3 = c->list.t[i].scheme == GF__REMOTE_S3};
+                                           .provider = c->list.t[i].provider};
     }
     ds->bytes += n * (sizeof *ds->shard_paths + sizeof *ds->remote);
     sidecars s = {.ctx = c,
@@ -362,7 +362,7 @@ int gf__remote_read(const gf__dataset *ds, uint32_t k, uint64_t off, uint64_t le
                     size_t max_bytes, gf__buf *b, char *why, size_t why_len)
 {
     /* A copy: the loader's fetcher writes the shared target's ETag. */
-    gf__fetch_target t = {.url = ds->remote[k].url, .s3 = ds->remote[k].s3};
+    gf__fetch_target t = {.url = ds->remote[k].url, .provider = ds->remote[k].provider};
     gf__fetch_target *tp = &t;
     gf__fetch_opts o = opts_of(ds->remote_ctx, 1, max_bytes);
     one_read r = {.b = b, .err = GF_EIO};
@@ -467,8 +467,9 @@ int gf__remote_shard_index(const char *url, const char *ca_file, const gf_settin
     gf__remote_ctx c = {.ca_file = (char *)ca_file}; /* borrowed: not freed below */
     obey(&c, settings);
     int rc = 0;
-    if (gf__remote_uses_s3(url)) {
-        if ((rc = gf__remote_auth_load(&c.auth, 1, why, why_len)) < 0)
+    const gf__remote_provider *ap = gf__remote_auth_provider(url);
+    if (ap) {
+        if ((rc = ap->auth_load(&c.auth, why, why_len)) < 0)
             return rc;
         c.has_auth = 1;
     }
@@ -488,7 +489,7 @@ int gf__remote_shard_index(const char *url, const char *ca_file, const gf_settin
     }
     if (rc == 0) {
         const gf__remote_target *rt = &c.list.t[0];
-        gf__fetch_target t = {.url = rt->url, .s3 = rt->scheme == GF__REMOTE_S3};
+        gf__fetch_target t = {.url = rt->url, .provider = rt->provider};
         uint64_t size = 0;
         rc = fetch_whole(&t, rt->display, &c, fd, &size, why, why_len);
         if (rc == 0)

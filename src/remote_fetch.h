@@ -19,11 +19,12 @@
  * under this one's labels. Written only by the fetcher's thread. */
 typedef struct gf__fetch_target {
     const char *url;     /* the request URL (s3: path-style, encoded) */
-    int s3;              /* signed with SigV4 */
+    const struct gf__remote_provider *provider; /* its row (signing, region); NULL: plain */
     uint64_t size;       /* bytes, 0 = unknown */
     char etag[96];       /* "" until the first response */
     char last_modified[64]; /* as etag: what a resume's If-Range names without one */
-    char region[32];     /* s3: the region the store named (signed for); "" = the configured */
+    char region[32];     /* a row with in_region (s3): the region the store named
+                            (signed for); "" = the configured */
 } gf__fetch_target;
 
 struct curl_slist;

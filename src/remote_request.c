@@ -9,6 +9,7 @@
 
 #include "reader_internal.h"
 #include "remote_auth.h"
+#include "remote_provider.h"
 
 #include "config.h"
 
@@ -398,8 +399,8 @@ static void transfer_done(gf__fetcher *f, req *r, CURLcode c)
      * again, signed for it (once: a second refusal is reported). */
     bool wrong_region = r->status == 301 || r->status == 307 ||
                         (r->status == 400 && strcmp(code, "AuthorizationHeaderMalformed") == 0);
-    if (r->t->s3 && wrong_region && region[0] && !r->region_followed &&
-        strcmp(region, r->t->region) != 0 &&
+    if (gf__remote_follows_region(r->t->provider) && wrong_region && region[0] &&
+        !r->region_followed && strcmp(region, r->t->region) != 0 &&
         strspn(region, "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen(region)) {
         r->region_followed = true;
         snprintf(r->t->region, sizeof r->t->region, "%s", region);

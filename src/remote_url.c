@@ -1,6 +1,8 @@
 /* Remote shard addressing (remote_url.h): a remote `data` expanded into
  * one block of targets, each with the URL shown to the user and the URL
- * requested. On gf_open's thread.
+ * requested. What is shared lives here (elements, userinfo, ".tar", the
+ * block); what differs by store, its row's hooks (remote_provider.h)
+ * decide. On gf_open's thread.
  *
  * Userinfo is refused on the raw elements, before expansion: the
  * expander's messages quote the source whole, so a password must never
@@ -17,24 +19,6 @@
 
 /* The targets' block beyond the names: at most about 10x their 64 MiB. */
 #define REMOTE_BLOCK_MAX ((size_t)256 << 20)
-
-gf__url_scheme gf__remote_scheme(const char *data)
-{
-    if (!data)
-        return GF__REMOTE_NONE;
-    if (strncasecmp(data, "http://", 7) == 0)
-        return GF__REMOTE_HTTP;
-    if (strncasecmp(data, "https://", 8) == 0)
-        return GF__REMOTE_HTTPS;
-    if (strncasecmp(data, "s3://", 5) == 0)
-        return GF__REMOTE_S3;
-    return GF__REMOTE_NONE;
-}
-
-static size_t scheme_len(gf__url_scheme s)
-{
-    return s == GF__REMOTE_HTTP ? 7 : s == GF__REMOTE_HTTPS ? 8 : s == GF__REMOTE_S3 ? 5 : 0;
-}
 
 /* The next element of src[0, total] from *at: top-level commas split,
  * as gf__shards_expand does (so "" is one empty element). Returns 0 past
@@ -60,31 +44,18 @@ static int next_element(const char *src, size_t total, size_t *at, const char **
     return 1;
 }
 
-int gf__remote_uses_s3(const char *data)
+const gf__remote_provider *gf__remote_auth_provider(const char *data)
 {
     if (!data)
-        return 0;
+        return NULL;
     size_t at = 0, len, total = strlen(data);
     const char *el;
-    while (next_element(data, total, &at, &el, &len))
-        if (len >= 5 && gf__remote_scheme(el) == GF__REMOTE_S3)
-            return 1;
-    return 0;
-}
-
-int gf__remote_bucket_ok(const char *b, size_t n)
-{
-    if (n < 3 || n > 63)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = b[i];
-        int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-        if (!alnum && c != '.' && c != '-')
-            return 0;
-        if ((i == 0 || i == n - 1) && !alnum)
-            return 0;
+    while (next_element(data, total, &at, &el, &len)) {
+        const gf__remote_provider *p = gf__remote_provider_n(el, len);
+        if (p && p->auth_load)
+            return p;
     }
-    return 1;
+    return NULL;
 }
 
 static int sigv4_keeps(unsigned char c)
@@ -129,29 +100,25 @@ size_t gf__remote_uri_encode(char *dst, const char *src, size_t n)
     return encode(dst, src, n, sigv4_keeps);
 }
 
-/* An element's parts: the scheme, the authority [host, host + host_len)
- * (the bucket for s3) and the rest from the first '/' after it. */
-typedef struct url_parts {
-    gf__url_scheme scheme;
-    const char *host;
-    size_t host_len;
-    const char *path; /* at the '/' */
-    size_t path_len;
-} url_parts;
+size_t gf__remote_url_encode(char *dst, const char *src, size_t n)
+{
+    return encode(dst, src, n, url_keeps);
+}
 
 /* Splits el[0, len); 0, or GF_EINVAL with why. The message shows the
  * element only when it holds no userinfo, and then never the userinfo. */
-static int split_url(const char *el, size_t len, url_parts *u, char *why, size_t why_len)
+static int split_url(const char *el, size_t len, gf__url_parts *u, char *why, size_t why_len)
 {
-    u->scheme = len >= 5 ? gf__remote_scheme(el) : GF__REMOTE_NONE;
-    size_t sl = scheme_len(u->scheme);
-    if (u->scheme == GF__REMOTE_NONE || len < sl) {
+    u->p = gf__remote_provider_n(el, len);
+    if (!u->p) {
+        char prefixes[128];
+        gf__remote_prefixes(prefixes, sizeof prefixes);
         gf__why(why, why_len,
-                "%.*s: data mixes local paths and URLs: every element must be "
-                "http://, https:// or s3://",
-                (int)GF__MIN(len, 512), el);
+                "%.*s: data mixes local paths and URLs: every element must be %s",
+                (int)GF__MIN(len, 512), el, prefixes);
         return GF_EINVAL;
     }
+    size_t sl = strlen(u->p->prefix);
     const char *a = el + sl, *end = el + len;
     const char *slash = memchr(a, '/', (size_t)(end - a));
     const char *aend = slash ? slash : end;
@@ -173,14 +140,12 @@ static int split_url(const char *el, size_t len, url_parts *u, char *why, size_t
     u->path = aend;
     u->path_len = (size_t)(end - aend);
     if (u->host_len == 0) {
-        gf__why(why, why_len, "%.*s: no %s", (int)GF__MIN(len, 512), el,
-                u->scheme == GF__REMOTE_S3 ? "bucket" : "host");
+        gf__why(why, why_len, "%.*s: no %s", (int)GF__MIN(len, 512), el, u->p->authority);
         return GF_EINVAL;
     }
     if (u->path_len <= 1) {
         gf__why(why, why_len, "%.*s: no %s after the %s", (int)GF__MIN(len, 512), el,
-                u->scheme == GF__REMOTE_S3 ? "key" : "path",
-                u->scheme == GF__REMOTE_S3 ? "bucket" : "host");
+                u->p->path, u->p->authority);
         return GF_EINVAL;
     }
     return 0;
@@ -211,72 +176,21 @@ int gf__url_has_userinfo(const char *url, size_t len)
     return 0;
 }
 
-/* The checks an expanded element needs beyond split_url's. */
-static int check_target(const char *el, size_t len, const url_parts *u, char *why, size_t why_len)
+/* The checks an expanded element needs beyond split_url's: the shared
+ * ".tar", then its row's. */
+static int check_target(const char *el, size_t len, const gf__url_parts *u, char *why,
+                        size_t why_len)
 {
     if (len < 4 || strncasecmp(el + len - 4, ".tar", 4) != 0) {
         gf__why(why, why_len, "%s: a remote shard's name must end in .tar", el);
         return GF_EINVAL;
     }
-    if (u->scheme == GF__REMOTE_S3) {
-        if (!gf__remote_bucket_ok(u->host, u->host_len) && memchr(el, '@', len)) {
-            /* "s3://SECRET@bucket/key" with a '/' in the secret: its start
-             * parses as a bucket; quote nothing before the '@'. */
-            const char *at = el + len;
-            while (at[-1] != '@')
-                at--;
-            gf__why(why, why_len,
-                    "s3://<userinfo>@%s: not a bucket name, and a URL that may hold a user "
-                    "name or password is refused: set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY "
-                    "or a profile",
-                    at);
-            return GF_EINVAL;
-        }
-        if (!gf__remote_bucket_ok(u->host, u->host_len)) {
-            gf__why(why, why_len,
-                    "%s: bad bucket name '%.*s': S3 takes 3 to 63 lowercase letters, digits, "
-                    "'.' and '-', starting and ending with a letter or digit",
-                    el, (int)GF__MIN(u->host_len, 128), u->host);
-            return GF_EINVAL;
-        }
-        return 0;
-    }
-    if (memchr(el, '?', len) || memchr(el, '#', len)) {
-        gf__why(why, why_len,
-                "%s: a URL with a query or fragment ('?', '#') is not taken: its name must "
-                "end in .tar",
-                el);
-        return GF_EINVAL;
-    }
-    return 0;
-}
-
-/* The s3 URL's part before the encoded key into dst[room] (NULL, 0: only
- * measured); returns its length. */
-static size_t s3_prefix(char *dst, size_t room, const url_parts *u, const gf__remote_auth *a)
-{
-    const char *ep = a->endpoint;
-    int n;
-    if (ep && *ep) {
-        size_t el = strlen(ep);
-        while (el > 0 && ep[el - 1] == '/')
-            el--;
-        n = snprintf(dst, room, "%.*s/%.*s", (int)el, ep, (int)u->host_len,
-                     u->host);
-    } else if (memchr(u->host, '.', u->host_len)) {
-        /* *.s3.REGION.amazonaws.com's certificate has one label for '*'. */
-        n = snprintf(dst, room, "https://s3.%s.amazonaws.com/%.*s", a->region,
-                     (int)u->host_len, u->host);
-    } else {
-        n = snprintf(dst, room, "https://%.*s.s3.%s.amazonaws.com",
-                     (int)u->host_len, u->host, a->region);
-    }
-    return n < 0 ? 0 : (size_t)n;
+    return u->p->check ? u->p->check(el, len, u, why, why_len) : 0;
 }
 
 /* Element el's strings into t, from *p on (when p is not NULL); returns
  * the bytes they take. */
-static size_t fill(gf__remote_target *t, char **p, const char *el, const url_parts *u,
+static size_t fill(gf__remote_target *t, char **p, const char *el, const gf__url_parts *u,
                    const gf__remote_auth *a)
 {
     size_t len = strlen(el), used = 0;
@@ -299,16 +213,8 @@ static size_t fill(gf__remote_target *t, char **p, const char *el, const url_par
         memcpy(at, el, len - 4);
         memcpy(at + len - 4, ".idx", 5);
     }
-    size_t ul;
     at = w;
-    if (u->scheme == GF__REMOTE_S3) {
-        size_t pl = s3_prefix(NULL, 0, u, a);
-        if (at)
-            s3_prefix(at, pl + 1, u, a);
-        ul = pl + gf__remote_uri_encode(at ? at + pl : NULL, u->path, u->path_len);
-    } else {
-        ul = encode(at, el, len, url_keeps);
-    }
+    size_t ul = u->p->url(at, el, len, u, a);
     PUT(url, ul);
     const char *url = at;
     at = w;
@@ -317,7 +223,7 @@ static size_t fill(gf__remote_target *t, char **p, const char *el, const url_par
         memcpy(at, url, ul - 4);
         memcpy(at + ul - 4, ".idx", 5);
     }
-    if (u->scheme == GF__REMOTE_S3) {
+    if (u->p->bucket_key) {
         at = w;
         PUT(bucket, u->host_len);
         if (at) {
@@ -331,7 +237,7 @@ static size_t fill(gf__remote_target *t, char **p, const char *el, const url_par
     }
 #undef PUT
     if (t && w)
-        t->scheme = u->scheme;
+        t->provider = u->p;
     if (p)
         *p = w;
     return used;
@@ -351,17 +257,18 @@ int gf__remote_targets(const char *data, const gf__remote_auth *a, gf__remote_li
      * messages, and local paths do not mix with URLs. */
     size_t at = 0, len, total = strlen(data);
     const char *el;
-    url_parts u;
+    gf__url_parts u;
     while (next_element(data, total, &at, &el, &len)) {
         int rc = split_url(el, len, &u, why, why_len);
         if (rc < 0)
             return rc;
-        if (u.scheme == GF__REMOTE_S3 && (!a || !a->region)) {
-            gf__why(why, why_len, "%.*s: s3:// shards need AWS credentials and a region",
-                    (int)GF__MIN(len, 512), el);
+        if (u.p->auth_load && (!a || !a->region)) {
+            gf__why(why, why_len, "%.*s: %s shards need %s", (int)GF__MIN(len, 512), el,
+                    u.p->prefix, u.p->auth_needs);
             return GF_EINVAL;
         }
     }
+    /* No row lists (gf__remote_provider.list): every pattern expands here. */
     gf__names names = {0};
     int rc = gf__shards_expand(data, &names, why, why_len);
     if (rc < 0) {
@@ -409,28 +316,4 @@ void gf__remote_list_free(gf__remote_list *l)
         return;
     free(l->t);
     memset(l, 0, sizeof *l);
-}
-
-size_t gf__s3_url_in_region(const char *url, const char *region, char *dst, size_t room)
-{
-    static const char scheme[] = "https://", suffix[] = ".amazonaws.com";
-    size_t rn = strlen(region);
-    if (rn == 0 || rn > 63 || strspn(region, "abcdefghijklmnopqrstuvwxyz0123456789-") != rn ||
-        strncmp(url, scheme, sizeof scheme - 1) != 0)
-        return 0;
-    const char *host = url + sizeof scheme - 1;
-    size_t hl = strcspn(host, "/");
-    size_t sl = sizeof suffix - 1;
-    if (hl <= sl || memcmp(host + hl - sl, suffix, sl) != 0)
-        return 0;
-    /* the region: the label between "s3." (the host's first label, or
-     * after a bucket's dot) and ".amazonaws.com" */
-    const char *end = host + hl - sl, *r = end;
-    while (r > host && r[-1] != '.')
-        r--;
-    if (r == end || r - host < 3 || memcmp(r - 3, "s3.", 3) != 0 ||
-        (r - 3 > host && r[-4] != '.'))
-        return 0;
-    int n = snprintf(dst, room, "%.*s%s%s", (int)(r - url), url, region, end);
-    return n < 0 ? 0 : (size_t)n;
 }

@@ -7,41 +7,32 @@
 #define GF_REMOTE_URL_H
 
 #include "common.h"
-
-typedef enum gf__url_scheme {
-    GF__REMOTE_NONE = 0, /* a local path */
-    GF__REMOTE_HTTP,
-    GF__REMOTE_HTTPS,
-    GF__REMOTE_S3,
-} gf__url_scheme;
+#include "remote_provider.h"
 
 struct gf__remote_auth; /* remote_auth.h */
 
-/* How data begins: "http://", "https://", "s3://" (any case), else NONE.
- * Only a prefix test: gf__remote_targets checks the rest. */
-gf__url_scheme gf__remote_scheme(const char *data);
-
-/* 1 if data is remote (its first element names a scheme above). */
+/* 1 if data is remote (its first element's prefix names a provider row). */
 static inline int gf__data_is_remote(const char *data)
 {
-    return gf__remote_scheme(data) != GF__REMOTE_NONE;
+    return gf__remote_provider_of(data) != NULL;
 }
 
-/* 1 if some comma-separated element of data is s3:// (the caller then
- * needs gf__remote_auth_load's credentials before gf__remote_targets). */
-int gf__remote_uses_s3(const char *data);
+/* The first row among data's comma-separated elements that needs
+ * credentials (the caller loads them with its auth_load before
+ * gf__remote_targets), or NULL. */
+const gf__remote_provider *gf__remote_auth_provider(const char *data);
 
 /* One shard. Every string lives in the list's block. */
 typedef struct gf__remote_target {
-    gf__url_scheme scheme;      /* HTTP, HTTPS or S3 */
+    const gf__remote_provider *provider; /* its row: asked, never its scheme */
     const char *display;        /* the user's form, expanded: "s3://bucket/key" or
                                    "https://host/path"; never credentials */
     const char *url;            /* what is requested (http(s) or, for s3, the
                                    endpoint's or AWS's https URL, key encoded) */
     const char *sidecar_display; /* display with ".tar" -> ".idx" (DALI wds2idx) */
     const char *sidecar_url;     /* url likewise */
-    const char *bucket;         /* s3: the bucket; else NULL */
-    const char *key;            /* s3: the key as given (not encoded); else NULL */
+    const char *bucket;         /* a bucket_key row's (s3) bucket; else NULL */
+    const char *key;            /* its key as given (not encoded); else NULL */
 } gf__remote_target;
 
 typedef struct gf__remote_list {
@@ -51,7 +42,8 @@ typedef struct gf__remote_list {
 
 /* data's shards, expanded as local shards are (comma lists, {A..B}
  * ranges: gf__shards_expand), each element a URL ending in ".tar" (any
- * case):
+ * case), checked and made into its request URL by its row
+ * (remote_http.c, remote_s3.c):
  *  - http://HOST/PATH or https://HOST/PATH: url is the element with bytes
  *    a URL cannot hold (space, controls, non-ASCII, "<>\"^`|\\") as %XX;
  *    a query or fragment ('?', '#') is refused.
@@ -66,7 +58,7 @@ typedef struct gf__remote_list {
  * Userinfo ("user:pass@", gf__url_has_userinfo) in any element is
  * refused without echoing it (so an s3 key or http path with a ':' and
  * then an '@' is refused too).
- * a may be NULL when no element is s3://.
+ * a may be NULL when no element's row needs credentials.
  * Returns 0 with *out (free with gf__remote_list_free), or GF_EINVAL
  * (a bad URL, bucket or mixed local and remote elements), GF_EDATASET (a
  * bad {A..B} range, more than 2^20 shards: as for local shards) or
@@ -83,14 +75,17 @@ void gf__remote_list_free(gf__remote_list *l);
  * '@' in a string that is not "scheme://...". */
 int gf__url_has_userinfo(const char *url, size_t len);
 
-/* 1 if bucket is a name S3 takes (the rules above), else 0. */
+/* remote_s3.c: 1 if bucket is a name S3 takes (the rules above), else 0. */
 int gf__remote_bucket_ok(const char *bucket, size_t len);
 
-/* src[0, n) as SigV4's canonical URI path into dst (room for 3n + 1);
- * returns the length written. */
+/* src[0, n) as SigV4's canonical URI path into dst (room for 3n + 1;
+ * NULL: only measured); returns the length written. */
 size_t gf__remote_uri_encode(char *dst, const char *src, size_t n);
+/* src[0, n) with the bytes a URL cannot hold as %XX (the http rows' rule
+ * above), likewise. */
+size_t gf__remote_url_encode(char *dst, const char *src, size_t n);
 
-/* url, an AWS S3 URL as gf__remote_targets makes it without an endpoint
+/* remote_s3.c: url, an AWS S3 URL as gf__remote_targets makes it without an endpoint
  * ("https://BUCKET.s3.R.amazonaws.com/KEY", "https://s3.R.amazonaws.com/
  * BUCKET/KEY"), with R replaced by region, into dst[room] (NULL, 0: only
  * measured). Returns its length, or 0 where url is no such URL or region

@@ -1,4 +1,5 @@
-/* Remote shard addressing (remote_url.c) and AWS credentials
+/* Remote shard addressing (remote_url.c and the provider table's rows,
+ * remote_provider.c, remote_http.c, remote_s3.c) and AWS credentials
  * (remote_auth.c): URL forms and their expansion, the credential,
  * region and endpoint chain against a temporary HOME, and that no
  * message ever carries a secret. `test_remote live` (meson:
@@ -66,16 +67,50 @@ static gf__remote_auth fake_auth(const char *region, const char *endpoint)
 
 START_TEST(schemes_are_told_by_their_prefix)
 {
-    ck_assert_int_eq(gf__remote_scheme("http://h/x.tar"), GF__REMOTE_HTTP);
-    ck_assert_int_eq(gf__remote_scheme("HTTPS://h/x.tar"), GF__REMOTE_HTTPS);
-    ck_assert_int_eq(gf__remote_scheme("s3://bkt/x.tar"), GF__REMOTE_S3);
-    ck_assert_int_eq(gf__remote_scheme("dir/s3://x.tar"), GF__REMOTE_NONE);
-    ck_assert_int_eq(gf__remote_scheme("train-{0..3}.tar"), GF__REMOTE_NONE);
-    ck_assert_int_eq(gf__remote_scheme(NULL), GF__REMOTE_NONE);
+    ck_assert_ptr_eq(gf__remote_provider_of("http://h/x.tar"), &gf__remote_http);
+    ck_assert_ptr_eq(gf__remote_provider_of("HTTPS://h/x.tar"), &gf__remote_https);
+    ck_assert_ptr_eq(gf__remote_provider_of("s3://bkt/x.tar"), &gf__remote_s3);
+    ck_assert_ptr_null(gf__remote_provider_of("dir/s3://x.tar"));
+    ck_assert_ptr_null(gf__remote_provider_of("train-{0..3}.tar"));
+    ck_assert_ptr_null(gf__remote_provider_of(NULL));
+    ck_assert_ptr_null(gf__remote_provider_n("s3://bkt/x.tar", 4)); /* the element ends first */
     ck_assert(gf__data_is_remote("s3://bkt/x.tar"));
     ck_assert(!gf__data_is_remote("/data/x.tar"));
-    ck_assert(gf__remote_uses_s3("https://h/a.tar,s3://bkt/b.tar"));
-    ck_assert(!gf__remote_uses_s3("https://h/{0..3}.tar,https://h/s3://x.tar"));
+    ck_assert_ptr_eq(gf__remote_auth_provider("https://h/a.tar,s3://bkt/b.tar"), &gf__remote_s3);
+    ck_assert_ptr_null(gf__remote_auth_provider("https://h/{0..3}.tar,https://h/s3://x.tar"));
+    char prefixes[64];
+    gf__remote_prefixes(prefixes, sizeof prefixes);
+    ck_assert_str_eq(prefixes, "http://, https:// or s3://");
+}
+END_TEST
+
+/* What a new row must hold for the shared code to take it as it is. */
+START_TEST(every_provider_row_is_whole)
+{
+    size_t n = 0;
+    const gf__remote_provider *const *rows = gf__remote_providers(&n);
+    ck_assert_uint_eq(n, 3);
+    for (size_t i = 0; i < n; i++) {
+        const gf__remote_provider *p = rows[i];
+        size_t pl = strlen(p->prefix);
+        ck_assert_msg(pl > 3 && strcmp(p->prefix + pl - 3, "://") == 0, "%s", p->prefix);
+        for (size_t k = 0; k < pl; k++)
+            ck_assert_msg(p->prefix[k] < 'A' || p->prefix[k] > 'Z', "%s: lowercase", p->prefix);
+        ck_assert_ptr_nonnull(p->authority);
+        ck_assert_ptr_nonnull(p->path);
+        ck_assert_ptr_nonnull(p->url);
+        ck_assert_ptr_eq(gf__remote_provider_of(p->prefix), p); /* no row hides another */
+        ck_assert_msg(!p->auth_load == !p->auth_needs, "%s: auth_needs names auth_load's",
+                      p->prefix);
+#if GF_HAVE_REMOTE
+        /* credentials go only to a row that signs with them */
+        ck_assert_msg(!p->auth_load == !p->sign, "%s", p->prefix);
+        ck_assert_msg(!p->in_region || p->sign, "%s: a region move re-signs", p->prefix);
+#endif
+        ck_assert_ptr_null(p->list); /* remote_url.c expands every pattern itself */
+    }
+    ck_assert_int_eq(gf__remote_http.max_redirects, 5);
+    ck_assert_int_eq(gf__remote_s3.max_redirects, 0); /* a signed request is for one URL */
 }
 END_TEST
 
@@ -93,14 +128,14 @@ START_TEST(https_braces_and_commas_expand_in_order)
     ck_assert_str_eq(l.t[0].sidecar_display, "https://h.example/d/train-000000.idx");
     ck_assert_str_eq(l.t[0].sidecar_url, "https://h.example/d/train-000000.idx");
     ck_assert_str_eq(l.t[2].url, "https://h.example/d/train-000002.tar");
-    ck_assert_int_eq(l.t[2].scheme, GF__REMOTE_HTTPS);
+    ck_assert_ptr_eq(l.t[2].provider, &gf__remote_https);
     ck_assert_ptr_null(l.t[2].bucket);
     ck_assert_ptr_null(l.t[2].key);
     /* the user's form shown; what a URL cannot hold encoded */
     ck_assert_str_eq(l.t[3].display, "http://other:8080/x/a b.TAR");
     ck_assert_str_eq(l.t[3].url, "http://other:8080/x/a%20b.TAR");
     ck_assert_str_eq(l.t[3].sidecar_url, "http://other:8080/x/a%20b.idx");
-    ck_assert_int_eq(l.t[3].scheme, GF__REMOTE_HTTP);
+    ck_assert_ptr_eq(l.t[3].provider, &gf__remote_http);
     gf__remote_list_free(&l);
     ck_assert_ptr_null(l.t);
     gf__remote_list_free(&l); /* twice is harmless */
@@ -124,7 +159,7 @@ START_TEST(s3_on_aws_is_virtual_hosted_and_keys_are_encoded)
     ck_assert_str_eq(l.t[0].sidecar_display, "s3://my-bucket/pre fix/a+b?#%~.idx");
     ck_assert_str_eq(l.t[0].bucket, "my-bucket");
     ck_assert_str_eq(l.t[0].key, "pre fix/a+b?#%~.tar");
-    ck_assert_int_eq(l.t[0].scheme, GF__REMOTE_S3);
+    ck_assert_ptr_eq(l.t[0].provider, &gf__remote_s3);
     /* a dotted bucket: path-style (the certificate's wildcard is one label) */
     ck_assert_str_eq(l.t[1].url, "https://s3.eu-west-1.amazonaws.com/my.bucket/k/8.tar");
     ck_assert_str_eq(l.t[3].display, "s3://my.bucket/k/10.tar");
@@ -687,6 +722,7 @@ static Suite *remote_suite(int live)
     }
     TCase *tc = tcase_create("addressing");
     tcase_add_test(tc, schemes_are_told_by_their_prefix);
+    tcase_add_test(tc, every_provider_row_is_whole);
     tcase_add_test(tc, https_braces_and_commas_expand_in_order);
     tcase_add_test(tc, s3_on_aws_is_virtual_hosted_and_keys_are_encoded);
     tcase_add_test(tc, s3_with_an_endpoint_is_path_style);

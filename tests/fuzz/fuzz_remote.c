@@ -44,7 +44,7 @@ static void targets(const char *src)
             FUZZ_CHECK(strlen(t->sidecar_display) == dl);
             FUZZ_CHECK(strcmp(t->sidecar_display + dl - 4, ".idx") == 0);
             FUZZ_CHECK(!memchr(t->url, ' ', ul) && !memchr(t->url, '{', ul));
-            FUZZ_CHECK((t->scheme == GF__REMOTE_S3) == (t->bucket != NULL && t->key != NULL));
+            FUZZ_CHECK(t->provider && t->provider->bucket_key == (t->bucket != NULL && t->key != NULL));
         }
         gf__remote_list_free(&l);
     }
