@@ -24,7 +24,8 @@
  * sizes checked, the records against the source: a damaged journal is
  * refused), regenerates the keys before them, and goes on from the
  * last one's range: a killed run and an unkilled one write the same bytes,
- * and no partial shard ever has a final name.
+ * and no partial shard ever has a final name. The journal's format and
+ * checks are prepare_journal.c's.
  *
  * The index is read through gf_index_read, which takes one caller at a
  * time (it keeps the last failure), so reads go one at a time under
@@ -51,8 +52,6 @@
 /* Member mtime: fixed, so the shards are a function of the settings and
  * the source alone (make-dataset's too). */
 #define TAR_MTIME 1700000000ull
-#define JOURNAL ".prepare-journal"
-#define JOURNAL_MAGIC "gpufeed-prepare-journal 1"
 
 enum { SLOT_EMPTY, SLOT_BUSY, SLOT_DONE };
 
@@ -229,13 +228,6 @@ static uint64_t member_bytes(size_t len)
     return 512 + (len + 511) / 512 * 512;
 }
 
-static int sync_file(FILE *f)
-{
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
-        return -1;
-    return 0;
-}
-
 /* Writes the shard's end, syncs, writes its sidecar, renames both into
  * place. Returns 0 or -1 with the message printed. */
 static int shard_finish(const prep_opts *o, shard_out *w)
@@ -248,7 +240,7 @@ static int shard_finish(const prep_opts *o, shard_out *w)
     snprintf(itmp, sizeof itmp, "%s.partial", idx);
     put(w, end, sizeof end);
     int e = w->io_errno;
-    if (!e && sync_file(w->f) != 0)
+    if (!e && prep_sync(w->f) != 0)
         e = errno;
     if (fclose(w->f) != 0 && !e)
         e = errno;
@@ -268,7 +260,7 @@ static int shard_finish(const prep_opts *o, shard_out *w)
                 (unsigned long long)w->rec.samples, (unsigned long long)w->off, (unsigned)w->crc,
                 (int)w->labels_len, w->labels ? w->labels : "", (int)w->crcs_len,
                 w->crcs ? w->crcs : "") < 0 ||
-        fwrite(w->idx, 1, w->idx_len, f) != w->idx_len || sync_file(f) != 0) {
+        fwrite(w->idx, 1, w->idx_len, f) != w->idx_len || prep_sync(f) != 0) {
         cli_error("prepare", "%s: %s", itmp, strerror(errno ? errno : EIO));
         if (f)
             fclose(f);
@@ -306,197 +298,6 @@ static int shard_open(const prep_opts *o, shard_out *w, uint64_t k, uint64_t fir
     return 0;
 }
 
-/* ---- the journal ---- */
-
-/* A completed shard's journal line. */
-static void shard_line(char *line, size_t n, const prep_shard *sh)
-{
-    snprintf(line, n, "shard %llu %llu %llu %llu %llu %llu %llu %s\n",
-             (unsigned long long)sh->first, (unsigned long long)sh->next,
-             (unsigned long long)sh->samples, (unsigned long long)sh->bytes,
-             (unsigned long long)sh->kinds[0], (unsigned long long)sh->kinds[1],
-             (unsigned long long)sh->kinds[2], sh->sha256);
-}
-
-static char *unescape(const char *s)
-{
-    char *out = malloc(strlen(s) + 1), *p = out;
-    if (!out)
-        return NULL;
-    for (; *s; s++) {
-        unsigned v;
-        if (*s == '%' && sscanf(s + 1, "%2X", &v) == 1) {
-            *p++ = (char)v;
-            s += 2;
-        } else {
-            *p++ = *s;
-        }
-    }
-    *p = '\0';
-    return out;
-}
-
-static int grow_bad(prep_result *r, uint64_t index, int code, const char *why)
-{
-    prep_bad *b = realloc(r->bad, (r->n_bad + 1) * sizeof *b);
-    if (!b)
-        return -1;
-    r->bad = b;
-    b[r->n_bad] = (prep_bad){index, code, strdup(why)};
-    if (!b[r->n_bad].reason)
-        return -1;
-    r->n_bad++;
-    return 0;
-}
-
-static int grow_shard(prep_result *r, const prep_shard *s)
-{
-    prep_shard *v = realloc(r->shards, (r->n_shards + 1) * sizeof *v);
-    if (!v)
-        return -1;
-    r->shards = v;
-    v[r->n_shards++] = *s;
-    return 0;
-}
-
-/* Appends the bad samples from `from` on, then `line`, and syncs. */
-static int journal_record(FILE *j, const prep_result *r, size_t from, const char *line)
-{
-    for (size_t i = from; i < r->n_bad; i++) {
-        fprintf(j, "bad %llu %d ", (unsigned long long)r->bad[i].index, r->bad[i].code);
-        prep_put_escaped(j, r->bad[i].reason);
-        fputc('\n', j);
-    }
-    fputs(line, j);
-    return sync_file(j);
-}
-
-/* Reads OUT's journal into r (its shards, and the bad samples before the
- * last record), checking the fingerprint and each shard's size, and cuts
- * the file after that record: what a killed run wrote after it (bad
- * samples it will find again, a line cut short) goes. Returns 1 if it
- * says the run is done, 0 if none or not done, -1 with the message
- * printed. */
-static int journal_load(const prep_opts *o, const char *path, const char *fingerprint,
-                        uint64_t total, prep_result *r, uint64_t *start)
-{
-    /* read and cut in place, never through a link planted at its name */
-    int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-    FILE *j = fd >= 0 ? fdopen(fd, "r") : NULL;
-    *start = 0;
-    if (!j) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        return e == ENOENT ? 0 : (cli_error("prepare", "%s: %s", path, strerror(e)), -1);
-    }
-    char *line = NULL;
-    size_t cap = 0, kept_bad = 0;
-    int done = 0, rc = 0, n = 0;
-    const char *bad_record = NULL; /* rc -6: why a record cannot be this run's */
-    long kept_end = 0; /* where the last record (or the fingerprint) ends */
-    ssize_t got;
-    while (rc == 0 && (got = getline(&line, &cap, j)) > 0) {
-        if (line[got - 1] != '\n')
-            break; /* cut short by a kill: not written */
-        line[got - 1] = '\0';
-        n++;
-        prep_shard s = {0};
-        unsigned long long idx;
-        int code, used = 0;
-        if (n == 1 && strcmp(line, JOURNAL_MAGIC) != 0)
-            rc = -2;
-        else if (n == 2 && (strncmp(line, "fingerprint ", 12) || strcmp(line + 12, fingerprint)))
-            rc = -3;
-        else if (n <= 2) {
-            kept_end = ftell(j);
-            continue;
-        }
-        else if (done)
-            rc = -6, bad_record = "a record after 'done'";
-        else if (sscanf(line, "bad %llu %d %n", &idx, &code, &used) == 2 && used) {
-            if (idx < *start || idx >= total || code >= 0) {
-                rc = -6, bad_record = idx < *start ? "a bad sample before its shard's range"
-                                      : idx >= total ? "a bad sample past the source's count"
-                                                     : "a bad sample without an error code";
-                continue;
-            }
-            char *why = unescape(line + used);
-            if (!why || grow_bad(r, idx, code, why) < 0)
-                rc = -4;
-            free(why);
-        } else if (sscanf(line, "shard %llu %llu %llu %llu %llu %llu %llu %64s",
-                          (unsigned long long *)&s.first, (unsigned long long *)&s.next,
-                          (unsigned long long *)&s.samples, (unsigned long long *)&s.bytes,
-                          (unsigned long long *)&s.kinds[0], (unsigned long long *)&s.kinds[1],
-                          (unsigned long long *)&s.kinds[2], s.sha256) == 8) {
-            /* shards are contiguous from 0, in the source, and count what
-             * their range holds: anything else is not a record this code
-             * wrote (and a range past the source would index past it) */
-            const char *odd = s.first != *start ? "a shard not starting where the last one ended"
-                              : s.next <= s.first || s.next > total
-                                  ? "a shard's range empty or past the source's count"
-                              : s.samples == 0 || s.samples > s.next - s.first ||
-                                      s.kinds[0] + s.kinds[1] + s.kinds[2] != s.samples
-                                  ? "a shard's counts not its range's"
-                                  : NULL;
-            if (odd) {
-                rc = -6, bad_record = odd;
-                continue;
-            }
-            char tar[4096];
-            struct stat st;
-            prep_shard_path(o, r->n_shards, "tar", tar, sizeof tar);
-            if (stat(tar, &st) != 0 || (uint64_t)st.st_size != s.bytes) {
-                cli_error("prepare", "%s: the journal %s records it as %llu bytes, but it is %s "
-                          "(changed since? remove %s to start over)", tar, path,
-                          (unsigned long long)s.bytes,
-                          stat(tar, &st) != 0 ? strerror(errno) : "another size", o->out);
-                rc = -1;
-            } else if (grow_shard(r, &s) < 0) {
-                rc = -4;
-            }
-            kept_bad = r->n_bad;
-            kept_end = ftell(j);
-            *start = s.next;
-        } else if (sscanf(line, "done %llu", &idx) == 1) {
-            if (idx != total || idx < *start) {
-                rc = -6, bad_record = "'done' at another count than the source's";
-                continue;
-            }
-            kept_bad = r->n_bad;
-            kept_end = ftell(j);
-            *start = idx;
-            done = 1;
-        } else {
-            rc = -5;
-        }
-    }
-    free(line);
-    /* killed before its fingerprint was whole: a fresh start (kept_end 0) */
-    if (rc == 0 && ftruncate(fileno(j), kept_end) != 0) {
-        cli_error("prepare", "%s: %s", path, strerror(errno));
-        rc = -1;
-    }
-    fclose(j);
-    /* bad samples after the last record are found again */
-    for (size_t i = kept_bad; i < r->n_bad; i++)
-        free(r->bad[i].reason);
-    r->n_bad = kept_bad;
-    if (rc == -2 || rc == -5)
-        cli_error("prepare", "%s: line %d: not a prepare journal's", path, n);
-    else if (rc == -6)
-        cli_error("prepare", "%s: line %d: damaged: %s (remove %s to start over)", path, n,
-                  bad_record, o->out);
-    else if (rc == -3)
-        cli_error("prepare", "%s holds a run with other settings or another source "
-                  "(its journal's fingerprint differs): use another OUT, or remove it to "
-                  "start over", o->out);
-    else if (rc == -4)
-        cli_error("prepare", "out of memory");
-    return rc < 0 ? -1 : done;
-}
-
 /* ---- progress ---- */
 
 static void progress(uint64_t done, uint64_t total, double secs, int last)
@@ -528,9 +329,9 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
 {
     memset(r, 0, sizeof *r);
     char jpath[4096];
-    snprintf(jpath, sizeof jpath, "%s/%s", o->out, JOURNAL);
+    snprintf(jpath, sizeof jpath, "%s/%s", o->out, PREP_JOURNAL);
     uint64_t start, total = gf_index_count(ix);
-    int done = journal_load(o, jpath, fingerprint, total, r, &start);
+    int done = prep_journal_load(o, jpath, fingerprint, total, r, &start);
     if (done < 0)
         return -1;
     r->resumed_shards = r->n_shards;
@@ -550,8 +351,8 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
         cli_error("prepare", "%s: %s", jpath, strerror(errno));
         return -1;
     }
-    if (fresh && (fprintf(j, "%s\nfingerprint %s\n", JOURNAL_MAGIC, fingerprint) < 0 ||
-                  sync_file(j) != 0)) {
+    if (fresh && (fprintf(j, "%s\nfingerprint %s\n", PREP_JOURNAL_MAGIC, fingerprint) < 0 ||
+                  prep_sync(j) != 0)) {
         cli_error("prepare", "%s: %s", jpath, strerror(errno));
         fclose(j);
         return -1;
@@ -615,7 +416,7 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
             snprintf(rr.err, sizeof rr.err, "out of memory");
             failed = -1;
         } else if (s->code < 0) {
-            if (grow_bad(r, i, s->code, s->why) < 0) {
+            if (prep_add_bad(r, i, s->code, s->why) < 0) {
                 snprintf(rr.err, sizeof rr.err, "out of memory");
                 failed = -1;
             } else if (o->s.on_error == GF_ON_ERROR_FAIL) {
@@ -634,15 +435,15 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
                 if (shard_finish(o, &w) < 0)
                     failed = -2;
                 else {
-                    shard_line(line, sizeof line, &w.rec);
+                    prep_shard_line(line, sizeof line, &w.rec);
                     /* the bad samples of its range, then it */
                     size_t upto = r->n_bad;
                     while (upto > bad_from && r->bad[upto - 1].index >= i)
                         upto--;
                     prep_result part = *r;
                     part.n_bad = upto;
-                    if (journal_record(j, &part, bad_from, line) != 0 ||
-                        grow_shard(r, &w.rec) < 0) {
+                    if (prep_journal_record(j, &part, bad_from, line) != 0 ||
+                        prep_add_shard(r, &w.rec) < 0) {
                         cli_error("prepare", "%s: %s", jpath, strerror(errno ? errno : ENOMEM));
                         failed = -2;
                     }
@@ -699,18 +500,18 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
         w.rec.next = total;
         if (shard_finish(o, &w) < 0)
             failed = -2;
-        else if (grow_shard(r, &w.rec) < 0)
+        else if (prep_add_shard(r, &w.rec) < 0)
             failed = -1;
         else {
-            shard_line(line, sizeof line, &w.rec);
-            if (journal_record(j, r, bad_from, line) != 0)
+            prep_shard_line(line, sizeof line, &w.rec);
+            if (prep_journal_record(j, r, bad_from, line) != 0)
                 failed = -2;
             bad_from = r->n_bad;
         }
     }
     if (!failed) {
         snprintf(line, sizeof line, "done %llu\n", (unsigned long long)total);
-        if (journal_record(j, r, bad_from, line) != 0)
+        if (prep_journal_record(j, r, bad_from, line) != 0)
             failed = -2;
     }
     pthread_mutex_lock(&rr.mu);
@@ -746,13 +547,4 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
     if (failed == -1)
         cli_error("prepare", "%s", rr.err[0] ? rr.err : "stopped");
     return failed < 0 ? -1 : 0;
-}
-
-void prep_result_free(prep_result *r)
-{
-    for (size_t i = 0; i < r->n_bad; i++)
-        free(r->bad[i].reason);
-    free(r->bad);
-    free(r->shards);
-    memset(r, 0, sizeof *r);
 }
