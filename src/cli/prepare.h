@@ -131,6 +131,9 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
  * message printed. */
 int prep_journal_load(const prep_opts *o, const char *path, const char *fingerprint,
                       uint64_t total, prep_result *r, uint64_t *start);
+/* OUT's journal (path) opened for appending, its head written if it is
+ * new. NULL with the message printed. */
+FILE *prep_journal_open(const char *path, const char *fingerprint);
 /* Appends r's bad samples from `from` on, then `line` (prep_shard_line's
  * or "done N"), and syncs: 0 or -1 with errno. */
 int prep_journal_record(FILE *j, const prep_result *r, size_t from, const char *line);

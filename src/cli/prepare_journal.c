@@ -70,6 +70,30 @@ int prep_add_shard(prep_result *r, const prep_shard *s)
     return 0;
 }
 
+/* OUT's journal at jpath opened for appending, never through a link
+ * planted at its name; a new (or empty) one gets its magic line and the
+ * fingerprint, synced. NULL with the message printed. */
+FILE *prep_journal_open(const char *jpath, const char *fingerprint)
+{
+    struct stat jst;
+    int fresh = stat(jpath, &jst) != 0 || jst.st_size == 0;
+    int jfd = open(jpath, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    FILE *j = jfd >= 0 ? fdopen(jfd, "a") : NULL;
+    if (!j) {
+        if (jfd >= 0)
+            close(jfd);
+        cli_error("prepare", "%s: %s", jpath, strerror(errno));
+        return NULL;
+    }
+    if (fresh && (fprintf(j, "%s\nfingerprint %s\n", PREP_JOURNAL_MAGIC, fingerprint) < 0 ||
+                  prep_sync(j) != 0)) {
+        cli_error("prepare", "%s: %s", jpath, strerror(errno));
+        fclose(j);
+        return NULL;
+    }
+    return j;
+}
+
 /* Appends the bad samples from `from` on, then `line`, and syncs. */
 int prep_journal_record(FILE *j, const prep_result *r, size_t from, const char *line)
 {

@@ -319,10 +319,145 @@ static void progress(uint64_t done, uint64_t total, double secs, int last)
 
 /* ---- the run ---- */
 
+/* The run's locks, and its workers on [rr->next, rr->end), nt at most.
+ * Returns how many started; none for a run with nothing left, and a run
+ * with samples left but no thread started is stopped with its reason. */
+static int run_start(run *rr, pthread_t *tids, int nt)
+{
+    pthread_mutex_init(&rr->mu, NULL);
+    pthread_mutex_init(&rr->read_mu, NULL);
+    pthread_cond_init(&rr->work, NULL);
+    pthread_cond_init(&rr->done, NULL);
+    int started = 0;
+    if (rr->next < rr->end)
+        for (; started < nt; started++)
+            if (pthread_create(&tids[started], NULL, worker, rr) != 0)
+                break;
+    if (rr->next < rr->end && started == 0)
+        snprintf(rr->err, sizeof rr->err, "could not start a thread"), rr->stop = 1;
+    return started;
+}
+
+/* What run_start and prep_write made, after the workers are joined. */
+static void run_free(run *rr, pthread_t *tids, shard_out *w, prep_keys *keys)
+{
+    for (uint64_t k = 0; k < rr->window; k++) {
+        free(rr->slots[k].data);
+        free(rr->slots[k].why);
+    }
+    free(rr->slots);
+    free(tids);
+    free(w->idx);
+    free(w->labels);
+    free(w->crcs);
+    prep_keys_free(keys);
+    pthread_cond_destroy(&rr->work);
+    pthread_cond_destroy(&rr->done);
+    pthread_mutex_destroy(&rr->mu);
+    pthread_mutex_destroy(&rr->read_mu);
+}
+
+/* Finishes w before source index i (it would pass --shard-bytes or
+ * --shard-samples) and records it: the bad samples of its range, from
+ * *bad_from on, then its line. Returns 0, or -2 with the message printed. */
+static int cut_shard(const prep_opts *o, shard_out *w, prep_result *r, FILE *j,
+                     const char *jpath, uint64_t i, size_t *bad_from)
+{
+    char line[256];
+    int failed = 0;
+    w->rec.next = i;
+    if (shard_finish(o, w) < 0)
+        failed = -2;
+    else {
+        prep_shard_line(line, sizeof line, &w->rec);
+        /* the bad samples of its range, then it */
+        size_t upto = r->n_bad;
+        while (upto > *bad_from && r->bad[upto - 1].index >= i)
+            upto--;
+        prep_result part = *r;
+        part.n_bad = upto;
+        if (prep_journal_record(j, &part, *bad_from, line) != 0 ||
+            prep_add_shard(r, &w->rec) < 0) {
+            cli_error("prepare", "%s: %s", jpath, strerror(errno ? errno : ENOMEM));
+            failed = -2;
+        }
+        *bad_from = upto;
+    }
+    return failed;
+}
+
+/* After the last sample: the open shard finished and recorded, then the
+ * journal's "done". Returns 0, -1 out of memory, or -2 with the message
+ * printed. */
+static int finish_last(const prep_opts *o, shard_out *w, prep_result *r, FILE *j,
+                       uint64_t total, size_t bad_from)
+{
+    char line[256];
+    int failed = 0;
+    if (w->f) {
+        w->rec.next = total;
+        if (shard_finish(o, w) < 0)
+            failed = -2;
+        else if (prep_add_shard(r, &w->rec) < 0)
+            failed = -1;
+        else {
+            prep_shard_line(line, sizeof line, &w->rec);
+            if (prep_journal_record(j, r, bad_from, line) != 0)
+                failed = -2;
+            bad_from = r->n_bad;
+        }
+    }
+    if (!failed) {
+        snprintf(line, sizeof line, "done %llu\n", (unsigned long long)total);
+        if (prep_journal_record(j, r, bad_from, line) != 0)
+            failed = -2;
+    }
+    return failed;
+}
+
+/* A good sample's three members into the open shard w, with its sidecar
+ * line, label and CRC; counted in w. Returns 0, or -1 out of memory for
+ * the sidecar's text (the members are written). */
+static int put_sample(shard_out *w, const slot *s, const char *key, const char *cls, int cn,
+                      const char *path, size_t pn)
+{
+    char name[160];
+    uint64_t at;
+    snprintf(name, sizeof name, "%s.%s", key, s->ext);
+    at = put_member(w, name, s->data, s->len);
+    int bad_idx = idx_append(w, "%s %llu %zu %s", s->ext, (unsigned long long)at,
+                             s->len, name);
+    snprintf(name, sizeof name, "%s.cls", key);
+    at = put_member(w, name, cls, (size_t)cn);
+    bad_idx |= idx_append(w, " cls %llu %d %s", (unsigned long long)at, cn, name);
+    snprintf(name, sizeof name, "%s.key", key);
+    at = put_member(w, name, path, pn);
+    bad_idx |= idx_append(w, " key %llu %zu %s\n", (unsigned long long)at, pn, name);
+    bad_idx |= text_append(&w->labels, &w->labels_len, &w->labels_cap, "%s%s",
+                           w->rec.samples ? "," : "", cls);
+    bad_idx |= text_append(&w->crcs, &w->crcs_len, &w->crcs_cap, "%s%08x",
+                           w->rec.samples ? "," : "",
+                           (unsigned)gf__crc32c(s->data, s->len));
+    w->rec.samples++;
+    w->rec.kinds[s->kind]++;
+    return bad_idx ? -1 : 0;
+}
+
 static uint64_t stop_after(void)
 {
     const char *s = getenv("GF_PREPARE_STOP_AFTER"); /* tests: a kill -9 after K samples */
     return s && *s ? strtoull(s, NULL, 10) : 0;
+}
+
+/* The tests' kill (GF_PREPARE_STOP_AFTER=K, stop_after): SIGKILL once
+ * this run has written its Kth sample, the open shard flushed but left
+ * .partial and unrecorded, as a real kill leaves it. */
+static void kill_hook(shard_out *w, uint64_t this_run, uint64_t kill_at)
+{
+    if (kill_at && this_run == kill_at) {
+        fflush(w->f);
+        raise(SIGKILL);
+    }
 }
 
 int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_result *r)
@@ -341,27 +476,14 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
     if (done)
         return 0;
 
-    struct stat jst;
-    int fresh = stat(jpath, &jst) != 0 || jst.st_size == 0;
-    int jfd = open(jpath, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-    FILE *j = jfd >= 0 ? fdopen(jfd, "a") : NULL;
-    if (!j) {
-        if (jfd >= 0)
-            close(jfd);
-        cli_error("prepare", "%s: %s", jpath, strerror(errno));
+    FILE *j = prep_journal_open(jpath, fingerprint);
+    if (!j)
         return -1;
-    }
-    if (fresh && (fprintf(j, "%s\nfingerprint %s\n", PREP_JOURNAL_MAGIC, fingerprint) < 0 ||
-                  prep_sync(j) != 0)) {
-        cli_error("prepare", "%s: %s", jpath, strerror(errno));
-        fclose(j);
-        return -1;
-    }
 
     /* the keys before the start, as the first run made them */
     prep_keys *keys = prep_keys_new();
     int shards_src = gf_index_shards(ix) > 0;
-    char key[128], name[160];
+    char key[128];
     for (uint64_t i = 0; keys && i < start; i++)
         if (prep_key_next(keys, gf_index_path(ix, i), shards_src, i, key, sizeof key) < 0)
             prep_keys_free(keys), keys = NULL;
@@ -381,25 +503,14 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
         fclose(j);
         return -1;
     }
-    pthread_mutex_init(&rr.mu, NULL);
-    pthread_mutex_init(&rr.read_mu, NULL);
-    pthread_cond_init(&rr.work, NULL);
-    pthread_cond_init(&rr.done, NULL);
-    int started = 0;
-    if (start < total)
-        for (; started < nt; started++)
-            if (pthread_create(&tids[started], NULL, worker, &rr) != 0)
-                break;
+    int started = run_start(&rr, tids, nt);
     r->threads = started;
-    if (start < total && started == 0)
-        snprintf(rr.err, sizeof rr.err, "could not start a thread"), rr.stop = 1;
 
     shard_out w = {0};
     int failed = 0, tty = isatty(2) && !getenv("GF_NO_PROGRESS");
     uint64_t kill_at = stop_after(), this_run = 0;
     size_t bad_from = r->n_bad; /* bad samples not yet in the journal */
     double t0 = cli_now(), shown = 0;
-    char line[256];
     for (uint64_t i = start; i < total && !failed; i++) {
         slot *s = &rr.slots[i % rr.window];
         pthread_mutex_lock(&rr.mu);
@@ -430,59 +541,20 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
             uint64_t need = member_bytes(s->len) + member_bytes((size_t)cn) + member_bytes(pn);
             int cut = w.f && ((o->shard_samples && w.rec.samples >= o->shard_samples) ||
                               (o->shard_bytes && w.off + need + 1024 > o->shard_bytes));
-            if (cut) {
-                w.rec.next = i;
-                if (shard_finish(o, &w) < 0)
-                    failed = -2;
-                else {
-                    prep_shard_line(line, sizeof line, &w.rec);
-                    /* the bad samples of its range, then it */
-                    size_t upto = r->n_bad;
-                    while (upto > bad_from && r->bad[upto - 1].index >= i)
-                        upto--;
-                    prep_result part = *r;
-                    part.n_bad = upto;
-                    if (prep_journal_record(j, &part, bad_from, line) != 0 ||
-                        prep_add_shard(r, &w.rec) < 0) {
-                        cli_error("prepare", "%s: %s", jpath, strerror(errno ? errno : ENOMEM));
-                        failed = -2;
-                    }
-                    bad_from = upto;
-                }
-            }
+            if (cut)
+                failed = cut_shard(o, &w, r, j, jpath, i, &bad_from);
             if (!failed && !w.f &&
                 shard_open(o, &w, r->n_shards, r->n_shards ? r->shards[r->n_shards - 1].next
                                                            : 0) < 0)
                 failed = -2;
             if (!failed) {
-                uint64_t at;
-                snprintf(name, sizeof name, "%s.%s", key, s->ext);
-                at = put_member(&w, name, s->data, s->len);
-                int bad_idx = idx_append(&w, "%s %llu %zu %s", s->ext, (unsigned long long)at,
-                                         s->len, name);
-                snprintf(name, sizeof name, "%s.cls", key);
-                at = put_member(&w, name, cls, (size_t)cn);
-                bad_idx |= idx_append(&w, " cls %llu %d %s", (unsigned long long)at, cn, name);
-                snprintf(name, sizeof name, "%s.key", key);
-                at = put_member(&w, name, path, pn);
-                bad_idx |= idx_append(&w, " key %llu %zu %s\n", (unsigned long long)at, pn, name);
-                bad_idx |= text_append(&w.labels, &w.labels_len, &w.labels_cap, "%s%s",
-                                       w.rec.samples ? "," : "", cls);
-                bad_idx |= text_append(&w.crcs, &w.crcs_len, &w.crcs_cap, "%s%08x",
-                                       w.rec.samples ? "," : "",
-                                       (unsigned)gf__crc32c(s->data, s->len));
-                if (bad_idx) {
+                if (put_sample(&w, s, key, cls, cn, path, pn) < 0) {
                     snprintf(rr.err, sizeof rr.err, "out of memory");
                     failed = -1;
                 }
-                w.rec.samples++;
-                w.rec.kinds[s->kind]++;
                 r->samples++;
                 this_run++;
-                if (kill_at && this_run == kill_at) {
-                    fflush(w.f);
-                    raise(SIGKILL);
-                }
+                kill_hook(&w, this_run, kill_at);
             }
         }
         pthread_mutex_lock(&rr.mu);
@@ -496,24 +568,8 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
             shown = now;
         }
     }
-    if (!failed && w.f) {
-        w.rec.next = total;
-        if (shard_finish(o, &w) < 0)
-            failed = -2;
-        else if (prep_add_shard(r, &w.rec) < 0)
-            failed = -1;
-        else {
-            prep_shard_line(line, sizeof line, &w.rec);
-            if (prep_journal_record(j, r, bad_from, line) != 0)
-                failed = -2;
-            bad_from = r->n_bad;
-        }
-    }
-    if (!failed) {
-        snprintf(line, sizeof line, "done %llu\n", (unsigned long long)total);
-        if (prep_journal_record(j, r, bad_from, line) != 0)
-            failed = -2;
-    }
+    if (!failed)
+        failed = finish_last(o, &w, r, j, total, bad_from);
     pthread_mutex_lock(&rr.mu);
     rr.stop = 1;
     pthread_cond_broadcast(&rr.work);
@@ -526,20 +582,7 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
         progress(total - start, total - start, cli_now() - t0, 1);
     r->samples_this_run = this_run;
     r->seconds = cli_now() - t0;
-    for (uint64_t k = 0; k < rr.window; k++) {
-        free(rr.slots[k].data);
-        free(rr.slots[k].why);
-    }
-    free(rr.slots);
-    free(tids);
-    free(w.idx);
-    free(w.labels);
-    free(w.crcs);
-    prep_keys_free(keys);
-    pthread_cond_destroy(&rr.work);
-    pthread_cond_destroy(&rr.done);
-    pthread_mutex_destroy(&rr.mu);
-    pthread_mutex_destroy(&rr.read_mu);
+    run_free(&rr, tids, &w, keys);
     if (fclose(j) != 0 && !failed) {
         cli_error("prepare", "%s: %s", jpath, strerror(errno));
         return -1;
