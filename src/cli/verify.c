@@ -49,9 +49,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "json.h"
 #include "loader_options.h"
-#include "quote.h"
 #include "verify_prepared.h"
 #include "verify_report.h"
 #include "gpufeed.h"
