@@ -421,6 +421,105 @@ int gf__tar_member_check(const uint8_t *h, const char *name, size_t name_len, ui
     return 0;
 }
 
+/* A metadata member's data (a pax header, a GNU long name): size bytes
+ * at data into b, NUL-terminated, b->len = size. Returns 0 or a code. */
+static int read_data(gf__tar *t, uint64_t data, size_t size, bytes *b, char *why,
+                     size_t why_len)
+{
+    int rc;
+    if ((rc = bytes_reserve(b, size)) < 0)
+        return rc;
+    if ((rc = gf__tar_read(t, data, b->p, size, why, why_len)) < 0)
+        return rc;
+    b->p[size] = '\0';
+    b->len = size;
+    return 0;
+}
+
+/* An old GNU sparse header's map blocks, from *data on: *data moved past
+ * the last (byte 504 of each says another follows). Returns 0, 1 if the
+ * file ends inside the map, or GF_EDATASET (a read failed, why says). */
+static int sparse_map_end(gf__tar *t, uint64_t *data, char *why, size_t why_len)
+{
+    for (int more = 1; more; *data += BLOCK) {
+        if (t->file_size - *data < BLOCK)
+            return 1;
+        const uint8_t *x = win_get(t, *data, BLOCK, why, why_len);
+        if (!x)
+            return GF_EDATASET;
+        more = x[504] != 0;
+    }
+    return 0;
+}
+
+/* The member whose header is h (at pos; its data at `data`, size bytes):
+ * its name from a pax path, a GNU long name (longname, NULL if none) or
+ * h itself, kept in name, "./" dropped; and why it is skipped, if it is.
+ * Returns 0 or GF_ENOMEM. */
+static int member_of(gf__tar_member *m, bytes *name, const uint8_t *h, uint64_t pos,
+                     uint64_t data, uint64_t size, const char *pax_path, size_t pax_path_len,
+                     const bytes *longname, int has_pax_size, int pax_sparse)
+{
+    char type = (char)h[156];
+    int rc;
+    /* The member: its name from pax, GNU or the header itself. */
+    if (pax_path) {
+        rc = bytes_set(name, pax_path, pax_path_len);
+    } else if (longname) {
+        rc = bytes_set(name, longname->p, longname->len);
+    } else {
+        size_t nl = strnlen((const char *)h, 100);
+        size_t pl = 0;
+        if (memcmp(h + 257, "ustar\0", 6) == 0)
+            pl = strnlen((const char *)h + 345, 155);
+        char tmp[100 + 1 + 155 + 1];
+        memcpy(tmp, h + 345, pl);
+        if (pl)
+            tmp[pl++] = '/';
+        memcpy(tmp + pl, h, nl);
+        rc = bytes_set(name, tmp, pl + nl);
+    }
+    if (rc < 0)
+        return rc;
+    const char *nm = name->p;
+    size_t nml = name->len;
+    while (nml >= 2 && nm[0] == '.' && nm[1] == '/') {
+        nm += 2; /* "./a.jpg" is "a.jpg" */
+        nml -= 2;
+        while (nml && nm[0] == '/') {
+            nm++;
+            nml--;
+        }
+    }
+    *m = (gf__tar_member){
+        .name = nm,
+        .name_len = nml,
+        .header_offset = pos,
+        .offset = data,
+        .size = size,
+        .type = type,
+    };
+    m->skip = type_problem(type);
+    if (!m->skip && pax_sparse)
+        m->skip = "a GNU sparse file (pax), not supported (store it whole: tar "
+                  "without --sparse)";
+    if (!m->skip)
+        m->skip = name_problem(nm, nml);
+    /* Every read of a member checks the block before its data
+     * against the index (gf__tar_member_check): one whose pax
+     * path, GNU long name or pax size= that block does not spell
+     * would be indexed and then fail every read. (A member named
+     * and sized by its block alone passes by construction: the
+     * same name, checksum and type checks; not run, to keep a
+     * scan of small members as fast.) */
+    char unused[8];
+    if (!m->skip && (pax_path || longname || has_pax_size) &&
+        gf__tar_member_check(h, nm, nml, size, unused, sizeof unused) < 0)
+        m->skip = "its header block does not spell the name or size its pax or GNU "
+                  "header gives, so no read of it could be checked";
+    return 0;
+}
+
 int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_fn fn,
                  void *ctx, uint64_t *warnings, char *warning, size_t warning_len,
                  gf__tar_damage *dmg, char *why, size_t why_len)
@@ -507,15 +606,10 @@ int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_f
         uint8_t sparse_hdr[BLOCK];
         if (type == 'S' && h[482])
             h = memcpy(sparse_hdr, h, BLOCK);
-        for (int more = type == 'S' && h[482]; more; data += BLOCK) {
-            if (file_size - data < BLOCK)
+        if (type == 'S' && h[482] && (rc = sparse_map_end(&t, &data, why, why_len)) != 0) {
+            if (rc > 0)
                 FAIL(GF_ETRUNC, "truncated archive: the file ends inside a sparse map");
-            const uint8_t *x = win_get(&t, data, BLOCK, why, why_len);
-            if (!x) {
-                rc = GF_EDATASET;
-                goto out;
-            }
-            more = x[504] != 0;
+            goto out;
         }
         if (size > file_size - data)
             FAIL(GF_ETRUNC, "member size %llu runs past the end of the file (%llu bytes)",
@@ -529,12 +623,8 @@ int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_f
             if (size > GF__TAR_PAX_MAX)
                 FAIL(GF_ECORRUPT, "pax header of %llu bytes, over the %zu-byte limit",
                      (unsigned long long)size, GF__TAR_PAX_MAX);
-            if ((rc = bytes_reserve(&pax, (size_t)size)) < 0)
+            if ((rc = read_data(&t, data, (size_t)size, &pax, why, why_len)) < 0)
                 goto out;
-            if ((rc = gf__tar_read(&t, data, pax.p, (size_t)size, why, why_len)) < 0)
-                goto out;
-            pax.p[size] = '\0';
-            pax.len = (size_t)size;
             pax_path = NULL;
             has_pax_size = 0;
             pax_sparse = 0;
@@ -545,69 +635,16 @@ int gf__tar_scan(int fd, uint64_t file_size, const char *shard, gf__tar_member_f
             if (size > GF__TAR_LONGNAME_MAX)
                 FAIL(GF_ECORRUPT, "GNU long name of %llu bytes, over the %zu-byte limit",
                      (unsigned long long)size, GF__TAR_LONGNAME_MAX);
-            if ((rc = bytes_reserve(&longname, (size_t)size)) < 0)
+            if ((rc = read_data(&t, data, (size_t)size, &longname, why, why_len)) < 0)
                 goto out;
-            if ((rc = gf__tar_read(&t, data, longname.p, (size_t)size, why, why_len)) < 0)
-                goto out;
-            longname.p[size] = '\0';
             longname.len = strlen(longname.p); /* NUL-terminated in the data */
             has_longname = 1;
         } else if (!meta) {
-            /* The member: its name from pax, GNU or the header itself. */
-            if (pax_path) {
-                rc = bytes_set(&name, pax_path, pax_path_len);
-            } else if (has_longname) {
-                rc = bytes_set(&name, longname.p, longname.len);
-            } else {
-                size_t nl = strnlen((const char *)h, 100);
-                size_t pl = 0;
-                if (memcmp(h + 257, "ustar\0", 6) == 0)
-                    pl = strnlen((const char *)h + 345, 155);
-                char tmp[100 + 1 + 155 + 1];
-                memcpy(tmp, h + 345, pl);
-                if (pl)
-                    tmp[pl++] = '/';
-                memcpy(tmp + pl, h, nl);
-                rc = bytes_set(&name, tmp, pl + nl);
-            }
+            gf__tar_member m;
+            rc = member_of(&m, &name, h, pos, data, size, pax_path, pax_path_len,
+                           has_longname ? &longname : NULL, has_pax_size, pax_sparse);
             if (rc < 0)
                 goto out;
-            const char *nm = name.p;
-            size_t nml = name.len;
-            while (nml >= 2 && nm[0] == '.' && nm[1] == '/') {
-                nm += 2; /* "./a.jpg" is "a.jpg" */
-                nml -= 2;
-                while (nml && nm[0] == '/') {
-                    nm++;
-                    nml--;
-                }
-            }
-            gf__tar_member m = {
-                .name = nm,
-                .name_len = nml,
-                .header_offset = pos,
-                .offset = data,
-                .size = size,
-                .type = type,
-            };
-            m.skip = type_problem(type);
-            if (!m.skip && pax_sparse)
-                m.skip = "a GNU sparse file (pax), not supported (store it whole: tar "
-                         "without --sparse)";
-            if (!m.skip)
-                m.skip = name_problem(nm, nml);
-            /* Every read of a member checks the block before its data
-             * against the index (gf__tar_member_check): one whose pax
-             * path, GNU long name or pax size= that block does not spell
-             * would be indexed and then fail every read. (A member named
-             * and sized by its block alone passes by construction: the
-             * same name, checksum and type checks; not run, to keep a
-             * scan of small members as fast.) */
-            char unused[8];
-            if (!m.skip && (pax_path || has_longname || has_pax_size) &&
-                gf__tar_member_check(h, nm, nml, size, unused, sizeof unused) < 0)
-                m.skip = "its header block does not spell the name or size its pax or GNU "
-                         "header gives, so no read of it could be checked";
             members++;
             t.in_fn = 1;
             rc = fn(ctx, &t, &m);

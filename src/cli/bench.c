@@ -105,6 +105,48 @@ static void usage(FILE *f)
             "A sweep shows a progress line on stderr when it is a terminal.\n");
 }
 
+/* The mode table: one runner and its printers per mode (verdict: the
+ * default mode). Returns the exit status. */
+static int run_mode(bench_opts *o, int verdict)
+{
+    if (verdict) {
+        verdict_result r;
+        int status = run_verdict(o, &r);
+        if (status == CLI_OK) {
+            if (o->json)
+                print_verdict_json(o, &r);
+            else
+                print_verdict_human(o, &r);
+            if (o->csv && write_verdict_csv(o->csv, &r) != CLI_OK)
+                status = CLI_FAIL;
+            if (o->plot && write_verdict_plot(o->plot, o, &r) != CLI_OK)
+                status = CLI_FAIL;
+        }
+        free(r.rows);
+        return status;
+    }
+    if (o->overlap) {
+        overlap_result r;
+        int status = run_overlap(o, &r);
+        if (status != CLI_OK)
+            return status;
+        if (o->json)
+            print_overlap_json(o, &r);
+        else
+            print_overlap_human(o, &r);
+        return CLI_OK;
+    }
+    input_result r;
+    int status = run_input_only(o, &r);
+    if (status != CLI_OK)
+        return status;
+    if (o->json)
+        print_input_json(o, &r);
+    else
+        print_input_human(o, &r);
+    return CLI_OK;
+}
+
 int cmd_bench(int argc, char **argv)
 {
     enum { O_INPUT = 256, O_OVERLAP, O_COMPUTE, O_BATCHES, O_DATA, O_JSON, O_MODEL, O_CSV,
@@ -225,42 +267,6 @@ int cmd_bench(int argc, char **argv)
         return CLI_USAGE;
     }
 
-    /* The mode table: one runner and its printers per mode. */
-    if (verdict) {
-        verdict_result r;
-        int status = run_verdict(&o, &r);
-        if (status == CLI_OK) {
-            if (o.json)
-                print_verdict_json(&o, &r);
-            else
-                print_verdict_human(&o, &r);
-            if (o.csv && write_verdict_csv(o.csv, &r) != CLI_OK)
-                status = CLI_FAIL;
-            if (o.plot && write_verdict_plot(o.plot, &o, &r) != CLI_OK)
-                status = CLI_FAIL;
-        }
-        free(r.rows);
-        return status;
-    }
-    if (o.overlap) {
-        overlap_result r;
-        int status = run_overlap(&o, &r);
-        if (status != CLI_OK)
-            return status;
-        if (o.json)
-            print_overlap_json(&o, &r);
-        else
-            print_overlap_human(&o, &r);
-        return CLI_OK;
-    }
-    input_result r;
-    int status = run_input_only(&o, &r);
-    if (status != CLI_OK)
-        return status;
-    if (o.json)
-        print_input_json(&o, &r);
-    else
-        print_input_human(&o, &r);
-    return CLI_OK;
+    return run_mode(&o, verdict);
 }
 

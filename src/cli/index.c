@@ -244,6 +244,46 @@ static int set_limit(gf_settings *s, int ch, const char *arg)
     return -1;
 }
 
+/* The arguments after the options: shards given, --out and --ca-file
+ * usable, an --out for remote shards; --out made. Returns 0, or
+ * CLI_USAGE with the message printed. */
+static int check_args(int argc, char **argv, const char *out, const gf_shard_index_opts *opts)
+{
+    if (optind >= argc) {
+        cli_error(CMD, "no shards given (try --help)");
+        return CLI_USAGE;
+    }
+    if (out && *out == '\0') {
+        cli_error(CMD, "--out needs a directory");
+        return CLI_USAGE;
+    }
+    if (opts->ca_file && *opts->ca_file == '\0') {
+        cli_error(CMD, "--ca-file needs a PEM file");
+        return CLI_USAGE;
+    }
+    for (int a = optind; a < argc && !out; a++)
+        if (is_remote(argv[a])) {
+            /* the argument as given is shown only without userinfo */
+            cli_error(CMD,
+                      "%s: a remote shard's sidecar cannot be written beside it: give --out "
+                      "DIR, then upload DIR's .idx files beside the shards",
+                      strchr(argv[a], '@') ? "a URL" : argv[a]);
+            return CLI_USAGE;
+        }
+    if (opts->ca_file && access(opts->ca_file, R_OK) != 0) {
+        cli_error(CMD, "--ca-file %s: %s", opts->ca_file, strerror(errno));
+        return CLI_USAGE;
+    }
+    if (out) {
+        int rc = cli_mkdir_p(out);
+        if (rc < 0) {
+            cli_error(CMD, "--out %s: %s", out, strerror(-rc));
+            return CLI_USAGE;
+        }
+    }
+    return 0;
+}
+
 int cmd_index(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -282,38 +322,8 @@ int cmd_index(int argc, char **argv)
         default: cli_error(CMD, "unknown option '%s' (try --help)", argv[optind - 1]); return CLI_USAGE;
         }
     }
-    if (optind >= argc) {
-        cli_error(CMD, "no shards given (try --help)");
+    if (check_args(argc, argv, out, &opts) != 0)
         return CLI_USAGE;
-    }
-    if (out && *out == '\0') {
-        cli_error(CMD, "--out needs a directory");
-        return CLI_USAGE;
-    }
-    if (opts.ca_file && *opts.ca_file == '\0') {
-        cli_error(CMD, "--ca-file needs a PEM file");
-        return CLI_USAGE;
-    }
-    for (int a = optind; a < argc && !out; a++)
-        if (is_remote(argv[a])) {
-            /* the argument as given is shown only without userinfo */
-            cli_error(CMD,
-                      "%s: a remote shard's sidecar cannot be written beside it: give --out "
-                      "DIR, then upload DIR's .idx files beside the shards",
-                      strchr(argv[a], '@') ? "a URL" : argv[a]);
-            return CLI_USAGE;
-        }
-    if (opts.ca_file && access(opts.ca_file, R_OK) != 0) {
-        cli_error(CMD, "--ca-file %s: %s", opts.ca_file, strerror(errno));
-        return CLI_USAGE;
-    }
-    if (out) {
-        int rc = cli_mkdir_p(out);
-        if (rc < 0) {
-            cli_error(CMD, "--out %s: %s", out, strerror(-rc));
-            return CLI_USAGE;
-        }
-    }
     double t0 = cli_now();
     unsigned long long indexed = 0, current = 0, failed = 0, samples = 0, members = 0;
     written done = {0};

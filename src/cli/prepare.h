@@ -7,8 +7,9 @@
  *                       (fitted), pick the format, encode (a worker's)
  *   prepare_keys.c      the safe, unique member key of each sample
  *   prepare_write.c     the workers, the reorder window, the shards with
- *                       their index sidecars, the journal a rerun resumes
- *                       from, the progress bar
+ *                       their index sidecars, the progress bar
+ *   prepare_journal.c   the journal a rerun resumes from: read, checked,
+ *                       appended
  *   prepare_manifest.c  the source's identity, classes.txt, manifest.json
  *   prepare_plan.c      --plan: a sample of SRC prepared each way, measured
  *   prepare_plan_report.c  --plan's table, recommendation and JSON
@@ -118,6 +119,29 @@ typedef struct prep_result {
  * is refused. Returns 0 (r filled, also when on_error = fail stopped it:
  * r->failed), or -1 with the message printed. */
 int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_result *r);
+
+/* ---- prepare_journal.c: the command's thread ---- */
+
+#define PREP_JOURNAL ".prepare-journal" /* under OUT */
+#define PREP_JOURNAL_MAGIC "gpufeed-prepare-journal 1"
+
+/* Reads OUT's journal at path into r (its shards, and the bad samples
+ * before the last record), from which the run goes on at *start. Returns
+ * 1 if it says the run is done, 0 if none or not done, -1 with the
+ * message printed. */
+int prep_journal_load(const prep_opts *o, const char *path, const char *fingerprint,
+                      uint64_t total, prep_result *r, uint64_t *start);
+/* OUT's journal (path) opened for appending, its head written if it is
+ * new. NULL with the message printed. */
+FILE *prep_journal_open(const char *path, const char *fingerprint);
+/* Appends r's bad samples from `from` on, then `line` (prep_shard_line's
+ * or "done N"), and syncs: 0 or -1 with errno. */
+int prep_journal_record(FILE *j, const prep_result *r, size_t from, const char *line);
+/* A finished shard's journal line, into line. */
+void prep_shard_line(char *line, size_t n, const prep_shard *sh);
+/* r's bad samples and shards, one more each: 0 or -1 out of memory. */
+int prep_add_bad(prep_result *r, uint64_t index, int code, const char *why);
+int prep_add_shard(prep_result *r, const prep_shard *s);
 void prep_result_free(prep_result *r);
 
 
@@ -133,6 +157,8 @@ FILE *prep_create(const char *path);
 /* s with %XX for bytes outside printable ASCII, spaces and '%': a token
  * of one line (the fingerprint, the journal's reasons). */
 void prep_put_escaped(FILE *f, const char *s);
+/* Flushes f and syncs it to disk: 0 or -1 with errno. */
+int prep_sync(FILE *f);
 
 /* ---- prepare_manifest.c: the command's thread ---- */
 

@@ -1,7 +1,8 @@
 /* prepare's files and names: where each shard and sidecar goes, how a
  * file is made afresh without writing through a planted link, and the
- * escaped tokens of its one-line records. A leaf: prepare_write.c and
- * prepare_manifest.c both call it, neither the other for these. */
+ * escaped tokens of its one-line records, a file synced. A leaf:
+ * prepare_write.c, prepare_journal.c and prepare_manifest.c call it,
+ * none the others for these. */
 #include "prepare.h"
 
 #include <errno.h>
@@ -41,4 +42,11 @@ void prep_put_escaped(FILE *f, const char *s)
         else
             fputc(c, f);
     }
+}
+
+int prep_sync(FILE *f)
+{
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+        return -1;
+    return 0;
 }

@@ -24,7 +24,8 @@
  * sizes checked, the records against the source: a damaged journal is
  * refused), regenerates the keys before them, and goes on from the
  * last one's range: a killed run and an unkilled one write the same bytes,
- * and no partial shard ever has a final name.
+ * and no partial shard ever has a final name. The journal's format and
+ * checks are prepare_journal.c's.
  *
  * The index is read through gf_index_read, which takes one caller at a
  * time (it keeps the last failure), so reads go one at a time under
@@ -51,8 +52,6 @@
 /* Member mtime: fixed, so the shards are a function of the settings and
  * the source alone (make-dataset's too). */
 #define TAR_MTIME 1700000000ull
-#define JOURNAL ".prepare-journal"
-#define JOURNAL_MAGIC "gpufeed-prepare-journal 1"
 
 enum { SLOT_EMPTY, SLOT_BUSY, SLOT_DONE };
 
@@ -229,13 +228,6 @@ static uint64_t member_bytes(size_t len)
     return 512 + (len + 511) / 512 * 512;
 }
 
-static int sync_file(FILE *f)
-{
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
-        return -1;
-    return 0;
-}
-
 /* Writes the shard's end, syncs, writes its sidecar, renames both into
  * place. Returns 0 or -1 with the message printed. */
 static int shard_finish(const prep_opts *o, shard_out *w)
@@ -248,7 +240,7 @@ static int shard_finish(const prep_opts *o, shard_out *w)
     snprintf(itmp, sizeof itmp, "%s.partial", idx);
     put(w, end, sizeof end);
     int e = w->io_errno;
-    if (!e && sync_file(w->f) != 0)
+    if (!e && prep_sync(w->f) != 0)
         e = errno;
     if (fclose(w->f) != 0 && !e)
         e = errno;
@@ -268,7 +260,7 @@ static int shard_finish(const prep_opts *o, shard_out *w)
                 (unsigned long long)w->rec.samples, (unsigned long long)w->off, (unsigned)w->crc,
                 (int)w->labels_len, w->labels ? w->labels : "", (int)w->crcs_len,
                 w->crcs ? w->crcs : "") < 0 ||
-        fwrite(w->idx, 1, w->idx_len, f) != w->idx_len || sync_file(f) != 0) {
+        fwrite(w->idx, 1, w->idx_len, f) != w->idx_len || prep_sync(f) != 0) {
         cli_error("prepare", "%s: %s", itmp, strerror(errno ? errno : EIO));
         if (f)
             fclose(f);
@@ -306,197 +298,6 @@ static int shard_open(const prep_opts *o, shard_out *w, uint64_t k, uint64_t fir
     return 0;
 }
 
-/* ---- the journal ---- */
-
-/* A completed shard's journal line. */
-static void shard_line(char *line, size_t n, const prep_shard *sh)
-{
-    snprintf(line, n, "shard %llu %llu %llu %llu %llu %llu %llu %s\n",
-             (unsigned long long)sh->first, (unsigned long long)sh->next,
-             (unsigned long long)sh->samples, (unsigned long long)sh->bytes,
-             (unsigned long long)sh->kinds[0], (unsigned long long)sh->kinds[1],
-             (unsigned long long)sh->kinds[2], sh->sha256);
-}
-
-static char *unescape(const char *s)
-{
-    char *out = malloc(strlen(s) + 1), *p = out;
-    if (!out)
-        return NULL;
-    for (; *s; s++) {
-        unsigned v;
-        if (*s == '%' && sscanf(s + 1, "%2X", &v) == 1) {
-            *p++ = (char)v;
-            s += 2;
-        } else {
-            *p++ = *s;
-        }
-    }
-    *p = '\0';
-    return out;
-}
-
-static int grow_bad(prep_result *r, uint64_t index, int code, const char *why)
-{
-    prep_bad *b = realloc(r->bad, (r->n_bad + 1) * sizeof *b);
-    if (!b)
-        return -1;
-    r->bad = b;
-    b[r->n_bad] = (prep_bad){index, code, strdup(why)};
-    if (!b[r->n_bad].reason)
-        return -1;
-    r->n_bad++;
-    return 0;
-}
-
-static int grow_shard(prep_result *r, const prep_shard *s)
-{
-    prep_shard *v = realloc(r->shards, (r->n_shards + 1) * sizeof *v);
-    if (!v)
-        return -1;
-    r->shards = v;
-    v[r->n_shards++] = *s;
-    return 0;
-}
-
-/* Appends the bad samples from `from` on, then `line`, and syncs. */
-static int journal_record(FILE *j, const prep_result *r, size_t from, const char *line)
-{
-    for (size_t i = from; i < r->n_bad; i++) {
-        fprintf(j, "bad %llu %d ", (unsigned long long)r->bad[i].index, r->bad[i].code);
-        prep_put_escaped(j, r->bad[i].reason);
-        fputc('\n', j);
-    }
-    fputs(line, j);
-    return sync_file(j);
-}
-
-/* Reads OUT's journal into r (its shards, and the bad samples before the
- * last record), checking the fingerprint and each shard's size, and cuts
- * the file after that record: what a killed run wrote after it (bad
- * samples it will find again, a line cut short) goes. Returns 1 if it
- * says the run is done, 0 if none or not done, -1 with the message
- * printed. */
-static int journal_load(const prep_opts *o, const char *path, const char *fingerprint,
-                        uint64_t total, prep_result *r, uint64_t *start)
-{
-    /* read and cut in place, never through a link planted at its name */
-    int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-    FILE *j = fd >= 0 ? fdopen(fd, "r") : NULL;
-    *start = 0;
-    if (!j) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        return e == ENOENT ? 0 : (cli_error("prepare", "%s: %s", path, strerror(e)), -1);
-    }
-    char *line = NULL;
-    size_t cap = 0, kept_bad = 0;
-    int done = 0, rc = 0, n = 0;
-    const char *bad_record = NULL; /* rc -6: why a record cannot be this run's */
-    long kept_end = 0; /* where the last record (or the fingerprint) ends */
-    ssize_t got;
-    while (rc == 0 && (got = getline(&line, &cap, j)) > 0) {
-        if (line[got - 1] != '\n')
-            break; /* cut short by a kill: not written */
-        line[got - 1] = '\0';
-        n++;
-        prep_shard s = {0};
-        unsigned long long idx;
-        int code, used = 0;
-        if (n == 1 && strcmp(line, JOURNAL_MAGIC) != 0)
-            rc = -2;
-        else if (n == 2 && (strncmp(line, "fingerprint ", 12) || strcmp(line + 12, fingerprint)))
-            rc = -3;
-        else if (n <= 2) {
-            kept_end = ftell(j);
-            continue;
-        }
-        else if (done)
-            rc = -6, bad_record = "a record after 'done'";
-        else if (sscanf(line, "bad %llu %d %n", &idx, &code, &used) == 2 && used) {
-            if (idx < *start || idx >= total || code >= 0) {
-                rc = -6, bad_record = idx < *start ? "a bad sample before its shard's range"
-                                      : idx >= total ? "a bad sample past the source's count"
-                                                     : "a bad sample without an error code";
-                continue;
-            }
-            char *why = unescape(line + used);
-            if (!why || grow_bad(r, idx, code, why) < 0)
-                rc = -4;
-            free(why);
-        } else if (sscanf(line, "shard %llu %llu %llu %llu %llu %llu %llu %64s",
-                          (unsigned long long *)&s.first, (unsigned long long *)&s.next,
-                          (unsigned long long *)&s.samples, (unsigned long long *)&s.bytes,
-                          (unsigned long long *)&s.kinds[0], (unsigned long long *)&s.kinds[1],
-                          (unsigned long long *)&s.kinds[2], s.sha256) == 8) {
-            /* shards are contiguous from 0, in the source, and count what
-             * their range holds: anything else is not a record this code
-             * wrote (and a range past the source would index past it) */
-            const char *odd = s.first != *start ? "a shard not starting where the last one ended"
-                              : s.next <= s.first || s.next > total
-                                  ? "a shard's range empty or past the source's count"
-                              : s.samples == 0 || s.samples > s.next - s.first ||
-                                      s.kinds[0] + s.kinds[1] + s.kinds[2] != s.samples
-                                  ? "a shard's counts not its range's"
-                                  : NULL;
-            if (odd) {
-                rc = -6, bad_record = odd;
-                continue;
-            }
-            char tar[4096];
-            struct stat st;
-            prep_shard_path(o, r->n_shards, "tar", tar, sizeof tar);
-            if (stat(tar, &st) != 0 || (uint64_t)st.st_size != s.bytes) {
-                cli_error("prepare", "%s: the journal %s records it as %llu bytes, but it is %s "
-                          "(changed since? remove %s to start over)", tar, path,
-                          (unsigned long long)s.bytes,
-                          stat(tar, &st) != 0 ? strerror(errno) : "another size", o->out);
-                rc = -1;
-            } else if (grow_shard(r, &s) < 0) {
-                rc = -4;
-            }
-            kept_bad = r->n_bad;
-            kept_end = ftell(j);
-            *start = s.next;
-        } else if (sscanf(line, "done %llu", &idx) == 1) {
-            if (idx != total || idx < *start) {
-                rc = -6, bad_record = "'done' at another count than the source's";
-                continue;
-            }
-            kept_bad = r->n_bad;
-            kept_end = ftell(j);
-            *start = idx;
-            done = 1;
-        } else {
-            rc = -5;
-        }
-    }
-    free(line);
-    /* killed before its fingerprint was whole: a fresh start (kept_end 0) */
-    if (rc == 0 && ftruncate(fileno(j), kept_end) != 0) {
-        cli_error("prepare", "%s: %s", path, strerror(errno));
-        rc = -1;
-    }
-    fclose(j);
-    /* bad samples after the last record are found again */
-    for (size_t i = kept_bad; i < r->n_bad; i++)
-        free(r->bad[i].reason);
-    r->n_bad = kept_bad;
-    if (rc == -2 || rc == -5)
-        cli_error("prepare", "%s: line %d: not a prepare journal's", path, n);
-    else if (rc == -6)
-        cli_error("prepare", "%s: line %d: damaged: %s (remove %s to start over)", path, n,
-                  bad_record, o->out);
-    else if (rc == -3)
-        cli_error("prepare", "%s holds a run with other settings or another source "
-                  "(its journal's fingerprint differs): use another OUT, or remove it to "
-                  "start over", o->out);
-    else if (rc == -4)
-        cli_error("prepare", "out of memory");
-    return rc < 0 ? -1 : done;
-}
-
 /* ---- progress ---- */
 
 static void progress(uint64_t done, uint64_t total, double secs, int last)
@@ -518,19 +319,154 @@ static void progress(uint64_t done, uint64_t total, double secs, int last)
 
 /* ---- the run ---- */
 
+/* The run's locks, and its workers on [rr->next, rr->end), nt at most.
+ * Returns how many started; none for a run with nothing left, and a run
+ * with samples left but no thread started is stopped with its reason. */
+static int run_start(run *rr, pthread_t *tids, int nt)
+{
+    pthread_mutex_init(&rr->mu, NULL);
+    pthread_mutex_init(&rr->read_mu, NULL);
+    pthread_cond_init(&rr->work, NULL);
+    pthread_cond_init(&rr->done, NULL);
+    int started = 0;
+    if (rr->next < rr->end)
+        for (; started < nt; started++)
+            if (pthread_create(&tids[started], NULL, worker, rr) != 0)
+                break;
+    if (rr->next < rr->end && started == 0)
+        snprintf(rr->err, sizeof rr->err, "could not start a thread"), rr->stop = 1;
+    return started;
+}
+
+/* What run_start and prep_write made, after the workers are joined. */
+static void run_free(run *rr, pthread_t *tids, shard_out *w, prep_keys *keys)
+{
+    for (uint64_t k = 0; k < rr->window; k++) {
+        free(rr->slots[k].data);
+        free(rr->slots[k].why);
+    }
+    free(rr->slots);
+    free(tids);
+    free(w->idx);
+    free(w->labels);
+    free(w->crcs);
+    prep_keys_free(keys);
+    pthread_cond_destroy(&rr->work);
+    pthread_cond_destroy(&rr->done);
+    pthread_mutex_destroy(&rr->mu);
+    pthread_mutex_destroy(&rr->read_mu);
+}
+
+/* Finishes w before source index i (it would pass --shard-bytes or
+ * --shard-samples) and records it: the bad samples of its range, from
+ * *bad_from on, then its line. Returns 0, or -2 with the message printed. */
+static int cut_shard(const prep_opts *o, shard_out *w, prep_result *r, FILE *j,
+                     const char *jpath, uint64_t i, size_t *bad_from)
+{
+    char line[256];
+    int failed = 0;
+    w->rec.next = i;
+    if (shard_finish(o, w) < 0)
+        failed = -2;
+    else {
+        prep_shard_line(line, sizeof line, &w->rec);
+        /* the bad samples of its range, then it */
+        size_t upto = r->n_bad;
+        while (upto > *bad_from && r->bad[upto - 1].index >= i)
+            upto--;
+        prep_result part = *r;
+        part.n_bad = upto;
+        if (prep_journal_record(j, &part, *bad_from, line) != 0 ||
+            prep_add_shard(r, &w->rec) < 0) {
+            cli_error("prepare", "%s: %s", jpath, strerror(errno ? errno : ENOMEM));
+            failed = -2;
+        }
+        *bad_from = upto;
+    }
+    return failed;
+}
+
+/* After the last sample: the open shard finished and recorded, then the
+ * journal's "done". Returns 0, -1 out of memory, or -2 with the message
+ * printed. */
+static int finish_last(const prep_opts *o, shard_out *w, prep_result *r, FILE *j,
+                       uint64_t total, size_t bad_from)
+{
+    char line[256];
+    int failed = 0;
+    if (w->f) {
+        w->rec.next = total;
+        if (shard_finish(o, w) < 0)
+            failed = -2;
+        else if (prep_add_shard(r, &w->rec) < 0)
+            failed = -1;
+        else {
+            prep_shard_line(line, sizeof line, &w->rec);
+            if (prep_journal_record(j, r, bad_from, line) != 0)
+                failed = -2;
+            bad_from = r->n_bad;
+        }
+    }
+    if (!failed) {
+        snprintf(line, sizeof line, "done %llu\n", (unsigned long long)total);
+        if (prep_journal_record(j, r, bad_from, line) != 0)
+            failed = -2;
+    }
+    return failed;
+}
+
+/* A good sample's three members into the open shard w, with its sidecar
+ * line, label and CRC; counted in w. Returns 0, or -1 out of memory for
+ * the sidecar's text (the members are written). */
+static int put_sample(shard_out *w, const slot *s, const char *key, const char *cls, int cn,
+                      const char *path, size_t pn)
+{
+    char name[160];
+    uint64_t at;
+    snprintf(name, sizeof name, "%s.%s", key, s->ext);
+    at = put_member(w, name, s->data, s->len);
+    int bad_idx = idx_append(w, "%s %llu %zu %s", s->ext, (unsigned long long)at,
+                             s->len, name);
+    snprintf(name, sizeof name, "%s.cls", key);
+    at = put_member(w, name, cls, (size_t)cn);
+    bad_idx |= idx_append(w, " cls %llu %d %s", (unsigned long long)at, cn, name);
+    snprintf(name, sizeof name, "%s.key", key);
+    at = put_member(w, name, path, pn);
+    bad_idx |= idx_append(w, " key %llu %zu %s\n", (unsigned long long)at, pn, name);
+    bad_idx |= text_append(&w->labels, &w->labels_len, &w->labels_cap, "%s%s",
+                           w->rec.samples ? "," : "", cls);
+    bad_idx |= text_append(&w->crcs, &w->crcs_len, &w->crcs_cap, "%s%08x",
+                           w->rec.samples ? "," : "",
+                           (unsigned)gf__crc32c(s->data, s->len));
+    w->rec.samples++;
+    w->rec.kinds[s->kind]++;
+    return bad_idx ? -1 : 0;
+}
+
 static uint64_t stop_after(void)
 {
     const char *s = getenv("GF_PREPARE_STOP_AFTER"); /* tests: a kill -9 after K samples */
     return s && *s ? strtoull(s, NULL, 10) : 0;
 }
 
+/* The tests' kill (GF_PREPARE_STOP_AFTER=K, stop_after): SIGKILL once
+ * this run has written its Kth sample, the open shard flushed but left
+ * .partial and unrecorded, as a real kill leaves it. */
+static void kill_hook(shard_out *w, uint64_t this_run, uint64_t kill_at)
+{
+    if (kill_at && this_run == kill_at) {
+        fflush(w->f);
+        raise(SIGKILL);
+    }
+}
+
 int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_result *r)
 {
     memset(r, 0, sizeof *r);
     char jpath[4096];
-    snprintf(jpath, sizeof jpath, "%s/%s", o->out, JOURNAL);
+    snprintf(jpath, sizeof jpath, "%s/%s", o->out, PREP_JOURNAL);
     uint64_t start, total = gf_index_count(ix);
-    int done = journal_load(o, jpath, fingerprint, total, r, &start);
+    int done = prep_journal_load(o, jpath, fingerprint, total, r, &start);
     if (done < 0)
         return -1;
     r->resumed_shards = r->n_shards;
@@ -540,27 +476,14 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
     if (done)
         return 0;
 
-    struct stat jst;
-    int fresh = stat(jpath, &jst) != 0 || jst.st_size == 0;
-    int jfd = open(jpath, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-    FILE *j = jfd >= 0 ? fdopen(jfd, "a") : NULL;
-    if (!j) {
-        if (jfd >= 0)
-            close(jfd);
-        cli_error("prepare", "%s: %s", jpath, strerror(errno));
+    FILE *j = prep_journal_open(jpath, fingerprint);
+    if (!j)
         return -1;
-    }
-    if (fresh && (fprintf(j, "%s\nfingerprint %s\n", JOURNAL_MAGIC, fingerprint) < 0 ||
-                  sync_file(j) != 0)) {
-        cli_error("prepare", "%s: %s", jpath, strerror(errno));
-        fclose(j);
-        return -1;
-    }
 
     /* the keys before the start, as the first run made them */
     prep_keys *keys = prep_keys_new();
     int shards_src = gf_index_shards(ix) > 0;
-    char key[128], name[160];
+    char key[128];
     for (uint64_t i = 0; keys && i < start; i++)
         if (prep_key_next(keys, gf_index_path(ix, i), shards_src, i, key, sizeof key) < 0)
             prep_keys_free(keys), keys = NULL;
@@ -580,25 +503,14 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
         fclose(j);
         return -1;
     }
-    pthread_mutex_init(&rr.mu, NULL);
-    pthread_mutex_init(&rr.read_mu, NULL);
-    pthread_cond_init(&rr.work, NULL);
-    pthread_cond_init(&rr.done, NULL);
-    int started = 0;
-    if (start < total)
-        for (; started < nt; started++)
-            if (pthread_create(&tids[started], NULL, worker, &rr) != 0)
-                break;
+    int started = run_start(&rr, tids, nt);
     r->threads = started;
-    if (start < total && started == 0)
-        snprintf(rr.err, sizeof rr.err, "could not start a thread"), rr.stop = 1;
 
     shard_out w = {0};
     int failed = 0, tty = isatty(2) && !getenv("GF_NO_PROGRESS");
     uint64_t kill_at = stop_after(), this_run = 0;
     size_t bad_from = r->n_bad; /* bad samples not yet in the journal */
     double t0 = cli_now(), shown = 0;
-    char line[256];
     for (uint64_t i = start; i < total && !failed; i++) {
         slot *s = &rr.slots[i % rr.window];
         pthread_mutex_lock(&rr.mu);
@@ -615,7 +527,7 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
             snprintf(rr.err, sizeof rr.err, "out of memory");
             failed = -1;
         } else if (s->code < 0) {
-            if (grow_bad(r, i, s->code, s->why) < 0) {
+            if (prep_add_bad(r, i, s->code, s->why) < 0) {
                 snprintf(rr.err, sizeof rr.err, "out of memory");
                 failed = -1;
             } else if (o->s.on_error == GF_ON_ERROR_FAIL) {
@@ -629,59 +541,20 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
             uint64_t need = member_bytes(s->len) + member_bytes((size_t)cn) + member_bytes(pn);
             int cut = w.f && ((o->shard_samples && w.rec.samples >= o->shard_samples) ||
                               (o->shard_bytes && w.off + need + 1024 > o->shard_bytes));
-            if (cut) {
-                w.rec.next = i;
-                if (shard_finish(o, &w) < 0)
-                    failed = -2;
-                else {
-                    shard_line(line, sizeof line, &w.rec);
-                    /* the bad samples of its range, then it */
-                    size_t upto = r->n_bad;
-                    while (upto > bad_from && r->bad[upto - 1].index >= i)
-                        upto--;
-                    prep_result part = *r;
-                    part.n_bad = upto;
-                    if (journal_record(j, &part, bad_from, line) != 0 ||
-                        grow_shard(r, &w.rec) < 0) {
-                        cli_error("prepare", "%s: %s", jpath, strerror(errno ? errno : ENOMEM));
-                        failed = -2;
-                    }
-                    bad_from = upto;
-                }
-            }
+            if (cut)
+                failed = cut_shard(o, &w, r, j, jpath, i, &bad_from);
             if (!failed && !w.f &&
                 shard_open(o, &w, r->n_shards, r->n_shards ? r->shards[r->n_shards - 1].next
                                                            : 0) < 0)
                 failed = -2;
             if (!failed) {
-                uint64_t at;
-                snprintf(name, sizeof name, "%s.%s", key, s->ext);
-                at = put_member(&w, name, s->data, s->len);
-                int bad_idx = idx_append(&w, "%s %llu %zu %s", s->ext, (unsigned long long)at,
-                                         s->len, name);
-                snprintf(name, sizeof name, "%s.cls", key);
-                at = put_member(&w, name, cls, (size_t)cn);
-                bad_idx |= idx_append(&w, " cls %llu %d %s", (unsigned long long)at, cn, name);
-                snprintf(name, sizeof name, "%s.key", key);
-                at = put_member(&w, name, path, pn);
-                bad_idx |= idx_append(&w, " key %llu %zu %s\n", (unsigned long long)at, pn, name);
-                bad_idx |= text_append(&w.labels, &w.labels_len, &w.labels_cap, "%s%s",
-                                       w.rec.samples ? "," : "", cls);
-                bad_idx |= text_append(&w.crcs, &w.crcs_len, &w.crcs_cap, "%s%08x",
-                                       w.rec.samples ? "," : "",
-                                       (unsigned)gf__crc32c(s->data, s->len));
-                if (bad_idx) {
+                if (put_sample(&w, s, key, cls, cn, path, pn) < 0) {
                     snprintf(rr.err, sizeof rr.err, "out of memory");
                     failed = -1;
                 }
-                w.rec.samples++;
-                w.rec.kinds[s->kind]++;
                 r->samples++;
                 this_run++;
-                if (kill_at && this_run == kill_at) {
-                    fflush(w.f);
-                    raise(SIGKILL);
-                }
+                kill_hook(&w, this_run, kill_at);
             }
         }
         pthread_mutex_lock(&rr.mu);
@@ -695,24 +568,8 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
             shown = now;
         }
     }
-    if (!failed && w.f) {
-        w.rec.next = total;
-        if (shard_finish(o, &w) < 0)
-            failed = -2;
-        else if (grow_shard(r, &w.rec) < 0)
-            failed = -1;
-        else {
-            shard_line(line, sizeof line, &w.rec);
-            if (journal_record(j, r, bad_from, line) != 0)
-                failed = -2;
-            bad_from = r->n_bad;
-        }
-    }
-    if (!failed) {
-        snprintf(line, sizeof line, "done %llu\n", (unsigned long long)total);
-        if (journal_record(j, r, bad_from, line) != 0)
-            failed = -2;
-    }
+    if (!failed)
+        failed = finish_last(o, &w, r, j, total, bad_from);
     pthread_mutex_lock(&rr.mu);
     rr.stop = 1;
     pthread_cond_broadcast(&rr.work);
@@ -725,20 +582,7 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
         progress(total - start, total - start, cli_now() - t0, 1);
     r->samples_this_run = this_run;
     r->seconds = cli_now() - t0;
-    for (uint64_t k = 0; k < rr.window; k++) {
-        free(rr.slots[k].data);
-        free(rr.slots[k].why);
-    }
-    free(rr.slots);
-    free(tids);
-    free(w.idx);
-    free(w.labels);
-    free(w.crcs);
-    prep_keys_free(keys);
-    pthread_cond_destroy(&rr.work);
-    pthread_cond_destroy(&rr.done);
-    pthread_mutex_destroy(&rr.mu);
-    pthread_mutex_destroy(&rr.read_mu);
+    run_free(&rr, tids, &w, keys);
     if (fclose(j) != 0 && !failed) {
         cli_error("prepare", "%s: %s", jpath, strerror(errno));
         return -1;
@@ -746,13 +590,4 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
     if (failed == -1)
         cli_error("prepare", "%s", rr.err[0] ? rr.err : "stopped");
     return failed < 0 ? -1 : 0;
-}
-
-void prep_result_free(prep_result *r)
-{
-    for (size_t i = 0; i < r->n_bad; i++)
-        free(r->bad[i].reason);
-    free(r->bad);
-    free(r->shards);
-    memset(r, 0, sizeof *r);
 }

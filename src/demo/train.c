@@ -314,7 +314,12 @@ out:
 
 /* ---- the command ---------------------------------------------------------- */
 
-int cmd_train(int argc, char **argv)
+#define GO_ON (-1) /* parse_args, check_args: no exit yet */
+
+/* The options into o (the shared loader options through its
+ * loader_settings), *loader_given if --loader was. Returns GO_ON, or the
+ * status to exit with now (--help: CLI_OK). */
+static int parse_args(int argc, char **argv, train_opts *o, int *loader_given)
 {
     enum { O_DATA = 256, O_TRAIN_DATA, O_VAL_DATA, O_LOADER, O_EPOCHS, O_SIZE, O_WIDTH, O_LR,
            O_AMP, O_JSON, O_CKPT, O_RESUME, O_MPI, O_DUMP, O_ALLREDUCE };
@@ -337,8 +342,6 @@ int cmd_train(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    train_opts o = {.epochs = 3, .size = DEFAULT_SIZE, .width = 0, .lr = 0.05,
-                    .loader = L_BOTH};
     /* The shared options land here, then in o: the library's defaults
      * (threads and depth 0: chosen at open; device auto; seed 0), which are
      * train's, but for the batch size. */
@@ -346,30 +349,28 @@ int cmd_train(int argc, char **argv)
     gf_default_settings(&s);
     s.batch_size = 32;
     cli_loader_args la = {.s = &s};
-    trainer t;
-    run_result runs[2];
-    int ch, n_runs = 0, status = CLI_OK, loader_given = 0;
+    int ch;
 
     const struct option *longopts = cli_options(own, TRAIN_LOPTS, train_fixed);
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (ch) {
-        case O_DATA: o.data = optarg; break;
-        case O_TRAIN_DATA: o.train_data = optarg; break;
-        case O_VAL_DATA: o.val_data = optarg; break;
-        case O_LOADER: loader_given = 1; if ((o.loader = cli_parse_choice(CMD, "loader", optarg, train_loader_names)) < 0) return CLI_USAGE; break;
-        case O_EPOCHS: if (cli_parse_int(CMD, "epochs", optarg, 1, 100000, &o.epochs)) return CLI_USAGE; break;
-        case O_SIZE: if (cli_parse_int(CMD, "image-size", optarg, 4, 4096, &o.size)) return CLI_USAGE; break;
-        case O_WIDTH: if (cli_parse_int(CMD, "model-width", optarg, 1, 4096, &o.width)) return CLI_USAGE; break;
-        case O_LR: if (cli_parse_double(CMD, "lr", optarg, 1e-9, 100, &o.lr)) return CLI_USAGE; break;
-        case O_AMP: o.amp = 1; break;
-        case O_JSON: o.json = 1; break;
-        case O_CKPT: o.checkpoint = optarg; break;
-        case O_RESUME: o.resume = optarg; break;
-        case O_MPI: o.mpi = 1; break;
-        case O_ALLREDUCE: if ((o.allreduce = cli_parse_choice(CMD, "allreduce", optarg, allreduce_names)) < 0) return CLI_USAGE; break;
-        case O_DUMP: o.dump = optarg; break;
+        case O_DATA: o->data = optarg; break;
+        case O_TRAIN_DATA: o->train_data = optarg; break;
+        case O_VAL_DATA: o->val_data = optarg; break;
+        case O_LOADER: *loader_given = 1; if ((o->loader = cli_parse_choice(CMD, "loader", optarg, train_loader_names)) < 0) return CLI_USAGE; break;
+        case O_EPOCHS: if (cli_parse_int(CMD, "epochs", optarg, 1, 100000, &o->epochs)) return CLI_USAGE; break;
+        case O_SIZE: if (cli_parse_int(CMD, "image-size", optarg, 4, 4096, &o->size)) return CLI_USAGE; break;
+        case O_WIDTH: if (cli_parse_int(CMD, "model-width", optarg, 1, 4096, &o->width)) return CLI_USAGE; break;
+        case O_LR: if (cli_parse_double(CMD, "lr", optarg, 1e-9, 100, &o->lr)) return CLI_USAGE; break;
+        case O_AMP: o->amp = 1; break;
+        case O_JSON: o->json = 1; break;
+        case O_CKPT: o->checkpoint = optarg; break;
+        case O_RESUME: o->resume = optarg; break;
+        case O_MPI: o->mpi = 1; break;
+        case O_ALLREDUCE: if ((o->allreduce = cli_parse_choice(CMD, "allreduce", optarg, allreduce_names)) < 0) return CLI_USAGE; break;
+        case O_DUMP: o->dump = optarg; break;
         case 'h': usage(stdout); return CLI_OK;
         case ':': cli_error(CMD, "%s needs a value", argv[optind - 1]); return CLI_USAGE;
         default:
@@ -378,13 +379,21 @@ int cmd_train(int argc, char **argv)
             break;
         }
     }
-    o.threads = s.threads;
-    o.depth = s.prefetch_depth;
-    o.batch = s.batch_size;
-    o.device = s.device;
-    o.seed = s.seed;
-    o.autotune = s.autotune;
-    o.loader_settings = s;
+    o->threads = s.threads;
+    o->depth = s.prefetch_depth;
+    o->batch = s.batch_size;
+    o->device = s.device;
+    o->seed = s.seed;
+    o->autotune = s.autotune;
+    o->loader_settings = s;
+    return GO_ON;
+}
+
+/* What the options say together: the data named one way, the image size
+ * the model takes, a checkpoint's loader, NCCL's build and device.
+ * Returns GO_ON or CLI_USAGE with the message printed. */
+static int check_args(int argc, char **argv, train_opts *o, int loader_given)
+{
     if (optind < argc) {
         cli_error(CMD, "unexpected argument '%s' (the data goes after --data, or "
                        "--train-data and --val-data)", argv[optind]);
@@ -392,45 +401,128 @@ int cmd_train(int argc, char **argv)
     }
     /* One way to name the data: a root, or both sets (no validation set
      * would leave the accuracy, the run's other half, unmeasured). */
-    if (o.data && (o.train_data || o.val_data)) {
+    if (o->data && (o->train_data || o->val_data)) {
         cli_error(CMD, "--data %s names the training and validation sets itself (its train/ "
                        "and val/): not with --%s-data; give --train-data and --val-data alone",
-                  o.data, o.train_data ? "train" : "val");
+                  o->data, o->train_data ? "train" : "val");
         return CLI_USAGE;
     }
-    if (!o.train_data != !o.val_data) {
+    if (!o->train_data != !o->val_data) {
         cli_error(CMD, "--%s-data needs --%s-data too: training is evaluated on a validation "
                        "set after each epoch",
-                  o.train_data ? "train" : "val", o.train_data ? "val" : "train");
+                  o->train_data ? "train" : "val", o->train_data ? "val" : "train");
         return CLI_USAGE;
     }
-    if (o.size % 4) {
-        cli_error(CMD, "--image-size: %d is not a multiple of 4 (the model pools twice)", o.size);
+    if (o->size % 4) {
+        cli_error(CMD, "--image-size: %d is not a multiple of 4 (the model pools twice)", o->size);
         return CLI_USAGE;
     }
 
-    if (o.checkpoint || o.resume) {
+    if (o->checkpoint || o->resume) {
         /* The loader's state is the gpufeed loop's. */
-        if (loader_given && o.loader != L_GPUFEED) {
+        if (loader_given && o->loader != L_GPUFEED) {
             cli_error(CMD, "--checkpoint/--resume save and restore the gpufeed loader: use "
                            "--loader gpufeed");
             return CLI_USAGE;
         }
-        o.loader = L_GPUFEED;
+        o->loader = L_GPUFEED;
     }
 
-    if (o.allreduce == AR_NCCL) {
+    if (o->allreduce == AR_NCCL) {
         if (!GF_CLI_HAVE_NCCL) {
             cli_error(CMD, "--allreduce nccl: this gpufeed was built without NCCL (it needs "
                            "the cuda feature and nccl.h; meson setup -Dnccl=enabled)");
             return CLI_USAGE;
         }
-        if (o.device == GF_DEVICE_CPU) {
+        if (o->device == GF_DEVICE_CPU) {
             cli_error(CMD, "--allreduce nccl sums gradients on CUDA devices: not with "
                            "--device cpu");
             return CLI_USAGE;
         }
     }
+    return GO_ON;
+}
+
+/* Everything a run needs after the launch: the rank tallies, the
+ * --dump-indices file, the data sets (the demo set made by rank 0), the
+ * probe, the model's width and sizes, the allreduce. Returns CLI_OK or the
+ * status to exit with, the message printed. */
+static int prepare_run(trainer *t)
+{
+    const train_opts *o = t->o;
+    int status = CLI_OK;
+    t->tty = isatty(STDOUT_FILENO) && t->rank == 0;
+    t->rank_checksums = calloc((size_t)t->world, sizeof *t->rank_checksums);
+    t->rank_samples = calloc((size_t)t->world, sizeof *t->rank_samples);
+    t->rank_hashes = calloc((size_t)t->world, sizeof *t->rank_hashes);
+    if (!t->rank_checksums || !t->rank_samples || !t->rank_hashes) {
+        cli_error(CMD, "out of memory");
+        return CLI_FAIL;
+    }
+    if (o->dump) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s.rank%d", o->dump, t->rank);
+        if (!(t->dump = fopen(path, "w"))) {
+            cli_error(CMD, "--dump-indices %s: %s", path, strerror(errno));
+            return CLI_USAGE;
+        }
+    }
+    if (o->train_data) {
+        if (strlen(o->train_data) >= sizeof t->train_data ||
+            strlen(o->val_data) >= sizeof t->val_data) {
+            cli_error(CMD, "--%s-data: longer than %zu bytes",
+                      strlen(o->train_data) >= sizeof t->train_data ? "train" : "val",
+                      sizeof t->train_data - 1);
+            return CLI_USAGE;
+        }
+        snprintf(t->train_data, sizeof t->train_data, "%s", o->train_data);
+        snprintf(t->val_data, sizeof t->val_data, "%s", o->val_data);
+    } else if (o->data) {
+        if ((status = train_data_from_root(t, o->data)) != CLI_OK)
+            return status;
+    } else {
+        /* Rank 0 makes the demo set; the others find it made. */
+        if (t->rank == 0)
+            status = train_demo_data(t);
+        status = dp_share_status(t, status);
+        if (status == CLI_OK && t->rank != 0)
+            status = train_demo_data(t);
+        if (status != CLI_OK)
+            return status;
+    }
+    if ((status = train_probe(t)) != CLI_OK)
+        return status;
+    /* no --model-width: calibrated */
+    if (!o->width && (status = train_choose_width(t, DEFAULT_WIDTH)) != CLI_OK)
+        return status;
+    if (t->dp && (status = dp_allreduce_setup(t)) != CLI_OK)
+        return status;
+    {
+        gfm_model *m = NULL;
+        if ((status = make_model(t, &m)) != CLI_OK)
+            return status;
+        t->step_flops = gfm_step_flops(m);
+        t->n_params = gfm_param_count(m);
+        gfm_destroy(m);
+        if (!(t->gbuf = malloc((t->n_params + 3) * sizeof *t->gbuf))) {
+            cli_error(CMD, "out of memory");
+            return CLI_FAIL;
+        }
+    }
+    return CLI_OK;
+}
+
+int cmd_train(int argc, char **argv)
+{
+    train_opts o = {.epochs = 3, .size = DEFAULT_SIZE, .width = 0, .lr = 0.05,
+                    .loader = L_BOTH};
+    trainer t;
+    run_result runs[2];
+    int n_runs = 0, status = CLI_OK, loader_given = 0;
+
+    if ((status = parse_args(argc, argv, &o, &loader_given)) != GO_ON ||
+        (status = check_args(argc, argv, &o, loader_given)) != GO_ON)
+        return status;
 
     memset(&t, 0, sizeof t);
     t.o = &o;
@@ -441,68 +533,8 @@ int cmd_train(int argc, char **argv)
             return status;
         goto out;
     }
-    t.tty = isatty(STDOUT_FILENO) && t.rank == 0;
-    t.rank_checksums = calloc((size_t)t.world, sizeof *t.rank_checksums);
-    t.rank_samples = calloc((size_t)t.world, sizeof *t.rank_samples);
-    t.rank_hashes = calloc((size_t)t.world, sizeof *t.rank_hashes);
-    if (!t.rank_checksums || !t.rank_samples || !t.rank_hashes) {
-        cli_error(CMD, "out of memory");
-        status = CLI_FAIL;
+    if ((status = prepare_run(&t)) != CLI_OK)
         goto out;
-    }
-    if (o.dump) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s.rank%d", o.dump, t.rank);
-        if (!(t.dump = fopen(path, "w"))) {
-            cli_error(CMD, "--dump-indices %s: %s", path, strerror(errno));
-            status = CLI_USAGE;
-            goto out;
-        }
-    }
-    if (o.train_data) {
-        if (strlen(o.train_data) >= sizeof t.train_data ||
-            strlen(o.val_data) >= sizeof t.val_data) {
-            cli_error(CMD, "--%s-data: longer than %zu bytes",
-                      strlen(o.train_data) >= sizeof t.train_data ? "train" : "val",
-                      sizeof t.train_data - 1);
-            status = CLI_USAGE;
-            goto out;
-        }
-        snprintf(t.train_data, sizeof t.train_data, "%s", o.train_data);
-        snprintf(t.val_data, sizeof t.val_data, "%s", o.val_data);
-    } else if (o.data) {
-        if ((status = train_data_from_root(&t, o.data)) != CLI_OK)
-            goto out;
-    } else {
-        /* Rank 0 makes the demo set; the others find it made. */
-        if (t.rank == 0)
-            status = train_demo_data(&t);
-        status = dp_share_status(&t, status);
-        if (status == CLI_OK && t.rank != 0)
-            status = train_demo_data(&t);
-        if (status != CLI_OK)
-            goto out;
-    }
-    if ((status = train_probe(&t)) != CLI_OK)
-        goto out;
-    /* no --model-width: calibrated */
-    if (!o.width && (status = train_choose_width(&t, DEFAULT_WIDTH)) != CLI_OK)
-        goto out;
-    if (t.dp && (status = dp_allreduce_setup(&t)) != CLI_OK)
-        goto out;
-    {
-        gfm_model *m = NULL;
-        if ((status = make_model(&t, &m)) != CLI_OK)
-            goto out;
-        t.step_flops = gfm_step_flops(m);
-        t.n_params = gfm_param_count(m);
-        gfm_destroy(m);
-        if (!(t.gbuf = malloc((t.n_params + 3) * sizeof *t.gbuf))) {
-            cli_error(CMD, "out of memory");
-            status = CLI_FAIL;
-            goto out;
-        }
-    }
     if (o.resume && (status = checkpoint_load(&t)) != CLI_OK)
         goto out;
     report_intro(&t);
