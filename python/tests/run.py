@@ -16,5 +16,7 @@ except ImportError:
 # meson's SIGTERM at the timeout prints every thread's stack: a hang says
 # where. (Not pytest's faulthandler_timeout: its watchdog thread, started
 # and ended for every test, runs beside the forks torch's workers make.)
-faulthandler.register(signal.SIGTERM, all_threads=True, chain=True)
+# To a copy of the real stderr: pytest puts its capture file on fd 2.
+stderr_copy = os.fdopen(os.dup(2), "w")
+faulthandler.register(signal.SIGTERM, file=stderr_copy, all_threads=True, chain=True)
 sys.exit(pytest.main(["-q", "-rs", "-p", "no:cacheprovider", *sys.argv[1:]]))

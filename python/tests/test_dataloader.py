@@ -2,6 +2,7 @@
 # ImageFolder: lengths, orders, epochs, samplers, tensors, what is refused.
 import os
 import threading
+import time
 
 import pytest
 
@@ -125,10 +126,16 @@ def join_queue_threads():
     """torch's DataLoader closes an epoch's worker queues without joining
     their feeder threads. A worker forked for the next epoch while one still
     runs can deadlock in ASan's allocator (GCC 12's ASan has no fork
-    handler; it did, in CI): the next epoch starts once they are gone."""
+    handler; it did, in CI): the next epoch starts once they are gone.
+    (Persistent workers keep theirs open: no fork follows, nothing to join.)"""
     for t in threading.enumerate():
         if t.name == "QueueFeederThread":
-            t.join(timeout=30)
+            t.join(timeout=5)
+            # join() returns before the thread is gone: ASan's end of it, which
+            # gives its allocator cache back under the allocator's locks, is after.
+            deadline = time.monotonic() + 5
+            while os.path.exists(f"/proc/self/task/{t.native_id}") and time.monotonic() < deadline:
+                time.sleep(0.01)
 
 
 def rng_trace(loader, epochs=3):
@@ -142,7 +149,8 @@ def rng_trace(loader, epochs=3):
             states.append(torch.get_rng_state())
             torch.rand(3)
         trace.append((ys, states, torch.get_rng_state()))
-        join_queue_threads()
+        if not loader.persistent_workers:
+            join_queue_threads()
     return trace
 
 

@@ -135,6 +135,11 @@ struct block_runner {
 #ifdef EMU_TSAN
             __tsan_destroy_fiber(f->tsan);
 #endif
+#ifdef EMU_ASAN
+            /* ASan leaves a region's shadow as it was at munmap: a shard
+             * buffer mmap()ed here later read as this stack's redzones. */
+            __asan_unpoison_memory_region(f->stack, f->stack_size);
+#endif
             munmap(f->stack, f->stack_size);
             delete f;
         }
