@@ -1,8 +1,9 @@
 # gpufeed.DataLoader against torch.utils.data.DataLoader on the same
 # ImageFolder: lengths, orders, epochs, samplers, tensors, what is refused.
 import os
-import threading
-import time
+import pickle
+import subprocess
+import sys
 
 import pytest
 
@@ -14,6 +15,9 @@ import gpufeed  # noqa: E402
 import torch.utils.data as tud  # noqa: E402
 import torchvision.datasets as datasets  # noqa: E402
 import torchvision.transforms as T  # noqa: E402
+from torch_trace import rng_trace  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 NORM = T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
 EVAL = T.Compose([T.Resize(36), T.CenterCrop(32), T.ToTensor(), NORM])
@@ -122,36 +126,21 @@ def mixed(tmp_path_factory):
     return str(root)
 
 
-def join_queue_threads():
-    """torch's DataLoader closes an epoch's worker queues without joining
-    their feeder threads. A worker forked for the next epoch while one still
-    runs can deadlock in ASan's allocator (GCC 12's ASan has no fork
-    handler; it did, in CI): the next epoch starts once they are gone.
-    (Persistent workers keep theirs open: no fork follows, nothing to join.)"""
-    for t in threading.enumerate():
-        if t.name == "QueueFeederThread":
-            t.join(timeout=5)
-            # join() returns before the thread is gone: ASan's end of it, which
-            # gives its allocator cache back under the allocator's locks, is after.
-            deadline = time.monotonic() + 5
-            while os.path.exists(f"/proc/self/task/{t.native_id}") and time.monotonic() < deadline:
-                time.sleep(0.01)
-
-
-def rng_trace(loader, epochs=3):
-    """Per epoch, the targets and torch's generator state after each batch;
-    the loop draws as a model's dropout would, between batches."""
-    trace = []
-    for _ in range(epochs):
-        ys, states = [], []
-        for _, y in loader:
-            ys += y.tolist()
-            states.append(torch.get_rng_state())
-            torch.rand(3)
-        trace.append((ys, states, torch.get_rng_state()))
-        if not loader.persistent_workers:
-            join_queue_threads()
-    return trace
+def torch_reference(ds, seed, **kw):
+    """torch's DataLoader's trace (torch_trace.py). Under a sanitizer, with
+    workers, it runs in an interpreter without one: a worker fork()ed from a
+    process under GCC 12's ASan (no fork handler) can deadlock on its
+    allocator's mutex, as in CI and four times here (gdb: the worker in
+    malloc, waiting on a lock no thread of it holds)."""
+    if os.environ.get("GPUFEED_PY_SANITIZED") != "1" or not kw.get("num_workers"):
+        torch.manual_seed(seed)
+        return rng_trace(tud.DataLoader(ds, **kw))
+    plain = {k: v for k, v in os.environ.items()
+             if k not in ("LD_PRELOAD", "PYTHONMALLOC", "ASAN_OPTIONS", "UBSAN_OPTIONS")}
+    out = subprocess.run([sys.executable, os.path.join(HERE, "torch_trace.py")],
+                         input=pickle.dumps((ds, seed, kw)), env=plain, capture_output=True,
+                         check=True, timeout=300)
+    return pickle.loads(out.stdout)
 
 
 @pytest.mark.parametrize("kw", [dict(num_workers=0), dict(num_workers=2),
@@ -160,8 +149,7 @@ def rng_trace(loader, epochs=3):
     24, scale=(0.5, 1.0)), T.PILToTensor()])], ids=["crop-flip", "flip-crop"])
 def test_torchs_generator_is_left_as_torchs_dataloader_leaves_it(mixed, kw, transform):
     ds = folder(mixed, transform)
-    torch.manual_seed(7)
-    want = rng_trace(tud.DataLoader(ds, batch_size=4, shuffle=True, **kw))
+    want = torch_reference(ds, 7, batch_size=4, shuffle=True, **kw)
     torch.manual_seed(7)
     got = rng_trace(gpufeed.DataLoader(ds, batch_size=4, shuffle=True, **kw))
     assert [ys for ys, _, _ in got] == [ys for ys, _, _ in want]
