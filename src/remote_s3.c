@@ -38,9 +38,7 @@ static int s3_check(const char *el, size_t len, const gf__url_parts *u, char *wh
     if (!gf__remote_bucket_ok(u->host, u->host_len) && memchr(el, '@', len)) {
         /* "s3://SECRET@bucket/key" with a '/' in the secret: its start
          * parses as a bucket; quote nothing before the '@'. */
-        const char *at = el + len;
-        while (at[-1] != '@')
-            at--;
+        const char *at = gf__url_after_userinfo(el, len);
         gf__why(why, why_len,
                 "s3://<userinfo>@%s: not a bucket name, and a URL that may hold a user "
                 "name or password is refused: set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY "

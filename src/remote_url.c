@@ -123,10 +123,7 @@ static int split_url(const char *el, size_t len, gf__url_parts *u, char *why, si
     const char *slash = memchr(a, '/', (size_t)(end - a));
     const char *aend = slash ? slash : end;
     if (gf__url_has_userinfo(el, len)) {
-        /* Never what comes before the last '@': it may be a password. */
-        const char *at = el + len;
-        while (at[-1] != '@')
-            at--;
+        const char *at = gf__url_after_userinfo(el, len);
         gf__why(why, why_len,
                 "%.*s<userinfo>@%.*s: a URL that holds (or looks to hold) a user name or "
                 "password is refused (credentials would show in messages and logs): for s3:// "

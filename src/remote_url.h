@@ -74,6 +74,15 @@ void gf__remote_list_free(gf__remote_list *l);
  * would otherwise be a host and a path, and the password shown). Also an
  * '@' in a string that is not "scheme://...". */
 int gf__url_has_userinfo(const char *url, size_t len);
+/* What follows el's last '@' (el holds one): messages quote only that,
+ * since anything before it may be a password. */
+static inline const char *gf__url_after_userinfo(const char *el, size_t len)
+{
+    const char *at = el + len;
+    while (at[-1] != '@')
+        at--;
+    return at;
+}
 
 /* remote_s3.c: 1 if bucket is a name S3 takes (the rules above), else 0. */
 int gf__remote_bucket_ok(const char *bucket, size_t len);

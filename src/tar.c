@@ -352,6 +352,22 @@ static const char *image_kind(const uint8_t *h)
     return k == GF__MAGIC_NONE ? NULL : names[k];
 }
 
+/* A ustar header's own name: its prefix field, '/', its name field (the
+ * prefix only in a ustar header). NUL-terminated; returns the length. */
+#define USTAR_NAME_MAX (155 + 1 + 100)
+static size_t ustar_name(const uint8_t *h, char out[USTAR_NAME_MAX + 1])
+{
+    size_t nl = strnlen((const char *)h, 100), pl = 0;
+    if (memcmp(h + 257, "ustar\0", 6) == 0)
+        pl = strnlen((const char *)h + 345, 155);
+    memcpy(out, h + 345, pl);
+    if (pl)
+        out[pl++] = '/';
+    memcpy(out + pl, h, nl);
+    out[pl + nl] = '\0';
+    return pl + nl;
+}
+
 int gf__tar_member_check(const uint8_t *h, const char *name, size_t name_len, uint64_t size,
                          char *why, size_t why_len)
 {
@@ -373,16 +389,9 @@ int gf__tar_member_check(const uint8_t *h, const char *name, size_t name_len, ui
                 type_problem(type));
         return GF_ECORRUPT;
     }
-    size_t nl = strnlen((const char *)h, 100), pl = 0;
-    if (memcmp(h + 257, "ustar\0", 6) == 0)
-        pl = strnlen((const char *)h + 345, 155);
-    char full[100 + 1 + 155 + 1];
-    memcpy(full, h + 345, pl);
-    if (pl)
-        full[pl++] = '/';
-    memcpy(full + pl, h, nl);
-    size_t fl = pl + nl;
-    full[fl] = '\0';
+    char full[USTAR_NAME_MAX + 1];
+    size_t fl = ustar_name(h, full);
+    size_t nl = strnlen((const char *)h, 100); /* 100: the name field full, a long name cut */
     const char *f = full;
     while (fl >= 2 && f[0] == '.' && f[1] == '/') {
         f += 2, fl -= 2;
@@ -468,16 +477,8 @@ static int member_of(gf__tar_member *m, bytes *name, const uint8_t *h, uint64_t 
     } else if (longname) {
         rc = bytes_set(name, longname->p, longname->len);
     } else {
-        size_t nl = strnlen((const char *)h, 100);
-        size_t pl = 0;
-        if (memcmp(h + 257, "ustar\0", 6) == 0)
-            pl = strnlen((const char *)h + 345, 155);
-        char tmp[100 + 1 + 155 + 1];
-        memcpy(tmp, h + 345, pl);
-        if (pl)
-            tmp[pl++] = '/';
-        memcpy(tmp + pl, h, nl);
-        rc = bytes_set(name, tmp, pl + nl);
+        char own[USTAR_NAME_MAX + 1];
+        rc = bytes_set(name, own, ustar_name(h, own));
     }
     if (rc < 0)
         return rc;
