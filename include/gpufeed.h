@@ -731,6 +731,10 @@ typedef enum gf_setting_type {
                           rest keep their value */
     GF_SETTING_CHOICE, /* an enum, by name: choices[value] (or aliases[value]) */
     GF_SETTING_FLAG,   /* int 0 or 1: 0|1|false|true|no|yes|off|on */
+    GF_SETTING_PATH,   /* const char *, a path: any text, "" too, kept as
+                          the pointer given (the caller's, which must
+                          outlive the settings' use); default NULL, whose
+                          meaning is zero ("the system's") */
 } gf_setting_type;
 
 /* flags */
@@ -744,12 +748,14 @@ typedef struct gf_setting_info {
     gf_setting_type type;
     size_t offset;             /* offsetof(gf_settings, name) */
     const char *default_text;  /* gf_default_settings' value, as
-                                  gf_settings_set takes it */
+                                  gf_settings_set takes it; NULL for a
+                                  PATH (its default is NULL) */
     int64_t min_int;           /* INT, U64: bounds, inclusive */
     uint64_t max_int;
     double min_float, max_float; /* FLOAT, FLOAT4: bounds (values finite) */
     unsigned flags;            /* GF_SETTING_* */
-    const char *zero;          /* ZERO_PICKS: what 0 means ("cores - 1") */
+    const char *zero;          /* ZERO_PICKS: what 0 means ("cores - 1");
+                                  PATH: what NULL means ("no cache") */
     /* CHOICE: the names in value order, NULL-terminated, and beside each
      * another accepted spelling or NULL ("uint8" and "u8"); NULL for
      * other types. INT: the only values allowed, if not NULL
@@ -768,13 +774,15 @@ GF_API const gf_setting_info *gf_setting_find(const char *name);
 /* Sets setting `name` of s from its text: gf_settings_set(&s, "dtype",
  * "float16", why, sizeof why). Nothing is written unless the value is
  * valid on its own (its type, bounds and spellings; what depends on other
- * settings, such as scale_min <= scale_max, gf_open checks). Returns 0, or
+ * settings, such as scale_min <= scale_max, gf_open checks). A PATH keeps
+ * value itself, not a copy. Returns 0, or
  * GF_EINVAL with why = "dtype: 'float64' is not one of uint8, float32,
  * float16, bfloat16 (also u8, f32, f16, bf16)" (why may be NULL). */
 GF_API int gf_settings_set(gf_settings *s, const char *name, const char *value, char *why,
                            size_t why_len);
 /* Setting `name` of s as text gf_settings_set takes back (a CHOICE by its
- * first name, a float in the fewest digits that read back the same). Returns its length (truncated to
+ * first name, a float in the fewest digits that read back the same; a
+ * PATH as it is, "" for NULL). Returns its length (truncated to
  * len - 1), or GF_EINVAL for an unknown name or a NULL argument. */
 GF_API int gf_settings_get(const gf_settings *s, const char *name, char *buf, size_t len);
 
