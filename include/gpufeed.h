@@ -631,6 +631,42 @@ typedef struct gf_stats {
                                   a new field takes its place from here */
 } gf_stats;
 
+/* gf_stats' values as a table: X(KIND, field) for each field that is one
+ * value, in the struct's order; KIND is U64 (uint64_t), INT (int or an
+ * enum), FLAG (int, 0 or 1), DBL (double) or STR (a char array, NUL
+ * terminated). Not rows: the arrays errors_by_kind, recent (with its
+ * length n_recent) and folder_skipped, and reserved. The Python stats()
+ * dict and the faces of gpufeed bench --json are made from it; a new
+ * field is a row here, after the row of the field it follows. */
+#define GF_STATS_MAP(X)                                                        \
+    X(U64, samples) X(U64, batches) X(U64, epoch) X(U64, position)             \
+    X(DBL, elapsed_s) X(DBL, wait_s) X(DBL, read_busy_s)                       \
+    X(DBL, decode_busy_s) X(U64, bytes_read) X(U64, errors)                    \
+    X(INT, reader) X(U64, decoded_turbo) X(U64, decoded_stb)                   \
+    X(INT, threads) X(INT, prefetch_depth) X(INT, queue_depth)                 \
+    X(INT, batch_size) X(U64, ring_bytes) X(U64, buffer_bytes)                 \
+    X(U64, dataset_samples) X(U64, epoch_samples) X(INT, classes)              \
+    X(INT, device) X(INT, device_id) X(STR, device_note)                       \
+    X(U64, pinned_bytes) X(INT, pageable_slots) X(U64, device_bytes)           \
+    X(INT, rank) X(INT, world) X(FLAG, autotune) X(U64, autotune_changes)      \
+    X(DBL, convert_busy_s) X(U64, shard_members_skipped)                       \
+    X(U64, shard_keys_skipped) X(U64, dataset_warnings)                        \
+    X(STR, dataset_warning) X(U64, shards) X(U64, h2d_bytes)                   \
+    X(U64, h2d_copies) X(DBL, h2d_s) X(U64, decode_warnings)                   \
+    X(U64, decoded_spng) X(U64, decoded_webp) X(U64, folder_dirs)              \
+    X(U64, folder_dirs_again) X(U64, read_budget_bytes)                        \
+    X(U64, read_bytes_peak) X(U64, read_budget_waits)                          \
+    X(U64, shards_damaged) X(U64, shard_members_lost)                          \
+    X(U64, remote_requests) X(U64, remote_retries) X(U64, remote_bytes)        \
+    X(DBL, remote_wait_s) X(U64, page_cache_reads)                             \
+    X(U64, page_cache_misses) X(U64, cache_hits) X(U64, cache_misses)          \
+    X(STR, cache_warning)
+
+/* The decoders gf_stats counts samples for, each in decoded_<name>, in
+ * the order reports list them: libjpeg-turbo, stb_image (and gpufeed's
+ * own PNM readers), libspng, libwebp. */
+#define GF_DECODED_MAP(X) X(turbo) X(stb) X(spng) X(webp)
+
 typedef struct gf_loader gf_loader;
 
 GF_API const char *gf_version(void);
@@ -695,6 +731,10 @@ typedef enum gf_setting_type {
                           rest keep their value */
     GF_SETTING_CHOICE, /* an enum, by name: choices[value] (or aliases[value]) */
     GF_SETTING_FLAG,   /* int 0 or 1: 0|1|false|true|no|yes|off|on */
+    GF_SETTING_PATH,   /* const char *, a path: any text, "" too, kept as
+                          the pointer given (the caller's, which must
+                          outlive the settings' use); default NULL, whose
+                          meaning is zero ("the system's") */
 } gf_setting_type;
 
 /* flags */
@@ -708,12 +748,14 @@ typedef struct gf_setting_info {
     gf_setting_type type;
     size_t offset;             /* offsetof(gf_settings, name) */
     const char *default_text;  /* gf_default_settings' value, as
-                                  gf_settings_set takes it */
+                                  gf_settings_set takes it; NULL for a
+                                  PATH (its default is NULL) */
     int64_t min_int;           /* INT, U64: bounds, inclusive */
     uint64_t max_int;
     double min_float, max_float; /* FLOAT, FLOAT4: bounds (values finite) */
     unsigned flags;            /* GF_SETTING_* */
-    const char *zero;          /* ZERO_PICKS: what 0 means ("cores - 1") */
+    const char *zero;          /* ZERO_PICKS: what 0 means ("cores - 1");
+                                  PATH: what NULL means ("no cache") */
     /* CHOICE: the names in value order, NULL-terminated, and beside each
      * another accepted spelling or NULL ("uint8" and "u8"); NULL for
      * other types. INT: the only values allowed, if not NULL
@@ -732,13 +774,15 @@ GF_API const gf_setting_info *gf_setting_find(const char *name);
 /* Sets setting `name` of s from its text: gf_settings_set(&s, "dtype",
  * "float16", why, sizeof why). Nothing is written unless the value is
  * valid on its own (its type, bounds and spellings; what depends on other
- * settings, such as scale_min <= scale_max, gf_open checks). Returns 0, or
+ * settings, such as scale_min <= scale_max, gf_open checks). A PATH keeps
+ * value itself, not a copy. Returns 0, or
  * GF_EINVAL with why = "dtype: 'float64' is not one of uint8, float32,
  * float16, bfloat16 (also u8, f32, f16, bf16)" (why may be NULL). */
 GF_API int gf_settings_set(gf_settings *s, const char *name, const char *value, char *why,
                            size_t why_len);
 /* Setting `name` of s as text gf_settings_set takes back (a CHOICE by its
- * first name, a float in the fewest digits that read back the same). Returns its length (truncated to
+ * first name, a float in the fewest digits that read back the same; a
+ * PATH as it is, "" for NULL). Returns its length (truncated to
  * len - 1), or GF_EINVAL for an unknown name or a NULL argument. */
 GF_API int gf_settings_get(const gf_settings *s, const char *name, char *buf, size_t len);
 

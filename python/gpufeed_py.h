@@ -96,8 +96,8 @@ void gfp_slot_unref(gfp_slot *s); /* any thread, GIL or not */
 
 /* settings.c: s from (data, {gf_settings field: value}); data is borrowed. */
 int gfp_settings_from(gf_settings *s, PyObject *data, PyObject *fields);
-/* settings.c: one field from its text (a str; ca_file, cache_dir: kept as
- * borrowed), TypeError/ValueError set as the table says. 0 or -1. */
+/* settings.c: one field from its text (a str; a PATH's kept as borrowed),
+ * TypeError/ValueError set as the table says. 0 or -1. */
 int gfp_setting_set(gf_settings *s, PyObject *key, PyObject *value);
 PyObject *gfp_sample_error_dict(const gf_sample_error *e);
 /* loader.c: {sample, code, error, path, reason}, as gfp_sample_error_dict. */

@@ -358,11 +358,14 @@ static PyObject *loader_take_where(PyObject *op, PyObject *unused)
     return loader_take(op, true);
 }
 
-#define STAT_U64(f) if (put(d, #f, PyLong_FromUnsignedLongLong(st.f)) < 0) goto fail;
-#define STAT_INT(f) if (put(d, #f, PyLong_FromLong(st.f)) < 0) goto fail;
-#define STAT_DBL(f) if (put(d, #f, PyFloat_FromDouble(st.f)) < 0) goto fail;
+/* A row of GF_STATS_MAP as its key and value: STAT_(U64, samples). */
+#define STAT_(kind, f) if (put(d, #f, STAT_##kind(st.f)) < 0) goto fail;
+#define STAT_U64(v) PyLong_FromUnsignedLongLong(v)
+#define STAT_INT(v) PyLong_FromLong(v)
+#define STAT_FLAG(v) PyLong_FromLong(v) /* an int, as it has always been */
+#define STAT_DBL(v) PyFloat_FromDouble(v)
 /* Texts that may hold a path: its bytes survive (os.fsencode gives them back). */
-#define STAT_STR(f) if (put(d, #f, PyUnicode_DecodeFSDefault(st.f)) < 0) goto fail;
+#define STAT_STR(v) PyUnicode_DecodeFSDefault(v)
 
 static int put(PyObject *d, const char *key, PyObject *v)
 {
@@ -403,24 +406,7 @@ static PyObject *loader_stats(PyObject *op, PyObject *unused)
     PyObject *d = PyDict_New(), *l = NULL;
     if (!d)
         return NULL;
-    STAT_U64(samples) STAT_U64(batches) STAT_U64(epoch) STAT_U64(position)
-    STAT_DBL(elapsed_s) STAT_DBL(wait_s) STAT_DBL(read_busy_s) STAT_DBL(decode_busy_s)
-    STAT_U64(bytes_read) STAT_U64(errors) STAT_INT(reader) STAT_U64(decoded_turbo)
-    STAT_U64(decoded_stb) STAT_INT(threads) STAT_INT(prefetch_depth) STAT_INT(queue_depth)
-    STAT_INT(batch_size) STAT_U64(ring_bytes) STAT_U64(buffer_bytes) STAT_U64(dataset_samples)
-    STAT_U64(epoch_samples) STAT_INT(classes) STAT_INT(device) STAT_INT(device_id)
-    STAT_STR(device_note) STAT_U64(pinned_bytes) STAT_INT(pageable_slots)
-    STAT_U64(device_bytes) STAT_INT(rank) STAT_INT(world) STAT_INT(autotune)
-    STAT_U64(autotune_changes) STAT_DBL(convert_busy_s) STAT_U64(shard_members_skipped)
-    STAT_U64(shard_keys_skipped) STAT_U64(dataset_warnings) STAT_STR(dataset_warning)
-    STAT_U64(shards) STAT_U64(h2d_bytes) STAT_U64(h2d_copies) STAT_DBL(h2d_s)
-    STAT_U64(decode_warnings) STAT_U64(decoded_spng) STAT_U64(decoded_webp)
-    STAT_U64(folder_dirs) STAT_U64(folder_dirs_again) STAT_U64(read_budget_bytes)
-    STAT_U64(read_bytes_peak) STAT_U64(read_budget_waits) STAT_U64(shards_damaged)
-    STAT_U64(shard_members_lost) STAT_U64(remote_requests) STAT_U64(remote_retries)
-    STAT_U64(remote_bytes) STAT_DBL(remote_wait_s)
-    STAT_U64(page_cache_reads) STAT_U64(page_cache_misses)
-    STAT_U64(cache_hits) STAT_U64(cache_misses) STAT_STR(cache_warning)
+    GF_STATS_MAP(STAT_) /* every value of gf_stats, in its order */
     if (put(d, "held", PyLong_FromLong(atomic_load(&c->held))) < 0)
         goto fail;
     PyObject *kinds = PyDict_New();

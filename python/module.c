@@ -31,12 +31,15 @@ static PyObject *list_of(const char *const *names)
 
 /* settings_table(): the library's table, a dict per row (gpufeed.h's
  * gf_setting_info): name, type ("int", "u64", "float", "float4",
- * "choice", "flag"), default, min, max, zero_picks, zero, choices,
- * aliases, help. */
+ * "choice", "flag", "path"), default (None for a path), min, max,
+ * zero_picks, zero, choices, aliases, help. */
 static PyObject *settings_table(PyObject *m, PyObject *unused)
 {
     (void)m, (void)unused;
-    static const char *const types[] = {"int", "u64", "float", "float4", "choice", "flag"};
+    static const char *const types[] = {[GF_SETTING_INT] = "int",       [GF_SETTING_U64] = "u64",
+                                        [GF_SETTING_FLOAT] = "float",   [GF_SETTING_FLOAT4] = "float4",
+                                        [GF_SETTING_CHOICE] = "choice", [GF_SETTING_FLAG] = "flag",
+                                        [GF_SETTING_PATH] = "path"};
     PyObject *out = PyList_New(0);
     for (int i = 0; out && i < gf_setting_count(); i++) {
         const gf_setting_info *r = gf_setting_at(i);
@@ -46,7 +49,7 @@ static PyObject *settings_table(PyObject *m, PyObject *unused)
                                 : PyLong_FromUnsignedLongLong(r->max_int);
         PyObject *choices = list_of(r->choices), *aliases = list_of(r->aliases);
         PyObject *row = lo && hi && choices && aliases
-            ? Py_BuildValue("{s:s,s:s,s:s,s:O,s:O,s:O,s:O,s:z,s:O,s:O,s:s}", "name", r->name,
+            ? Py_BuildValue("{s:s,s:s,s:z,s:O,s:O,s:O,s:O,s:z,s:O,s:O,s:s}", "name", r->name,
                             "type", types[r->type], "default", r->default_text, "min", lo, "max",
                             hi, "zero_picks",
                             (r->flags & GF_SETTING_ZERO_PICKS) ? Py_True : Py_False,
@@ -108,7 +111,7 @@ static PyObject *get_setting(PyObject *m, PyObject *args)
 typedef struct {
     gf_settings s;
     char *data;       /* s.data's copy: the worker may outlive the call */
-    char *ca_file;    /* s.ca_file's, likewise */
+    char **paths;     /* the PATH settings' copies, by row, likewise */
     gf_verify_result *r;
     int rc, done, refs, cancel;
     pthread_mutex_t mu;
@@ -124,7 +127,9 @@ static void verify_job_unref(verify_job *j)
         return;
     gf_verify_free(&j->r);
     free(j->data);
-    free(j->ca_file);
+    for (int i = 0; j->paths && i < gf_setting_count(); i++)
+        free(j->paths[i]);
+    free(j->paths);
     pthread_cond_destroy(&j->cv);
     pthread_mutex_destroy(&j->mu);
     free(j);
@@ -207,6 +212,30 @@ static int verify_run(verify_job *j)
     return 0;
 }
 
+/* The job's own copy of each PATH setting (the caller's dict may go
+ * first). 0, or -1 out of memory with nothing left allocated. */
+static int copy_paths(verify_job *j)
+{
+    int n = gf_setting_count();
+    if (!(j->paths = calloc((size_t)n, sizeof *j->paths)))
+        return -1;
+    for (int i = 0; i < n; i++) {
+        const gf_setting_info *r = gf_setting_at(i);
+        const char **at = (const char **)((char *)&j->s + r->offset);
+        if (r->type != GF_SETTING_PATH || !*at)
+            continue;
+        if (!(j->paths[i] = strdup(*at))) {
+            for (int k = 0; k < i; k++)
+                free(j->paths[k]);
+            free(j->paths);
+            j->paths = NULL;
+            return -1;
+        }
+        *at = j->paths[i];
+    }
+    return 0;
+}
+
 /* verify(data, settings): gf_verify, the one `gpufeed verify` runs: each
  * damaged shard (index -1) then each bad sample, as a dict. Ctrl-C
  * cancels it: KeyboardInterrupt within a 50 ms slice and half a second. */
@@ -226,7 +255,7 @@ static PyObject *verify(PyObject *m, PyObject *args)
         return NULL;
     }
     j->s.data = j->data;
-    if (j->s.ca_file && !(j->s.ca_file = j->ca_file = strdup(j->s.ca_file))) {
+    if (copy_paths(j) < 0) {
         free(j->data);
         free(j);
         return PyErr_NoMemory();

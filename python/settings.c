@@ -14,14 +14,7 @@ int gfp_setting_set(gf_settings *s, PyObject *key, PyObject *value)
     const char *name = PyUnicode_AsUTF8AndSize(key, NULL);
     if (!name)
         return -1;
-    /* Paths, kept alive by the caller's dict until gf_open returns. */
-    const char **path = strcmp(name, "ca_file") == 0     ? &s->ca_file
-                        : strcmp(name, "cache_dir") == 0 ? &s->cache_dir
-                                                         : NULL;
-    if (path && PyUnicode_Check(value)) {
-        *path = PyUnicode_AsUTF8AndSize(value, NULL);
-        return *path ? 0 : -1;
-    }
+    const gf_setting_info *row = gf_setting_find(name);
     if (!PyUnicode_Check(value)) {
         PyErr_Format(PyExc_TypeError, "%s: the setting's text (a str)", name);
         return -1;
@@ -31,12 +24,15 @@ int gfp_setting_set(gf_settings *s, PyObject *key, PyObject *value)
     char why[320];
     if (!text)
         return -1;
-    if (strlen(text) != (size_t)len) { /* C would read only up to the NUL */
+    /* C would read only up to the NUL. A PATH (kept as the text itself,
+     * alive in the caller's dict until gf_open returns) has always been
+     * taken so, up to its NUL. */
+    if (strlen(text) != (size_t)len && !(row && row->type == GF_SETTING_PATH)) {
         PyErr_Format(PyExc_ValueError, "%s: %R holds a NUL character", name, value);
         return -1;
     }
     if (gf_settings_set(s, name, text, why, sizeof why) < 0) {
-        PyErr_SetString(gf_setting_find(name) ? PyExc_ValueError : PyExc_TypeError, why);
+        PyErr_SetString(row ? PyExc_ValueError : PyExc_TypeError, why);
         return -1;
     }
     return 0;

@@ -397,14 +397,7 @@ static uint32_t drain_dones(gf_loader *l)
         if (d.decode.page_cache == GF__PAGE_CACHE_HIT)
             gf__page_cache_outcome(l, true);
         if (!d.decode.err) {
-            if (d.decode.used & GF__USED_TURBO)
-                l->ctl_turbo++;
-            else if (d.decode.used & GF__USED_SPNG)
-                l->ctl_spng++;
-            else if (d.decode.used & GF__USED_WEBP)
-                l->ctl_webp++;
-            else
-                l->ctl_stb++;
+            l->ctl_decoded[gf__decoded_by(d.decode.used)]++;
             if (d.decode.used & GF__WARNED) {
                 l->ctl_warned++;
                 gf__record_warning(l, sl->indices[d.decode.cell], d.decode.warn_code, d.decode.why);
@@ -462,10 +455,8 @@ static void pump(gf_loader *l)
         /* Published before any batch they count is finalised. */
         pthread_mutex_lock(&l->mu);
         gf__pool_pop_dones_locked(&l->pool, n_done);
-        l->decoded_turbo += l->ctl_turbo;
-        l->decoded_stb += l->ctl_stb;
-        l->decoded_spng += l->ctl_spng;
-        l->decoded_webp += l->ctl_webp;
+        for (int i = 0; i < GF__DECODERS; i++)
+            l->decoded[i] += l->ctl_decoded[i];
         l->decode_warnings += l->ctl_warned;
         l->uring_bytes += l->ctl_uring_bytes;
         l->uring_submit_s += l->ctl_submit_s;
@@ -482,7 +473,8 @@ static void pump(gf_loader *l)
         }
 #endif
         pthread_mutex_unlock(&l->mu);
-        l->ctl_turbo = l->ctl_stb = l->ctl_spng = l->ctl_webp = l->ctl_warned = l->ctl_uring_bytes = 0;
+        memset(l->ctl_decoded, 0, sizeof l->ctl_decoded);
+        l->ctl_warned = l->ctl_uring_bytes = 0;
         l->ctl_submit_s = 0;
         l->ctl_page_cache_hits = l->ctl_page_cache_misses = 0;
 

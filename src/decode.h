@@ -38,6 +38,25 @@ enum {
     GF__USED_RAW = 64,
 };
 
+/* The decoders the stats count by (GF_DECODED_MAP): GF__DECODED_turbo ..,
+ * indexes of the loader's decoded[] and gf_stats' decoded_<name>. */
+enum {
+#define GF__DECODED_ENUM_(name) GF__DECODED_##name,
+    GF_DECODED_MAP(GF__DECODED_ENUM_)
+#undef GF__DECODED_ENUM_
+    GF__DECODERS
+};
+
+/* The counter a decoded sample's used (GF__USED_*) goes to: its own
+ * library's, else stb_image's (gpufeed's raw PNM reader included). */
+static inline int gf__decoded_by(int used)
+{
+    return used & GF__USED_TURBO  ? GF__DECODED_turbo
+           : used & GF__USED_SPNG ? GF__DECODED_spng
+           : used & GF__USED_WEBP ? GF__DECODED_webp
+                                  : GF__DECODED_stb;
+}
+
 /* Decodes data[0..len) and writes t->out_h * t->out_w * t->channels bytes
  * (HWC) to dst. All randomness comes from key. Returns 0 and *used
  * (GF__USED_*), or GF_ETRUNC / GF_ECORRUPT / GF_EFORMAT / GF_ETOOBIG /

@@ -514,11 +514,10 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
         st->recent[i] = l->recent[(l->recent_at - 1 - i + 2 * GF_RECENT_ERRORS) % GF_RECENT_ERRORS];
     st->n_recent = l->n_recent;
     st->reader = l->io;
-    st->decoded_turbo = l->decoded_turbo;
+#define DECODED_(name) st->decoded_##name = l->decoded[GF__DECODED_##name];
+    GF_DECODED_MAP(DECODED_)
+#undef DECODED_
     st->decode_warnings = l->decode_warnings;
-    st->decoded_stb = l->decoded_stb;
-    st->decoded_spng = l->decoded_spng;
-    st->decoded_webp = l->decoded_webp;
     st->threads = l->pool.active;
     st->prefetch_depth = l->active_depth;
     st->autotune = l->s.autotune != 0;

@@ -132,11 +132,12 @@ struct gf_loader {
     int fail_code;               /* the consumer's; sticky until gf_seek */
     int halt_code;               /* the controller's own failure */
     uint64_t samples, batches, errors, errors_by_kind[GF_SAMPLE_ERROR_KINDS];
-    uint64_t decoded_turbo, decoded_stb, decoded_spng, decoded_webp, decode_warnings, uring_bytes;
+    uint64_t decoded[GF__DECODERS]; /* samples by decoder (GF__DECODED_*) */
+    uint64_t decode_warnings, uring_bytes;
     uint64_t page_cache_reads, page_cache_misses;
     double wait_s, uring_submit_s, t_open;
     /* Controller-owned tallies, added to the shared ones once per round. */
-    uint64_t ctl_turbo, ctl_stb, ctl_spng, ctl_webp, ctl_warned, ctl_uring_bytes;
+    uint64_t ctl_decoded[GF__DECODERS], ctl_warned, ctl_uring_bytes;
     /* Remote reads (the fetcher's counts, published each round). */
     uint64_t remote_requests, remote_retries, remote_bytes;
     double remote_wait_s;        /* gf_stats' */

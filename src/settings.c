@@ -17,7 +17,8 @@ void gf_default_settings(gf_settings *s)
     memset(s, 0, sizeof *s);
     for (int i = 0; i < gf_setting_count(); i++) {
         const gf_setting_info *r = gf_setting_at(i);
-        (void)gf_settings_set(s, r->name, r->default_text, NULL, 0); /* test_settings: all 0 */
+        if (r->default_text) /* a PATH's default is NULL, as memset left it */
+            (void)gf_settings_set(s, r->name, r->default_text, NULL, 0); /* test_settings: all 0 */
     }
 }
 

@@ -3,7 +3,8 @@
  * a setting by name through it (gf_settings_set/get, gf_setting_*). The
  * one place a setting's facts live: gf_default_settings, the validator
  * (settings.c), the CLI's options, the Python keywords and the settings
- * fuzz target all read them from here. Const data: any thread. */
+ * fuzz target all read them from here (paths too: GF_SETTING_PATH).
+ * Const data: any thread. */
 #include "settings.h"
 
 #include <ctype.h>
@@ -46,6 +47,7 @@ static const char *const channel_values[] = {"1", "3", "4", NULL};
 #define CHOICE_(f, def, names, aliases, help)                                                      \
     {#f, GF_SETTING_CHOICE, AT_(f), def, 0, 0, 0, 0, 0, NULL, names, aliases, help}
 #define FLAG_(f, def, help) {#f, GF_SETTING_FLAG, AT_(f), def, 0, 1, 0, 0, 0, NULL, NULL, NULL, help}
+#define PATH_(f, none, help) {#f, GF_SETTING_PATH, AT_(f), NULL, 0, 0, 0, 0, 0, none, NULL, NULL, help}
 #define PICK_ GF_SETTING_ZERO_PICKS
 #define ABOVE_ GF_SETTING_MIN_EXCLUSIVE
 
@@ -125,6 +127,7 @@ static const gf_setting_info rows[] = {
             "shards only; ranks take contiguous spans); auto: shards for remote data"),
     INT_(shard_window, "0", 1, 65536, PICK_, "4",
          "order shards: consecutive shards whose samples are shuffled together"),
+    PATH_(ca_file, "the system's", "https: verify servers against this CA bundle (PEM)"),
     INT_(remote_connections, "0", 1, 1024, PICK_, "8", "remote shards: connections to a host at once"),
     INT_(remote_retries, "5", 0, 100, 0, NULL,
          "remote shards: times a request cut short is resumed (backoff 0.1 s doubling, at most 5 s)"),
@@ -134,6 +137,9 @@ static const gf_setting_info rows[] = {
          "remote shards, order shards: shards held in memory (the window's and those fetched ahead)"),
     U64_(remote_buffer_bytes, "0", 1 << 20, PICK_, "1 GiB",
          "remote shards, order shards: cap on the bytes of the shards held"),
+    PATH_(cache_dir, "no cache",
+          "remote shards: keep them in this directory between epochs and runs, keyed by URL "
+          "and ETag, within cache_bytes"),
     U64_(cache_bytes, "0", 1, PICK_, "80% of the free space",
          "remote shards: cap on the bytes of the cache (--cache-dir)"),
     INT_(remote_deadline_s, "0", 1, 604800, PICK_, "20 x remote_stall_s x (remote_retries + 1)",
@@ -282,6 +288,8 @@ int gf__setting_check(const gf_setting_info *r, const gf_settings *s, char *why,
         gf__why(why, why_len, "%s: %d is not a value of %s", r->name, v, list);
         return GF_EINVAL;
     }
+    case GF_SETTING_PATH: /* any path, NULL too; what it names is checked where it is used */
+        return 0;
     default: { /* GF_SETTING_FLAG */
         int v = *(const int *)cfield(r, s);
         if (v == 0 || v == 1)
@@ -418,6 +426,9 @@ static int parse_into(const gf_setting_info *r, gf_settings *s, const char *valu
     }
     case GF_SETTING_CHOICE:
         return parse_choice(r, value, field(r, s), why, why_len);
+    case GF_SETTING_PATH: /* the caller's text itself */
+        *(const char **)field(r, s) = value;
+        return 0;
     default: /* GF_SETTING_FLAG */
         if (parse_flag(value, field(r, s)) < 0) {
             gf__why(why, why_len, "%s: '%s' is not one of 0, 1, false, true, no, yes, off, on",
@@ -488,6 +499,11 @@ int gf_settings_get(const gf_settings *s, const char *name, char *buf, size_t le
         int v = *(const int *)at;
         n = v >= 0 && v < n_names(r->choices) ? snprintf(buf, len, "%s", r->choices[v])
                                                : snprintf(buf, len, "%d", v);
+        break;
+    }
+    case GF_SETTING_PATH: {
+        const char *path = *(const char *const *)at;
+        n = snprintf(buf, len, "%s", path ? path : "");
         break;
     }
     default: n = snprintf(buf, len, "%d", *(const int *)at); break;

@@ -120,6 +120,46 @@ ABI_CHECK(GF_SAMPLE_ERROR_KINDS <= GF_SAMPLE_ERROR_KINDS_MAX);
 ABI_CHECK(GF_VERSION_HEX ==
           (GF_VERSION_MAJOR << 16 | GF_VERSION_MINOR << 8 | GF_VERSION_PATCH));
 
+/* GF_STATS_MAP: its rows in the struct's order, and they with the arrays
+ * that are not rows cover every byte of gf_stats but alignment padding
+ * (a field missing from the table fails here). 1 if so. */
+#define ALIGN_U64 8
+#define ALIGN_DBL 8
+#define ALIGN_INT 4
+#define ALIGN_FLAG 4
+#define ALIGN_STR 1
+static int stats_map_covers(void)
+{
+    struct field {
+        size_t at, size, align;
+    } f[] = {
+#define ROW_(kind, name) {offsetof(gf_stats, name), sizeof(((gf_stats *)0)->name), ALIGN_##kind},
+        GF_STATS_MAP(ROW_)
+#undef ROW_
+    };
+    const struct field others[] = {
+        {offsetof(gf_stats, errors_by_kind), sizeof(((gf_stats *)0)->errors_by_kind), 8},
+        {offsetof(gf_stats, recent), sizeof(((gf_stats *)0)->recent), 8},
+        {offsetof(gf_stats, n_recent), sizeof(((gf_stats *)0)->n_recent), 4},
+        {offsetof(gf_stats, folder_skipped), sizeof(((gf_stats *)0)->folder_skipped), 8},
+        {offsetof(gf_stats, reserved), sizeof(((gf_stats *)0)->reserved), 1},
+    };
+    const size_t n = sizeof f / sizeof f[0], n_others = sizeof others / sizeof others[0];
+    size_t end = 0, i = 0, k = 0;
+    for (i = 1; i < n; i++)
+        if (f[i].at <= f[i - 1].at)
+            return 0; /* out of the struct's order */
+    i = 0;
+    while (i < n || k < n_others) { /* merged by offset */
+        const struct field *next =
+            k == n_others || (i < n && f[i].at < others[k].at) ? &f[i++] : &others[k++];
+        if (next->at != (end + next->align - 1) / next->align * next->align)
+            return 0; /* overlapping, or a gap more than padding: a field not listed */
+        end = next->at + next->size;
+    }
+    return sizeof(gf_stats) == (end + 7) / 8 * 8;
+}
+
 int main(void)
 {
     gf_settings s;
@@ -134,5 +174,7 @@ int main(void)
         gf_sample_error_kind(GF_ENOENT) != GF_KIND_ENOENT || gf_sample_error_kind(GF_EOF) != -1)
         return 3;
     gf_free(NULL);
+    if (!stats_map_covers())
+        return 4;
     return 0;
 }

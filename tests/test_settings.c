@@ -31,6 +31,13 @@ START_TEST(defaults_are_the_tables_and_round_trip)
     for (int i = 0; i < gf_setting_count(); i++) {
         const gf_setting_info *r = gf_setting_at(i);
         ck_assert_ptr_eq(gf_setting_find(r->name), r);
+        if (r->type == GF_SETTING_PATH) { /* NULL by default, what zero says it means */
+            ck_assert_ptr_null(r->default_text);
+            ck_assert_ptr_nonnull(r->zero);
+            ck_assert_ptr_null(*(const char *const *)((const char *)&d + r->offset));
+            ck_assert_int_eq(gf_settings_get(&d, r->name, got, sizeof got), 0);
+            continue;
+        }
         ck_assert_msg(set(&s, r->name, r->default_text, why) == 0, "%s: %s", r->name, why);
         ck_assert_int_gt(gf_settings_get(&d, r->name, got, sizeof got), 0);
         ck_assert_int_gt(gf_settings_get(&s, r->name, again, sizeof again), 0);
@@ -136,6 +143,18 @@ START_TEST(each_rows_bounds_and_spellings)
             ck_assert_int_eq(*(int *)((char *)&s + r->offset), 0);
             ck_assert_int_eq(set(&s, r->name, "2", why), GF_EINVAL);
             break;
+        case GF_SETTING_PATH: { /* any text, "" too, kept as given; nothing refused */
+            static const char *const paths[] = {"/no/such/dir", "", "rel ative", "no such value"};
+            for (int k = 0; k < 4; k++) {
+                char got[64];
+                ck_assert_int_eq(set(&s, r->name, paths[k], why), 0);
+                ck_assert_ptr_eq(*(const char **)((char *)&s + r->offset), paths[k]);
+                ck_assert_int_eq(gf_settings_get(&s, r->name, got, sizeof got),
+                                 (int)strlen(paths[k]));
+                ck_assert_str_eq(got, paths[k]);
+            }
+            continue;
+        }
         }
         /* a refused value writes nothing */
         gf_settings before = s;

@@ -79,6 +79,8 @@ def _text(name, v):
         if not isinstance(v, (bool, int)):
             raise TypeError(f"{name}: a bool")
         return "1" if v else "0"
+    if kind == "path":  # str, bytes or os.PathLike, as the file system takes it
+        return os.fsdecode(v)
     if not isinstance(v, str):
         raise TypeError(f"{name}: a string, one of {', '.join(row['choices'] + row['aliases'])}")
     return v
@@ -88,6 +90,8 @@ def _set(out, name, v, keyword=None):
     text = _text(name, v)
     try:
         _gpufeed.check_setting(name, text)
+    except UnicodeError:
+        raise  # a path's undecodable bytes: no text to pass (UnicodeEncodeError, as ever)
     except ValueError as e:
         raise ValueError(f"{keyword}: {e}" if keyword else str(e)) from None
     out[name] = text
@@ -152,8 +156,9 @@ def _settings(kw):
     _channel_values(kw)
     out = {}
     for name, v in kw.items():
-        if v is None and name in ("mean", "std", "rank", "world"):
-            continue
+        if v is None and (name in ("mean", "std", "rank", "world") or
+                          name in _TABLE and _TABLE[name]["type"] == "path"):
+            continue  # not given (a path's None: the library's own, row["zero"])
         if name == "image_size":
             if isinstance(v, int) and not isinstance(v, bool):
                 v = (v, v)
@@ -167,9 +172,6 @@ def _settings(kw):
             _set(out, name + "_max", hi, name)
         elif name in _TABLE:
             _set(out, name, v)
-        elif name in ("ca_file", "cache_dir"):  # paths, not values of the table
-            if v is not None:
-                out[name] = os.fsdecode(v)
         else:
             raise TypeError(f"unexpected keyword argument '{name}'")
     if "rank" in out and "world" not in out:

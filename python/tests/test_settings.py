@@ -6,6 +6,7 @@ is covered here: the same default, the same values accepted at its bounds and
 spellings, the same refused with the same reason."""
 import json
 import math
+import pathlib
 import subprocess
 
 import pytest
@@ -36,6 +37,9 @@ def samples(row):
         return [(c, c, True) for c in good] + [("nope", "nope", False)]
     if kind == "flag":
         return [("1", True, True), ("0", False, True)]
+    if kind == "path":  # any text, "" too; str, bytes or os.PathLike in Python
+        return [("/no/such/dir", pathlib.Path("/no/such/dir"), True), ("", "", True),
+                ("rel ative", b"rel ative", True)]
     if kind in ("int", "u64"):
         if row["choices"]:  # the only values allowed (channels)
             return [(c, int(c), True) for c in row["choices"]] + [("2", 2, False)]
@@ -70,7 +74,10 @@ def test_the_table_is_every_keyword_and_option():
     for row in TABLE:
         default = _gpufeed.get_setting(row["name"], {})
         assert values[row["name"]] == default, row["name"]
-        assert _gpufeed.get_setting(row["name"], {row["name"]: row["default"]}) == default
+        if row["type"] == "path":  # NULL by default: no text, None; zero says what it means
+            assert row["default"] is None and default == "" and row["zero"], row
+        else:
+            assert _gpufeed.get_setting(row["name"], {row["name"]: row["default"]}) == default
         assert _gpufeed.get_setting(row["name"], gpufeed._settings({})) == default
 
 
@@ -106,8 +113,10 @@ def test_each_face_accepts_and_refuses_the_same(row):
 def test_types_are_checked_by_the_tables_type():
     for row in TABLE:
         bad = {"choice": 1, "flag": "yes", "int": "8", "u64": 2.5, "float": "x",
-               "float4": "x"}[row["type"]]
-        with pytest.raises(TypeError, match=row["name"]):
+               "float4": "x", "path": 5}[row["type"]]
+        # a path's is os.fsdecode's own TypeError, as it has always been
+        says = "os.PathLike" if row["type"] == "path" else row["name"]
+        with pytest.raises(TypeError, match=says):
             gpufeed._settings(keywords(row["name"], bad))
 
 

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "gpufeed.h"
+#include "json.h"
 #include "loader_options.h"
 #include "model.h"
 
@@ -183,9 +184,24 @@ typedef struct marks {
     size_t n, cap;
 } marks;
 
+/* gf_stats' values by their row of the library's table (GF_STATS_MAP):
+ * STAT_samples, STAT_batches, ... in the struct's order. */
+typedef enum stat_id {
+#define STAT_ID_(kind, field) STAT_##field,
+    GF_STATS_MAP(STAT_ID_)
+#undef STAT_ID_
+    STAT_COUNT
+} stat_id;
+
 /* bench_run.c */
 const char *reader_name(gf_io io);
 const char *decoder_used(const gf_stats *st);
+/* Stats first..last (the table's order) as keys of j, each named as its
+ * field and valued as its kind (a FLAG a boolean); json_stat: one. */
+void json_stats(cli_json *j, const gf_stats *st, stat_id first, stat_id last);
+#define json_stat(j, st, id) json_stats((j), (st), (id), (id))
+/* "decoded_<name>" of every decoder, in GF_DECODED_MAP's order. */
+void json_decoded(cli_json *j, const gf_stats *st);
 void sample_set_free(sample_set *ss);
 int sample_set_open(const gf_settings *s, sample_set *ss);
 double sample_set_page_cache(const sample_set *ss, const char *data);

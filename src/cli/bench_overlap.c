@@ -285,9 +285,8 @@ void print_overlap_json(const bench_opts *o, const overlap_result *r)
     cli_json_knum(&j, "overlap_ratio", r->overlap_ratio);
     cli_json_knum(&j, "prefetch_saving", r->saved);
     cli_json_knum(&j, "compute_ms_setting", o->compute_ms);
-    cli_json_kint(&j, "threads", st->threads);
-    cli_json_kint(&j, "prefetch_depth", st->prefetch_depth);
-    cli_json_kint(&j, "batch_size", st->batch_size);
+    json_stats(&j, st, STAT_threads, STAT_prefetch_depth);
+    json_stat(&j, st, STAT_batch_size);
     cli_json_kints(&j, "image_size", (const int[]){o->s.width, o->s.height}, 2);
     cli_json_kstr(&j, "transform", cli_transform_names[o->s.transform]);
     cli_json_kuint(&j, "batches", r->step.batches);
@@ -297,11 +296,10 @@ void print_overlap_json(const bench_opts *o, const overlap_result *r)
     cli_json_kint(&j, "compute_replays", r->compute_replays);
     cli_json_kint(&j, "sync_batches", r->sync_batches);
     cli_json_knum(&j, "step_stall_fraction", r->step_stall);
-    cli_json_kuint(&j, "errors", st->errors);
+    json_stat(&j, st, STAT_errors);
     cli_json_kuint(&j, "sync_errors", r->sync_errors);
-    cli_json_kuint(&j, "pinned_bytes", st->pinned_bytes);
-    cli_json_kint(&j, "pageable_slots", st->pageable_slots);
-    cli_json_kstr(&j, "device_note", st->device_note);
+    json_stats(&j, st, STAT_pinned_bytes, STAT_pageable_slots);
+    json_stat(&j, st, STAT_device_note);
     cli_json_knum(&j, "h2d_batch_gbps", h2d_batch_gbps(st));
     cli_json_kuint(&j, "h2d_batch_bytes", st->h2d_copies ? st->h2d_bytes / st->h2d_copies : 0);
     cli_json_kstr(&j, "copy_streams", cli_copy_stream_names[o->s.copy_stream_per_slot]);

@@ -29,13 +29,76 @@ const char *reader_name(gf_io io)
 
 const char *decoder_used(const gf_stats *st)
 {
-    const uint64_t n[] = {st->decoded_turbo, st->decoded_stb, st->decoded_spng, st->decoded_webp};
-    static const char *const name[] = {"turbo", "stb", "spng", "webp"};
     const char *used = "none";
-    for (int i = 0; i < 4; i++)
-        if (n[i])
-            used = strcmp(used, "none") ? "mixed" : name[i];
+#define USED_(name)                                                                                \
+    if (st->decoded_##name)                                                                        \
+        used = strcmp(used, "none") ? "mixed" : #name;
+    GF_DECODED_MAP(USED_)
+#undef USED_
     return used;
+}
+
+/* The table's kinds; a row's kind is checked against its field's type. */
+enum stat_kind { K_U64, K_INT, K_FLAG, K_DBL, K_STR };
+#define KIND_OK_U64(e) _Generic((e), uint64_t: 1, default: 0)
+#define KIND_OK_INT(e) (sizeof(e) == sizeof(int) && _Generic((e), float: 0, default: 1))
+#define KIND_OK_FLAG(e) _Generic((e), int: 1, default: 0)
+#define KIND_OK_DBL(e) _Generic((e), double: 1, default: 0)
+#define KIND_OK_STR(e) _Generic(&(e)[0], char *: 1, default: 0)
+#define STAT_CHECK_(kind, field)                                                                   \
+    _Static_assert(KIND_OK_##kind(((gf_stats *)0)->field), #field " is not " #kind);
+GF_STATS_MAP(STAT_CHECK_)
+#undef STAT_CHECK_
+
+static const struct stat_row {
+    const char *name;
+    enum stat_kind kind;
+    size_t at;
+} stat_rows[STAT_COUNT] = {
+#define STAT_ROW_(kind, field) {#field, K_##kind, offsetof(gf_stats, field)},
+    GF_STATS_MAP(STAT_ROW_)
+#undef STAT_ROW_
+};
+
+void json_stats(cli_json *j, const gf_stats *st, stat_id first, stat_id last)
+{
+    for (int i = first; i <= (int)last; i++) {
+        const struct stat_row *r = &stat_rows[i];
+        const char *v = (const char *)st + r->at;
+        int n;
+        switch (r->kind) {
+        case K_U64: {
+            uint64_t u;
+            memcpy(&u, v, sizeof u);
+            cli_json_kuint(j, r->name, u);
+            break;
+        }
+        case K_INT:
+        case K_FLAG:
+            memcpy(&n, v, sizeof n);
+            if (r->kind == K_FLAG)
+                cli_json_kbool(j, r->name, n);
+            else
+                cli_json_kint(j, r->name, n);
+            break;
+        case K_DBL: {
+            double d;
+            memcpy(&d, v, sizeof d);
+            cli_json_knum(j, r->name, d);
+            break;
+        }
+        case K_STR:
+            cli_json_kstr(j, r->name, v);
+            break;
+        }
+    }
+}
+
+void json_decoded(cli_json *j, const gf_stats *st)
+{
+#define DECODED_(name) json_stat(j, st, STAT_decoded_##name);
+    GF_DECODED_MAP(DECODED_)
+#undef DECODED_
 }
 
 

@@ -432,15 +432,10 @@ static void json_cause(cli_json *j, const verdict_row *r)
 static void json_remote(cli_json *j, const verdict_row *r)
 {
     const gf_stats *st = &r->step.st;
-    cli_json_kuint(j, "remote_requests", st->remote_requests);
-    cli_json_kuint(j, "remote_retries", st->remote_retries);
-    cli_json_kuint(j, "remote_bytes", st->remote_bytes);
-    cli_json_knum(j, "remote_wait_s", st->remote_wait_s);
+    json_stats(j, st, STAT_remote_requests, STAT_remote_wait_s);
     cli_json_knum(j, "remote_wait_fraction", r->remote_wait);
     cli_json_knum(j, "remote_wait_share", r->remote_share);
-    cli_json_kuint(j, "cache_hits", st->cache_hits);
-    cli_json_kuint(j, "cache_misses", st->cache_misses);
-    cli_json_kstr(j, "cache_warning", st->cache_warning);
+    json_stats(j, st, STAT_cache_hits, STAT_cache_warning);
 }
 
 void print_verdict_json(const bench_opts *o, const verdict_result *v)

@@ -69,21 +69,6 @@ static const lopt_def table[CLI_LOPT_COUNT] = {
 
 /* getopt_long's val of the table's row i, when it is a generic option. */
 #define GENERIC_VAL (CLI_LOPT_VAL + CLI_LOPT_COUNT)
-/* Settings that are paths (not in the table: no number), each an option
- * whose getopt val counts down from CLI_LOPT_VAL - 1. */
-static const struct path_option {
-    const char *name, *arg, *help;
-    size_t field; /* offsetof(gf_settings, ...) */
-} path_options[] = {
-    {"ca-file", "PEM", "https: verify servers against this CA bundle (PEM)\n(default: the system's)",
-     offsetof(gf_settings, ca_file)},
-    {"cache-dir", "DIR",
-     "remote shards: keep them in DIR between epochs and\nruns, keyed by URL and ETag, within --cache-bytes\n"
-     "(default: no cache)",
-     offsetof(gf_settings, cache_dir)},
-};
-#define N_PATH_OPTIONS ((int)(sizeof path_options / sizeof path_options[0]))
-#define PATH_VAL(i) (CLI_LOPT_VAL - 1 - (i))
 
 /* "max_pixels" -> "max-pixels" in out. */
 static const char *option_name(const char *setting, char *out, size_t len)
@@ -214,19 +199,12 @@ const struct option *cli_options(const struct option *own, unsigned which,
                                                                : required_argument,
                                     NULL, GENERIC_VAL + i};
     }
-    for (int i = 0; i < N_PATH_OPTIONS; i++)
-        if (!own_name(own, path_options[i].name) && n + 1 < CLI_OPTIONS_MAX)
-            opts[n++] = (struct option){path_options[i].name, required_argument, NULL, PATH_VAL(i)};
     opts[n] = (struct option){NULL, 0, NULL, 0};
     return opts;
 }
 
 int cli_loader_parse(const char *cmd, int ch, const char *arg, cli_loader_args *a)
 {
-    if (ch < CLI_LOPT_VAL && ch >= PATH_VAL(N_PATH_OPTIONS - 1)) { /* argv outlives every loader */
-        *(const char **)((char *)a->s + path_options[PATH_VAL(0) - ch].field) = arg;
-        return 1;
-    }
     if (ch >= CLI_LOPT_VAL && ch < GENERIC_VAL) {
         a->given |= 1u << (ch - CLI_LOPT_VAL);
         return set_curated(cmd, ch - CLI_LOPT_VAL, arg, a) < 0 ? -1 : 1;
@@ -234,7 +212,7 @@ int cli_loader_parse(const char *cmd, int ch, const char *arg, cli_loader_args *
     const gf_setting_info *r = gf_setting_at(ch - GENERIC_VAL);
     if (ch < GENERIC_VAL || !r)
         return 0;
-    char opt[40];
+    char opt[40]; /* a PATH keeps arg: argv outlives every loader */
     return set(cmd, option_name(r->name, opt, sizeof opt), r->name, arg ? arg : "1", a->s) < 0
                ? -1
                : 1;
@@ -272,7 +250,8 @@ static void generic_arg(const gf_setting_info *r, char *out, size_t len)
     static const char *const kind[] = {[GF_SETTING_INT] = " N", [GF_SETTING_U64] = " N",
                                        [GF_SETTING_FLOAT] = " X",
                                        [GF_SETTING_FLOAT4] = " X[,X,X,X]",
-                                       [GF_SETTING_FLAG] = "[=0|1]"};
+                                       [GF_SETTING_FLAG] = "[=0|1]",
+                                       [GF_SETTING_PATH] = " PATH"};
     if (r->type != GF_SETTING_CHOICE) {
         snprintf(out, len, "%s", kind[r->type]);
         return;
@@ -302,17 +281,14 @@ void cli_loader_help(FILE *f, unsigned which, unsigned sweep, int col,
             continue;
         generic_arg(r, arg, sizeof arg);
         snprintf(head, sizeof head, "--%s%s", option_name(r->name, opt, sizeof opt), arg);
-        if (r->flags & GF_SETTING_ZERO_PICKS)
+        if (r->type == GF_SETTING_PATH)
+            snprintf(help, sizeof help, "%s\n(default: %s)", r->help, r->zero);
+        else if (r->flags & GF_SETTING_ZERO_PICKS)
             snprintf(help, sizeof help, "%s\n(default %s; 0: %s)", r->help, r->default_text,
                      r->zero);
         else
             snprintf(help, sizeof help, "%s\n(default %s)", r->help, r->default_text);
         help_lines(f, head, help, col);
-    }
-    for (int i = 0; i < N_PATH_OPTIONS; i++) {
-        char head[64];
-        snprintf(head, sizeof head, "--%s %s", path_options[i].name, path_options[i].arg);
-        help_lines(f, head, path_options[i].help, col);
     }
 }
 

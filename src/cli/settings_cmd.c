@@ -49,6 +49,9 @@ static void accepts(const gf_setting_info *r, char *out, size_t len)
             snprintf(out + used, len - used, ")");
     } else if (r->type == GF_SETTING_FLAG) {
         snprintf(out, len, "0|1");
+    } else if (r->type == GF_SETTING_PATH) {
+        snprintf(out, len, "a path; none: %s", r->zero);
+        return;
     } else if (r->type == GF_SETTING_INT || r->type == GF_SETTING_U64) {
         snprintf(out, len, "%lld..%llu", (long long)r->min_int, (unsigned long long)r->max_int);
     } else if (r->min_float <= -FLT_MAX) {
@@ -110,7 +113,8 @@ int cmd_settings(int argc, char **argv)
             continue;
         }
         accepts(r, range, sizeof range);
-        printf("%-22s %-16s %-16s %s\n", r->name, value, r->default_text, range);
+        printf("%-22s %-16s %-16s %s\n", r->name, value, r->default_text ? r->default_text : "",
+               range);
     }
     if (json) {
         cli_json_object_end(&j);
