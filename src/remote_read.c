@@ -1,4 +1,5 @@
-/* Remote shards read whole, on gf-control. A scan runs ahead of the
+/* The cell reader of whole remote shards (cell_reader.h), the shard
+ * order's, on gf-control; built with `remote` only. A scan runs ahead of the
  * cursor through the epoch's order (its own copy of the cursor, so the
  * cursor's permutation is not disturbed) and counts, for each shard, the
  * positions scanned and not yet taken (`need`); a shard the scan meets is
@@ -26,12 +27,10 @@
  * GET first (so a changed object is never served from an old copy). A
  * shard fetched whole is handed to the cache's writer, its buffer pinned
  * until written. */
-#include "remote_read.h"
+#include "cell_reader.h"
 
-#include "assemble.h"
-#include "dispatch.h"
-#include "controller.h"
 #include "crc32c.h"
+#include "dataset_indexers.h"
 #include "remote_cache.h"
 
 #include <stdlib.h>
@@ -55,7 +54,13 @@ typedef struct rshard {
     char *why;
 } rshard;
 
-struct gf__remote_read {
+typedef struct shard_reader {
+    gf_loader *l;
+    gf__fetcher *f;      /* this run's, from start to stop */
+    gf__reader_hooks hooks;
+    gf__read_done reaped[GF__REAP_BATCH];
+    gf__cell_out *out;   /* the outcomes of the op running */
+    int n_out, max_out;
     rshard *sh;
     uint32_t *wait_next; /* per cell (slot * B + c): the next waiting + 1 */
     uint32_t *live;      /* shards FETCHING or READY, at most `buffers` */
@@ -71,7 +76,10 @@ struct gf__remote_read {
     bool has_tables, scanning;
     uint64_t scan_epoch, scan_pos;
     gf__shard_cache *cache; /* NULL: none */
-};
+} shard_reader;
+
+/* Shard k's fetch: the fetcher's `user` (a cell's is below this bit). */
+#define SHARD_FETCH (1ull << 63)
 
 static void release(rshard *s)
 {
@@ -83,10 +91,10 @@ static void release(rshard *s)
     s->cached_copy = s->validating = s->to_cache = false;
 }
 
-static bool offer(gf_loader *l, uint32_t k);
+static bool offer(shard_reader *r, uint32_t k);
 
 /* The buffers the cache's writer is done with: unpinned. */
-static void take_back(struct gf__remote_read *r)
+static void take_back(shard_reader *r)
 {
     uint32_t ks[8];
     unsigned n;
@@ -96,12 +104,10 @@ static void take_back(struct gf__remote_read *r)
                 r->sh[ks[i]].pins--;
 }
 
-int gf__remote_read_create(gf_loader *l, unsigned buffers, uint64_t budget)
+/* What create allocates; GF_ENOMEM leaves it for destroy. */
+static int alloc(shard_reader *r, unsigned buffers, uint64_t budget)
 {
-    struct gf__remote_read *r = calloc(1, sizeof *r);
-    if (!r)
-        return GF_ENOMEM;
-    l->rr = r;
+    gf_loader *l = r->l;
     r->buffers = buffers;
     r->budget = budget;
     r->sh = calloc(l->ds.n_shards, sizeof *r->sh);
@@ -122,10 +128,26 @@ int gf__remote_read_create(gf_loader *l, unsigned buffers, uint64_t budget)
     return 0;
 }
 
+static void destroy(void *self);
+
+static int create(gf_loader *l, void **self)
+{
+    shard_reader *r = calloc(1, sizeof *r);
+    if (r)
+        r->l = l;
+    if (!r || alloc(r, (unsigned)l->s.prefetch_shards, l->s.remote_buffer_bytes) < 0) {
+        if (r)
+            destroy(r);
+        return gf__fail(l, GF_ENOMEM, "out of memory allocating the shard buffers");
+    }
+    *self = r;
+    return 0;
+}
+
 /* Frees k's buffer and takes it off the live list (state is the caller's).
  * `bytes` counts a buffer from its shard's arrival: a FETCHING one (a
  * restart drops it) was never added. */
-static void unlive(struct gf__remote_read *r, uint32_t k)
+static void unlive(shard_reader *r, uint32_t k)
 {
     rshard *s = &r->sh[k];
     if (s->state != SH_FETCHING)
@@ -138,20 +160,20 @@ static void unlive(struct gf__remote_read *r, uint32_t k)
         }
 }
 
-static void drop(struct gf__remote_read *r, uint32_t k)
+static void drop(shard_reader *r, uint32_t k)
 {
     unlive(r, k);
     r->sh[k].state = SH_ABSENT;
 }
 
-void gf__remote_read_free(gf_loader *l)
+static void destroy(void *self)
 {
-    struct gf__remote_read *r = l->rr;
-    if (!r)
-        return;
+    shard_reader *r = self;
+    gf_loader *l = r->l;
+    gf__fetcher_destroy(r->f);
     /* Shards fetched and not yet written: a short run's last ones. */
     for (uint32_t k = 0; r->cache && k < l->ds.n_shards; k++)
-        while (r->sh[k].to_cache && r->sh[k].state == SH_READY && !offer(l, k)) {
+        while (r->sh[k].to_cache && r->sh[k].state == SH_READY && !offer(r, k)) {
             gf__shard_cache_flush(r->cache);
             take_back(r);
         }
@@ -168,12 +190,14 @@ void gf__remote_read_free(gf_loader *l)
     if (r->has_tables)
         gf__shard_epoch_free(&r->scan_tables);
     free(r);
-    l->rr = NULL;
 }
 
-void gf__remote_read_restart(gf_loader *l)
+/* The pipeline stopped: transfers were dropped, cells no longer wait,
+ * nothing is pinned; shards read stay (a seek reuses them). */
+static int restart(void *self)
 {
-    struct gf__remote_read *r = l->rr;
+    shard_reader *r = self;
+    gf_loader *l = r->l;
     if (r->cache) { /* the writes pinned their buffers: done before pins go */
         gf__shard_cache_flush(r->cache);
         take_back(r);
@@ -199,21 +223,12 @@ void gf__remote_read_restart(gf_loader *l)
     r->n_want = 0;
     r->n_waiting = 0;
     r->scanning = false;
-}
-
-bool gf__remote_read_cells_wait(const gf_loader *l)
-{
-    return l->rr && l->rr->n_waiting > 0;
-}
-
-uint64_t gf__remote_read_bytes(const gf_loader *l)
-{
-    return l->rr ? l->rr->bytes : 0;
+    return 0;
 }
 
 /* A buffer for one more shard: free, or made free by dropping the least
  * recently used shard nobody needs. */
-static bool room_for_one(struct gf__remote_read *r)
+static bool room_for_one(shard_reader *r)
 {
     if (r->n_live < r->buffers && (r->bytes < r->budget || r->n_live == 0))
         return true;
@@ -240,20 +255,22 @@ static bool room_for_one(struct gf__remote_read *r)
     return false;
 }
 
-static gf__job view_job(gf_loader *l, gf__slot *sl, int c, const rshard *s, uint64_t sample)
+/* Hands the op running cell c of sl's outcome. */
+static void emit(shard_reader *r, gf__slot *sl, int c, int err, char *why)
 {
-    gf__job j = gf__decode_job(l, sl, c, NULL);
-    /* With its header block, as every member read: run_decode checks it. */
-    j.decode.bytes = s->buf.data + l->ds.data_off[sample] - GF__TAR_BLOCK;
-    j.decode.n_bytes = l->ds.data_len[sample] + GF__TAR_BLOCK;
-    return j;
+    assert(r->n_out < r->max_out);
+    gf__cell_out *o = &r->out[r->n_out++];
+    *o = gf__cell_out_of(r->l, sl, c);
+    o->err = err;
+    o->why = why;
 }
 
-/* Cell c of sl reads shard s: a job, or an error if the shard failed or
- * does not hold the member. */
-static void serve(gf_loader *l, gf__slot *sl, int c, uint32_t k, gf__job *js, int *n_jobs)
+/* Cell c of sl reads shard s: its bytes, or an error if the shard failed
+ * or does not hold the member. */
+static void serve(shard_reader *r, gf__slot *sl, int c, uint32_t k)
 {
-    rshard *s = &l->rr->sh[k];
+    gf_loader *l = r->l;
+    rshard *s = &r->sh[k];
     uint64_t sample = (uint64_t)sl->indices[c];
     if (s->state == SH_FAILED) {
         const char *url = l->ds.shard_paths[k], *reason = s->why ? s->why : "out of memory";
@@ -261,35 +278,38 @@ static void serve(gf_loader *l, gf__slot *sl, int c, uint32_t k, gf__job *js, in
         char *why = malloc(n);
         if (why)
             snprintf(why, n, "%s: %s", url, reason);
-        gf__cell_finished(l, sl, c, s->err, why);
+        emit(r, sl, c, s->err, why);
         return;
     }
     if (l->ds.data_off[sample] + l->ds.data_len[sample] > s->buf.len) {
-        gf__cell_finished(l, sl, c, GF_ETRUNC, strdup("shard ended inside member"));
+        emit(r, sl, c, GF_ETRUNC, strdup("shard ended inside member"));
         return;
     }
     if (l->ds.data_len[sample] > l->s.max_file_bytes) { /* as a local member's read refuses it */
         char why[96];
         snprintf(why, sizeof why, "%u bytes, over max_file_bytes (%llu)", l->ds.data_len[sample],
                  (unsigned long long)l->s.max_file_bytes);
-        gf__cell_finished(l, sl, c, GF_ETOOBIG, strdup(why));
+        emit(r, sl, c, GF_ETOOBIG, strdup(why));
         return;
     }
     s->pins++;
-    s->used = ++l->rr->tick;
-    *gf__add_job(l, js, n_jobs) = view_job(l, sl, c, s, sample);
+    s->used = ++r->tick;
+    emit(r, sl, c, 0, NULL);
+    /* With its header block, as every member read: run_decode checks it. */
+    r->out[r->n_out - 1].bytes = s->buf.data + l->ds.data_off[sample] - GF__TAR_BLOCK;
+    r->out[r->n_out - 1].n_bytes = l->ds.data_len[sample] + GF__TAR_BLOCK;
 }
 
 /* Shard k has arrived (or failed): its waiting cells become jobs or errors. */
-static void arrived(gf_loader *l, uint32_t k, gf__job *js, int *n_jobs)
+static void arrived(shard_reader *r, uint32_t k)
 {
-    struct gf__remote_read *r = l->rr;
+    gf_loader *l = r->l;
     rshard *s = &r->sh[k];
     for (uint32_t w = s->waiting; w;) {
         uint32_t cell = w - 1;
         w = r->wait_next[cell];
         r->n_waiting--;
-        serve(l, &l->slots[cell / (uint32_t)l->B], (int)(cell % (uint32_t)l->B), k, js, n_jobs);
+        serve(r, &l->slots[cell / (uint32_t)l->B], (int)(cell % (uint32_t)l->B), k);
     }
     s->waiting = 0;
 }
@@ -322,9 +342,9 @@ static int tied(const gf_loader *l, uint32_t k, size_t len, uint32_t crc, char *
 }
 
 /* Shard k's copy in the cache, under the ETag this run learned: READY. */
-static bool from_cache(gf_loader *l, uint32_t k)
+static bool from_cache(shard_reader *r, uint32_t k)
 {
-    struct gf__remote_read *r = l->rr;
+    gf_loader *l = r->l;
     rshard *s = &r->sh[k];
     const gf__fetch_target *t = &l->ds.remote[k];
     uint8_t *data;
@@ -343,9 +363,9 @@ static bool from_cache(gf_loader *l, uint32_t k)
     return true;
 }
 
-static void fetch_whole(gf_loader *l, uint32_t k)
+static void fetch_whole(shard_reader *r, uint32_t k)
 {
-    struct gf__remote_read *r = l->rr;
+    gf_loader *l = r->l;
     rshard *s = &r->sh[k];
     gf__fetch_target *t = &l->ds.remote[k];
     /* A shard of known size: the buffer room_for_one freed if it fits,
@@ -362,14 +382,14 @@ static void fetch_whole(gf_loader *l, uint32_t k)
     /* The shard's size, as the index recorded it; else learned from the
      * first response (an index without shard_bytes). */
     uint64_t len = t->size ? t->size : GF__WHOLE_FILE;
-    gf__fetcher_submit(l->fetch, t, 0, len, &s->buf, NULL, GF__SHARD_FETCH | k);
+    gf__fetcher_submit(r->f, t, 0, len, &s->buf, NULL, SHARD_FETCH | k);
 }
 
 /* Hands fetched shard k to the cache's writer. False when its queue is
  * full: offer it again later. */
-static bool offer(gf_loader *l, uint32_t k)
+static bool offer(shard_reader *r, uint32_t k)
 {
-    struct gf__remote_read *r = l->rr;
+    gf_loader *l = r->l;
     rshard *s = &r->sh[k];
     int rc = gf__shard_cache_put(r->cache, k, l->ds.remote[k].etag, s->buf.data, s->buf.len);
     if (rc > 0)
@@ -382,24 +402,24 @@ static bool offer(gf_loader *l, uint32_t k)
 
 /* Starts shard k into a buffer: from the cache (READY now, its waiting
  * cells served), or a fetch. False when no buffer or request is free. */
-static bool start(gf_loader *l, uint32_t k, gf__job *js, int *n_jobs)
+static bool start(shard_reader *r, uint32_t k)
 {
-    struct gf__remote_read *r = l->rr;
+    gf_loader *l = r->l;
     const gf__fetch_target *t = &l->ds.remote[k];
     bool known = r->cache && t->etag[0];
-    if (!known && (!l->fetch || !gf__fetcher_room(l->fetch)))
+    if (!known && (!r->f || !gf__fetcher_room(r->f)))
         return false;
     if (!room_for_one(r))
         return false;
     rshard *s = &r->sh[k];
-    if (known && from_cache(l, k)) {
+    if (known && from_cache(r, k)) {
         gf__buf_free(&r->spare);
         s->used = ++r->tick;
         r->live[r->n_live++] = k;
-        arrived(l, k, js, n_jobs);
+        arrived(r, k);
         return true;
     }
-    if (!l->fetch || !gf__fetcher_room(l->fetch)) {
+    if (!r->f || !gf__fetcher_room(r->f)) {
         gf__buf_free(&r->spare);
         return false;
     }
@@ -408,9 +428,9 @@ static bool start(gf_loader *l, uint32_t k, gf__job *js, int *n_jobs)
     r->live[r->n_live++] = k;
     if (!known && r->cache && gf__shard_cache_may_hold(r->cache, k)) {
         s->validating = true;
-        gf__fetcher_submit(l->fetch, &l->ds.remote[k], 0, 1, &s->buf, NULL, GF__SHARD_FETCH | k);
+        gf__fetcher_submit(r->f, &l->ds.remote[k], 0, 1, &s->buf, NULL, SHARD_FETCH | k);
     } else {
-        fetch_whole(l, k);
+        fetch_whole(r, k);
     }
     gf__buf_free(&r->spare); /* a validation's fetch_whole maps anew */
     return true;
@@ -427,10 +447,21 @@ static void again_if_older(rshard *s, uint64_t epoch)
     }
 }
 
-void gf__remote_read_cell(gf_loader *l, gf__slot *sl, int c, uint64_t pos, gf__job *js,
-                          int *n_jobs)
+/* The op running hands its outcomes to out[0, max). */
+static void sink(shard_reader *r, gf__cell_out *out, int max)
 {
-    struct gf__remote_read *r = l->rr;
+    r->out = out;
+    r->max_out = max;
+    r->n_out = 0;
+}
+
+/* Cell c of sl is decoded from its shard's buffer: now, or once the
+ * shard has arrived. */
+static int take(void *self, gf__slot *sl, int c, uint64_t pos, gf__cell_out *out, int max)
+{
+    shard_reader *r = self;
+    gf_loader *l = r->l;
+    sink(r, out, max);
     uint64_t sample = (uint64_t)sl->indices[c];
     uint32_t k = l->ds.shard[sample];
     rshard *s = &r->sh[k];
@@ -441,33 +472,35 @@ void gf__remote_read_cell(gf_loader *l, gf__slot *sl, int c, uint64_t pos, gf__j
         s->need--;
     again_if_older(s, sl->epoch);
     if (s->state == SH_READY || s->state == SH_FAILED) {
-        serve(l, sl, c, k, js, n_jobs);
-        return;
+        serve(r, sl, c, k);
+        return r->n_out;
     }
     uint32_t cell = (uint32_t)(sl - l->slots) * (uint32_t)l->B + (uint32_t)c;
     r->wait_next[cell] = s->waiting;
     s->waiting = cell + 1;
     r->n_waiting++;
-    if (s->state == SH_ABSENT && !start(l, k, js, n_jobs)) {
-        s->state = SH_WANTED; /* gf__remote_read_ahead starts it once a buffer is free */
+    if (s->state == SH_ABSENT && !start(r, k)) {
+        s->state = SH_WANTED; /* ahead starts it once a buffer is free */
         r->want[r->n_want++] = k;
     }
+    return r->n_out;
 }
 
-void gf__remote_read_shard_done(gf_loader *l, const gf__read_done *d, gf__job *js, int *n_jobs)
+/* A shard's fetch finished: its waiting cells' outcomes. */
+static void shard_done(shard_reader *r, const gf__read_done *d)
 {
-    struct gf__remote_read *r = l->rr;
-    uint32_t k = (uint32_t)(d->user & ~GF__SHARD_FETCH);
+    gf_loader *l = r->l;
+    uint32_t k = (uint32_t)(d->user & ~SHARD_FETCH);
     rshard *s = &r->sh[k];
     if (s->validating) { /* the ETag is known now: the cache's copy, or the shard */
         gf__buf_free(&s->buf);
         s->validating = false;
         if (!d->err) {
-            if (from_cache(l, k)) {
-                arrived(l, k, js, n_jobs);
+            if (from_cache(r, k)) {
+                arrived(r, k);
                 return;
             }
-            fetch_whole(l, k); /* this request's place is free */
+            fetch_whole(r, k); /* this request's place is free */
             return;
         }
     }
@@ -498,33 +531,54 @@ void gf__remote_read_shard_done(gf_loader *l, const gf__read_done *d, gf__job *j
     } else if (r->cache) {
         gf__shard_cache_count_miss(r->cache);
         s->to_cache = true;
-        offer(l, k);
+        offer(r, k);
     }
-    arrived(l, k, js, n_jobs);
+    arrived(r, k);
 }
 
-void gf__remote_read_decoded(gf_loader *l, uint64_t sample)
+static int reap(void *self, gf__cell_out *out, int max, uint64_t *bytes)
 {
-    rshard *s = &l->rr->sh[l->ds.shard[sample]];
+    shard_reader *r = self;
+    sink(r, out, max);
+    int k;
+    while (r->n_out == 0 && (k = gf__fetcher_reap(r->f, r->reaped, GF__REAP_BATCH)) > 0)
+        for (int i = 0; i < k; i++) {
+            assert(r->reaped[i].user & SHARD_FETCH); /* a cell never has a request */
+            *bytes += r->reaped[i].buf->got;
+            shard_done(r, &r->reaped[i]);
+        }
+    return r->n_out;
+}
+
+/* A decode from the shard's buffer is done: it no longer reads it. */
+static bool decoded(void *self, gf__slot *sl, int c, uint8_t page_cache)
+{
+    shard_reader *r = self;
+    (void)page_cache;
+    rshard *s = &r->sh[r->l->ds.shard[sl->indices[c]]];
     if (s->pins)
         s->pins--;
+    return false;
 }
 
-void gf__remote_read_ahead(gf_loader *l, gf__job *js, int *n_jobs)
+/* Takes back the buffers the cache's writer is done with, scans the order
+ * ahead of the cursor and starts the fetches the buffers have room for (a
+ * shard found in the cache is READY at once: its waiting cells served). */
+static void read_ahead(shard_reader *r)
 {
-    struct gf__remote_read *r = l->rr;
+    gf_loader *l = r->l;
     if (r->cache) {
         take_back(r);
         /* Those the writer's queue had no room for, while they are held. */
         for (unsigned i = 0; i < r->n_live; i++) {
             rshard *s = &r->sh[r->live[i]];
-            if (s->to_cache && s->state == SH_READY && !offer(l, r->live[i]))
+            if (s->to_cache && s->state == SH_READY && !offer(r, r->live[i]))
                 break;
         }
     }
     /* Shards cells wait for come first. */
     uint32_t started = 0;
-    while (started < r->n_want && start(l, r->want[started], js, n_jobs))
+    while (started < r->n_want && start(r, r->want[started]))
         started++;
     if (started) {
         memmove(r->want, r->want + started, (r->n_want - started) * sizeof *r->want);
@@ -556,34 +610,116 @@ void gf__remote_read_ahead(gf_loader *l, gf__job *js, int *n_jobs)
         uint32_t k = l->ds.shard[sample];
         rshard *s = &r->sh[k];
         again_if_older(s, r->scan_epoch);
-        if (s->state == SH_ABSENT && !start(l, k, js, n_jobs))
+        if (s->state == SH_ABSENT && !start(r, k))
             return;
         s->need++;
         r->scan_pos++;
     }
 }
 
-static void wake(void *ctx)
+static int ahead(void *self, gf__cell_out *out, int max)
 {
-    gf__wake_controller(ctx);
+    shard_reader *r = self;
+    sink(r, out, max);
+    read_ahead(r);
+    return r->n_out;
 }
 
-void gf__remote_read_wakes(gf_loader *l, bool on)
+/* The cache's writer wakes the loop when a pinned buffer is free again. */
+static int start_(void *self, const gf__reader_hooks *h)
 {
-    if (l->rr && l->rr->cache)
-        gf__shard_cache_set_notify(l->rr->cache, on ? wake : NULL, l);
+    shard_reader *r = self;
+    gf_loader *l = r->l;
+    if (r->cache)
+        gf__shard_cache_set_notify(r->cache, h->wake, h->ctx);
+    char why[192] = "";
+    gf__fetch_opts o = gf__remote_fetch_opts(&l->s, &l->ds);
+    o.progress = h->ready;
+    o.progress_ctx = h->ctx;
+    /* Whole shards: max_file_bytes bounds a sample, not a shard (a 1 GiB
+     * shard is common); the shard's size, from its sidecar, bounds it, and
+     * one of unknown size (a sidecar without shard_bytes) is cut at the
+     * larger of the shard buffers' budget and max_file_bytes. */
+    o.max_bytes = (size_t)GF__MAX(l->s.remote_buffer_bytes, l->s.max_file_bytes);
+    int rc = gf__fetcher_create(&r->f, h->loop, &o, why, sizeof why);
+    if (rc == 0)
+        return 0;
+    if (r->cache)
+        gf__shard_cache_set_notify(r->cache, NULL, NULL);
+    return gf__fail_locking(l, rc, "remote reads: %s", why);
 }
 
-void gf__remote_read_cache_stats(gf_loader *l, uint64_t *hits, uint64_t *misses, char *warning,
-                                 size_t warning_len)
+static void close_(void *self)
 {
+    shard_reader *r = self;
+    gf__fetcher_close(r->f);
+    if (r->cache)
+        gf__shard_cache_set_notify(r->cache, NULL, NULL);
+}
+
+static void stop(void *self)
+{
+    shard_reader *r = self;
+    gf__fetcher_destroy(r->f);
+    r->f = NULL;
+}
+
+static bool has_done(void *self)
+{
+    return gf__fetcher_has_done(((shard_reader *)self)->f);
+}
+
+static bool waiting(void *self)
+{
+    return ((shard_reader *)self)->n_waiting > 0;
+}
+
+static void counts(void *self, gf__fetch_counts *c)
+{
+    shard_reader *r = self;
+    if (r->f)
+        gf__fetcher_counts(r->f, c);
+    else
+        *c = (gf__fetch_counts){0};
+}
+
+static bool uses_buffers(void *self)
+{
+    (void)self;
+    return true;
+}
+
+static void cache_stats(void *self, uint64_t *hits, uint64_t *misses, char *warning,
+                        size_t warning_len)
+{
+    shard_reader *r = self;
     gf__cache_counts c = {0};
     if (warning_len)
         warning[0] = '\0';
-    if (l->rr && l->rr->cache) {
-        gf__shard_cache_counts(l->rr->cache, &c);
-        gf__shard_cache_warning(l->rr->cache, warning, warning_len);
+    if (r->cache) {
+        gf__shard_cache_counts(r->cache, &c);
+        gf__shard_cache_warning(r->cache, warning, warning_len);
     }
     *hits = c.hits;
     *misses = c.misses;
 }
+
+static const gf__cell_reader_ops ops = {
+    .create = create,
+    .destroy = destroy,
+    .restart = restart,
+    .start = start_,
+    .close = close_,
+    .stop = stop,
+    .take = take,
+    .decoded = decoded,
+    .reap = reap,
+    .ahead = ahead,
+    .has_done = has_done,
+    .waiting = waiting,
+    .counts = counts,
+    .uses_buffers = uses_buffers,
+    .cache_stats = cache_stats,
+};
+
+const gf__cell_reader_ops *const gf__shard_reader = &ops;
