@@ -1,8 +1,8 @@
 /* The controller (gf-control), a libuv loop woken by the decode pool, the
- * io_uring eventfd, the consumer and CUDA callbacks, and ticked by
- * autotune's timer. Each wake-up runs pump: take completions, reap and
- * submit reads, finalise and deliver batches in order, assign free slots
- * new batches. The loop's whole life is here: gf__controller_start and
+ * cell reader (its fd, or its own handles: cell_reader.h), the consumer
+ * and CUDA callbacks, and ticked by autotune's timer. Each wake-up runs
+ * pump: take completions, reap and submit reads, finalise and deliver
+ * batches in order, assign free slots new batches. The loop's whole life is here: gf__controller_start and
  * gf__controller_stop on the lifecycle thread; everything else runs on the
  * controller thread, except host_slot_copied (a CUDA thread, or gf-copy),
  * gf__wake_controller (any thread) and gf__controller_job_done (a decode
