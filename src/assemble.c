@@ -1,5 +1,5 @@
-/* Batch assembly, on the controller thread: a cell's outcome, the bad
- * samples a batch met, and finalising the oldest batch: its holes filled
+/* Batch assembly, on the controller thread: the bad samples a batch
+ * met, and finalising the oldest batch: its holes filled
  * (from later batches of its epoch, or the cursor), its good cells packed
  * and put in sampler order, its errors reported. See loader_impl.h for
  * why only the oldest batch is ever filled. Below the controller: new
@@ -11,32 +11,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-static int record_error(gf__slot *sl, int c, int code, char *why)
-{
-    if (GF__GROW(&sl->errs, &sl->cap_errs, (size_t)sl->n_errs + 1, 4) < 0) {
-        free(why);
-        return GF_ENOMEM;
-    }
-    sl->errs[sl->n_errs++] = (gf__sample_error){
-        .pos = sl->cells[c].pos, .sample = sl->indices[c], .code = code, .why = why};
-    sl->cells[c].state = GF__CELL_HOLE;
-    return 0;
-}
-
-void gf__cell_finished(gf_loader *l, gf__slot *sl, int c, int err, char *why)
-{
-    assert(sl->pending > 0 && sl->cells[c].state == GF__CELL_PENDING);
-    sl->pending--;
-    if (!err) {
-        sl->cells[c].state = GF__CELL_OK;
-        return;
-    }
-    if (!why)
-        why = strdup(gf_strerror(err));
-    if (record_error(sl, c, err, why) < 0)
-        gf__halt(l, GF_ENOMEM, "out of memory recording a bad sample");
-}
 
 /* The good cell of a later batch with the lowest position, or -1 with
  * *wait set when a lower position is still being decoded. */

@@ -1,12 +1,11 @@
-/* Batch assembly (src/assemble.c), on the controller thread: a cell's
- * outcome, a batch's bad samples and warnings, and finalising the oldest
- * batch. Below the controller; it dispatches holes through dispatch.c. */
+/* Batch assembly (src/assemble.c), on the controller thread: a batch's
+ * bad samples and warnings, and finalising the oldest batch. Below the
+ * controller; it dispatches holes through dispatch.c. */
 #ifndef GF_ASSEMBLE_H
 #define GF_ASSEMBLE_H
 
 #include "loader_impl.h"
 
-void gf__cell_finished(gf_loader *l, gf__slot *sl, int c, int err, char *why);
 /* A sample decoded although its decoder warned (LENIENT): into the ring
  * gf_recent_warnings reads, and to settings.on_sample_warning. */
 void gf__record_warning(gf_loader *l, int64_t sample, int code, const char *why);

@@ -1,8 +1,8 @@
 /* The controller (gf-control), a libuv loop woken by the decode pool, the
- * io_uring eventfd, the consumer and CUDA callbacks, and ticked by
- * autotune's timer. Each wake-up runs pump: take completions, reap and
- * submit reads, finalise and deliver batches in order, assign free slots
- * new batches. The loop's whole life is here: gf__controller_start and
+ * cell reader (its fd, or its own handles: cell_reader.h), the consumer
+ * and CUDA callbacks, and ticked by autotune's timer. Each wake-up runs
+ * pump: take completions, reap and submit reads, finalise and deliver
+ * batches in order, assign free slots new batches. The loop's whole life is here: gf__controller_start and
  * gf__controller_stop on the lifecycle thread; everything else runs on the
  * controller thread, except host_slot_copied (a CUDA thread, or gf-copy),
  * gf__wake_controller (any thread) and gf__controller_job_done (a decode
@@ -13,10 +13,6 @@
 #include "autotune.h"
 #include "descriptors.h"
 #include "dispatch.h"
-#include "remote_fetch.h"
-#include "remote_read.h"
-
-#include "config.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -262,43 +258,20 @@ static gf__buf *take_buf(gf_loader *l)
     return buf;
 }
 
-static unsigned read_room(gf_loader *l)
-{
-#if GF_HAVE_REMOTE
-    if (l->fetch)
-        return gf__fetcher_room(l->fetch);
-#endif
-    return gf__uring_room(l->uring);
-}
-
 /* Starts the queued reads the reader has room and buffers for. */
 static void submit_reads(gf_loader *l)
 {
-    if (!l->uring && !l->fetch)
+    const gf__cell_reader_ops *rd = l->rd;
+    if (!rd->uses_buffers(l->rd_self))
         return;
     double t0 = gf__now();
-    while (gf__fifo_len(&l->read_q) && read_room(l) > 0) {
+    while (rd->room && rd->room(l->rd_self) > 0) {
         gf__buf *buf = take_buf(l);
         if (!buf)
             break;
-        uint64_t r = l->reads[gf__fifo_pop(&l->read_q)];
-        gf__slot *sl = &l->slots[r >> 32];
-        int c = (int)(uint32_t)r;
-        uint64_t sample = (uint64_t)sl->indices[c];
-        gf__read_req q;
-        gf__read_req_of(l, sample, &q);
         /* Room and a free buffer were checked: a refusal is a bug, and
          * would leave the cell pending for ever. */
-        int rc;
-#if GF_HAVE_REMOTE
-        if (l->fetch)
-            rc = gf__fetcher_submit(l->fetch, &l->ds.remote[l->ds.shard[sample]], q.off, q.len,
-                                    buf, &l->budget, r);
-        else
-#endif
-            rc = gf__uring_submit_sample(l->uring, l->ds.root_fd, q.rel, q.off, q.len,
-                                         q.o.flags, q.o.expect, q.o.seen, buf, r);
-        if (rc < 0) {
+        if (rd->submit(l->rd_self, buf) < 0) {
             gf__halt(l, GF_EINVAL, "internal error: the reader refused a read it had room for");
             break;
         }
@@ -313,58 +286,13 @@ static void submit_reads(gf_loader *l)
     pthread_mutex_unlock(&l->budget.mu);
 }
 
-static int reap(gf_loader *l)
-{
-#if GF_HAVE_REMOTE
-    if (l->fetch)
-        return gf__fetcher_reap(l->fetch, l->reaped, GF__REAP_BATCH);
-#endif
-    return gf__uring_reap(l->uring, l->reaped, GF__REAP_BATCH);
-}
-
-/* A failed read's reason; a remote one names its object's URL (the
- * sample's name has only the shard's base name). */
-static char *read_reason(gf_loader *l, uint64_t sample, const gf__read_done *r)
-{
-    const char *why = r->why[0] ? r->why : gf_strerror(r->err);
-    if (!l->fetch)
-        return strdup(why);
-    const char *url = l->ds.shard_paths[l->ds.shard[sample]];
-    size_t n = strlen(url) + strlen(why) + 3;
-    char *s = malloc(n);
-    if (s)
-        snprintf(s, n, "%s: %s", url, why);
-    return s;
-}
-
 static void reap_reads(gf_loader *l, gf__job *js, int *n_jobs)
 {
-    if (!l->uring && !l->fetch)
+    if (!l->rd->reap)
         return;
     int n;
-    while ((n = reap(l)) > 0) {
-        for (int i = 0; i < n; i++) {
-            gf__read_done *r = &l->reaped[i];
-            if (r->user & GF__SHARD_FETCH) {
-                l->ctl_uring_bytes += r->buf->got;
-                gf__remote_read_shard_done(l, r, js, n_jobs);
-                continue;
-            }
-            gf__slot *sl = &l->slots[r->user >> 32];
-            int c = (int)(uint32_t)r->user;
-            l->ctl_uring_bytes += r->buf->got;
-            if (r->err) {
-                gf__budget_done(&l->budget, r->buf);
-                pthread_mutex_lock(&l->mu);
-                l->free_bufs[l->n_free_bufs++] = r->buf;
-                pthread_mutex_unlock(&l->mu);
-                gf__cell_finished(l, sl, c, r->err,
-                                  read_reason(l, (uint64_t)sl->indices[c], r));
-                continue;
-            }
-            *gf__add_job(l, js, n_jobs) = gf__decode_job(l, sl, c, r->buf);
-        }
-    }
+    while ((n = l->rd->reap(l->rd_self, l->outs, l->js_cap, &l->ctl_uring_bytes)) > 0)
+        gf__cells_out(l, l->outs, n, js, n_jobs);
 }
 
 /* Takes the completions queued so far into their slots. Returns how many;
@@ -377,8 +305,16 @@ static uint32_t drain_dones(gf_loader *l)
     for (uint32_t i = 0; i < n_done; i++) {
         gf__done d = gf__pool_done(&l->pool, i);
         gf__slot *sl = &l->slots[d.slot];
-        if (d.kind == GF__JOB_DECODE && l->rr)
-            gf__remote_read_decoded(l, (uint64_t)sl->indices[d.decode.cell]);
+        if (d.kind == GF__JOB_DECODE) {
+            if (d.decode.page_cache == GF__PAGE_CACHE_HIT)
+                l->ctl_page_cache_hits++;
+            else if (d.decode.page_cache == GF__PAGE_CACHE_MISS)
+                l->ctl_page_cache_misses++;
+            /* A miss: the cell is the reader's again, for a real read. */
+            if (l->rd->decoded &&
+                l->rd->decoded(l->rd_self, sl, (int)d.decode.cell, d.decode.page_cache))
+                continue;
+        }
         if (d.kind == GF__JOB_CONVERT) {
             assert(sl->converting > 0);
             if (--sl->converting == 0) {
@@ -389,13 +325,6 @@ static uint32_t drain_dones(gf_loader *l)
             }
             continue;
         }
-        if (d.decode.page_cache == GF__PAGE_CACHE_MISS) { /* the cell waits for io_uring now */
-            gf__page_cache_outcome(l, false);
-            gf__queue_read(l, sl, (int)d.decode.cell, true);
-            continue;
-        }
-        if (d.decode.page_cache == GF__PAGE_CACHE_HIT)
-            gf__page_cache_outcome(l, true);
         if (!d.decode.err) {
             l->ctl_decoded[gf__decoded_by(d.decode.used)]++;
             if (d.decode.used & GF__WARNED) {
@@ -414,12 +343,7 @@ static uint32_t drain_dones(gf_loader *l)
 /* Reads that finished at submission (refused by size): reaped next round. */
 static bool reads_finished(gf_loader *l)
 {
-#if GF_HAVE_REMOTE
-    return l->fetch && gf__fetcher_has_done(l->fetch);
-#else
-    (void)l;
-    return false;
-#endif
+    return l->rd->has_done && l->rd->has_done(l->rd_self);
 }
 
 /* remote_wait_s: the time since the last round counts when, at its end,
@@ -428,20 +352,25 @@ static bool reads_finished(gf_loader *l)
  * cell is decoded or the ring is full are not a wait. */
 static void tally_remote_wait(gf_loader *l)
 {
-#if GF_HAVE_REMOTE
-    if (!l->fetch)
+    if (!l->rd->waiting)
         return;
     double now = gf__now();
-    bool in_flight = l->rr ? gf__remote_read_cells_wait(l) : gf__fetcher_in_flight(l->fetch) > 0;
+    bool in_flight = l->rd->waiting(l->rd_self);
     pthread_mutex_lock(&l->mu);
     if (l->ctl_remote_waiting)
         l->remote_wait_s += now - l->ctl_remote_since;
     l->ctl_remote_waiting = in_flight && gf__fifo_len(&l->pool.job_q) == 0;
     pthread_mutex_unlock(&l->mu);
     l->ctl_remote_since = now;
-#else
-    (void)l;
-#endif
+}
+
+/* Under mu: the reader's requests, retries and bytes, with earlier
+ * runs'. */
+static void publish_counts_locked(gf_loader *l, const gf__fetch_counts *fc)
+{
+    l->remote_requests = l->remote_base.requests + fc->requests;
+    l->remote_retries = l->remote_base.retries + fc->retries;
+    l->remote_bytes = l->remote_base.bytes + fc->bytes;
 }
 
 static void pump(gf_loader *l)
@@ -463,15 +392,11 @@ static void pump(gf_loader *l)
         l->page_cache_reads += l->ctl_page_cache_hits;
         l->page_cache_misses += l->ctl_page_cache_misses;
         l->buf_bytes = l->ctl_buf_bytes;
-#if GF_HAVE_REMOTE
-        if (l->fetch) {
+        if (l->rd->counts) {
             gf__fetch_counts fc;
-            gf__fetcher_counts(l->fetch, &fc);
-            l->remote_requests = l->remote_base.requests + fc.requests;
-            l->remote_retries = l->remote_base.retries + fc.retries;
-            l->remote_bytes = l->remote_base.bytes + fc.bytes;
+            l->rd->counts(l->rd_self, &fc);
+            publish_counts_locked(l, &fc);
         }
-#endif
         pthread_mutex_unlock(&l->mu);
         memset(l->ctl_decoded, 0, sizeof l->ctl_decoded);
         l->ctl_warned = l->ctl_uring_bytes = 0;
@@ -483,8 +408,9 @@ static void pump(gf_loader *l)
         while (l->xfer < l->fin && deliver_next(l, js, &n_jobs))
             ;
         assign_batches(l, js, &n_jobs);
-        if (l->rr && !l->halted)
-            gf__remote_read_ahead(l, js, &n_jobs);
+        int n;
+        if (l->rd->ahead && !l->halted && (n = l->rd->ahead(l->rd_self, l->outs, l->js_cap)) > 0)
+            gf__cells_out(l, l->outs, n, js, &n_jobs);
         push_jobs(l, js, n_jobs);
         submit_reads(l);
         if (n_done == 0 && n_jobs == 0 && !reads_finished(l))
@@ -495,13 +421,11 @@ static void pump(gf_loader *l)
 
 static void close_handles(gf_loader *l)
 {
-#if GF_HAVE_REMOTE
-    gf__fetcher_close(l->fetch);
-#endif
-    gf__remote_read_wakes(l, false);
+    if (l->rd->close)
+        l->rd->close(l->rd_self);
     uv_close((uv_handle_t *)&l->wake, NULL);
-    if (l->uring_polling)
-        uv_close((uv_handle_t *)&l->uring_poll, NULL);
+    if (l->read_polling)
+        uv_close((uv_handle_t *)&l->read_poll, NULL);
     if (l->tuning)
         uv_close((uv_handle_t *)&l->tune_timer, NULL);
 }
@@ -519,17 +443,16 @@ static void on_wake(uv_async_t *h)
     pump(l);
 }
 
-static void on_uring(uv_poll_t *h, int status, int events)
+static void on_read_fd(uv_poll_t *h, int status, int events)
 {
     (void)status;
     (void)events;
     on_wake(&((gf_loader *)h->data)->wake);
 }
 
-#if GF_HAVE_REMOTE
-/* The fetcher has completions (called on the loop, from its own handles'
+/* The reader has completions (called on the loop, from its own handles'
  * callbacks, never from inside pump). */
-static void on_fetched(void *arg)
+static void on_read_ready(void *arg)
 {
     gf_loader *l = arg;
     pthread_mutex_lock(&l->mu);
@@ -539,22 +462,10 @@ static void on_fetched(void *arg)
         pump(l);
 }
 
-static int start_fetcher(gf_loader *l)
+static void wake(void *arg)
 {
-    char why[192] = "";
-    gf__fetch_opts o = gf__remote_fetch_opts(&l->s, &l->ds);
-    o.progress = on_fetched;
-    o.progress_ctx = l;
-    /* Whole shards: max_file_bytes bounds a sample, not a shard (a 1 GiB
-     * shard is common); the shard's size, from its sidecar, bounds it, and
-     * one of unknown size (a sidecar without shard_bytes) is cut at the
-     * larger of the shard buffers' budget and max_file_bytes. */
-    if (l->rr)
-        o.max_bytes = (size_t)GF__MAX(l->s.remote_buffer_bytes, l->s.max_file_bytes);
-    int rc = gf__fetcher_create(&l->fetch, &l->loop, &o, why, sizeof why);
-    return rc < 0 ? gf__fail_locking(l, rc, "remote reads: %s", why) : 0;
+    gf__wake_controller(arg);
 }
-#endif
 
 static void on_tune(uv_timer_t *h)
 {
@@ -582,22 +493,20 @@ int gf__controller_start(gf_loader *l)
         return gf__fail_locking(l, GF_ENOMEM, "uv_loop_init failed");
     uv_async_init(&l->loop, &l->wake, on_wake);
     l->wake.data = l;
-    gf__remote_read_wakes(l, true);
-#if GF_HAVE_REMOTE
-    if (l->ds.remote && start_fetcher(l) < 0) {
-        gf__remote_read_wakes(l, false);
+    const gf__reader_hooks hooks = {
+        .loop = &l->loop, .ready = on_read_ready, .wake = wake, .ctx = l};
+    if (l->rd->start && l->rd->start(l->rd_self, &hooks) < 0) {
         uv_close((uv_handle_t *)&l->wake, NULL);
         uv_run(&l->loop, UV_RUN_DEFAULT);
         uv_loop_close(&l->loop);
         return l->fail_code ? l->fail_code : GF_ENOMEM;
     }
-#endif
-    l->uring_polling = false;
-    if (l->uring) {
-        uv_poll_init(&l->loop, &l->uring_poll, gf__uring_eventfd(l->uring));
-        l->uring_poll.data = l;
-        uv_poll_start(&l->uring_poll, UV_READABLE, on_uring);
-        l->uring_polling = true;
+    int fd = l->rd->poll_fd ? l->rd->poll_fd(l->rd_self) : -1;
+    l->read_polling = fd >= 0;
+    if (l->read_polling) {
+        uv_poll_init(&l->loop, &l->read_poll, fd);
+        l->read_poll.data = l;
+        uv_poll_start(&l->read_poll, UV_READABLE, on_read_fd);
     }
     l->tuning = l->s.autotune != 0;
     if (l->tuning) {
@@ -613,12 +522,7 @@ int gf__controller_start(gf_loader *l)
     close_handles(l);
     uv_run(&l->loop, UV_RUN_DEFAULT);
     uv_loop_close(&l->loop);
-#if GF_HAVE_REMOTE
-    /* No gf__controller_stop will: the next start makes a new one. */
-    gf__fetcher_destroy(l->fetch);
-    l->fetch = NULL;
-#endif
-    return rc;
+    return rc; /* the lifecycle's unwinding stops the reader */
 }
 
 void gf__controller_stop(gf_loader *l)
@@ -627,23 +531,17 @@ void gf__controller_stop(gf_loader *l)
     pthread_join(l->controller, NULL);
     /* Callbacks still to come see `stopping` and leave the loop alone. */
     uv_loop_close(&l->loop);
-#if GF_HAVE_REMOTE
-    if (l->fetch) {
+    if (l->rd->counts) {
         gf__fetch_counts fc;
-        gf__fetcher_counts(l->fetch, &fc);
+        l->rd->counts(l->rd_self, &fc);
         l->remote_base.requests += fc.requests;
         l->remote_base.retries += fc.retries;
         l->remote_base.bytes += fc.bytes;
         /* What the last pump did not publish (observers read under mu). */
         pthread_mutex_lock(&l->mu);
-        l->remote_requests = l->remote_base.requests;
-        l->remote_retries = l->remote_base.retries;
-        l->remote_bytes = l->remote_base.bytes;
+        publish_counts_locked(l, &(gf__fetch_counts){0});
         pthread_mutex_unlock(&l->mu);
-        gf__fetcher_destroy(l->fetch);
-        l->fetch = NULL;
     }
-#endif
 }
 
 void gf__wake_controller(gf_loader *l)

@@ -1,14 +1,14 @@
 /* The controller (src/controller.c): the gf-control thread and its libuv
  * loop, whole: init, handles, run, close. Over assemble.c, dispatch.c,
- * cursor.c, autotune.c and the pool; the lifecycle (loader.c) starts and
- * stops it. */
+ * the cell reader (cell_reader.h), cursor.c, autotune.c and the pool; the
+ * lifecycle (loader.c) starts and stops it. */
 #ifndef GF_CONTROLLER_H
 #define GF_CONTROLLER_H
 
 #include "loader_impl.h"
 
 /* Lifecycle thread, the pool started: the loop, its handles (the wake-up,
- * the io_uring eventfd, autotune's timer) and the thread. Returns 0; a
+ * the cell reader's, autotune's timer) and the thread. Returns 0; a
  * negative code with l->msg (the loop could not be made); or
  * pthread_create's error (positive), the loop closed again. */
 int gf__controller_start(gf_loader *l);

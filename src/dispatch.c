@@ -1,83 +1,68 @@
-/* Starting work on a cell, on the controller thread: its sample from the
- * cursor, its label and index, then an io_uring read (the read queue) or
- * a decode job for the pool (io = AUTO: one that reads from the page
- * cache only, back here for io_uring when the bytes are not all there).
- * gf__read_req_of also runs on decode threads: it only reads the index,
- * read-only after gf_open. */
+/* A cell's start and end, on the controller thread: its sample from the
+ * cursor, its label and index, then the cell reader (cell_reader.h) has
+ * its bytes read; what the reader hands back becomes a decode job for
+ * the pool, or a hole with its error. The readers only return outcomes,
+ * so a cell is finished here alone, never from below. */
 #include "dispatch.h"
 
-#include "magic.h"
-#include "remote_read.h"
+#include "grow.h"
 
-void gf__read_req_of(gf_loader *l, uint64_t sample, gf__read_req *r)
+#include <stdlib.h>
+#include <string.h>
+
+static int record_error(gf__slot *sl, int c, int code, char *why)
 {
-    gf__dataset_extent(&l->ds, sample, &r->rel, &r->off, &r->len);
-    /* A member's range has its header first: the cap is on the member. */
-    size_t header = l->ds.shard ? GF__TAR_BLOCK : 0, max = l->s.max_file_bytes;
-    r->o = (gf__read_opts){
-        .max_bytes = max && max <= SIZE_MAX - header ? max + header : max,
-        .budget = &l->budget,
-        /* A .tga has no magic: nothing to sniff. */
-        .flags = (gf__name_is_tga(gf__dataset_path(&l->ds, sample)) ? 0 : GF__READ_SNIFF) |
-                 (header ? GF__READ_TAR_HEADER : 0),
-        .expect = gf__dataset_file_id(&l->ds, sample),
-        .seen = gf__dataset_file_seen(&l->ds, sample)};
-}
-
-gf__job gf__decode_job(gf_loader *l, gf__slot *sl, int c, gf__buf *buf)
-{
-    uint64_t sample = (uint64_t)sl->indices[c];
-    return (gf__job){.kind = GF__JOB_DECODE,
-                     .slot = (uint32_t)(sl - l->slots),
-                     .decode = {.dst = gf__cell_pixels(sl, c),
-                                .buf = buf,
-                                .sample = (int64_t)sample,
-                                .key = gf__sample_key(l->cur.seed, sl->epoch, sample),
-                                .cell = (uint32_t)c}};
-}
-
-void gf__queue_read(gf_loader *l, gf__slot *sl, int c, bool first)
-{
-    /* Room: one entry per cell of the ring, like the pool's queues; a
-     * cell is in it once at most. */
-    uint32_t i = first ? gf__fifo_push_front(&l->read_q) : gf__fifo_push(&l->read_q);
-    if (GF__UNLIKELY(i == UINT32_MAX))
-        gf__halt(l, GF_ENOMEM, "internal error: the read queue is full");
-    else
-        l->reads[i] = (uint64_t)(sl - l->slots) << 32 | (uint32_t)c;
-}
-
-/* Cold data must not pay a failed try per sample. Warm (gap 0), every
- * cell tries the cache; after a miss, one cell tries and the next `gap`
- * go to io_uring straight, counted at dispatch, since outcomes come back
- * a ring's worth of cells later. The gap doubles with each miss up to
- * GF__PAGE_CACHE_GAP_MAX, and a hit makes it 0. */
-enum { GF__PAGE_CACHE_GAP_MAX = 64 };
-
-static bool page_cache_try(gf_loader *l)
-{
-    if (l->ctl_page_cache_gap == 0)
-        return true;
-    if (l->ctl_page_cache_skip > 0) {
-        l->ctl_page_cache_skip--;
-        return false;
+    if (GF__GROW(&sl->errs, &sl->cap_errs, (size_t)sl->n_errs + 1, 4) < 0) {
+        free(why);
+        return GF_ENOMEM;
     }
-    l->ctl_page_cache_skip = l->ctl_page_cache_gap;
-    return true;
+    sl->errs[sl->n_errs++] = (gf__sample_error){
+        .pos = sl->cells[c].pos, .sample = sl->indices[c], .code = code, .why = why};
+    sl->cells[c].state = GF__CELL_HOLE;
+    return 0;
 }
 
-void gf__page_cache_outcome(gf_loader *l, bool hit)
+void gf__cell_finished(gf_loader *l, gf__slot *sl, int c, int err, char *why)
 {
-    if (hit) {
-        l->ctl_page_cache_hits++;
-        l->ctl_page_cache_gap = l->ctl_page_cache_skip = 0;
+    assert(sl->pending > 0 && sl->cells[c].state == GF__CELL_PENDING);
+    sl->pending--;
+    if (!err) {
+        sl->cells[c].state = GF__CELL_OK;
         return;
     }
-    l->ctl_page_cache_misses++;
-    if (l->ctl_page_cache_gap == 0)
-        l->ctl_page_cache_skip = 1;
-    uint32_t gap = l->ctl_page_cache_gap;
-    l->ctl_page_cache_gap = gap ? GF__MIN(2 * gap, GF__PAGE_CACHE_GAP_MAX) : 1;
+    if (!why)
+        why = strdup(gf_strerror(err));
+    if (record_error(sl, c, err, why) < 0)
+        gf__halt(l, GF_ENOMEM, "out of memory recording a bad sample");
+}
+
+void gf__cells_out(gf_loader *l, const gf__cell_out *o, int n, gf__job *js, int *n_jobs)
+{
+    for (int i = 0; i < n; i++, o++) {
+        gf__slot *sl = &l->slots[o->slot];
+        if (o->err) {
+            if (o->buf) {
+                gf__budget_done(&l->budget, o->buf);
+                pthread_mutex_lock(&l->mu);
+                l->free_bufs[l->n_free_bufs++] = o->buf;
+                pthread_mutex_unlock(&l->mu);
+            }
+            gf__cell_finished(l, sl, (int)o->cell, o->err, o->why);
+            continue;
+        }
+        uint64_t sample = (uint64_t)sl->indices[o->cell];
+        *gf__add_job(l, js, n_jobs) = (gf__job){
+            .kind = GF__JOB_DECODE,
+            .slot = o->slot,
+            .decode = {.dst = gf__cell_pixels(sl, (int)o->cell),
+                       .buf = o->buf,
+                       .bytes = o->bytes,
+                       .n_bytes = o->n_bytes,
+                       .sample = (int64_t)sample,
+                       .key = gf__sample_key(l->cur.seed, sl->epoch, sample),
+                       .cell = o->cell,
+                       .cached = o->cached}};
+    }
 }
 
 void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, gf__slot *sl, int c, uint64_t pos)
@@ -90,19 +75,7 @@ void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, gf__slot *sl, int
     sl->pending++;
     if (pos + 1 > sl->end_pos)
         sl->end_pos = pos + 1;
-    if (l->rr) {
-        gf__remote_read_cell(l, sl, c, pos, js, n_jobs);
-        return;
-    }
-    if (l->uring && l->page_cache_first && page_cache_try(l)) {
-        gf__job *j = gf__add_job(l, js, n_jobs);
-        *j = gf__decode_job(l, sl, c, NULL);
-        j->decode.cached = true;
-        return;
-    }
-    if (l->uring || l->fetch) {
-        gf__queue_read(l, sl, c, false);
-        return;
-    }
-    *gf__add_job(l, js, n_jobs) = gf__decode_job(l, sl, c, NULL);
+    /* Finished at once, as it was taken (a shard already here). */
+    int n = l->rd->take(l->rd_self, sl, c, pos, l->outs, l->js_cap);
+    gf__cells_out(l, l->outs, n, js, n_jobs);
 }

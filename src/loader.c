@@ -4,14 +4,15 @@
  * the stats and state; the consumer's calls (gf_next*, gf_release*) are
  * loader_next.c's. Runs on the caller's threads, on top of the stages: pool.c
  * (decode threads) running work.c's jobs, controller.c (the controller
- * and its loop) over assemble.c, dispatch.c, cursor.c and autotune.c,
+ * and its loop) over assemble.c, dispatch.c, the cell reader
+ * (cell_reader.h), cursor.c and autotune.c,
  * ring.c (slot memory) and settings.c; the failure message in failure.c,
  * the sample accessors in samples.c. loader_impl.h says who owns what.
  */
 #include "loader_impl.h"
-#include "remote_read.h"
 
 #include "assemble.h"
+#include "cell_reader.h"
 #include "config.h"
 #include "controller.h"
 #include "decode.h"
@@ -47,10 +48,7 @@ static void stop_pipeline(gf_loader *l)
     while (l->copies_in_flight > 0)
         pthread_cond_wait(&l->ready_cv, &l->mu);
     pthread_mutex_unlock(&l->mu);
-    if (l->uring) {
-        gf__uring_destroy(l->uring); /* waits for reads still in flight */
-        l->uring = NULL;
-    }
+    l->rd->stop(l->rd_self); /* waits for reads still in flight */
     gf__pool_reset(&l->pool);
     pthread_mutex_lock(&l->mu);
     for (int i = 0; i < l->n_slots; i++) {
@@ -81,31 +79,17 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
     atomic_store_explicit(&l->cancel, 0, memory_order_relaxed);
     l->fail_code = l->halt_code = 0;
     gf__pool_reset(&l->pool);
-    l->read_q.head = l->read_q.tail = 0;
-    if (l->rr)
-        gf__remote_read_restart(l);
     l->n_free_bufs = l->n_bufs;
     for (int i = 0; i < l->n_bufs; i++)
         l->free_bufs[i] = &l->bufs[i];
-
-    char why[192] = "";
-    /* Remote shards are read by the controller's fetcher, never a file. */
-    if (l->io != GF_IO_POSIX && !l->ds.remote) {
-        unsigned qd = (unsigned)l->s.queue_depth;
-        int rc = gf__uring_create(&l->uring, qd, l->s.max_file_bytes, why, sizeof why);
-        if (rc < 0 && l->s.io == GF_IO_URING)
-            return gf__fail_locking(l, GF_ENODEV, "io_uring requested but unavailable: %s",
-                                    why);
-        pthread_mutex_lock(&l->mu);
-        l->io = rc < 0 ? GF_IO_POSIX : GF_IO_URING;
-        pthread_mutex_unlock(&l->mu);
-    }
-    /* AUTO: a decode thread reads what the page cache holds itself, so
-     * the bytes are in its core's cache when it decodes them; io_uring
-     * reads the rest (reader.c's head says why). */
-    l->page_cache_first = l->uring && l->s.io == GF_IO_AUTO;
-    l->ctl_page_cache_gap = l->ctl_page_cache_skip = 0;
+    /* The local reader picks io_uring or POSIX here (io = AUTO). */
+    int rc = l->rd->restart(l->rd_self);
+    if (rc < 0)
+        return rc;
     l->ctl_page_cache_hits = l->ctl_page_cache_misses = 0;
+    /* io = AUTO on io_uring: the decode threads read from the page cache
+     * first, into their own buffers (read_local.c). */
+    bool page_cache_first = !l->ds.remote && l->io == GF_IO_URING && l->s.io == GF_IO_AUTO;
     /* Reads a stop dropped leave their buffers behind: start from none,
      * sized for the buffers this reader uses. */
     for (int i = 0; i < l->n_bufs; i++)
@@ -113,14 +97,13 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
     for (int i = 0; i < l->n_workers; i++)
         gf__buf_free(&l->workers[i].buf);
     gf__budget_restart(&l->budget,
-                       (unsigned)(l->uring || l->ds.remote
-                                      ? l->n_bufs + (l->page_cache_first ? l->n_workers : 0)
+                       (unsigned)(l->rd->uses_buffers(l->rd_self)
+                                      ? l->n_bufs + (page_cache_first ? l->n_workers : 0)
                                       : l->n_workers));
-    gf__uring_set_budget(l->uring, &l->budget);
 
     l->running = true;
     /* pthread_create returns its error; it does not set errno. */
-    int rc = gf__pool_start(&l->pool);
+    rc = gf__pool_start(&l->pool);
     if (rc == 0 && (rc = gf__controller_start(l)) != 0) {
         pthread_mutex_lock(&l->mu);
         gf__pool_stop_locked(&l->pool);
@@ -130,10 +113,7 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
     if (rc == 0)
         return 0;
     /* Unwind what did start. */
-    if (l->uring) {
-        gf__uring_destroy(l->uring);
-        l->uring = NULL;
-    }
+    l->rd->stop(l->rd_self);
     l->running = false;
     return rc < 0 ? rc
                   : gf__fail_locking(l, GF_ETHREAD, "could not start a loader thread: %s",
@@ -173,13 +153,10 @@ static int alloc_queues(gf_loader *l)
     l->n_bufs = l->s.queue_depth + 2 * l->threads;
     l->bufs = calloc((size_t)l->n_bufs, sizeof *l->bufs);
     l->free_bufs = calloc((size_t)l->n_bufs, sizeof *l->free_bufs);
-    l->reaped = calloc(GF__REAP_BATCH, sizeof *l->reaped);
     l->js = calloc(cap, sizeof *l->js);
-    l->reads = gf__fifo_alloc(&l->read_q, cap, sizeof *l->reads);
-    if (!l->bufs || !l->free_bufs || !l->reaped || !l->js || !l->reads)
+    l->outs = calloc(cap, sizeof *l->outs);
+    if (!l->bufs || !l->free_bufs || !l->js || !l->outs)
         return gf__fail(l, GF_ENOMEM, "out of memory allocating queues");
-    /* The shard order reads remote shards whole; the global order, a
-     * ranged GET a sample (l->fetch alone). */
     /* Fewer buffers than the window's shards would fetch a shard again
      * for nearly every batch. */
     if (l->s.cache_dir && (!*l->s.cache_dir || !l->ds.remote || !gf__remote_whole_shards(&l->s)))
@@ -193,10 +170,18 @@ static int alloc_queues(gf_loader *l)
                         "prefetch_shards %d is below shard_window %d: the window's shards are "
                         "read together, so they must fit (2 x shard_window fetches the next window too)",
                         l->s.prefetch_shards, l->s.shard_window);
-    if (l->ds.remote && gf__remote_whole_shards(&l->s) &&
-        gf__remote_read_create(l, (unsigned)l->s.prefetch_shards, l->s.remote_buffer_bytes) < 0)
-        return gf__fail(l, GF_ENOMEM, "out of memory allocating the shard buffers");
-    int rc = gf__work_init(l);
+    /* The shard order reads remote shards whole; the global order, a
+     * ranged GET a sample. Without `remote` no URL opens. */
+    const gf__cell_reader_ops *rd = !l->ds.remote                ? &gf__local_reader
+                                    : gf__remote_whole_shards(&l->s) ? gf__shard_reader
+                                                                     : gf__ranged_reader;
+    if (!rd)
+        return gf__fail(l, GF_EINVAL, "remote data: this build has the `remote` feature off");
+    int rc = rd->create(l, &l->rd_self);
+    if (rc < 0)
+        return rc;
+    l->rd = rd;
+    rc = gf__work_init(l);
     if (rc < 0)
         return rc;
     const gf__pool_user user = {.arg = l,
@@ -554,8 +539,9 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     st->remote_retries = l->remote_retries;
     st->remote_bytes = l->remote_bytes;
     st->remote_wait_s = l->remote_wait_s;
-    gf__remote_read_cache_stats(l, &st->cache_hits, &st->cache_misses, st->cache_warning,
-                                sizeof st->cache_warning);
+    if (l->rd && l->rd->cache_stats)
+        l->rd->cache_stats(l->rd_self, &st->cache_hits, &st->cache_misses, st->cache_warning,
+                           sizeof st->cache_warning);
     st->read_budget_bytes = l->s.read_budget_bytes;
     gf__budget_stats(&l->budget, &st->read_bytes_peak, &st->read_budget_waits);
     gf__device_h2d(l->dev, &st->h2d_bytes, &st->h2d_copies, &st->h2d_s);
@@ -638,14 +624,14 @@ void gf_close(gf_loader **lp)
     gf__pool_free(&l->pool);
     gf__work_free(l);
     gf__ring_free(l);
-    gf__remote_read_free(l);
+    if (l->rd)
+        l->rd->destroy(l->rd_self);
     for (int i = 0; i < l->n_bufs; i++)
         gf__buf_free(&l->bufs[i]);
     free(l->bufs);
     free(l->free_bufs);
-    free(l->reaped);
     free(l->js);
-    free(l->reads);
+    free(l->outs);
     gf__device_close(l->dev);
     gf__dataset_close(&l->ds);
     gf__shard_epoch_free(&l->shard_epoch);

@@ -9,8 +9,8 @@
  *
  * Ownership (who may touch what without the mutex):
  * - The controller owns the cursor, every slot's cells and error lists,
- *   the read queue and the io_uring reader. It finalises and delivers
- *   batches strictly in sequence order.
+ *   and the cell reader (read queue, io_uring, fetcher, shard buffers).
+ *   It finalises and delivers batches strictly in sequence order.
  * - A decode thread owns its decoder and, while it holds a job, the
  *   pixels of that job's cell (or, converting, of its cell range); it
  *   reports through the completion queue.
@@ -47,8 +47,11 @@
 #include <stdbool.h>
 #include <uv.h>
 
-/* io_uring completions taken per gf__uring_reap call. */
+/* Completions a cell reader takes from io_uring or the fetcher at once. */
 enum { GF__REAP_BATCH = 64 };
+
+struct gf__cell_reader_ops;
+struct gf__cell_out;
 
 struct gf_loader {
     gf_settings s;
@@ -73,11 +76,13 @@ struct gf_loader {
     /* Controller-owned. */
     uv_loop_t loop;
     uv_async_t wake;
-    uv_poll_t uring_poll;
-    bool uring_polling;
-    gf__uring *uring;
-    struct gf__fetcher *fetch;   /* remote shards: their reads, on the loop */
-    struct gf__remote_read *rr;  /* remote shards read whole: their buffers */
+    uv_poll_t read_poll;         /* the cell reader's fd (io_uring's eventfd) */
+    bool read_polling;
+    /* The cell reader (cell_reader.h) chosen at gf_open, and its state:
+     * the read queue, io_uring or the fetcher, shard buffers. */
+    const struct gf__cell_reader_ops *rd;
+    void *rd_self;
+    struct gf__cell_out *outs;   /* js_cap: a reader's outcomes, finished at once */
     pthread_t controller;
     gf__cursor cur;              /* the next sample no batch has taken */
     /* The caller's order (gf_set_order; idx NULL until one is set): the
@@ -88,15 +93,9 @@ struct gf_loader {
     uint64_t fin;                /* next sequence number to finalise */
     uint64_t xfer;               /* next finalised one to hand to delivery */
     uint32_t *seq_slot;          /* D: batch seq's host slot at seq % D (gf__slot_of) */
-    uint64_t *reads;             /* (slot << 32 | cell) waiting for an io_uring slot */
-    /* io = AUTO with io_uring (set at start): decode threads read from
-     * the page cache first (gf__dispatch_cell); the controller's tallies
-     * of those reads and its backoff after misses (gf__page_cache_outcome). */
-    bool page_cache_first;
-    uint32_t ctl_page_cache_gap, ctl_page_cache_skip;
+    /* io = AUTO with io_uring: the decode threads' reads from the page
+     * cache, which hit and which missed (read_local.c). */
     uint64_t ctl_page_cache_hits, ctl_page_cache_misses;
-    gf__fifo read_q;
-    gf__read_done *reaped;       /* GF__REAP_BATCH */
     gf__job *js;                 /* jobs made in one pump round */
     int js_cap;                  /* gf__pool_capacity: one per cell at most */
     uv_timer_t tune_timer;       /* autotune: looks at the last window */

@@ -7,7 +7,7 @@
  * thread. */
 #include "work.h"
 
-#include "dispatch.h"
+#include "cell_reader.h"
 
 #include <assert.h>
 #include <stdlib.h>
