@@ -30,7 +30,10 @@
 #include <math.h>
 #include <string.h>
 
-#if defined(__GNUC__)
+/* Sanitizer builds leave inlining to the compiler: forced, every copy of
+ * the loops carries its own checks, and ASan + UBSan took 70 s to compile
+ * this file (18 s without). Their checks are the same either way. */
+#if defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define CV_INLINE static inline __attribute__((always_inline))
 #else
 #define CV_INLINE static inline

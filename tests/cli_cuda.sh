@@ -6,7 +6,9 @@
 # [PATH/TO/libnccl_emu.so] (a -Dcudaemu=true build)
 # CLI_CUDA_CALIBRATE=0 leaves out the runs that calibrate the model's width
 # (ten-odd timed steps each; seconds apiece under TSan, whose run is for the
-# streams' ordering, which the other runs cover).
+# streams' ordering, which the other runs cover). CLI_CUDA_WIDTH (default 7)
+# is the fixed width of the other runs: TSan's run takes 2, as the streams'
+# ordering does not depend on how wide the model is.
 set -eu
 g=$1
 nccl=${2:-}
@@ -49,11 +51,12 @@ if [ "$calibrate" = 1 ]; then
 fi
 
 base="train --data $d --epochs 2 --batch-size 8 --image-size 32 --json"
-t="$base --loader gpufeed --model-width 7"
+width=${CLI_CUDA_WIDTH:-7}
+t="$base --loader gpufeed --model-width $width"
 # Two runs at a time: each is one busy thread, and under TSan they take
 # minutes. The CPU run, checkpoint, resume and NCCL go in the background.
 (
-    "$g" $base --loader both --model-width 7 --device cpu >"$tmp/cpu.json"
+    "$g" $base --loader both --model-width $width --device cpu >"$tmp/cpu.json"
     "$g" $t --device cuda --epochs 1 --checkpoint "$tmp/ck" >/dev/null
     "$g" $t --device cuda --resume "$tmp/ck" >"$tmp/resumed.json"
     if [ -n "$nccl" ]; then
@@ -61,7 +64,7 @@ t="$base --loader gpufeed --model-width 7"
     fi
 ) &
 background=$!
-cuda=$("$g" $base --loader both --model-width 7 --device cuda) || fail "train on cuda (above)"
+cuda=$("$g" $base --loader both --model-width $width --device cuda) || fail "train on cuda (above)"
 
 # --amp: float16 batches through the device's conversion kernel.
 if [ "$calibrate" = 1 ]; then
@@ -69,7 +72,7 @@ if [ "$calibrate" = 1 ]; then
     [ "$(echo "$amp" | field width_calibrated)" = true ] || fail "width_calibrated: $amp"
     echo "$amp" | grep -q '"calibration": {"factor": 1.2, "met": ' || fail "no calibration: $amp"
 else
-    amp=$("$g" $base --loader gpufeed --device cuda --amp --model-width 7)
+    amp=$("$g" $base --loader gpufeed --device cuda --amp --model-width $width)
 fi
 wait $background || fail "the CPU run, checkpoint, resume or NCCL run failed (above)"
 
