@@ -14,13 +14,15 @@
  * lost. Shards are scanned one after another in source order, so the kept
  * set is a function of the files alone, whatever the thread count.
  * Patterns expand in shard_pattern.c; gf_shard_index's public door,
- * shard_index.c, calls gf__shard_index_fd here. */
+ * shard_index.c, calls gf__shard_index_fd here, whose sidecar text
+ * sidecar_text.c writes. */
 #include "dataset.h"
 
 #include "reader_internal.h"
 
 #include "crc32c.h"
 #include "shard_pattern.h"
+#include "sidecar_text.h"
 #include "tar.h"
 
 #include <assert.h>
@@ -155,81 +157,39 @@ int gf__dataset_member_check(const gf__dataset *ds, uint64_t i, const uint8_t *p
 }
 
 /* gf_shard_index's sidecar: the lines of the samples the scan takes, in
- * DALI's v1.2 form, each with every member of its key the scan kept. */
+ * DALI's v1.2 form (sidecar_text.c writes them), each with every member
+ * of its key the scan kept. */
 typedef struct sidecar_out {
-    char *lines, *labels, *cur; /* done lines; "L1,L2,..."; the key's components */
-    char *crcs;                 /* "C1,C2,...": each line's image's CRC32C */
-    size_t len, cap, llen, lcap, clen, ccap, crlen, crcap;
-    int fd;                     /* the shard, read for those CRCs */
-    uint64_t samples;
-    int cur_bad;     /* the key has a member the format cannot name */
+    gf__sidecar_text text;
+    int fd; /* the shard, read for the images' CRCs */
 } sidecar_out;
 
-static int put_text(char **p, size_t *len, size_t *cap, const char *fmt, ...) GF__PRINTF(4, 5);
-static int put_text(char **p, size_t *len, size_t *cap, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(*p ? *p + *len : NULL, *p ? *cap - *len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-            return GF_ENOMEM;
-        if (*p && (size_t)n < *cap - *len) {
-            *len += (size_t)n;
-            return 0;
-        }
-        if (GF__GROW(p, cap, *len + (size_t)n + 1, 4096) < 0)
-            return GF_ENOMEM;
-    }
-}
-
-/* A kept member of the current key into its line. Tokens are split at
- * white space, and the extension is the token DALI matches: a name with
- * either problem cannot be written. */
+/* A kept member of the current key into its line. */
 static int list_member(shard_scan *c, const gf__tar_member *m, const char *ext, size_t ext_len)
 {
-    sidecar_out *o = c->out;
-    if (!o)
+    if (!c->out)
         return 0;
-    for (size_t i = 0; i < m->name_len; i++)
-        if (gf__is_space(m->name[i]) || m->name[i] == '\n')
-            o->cur_bad = 1;
-    if (ext_len == 0 || o->cur_bad) {
-        o->cur_bad = 1;
-        return 0;
-    }
-    return put_text(&o->cur, &o->clen, &o->ccap, " %.*s %llu %llu %s", (int)ext_len, ext,
-                    (unsigned long long)m->offset, (unsigned long long)m->size, m->name);
+    return gf__sidecar_text_member(&c->out->text, ext, ext_len, m->offset, m->size, m->name,
+                                   m->name_len);
 }
 
 static int range_crc32c(int fd, uint64_t off, uint64_t size, const char *shard, uint32_t *crc,
                         char *why, size_t why_len);
 
-/* The sample's line (its components, less the leading space), label and
- * image CRC32C. */
+/* The sample's line, label and image CRC32C. */
 static int emit_line(shard_scan *c)
 {
     sidecar_out *o = c->out;
-    if (o->cur_bad) {
+    if (!gf__sidecar_text_line_ok(&o->text)) {
         gf__why(c->why, c->why_len,
                 "%s: offset %llu: key '%.80s': a member name with white space or without an "
                 "extension, which an index sidecar cannot hold",
                 c->path, (unsigned long long)c->key_at, c->key);
         return GF_EDATASET;
     }
-    if (put_text(&o->lines, &o->len, &o->cap, "%s\n", o->cur + 1) < 0 ||
-        put_text(&o->labels, &o->llen, &o->lcap, "%s%d", o->samples ? "," : "", (int)c->label) < 0)
-        return GF_ENOMEM;
     uint32_t crc = 0;
     int rc = range_crc32c(o->fd, c->img_off, c->img_size, c->path, &crc, c->why, c->why_len);
-    if (rc < 0)
-        return rc;
-    if (put_text(&o->crcs, &o->crlen, &o->crcap, "%s%08x", o->samples ? "," : "",
-                 (unsigned)crc) < 0)
-        return GF_ENOMEM;
-    o->samples++;
-    return 0;
+    return rc < 0 ? rc : gf__sidecar_text_sample(&o->text, c->label, crc);
 }
 
 /* Ends the current key: a sample if it has an image and a label. */
@@ -335,7 +295,7 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
         c->key_at = m->header_offset;
         c->key_members = 0;
         if (c->out)
-            c->out->clen = 0, c->out->cur_bad = 0;
+            gf__sidecar_text_new_line(&c->out->text);
     }
     c->key_members++;
     if (ext_len == 3 && strncasecmp(ext, "cls", 3) == 0) {
@@ -614,7 +574,7 @@ int gf__shard_index_fd(int fd, uint64_t size, const char *shard, char **text, si
                           sizeof ds->warning, NULL, why, why_len);
     if (rc == 0)
         rc = flush_key(&c);
-    if (rc == 0 && o.samples == 0) {
+    if (rc == 0 && o.text.samples == 0) {
         gf__why_path(why, why_len, shard, "no samples (%llu keys, %llu members skipped%s%s)",
                      (unsigned long long)ds->skipped_keys,
                      (unsigned long long)ds->skipped_members, ds->warning[0] ? "; first: " : "",
@@ -625,14 +585,9 @@ int gf__shard_index_fd(int fd, uint64_t size, const char *shard, char **text, si
     if (rc == 0)
         rc = range_crc32c(fd, 0, size, shard, &crc, why, why_len);
     char *t = NULL;
-    size_t tl = 0, tcap = 0;
-    if (rc == 0 &&
-        (put_text(&t, &tl, &tcap,
-                  "v1.2 %llu shard_bytes=%llu shard_crc32c=%08x labels=%s member_crc32c=%s\n",
-                  (unsigned long long)o.samples, (unsigned long long)size, (unsigned)crc,
-                  o.labels, o.crcs) < 0 ||
-                    put_text(&t, &tl, &tcap, "%s", o.lines) < 0))
-        rc = GF_ENOMEM;
+    size_t tl = 0;
+    if (rc == 0)
+        rc = gf__sidecar_text_finish(&o.text, size, crc, &t, &tl);
     /* What the loader would not take is never written: the same parser
      * judges it (a name a scan would not take as it is, say). */
     if (rc == 0) {
@@ -647,17 +602,14 @@ int gf__shard_index_fd(int fd, uint64_t size, const char *shard, char **text, si
         *len = tl;
         t = NULL;
         if (info)
-            *info = (gf_shard_index_info){.samples = o.samples,
+            *info = (gf_shard_index_info){.samples = o.text.samples,
                                           .members = c.members,
                                           .shard_bytes = size,
                                           .skipped_keys = ds->skipped_keys,
                                           .skipped_members = ds->skipped_members};
     }
     free(t);
-    free(o.lines);
-    free(o.labels);
-    free(o.crcs);
-    free(o.cur);
+    gf__sidecar_text_free(&o.text);
     free(c.key);
     free(c.img);
     free(ds);

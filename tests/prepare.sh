@@ -6,7 +6,8 @@
 # in torchvision's ImageFolder order); raw members are binary PPM of the
 # stated size (never enlarged, aspect kept, the shorter side rounded half
 # up); bad source files are listed; the loader reads the set through its
-# sidecars, and ignores with a warning one that does not match; a source
+# sidecars, and ignores with a warning one that does not match; gpufeed
+# index on a prepared shard writes its sidecar's bytes; a source
 # shard key whose .cls is no label is said, or under --on-error fail refused.
 # Usage: prepare.sh PATH/TO/gpufeed
 set -eu
@@ -64,6 +65,14 @@ for idx in sys.argv[1:]:
         assert ext not in ("cls", "key") and len(want) == 8, line
         assert crc32c(shard[off:off + size]) == int(want, 16), (idx, line, want)
 EOF
+# one writer of that text: gpufeed index on the prepared shards gives the
+# same sidecar bytes
+mkdir "$tmp/reidx"
+cp "$tmp"/a/train-*.tar "$tmp/reidx/"
+"$g" index "$tmp/reidx/train-{000000..000004}.tar" >/dev/null || fail "gpufeed index of prepared shards"
+for f in "$tmp"/a/train-*.idx; do
+    cmp -s "$f" "$tmp/reidx/${f##*/}" || fail "${f##*/}: gpufeed index writes other bytes than prepare"
+done
 
 # ---- bad source files: in the summary and the manifest ----
 grep -q '^BAD .*class_01/img_00002.jpg: ' "$tmp/b.txt" || fail "text summary names the bad file: $(cat "$tmp/b.txt")"

@@ -15,6 +15,9 @@
  * --shard-bytes (a larger sample gets a shard alone), or after
  * --shard-samples samples.
  *
+ * The sidecar's text is the library's sidecar_text.c's, which `gpufeed
+ * index` writes with too, so indexing a prepared shard gives its bytes.
+ *
  * Kills and resumes: a shard is written as NAME.tar.partial, its sidecar
  * as NAME.idx.partial (each made afresh: prep_create); both are synced and renamed into place (sidecar
  * first, so it is never older than its shard), and only then is the shard
@@ -35,7 +38,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +45,7 @@
 #include <unistd.h>
 
 #include "../crc32c.h"
+#include "../sidecar_text.h"
 #include "cli.h"
 #include "prepare.h"
 #include "sha256.h"
@@ -164,12 +167,7 @@ typedef struct shard_out {
     uint64_t k, off;
     cli_sha256 sha;
     uint32_t crc;            /* the shard's CRC32C so far (its sidecar's shard_crc32c=) */
-    char *idx;               /* the sidecar's lines */
-    size_t idx_len, idx_cap;
-    char *labels;            /* its labels= value: "L1,L2,...", a label a line */
-    size_t labels_len, labels_cap;
-    char *crcs;              /* its member_crc32c= value: each line's image's CRC32C */
-    size_t crcs_len, crcs_cap;
+    gf__sidecar_text idx;    /* its sidecar, a sample a line */
     prep_shard rec;
     int io_errno;
 } shard_out;
@@ -182,33 +180,6 @@ static void put(shard_out *w, const void *p, size_t n)
     w->crc = gf__crc32c_extend(w->crc, p, n);
     w->off += n;
 }
-
-static int text_append(char **p, size_t *len, size_t *cap, const char *fmt, ...) CLI_PRINTF(4, 5);
-static int text_append(char **p, size_t *len, size_t *cap, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(*p ? *p + *len : NULL, *p ? *cap - *len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-            return -1;
-        if (*p && (size_t)n < *cap - *len) {
-            *len += (size_t)n;
-            return 0;
-        }
-        size_t c = *cap ? 2 * *cap : 65536;
-        while (c < *len + (size_t)n + 1)
-            c *= 2;
-        char *q = realloc(*p, c);
-        if (!q)
-            return -1;
-        *p = q;
-        *cap = c;
-    }
-}
-
-#define idx_append(w, ...) text_append(&(w)->idx, &(w)->idx_len, &(w)->idx_cap, __VA_ARGS__)
 
 /* One member: header, data, padding; its data offset for the sidecar. */
 static uint64_t put_member(shard_out *w, const char *name, const void *data, size_t len)
@@ -249,19 +220,20 @@ static int shard_finish(const prep_opts *o, shard_out *w)
         cli_error("prepare", "%s: %s", tmp, strerror(e));
         return -1;
     }
+    /* labels= and the CRCs let a remote open index the shard from this
+     * file alone, so a prepared set uploaded to an object store opens as is */
+    char *text = NULL;
+    size_t text_len = 0;
+    if (gf__sidecar_text_finish(&w->idx, w->off, w->crc, &text, &text_len) < 0) {
+        cli_error("prepare", "%s: out of memory", itmp);
+        return -1;
+    }
     FILE *f = prep_create(itmp);
-    /* DALI reads two tokens; gpufeed checks shard_bytes= against the
-     * shard (and shard_crc32c= against a remote one fetched whole), and
-     * labels= lets a remote open index it from this file
-     * alone, so a prepared set uploaded to an object store opens as is;
-     * member_crc32c= ties each image read to its bytes */
-    if (!f ||
-        fprintf(f, "v1.2 %llu shard_bytes=%llu shard_crc32c=%08x labels=%.*s member_crc32c=%.*s\n",
-                (unsigned long long)w->rec.samples, (unsigned long long)w->off, (unsigned)w->crc,
-                (int)w->labels_len, w->labels ? w->labels : "", (int)w->crcs_len,
-                w->crcs ? w->crcs : "") < 0 ||
-        fwrite(w->idx, 1, w->idx_len, f) != w->idx_len || prep_sync(f) != 0) {
-        cli_error("prepare", "%s: %s", itmp, strerror(errno ? errno : EIO));
+    e = f && fwrite(text, 1, text_len, f) == text_len && prep_sync(f) == 0 ? 0
+        : errno ? errno : EIO;
+    free(text);
+    if (e) {
+        cli_error("prepare", "%s: %s", itmp, strerror(e));
         if (f)
             fclose(f);
         return -1;
@@ -287,9 +259,7 @@ static int shard_open(const prep_opts *o, shard_out *w, uint64_t k, uint64_t fir
     setvbuf(w->f, NULL, _IOFBF, 1 << 20);
     w->k = k;
     w->off = 0;
-    w->idx_len = 0;
-    w->labels_len = 0;
-    w->crcs_len = 0;
+    gf__sidecar_text_clear(&w->idx);
     w->io_errno = 0;
     cli_sha256_init(&w->sha);
     w->crc = 0;
@@ -347,9 +317,7 @@ static void run_free(run *rr, pthread_t *tids, shard_out *w, prep_keys *keys)
     }
     free(rr->slots);
     free(tids);
-    free(w->idx);
-    free(w->labels);
-    free(w->crcs);
+    gf__sidecar_text_free(&w->idx);
     prep_keys_free(keys);
     pthread_cond_destroy(&rr->work);
     pthread_cond_destroy(&rr->done);
@@ -415,29 +383,27 @@ static int finish_last(const prep_opts *o, shard_out *w, prep_result *r, FILE *j
     return failed;
 }
 
+/* One member into w and into its sidecar line. */
+static int put_listed(shard_out *w, const char *key, const char *ext, const void *data,
+                      size_t len)
+{
+    char name[160];
+    snprintf(name, sizeof name, "%s.%s", key, ext);
+    uint64_t at = put_member(w, name, data, len);
+    return gf__sidecar_text_member(&w->idx, ext, strlen(ext), at, len, name, strlen(name));
+}
+
 /* A good sample's three members into the open shard w, with its sidecar
  * line, label and CRC; counted in w. Returns 0, or -1 out of memory for
  * the sidecar's text (the members are written). */
-static int put_sample(shard_out *w, const slot *s, const char *key, const char *cls, int cn,
-                      const char *path, size_t pn)
+static int put_sample(shard_out *w, const slot *s, const char *key, int32_t label,
+                      const char *cls, int cn, const char *path, size_t pn)
 {
-    char name[160];
-    uint64_t at;
-    snprintf(name, sizeof name, "%s.%s", key, s->ext);
-    at = put_member(w, name, s->data, s->len);
-    int bad_idx = idx_append(w, "%s %llu %zu %s", s->ext, (unsigned long long)at,
-                             s->len, name);
-    snprintf(name, sizeof name, "%s.cls", key);
-    at = put_member(w, name, cls, (size_t)cn);
-    bad_idx |= idx_append(w, " cls %llu %d %s", (unsigned long long)at, cn, name);
-    snprintf(name, sizeof name, "%s.key", key);
-    at = put_member(w, name, path, pn);
-    bad_idx |= idx_append(w, " key %llu %zu %s\n", (unsigned long long)at, pn, name);
-    bad_idx |= text_append(&w->labels, &w->labels_len, &w->labels_cap, "%s%s",
-                           w->rec.samples ? "," : "", cls);
-    bad_idx |= text_append(&w->crcs, &w->crcs_len, &w->crcs_cap, "%s%08x",
-                           w->rec.samples ? "," : "",
-                           (unsigned)gf__crc32c(s->data, s->len));
+    int bad_idx = put_listed(w, key, s->ext, s->data, s->len);
+    bad_idx |= put_listed(w, key, "cls", cls, (size_t)cn);
+    bad_idx |= put_listed(w, key, "key", path, pn);
+    if (!bad_idx)
+        bad_idx = gf__sidecar_text_sample(&w->idx, label, gf__crc32c(s->data, s->len));
     w->rec.samples++;
     w->rec.kinds[s->kind]++;
     return bad_idx ? -1 : 0;
@@ -536,7 +502,8 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
             }
         } else {
             char cls[16];
-            int cn = snprintf(cls, sizeof cls, "%d", gf_index_label(ix, i));
+            int32_t label = gf_index_label(ix, i);
+            int cn = snprintf(cls, sizeof cls, "%d", label);
             size_t pn = strlen(path);
             uint64_t need = member_bytes(s->len) + member_bytes((size_t)cn) + member_bytes(pn);
             int cut = w.f && ((o->shard_samples && w.rec.samples >= o->shard_samples) ||
@@ -548,7 +515,7 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
                                                            : 0) < 0)
                 failed = -2;
             if (!failed) {
-                if (put_sample(&w, s, key, cls, cn, path, pn) < 0) {
+                if (put_sample(&w, s, key, label, cls, cn, path, pn) < 0) {
                     snprintf(rr.err, sizeof rr.err, "out of memory");
                     failed = -1;
                 }
