@@ -88,12 +88,6 @@ static inline int gf__shard_skip_of(const gf_settings *s)
            (s->on_shard_error == GF_SHARD_FOLLOW && s->on_error == GF_ON_ERROR_SKIP);
 }
 
-/* A name to print for sample i (for shards "shard.tar:member"). */
-static inline const char *gf__dataset_path(const gf__dataset *ds, uint64_t i)
-{
-    return ds->arena + ds->path_off[i];
-}
-
 /* Sample index's encoded bytes, read whole on the calling thread (a
  * malloc'd buffer the caller frees with gf_free), or an error code with why
  * naming the file and the reason (src/samples.c; gf_read_sample and

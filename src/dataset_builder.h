@@ -96,6 +96,12 @@ typedef struct gf__dataset {
     uint64_t members_lost; /* the damaged shards' `lost`, summed */
 } gf__dataset;
 
+/* A name to print for sample i (for shards "shard.tar:member"). */
+static inline const char *gf__dataset_path(const gf__dataset *ds, uint64_t i)
+{
+    return ds->arena + ds->path_off[i];
+}
+
 /* How a data set is indexed (gf__dataset_open: the defaults). */
 typedef struct gf__dataset_opts {
     gf_extensions extensions; /* ImageFolder: the files it takes */

@@ -16,7 +16,7 @@
  * Patterns expand in shard_pattern.c; gf_shard_index's public door,
  * shard_index.c, calls gf__shard_index_fd here, whose sidecar text
  * sidecar_text.c writes. */
-#include "dataset.h"
+#include "dataset_indexers.h"
 
 #include "reader_internal.h"
 

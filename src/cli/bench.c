@@ -47,7 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
+#include "bench_parts.h"
 
 /* The shared loader options bench takes (loader_options.h). */
 #define BENCH_LOPTS                                                                        \

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "bench_parts.h"
 #include "compute.h"
 #include "json.h"
 #include "plot.h"

@@ -1,11 +1,11 @@
 /*
- * gpufeed bench's internals, shared by its files: bench.c (options and the
- * mode table), bench_run.c (sampled files, consumer, loader runner),
+ * gpufeed bench's internals, shared by its files (a leaf: bench.c is
+ * their top, not this header's owner): bench.c (options and the mode table), bench_run.c (sampled files, consumer, loader runner),
  * bench_input.c, bench_overlap.c and bench_verdict.c (one mode each, with
  * its printers). Main thread.
  */
-#ifndef GF_CLI_BENCH_H
-#define GF_CLI_BENCH_H
+#ifndef GF_CLI_BENCH_PARTS_H
+#define GF_CLI_BENCH_PARTS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -234,4 +234,4 @@ void print_verdict_json(const bench_opts *o, const verdict_result *v);
 int write_verdict_csv(const char *path, const verdict_result *v);
 int write_verdict_plot(const char *path, const bench_opts *o, const verdict_result *v);
 
-#endif /* GF_CLI_BENCH_H */
+#endif /* GF_CLI_BENCH_PARTS_H */
