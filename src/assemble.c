@@ -202,9 +202,14 @@ static int sort_cells(gf_loader *l, gf__slot *sl, int n)
  * nothing is outstanding; false when it must wait for a decode. */
 static bool fill_holes(gf_loader *l, gf__slot *sl, gf__job *js, int *n_jobs)
 {
-    for (int c = 0; c < sl->n_cells; c++) {
-        if (sl->cells[c].state == GF__CELL_OK)
+    for (int c = 0; c < sl->n_cells;) {
+        /* A cell moves on once filled or pending: a new sample may be a
+         * hole again at once (its shard already failed, its member too
+         * big), and is replaced by the next, not left a hole. */
+        if (sl->cells[c].state != GF__CELL_HOLE) {
+            c++;
             continue;
+        }
         bool wait = false;
         gf__slot *d = NULL;
         int dc = find_donor(l, sl->epoch, &d, &wait);

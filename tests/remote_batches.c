@@ -14,12 +14,15 @@
  * (remote_stall_s), RB_ON_ERROR=fail, RB_ORDER, RB_SET ("name=value ..."
  * through gf_settings_set), RB_BATCHES=N (close after N batches, with
  * whatever is in flight: prints "closed after N"), RB_PAUSE_MS (sleep
- * after gf_open, before the seek: requests get under way).
+ * after gf_open, before the seek: requests get under way), RB_INDICES=1
+ * (also prints each batch as "batch EPOCH POSITION COUNT: INDEX...", so a
+ * test can compare the samples delivered, not only their checksum).
  */
 #include "gpufeed.h"
 #include "../src/mix.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +82,7 @@ int main(int argc, char **argv)
             }
         }
     }
+    bool indices = (v = getenv("RB_INDICES")) && strcmp(v, "1") == 0;
     uint64_t stop_after = (v = getenv("RB_BATCHES")) && *v ? strtoull(v, NULL, 10) : UINT64_MAX;
     gf_loader *l = NULL;
     int rc = gf_open(&l, &s);
@@ -105,6 +109,14 @@ int main(int argc, char **argv)
         h = gf__fnv1a64(h, b->indices, (size_t)b->count * sizeof *b->indices);
         h = gf__fnv1a64(h, &b->epoch, sizeof b->epoch);
         h = gf__fnv1a64(h, &b->position, sizeof b->position);
+        if (indices) { /* one line: on_error prints from gf-control meanwhile */
+            flockfile(stdout);
+            printf("batch %" PRIu64 " %" PRIu64 " %d:", b->epoch, b->position, b->count);
+            for (int i = 0; i < b->count; i++)
+                printf(" %" PRId64, b->indices[i]);
+            printf("\n");
+            funlockfile(stdout);
+        }
         batches++;
         samples += (uint64_t)b->count;
         gf_release(l, b);
