@@ -99,6 +99,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     gf_settings s, drawn;
     gf_default_settings(&s);
     int by_name = next_byte(&r) & 1;
+    /* A PATH setting keeps the text it is set from (gf_settings_set): each
+     * setting's text lives until gf_open has read it. */
+    char texts[96][160];
+    FUZZ_CHECK(gf_setting_count() <= 96);
     for (int i = 0; i < gf_setting_count(); i++) {
         const gf_setting_info *w = gf_setting_at(i);
         uint8_t b = next_byte(&r);
@@ -111,8 +115,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             continue;
         }
         /* the same value as text: the setter takes it iff gf_open's row check does */
-        char text[160], why[320];
-        FUZZ_CHECK(gf_settings_get(&drawn, w->name, text, sizeof text) >
+        char *text = texts[i], why[320];
+        FUZZ_CHECK(gf_settings_get(&drawn, w->name, text, sizeof texts[i]) >
                    (w->type == GF_SETTING_PATH ? -1 : 0)); /* a path may be "" */
         gf_settings t = s;
         int rc = gf_settings_set(&t, w->name, text, why, sizeof why);
