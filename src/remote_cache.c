@@ -71,8 +71,9 @@ struct gf__shard_cache {
     bool has_thread, stop, write_failed;
     /* Ring of QUEUE_MAX: [head, written) done, [written, tail) queued (the
      * first of them being written while `busy`). Under mu; `written` is
-     * also read without it by gf__shard_cache_done, which runs every pump
-     * round and mostly finds nothing new; head is gf-control's alone. */
+     * also read without it by gf__shard_cache_done and _unwritten, which
+     * run every pump round; head is gf-control's alone, tail written by
+     * it only. */
     item q[QUEUE_MAX];
     uint64_t head, tail;
     _Atomic uint64_t written;
@@ -555,6 +556,11 @@ void gf__shard_cache_flush(gf__shard_cache *c)
     while (c->has_thread && c->written != c->tail)
         pthread_cond_wait(&c->idle_cv, &c->mu);
     pthread_mutex_unlock(&c->mu);
+}
+
+unsigned gf__shard_cache_unwritten(const gf__shard_cache *c)
+{
+    return (unsigned)(c->tail - atomic_load_explicit(&c->written, memory_order_acquire));
 }
 
 void gf__shard_cache_counts(gf__shard_cache *c, gf__cache_counts *out)
