@@ -482,8 +482,10 @@ typedef struct gf_settings {
      * shared safely by processes. A shard the cache may hold costs a
      * one-byte request that learns its ETag, then none. A directory that
      * cannot be written (read-only, full, a cap under one shard) only
-     * stops caching: stats.cache_warning says why. NULL: no cache. With
-     * local data or order GLOBAL, GF_EINVAL. */
+     * stops caching: stats.cache_warning says why. gf_next's GF_EOF waits
+     * for the writes of the shards the run fetched (30 s at most without
+     * one finishing), as gf_close does: a loader opened next finds them.
+     * NULL: no cache. With local data or order GLOBAL, GF_EINVAL. */
     const char *cache_dir;
     uint64_t cache_bytes;  /* the cache's cap; 0 = 80% of the space free on
                               its file system at gf_open */
@@ -819,7 +821,8 @@ GF_API int gf_open_samples(gf_loader **out, const gf_settings *s, const char *co
                            const int32_t *labels, uint64_t n);
 
 /* The next batch in sampler order; blocks until it is ready.
- * Returns 0 and *out, GF_EOF after the last epoch, or (on_error = fail)
+ * Returns 0 and *out, GF_EOF after the last epoch (with cache_dir, once
+ * the shards fetched are written there), or (on_error = fail)
  * the failed sample's code with gf_last_error() naming it; the loader
  * then stays failed until gf_seek(). GF_EDATASET (failed the same way)
  * when a whole epoch delivered no batch because every sample failed

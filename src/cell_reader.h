@@ -76,6 +76,9 @@ typedef struct gf__cell_reader_ops {
     bool (*has_done)(void *self);
     /* Cells wait for remote bytes (gf_stats' remote_wait_s). */
     bool (*waiting)(void *self);
+    /* gf-control: shards this run fetched whole that the shard cache has
+     * yet to write: GF_EOF waits for them (loader_next.c). */
+    unsigned (*unwritten)(void *self);
     /* Requests, retries and bytes of this run. */
     void (*counts)(void *self, gf__fetch_counts *c);
     /* The shard cache's figures (under mu, from gf_get_stats). */

@@ -381,8 +381,15 @@ static void pump(gf_loader *l)
         int n_jobs = 0;
         uint32_t n_done = drain_dones(l);
         reap_reads(l, js, &n_jobs);
+        /* A shard arrives (and is queued) in a round before its cells'
+         * batch is delivered: the count is never behind the last batch. */
+        unsigned unwritten = l->rd->unwritten ? l->rd->unwritten(l->rd_self) : 0;
         /* Published before any batch they count is finalised. */
         pthread_mutex_lock(&l->mu);
+        if (unwritten != l->unwritten) { /* a consumer at the end waits on it */
+            l->unwritten = unwritten;
+            pthread_cond_broadcast(&l->ready_cv);
+        }
         gf__pool_pop_dones_locked(&l->pool, n_done);
         for (int i = 0; i < GF__DECODERS; i++)
             l->decoded[i] += l->ctl_decoded[i];

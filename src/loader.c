@@ -76,6 +76,7 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
     l->grow_refused = false;
     l->ctl_remote_waiting = false;
     l->exhausted = l->stopping = l->halted = false;
+    l->unwritten = l->eof_unwritten = 0;
     atomic_store_explicit(&l->cancel, 0, memory_order_relaxed);
     l->fail_code = l->halt_code = 0;
     gf__pool_reset(&l->pool);

@@ -125,6 +125,12 @@ struct gf_loader {
     int held;                    /* batches the consumer holds */
     bool grow_refused;           /* the consumer's: the last gf__ring_grow failed */
     bool exhausted, stopping, running;
+    /* Shards this run fetched that the shard cache has yet to write (the
+     * controller's count, each round): GF_EOF waits for them while they
+     * are being written, for a while from the last change the consumer
+     * saw (eof_unwritten, eof_until; loader_next.c). */
+    unsigned unwritten, eof_unwritten;
+    struct timespec eof_until;
     atomic_int cancel;           /* raised with stopping: decodes in progress end */
     _Atomic uint64_t index_hash; /* gf_index_hash's cache, 0 until its first call */
     int copies_in_flight;        /* CUDA: callbacks still to run (under mu) */

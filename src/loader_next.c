@@ -54,6 +54,31 @@ static struct timespec deadline_after(int64_t timeout_ns)
     return t;
 }
 
+static bool ts_before(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec != b->tv_sec ? a->tv_sec < b->tv_sec : a->tv_nsec < b->tv_nsec;
+}
+
+/* The end waits this long for the shard cache's next write at most: a
+ * stuck disk does not hold gf_next forever (gf_close waits for the rest). */
+#define EOF_WRITE_WAIT_S 30
+
+/* Under mu, every batch delivered: whether the end waits for the shard
+ * cache's writes. A loader kept open past its end (Python's last batch
+ * keeps a closed Loader open) while the next opens on the same cache_dir,
+ * which looks for copies at its open, would miss shards still being
+ * written. Each write that finishes gives the next one its time. */
+static bool writes_owed(gf_loader *l)
+{
+    if (l->unwritten != l->eof_unwritten) {
+        l->eof_unwritten = l->unwritten;
+        l->eof_until = deadline_after(EOF_WRITE_WAIT_S * 1000000000ll);
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return l->unwritten > 0 && ts_before(&now, &l->eof_until);
+}
+
 int gf_next(gf_loader *l, gf_batch **out)
 {
     return gf_next_timed(l, out, -1);
@@ -200,8 +225,21 @@ int gf_next_timed(gf_loader *l, gf_batch **out, int64_t timeout_ns)
             break;
         }
         if (l->exhausted && l->head == l->tail) {
-            rc = GF_EOF;
-            break;
+            if (!writes_owed(l)) {
+                rc = GF_EOF;
+                break;
+            }
+            /* Until the writes are done or their time is up, within the
+             * caller's timeout (as a batch is waited for). */
+            bool theirs = timeout_ns >= 0 && !ts_before(&l->eof_until, &until);
+            if (timeout_ns == 0 ||
+                (pthread_cond_timedwait(&l->ready_cv, &l->mu, theirs ? &until : &l->eof_until) ==
+                     ETIMEDOUT &&
+                 theirs)) {
+                rc = GF_EAGAIN;
+                break;
+            }
+            continue;
         }
         if (l->held >= l->s.max_held_batches) {
             rc = held_busy(l, "gf_next: max_held_batches reached");

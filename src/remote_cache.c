@@ -46,6 +46,9 @@
 /* "GFc1", CRC32C (LE 32), the shard's length (LE 64). */
 #define TRAILER_BYTES 16
 static const uint8_t trailer_magic[4] = {'G', 'F', 'c', '1'};
+/* Temporaries are "<pid>-<n>": n counts for the whole process, as two
+ * loaders' caches may write in one directory at once. */
+static _Atomic uint64_t tmp_seq;
 
 typedef struct item {
     uint32_t k;
@@ -68,15 +71,15 @@ struct gf__shard_cache {
     bool has_thread, stop, write_failed;
     /* Ring of QUEUE_MAX: [head, written) done, [written, tail) queued (the
      * first of them being written while `busy`). Under mu; `written` is
-     * also read without it by gf__shard_cache_done, which runs every pump
-     * round and mostly finds nothing new; head is gf-control's alone. */
+     * also read without it by gf__shard_cache_done and _unwritten, which
+     * run every pump round; head is gf-control's alone, tail written by
+     * it only. */
     item q[QUEUE_MAX];
     uint64_t head, tail;
     _Atomic uint64_t written;
     bool busy;
     void (*notify)(void *);
     void *notify_ctx;
-    uint64_t tmp_seq;
     gf__cache_counts counts;
     char warning[192];
 };
@@ -286,14 +289,19 @@ static int write_one(gf__shard_cache *c, const item *it, const char **what)
 {
     char name[HASH_CHARS + NAME_MAX_TAIL + 1], tmp[64];
     entry_name(c, it->k, it->etag, name, sizeof name);
-    pthread_mutex_lock(&c->mu);
-    snprintf(tmp, sizeof tmp, TMP_PREFIX "%ld-%llu", (long)getpid(),
-             (unsigned long long)c->tmp_seq++);
-    pthread_mutex_unlock(&c->mu);
     uint8_t trailer[TRAILER_BYTES];
     make_trailer(trailer, it->data, it->len);
     make_room(c, it->len + TRAILER_BYTES);
-    int fd = openat(c->dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    /* A name taken (a killed writer's whose pid this process got) is not
+     * a broken directory: the next one. */
+    int fd = -1;
+    for (int tries = 0; fd < 0 && tries < 16; tries++) {
+        snprintf(tmp, sizeof tmp, TMP_PREFIX "%ld-%llu", (long)getpid(),
+                 (unsigned long long)atomic_fetch_add(&tmp_seq, 1));
+        fd = openat(c->dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
     if (fd < 0) {
         *what = "creating a file";
         return -1;
@@ -548,6 +556,11 @@ void gf__shard_cache_flush(gf__shard_cache *c)
     while (c->has_thread && c->written != c->tail)
         pthread_cond_wait(&c->idle_cv, &c->mu);
     pthread_mutex_unlock(&c->mu);
+}
+
+unsigned gf__shard_cache_unwritten(const gf__shard_cache *c)
+{
+    return (unsigned)(c->tail - atomic_load_explicit(&c->written, memory_order_acquire));
 }
 
 void gf__shard_cache_counts(gf__shard_cache *c, gf__cache_counts *out)

@@ -64,5 +64,7 @@ void gf__shard_cache_warning(gf__shard_cache *c, char *out, size_t len);
 /* Waits until nothing is queued or being written (a restart, before the
  * shard buffers change hands). */
 void gf__shard_cache_flush(gf__shard_cache *c);
+/* gf-control (which queues): shards queued whose write has not finished. */
+unsigned gf__shard_cache_unwritten(const gf__shard_cache *c);
 
 #endif

@@ -311,6 +311,20 @@ static bool waiting(void *self)
     return ((shard_reader *)self)->n_waiting > 0;
 }
 
+/* Queued to the cache's writer, or waiting for room in its queue. A shard
+ * dropped from its buffer unwritten (the writer fell behind) is simply
+ * not cached, as remote_cache.c says. */
+static unsigned unwritten(void *self)
+{
+    shard_reader *r = self;
+    if (!r->cache)
+        return 0;
+    unsigned n = gf__shard_cache_unwritten(r->cache);
+    for (unsigned i = 0; i < r->n_live; i++)
+        n += r->sh[r->live[i]].to_cache && r->sh[r->live[i]].state == SH_READY;
+    return n;
+}
+
 static void counts(void *self, gf__fetch_counts *c)
 {
     shard_reader *r = self;
@@ -354,6 +368,7 @@ static const gf__cell_reader_ops ops = {
     .ahead = ahead,
     .has_done = has_done,
     .waiting = waiting,
+    .unwritten = unwritten,
     .counts = counts,
     .uses_buffers = uses_buffers,
     .cache_stats = cache_stats,

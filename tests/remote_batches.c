@@ -16,7 +16,12 @@
  * whatever is in flight: prints "closed after N"), RB_PAUSE_MS (sleep
  * after gf_open, before the seek: requests get under way), RB_INDICES=1
  * (also prints each batch as "batch EPOCH POSITION COUNT: INDEX...", so a
- * test can compare the samples delivered, not only their checksum).
+ * test can compare the samples delivered, not only their checksum),
+ * RB_AGAIN=open|closed|both (a second loader on the same settings runs
+ * to its end: opened after the first's end while it is still open, as
+ * Python's last batch in a loop variable keeps it; after its gf_close; or
+ * beside it from the start; prints "again: cache_hits=N cache_misses=N"
+ * and "again: cache_warning: TEXT" when it has one).
  */
 #include "gpufeed.h"
 #include "../src/mix.h"
@@ -34,6 +39,60 @@ static void on_error(void *user, int64_t sample, const char *path, int code, con
     (void)sample;
     (void)code;
     printf("error: %s: %s\n", path, reason);
+}
+
+/* Reads l's batches until the end (or stop_after), hashing them. */
+static int drain(gf_loader *l, uint64_t stop_after, bool indices, uint64_t *hash,
+                 uint64_t *batches, uint64_t *samples)
+{
+    uint64_t h = *hash;
+    gf_batch *b;
+    int rc = 0;
+    while (*batches < stop_after && (rc = gf_next(l, &b)) == 0) {
+        size_t px = (size_t)b->count * 32 * 32 * 3;
+        h = gf__fnv1a64(h, b->pixels, px);
+        h = gf__fnv1a64(h, b->labels, (size_t)b->count * sizeof *b->labels);
+        h = gf__fnv1a64(h, b->indices, (size_t)b->count * sizeof *b->indices);
+        h = gf__fnv1a64(h, &b->epoch, sizeof b->epoch);
+        h = gf__fnv1a64(h, &b->position, sizeof b->position);
+        if (indices) { /* one line: on_error prints from gf-control meanwhile */
+            flockfile(stdout);
+            printf("batch %" PRIu64 " %" PRIu64 " %d:", b->epoch, b->position, b->count);
+            for (int i = 0; i < b->count; i++)
+                printf(" %" PRId64, b->indices[i]);
+            printf("\n");
+            funlockfile(stdout);
+        }
+        ++*batches;
+        *samples += (uint64_t)b->count;
+        gf_release(l, b);
+    }
+    *hash = h;
+    return rc;
+}
+
+/* RB_AGAIN: a second loader on s (l2, or opened now) runs to its end;
+ * prints its cache's figures. Returns GF_EOF when it got there. */
+static int again_run(const gf_settings *s, gf_loader *l2)
+{
+    int rc = l2 ? 0 : gf_open(&l2, s);
+    if (rc != 0) {
+        printf("again: open: %s: %s\n", gf_strerror(rc), gf_last_error(l2));
+        gf_close(&l2);
+        return rc;
+    }
+    uint64_t h = 0, n = 0, k = 0;
+    rc = drain(l2, UINT64_MAX, false, &h, &n, &k);
+    gf_stats st;
+    gf_get_stats(l2, &st);
+    printf("again: cache_hits=%" PRIu64 " cache_misses=%" PRIu64 "\n", st.cache_hits,
+           st.cache_misses);
+    if (st.cache_warning[0])
+        printf("again: cache_warning: %s\n", st.cache_warning);
+    if (rc != GF_EOF)
+        printf("again: end: %s: %s\n", gf_strerror(rc), gf_last_error(l2));
+    gf_close(&l2);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -100,31 +159,22 @@ int main(int argc, char **argv)
         gf_close(&l);
         return 1;
     }
-    uint64_t h = 1469598103934665603ull, batches = 0, samples = 0;
-    gf_batch *b;
-    while (batches < stop_after && (rc = gf_next(l, &b)) == 0) {
-        size_t px = (size_t)b->count * 32 * 32 * 3;
-        h = gf__fnv1a64(h, b->pixels, px);
-        h = gf__fnv1a64(h, b->labels, (size_t)b->count * sizeof *b->labels);
-        h = gf__fnv1a64(h, b->indices, (size_t)b->count * sizeof *b->indices);
-        h = gf__fnv1a64(h, &b->epoch, sizeof b->epoch);
-        h = gf__fnv1a64(h, &b->position, sizeof b->position);
-        if (indices) { /* one line: on_error prints from gf-control meanwhile */
-            flockfile(stdout);
-            printf("batch %" PRIu64 " %" PRIu64 " %d:", b->epoch, b->position, b->count);
-            for (int i = 0; i < b->count; i++)
-                printf(" %" PRId64, b->indices[i]);
-            printf("\n");
-            funlockfile(stdout);
-        }
-        batches++;
-        samples += (uint64_t)b->count;
-        gf_release(l, b);
+    /* both: the second loader runs beside the first, its cache's writer too. */
+    const char *again = getenv("RB_AGAIN");
+    gf_loader *l2 = NULL;
+    if (again && strcmp(again, "both") == 0 && (rc = gf_open(&l2, &s)) != 0) {
+        printf("again: open: %s: %s\n", gf_strerror(rc), gf_last_error(l2));
+        gf_close(&l2);
+        gf_close(&l);
+        return 1;
     }
+    uint64_t h = 1469598103934665603ull, batches = 0, samples = 0;
+    rc = drain(l, stop_after, indices, &h, &batches, &samples);
     gf_stats st;
     gf_get_stats(l, &st);
     if (batches == stop_after) {
         printf("closed after %" PRIu64 "\n", batches);
+        gf_close(&l2);
         gf_close(&l);
         return 0;
     }
@@ -137,6 +187,13 @@ int main(int argc, char **argv)
         printf("cache_warning: %s\n", st.cache_warning);
     if (rc != GF_EOF)
         printf("end: %s: %s\n", gf_strerror(rc), gf_last_error(l));
+    if (rc == GF_EOF && again && *again) {
+        if (strcmp(again, "closed") == 0)
+            gf_close(&l);
+        rc = again_run(&s, l2);
+        l2 = NULL;
+    }
+    gf_close(&l2);
     gf_close(&l);
     return rc == GF_EOF ? 0 : 1;
 }

@@ -2,7 +2,8 @@
 # The local shard cache (settings.cache_dir) against real servers (run
 # under tests/remote/servers.sh): the same batches with it as without,
 # from nginx and Swift's S3 API; a second run reads every shard from it
-# (one one-byte request a shard, to learn its ETag); an object whose ETag
+# (one one-byte request a shard, to learn its ETag), also in the same
+# process while the first loader is still open; an object whose ETag
 # changed is fetched again; the directory stays under its cap, and a cap
 # under one shard streams through; a read-only or full directory streams
 # with a warning; a killed writer leaves no copy a later run trusts.
@@ -67,6 +68,25 @@ expect "http, from the cache" cache_hits 4
 expect "http, from the cache" cache_misses 0
 expect "http, from the cache: one one-byte request a shard" requests 4
 echo "  http: 4 shards cached by a first run; a second read them from the cache ($(grep -o 'requests=[0-9]*' last))"
+
+# Two loaders of one process on one cache, one epoch each: the second
+# opened after the first's end while the first is still open (Python's
+# last batch, left in the loop variable, keeps a closed Loader open),
+# after the first's gf_close, or beside it from the start. A run's end
+# (GF_EOF, as gf_close) comes once the shards it fetched are in the
+# cache: the second reads all 4 from it; two writers at once each keep
+# caching. Without that each is a race, lost most times: five tries each.
+for mode in open closed both; do
+    for try in 1 2 3 4 5; do
+        rm -rf c9
+        RB_CACHE_DIR=$work/c9 RB_SET=epochs=1 RB_AGAIN=$mode run "$http" 2 4
+        ! grep -q cache_warning last || { cat last; fail "two loaders ($mode): a cache warning"; }
+        [ "$mode" = both ] || grep -q '^again: cache_hits=4 cache_misses=0$' last ||
+            { cat last; fail "a second loader ($mode, try $try): not every shard from the cache"; }
+        [ "$(copies_whole c9 "two loaders ($mode)")" = 4 ] || { ls -la c9; fail "two loaders ($mode): not every shard cached"; }
+    done
+done
+echo "  two loaders in one process: the second, opened after the first's end (open or closed), read every shard from the cache; side by side, both cached"
 
 RB_CACHE_DIR=$work/c2 run "$s3" 2 4
 same_hash "s3, cache filling"

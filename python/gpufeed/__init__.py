@@ -263,6 +263,7 @@ class Loader:
         self._epoch_samples, self._batch_size = st["epoch_samples"], st["batch_size"]
         # Where an epoch's last batch ends (its position): drop_last cuts the tail.
         self._epoch_end = len(self) * self._batch_size if self._drop_last else self._epoch_samples
+        self._epochs = int(self._settings.get("epochs") or 0)
         self._pending = None    # (batch, epoch, position): the next epoch's first,
                                 # taken to see the end
         self._last = None       # (epoch, position) of the last batch taken
@@ -418,8 +419,9 @@ class Loader:
 
 class _Epoch:
     """One `for` over a Loader: its batches until the epoch's last (its
-    position is the epoch's end) or, if bad samples left the end short,
-    until a batch of the next epoch, which is kept for the next `for`."""
+    position is the epoch's end; the last epoch's, the end of the stream)
+    or, if bad samples left the end short, until a batch of the next epoch,
+    which is kept for the next `for`."""
 
     def __init__(self, loader):
         self._loader, self._epoch, self._done = loader, None, False
@@ -438,7 +440,10 @@ class _Epoch:
             self._done, loader._in_epoch = True, False
             raise StopIteration
         self._epoch = t[1]
-        if t[2] >= loader._epoch_end:
+        # The run's last epoch ends at the library's end (None), which comes
+        # once the shards it fetched are in cache_dir: its last batch, left
+        # in the loop variable, keeps the loader open past close().
+        if t[2] >= loader._epoch_end and t[1] + 1 != loader._epochs:
             self._done, loader._in_epoch = True, False
         return t[0]
 
