@@ -735,6 +735,8 @@ START_TEST(brace_ranges_and_comma_lists_expand_in_order)
      * a billion names, or a million long ones, fail with a message. */
     snprintf(src, sizeof src, "%s/s-{0..999}{0..999}{0..999}.tar", dir);
     expect_error(src, "more than 1048576 shards", NULL);
+    snprintf(src, sizeof src, "%s/a-{0..999999}.tar,%s/b-{0..99999}.tar", dir, dir);
+    expect_error(src, "more than 1048576 shards", NULL); /* counted over the elements */
     snprintf(src, sizeof src, "%s/s-%0100d-{0..999}{0..999}.tar", dir, 0);
     expect_error(src, "shard names take more than 64 MiB", NULL);
 
