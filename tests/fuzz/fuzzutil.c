@@ -39,7 +39,10 @@ const char *fuzz_file(const char *name, const void *data, size_t size)
 {
     static char path[4096];
     snprintf(path, sizeof path, "%s/%s", fuzz_dir(), name);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    /* A new file, not the old one truncated: ext4 flushes a file truncated
+     * to 0 to the disk when it is closed (auto_da_alloc), per input. */
+    unlink(path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     FUZZ_CHECK(fd >= 0);
     const uint8_t *p = data;
     while (size) {
