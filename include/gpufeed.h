@@ -496,7 +496,20 @@ typedef struct gf_settings {
      * come (a body trickled just fast enough to beat remote_stall_s). 0 =
      * 20 x remote_stall_s x (remote_retries + 1): 3600 at the defaults. */
     int remote_deadline_s;
-    uint8_t reserved[44];  /* zero; room for fields without an ABI break */
+    /* Tar shards: the sample's fields, as WebDataset names members (the
+     * extension after the key), in the order a batch gives them:
+     * "jpg;png,cls,txt" (';': alternatives, the first the key has; an
+     * explicit kind after ':', "seg.png:mask"). Kinds: image, label,
+     * text (UTF-8), bytes (any member), with the rest (array, mask,
+     * boxes) to come; a kind follows from the extension's last part
+     * (jpg, png, ... image; cls label; txt text; else bytes). A key
+     * without one of the fields, or with a text or bytes member over
+     * GF_FIELD_BYTES_MAX, is not a sample (skipped and counted, or under
+     * on_error = fail the open fails naming it); a text member that is
+     * not UTF-8 is a bad sample. gf_batch.fields holds them. NULL or "":
+     * an image (the first of any image extension) and .cls. */
+    const char *fields;    /* (4 bytes of padding before it) */
+    uint8_t reserved[32];  /* zero; room for fields without an ABI break */
 } gf_settings;
 
 #define GF_READ_BUDGET_DEFAULT (256ull << 20) /* 256 MiB */
@@ -504,6 +517,30 @@ typedef struct gf_settings {
 /* The library's (gf_next hands out a pointer into its ring): fields may be
  * added at the end. A delivered batch is whole; a failure is gf_next()'s
  * return code, so there is no per-batch status. */
+/* A sample field's kind (settings.fields). */
+typedef enum gf_field_kind {
+    GF_FIELD_IMAGE, /* the batch's data (and pixels) */
+    GF_FIELD_LABEL, /* the batch's labels */
+    GF_FIELD_TEXT,  /* UTF-8 bytes, not NUL-terminated */
+    GF_FIELD_BYTES, /* a member's bytes as stored */
+} gf_field_kind;
+
+/* The most bytes a text or bytes member may have. */
+#define GF_FIELD_BYTES_MAX 65536u
+
+/* One field of a delivered batch, in settings.fields' order. */
+typedef struct gf_field {
+    const char *name;        /* as settings.fields names it: "txt", "jpg;png" */
+    gf_field_kind kind;
+    /* TEXT, BYTES: sample i's member is lengths[i] bytes at data +
+     * offsets[i], in host memory (on CUDA too), valid until release; the
+     * samples' bytes do not overlap but need not follow one another.
+     * IMAGE, LABEL: NULL (the batch's data, pixels and labels). */
+    const uint8_t *data;
+    const uint64_t *offsets;
+    const uint32_t *lengths;
+} gf_field;
+
 typedef struct gf_batch {
     /* The batch as the trainer consumes it: count samples of dtype and
      * layout, in device memory when device == GF_DEVICE_CUDA (wait for
@@ -529,6 +566,10 @@ typedef struct gf_batch {
                             this batch; == epoch_samples after an epoch's
                             last batch (gf_seek rolls it to the next) */
     uint32_t slot_;      /* private */
+    /* The sample's fields (settings.fields), n_fields of them; the
+     * default's two are the image and the label. */
+    int n_fields;
+    const gf_field *fields;
 } gf_batch;
 
 #define GF_RECENT_ERRORS 8
@@ -737,6 +778,8 @@ typedef enum gf_setting_type {
                           the pointer given (the caller's, which must
                           outlive the settings' use); default NULL, whose
                           meaning is zero ("the system's") */
+    GF_SETTING_TEXT,   /* const char *, as PATH, but not a path (a list,
+                          a spec): checked by the loader at gf_open */
 } gf_setting_type;
 
 /* flags */

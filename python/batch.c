@@ -17,6 +17,7 @@ typedef struct {
     gfp_slot *slot;   /* NULL once released */
     int touched;      /* Python used it: delivered (see gfp_slot_take_back) */
     int count, device, device_id;
+    int n_fields;     /* settings.fields': the items it unpacks to */
     uint64_t epoch, position;
 } BatchObject;
 
@@ -59,6 +60,7 @@ PyObject *gfp_batch_new(gfp_core *c, gf_batch *b)
     self->device_id = c->device_id;
     self->epoch = b->epoch;
     self->position = b->position;
+    self->n_fields = b->n_fields;
     return (PyObject *)self;
 }
 
@@ -179,20 +181,52 @@ static PyObject *batch_get_device(PyObject *op, void *c)
     return PyUnicode_FromString(touch(op)->device == GF_DEVICE_CUDA ? "cuda" : "cpu");
 }
 
-/* The 2-tuple face, (data, labels), as a DataLoader's batch: `x, y = batch`.
- * len(batch) is 2 like the tuple's; .count is the samples. */
+/* A text or bytes field's samples: a list of str or bytes, copied (a
+ * caption outlives the step more often than pixels do). */
+static PyObject *field_list(BatchObject *self, const gf_field *f)
+{
+    if (!self->slot) {
+        PyErr_SetString(PyExc_ValueError, "the batch was released: its fields are gone");
+        return NULL;
+    }
+    PyObject *list = PyList_New(self->count);
+    for (int i = 0; list && i < self->count; i++) {
+        const char *p = (const char *)f->data + f->offsets[i];
+        /* The library checked the text: "strict" cannot fail on it. */
+        PyObject *item = f->kind == GF_FIELD_TEXT
+                             ? PyUnicode_DecodeUTF8(p, (Py_ssize_t)f->lengths[i], "strict")
+                             : PyBytes_FromStringAndSize(p, (Py_ssize_t)f->lengths[i]);
+        if (!item) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SetItem(list, i, item); /* steals item */
+    }
+    return list;
+}
+
+/* The tuple face, as a DataLoader's batch: `x, y = batch`, or with
+ * fields one item a field in their order (`images, labels, captions`).
+ * len(batch) is the tuple's; .count is the samples. */
 static Py_ssize_t batch_len(PyObject *op)
 {
-    touch(op);
-    return 2;
+    return touch(op)->n_fields;
 }
 
 static PyObject *batch_item(PyObject *op, Py_ssize_t i)
 {
-    if (i == 0 || i == 1)
-        return batch_array(touch(op), i == 0 ? ARR_DATA : ARR_LABELS);
-    PyErr_SetString(PyExc_IndexError, "a Batch is (data, labels): index 0 or 1");
-    return NULL;
+    BatchObject *self = touch(op);
+    if (i < 0 || i >= self->n_fields) {
+        PyErr_Format(PyExc_IndexError, "a Batch is a tuple of its %d fields: index 0 to %d",
+                     self->n_fields, self->n_fields - 1);
+        return NULL;
+    }
+    if (!self->slot)
+        return batch_array(self, ARR_DATA); /* its error */
+    const gf_field *f = &self->slot->b->fields[i];
+    if (f->kind == GF_FIELD_IMAGE || f->kind == GF_FIELD_LABEL)
+        return batch_array(self, f->kind == GF_FIELD_IMAGE ? ARR_DATA : ARR_LABELS);
+    return field_list(self, f);
 }
 
 static PyObject *batch_repr(PyObject *op)
@@ -236,7 +270,9 @@ static PyType_Slot batch_slots[] = {
     {Py_tp_doc, "One batch in its ring slot. Its arrays are zero-copy views: the slot returns "
                 "to the ring when the Batch and every exported tensor are gone, so .clone() "
                 "what you keep past the step. It unpacks as a DataLoader's (data, labels): "
-                "`x, y = batch`, and len(batch) is 2; batch.count is the samples."},
+                "`x, y = batch`, and len(batch) is 2; with fields=, one item a field in "
+                "their order (text a list of str, bytes of bytes); batch.count is the "
+                "samples."},
     {0, NULL},
 };
 

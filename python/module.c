@@ -39,7 +39,7 @@ static PyObject *settings_table(PyObject *m, PyObject *unused)
     static const char *const types[] = {[GF_SETTING_INT] = "int",       [GF_SETTING_U64] = "u64",
                                         [GF_SETTING_FLOAT] = "float",   [GF_SETTING_FLOAT4] = "float4",
                                         [GF_SETTING_CHOICE] = "choice", [GF_SETTING_FLAG] = "flag",
-                                        [GF_SETTING_PATH] = "path"};
+                                        [GF_SETTING_PATH] = "path", [GF_SETTING_TEXT] = "text"};
     PyObject *out = PyList_New(0);
     for (int i = 0; out && i < gf_setting_count(); i++) {
         const gf_setting_info *r = gf_setting_at(i);
@@ -222,7 +222,7 @@ static int copy_paths(verify_job *j)
     for (int i = 0; i < n; i++) {
         const gf_setting_info *r = gf_setting_at(i);
         const char **at = (const char **)((char *)&j->s + r->offset);
-        if (r->type != GF_SETTING_PATH || !*at)
+        if ((r->type != GF_SETTING_PATH && r->type != GF_SETTING_TEXT) || !*at)
             continue;
         if (!(j->paths[i] = strdup(*at))) {
             for (int k = 0; k < i; k++)

@@ -8,6 +8,7 @@
 
 #include "dispatch.h"
 #include "grow.h"
+#include "sample_fields.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,7 @@ static void move_cell(gf_loader *l, gf__slot *from, int fc, gf__slot *to, int tc
     to->labels[tc] = from->labels[fc];
     to->indices[tc] = from->indices[fc];
     to->flips[tc] = from->flips[fc];
+    gf__fields_move(l, from, fc, to, tc);
     from->cells[fc].state = GF__CELL_HOLE;
 }
 
@@ -170,6 +172,7 @@ static int sort_cells(gf_loader *l, gf__slot *sl, int n)
         int32_t lab0 = sl->labels[i];
         int64_t idx0 = sl->indices[i];
         uint8_t flip0 = sl->flips[i];
+        int32_t home0 = sl->home ? sl->home[i] : 0;
         memcpy(tmp, gf__cell_pixels(sl, i), l->cell_bytes);
         int dst = i;
         for (;;) {
@@ -181,6 +184,7 @@ static int sort_cells(gf_loader *l, gf__slot *sl, int n)
                 sl->labels[dst] = lab0;
                 sl->indices[dst] = idx0;
                 sl->flips[dst] = flip0;
+                gf__fields_home_set(sl, dst, home0);
                 break;
             }
             memcpy(gf__cell_pixels(sl, dst), gf__cell_pixels(sl, src), l->cell_bytes);
@@ -188,6 +192,7 @@ static int sort_cells(gf_loader *l, gf__slot *sl, int n)
             sl->labels[dst] = sl->labels[src];
             sl->indices[dst] = sl->indices[src];
             sl->flips[dst] = sl->flips[src];
+            gf__fields_home_set(sl, dst, sl->home ? sl->home[src] : 0);
             dst = src;
         }
     }
@@ -266,6 +271,7 @@ bool gf__finalise_oldest(gf_loader *l, gf__job *js, int *n_jobs)
             return false;
         }
         empty = count == 0 || (count < l->B && l->s.drop_last);
+        gf__fields_deliver(l, sl, count);
     }
     report_errors(l, sl);
 

@@ -13,6 +13,7 @@
 #include "autotune.h"
 #include "descriptors.h"
 #include "dispatch.h"
+#include "sample_fields.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,7 @@ static int queue_copy(gf_loader *l, gf__slot *h, gf__slot *o)
 {
     memcpy(o->out_labels, h->labels, (size_t)h->count * sizeof *h->labels);
     memcpy(o->out_indices, h->indices, (size_t)h->count * sizeof *h->indices);
+    gf__fields_copy_out(l, h, o, h->count);
     char why[256] = "";
     const bool posted = gf__device_offloads(l->dev);
     /* Before the enqueue: its callbacks may free the host slot, or make

@@ -45,6 +45,22 @@ int gf__dataset_open(gf__dataset *ds, const char *source, char *why, size_t why_
     return gf__dataset_open_with(ds, source, NULL, why, why_len);
 }
 
+/* A folder's or a list's sample is a file: one image and its label. */
+static int no_fields(const char *source, char *why, size_t why_len)
+{
+    gf__why_path(why, why_len, source,
+                 "fields name the members of a tar shard's samples; a folder's or a list's "
+                 "sample is one image file and its label (leave fields unset)");
+    return GF_EINVAL;
+}
+
+/* Every source's samples have the default fields unless the shard
+ * indexer was given others. */
+static void default_fields(gf__dataset *ds)
+{
+    (void)gf__schema_parse(NULL, &ds->schema, NULL, 0);
+}
+
 int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset_opts *opts,
                           char *why, size_t why_len)
 {
@@ -56,12 +72,18 @@ int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset
     if (!ds)
         return GF_EINVAL;
     memset(ds, 0, sizeof *ds);
+    default_fields(ds);
     ds->root_fd = -1;
     if (why && why_len)
         why[0] = '\0';
     if (!source || !*source) {
         gf__why(why, why_len, "no data set given");
         return GF_EDATASET;
+    }
+    if (opts->schema && gf__data_is_remote(source)) {
+        gf__why(why, why_len, "fields: remote shards are read as an image and its .cls for "
+                              "now; give local shards, or leave fields unset");
+        return GF_EINVAL;
     }
     if (gf__data_is_remote(source)) {
 #if GF_HAVE_REMOTE
@@ -87,8 +109,8 @@ int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset
     struct stat st;
     if (gf__dataset_is_shards(source) &&
         !(strpbrk(source, ",{") == NULL && stat(source, &st) == 0 && S_ISDIR(st.st_mode))) {
-        int rc = gf__dataset_open_shards(ds, source, opts->shard_skip, opts->bad_label_fails, why,
-                                         why_len);
+        int rc = gf__dataset_open_shards(ds, source, opts->shard_skip, opts->bad_label_fails,
+                                         opts->schema, why, why_len);
         if (rc == GF_ENOMEM)
             gf__why_path(why, why_len, source, "out of memory while indexing");
         if (rc < 0)
@@ -111,10 +133,15 @@ int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset
         rc = gf__prepared_pattern(source, &pattern, why, why_len);
         if (rc > 0)
             rc = gf__dataset_open_shards(ds, pattern, opts->shard_skip, opts->bad_label_fails,
-                                         why, why_len);
+                                         opts->schema, why, why_len);
+        else if (rc == 0 && opts->schema)
+            rc = no_fields(source, why, why_len);
         else if (rc == 0)
             rc = gf__dataset_open_folder(ds, source, opts, why, why_len);
         free(pattern);
+    } else if (S_ISREG(st.st_mode) && opts->schema) {
+        rc = no_fields(source, why, why_len);
+        close(fd);
     } else if (S_ISREG(st.st_mode)) {
         rc = gf__dataset_open_list(ds, source, fd, &st, why, why_len);
         close(fd);
@@ -137,6 +164,7 @@ int gf__dataset_open_samples(gf__dataset *ds, const char *root, const char *cons
     if (!ds)
         return GF_EINVAL;
     memset(ds, 0, sizeof *ds);
+    default_fields(ds);
     ds->root_fd = -1;
     if (why && why_len)
         why[0] = '\0';
@@ -165,6 +193,10 @@ void gf__dataset_close(gf__dataset *ds)
     free(ds->data_off);
     free(ds->data_len);
     free(ds->data_crc);
+    for (int k = 0; k < ds->n_var; k++) {
+        free(ds->var_off[k]);
+        free(ds->var_len[k]);
+    }
     free(ds->damage);
     free(ds->damage_text);
     free(ds->remote);

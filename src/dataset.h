@@ -95,31 +95,13 @@ static inline int gf__shard_skip_of(const gf_settings *s)
 int gf__dataset_read_sample(const gf__dataset *ds, uint64_t index, size_t max_bytes, void **data,
                             size_t *len, char *why, size_t why_len);
 
-/* Where sample i's bytes are: *len bytes at *off of *rel (relative to root_fd), for
- * gf__read_range and gf__uring_submit_range (*len GF__WHOLE_FILE, i.e.
- * UINT64_MAX: the whole file, for folders and lists). A shard member's
- * range starts with its header block (GF__TAR_BLOCK bytes, in the same
- * read): gf__dataset_member_check checks it before the bytes after it
- * are used. */
-static inline void gf__dataset_extent(const gf__dataset *ds, uint64_t i, const char **rel,
-                                      uint64_t *off, uint64_t *len)
-{
-    if (ds->shard) {
-        *rel = ds->shard_paths[ds->shard[i]];
-        *off = ds->data_off[i] - GF__TAR_BLOCK; /* a member has a header */
-        *len = ds->data_len[i] + GF__TAR_BLOCK;
-    } else {
-        *rel = gf__dataset_path(ds, i);
-        *off = 0;
-        *len = UINT64_MAX;
-    }
-}
-
 /* Shard sample i's n bytes read from gf__dataset_extent's range (p: its
- * header block, then the member): 0 if the header announces the member
- * the index says (name, size, a regular file), else GF_ECORRUPT with why
- * = "SHARD: what disagreed" (dataset_shards.c); with the member's CRC32C
- * from its sidecar, its bytes too. Folders and lists: 0. */
+ * header block, then the member; with text or bytes fields, every
+ * member's header where the index puts it): 0 if each header announces
+ * the member the index says (name, size, a regular file), else
+ * GF_ECORRUPT with why = "SHARD: what disagreed" (dataset_shards.c);
+ * with the image's CRC32C from its sidecar, its bytes too. Folders and
+ * lists: 0. */
 int gf__dataset_member_check(const gf__dataset *ds, uint64_t i, const uint8_t *p, size_t n,
                              char *why, size_t why_len);
 

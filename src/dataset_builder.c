@@ -1,8 +1,8 @@
 /* The data set indexers' toolbox, below dataset.c and the three
  * indexers: the table being built (geometric growth; one arena of paths,
  * one array per field, no allocation per sample), the per-sample file
- * records, blocks of names and the image extensions. On the thread that
- * opens the data set. */
+ * records, blocks of names (the image extensions are fields.c's). On the
+ * thread that opens the data set. */
 #include "dataset_builder.h"
 
 #include <assert.h>
@@ -24,6 +24,10 @@ void gf__builder_free(gf__builder *b)
     free(b->dlen);
     free(b->dcrc);
     free(b->ino);
+    for (int k = 0; k < b->n_var; k++) {
+        free(b->voff[k]);
+        free(b->vlen[k]);
+    }
     memset(b, 0, sizeof *b);
 }
 
@@ -80,6 +84,10 @@ int gf__builder_reserve_samples(gf__builder *b, size_t more)
                       resize((void **)&b->dlen, c * sizeof *b->dlen) < 0 ||
                       resize((void **)&b->dcrc, c * sizeof *b->dcrc) < 0))
         return GF_ENOMEM;
+    for (int k = 0; k < b->n_var; k++)
+        if (resize((void **)&b->voff[k], c * sizeof *b->voff[k]) < 0 ||
+            resize((void **)&b->vlen[k], c * sizeof *b->vlen[k]) < 0)
+            return GF_ENOMEM;
     b->cap = c;
     return 0;
 }
@@ -105,6 +113,10 @@ void gf__builder_finish(gf__builder *b, gf__dataset *ds)
             (void)resize((void **)&b->dlen, b->n * sizeof *b->dlen);
             (void)resize((void **)&b->dcrc, b->n * sizeof *b->dcrc);
         }
+        for (int k = 0; k < b->n_var; k++) {
+            (void)resize((void **)&b->voff[k], b->n * sizeof *b->voff[k]);
+            (void)resize((void **)&b->vlen[k], b->n * sizeof *b->vlen[k]);
+        }
     }
     ds->n = b->n;
     ds->arena = b->arena;
@@ -118,6 +130,15 @@ void gf__builder_finish(gf__builder *b, gf__dataset *ds)
         ds->data_crc = b->dcrc;
         ds->bytes +=
             b->n * (sizeof *b->shard + sizeof *b->doff + sizeof *b->dlen + sizeof *b->dcrc);
+    }
+    ds->n_var = b->n_var;
+    for (int k = 0; k < b->n_var; k++) {
+        ds->var_off[k] = b->voff[k];
+        ds->var_len[k] = b->vlen[k];
+        ds->var_max[k] = 0;
+        for (size_t i = 0; i < b->n; i++)
+            ds->var_max[k] = GF__MAX(ds->var_max[k], b->vlen[k][i]);
+        ds->bytes += b->n * (sizeof *b->voff[k] + sizeof *b->vlen[k]);
     }
     memset(b, 0, sizeof *b);
 }
@@ -146,35 +167,7 @@ int gf__keep_fd(int fd)
     return fd;
 }
 
-/* ---- names, extensions ---- */
-
-/* torchvision's IMG_EXTENSIONS first, then the rest of GF_EXT_ALL in
- * GF_SKIPPED_* order. */
-static const char *const image_ext[] = {"jpg", "jpeg", "png", "ppm", "bmp", "pgm", "tif",
-                                        "tiff", "webp", "gif", "tga", "psd", "pnm", "pbm"};
-enum { N_TORCHVISION_EXT = 9, N_IMAGE_EXT = sizeof image_ext / sizeof image_ext[0] };
-
-/* image_ext's index of ext[0, len), or -1. */
-static int image_ext_index(const char *ext, size_t len)
-{
-    for (int i = 0; i < N_IMAGE_EXT; i++)
-        if (strlen(image_ext[i]) == len && strncasecmp(image_ext[i], ext, len) == 0)
-            return i;
-    return -1;
-}
-
-int gf__is_image_suffix(const char *ext, size_t len)
-{
-    return image_ext_index(ext, len) >= 0;
-}
-
-int gf__folder_skip_kind(const char *ext, size_t len, gf_extensions which)
-{
-    int i = ext ? image_ext_index(ext, len) : -1;
-    if (i < 0)
-        return GF_SKIPPED_OTHER;
-    return i < N_TORCHVISION_EXT || which == GF_EXT_ALL ? -1 : GF_SKIPPED_GIF + i - N_TORCHVISION_EXT;
-}
+/* ---- names ---- */
 
 int gf__names_add(gf__names *s, const char *name)
 {

@@ -7,8 +7,10 @@
 #define GF_DATASET_BUILDER_H
 
 #include "common.h"
+#include "fields.h" /* the image extensions, the schema */
 #include "grow.h"
 #include "reader.h"
+#include "tar.h" /* GF__TAR_BLOCK */
 #include "remote_fetch.h"
 
 #include <sys/stat.h>
@@ -58,6 +60,17 @@ typedef struct gf__dataset {
     uint64_t *data_off;  /* n: the image member's data offset */
     uint32_t *data_len;  /* n: its size (members over 4 GiB are skipped) */
     int64_t *data_crc;   /* n: its sidecar's member_crc32c=, -1 without one */
+    /* The schema's text and bytes fields (local tar shards; fields.h):
+     * n_var of them, var_field[k] the schema's index of the k-th; per
+     * sample its member's data offset and size (the member's extension,
+     * as spelled, follows the sample's path in the arena, NUL after NUL);
+     * var_max[k] the largest. n_var 0: the image and its label alone. */
+    gf__schema schema;
+    int n_var;
+    int var_field[GF__FIELDS_MAX];
+    uint64_t *var_off[GF__FIELDS_MAX];
+    uint32_t *var_len[GF__FIELDS_MAX];
+    uint32_t var_max[GF__FIELDS_MAX];
     /* Remote shards only (NULL otherwise): shard_paths are their display
      * URLs, these what the fetcher reads and how it signs. */
     gf__fetch_target *remote;
@@ -102,6 +115,46 @@ static inline const char *gf__dataset_path(const gf__dataset *ds, uint64_t i)
     return ds->arena + ds->path_off[i];
 }
 
+/* Where sample i's bytes are: *len bytes at *off of *rel (relative to root_fd), for
+ * gf__read_range and gf__uring_submit_range (*len GF__WHOLE_FILE, i.e.
+ * UINT64_MAX: the whole file, for folders and lists). A shard member's
+ * range starts with its header block (GF__TAR_BLOCK bytes, in the same
+ * read): gf__dataset_member_check checks it before the bytes after it
+ * are used. */
+static inline void gf__dataset_extent(const gf__dataset *ds, uint64_t i, const char **rel,
+                                      uint64_t *off, uint64_t *len)
+{
+    if (ds->shard) {
+        *rel = ds->shard_paths[ds->shard[i]];
+        uint64_t a = ds->data_off[i] - GF__TAR_BLOCK; /* a member has a header */
+        uint64_t e = ds->data_off[i] + ds->data_len[i];
+        /* With text or bytes fields, one read from the first of the
+         * sample's members to the end of the last (a key's members are
+         * consecutive; those between, not fields, are read too). */
+        for (int k = 0; k < ds->n_var; k++) {
+            a = GF__MIN(a, ds->var_off[k][i] - GF__TAR_BLOCK);
+            e = GF__MAX(e, ds->var_off[k][i] + ds->var_len[k][i]);
+        }
+        *off = a;
+        *len = e - a;
+    } else {
+        *rel = gf__dataset_path(ds, i);
+        *off = 0;
+        *len = UINT64_MAX;
+    }
+}
+
+/* Where sample i's image data starts in the bytes of its extent. */
+static inline size_t gf__dataset_image_at(const gf__dataset *ds, uint64_t i)
+{
+    if (!ds->shard)
+        return 0;
+    uint64_t a = ds->data_off[i] - GF__TAR_BLOCK;
+    for (int k = 0; k < ds->n_var; k++)
+        a = GF__MIN(a, ds->var_off[k][i] - GF__TAR_BLOCK);
+    return (size_t)(ds->data_off[i] - a);
+}
+
 /* How a data set is indexed (gf__dataset_open: the defaults). */
 typedef struct gf__dataset_opts {
     gf_extensions extensions; /* ImageFolder: the files it takes */
@@ -116,8 +169,12 @@ typedef struct gf__dataset_opts {
                              set whose every shard is damaged opens empty
                              (n = 0, why says so) for the caller to report
                              the damage before it fails */
-    int bad_label_fails;  /* tar shards: a key whose .cls is no label fails
-                             the open (on_error = fail), else it is skipped */
+    int bad_label_fails;  /* tar shards: a key whose .cls is no label, or
+                             whose text or bytes member is over
+                             GF_FIELD_BYTES_MAX, fails the open (on_error =
+                             fail), else it is skipped */
+    const gf__schema *schema; /* local tar shards: the sample's fields; NULL:
+                             an image and .cls */
 } gf__dataset_opts;
 
 /* Label limit: n_classes = max label + 1 must fit in an int. */
@@ -143,6 +200,9 @@ typedef struct gf__builder {
     uint64_t *doff;
     uint32_t *dlen;
     int64_t *dcrc;     /* the member's CRC32C (a sidecar's), -1 if none */
+    int n_var;         /* tar shards: text and bytes fields, two arrays each */
+    uint64_t *voff[GF__FIELDS_MAX];
+    uint32_t *vlen[GF__FIELDS_MAX];
     size_t n, cap;
 } gf__builder;
 
@@ -179,12 +239,6 @@ void gf__names_free(gf__names *s);
 /* An fd of at least 1, so that a zeroed struct (root_fd 0) never owns one. */
 int gf__keep_fd(int fd);
 
-/* 1 if ext[0, len) (after the dot) is an image extension, any case: one
- * of GF_EXT_ALL's (tar shards take these). */
-int gf__is_image_suffix(const char *ext, size_t len);
-/* For an ImageFolder file named ext[0, len) after its last dot: -1 if
- * `which` takes it, else its GF_SKIPPED_* entry. */
-int gf__folder_skip_kind(const char *ext, size_t len, gf_extensions which);
 
 static inline int gf__is_space(char c)
 {

@@ -51,11 +51,14 @@ int gf__remote_shard_index(const char *url, const char *ca_file, const struct gf
                            char **text, size_t *len, struct gf_shard_index_info *info, char *why,
                            size_t why_len);
 
-/* bad_label_fails: a key whose .cls is no label fails the open (why =
- * "SHARD: offset N: key 'K': member 'K.cls': reason"); else it is
- * skipped, counted and kept in ds->label_skips. */
+/* bad_label_fails: a key whose .cls is no label, or whose text or bytes
+ * member is over GF_FIELD_BYTES_MAX, fails the open (why = "SHARD:
+ * offset N: key 'K': member 'K.cls': reason"); else it is skipped,
+ * counted and kept in ds->label_skips. schema: the sample's fields (NULL:
+ * an image and .cls), kept in ds->schema. */
 int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged,
-                            int bad_label_fails, char *why, size_t why_len);
+                            int bad_label_fails, const gf__schema *schema, char *why,
+                            size_t why_len);
 /* dataset_shards.c: gf_shard_index's scan and sidecar text for the tar
  * shard of size bytes open at fd (a local file, or the memory file a
  * remote shard was fetched into), named shard in messages. */

@@ -63,9 +63,18 @@ typedef struct shard_scan {
     char *img;
     size_t img_len, img_cap;
     int has_img, has_cls;
+    const gf__schema *schema; /* the sample's fields */
+    int img_alt;           /* which of the image field's alternatives it is */
+    struct {               /* the schema's text and bytes fields (ds->var_field) */
+        int has, alt;
+        uint64_t off, size;
+        char ext[GF__FIELD_EXT_MAX + 1]; /* the member's, as spelled */
+    } var[GF__FIELDS_MAX];
     const char *bad;       /* why the key cannot be a sample */
-    int bad_label;         /* ... its .cls, which is no label */
-    char cls_ext[4];       /* that member's "cls", as it spells it */
+    int bad_label;         /* ... its .cls, which is no label, or a member too
+                              big for its field */
+    char bad_ext[GF__FIELD_EXT_MAX + 1]; /* that member's extension, as spelled */
+    char missing[64];      /* bad's text when it is made here */
     int bad_label_fails;   /* then the open fails (on_error = fail) */
     uint64_t img_off, img_size, key_at;
     int32_t label;
@@ -88,17 +97,23 @@ static int keep_name(char **p, size_t *cap, const char *s, size_t n)
 
 static int key_is_sample(const shard_scan *c)
 {
-    return !c->bad && c->has_img && c->has_cls;
+    for (int k = 0; k < c->ds->n_var; k++)
+        if (!c->var[k].has)
+            return 0;
+    return !c->bad && c->has_img && (c->has_cls || c->schema->label < 0);
 }
 
-/* A sample of shard c->shard: "shard.tar:member" in the arena, its label
- * and where its image lies (its CRC32C unknown: a matching sidecar's is
- * set later, gf__shard_sidecar_match). */
+/* A sample of shard c->shard: "shard.tar:member" in the arena (then its
+ * text and bytes members' extensions), its label and where its image and
+ * those members lie (its CRC32C unknown: a matching sidecar's is set
+ * later, gf__shard_sidecar_match). */
 static int add_sample(shard_scan *c, const char *name, size_t name_len, int32_t label,
                       uint64_t off, uint64_t size)
 {
     gf__builder *b = c->b;
     size_t need = c->display_len + 1 + name_len + 1;
+    for (int k = 0; k < b->n_var; k++)
+        need += strlen(c->var[k].ext) + 1;
     if (gf__builder_reserve_paths(b, need) < 0 || gf__builder_reserve_samples(b, 1) < 0)
         return GF_ENOMEM;
     char *p = b->arena + b->arena_len;
@@ -106,6 +121,14 @@ static int add_sample(shard_scan *c, const char *name, size_t name_len, int32_t 
     p[c->display_len] = ':';
     memcpy(p + c->display_len + 1, name, name_len);
     p[c->display_len + 1 + name_len] = '\0';
+    char *ext = p + c->display_len + 1 + name_len + 1;
+    for (int k = 0; k < b->n_var; k++) {
+        size_t n = strlen(c->var[k].ext) + 1;
+        memcpy(ext, c->var[k].ext, n);
+        ext += n;
+        b->voff[k][b->n] = c->var[k].off;
+        b->vlen[k][b->n] = (uint32_t)c->var[k].size;
+    }
     b->off[b->n] = b->arena_len;
     b->labels[b->n] = label;
     b->shard[b->n] = c->shard;
@@ -120,31 +143,80 @@ static int add_sample(shard_scan *c, const char *name, size_t name_len, int32_t 
     return 0;
 }
 
+/* The header block at h announces `name` of size bytes, at off. */
+static int header_check(const char *shard, const uint8_t *h, const char *name, size_t name_len,
+                        uint64_t size, uint64_t off, char *why, size_t why_len)
+{
+    char reason[200];
+    int rc = gf__tar_member_check(h, name, name_len, size, reason, sizeof reason);
+    if (rc < 0)
+        gf__why(why, why_len, "%s: offset %llu: %s", shard, (unsigned long long)off, reason);
+    return rc;
+}
+
+/* Sample i's text and bytes members' headers in its extent's bytes p,
+ * which start at `start` in the shard; name is its image member's. */
+static int var_headers_check(const gf__dataset *ds, uint64_t i, const uint8_t *p,
+                             uint64_t start, const char *shard, const char *name, char *why,
+                             size_t why_len)
+{
+    /* KEY: the member name up to the first '.' of its base name */
+    const char *slash = strrchr(name, '/');
+    const char *dot = strchr(slash ? slash + 1 : name, '.');
+    size_t key_len = dot ? (size_t)(dot - name) : strlen(name);
+    const char *ext = name + strlen(name) + 1; /* the fields' extensions follow */
+    for (int k = 0; k < ds->n_var; k++) {
+        size_t ext_len = strlen(ext);
+        char *vname = malloc(key_len + 1 + ext_len + 1);
+        if (!vname)
+            return GF_ENOMEM;
+        memcpy(vname, name, key_len);
+        vname[key_len] = '.';
+        memcpy(vname + key_len + 1, ext, ext_len + 1);
+        uint64_t at = ds->var_off[k][i] - GF__TAR_BLOCK;
+        int rc = header_check(shard, p + (at - start), vname, key_len + 1 + ext_len,
+                              ds->var_len[k][i], at, why, why_len);
+        free(vname);
+        if (rc < 0)
+            return rc;
+        ext += ext_len + 1;
+    }
+    return 0;
+}
+
 int gf__dataset_member_check(const gf__dataset *ds, uint64_t i, const uint8_t *p, size_t n,
                              char *why, size_t why_len)
 {
     if (!ds->shard)
         return 0;
     const char *shard = ds->shard_paths[ds->shard[i]];
-    if (n < GF__TAR_BLOCK || n - GF__TAR_BLOCK != ds->data_len[i]) {
+    const char *rel;
+    uint64_t start, len;
+    gf__dataset_extent(ds, i, &rel, &start, &len);
+    if (n != len && ds->n_var == 0) {
         gf__why(why, why_len, "%s: %zu bytes read for a member of %u and its header", shard, n,
                 ds->data_len[i]);
+        return GF_ETRUNC;
+    }
+    if (n != len) {
+        gf__why(why, why_len, "%s: %zu bytes read for a sample's %llu (its members and headers)",
+                shard, n, (unsigned long long)len);
         return GF_ETRUNC;
     }
     /* The arena's "base.tar:member": the member's name after the base. */
     const char *slash = strrchr(shard, '/');
     const char *name = gf__dataset_path(ds, i) + strlen(slash ? slash + 1 : shard) + 1;
-    char reason[200];
-    int rc = gf__tar_member_check(p, name, strlen(name), ds->data_len[i], reason, sizeof reason);
-    if (rc < 0) {
-        gf__why(why, why_len, "%s: offset %llu: %s", shard,
-                (unsigned long long)(ds->data_off[i] - GF__TAR_BLOCK), reason);
+    size_t img = gf__dataset_image_at(ds, i);
+    int rc = header_check(shard, p + img - GF__TAR_BLOCK, name, strlen(name), ds->data_len[i],
+                          ds->data_off[i] - GF__TAR_BLOCK, why, why_len);
+    if (rc == 0 && ds->n_var)
+        rc = var_headers_check(ds, i, p, start, shard, name, why, why_len);
+    if (rc < 0)
         return rc;
-    }
     /* The header names the member; only its bytes can tell this shard's
      * from another of the same layout's, or from a damaged copy. */
     if (ds->data_crc && ds->data_crc[i] >= 0) {
-        uint32_t got = gf__crc32c(p + GF__TAR_BLOCK, ds->data_len[i]);
+        uint32_t got = gf__crc32c(p + img, ds->data_len[i]);
         if (got != (uint32_t)ds->data_crc[i]) {
             gf__why(why, why_len,
                     "%s: member '%s': its index sidecar records member_crc32c %08x, the bytes "
@@ -198,14 +270,23 @@ static int flush_key(shard_scan *c)
     if (!c->open)
         return 0;
     c->open = 0;
+    const gf__schema *sc = c->schema;
     if (!c->bad && !c->has_img)
         c->bad = "no image member";
-    if (!c->bad && !c->has_cls)
-        c->bad = "no .cls member";
+    if (!c->bad && !c->has_cls && sc->label >= 0) {
+        snprintf(c->missing, sizeof c->missing, "no .%s member", sc->field[sc->label].ext[0]);
+        c->bad = c->missing;
+    }
+    for (int k = 0; k < c->ds->n_var && !c->bad; k++)
+        if (!c->var[k].has) {
+            snprintf(c->missing, sizeof c->missing, "no .%s member",
+                     sc->field[c->ds->var_field[k]].ext[0]);
+            c->bad = c->missing;
+        }
     if (c->bad && c->bad_label && c->bad_label_fails) {
         gf__why(c->why, c->why_len,
                 "%s: offset %llu: key '%.80s': member '%.80s.%s': %s (on_error = fail)",
-                c->path, (unsigned long long)c->key_at, c->key, c->key, c->cls_ext, c->bad);
+                c->path, (unsigned long long)c->key_at, c->key, c->key, c->bad_ext, c->bad);
         return GF_EDATASET;
     }
     if (c->bad) {
@@ -290,6 +371,8 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
         c->key_len = key_len;
         c->open = 1;
         c->has_img = c->has_cls = 0;
+        for (int k = 0; k < c->ds->n_var; k++)
+            c->var[k].has = 0;
         c->bad = NULL;
         c->bad_label = 0;
         c->key_at = m->header_offset;
@@ -298,7 +381,9 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
             gf__sidecar_text_new_line(&c->out->text);
     }
     c->key_members++;
-    if (ext_len == 3 && strncasecmp(ext, "cls", 3) == 0) {
+    int alt = 0, f = gf__schema_match(c->schema, ext, ext_len, &alt);
+    gf_field_kind kind = f < 0 ? GF_FIELD_BYTES : c->schema->field[f].kind;
+    if (f >= 0 && kind == GF_FIELD_LABEL) {
         if (c->has_cls) {
             c->ds->skipped_members++;
             ds_warn(c->ds, "%s: offset %llu: member '%.80s' skipped: a second label of its key",
@@ -308,8 +393,7 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
         c->has_cls = 1;
         if (list_member(c, m, ext, ext_len) < 0)
             return GF_ENOMEM;
-        memcpy(c->cls_ext, ext, 3);
-        c->cls_ext[3] = '\0';
+        snprintf(c->bad_ext, sizeof c->bad_ext, "%.*s", (int)ext_len, ext);
         if (m->size > CLS_MAX) {
             if (!c->bad)
                 c->bad = ".cls over 64 bytes", c->bad_label = 1;
@@ -324,14 +408,19 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
         const char *bad = gf__parse_cls(text, (size_t)m->size, &c->label);
         if (bad && !c->bad)
             c->bad = bad, c->bad_label = 1;
-    } else if (gf__is_image_suffix(ext, ext_len)) {
-        if (c->has_img) {
+    } else if (f >= 0 && kind == GF_FIELD_IMAGE) {
+        /* An earlier alternative of the field wins ("jpg;png": the jpg),
+         * whatever the archive's order; the same one twice is an error. */
+        if (c->has_img && alt >= c->img_alt) {
+            if (alt > c->img_alt)
+                return list_member(c, m, ext, ext_len) < 0 ? GF_ENOMEM : 0;
             c->ds->skipped_members++;
             ds_warn(c->ds, "%s: offset %llu: member '%.80s' skipped: a second image of its key",
                     c->path, (unsigned long long)m->header_offset, m->name);
             return 0;
         }
         c->has_img = 1;
+        c->img_alt = alt;
         if (list_member(c, m, ext, ext_len) < 0)
             return GF_ENOMEM;
         if (m->size > UINT32_MAX && !c->bad)
@@ -341,6 +430,31 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
         if (keep_name(&c->img, &c->img_cap, name, m->name_len) < 0)
             return GF_ENOMEM;
         c->img_len = m->name_len;
+    } else if (f >= 0) { /* text or bytes */
+        int k = 0;
+        while (c->ds->var_field[k] != f)
+            k++;
+        if (c->var[k].has && alt >= c->var[k].alt) {
+            if (alt > c->var[k].alt)
+                return list_member(c, m, ext, ext_len) < 0 ? GF_ENOMEM : 0;
+            c->ds->skipped_members++;
+            ds_warn(c->ds, "%s: offset %llu: member '%.80s' skipped: a second .%.*s of its key",
+                    c->path, (unsigned long long)m->header_offset, m->name, (int)ext_len, ext);
+            return 0;
+        }
+        if (list_member(c, m, ext, ext_len) < 0)
+            return GF_ENOMEM;
+        c->var[k].has = 1;
+        c->var[k].alt = alt;
+        c->var[k].off = m->offset;
+        c->var[k].size = m->size;
+        snprintf(c->var[k].ext, sizeof c->var[k].ext, "%.*s", (int)ext_len, ext);
+        if (m->size > GF_FIELD_BYTES_MAX && !c->bad) {
+            snprintf(c->missing, sizeof c->missing, "over %u bytes (GF_FIELD_BYTES_MAX)",
+                     GF_FIELD_BYTES_MAX);
+            c->bad = c->missing, c->bad_label = 1;
+            snprintf(c->bad_ext, sizeof c->bad_ext, "%.*s", (int)ext_len, ext);
+        }
     } else if (list_member(c, m, ext, ext_len) < 0) {
         return GF_ENOMEM;
     }
@@ -400,7 +514,8 @@ int gf__dataset_damage(const gf__dataset *ds, gf_sample_error *out, int max)
 }
 
 int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged,
-                            int bad_label_fails, char *why, size_t why_len)
+                            int bad_label_fails, const gf__schema *schema, char *why,
+                            size_t why_len)
 {
     gf__names paths = {0};
     int rc = gf__shards_expand(src, &paths, why, why_len);
@@ -437,9 +552,16 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged,
         return GF_ENOMEM;
     ds->bytes += ds->n_shards * sizeof *ds->shard_ids;
 
-    gf__builder b = {.ranged = 1};
+    if (schema)
+        ds->schema = *schema;
+    else
+        (void)gf__schema_parse(NULL, &ds->schema, NULL, 0); /* the default: no error */
+    for (int f = 0; f < ds->schema.n; f++)
+        if (ds->schema.field[f].kind == GF_FIELD_TEXT || ds->schema.field[f].kind == GF_FIELD_BYTES)
+            ds->var_field[ds->n_var++] = f;
+    gf__builder b = {.ranged = 1, .n_var = ds->n_var};
     shard_scan c = {.ds = ds, .b = &b, .max_label = -1, .why = why, .why_len = why_len,
-                    .bad_label_fails = bad_label_fails};
+                    .bad_label_fails = bad_label_fails, .schema = &ds->schema};
     for (uint32_t k = 0; k < ds->n_shards && rc == 0; k++) {
         const char *path = sp[k];
         if (gf__shard_gzip_suffix(path, strlen(path))) {
@@ -566,8 +688,10 @@ int gf__shard_index_fd(int fd, uint64_t size, const char *shard, char **text, si
 {
     gf__dataset *ds = calloc(1, sizeof *ds); /* the scan's counters and warning */
     sidecar_out o = {.fd = fd};
+    gf__schema classic; /* a sidecar's samples are an image and its label */
+    (void)gf__schema_parse(NULL, &classic, NULL, 0);
     shard_scan c = {.ds = ds, .max_label = -1, .why = why, .why_len = why_len, .out = &o,
-                    .path = shard};
+                    .path = shard, .schema = &classic};
     int rc = ds ? 0 : GF_ENOMEM;
     if (rc == 0)
         rc = gf__tar_scan(fd, size, shard, on_member, &c, &ds->warnings, ds->warning,

@@ -41,7 +41,10 @@ int gf_index_open(gf_index **out, const gf_settings *s)
     /* A key whose .cls is no label: as gf_open, an error under fail, else
      * a warning (prepare would otherwise leave it out without a word). */
     o.bad_label_fails = s->on_error == GF_ON_ERROR_FAIL;
-    rc = gf__dataset_open_with(&ix->ds, s->data, &o, ix->msg, sizeof ix->msg);
+    gf__schema schema;
+    rc = gf__schema_of_settings(s, &schema, &o.schema, ix->msg, sizeof ix->msg);
+    if (rc == 0)
+        rc = gf__dataset_open_with(&ix->ds, s->data, &o, ix->msg, sizeof ix->msg);
     for (int i = 0; rc == 0 && s->on_sample_warning && i < ix->ds.n_label_skips; i++) {
         const gf_sample_error *e = &ix->ds.label_skips[i];
         s->on_sample_warning(s->on_sample_warning_user, e->sample, e->path, e->code, e->reason);

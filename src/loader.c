@@ -296,6 +296,12 @@ static int open_loader(gf_loader **out, const gf_settings *s, const sample_array
     char why[sizeof l->msg] = "";
     gf__dataset_opts dopts;
     gf__dataset_default_opts(&dopts);
+    gf__schema schema;
+    if ((rc = gf__schema_of_settings(s, &schema, &dopts.schema, l->msg, sizeof l->msg)) < 0)
+        return rc;
+    if (given && dopts.schema)
+        return gf__fail(l, GF_EINVAL, "fields name the members of tar shards' samples; "
+                                      "gf_open_samples' are image files (leave fields unset)");
     dopts.extensions = s->extensions;
     dopts.folder_walk = s->folder_walk;
     dopts.shard_skip = gf__shard_skip_of(s) ? 2 : 0;

@@ -24,14 +24,17 @@ typedef struct local {
 void gf__read_req_of(gf_loader *l, uint64_t sample, gf__read_req *r)
 {
     gf__dataset_extent(&l->ds, sample, &r->rel, &r->off, &r->len);
-    /* A member's range has its header first: the cap is on the member. */
-    size_t header = l->ds.shard ? GF__TAR_BLOCK : 0, max = l->s.max_file_bytes;
+    /* A member's range has its header first (and a sample's text and
+     * bytes members, with theirs): the cap is on the image member. */
+    size_t header = l->ds.shard ? (size_t)(r->len - l->ds.data_len[sample]) : 0;
+    size_t max = l->s.max_file_bytes;
+    /* A .tga has no magic: nothing to sniff; nor where the image need
+     * not come first. */
+    bool sniff = !gf__name_is_tga(gf__dataset_path(&l->ds, sample)) && l->ds.n_var == 0;
     r->o = (gf__read_opts){
         .max_bytes = max && max <= SIZE_MAX - header ? max + header : max,
         .budget = &l->budget,
-        /* A .tga has no magic: nothing to sniff. */
-        .flags = (gf__name_is_tga(gf__dataset_path(&l->ds, sample)) ? 0 : GF__READ_SNIFF) |
-                 (header ? GF__READ_TAR_HEADER : 0),
+        .flags = (sniff ? GF__READ_SNIFF : 0) | (header ? GF__READ_TAR_HEADER : 0),
         .expect = gf__dataset_file_id(&l->ds, sample),
         .seen = gf__dataset_file_seen(&l->ds, sample)};
 }

@@ -5,6 +5,7 @@
  * (gf__ring_grow), all freed on gf_close's; the slots' states are in
  * ring.h. */
 #include "loader_impl.h"
+#include "sample_fields.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ static void free_slot(gf_loader *l, gf__slot *sl)
     free(sl->out_indices);
     free(sl->cells);
     free(sl->errs);
+    gf__fields_free(sl);
     memset(sl, 0, sizeof *sl);
 }
 
@@ -60,7 +62,7 @@ static int alloc_slot(gf_loader *l, int i, char *why, size_t why_len)
         sl->out_indices = calloc(B, sizeof *sl->out_indices);
     }
     if (!sl->labels || !sl->indices || !sl->cells ||
-        (l->dev && (!sl->out_labels || !sl->out_indices))) {
+        (l->dev && (!sl->out_labels || !sl->out_indices)) || gf__fields_alloc(l, sl) < 0) {
         gf__why(why, why_len, "out of memory allocating a batch slot's arrays");
         goto fail;
     }
@@ -71,6 +73,8 @@ static int alloc_slot(gf_loader *l, int i, char *why, size_t why_len)
     b->dtype = l->cv.dtype;
     b->layout = l->cv.layout;
     b->slot_ = (uint32_t)i;
+    b->n_fields = l->ds.schema.n;
+    b->fields = l->dev ? sl->out_fields : sl->fields;
     if (l->dev) {
         b->device = GF_DEVICE_CUDA;
         b->data = gf__device_out(l->dev, i);

@@ -22,6 +22,7 @@
 #define GF_RING_H
 
 #include "common.h"
+#include "fields.h" /* GF__FIELDS_MAX */
 
 #include <assert.h>
 #include <stdbool.h>
@@ -85,6 +86,19 @@ typedef struct gf__slot {
     void *out;           /* CPU: the converted batch, or NULL (data = pixels) */
     int32_t *out_labels; /* CUDA: the delivered batch's own copies, since */
     int64_t *out_indices; /* the host slot is refilled while it is held */
+    /* Text and bytes fields (sample_fields.h), l->ds.n_var of them: per
+     * field B regions and each one's length; cell c's are region home[c];
+     * the delivered batch's offsets and lengths; on CUDA their copies. */
+    uint8_t *var_bytes[GF__FIELDS_MAX];
+    uint32_t *var_len[GF__FIELDS_MAX];
+    uint64_t *var_offsets[GF__FIELDS_MAX];
+    uint32_t *var_lengths[GF__FIELDS_MAX];
+    int32_t *home;
+    gf_field *fields;    /* the batch's table, and on CUDA the delivered one */
+    uint8_t *out_var_bytes[GF__FIELDS_MAX];
+    uint64_t *out_var_offsets[GF__FIELDS_MAX];
+    uint32_t *out_var_lengths[GF__FIELDS_MAX];
+    gf_field *out_fields;
     int pinned;
     gf__cell *cells;
     int n_cells;         /* cells in use: B, or fewer at the end of an epoch */

@@ -35,8 +35,11 @@ int gf__dataset_read_sample(const gf__dataset *ds, uint64_t index, size_t max_by
     uint64_t off, length;
     gf__dataset_extent(ds, index, &rel, &off, &length);
     gf__buf b = {.exact = true};
-    if (ds->shard && max_bytes && max_bytes <= SIZE_MAX - GF__TAR_BLOCK)
-        max_bytes += GF__TAR_BLOCK; /* the cap is on the member, not its header */
+    /* The cap is on the member, not its header (nor a sample's other
+     * fields, read with it). */
+    size_t around = ds->shard ? (size_t)(length - ds->data_len[index]) : 0;
+    if (ds->shard && max_bytes && max_bytes <= SIZE_MAX - around)
+        max_bytes += around;
     char reason[192] = "";
     int rc;
 #if GF_HAVE_REMOTE
@@ -59,8 +62,9 @@ int gf__dataset_read_sample(const gf__dataset *ds, uint64_t index, size_t max_by
             gf__why(why, why_len, "%s: %s", gf__dataset_path(ds, index), reason);
             return rc;
         }
-        b.len -= GF__TAR_BLOCK;
-        memmove(b.data, b.data + GF__TAR_BLOCK, b.len);
+        size_t img = gf__dataset_image_at(ds, index);
+        b.len = ds->data_len[index];
+        memmove(b.data, b.data + img, b.len);
     }
     if (b.cap > b.len) { /* the remote reader's buffer, or an empty file */
         uint8_t *p = realloc(b.data, b.len ? b.len : 1);

@@ -48,6 +48,7 @@ static const char *const channel_values[] = {"1", "3", "4", NULL};
     {#f, GF_SETTING_CHOICE, AT_(f), def, 0, 0, 0, 0, 0, NULL, names, aliases, help}
 #define FLAG_(f, def, help) {#f, GF_SETTING_FLAG, AT_(f), def, 0, 1, 0, 0, 0, NULL, NULL, NULL, help}
 #define PATH_(f, none, help) {#f, GF_SETTING_PATH, AT_(f), NULL, 0, 0, 0, 0, 0, none, NULL, NULL, help}
+#define TEXT_(f, none, help) {#f, GF_SETTING_TEXT, AT_(f), NULL, 0, 0, 0, 0, 0, none, NULL, NULL, help}
 #define PICK_ GF_SETTING_ZERO_PICKS
 #define ABOVE_ GF_SETTING_MIN_EXCLUSIVE
 
@@ -144,6 +145,9 @@ static const gf_setting_info rows[] = {
          "remote shards: cap on the bytes of the cache (--cache-dir)"),
     INT_(remote_deadline_s, "0", 1, 604800, PICK_, "20 x remote_stall_s x (remote_retries + 1)",
          "remote shards: seconds one request, all its retries and resumes together, may take"),
+    TEXT_(fields, "an image and its .cls",
+          "tar shards: the sample's members by extension, in the batch's order, e.g. "
+          "jpg;png,cls,txt (';' alternatives; ':KIND' image, label, text, bytes)"),
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
 
@@ -289,6 +293,7 @@ int gf__setting_check(const gf_setting_info *r, const gf_settings *s, char *why,
         return GF_EINVAL;
     }
     case GF_SETTING_PATH: /* any path, NULL too; what it names is checked where it is used */
+    case GF_SETTING_TEXT: /* any text; gf_open parses it */
         return 0;
     default: { /* GF_SETTING_FLAG */
         int v = *(const int *)cfield(r, s);
@@ -427,6 +432,7 @@ static int parse_into(const gf_setting_info *r, gf_settings *s, const char *valu
     case GF_SETTING_CHOICE:
         return parse_choice(r, value, field(r, s), why, why_len);
     case GF_SETTING_PATH: /* the caller's text itself */
+    case GF_SETTING_TEXT:
         *(const char **)field(r, s) = value;
         return 0;
     default: /* GF_SETTING_FLAG */
@@ -501,7 +507,8 @@ int gf_settings_get(const gf_settings *s, const char *name, char *buf, size_t le
                                                : snprintf(buf, len, "%d", v);
         break;
     }
-    case GF_SETTING_PATH: {
+    case GF_SETTING_PATH:
+    case GF_SETTING_TEXT: {
         const char *path = *(const char *const *)at;
         n = snprintf(buf, len, "%s", path ? path : "");
         break;

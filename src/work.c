@@ -8,6 +8,7 @@
 #include "work.h"
 
 #include "cell_reader.h"
+#include "sample_fields.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -49,16 +50,20 @@ static double run_decode(gf_loader *l, gf__worker *w, const gf__job *j, gf__done
     }
     /* A shard member's bytes come after its header: checked against the
      * index first, so an index pointing elsewhere is never decoded. */
-    size_t header = l->ds.shard ? GF__TAR_BLOCK : 0;
-    if (!err && header)
-        err = gf__dataset_member_check(&l->ds, (uint64_t)j->decode.sample, in->data, in->len,
-                                       why, sizeof why);
+    const uint64_t sample = (uint64_t)j->decode.sample;
+    if (!err && l->ds.shard)
+        err = gf__dataset_member_check(&l->ds, sample, in->data, in->len, why, sizeof why);
     if (!err) {
+        size_t img = gf__dataset_image_at(&l->ds, sample);
+        size_t n = l->ds.shard ? l->ds.data_len[sample] : in->len;
         gf__range_push("gf decode");
-        err = gf__decode(w->dec, in->data + header, in->len - header, &l->tf, j->decode.key,
-                         j->decode.dst, &used, why, sizeof why);
+        err = gf__decode(w->dec, in->data + img, n, &l->tf, j->decode.key, j->decode.dst, &used,
+                         why, sizeof why);
         gf__range_pop();
     }
+    if (!err && l->ds.n_var)
+        err = gf__fields_take(l, &l->slots[j->slot], j->decode.cell, sample, in->data, why,
+                              sizeof why);
     /* A warning (LENIENT) is as rare as an error, so its reason travels
      * the same way. */
     int warn_code = 0;

@@ -126,6 +126,12 @@ done
 [ "$(ls "$sh" | wc -l)" -eq 3 ] || fail "make-dataset --shards wrote more than the shards: $(ls "$sh")"
 "$g" make-dataset "$sh" --shards 3 --classes 3 --per-class 6 --size 96x72 2>/dev/null &&
     fail "make-dataset --shards must refuse a non-empty directory"
+# --fields comes from the settings table: a field the keys lack leaves no sample, named
+out=$("$g" verify --data "$sh/train-{000000..000002}.tar" --fields 'jpg,cls,txt' 2>&1) &&
+    fail "verify --fields txt of shards without captions must fail"
+echo "$out" | grep -q "no samples in 3 shard(s) .*no .txt member" || fail "verify --fields: $out"
+"$g" verify --data "$sh/train-{000000..000002}.tar" --fields 'jpg;png,cls' >/dev/null ||
+    fail "verify --fields 'jpg;png,cls'"
 if command -v tar >/dev/null 2>&1; then
     n=$(for k in 0 1 2; do tar -tf "$sh/train-00000$k.tar"; done | grep -c '^class_0[0-2]_img_0000[0-5]\.\(jpg\|cls\)$')
     [ "$n" -eq 36 ] || fail "tar lists $n of the 36 members"

@@ -50,7 +50,8 @@ AT(gf_settings, remote_buffer_bytes, 304);
 AT(gf_settings, cache_dir, 312);
 AT(gf_settings, cache_bytes, 320);
 AT(gf_settings, remote_deadline_s, 328);
-AT(gf_settings, reserved, 332);
+AT(gf_settings, fields, 336); /* after 4 bytes of padding */
+AT(gf_settings, reserved, 344);
 
 SIZE(gf_sample_error, 432);
 AT(gf_sample_error, code, 8);
@@ -113,6 +114,8 @@ AT(gf_batch, count, 56);
 AT(gf_batch, channels, 68);
 AT(gf_batch, epoch, 72);
 AT(gf_batch, position, 80);
+AT(gf_batch, n_fields, 92);
+AT(gf_batch, fields, 96);
 #endif
 
 /* Fixed, whatever the number of kinds. */

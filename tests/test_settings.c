@@ -31,7 +31,8 @@ START_TEST(defaults_are_the_tables_and_round_trip)
     for (int i = 0; i < gf_setting_count(); i++) {
         const gf_setting_info *r = gf_setting_at(i);
         ck_assert_ptr_eq(gf_setting_find(r->name), r);
-        if (r->type == GF_SETTING_PATH) { /* NULL by default, what zero says it means */
+        if (r->type == GF_SETTING_PATH || r->type == GF_SETTING_TEXT) { /* NULL by default,
+                                                                     what zero says */
             ck_assert_ptr_null(r->default_text);
             ck_assert_ptr_nonnull(r->zero);
             ck_assert_ptr_null(*(const char *const *)((const char *)&d + r->offset));
@@ -143,7 +144,8 @@ START_TEST(each_rows_bounds_and_spellings)
             ck_assert_int_eq(*(int *)((char *)&s + r->offset), 0);
             ck_assert_int_eq(set(&s, r->name, "2", why), GF_EINVAL);
             break;
-        case GF_SETTING_PATH: { /* any text, "" too, kept as given; nothing refused */
+        case GF_SETTING_PATH: /* any text, "" too, kept as given; nothing refused */
+        case GF_SETTING_TEXT: {
             static const char *const paths[] = {"/no/such/dir", "", "rel ative", "no such value"};
             for (int k = 0; k < 4; k++) {
                 char got[64];

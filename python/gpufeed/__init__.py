@@ -81,6 +81,12 @@ def _text(name, v):
         return "1" if v else "0"
     if kind == "path":  # str, bytes or os.PathLike, as the file system takes it
         return os.fsdecode(v)
+    if kind == "text":  # fields=("jpg;png", "cls", "txt"): a sequence, or the C text
+        if isinstance(v, (tuple, list)) and all(isinstance(x, str) for x in v):
+            return ",".join(v)
+        if not isinstance(v, str):
+            raise TypeError(f"{name}: a str or a sequence of str, not {type(v).__name__}")
+        return v
     if not isinstance(v, str):
         raise TypeError(f"{name}: a string, one of {', '.join(row['choices'] + row['aliases'])}")
     return v
@@ -157,7 +163,7 @@ def _settings(kw):
     out = {}
     for name, v in kw.items():
         if v is None and (name in ("mean", "std", "rank", "world") or
-                          name in _TABLE and _TABLE[name]["type"] == "path"):
+                          name in _TABLE and _TABLE[name]["type"] in ("path", "text")):
             continue  # not given (a path's None: the library's own, row["zero"])
         if name == "image_size":
             if isinstance(v, int) and not isinstance(v, bool):

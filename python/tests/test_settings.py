@@ -40,6 +40,9 @@ def samples(row):
     if kind == "path":  # any text, "" too; str, bytes or os.PathLike in Python
         return [("/no/such/dir", pathlib.Path("/no/such/dir"), True), ("", "", True),
                 ("rel ative", b"rel ative", True)]
+    if kind == "text":  # any text, "" too (gf_open parses it); a str or a sequence of str
+        return [("jpg,cls,txt", ("jpg", "cls", "txt"), True), ("", "", True),
+                ("no spec", "no spec", True)]
     if kind in ("int", "u64"):
         if row["choices"]:  # the only values allowed (channels)
             return [(c, int(c), True) for c in row["choices"]] + [("2", 2, False)]
@@ -74,7 +77,7 @@ def test_the_table_is_every_keyword_and_option():
     for row in TABLE:
         default = _gpufeed.get_setting(row["name"], {})
         assert values[row["name"]] == default, row["name"]
-        if row["type"] == "path":  # NULL by default: no text, None; zero says what it means
+        if row["type"] in ("path", "text"):  # NULL by default: no text, None; zero says what
             assert row["default"] is None and default == "" and row["zero"], row
         else:
             assert _gpufeed.get_setting(row["name"], {row["name"]: row["default"]}) == default
@@ -113,7 +116,7 @@ def test_each_face_accepts_and_refuses_the_same(row):
 def test_types_are_checked_by_the_tables_type():
     for row in TABLE:
         bad = {"choice": 1, "flag": "yes", "int": "8", "u64": 2.5, "float": "x",
-               "float4": "x", "path": 5}[row["type"]]
+               "float4": "x", "path": 5, "text": 5}[row["type"]]
         # a path's is os.fsdecode's own TypeError, as it has always been
         says = "os.PathLike" if row["type"] == "path" else row["name"]
         with pytest.raises(TypeError, match=says):

@@ -251,7 +251,8 @@ static void generic_arg(const gf_setting_info *r, char *out, size_t len)
                                        [GF_SETTING_FLOAT] = " X",
                                        [GF_SETTING_FLOAT4] = " X[,X,X,X]",
                                        [GF_SETTING_FLAG] = "[=0|1]",
-                                       [GF_SETTING_PATH] = " PATH"};
+                                       [GF_SETTING_PATH] = " PATH",
+                                       [GF_SETTING_TEXT] = " TEXT"};
     if (r->type != GF_SETTING_CHOICE) {
         snprintf(out, len, "%s", kind[r->type]);
         return;
@@ -281,7 +282,7 @@ void cli_loader_help(FILE *f, unsigned which, unsigned sweep, int col,
             continue;
         generic_arg(r, arg, sizeof arg);
         snprintf(head, sizeof head, "--%s%s", option_name(r->name, opt, sizeof opt), arg);
-        if (r->type == GF_SETTING_PATH)
+        if (r->type == GF_SETTING_PATH || r->type == GF_SETTING_TEXT)
             snprintf(help, sizeof help, "%s\n(default: %s)", r->help, r->zero);
         else if (r->flags & GF_SETTING_ZERO_PICKS)
             snprintf(help, sizeof help, "%s\n(default %s; 0: %s)", r->help, r->default_text,

@@ -49,8 +49,9 @@ static void accepts(const gf_setting_info *r, char *out, size_t len)
             snprintf(out + used, len - used, ")");
     } else if (r->type == GF_SETTING_FLAG) {
         snprintf(out, len, "0|1");
-    } else if (r->type == GF_SETTING_PATH) {
-        snprintf(out, len, "a path; none: %s", r->zero);
+    } else if (r->type == GF_SETTING_PATH || r->type == GF_SETTING_TEXT) {
+        snprintf(out, len, "%s; none: %s", r->type == GF_SETTING_PATH ? "a path" : "text",
+                 r->zero);
         return;
     } else if (r->type == GF_SETTING_INT || r->type == GF_SETTING_U64) {
         snprintf(out, len, "%lld..%llu", (long long)r->min_int, (unsigned long long)r->max_int);

@@ -61,6 +61,12 @@ static void draw(const gf_setting_info *w, uint8_t b, gf_settings *s)
         *(const char **)at = paths[b % 16 < 4 ? b % 16 : 0];
         break;
     }
+    case GF_SETTING_TEXT: { /* fields: mostly unset, else good and bad specs */
+        static const char *const texts[] = {NULL, "", "jpg,cls,txt", "jpg;png,cls,json:bytes",
+                                            "jpg,,cls", "txt", "jpg:nothing", "x.npy"};
+        *(const char **)at = texts[b % 16 < 8 ? b % 16 : 0];
+        break;
+    }
     default: { /* FLOAT, FLOAT4 */
         const float edge[] = {0.0f, -0.0f, 1.0f, -1.0f, NAN, INFINITY, -INFINITY, 1e-30f, 1e30f,
                               1e-3f, 0.999f, 2.0f, (float)w->min_float, (float)w->max_float};
@@ -117,7 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* the same value as text: the setter takes it iff gf_open's row check does */
         char *text = texts[i], why[320];
         FUZZ_CHECK(gf_settings_get(&drawn, w->name, text, sizeof texts[i]) >
-                   (w->type == GF_SETTING_PATH ? -1 : 0)); /* a path may be "" */
+                   (w->type == GF_SETTING_PATH || w->type == GF_SETTING_TEXT ? -1 : 0)); /* "" */
         gf_settings t = s;
         int rc = gf_settings_set(&t, w->name, text, why, sizeof why);
         FUZZ_CHECK(rc == 0 || (rc == GF_EINVAL && strncmp(why, w->name, strlen(w->name)) == 0));
