@@ -15,6 +15,12 @@
 #include <unistd.h>
 
 #define GF__MIN(a, b) ((a) < (b) ? (a) : (b))
+
+/* White space within a line (a line's end is the caller's to take). */
+static inline int gf__is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
 #define GF__MAX(a, b) ((a) > (b) ? (a) : (b))
 
 #if defined(__GNUC__)

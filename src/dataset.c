@@ -80,12 +80,12 @@ int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset
         gf__why(why, why_len, "no data set given");
         return GF_EDATASET;
     }
-    if (opts->schema && gf__data_is_remote(source)) {
-        gf__why(why, why_len, "fields: remote shards are read as an image and its .cls for "
-                              "now; give local shards, or leave fields unset");
-        return GF_EINVAL;
-    }
     if (gf__data_is_remote(source)) {
+        if (opts->schema) {
+            gf__why(why, why_len, "fields: remote shards are read as an image and its .cls "
+                                  "for now; give local shards, or leave fields unset");
+            return GF_EINVAL;
+        }
 #if GF_HAVE_REMOTE
         int rc = gf__dataset_open_remote(ds, source, opts->ca_file, opts->remote_settings, why,
                                          why_len);

@@ -147,12 +147,10 @@ static inline void gf__dataset_extent(const gf__dataset *ds, uint64_t i, const c
 /* Where sample i's image data starts in the bytes of its extent. */
 static inline size_t gf__dataset_image_at(const gf__dataset *ds, uint64_t i)
 {
-    if (!ds->shard)
-        return 0;
-    uint64_t a = ds->data_off[i] - GF__TAR_BLOCK;
-    for (int k = 0; k < ds->n_var; k++)
-        a = GF__MIN(a, ds->var_off[k][i] - GF__TAR_BLOCK);
-    return (size_t)(ds->data_off[i] - a);
+    const char *rel;
+    uint64_t off, len;
+    gf__dataset_extent(ds, i, &rel, &off, &len);
+    return ds->shard ? (size_t)(ds->data_off[i] - off) : 0;
 }
 
 /* How a data set is indexed (gf__dataset_open: the defaults). */
@@ -240,9 +238,5 @@ void gf__names_free(gf__names *s);
 int gf__keep_fd(int fd);
 
 
-static inline int gf__is_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-}
 
 #endif

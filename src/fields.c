@@ -57,11 +57,6 @@ static const struct {
     [6] = {"boxes", {NULL}, 0}, /* only when named */
 };
 
-const char *gf__field_kind_name(gf_field_kind k)
-{
-    return (unsigned)k < N_KINDS ? kinds[k].name : "?";
-}
-
 static int implied_kind(const char *ext)
 {
     const char *last = strrchr(ext, '.');
@@ -75,17 +70,12 @@ static int implied_kind(const char *ext)
     return GF_FIELD_BYTES;
 }
 
-static int is_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
-}
-
 /* s[0, n) without the spaces around it. */
 static void trim(const char **s, size_t *n)
 {
-    while (*n && is_space(**s))
+    while (*n && (gf__is_space(**s) || **s == '\n'))
         (*s)++, (*n)--;
-    while (*n && is_space((*s)[*n - 1]))
+    while (*n && (gf__is_space((*s)[*n - 1]) || (*s)[*n - 1] == '\n'))
         (*n)--;
 }
 
@@ -233,11 +223,12 @@ int gf__schema_of_settings(const gf_settings *settings, gf__schema *s, const gf_
                            char *why, size_t why_len)
 {
     *use = NULL;
-    const char *spec = settings->fields;
-    while (spec && is_space(*spec))
-        spec++;
-    if (!spec || !*spec)
+    const char *spec = settings->fields ? settings->fields : "";
+    size_t len = strlen(spec);
+    trim(&spec, &len);
+    if (len == 0) /* unset: the default, as gf__schema_parse gives it */
         return 0;
+    spec = settings->fields;
     char fwhy[224] = "";
     if (gf__schema_parse(spec, s, fwhy, sizeof fwhy) < 0) {
         gf__why(why, why_len, "fields: %s", fwhy);
@@ -272,11 +263,6 @@ int gf__schema_match(const gf__schema *s, const char *ext, size_t len, int *alt)
             }
     }
     return -1;
-}
-
-int gf__schema_is_classic(const gf__schema *s)
-{
-    return s->n == 2 && s->image >= 0 && s->label >= 0;
 }
 
 size_t gf__schema_format(const gf__schema *s, char *out, size_t out_len)

@@ -37,9 +37,6 @@ typedef struct gf__schema {
     int label; /* the label field; -1: none */
 } gf__schema;
 
-/* The kind's name ("image", "label", "text", ...). */
-const char *gf__field_kind_name(gf_field_kind k);
-
 /* spec: fields separated by ',', each "EXT[;EXT...][:KIND]"; spaces
  * around the parts are ignored. Without KIND an extension implies it by
  * its last dot-separated part (fields.c's kinds[]; anything else is
@@ -64,11 +61,6 @@ int gf__schema_of_settings(const gf_settings *settings, gf__schema *s, const gf_
  * without case, as the indexers compare extensions), and in *alt which
  * of its alternatives; -1 if none. */
 int gf__schema_match(const gf__schema *s, const char *ext, size_t len, int *alt);
-
-/* 1 if s is the default schema's shape: one image field and one label
- * field, nothing else (the index, the batch and the sidecar as before
- * schemas). */
-int gf__schema_is_classic(const gf__schema *s);
 
 /* spec written back as fields "jpg;png:image,cls:label" into out (at
  * least 1 byte); returns the length it needed, as snprintf. */

@@ -34,7 +34,7 @@ START_TEST(kinds_follow_the_extension_or_the_name)
     ck_assert_int_eq(s.n, 2);
     ck_assert_int_eq(s.field[0].kind, GF_FIELD_IMAGE);
     ck_assert_int_eq(s.field[1].kind, GF_FIELD_LABEL);
-    ck_assert(gf__schema_is_classic(&s));
+    ck_assert(s.image == 0 && s.label == 1);
     int alt;
     ck_assert_int_eq(gf__schema_match(&s, "JPEG", 4, &alt), 0); /* any image, any case */
     ck_assert_int_eq(gf__schema_match(&s, "cls", 3, &alt), 1);
@@ -51,7 +51,6 @@ START_TEST(kinds_follow_the_extension_or_the_name)
     ck_assert_str_eq(s.name[4], "seg.png");
     ck_assert_int_eq(s.image, 0);
     ck_assert_int_eq(s.label, 1);
-    ck_assert(!gf__schema_is_classic(&s));
     ck_assert_int_eq(gf__schema_match(&s, "png", 3, &alt), 0);
     ck_assert_int_eq(alt, 1);
     ck_assert_int_eq(gf__schema_match(&s, "Seg.PNG", 7, &alt), 4);
