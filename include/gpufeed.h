@@ -242,6 +242,10 @@ typedef enum gf_dtype {
     GF_DTYPE_FLOAT32 = 1,
     GF_DTYPE_FLOAT16 = 2,  /* IEEE binary16, round to nearest even */
     GF_DTYPE_BFLOAT16 = 3, /* round to nearest even */
+    /* A field's elements only (gf_field.dtype); never the batch's. */
+    GF_DTYPE_INT32 = 4,
+    GF_DTYPE_INT64 = 5,
+    GF_DTYPE_FLOAT64 = 6,
 } gf_dtype;
 
 typedef enum gf_layout {
@@ -523,10 +527,17 @@ typedef enum gf_field_kind {
     GF_FIELD_LABEL, /* the batch's labels */
     GF_FIELD_TEXT,  /* UTF-8 bytes, not NUL-terminated */
     GF_FIELD_BYTES, /* a member's bytes as stored */
+    GF_FIELD_ARRAY, /* a .npy: one dtype and shape across the data set */
+    GF_FIELD_MASK,  /* a PNG of class ids, cropped and flipped with the image */
+    GF_FIELD_BOXES, /* a .npy (N, 4|5) of x1 y1 x2 y2 [class], moved with the image */
 } gf_field_kind;
 
-/* The most bytes a text or bytes member may have. */
+/* The most bytes a text, bytes or boxes member may have. */
 #define GF_FIELD_BYTES_MAX 65536u
+/* The most bytes an array member may have. */
+#define GF_FIELD_ARRAY_BYTES_MAX (64u << 20)
+/* A field's dimensions, the batch's included. */
+#define GF_FIELD_DIMS_MAX 6
 
 /* One field of a delivered batch, in settings.fields' order. */
 typedef struct gf_field {
@@ -539,6 +550,14 @@ typedef struct gf_field {
     const uint8_t *data;
     const uint64_t *offsets;
     const uint32_t *lengths;
+    /* ARRAY, MASK: data is one tensor of dtype and shape[0, ndim), shape[0]
+     * the batch's count, C order; on CUDA in device memory, ready with the
+     * batch. BOXES: sample i's boxes are lengths[i] bytes of float32 rows
+     * of shape[1] (4 or 5) at data + offsets[i], in host memory; ndim 2,
+     * shape[0] 0. TEXT, BYTES: dtype UINT8, ndim 1, shape[0] count. */
+    gf_dtype dtype;
+    int ndim;
+    int64_t shape[GF_FIELD_DIMS_MAX];
 } gf_field;
 
 typedef struct gf_batch {

@@ -52,9 +52,9 @@ static const struct {
     [GF_FIELD_LABEL] = {"label", {"cls"}, 1},
     [GF_FIELD_TEXT] = {"text", {"txt", "text"}, 1},
     [GF_FIELD_BYTES] = {"bytes", {NULL}, 1}, /* what no row implies */
-    [4] = {"array", {"npy"}, 0},
-    [5] = {"mask", {NULL}, 0},  /* only when named */
-    [6] = {"boxes", {NULL}, 0}, /* only when named */
+    [GF_FIELD_ARRAY] = {"array", {"npy"}, 0},
+    [GF_FIELD_MASK] = {"mask", {NULL}, 0},  /* only when named */
+    [GF_FIELD_BOXES] = {"boxes", {NULL}, 0}, /* only when named */
 };
 
 static int implied_kind(const char *ext)
