@@ -551,8 +551,8 @@ typedef struct gf_field {
     const uint64_t *offsets;
     const uint32_t *lengths;
     /* ARRAY, MASK: data is one tensor of dtype and shape[0, ndim), shape[0]
-     * the batch's count, C order; on CUDA in device memory, ready with the
-     * batch. BOXES: sample i's boxes are lengths[i] bytes of float32 rows
+     * the batch's count, C order, in host memory (on CUDA too, for now),
+     * valid until release. BOXES: sample i's boxes are lengths[i] bytes of float32 rows
      * of shape[1] (4 or 5) at data + offsets[i], in host memory; ndim 2,
      * shape[0] 0. TEXT, BYTES: dtype UINT8, ndim 1, shape[0] count. */
     gf_dtype dtype;

@@ -61,10 +61,14 @@ size_t gf_dtype_size(gf_dtype dtype)
     case GF_DTYPE_UINT8:
         return 1;
     case GF_DTYPE_FLOAT32:
+    case GF_DTYPE_INT32:
         return 4;
     case GF_DTYPE_FLOAT16:
     case GF_DTYPE_BFLOAT16:
         return 2;
+    case GF_DTYPE_INT64:
+    case GF_DTYPE_FLOAT64:
+        return 8;
     }
     return 0;
 }
@@ -516,6 +520,8 @@ CV_INLINE void convert_range(const gf__convert *cv, const uint8_t *in, void *out
             break;
         case GF_DTYPE_BFLOAT16:
             sample_bf16(cv, scl, shf, src, dst, flip, vec);
+            break;
+        default: /* a field's element types, never the batch's */
             break;
         }
     }

@@ -60,7 +60,7 @@ typedef struct gf__dataset {
     uint64_t *data_off;  /* n: the image member's data offset */
     uint32_t *data_len;  /* n: its size (members over 4 GiB are skipped) */
     int64_t *data_crc;   /* n: its sidecar's member_crc32c=, -1 without one */
-    /* The schema's text and bytes fields (local tar shards; fields.h):
+    /* The schema's fields beyond image and label (local tar shards; fields.h):
      * n_var of them, var_field[k] the schema's index of the k-th; per
      * sample its member's data offset and size (the member's extension,
      * as spelled, follows the sample's path in the arena, NUL after NUL);
@@ -198,7 +198,7 @@ typedef struct gf__builder {
     uint64_t *doff;
     uint32_t *dlen;
     int64_t *dcrc;     /* the member's CRC32C (a sidecar's), -1 if none */
-    int n_var;         /* tar shards: text and bytes fields, two arrays each */
+    int n_var;         /* tar shards: fields beyond image and label, two arrays each */
     uint64_t *voff[GF__FIELDS_MAX];
     uint32_t *vlen[GF__FIELDS_MAX];
     size_t n, cap;

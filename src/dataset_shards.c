@@ -65,7 +65,7 @@ typedef struct shard_scan {
     int has_img, has_cls;
     const gf__schema *schema; /* the sample's fields */
     int img_alt;           /* which of the image field's alternatives it is */
-    struct {               /* the schema's text and bytes fields (ds->var_field) */
+    struct {               /* the schema's fields beyond image and label (ds->var_field) */
         int has, alt;
         uint64_t off, size;
         char ext[GF__FIELD_EXT_MAX + 1]; /* the member's, as spelled */
@@ -100,11 +100,12 @@ static int key_is_sample(const shard_scan *c)
     for (int k = 0; k < c->ds->n_var; k++)
         if (!c->var[k].has)
             return 0;
-    return !c->bad && c->has_img && (c->has_cls || c->schema->label < 0);
+    return !c->bad && (c->has_img || c->schema->image < 0) &&
+           (c->has_cls || c->schema->label < 0);
 }
 
 /* A sample of shard c->shard: "shard.tar:member" in the arena (then its
- * text and bytes members' extensions), its label and where its image and
+ * field members' extensions), its label and where its image and
  * those members lie (its CRC32C unknown: a matching sidecar's is set
  * later, gf__shard_sidecar_match). */
 static int add_sample(shard_scan *c, const char *name, size_t name_len, int32_t label,
@@ -154,7 +155,7 @@ static int header_check(const char *shard, const uint8_t *h, const char *name, s
     return rc;
 }
 
-/* Sample i's text and bytes members' headers in its extent's bytes p,
+/* Sample i's field members' headers in its extent's bytes p,
  * which start at `start` in the shard; name is its image member's. */
 static int var_headers_check(const gf__dataset *ds, uint64_t i, const uint8_t *p,
                              uint64_t start, const char *shard, const char *name, char *why,
@@ -270,7 +271,7 @@ static int flush_key(shard_scan *c)
         return 0;
     c->open = 0;
     const gf__schema *sc = c->schema;
-    if (!c->bad && !c->has_img)
+    if (!c->bad && !c->has_img && sc->image >= 0)
         c->bad = "no image member";
     if (!c->bad && !c->has_cls && sc->label >= 0) {
         snprintf(c->missing, sizeof c->missing, "no .%s member", sc->field[sc->label].ext[0]);
@@ -304,6 +305,15 @@ static int flush_key(shard_scan *c)
     }
     if (c->out)
         return emit_line(c);
+    if (sc->image < 0) { /* no image: the first field's member stands for the sample */
+        int n = snprintf(NULL, 0, "%.*s.%s", (int)c->key_len, c->key, c->var[0].ext);
+        if (GF__GROW(&c->img, &c->img_cap, (size_t)n + 1, 64) < 0)
+            return GF_ENOMEM;
+        snprintf(c->img, c->img_cap, "%.*s.%s", (int)c->key_len, c->key, c->var[0].ext);
+        c->img_len = (size_t)n;
+        c->img_off = c->var[0].off;
+        c->img_size = c->var[0].size;
+    }
     return add_sample(c, c->img, c->img_len, c->label, c->img_off, c->img_size);
 }
 
@@ -429,7 +439,7 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
         if (keep_name(&c->img, &c->img_cap, name, m->name_len) < 0)
             return GF_ENOMEM;
         c->img_len = m->name_len;
-    } else if (f >= 0) { /* text or bytes */
+    } else if (f >= 0) { /* text, bytes, array, mask, boxes */
         int k = 0;
         while (c->ds->var_field[k] != f)
             k++;
@@ -448,9 +458,11 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
         c->var[k].off = m->offset;
         c->var[k].size = m->size;
         snprintf(c->var[k].ext, sizeof c->var[k].ext, "%.*s", (int)ext_len, ext);
-        if (m->size > GF_FIELD_BYTES_MAX && !c->bad) {
-            snprintf(c->missing, sizeof c->missing, "over %u bytes (GF_FIELD_BYTES_MAX)",
-                     GF_FIELD_BYTES_MAX);
+        int big = kind == GF_FIELD_ARRAY || kind == GF_FIELD_MASK;
+        if (m->size > (big ? GF_FIELD_ARRAY_BYTES_MAX : GF_FIELD_BYTES_MAX) && !c->bad) {
+            snprintf(c->missing, sizeof c->missing, "over %u bytes (%s)",
+                     big ? GF_FIELD_ARRAY_BYTES_MAX : GF_FIELD_BYTES_MAX,
+                     big ? "GF_FIELD_ARRAY_BYTES_MAX" : "GF_FIELD_BYTES_MAX");
             c->bad = c->missing, c->bad_label = 1;
             snprintf(c->bad_ext, sizeof c->bad_ext, "%.*s", (int)ext_len, ext);
         }
@@ -554,7 +566,7 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged,
     if (schema) /* else ds->schema is the default (gf__dataset_open_with) */
         ds->schema = *schema;
     for (int f = 0; f < ds->schema.n; f++)
-        if (ds->schema.field[f].kind == GF_FIELD_TEXT || ds->schema.field[f].kind == GF_FIELD_BYTES)
+        if (ds->schema.field[f].kind != GF_FIELD_IMAGE && ds->schema.field[f].kind != GF_FIELD_LABEL)
             ds->var_field[ds->n_var++] = f;
     gf__builder b = {.ranged = 1, .n_var = ds->n_var};
     shard_scan c = {.ds = ds, .b = &b, .max_label = -1, .why = why, .why_len = why_len,

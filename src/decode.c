@@ -143,6 +143,13 @@ size_t gf__decoder_scratch_bytes(const gf__decoder *d)
     return n;
 }
 
+void gf__decoder_geometry(const gf__decoder *d, int *src_w, int *src_h, gf__crop *crop)
+{
+    *src_w = d->src_w;
+    *src_h = d->src_h;
+    *crop = d->planned;
+}
+
 void gf__decoder_set_cancel(gf__decoder *d, const atomic_int *cancel)
 {
     d->cancel = cancel;

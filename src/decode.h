@@ -13,6 +13,8 @@ size_t gf__decoder_scratch_bytes(const gf__decoder *d);
 /* Seconds spent in the resampler, and in all of gf__decode, since create
  * (for benchmarks: decode cost = total - resample). */
 void gf__decoder_times(const gf__decoder *d, double *total_s, double *resample_s);
+/* The last decoded sample's source size and crop plan, in its pixels. */
+void gf__decoder_geometry(const gf__decoder *d, int *src_w, int *src_h, gf__crop *crop);
 /* The reason (and *code) STRICT would have given the last sample, when it
  * decoded with GF__WARNED; never NULL. */
 const char *gf__decoder_warning(const gf__decoder *d, int *code);

@@ -135,8 +135,11 @@ void gf__fit_size(int W, int H, int max_side, int *w, int *h)
 const gf__transform *gf__plan(gf__decoder *d, const gf__transform *t, int W, int H,
                               uint64_t key, gf__crop *c, uint8_t **dst)
 {
+    d->src_w = W;
+    d->src_h = H;
     if (!t->fit) {
         gf__crop_plan(t, W, H, key, c);
+        d->planned = *c;
         return t;
     }
     /* The whole image onto the whole output, each axis on its own: PIL's
@@ -145,6 +148,7 @@ const gf__transform *gf__plan(gf__decoder *d, const gf__transform *t, int W, int
     d->fitted = *t;
     gf__fit_size(W, H, t->fit_max_side, &d->fitted.out_w, &d->fitted.out_h);
     *c = (gf__crop){0, 0, W, H, 0};
+    d->planned = *c;
     size_t need = (size_t)d->fitted.out_w * (size_t)d->fitted.out_h * (size_t)t->channels;
     if (GF__GROW(&d->fit_out, &d->fit_cap, need, 4096))
         return NULL;

@@ -40,6 +40,13 @@ typedef struct gf__transform {
     int fit_max_side;
 } gf__transform;
 
+/* The source rectangle (float, source pixels) to resample to the output,
+ * and whether to mirror it. */
+typedef struct gf__crop {
+    double x, y, w, h;
+    int flip;
+} gf__crop;
+
 /* Per-thread decoder state: codec handles, scratch, resampler weights.
  * Never shared between threads. */
 typedef struct gf__decoder gf__decoder;
@@ -76,6 +83,10 @@ struct gf__decoder {
     size_t buf_cap, conv_cap;
     double total_s, resample_s;
     int flipped;     /* the last sample's flip decision */
+    /* The last sample's source size and crop plan, in its pixels: what a
+     * mask or boxes member of the same sample is moved by. */
+    int src_w, src_h;
+    gf__crop planned;
     /* LENIENT: the sample decoded although its decoder warned; warn is
      * the reason STRICT would have failed it with. */
     int warned;
@@ -106,13 +117,6 @@ extern const char *const gf__fmt_name[];
 /* Pixel layouts a decoder hands back: 1-4 channels as their count, or
  * Adobe's inverted CMYK. */
 enum { K_GRAY = 1, K_GA = 2, K_RGB = 3, K_RGBA = 4, K_CMYK = 5 };
-
-/* The source rectangle (float, source pixels) to resample to the output,
- * and whether to mirror it. */
-typedef struct gf__crop {
-    double x, y, w, h;
-    int flip;
-} gf__crop;
 
 /* crop.c: the rectangle of transform t for a W x H image; all randomness
  * from key. */

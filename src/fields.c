@@ -40,21 +40,20 @@ int gf__folder_skip_kind(const char *ext, size_t len, gf_extensions which)
 
 /* ---- the kinds ---- */
 
-/* A row a kind: its name, the extensions (the member name's last
- * dot-separated part) that imply it, and whether the loader takes it yet. */
+/* A row a kind: its name and the extensions (the member name's last
+ * dot-separated part) that imply it. */
 enum { N_KINDS = 7 };
 static const struct {
     const char *name;
     const char *implied_by[3];
-    int taken;
 } kinds[N_KINDS] = {
-    [GF_FIELD_IMAGE] = {"image", {NULL}, 1}, /* image_ext's */
-    [GF_FIELD_LABEL] = {"label", {"cls"}, 1},
-    [GF_FIELD_TEXT] = {"text", {"txt", "text"}, 1},
-    [GF_FIELD_BYTES] = {"bytes", {NULL}, 1}, /* what no row implies */
-    [GF_FIELD_ARRAY] = {"array", {"npy"}, 0},
-    [GF_FIELD_MASK] = {"mask", {NULL}, 0},  /* only when named */
-    [GF_FIELD_BOXES] = {"boxes", {NULL}, 0}, /* only when named */
+    [GF_FIELD_IMAGE] = {"image", {NULL}}, /* image_ext's */
+    [GF_FIELD_LABEL] = {"label", {"cls"}},
+    [GF_FIELD_TEXT] = {"text", {"txt", "text"}},
+    [GF_FIELD_BYTES] = {"bytes", {NULL}}, /* what no row implies */
+    [GF_FIELD_ARRAY] = {"array", {"npy"}},
+    [GF_FIELD_MASK] = {"mask", {NULL}},   /* only when named */
+    [GF_FIELD_BOXES] = {"boxes", {NULL}}, /* only when named */
 };
 
 static int implied_kind(const char *ext)
@@ -153,11 +152,6 @@ static int parse_field(const char *p, size_t n, gf__field *f, char *why, size_t 
     }
     if (kind >= 0)
         f->kind = (gf_field_kind)kind;
-    if (!kinds[f->kind].taken) {
-        gf__why(why, why_len, "field '%.*s': kind %s is not read yet (image, label, text, bytes)",
-                (int)n, p, kinds[f->kind].name);
-        return GF_EINVAL;
-    }
     return 0;
 }
 
@@ -234,14 +228,28 @@ int gf__schema_of_settings(const gf_settings *settings, gf__schema *s, const gf_
         gf__why(why, why_len, "fields: %s", fwhy);
         return GF_EINVAL;
     }
-    int images = 0;
-    for (int f = 0; f < s->n; f++)
-        images += s->field[f].kind == GF_FIELD_IMAGE;
-    if (images != 1) {
+    int images = 0, moved = -1, others = 0;
+    for (int f = 0; f < s->n; f++) {
+        gf_field_kind k = s->field[f].kind;
+        images += k == GF_FIELD_IMAGE;
+        if (k == GF_FIELD_MASK || k == GF_FIELD_BOXES)
+            moved = f;
+        others += k != GF_FIELD_IMAGE && k != GF_FIELD_LABEL;
+    }
+    if (images > 1) {
         gf__why(why, why_len,
-                "fields '%s': %s image field; the loader reads exactly one for now (the "
-                "batch's pixels)",
-                spec, images ? "more than one" : "no");
+                "fields '%s': more than one image field; the loader reads one (the batch's "
+                "pixels)",
+                spec);
+        return GF_EINVAL;
+    }
+    if (images == 0 && moved >= 0) {
+        gf__why(why, why_len, "fields '%s': '%s' is a %s, moved with its image, and no field is "
+                "an image", spec, s->name[moved], kinds[s->field[moved].kind].name);
+        return GF_EINVAL;
+    }
+    if (images == 0 && others == 0) {
+        gf__why(why, why_len, "fields '%s': a label alone; name the members to read", spec);
         return GF_EINVAL;
     }
     *use = s;

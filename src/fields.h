@@ -12,6 +12,7 @@
 #include "gpufeed.h" /* gf_field_kind, gf_extensions */
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum {
     GF__FIELDS_MAX = 8,      /* fields in a schema */
@@ -24,6 +25,16 @@ typedef struct gf__field {
     int n_ext;           /* 0: any image extension (the default schema's) */
     gf_field_kind kind;
 } gf__field;
+
+/* How a text, bytes, array, mask or boxes field's samples lie in a batch
+ * slot (sample_fields.c decides it at open): each sample's region, and
+ * the element type and per-sample shape gf_field reports. */
+typedef struct gf__field_layout {
+    size_t region;   /* bytes: the most one sample's member takes */
+    gf_dtype dtype;
+    int ndim;        /* a sample's dimensions (the batch's not counted) */
+    int64_t shape[GF_FIELD_DIMS_MAX - 1];
+} gf__field_layout;
 
 /* A field's name as gf_field gives it: its alternatives joined by ';'
  * ("jpg;png"), "image" for the default's image field. */
@@ -40,9 +51,8 @@ typedef struct gf__schema {
 /* spec: fields separated by ',', each "EXT[;EXT...][:KIND]"; spaces
  * around the parts are ignored. Without KIND an extension implies it by
  * its last dot-separated part (fields.c's kinds[]; anything else is
- * bytes), and a field's alternatives must imply the same kind. The kinds
- * still to come (array, mask, boxes; .npy implies array) are refused by
- * name. NULL or
+ * bytes; .npy implies array, mask and boxes only when named), and a
+ * field's alternatives must imply the same kind. NULL or
  * "" is the default schema: an image of any extension an ImageFolder
  * may hold (the first in the archive), and "cls". Returns 0, or GF_EINVAL with
  * why naming the field and what is wrong (an empty field or extension,
@@ -52,8 +62,9 @@ int gf__schema_parse(const char *spec, gf__schema *s, char *why, size_t why_len)
 
 /* settings.fields as the loader takes it: 0 and *use = NULL when unset
  * (the default: gf__dataset_opts.schema NULL), else *use = s parsed and
- * checked for what the loader reads today (one image field). GF_EINVAL
- * with why = "fields: ...". */
+ * checked for what the loader reads: at most one image field; none (a
+ * latent loader: no decode, no pixels) only without masks or boxes, which
+ * move with it. GF_EINVAL with why = "fields: ...". */
 int gf__schema_of_settings(const gf_settings *settings, gf__schema *s, const gf__schema **use,
                            char *why, size_t why_len);
 

@@ -302,6 +302,10 @@ static int open_loader(gf_loader **out, const gf_settings *s, const sample_array
     if (given && dopts.schema)
         return gf__fail(l, GF_EINVAL, "fields name the members of tar shards' samples; "
                                       "gf_open_samples' are image files (leave fields unset)");
+    if (dopts.schema && dopts.schema->image < 0) { /* no image: nothing to decode or convert */
+        l->cell_bytes = 0;
+        l->convert = false;
+    }
     dopts.extensions = s->extensions;
     dopts.folder_walk = s->folder_walk;
     dopts.shard_skip = gf__shard_skip_of(s) ? 2 : 0;
@@ -347,6 +351,8 @@ static int open_loader(gf_loader **out, const gf_settings *s, const sample_array
                         "under one batch of %d",
                         l->data_path, (unsigned long long)l->sampler.len, l->B);
 
+    if ((rc = gf__fields_plan(l)) < 0)
+        return rc;
     if ((rc = open_device(l)) < 0)
         return rc;
     if ((rc = gf__ring_alloc(l)) < 0)

@@ -62,6 +62,7 @@ struct gf_loader {
     gf__shard_epoch shard_epoch; /* its epoch tables: the cursor's (controller) */
     gf__transform tf;
     size_t cell_bytes;
+    gf__field_layout field_layout[GF__FIELDS_MAX]; /* ds.var_field's (gf__fields_plan) */
     int B, D, threads;
     gf_io io;
     gf__convert cv;

@@ -43,24 +43,6 @@ static const struct {
 };
 #define READABLE_TEXT "'|u1', '<i4', '<i8', '<f2', '<f4', '<f8'"
 
-size_t gf__dtype_size(gf_dtype t)
-{
-    switch (t) {
-    case GF_DTYPE_UINT8:
-        return 1;
-    case GF_DTYPE_FLOAT16:
-    case GF_DTYPE_BFLOAT16:
-        return 2;
-    case GF_DTYPE_FLOAT32:
-    case GF_DTYPE_INT32:
-        return 4;
-    case GF_DTYPE_INT64:
-    case GF_DTYPE_FLOAT64:
-        return 8;
-    }
-    return 0;
-}
-
 const char *gf__npy_dtype_name(gf_dtype t)
 {
     switch (t) {
@@ -177,7 +159,7 @@ static int parse_descr(scan *s, gf_dtype *dtype)
             if (memcmp(d + 1, readable[i].code, 2) != 0)
                 continue;
             /* One byte has no byte order: NumPy writes '|', takes any. */
-            int one_byte = gf__dtype_size(readable[i].dtype) == 1;
+            int one_byte = gf_dtype_size(readable[i].dtype) == 1;
             int little = d[0] == '<' || (d[0] == '=' && NATIVE_IS_LITTLE);
             int big = d[0] == '>' || (d[0] == '=' && !NATIVE_IS_LITTLE);
             if (one_byte ? (little || big || d[0] == '|') : little) {
@@ -351,7 +333,7 @@ static int parse_dict(scan *s, gf__npy *a)
  * pass 2^64. */
 static int shape_bytes(const gf__npy *a, uint64_t *bytes)
 {
-    uint64_t size = gf__dtype_size(a->dtype), elements = 1;
+    uint64_t size = gf_dtype_size(a->dtype), elements = 1;
     for (int i = 0; i < a->ndim; i++)
         if (a->shape[i] == 0) { /* empty, however large the others */
             *bytes = 0;

@@ -33,10 +33,6 @@ typedef struct gf__npy {
  * '<f4' float32, '<f8' float64. O(n) at most, no allocation. */
 int gf__npy_parse(const uint8_t *p, size_t n, gf__npy *out, char *why, size_t why_len);
 
-/* Bytes of one element of t (1, 4, 2, 2, 4, 8, 8 in gf_dtype's order);
- * 0 for an unknown one. */
-size_t gf__dtype_size(gf_dtype t);
-
 /* t's name for messages ("uint8", "int32", "float16", ...); "?" for an
  * unknown one. */
 const char *gf__npy_dtype_name(gf_dtype t);

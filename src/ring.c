@@ -67,9 +67,11 @@ static int alloc_slot(gf_loader *l, int i, char *why, size_t why_len)
         goto fail;
     }
     gf_batch *b = &sl->batch;
-    b->height = l->s.height;
-    b->width = l->s.width;
-    b->channels = l->s.channels;
+    if (l->cell_bytes) { /* else no image field: the batch has no pixels */
+        b->height = l->s.height;
+        b->width = l->s.width;
+        b->channels = l->s.channels;
+    }
     b->dtype = l->cv.dtype;
     b->layout = l->cv.layout;
     b->slot_ = (uint32_t)i;

@@ -86,7 +86,7 @@ typedef struct gf__slot {
     void *out;           /* CPU: the converted batch, or NULL (data = pixels) */
     int32_t *out_labels; /* CUDA: the delivered batch's own copies, since */
     int64_t *out_indices; /* the host slot is refilled while it is held */
-    /* Text and bytes fields (sample_fields.h), l->ds.n_var of them: per
+    /* The fields beyond image and label (sample_fields.h), l->ds.n_var: per
      * field B regions and each one's length; cell c's are region home[c];
      * the delivered batch's offsets and lengths; on CUDA their copies. */
     uint8_t *var_bytes[GF__FIELDS_MAX];
@@ -94,6 +94,7 @@ typedef struct gf__slot {
     uint64_t *var_offsets[GF__FIELDS_MAX];
     uint32_t *var_lengths[GF__FIELDS_MAX];
     int32_t *home;
+    uint8_t *tensor[GF__FIELDS_MAX]; /* arrays and masks: the regions gathered */
     gf_field *fields;    /* the batch's table, and on CUDA the delivered one */
     uint8_t *out_var_bytes[GF__FIELDS_MAX];
     uint64_t *out_var_offsets[GF__FIELDS_MAX];

@@ -1,18 +1,161 @@
-/* A sample's text and bytes fields in its batch slot (sample_fields.h):
- * their regions, taken on the decode threads, moved with their cells,
- * delivered as offsets and lengths. */
+/* A sample's fields beyond its image and label in its batch slot
+ * (sample_fields.h): their layouts, decided at open; their regions,
+ * taken on the decode threads, moved with their cells, delivered as
+ * offsets and lengths or gathered into one tensor. */
 #include "sample_fields.h"
 
+#include "boxes.h"
 #include "loader_impl.h"
+#include "npy.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-/* A field's region: its largest member's bytes (at least one). */
+static gf_field_kind kind_of(const gf_loader *l, int k)
+{
+    return l->ds.schema.field[l->ds.var_field[k]].kind;
+}
+
+static const char *name_of(const gf_loader *l, int k)
+{
+    return l->ds.schema.name[l->ds.var_field[k]];
+}
+
+/* Arrays and masks are delivered as one tensor, the rest sample by sample. */
+static int packed(gf_field_kind kind)
+{
+    return kind == GF_FIELD_ARRAY || kind == GF_FIELD_MASK;
+}
+
 static size_t region_bytes(const gf_loader *l, int k)
 {
-    return l->ds.var_max[k] ? l->ds.var_max[k] : 1;
+    return l->field_layout[k].region;
 }
+
+void gf__fields_scratch_free(gf__fields_scratch *s)
+{
+    gf__mask_scratch_free(&s->mask);
+    free(s->boxes);
+    memset(s, 0, sizeof *s);
+}
+
+/* ---- the layouts, at open ---- */
+
+/* Sample i's member of field k, whole, into a new buffer *out. */
+static int read_member(const gf_loader *l, uint64_t i, int k, uint8_t **out, char *why,
+                       size_t why_len)
+{
+    const gf__dataset *ds = &l->ds;
+    const char *rel = ds->shard_paths[ds->shard[i]];
+    uint64_t off = ds->var_off[k][i];
+    size_t n = ds->var_len[k][i];
+    uint8_t *p = malloc(n ? n : 1);
+    if (!p)
+        return GF_ENOMEM;
+    int fd = openat(ds->root_fd, rel, O_RDONLY | O_CLOEXEC);
+    size_t got = 0;
+    while (fd >= 0 && got < n) {
+        ssize_t r = pread(fd, p + got, n - got, (off_t)(off + got));
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    if (fd >= 0)
+        close(fd);
+    if (got < n) {
+        gf__why(why, why_len, "%s: cannot read %zu bytes at %llu", rel, n,
+                (unsigned long long)off);
+        free(p);
+        return GF_EIO;
+    }
+    *out = p;
+    return 0;
+}
+
+/* Boxes: (N, 4) or (N, 5) of float32 or float64. */
+static const char *boxes_refused(const gf__npy *a)
+{
+    if (a->ndim != 2 || (a->shape[1] != 4 && a->shape[1] != 5))
+        return "boxes are (N, 4) or (N, 5): x1 y1 x2 y2 [class]";
+    if (a->dtype != GF_DTYPE_FLOAT32 && a->dtype != GF_DTYPE_FLOAT64)
+        return "boxes are float32 or float64";
+    return NULL;
+}
+
+/* An array or boxes field's layout from the first sample whose member
+ * parses (a few are tried: a damaged one is that sample's error, not the
+ * data set's). */
+static int plan_from_members(gf_loader *l, int k)
+{
+    const gf__dataset *ds = &l->ds;
+    gf__field_layout *fl = &l->field_layout[k];
+    char why[256] = "";
+    for (uint64_t i = 0; i < ds->n && i < 16; i++) {
+        uint8_t *p;
+        int rc = read_member(l, i, k, &p, why, sizeof why);
+        if (rc == GF_ENOMEM)
+            return rc;
+        if (rc < 0)
+            continue;
+        gf__npy a;
+        char pwhy[200];
+        rc = gf__npy_parse(p, ds->var_len[k][i], &a, pwhy, sizeof pwhy);
+        free(p);
+        const char *bad = rc < 0 ? pwhy : kind_of(l, k) == GF_FIELD_BOXES ? boxes_refused(&a) : NULL;
+        if (bad) {
+            gf__why(why, sizeof why, "%s: %s", gf__dataset_path(ds, i), bad);
+            continue;
+        }
+        if (kind_of(l, k) == GF_FIELD_BOXES) {
+            *fl = (gf__field_layout){.region = GF__MAX(ds->var_max[k], 1u),
+                                     .dtype = GF_DTYPE_FLOAT32,
+                                     .ndim = 2,
+                                     .shape = {0, a.shape[1]}};
+        } else {
+            *fl = (gf__field_layout){.region = a.data_bytes ? a.data_bytes : 1,
+                                     .dtype = a.dtype,
+                                     .ndim = a.ndim};
+            memcpy(fl->shape, a.shape, sizeof a.shape);
+        }
+        return 0;
+    }
+    return gf__fail(l, GF_EDATASET, "field '%s': no sample's member could be read for its %s: %s",
+                    name_of(l, k), kind_of(l, k) == GF_FIELD_BOXES ? "columns" : "shape", why);
+}
+
+int gf__fields_plan(gf_loader *l)
+{
+    const gf__dataset *ds = &l->ds;
+    for (int k = 0; k < ds->n_var; k++) {
+        gf__field_layout *fl = &l->field_layout[k];
+        switch (kind_of(l, k)) {
+        case GF_FIELD_MASK:
+            *fl = (gf__field_layout){.region = (size_t)l->s.width * (size_t)l->s.height,
+                                     .dtype = GF_DTYPE_UINT8,
+                                     .ndim = 2,
+                                     .shape = {l->s.height, l->s.width}};
+            break;
+        case GF_FIELD_ARRAY:
+        case GF_FIELD_BOXES:
+            if (ds->n == 0) {
+                *fl = (gf__field_layout){.region = 1, .dtype = GF_DTYPE_UINT8, .ndim = 1};
+                break;
+            }
+            int rc = plan_from_members(l, k);
+            if (rc < 0)
+                return rc;
+            break;
+        default: /* text, bytes */
+            *fl = (gf__field_layout){.region = GF__MAX(ds->var_max[k], 1u),
+                                     .dtype = GF_DTYPE_UINT8};
+        }
+    }
+    return 0;
+}
+
+/* ---- the slots' memory ---- */
 
 void gf__fields_free(gf__slot *sl)
 {
@@ -21,6 +164,7 @@ void gf__fields_free(gf__slot *sl)
         free(sl->var_len[k]);
         free(sl->var_offsets[k]);
         free(sl->var_lengths[k]);
+        free(sl->tensor[k]);
         free(sl->out_var_bytes[k]);
         free(sl->out_var_offsets[k]);
         free(sl->out_var_lengths[k]);
@@ -30,10 +174,9 @@ void gf__fields_free(gf__slot *sl)
     free(sl->out_fields);
 }
 
-/* The batch's table: each field's name and kind, and where its samples
- * are (bytes, offsets, lengths: the slot's own, or on CUDA the copies). */
-static gf_field *field_table(const gf_loader *l, uint8_t *const *bytes,
-                             uint64_t *const *offsets, uint32_t *const *lengths)
+/* The batch's table: each field's name, kind and layout, and where its
+ * samples are (the slot's own, or on CUDA the copies). */
+static gf_field *field_table(const gf_loader *l, gf__slot *sl, int copies)
 {
     const gf__dataset *ds = &l->ds;
     gf_field *t = calloc((size_t)ds->schema.n, sizeof *t);
@@ -42,9 +185,20 @@ static gf_field *field_table(const gf_loader *l, uint8_t *const *bytes,
     for (int f = 0, k = 0; f < ds->schema.n; f++) {
         t[f] = (gf_field){.name = ds->schema.name[f], .kind = ds->schema.field[f].kind};
         if (k < ds->n_var && ds->var_field[k] == f) {
-            t[f].data = bytes[k];
-            t[f].offsets = offsets[k];
-            t[f].lengths = lengths[k];
+            const gf__field_layout *fl = &l->field_layout[k];
+            t[f].dtype = fl->dtype;
+            if (packed(t[f].kind)) {
+                t[f].data = copies ? sl->out_var_bytes[k] : sl->tensor[k];
+                t[f].ndim = 1 + fl->ndim;
+                memcpy(t[f].shape + 1, fl->shape, (size_t)fl->ndim * sizeof *fl->shape);
+            } else {
+                t[f].data = copies ? sl->out_var_bytes[k] : sl->var_bytes[k];
+                t[f].offsets = copies ? sl->out_var_offsets[k] : sl->var_offsets[k];
+                t[f].lengths = copies ? sl->out_var_lengths[k] : sl->var_lengths[k];
+                t[f].ndim = t[f].kind == GF_FIELD_BOXES ? 2 : 1;
+                if (t[f].kind == GF_FIELD_BOXES)
+                    t[f].shape[1] = fl->shape[1];
+            }
             k++;
         }
     }
@@ -64,23 +218,28 @@ int gf__fields_alloc(gf_loader *l, gf__slot *sl)
     }
     for (int k = 0; k < n_var; k++) {
         size_t cap = region_bytes(l, k);
+        if (cap && B * cap / cap != B)
+            return GF_ENOMEM;
         if (!(sl->var_bytes[k] = malloc(B * cap)) ||
             !(sl->var_len[k] = calloc(B, sizeof *sl->var_len[k])) ||
             !(sl->var_offsets[k] = calloc(B, sizeof *sl->var_offsets[k])) ||
             !(sl->var_lengths[k] = calloc(B, sizeof *sl->var_lengths[k])))
+            return GF_ENOMEM;
+        if (packed(kind_of(l, k)) && !(sl->tensor[k] = malloc(B * cap)))
             return GF_ENOMEM;
         if (l->dev && (!(sl->out_var_bytes[k] = malloc(B * cap)) ||
                        !(sl->out_var_offsets[k] = calloc(B, sizeof *sl->out_var_offsets[k])) ||
                        !(sl->out_var_lengths[k] = calloc(B, sizeof *sl->out_var_lengths[k]))))
             return GF_ENOMEM;
     }
-    if (!(sl->fields = field_table(l, sl->var_bytes, sl->var_offsets, sl->var_lengths)))
+    if (!(sl->fields = field_table(l, sl, 0)))
         return GF_ENOMEM;
-    if (l->dev && !(sl->out_fields = field_table(l, sl->out_var_bytes, sl->out_var_offsets,
-                                                 sl->out_var_lengths)))
+    if (l->dev && !(sl->out_fields = field_table(l, sl, 1)))
         return GF_ENOMEM;
     return 0;
 }
+
+/* ---- taking a sample's members, on its decode thread ---- */
 
 /* The length of p[0, n)'s valid UTF-8 prefix (RFC 3629: no overlongs,
  * no surrogates, nothing past U+10FFFF). */
@@ -116,8 +275,65 @@ static size_t utf8_valid(const uint8_t *p, size_t n)
     return i;
 }
 
+/* An array member: its data, if its dtype and shape are the field's. */
+static int take_array(const gf__field_layout *fl, const uint8_t *p, uint32_t n, uint8_t *dst,
+                      char *why, size_t why_len)
+{
+    gf__npy a;
+    int rc = gf__npy_parse(p, n, &a, why, why_len);
+    if (rc < 0)
+        return rc;
+    if (a.dtype != fl->dtype || a.ndim != fl->ndim ||
+        memcmp(a.shape, fl->shape, (size_t)a.ndim * sizeof *a.shape) != 0) {
+        gf__npy want = {.dtype = fl->dtype, .ndim = fl->ndim};
+        memcpy(want.shape, fl->shape, sizeof want.shape);
+        char got_s[96], want_s[96];
+        gf__npy_shape_text(&a, got_s, sizeof got_s);
+        gf__npy_shape_text(&want, want_s, sizeof want_s);
+        gf__why(why, why_len, "%s %s, the field's is %s %s (its first sample's)",
+                gf__npy_dtype_name(a.dtype), got_s, gf__npy_dtype_name(fl->dtype), want_s);
+        return GF_ECORRUPT;
+    }
+    memcpy(dst, p + a.header_bytes, (size_t)a.data_bytes);
+    return 0;
+}
+
+/* A boxes member, moved by the image's crop: float32 rows into dst, *len
+ * their bytes. */
+static int take_boxes(const gf_loader *l, const gf__field_layout *fl, const uint8_t *p,
+                      uint32_t n, const gf__decoder *d, gf__fields_scratch *ws, uint8_t *dst,
+                      uint32_t *len, char *why, size_t why_len)
+{
+    gf__npy a;
+    int rc = gf__npy_parse(p, n, &a, why, why_len);
+    if (rc < 0)
+        return rc;
+    const char *bad = boxes_refused(&a);
+    if (!bad && a.shape[1] != fl->shape[1])
+        bad = a.shape[1] == 4 ? "(N, 4) boxes; the field's first sample has a class column"
+                              : "(N, 5) boxes; the field's first sample has no class column";
+    if (bad) {
+        gf__why(why, why_len, "%s", bad);
+        return GF_ECORRUPT;
+    }
+    size_t values = (size_t)(a.shape[0] * a.shape[1]);
+    if (GF__GROW(&ws->boxes, &ws->boxes_cap, values, 64) < 0)
+        return GF_ENOMEM;
+    gf__boxes_load(p + a.header_bytes, a.dtype, values, ws->boxes);
+    gf__crop c;
+    int W, H;
+    gf__decoder_geometry(d, &W, &H, &c);
+    long kept = gf__boxes_apply(&c, l->s.width, l->s.height, ws->boxes, (size_t)a.shape[0],
+                                (int)a.shape[1], (float *)(void *)dst, why, why_len);
+    if (kept < 0)
+        return GF_ECORRUPT;
+    *len = (uint32_t)((size_t)kept * (size_t)a.shape[1] * sizeof(float));
+    return 0;
+}
+
 int gf__fields_take(const gf_loader *l, gf__slot *sl, int cell, uint64_t sample,
-                    const uint8_t *bytes, char *why, size_t why_len)
+                    const uint8_t *bytes, const gf__decoder *d, gf__fields_scratch *ws,
+                    char *why, size_t why_len)
 {
     const gf__dataset *ds = &l->ds;
     const char *rel;
@@ -126,21 +342,51 @@ int gf__fields_take(const gf_loader *l, gf__slot *sl, int cell, uint64_t sample,
     int32_t region = sl->home[cell];
     for (int k = 0; k < ds->n_var; k++) {
         const uint8_t *p = bytes + (ds->var_off[k][sample] - start);
-        uint32_t n = ds->var_len[k][sample];
-        const gf__field *f = &ds->schema.field[ds->var_field[k]];
-        if (f->kind == GF_FIELD_TEXT) {
+        uint32_t n = ds->var_len[k][sample], got = n;
+        const gf__field_layout *fl = &l->field_layout[k];
+        uint8_t *dst = sl->var_bytes[k] + (size_t)region * fl->region;
+        char reason[200] = "";
+        int rc = 0;
+        switch (kind_of(l, k)) {
+        case GF_FIELD_TEXT: {
             size_t ok = utf8_valid(p, n);
             if (ok < n) {
-                gf__why(why, why_len, "field '%s': not UTF-8 at byte %zu of %u",
-                        ds->schema.name[ds->var_field[k]], ok, (unsigned)n);
-                return GF_ECORRUPT;
+                snprintf(reason, sizeof reason, "not UTF-8 at byte %zu of %u", ok, (unsigned)n);
+                rc = GF_ECORRUPT;
+                break;
             }
+            memcpy(dst, p, n);
+            break;
         }
-        memcpy(sl->var_bytes[k] + (size_t)region * region_bytes(l, k), p, n);
-        sl->var_len[k][region] = n;
+        case GF_FIELD_ARRAY:
+            rc = take_array(fl, p, n, dst, reason, sizeof reason);
+            got = (uint32_t)fl->region;
+            break;
+        case GF_FIELD_MASK: {
+            gf__crop c;
+            int W, H;
+            gf__decoder_geometry(d, &W, &H, &c);
+            rc = gf__mask_crop(&ws->mask, p, n, W, H, &c, l->s.width, l->s.height, dst, reason,
+                               sizeof reason);
+            got = (uint32_t)fl->region;
+            break;
+        }
+        case GF_FIELD_BOXES:
+            rc = take_boxes(l, fl, p, n, d, ws, dst, &got, reason, sizeof reason);
+            break;
+        default: /* bytes */
+            memcpy(dst, p, n);
+        }
+        if (rc < 0) {
+            gf__why(why, why_len, "field '%s': %s", name_of(l, k), reason);
+            return rc;
+        }
+        sl->var_len[k][region] = got;
     }
     return 0;
 }
+
+/* ---- moving and delivering, on gf-control ---- */
 
 void gf__fields_move(const gf_loader *l, gf__slot *from, int fc, gf__slot *to, int tc)
 {
@@ -165,16 +411,32 @@ void gf__fields_deliver(const gf_loader *l, gf__slot *sl, int count)
 {
     for (int k = 0; k < l->ds.n_var; k++) {
         size_t cap = region_bytes(l, k);
+        int f = l->ds.var_field[k];
+        if (packed(kind_of(l, k))) {
+            for (int c = 0; c < count; c++)
+                memcpy(sl->tensor[k] + (size_t)c * cap, sl->var_bytes[k] + (size_t)sl->home[c] * cap,
+                       cap);
+            sl->fields[f].shape[0] = count;
+            continue;
+        }
         for (int c = 0; c < count; c++) {
             sl->var_offsets[k][c] = (uint64_t)sl->home[c] * cap;
             sl->var_lengths[k][c] = sl->var_len[k][sl->home[c]];
         }
+        if (kind_of(l, k) != GF_FIELD_BOXES)
+            sl->fields[f].shape[0] = count;
     }
 }
 
 void gf__fields_copy_out(const gf_loader *l, const gf__slot *src, gf__slot *out, int count)
 {
     for (int k = 0; k < l->ds.n_var; k++) {
+        int f = l->ds.var_field[k];
+        if (packed(kind_of(l, k))) {
+            memcpy(out->out_var_bytes[k], src->tensor[k], (size_t)count * region_bytes(l, k));
+            out->out_fields[f].shape[0] = count;
+            continue;
+        }
         uint64_t at = 0;
         for (int c = 0; c < count; c++) {
             uint32_t n = src->var_lengths[k][c];
@@ -183,5 +445,6 @@ void gf__fields_copy_out(const gf_loader *l, const gf__slot *src, gf__slot *out,
             out->out_var_lengths[k][c] = n;
             at += n;
         }
+        out->out_fields[f].shape[0] = src->fields[f].shape[0];
     }
 }

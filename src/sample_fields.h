@@ -1,15 +1,21 @@
-/* A sample's text and bytes fields in its batch slot (sample_fields.c).
- * Each slot holds, per field, B regions of the field's largest member
- * (the data set's, known at open); a cell's bytes go to the region
- * home[c] names. Cells move (holes filled, batches sorted); their bytes
- * move only between slots: within one, home[] is permuted instead. The
- * delivered batch points at the regions through per-sample offsets.
+/* A sample's fields beyond its image and label, in its batch slot
+ * (sample_fields.c): text and bytes as stored, arrays (.npy), masks and
+ * boxes. Each slot holds, per field, B regions of the field's layout
+ * (fields.h: its largest member, its array's bytes, the output's pixels);
+ * a cell's go to the region home[c] names. Cells move (holes filled,
+ * batches sorted); their bytes move only between slots: within one,
+ * home[] is permuted instead. The delivered batch points at the regions
+ * through per-sample offsets, or for arrays and masks at one tensor the
+ * regions are gathered into.
  * Threads: gf__fields_take on the decode thread that holds the cell's
- * job (it owns the cell's region, as its pixels); the rest on gf-control
- * or gf_open's and gf_next's threads as ring.c's allocation is. */
+ * job (it owns the cell's region, as its pixels); gf__fields_plan on
+ * gf_open's; the rest on gf-control or gf_open's and gf_next's threads
+ * as ring.c's allocation is. */
 #ifndef GF_SAMPLE_FIELDS_H
 #define GF_SAMPLE_FIELDS_H
 
+#include "decode.h" /* gf__decoder: the sample's crop, for masks and boxes */
+#include "mask.h"
 #include "ring.h"
 
 #include <stddef.h>
@@ -17,17 +23,34 @@
 
 struct gf_loader;
 
+/* A decode thread's scratch for the fields it takes. */
+typedef struct gf__fields_scratch {
+    gf__mask_scratch mask;
+    double *boxes; /* a boxes member's values, as doubles */
+    size_t boxes_cap;
+} gf__fields_scratch;
+void gf__fields_scratch_free(gf__fields_scratch *s);
+
+/* gf_open, the data set indexed: each field's layout (l->field_layout).
+ * An array's dtype and shape, and boxes' columns, are the first sample's
+ * whose member parses (the data set's order: whatever the timing); a
+ * sample of another is refused when read. 0, or a GF_E* with l->msg. */
+int gf__fields_plan(struct gf_loader *l);
+
 /* Slot sl's regions and its batch's gf_field table (on CUDA also the
  * delivered batch's own copies). 0 or GF_ENOMEM. */
 int gf__fields_alloc(struct gf_loader *l, gf__slot *sl);
 void gf__fields_free(gf__slot *sl);
 
-/* The decode thread: sample's text and bytes members, read with its
- * image (bytes: the extent gf__dataset_extent gives, headers checked),
- * into cell's region. 0, or GF_ECORRUPT (a text member that is not UTF-8)
- * with why naming the member, the field and the byte. */
+/* The decode thread: sample's field members, read with its image
+ * (bytes: the extent gf__dataset_extent gives, headers checked), into
+ * cell's regions; d decoded the sample's image (masks and boxes take its
+ * crop). 0, or GF_ECORRUPT / GF_EFORMAT / GF_ENOMEM with why naming the
+ * field and what is wrong (text that is not UTF-8, an array of another
+ * shape, a damaged mask). */
 int gf__fields_take(const struct gf_loader *l, gf__slot *sl, int cell, uint64_t sample,
-                    const uint8_t *bytes, char *why, size_t why_len);
+                    const uint8_t *bytes, const gf__decoder *d, gf__fields_scratch *ws,
+                    char *why, size_t why_len);
 
 /* gf-control: cell fc's bytes of `from` become cell tc's of `to` (tc a
  * hole: its region is free); within one slot the two cells' regions are
@@ -40,7 +63,7 @@ static inline void gf__fields_home_set(gf__slot *sl, int dst, int32_t home)
         sl->home[dst] = home;
 }
 /* gf-control, once the batch's count cells are final: the offsets and
- * lengths the batch delivers. */
+ * lengths the batch delivers, and its arrays and masks gathered. */
 void gf__fields_deliver(const struct gf_loader *l, gf__slot *sl, int count);
 /* CUDA, when the batch's copy is queued: its fields into the delivered
  * batch's own memory (the host slot is refilled while the batch is

@@ -53,7 +53,7 @@ static double run_decode(gf_loader *l, gf__worker *w, const gf__job *j, gf__done
     const uint64_t sample = (uint64_t)j->decode.sample;
     if (!err && l->ds.shard)
         err = gf__dataset_member_check(&l->ds, sample, in->data, in->len, why, sizeof why);
-    if (!err) {
+    if (!err && l->ds.schema.image >= 0) {
         size_t img = gf__dataset_image_at(&l->ds, sample);
         size_t n = l->ds.shard ? l->ds.data_len[sample] : in->len;
         gf__range_push("gf decode");
@@ -62,8 +62,8 @@ static double run_decode(gf_loader *l, gf__worker *w, const gf__job *j, gf__done
         gf__range_pop();
     }
     if (!err && l->ds.n_var)
-        err = gf__fields_take(l, &l->slots[j->slot], j->decode.cell, sample, in->data, why,
-                              sizeof why);
+        err = gf__fields_take(l, &l->slots[j->slot], j->decode.cell, sample, in->data, w->dec,
+                              &w->fields, why, sizeof why);
     /* A warning (LENIENT) is as rare as an error, so its reason travels
      * the same way. */
     int warn_code = 0;
@@ -142,6 +142,7 @@ void gf__work_free(gf_loader *l)
 {
     for (int i = 0; i < l->n_workers; i++) {
         gf__decoder_destroy(l->workers[i].dec);
+        gf__fields_scratch_free(&l->workers[i].fields);
         gf__buf_free(&l->workers[i].buf);
     }
     free(l->workers);

@@ -5,9 +5,11 @@
 #define GF_WORK_H
 
 #include "loader_impl.h"
+#include "sample_fields.h"
 
 typedef struct gf__worker {
     gf__decoder *dec;
+    gf__fields_scratch fields;
     gf__buf buf;
     double read_s, decode_s, convert_s; /* under mu */
     uint64_t bytes;                     /* under mu */

@@ -58,6 +58,11 @@ START_TEST(kinds_follow_the_extension_or_the_name)
     char out[128];
     gf__schema_format(&s, out, sizeof out);
     ck_assert_str_eq(out, "jpg;png:image,cls:label,txt:text,json:bytes,seg.png:bytes");
+    s = parse_ok("latent.npy, jpg, seg.png:mask,b.npy:boxes");
+    ck_assert_int_eq(s.field[0].kind, GF_FIELD_ARRAY);
+    ck_assert_int_eq(s.field[2].kind, GF_FIELD_MASK);
+    ck_assert_int_eq(s.field[3].kind, GF_FIELD_BOXES);
+    ck_assert_int_eq(s.image, 1);
     s = parse_ok("caption:text,jpg");
     ck_assert_int_eq(s.field[0].kind, GF_FIELD_TEXT);
     ck_assert_int_eq(s.label, -1);
@@ -74,8 +79,6 @@ START_TEST(bad_specs_are_named)
     parse_refused("jpg,cls,idx:label", "two label fields");
     parse_refused("a,b,c,d,e,f,g,h,i", "more than 8 fields");
     parse_refused("a;b;c;d;e", "more than 4 alternatives");
-    parse_refused("latent.npy", "kind array is not read yet");
-    parse_refused("jpg,seg.png:mask", "kind mask is not read yet");
     parse_refused("jpg,a/b", "'/' in an extension");
     char long_ext[64];
     memset(long_ext, 'x', 40);
@@ -404,9 +407,19 @@ START_TEST(fields_need_local_tar_shards)
     s.fields = "png,cls";
     ck_assert_int_eq(gf_open(&l, &s), GF_EINVAL); /* any fields: a folder has no members */
     gf_close(&l);
-    s.fields = "txt,cls";
+    s.fields = "txt,seg.png:mask";
     ck_assert_int_eq(gf_open(&l, &s), GF_EINVAL);
-    ck_assert_msg(strstr(gf_last_error(l), "no image field"), "%s", gf_last_error(l));
+    ck_assert_msg(strstr(gf_last_error(l), "'seg.png' is a mask, moved with its image, and no "
+                                           "field is an image"),
+                  "%s", gf_last_error(l));
+    gf_close(&l);
+    s.fields = "cls";
+    ck_assert_int_eq(gf_open(&l, &s), GF_EINVAL);
+    ck_assert_msg(strstr(gf_last_error(l), "a label alone"), "%s", gf_last_error(l));
+    gf_close(&l);
+    s.fields = "png,jpg";
+    ck_assert_int_eq(gf_open(&l, &s), GF_EINVAL);
+    ck_assert_msg(strstr(gf_last_error(l), "more than one image field"), "%s", gf_last_error(l));
     gf_close(&l);
     s.fields = "";
     ck_assert_msg(gf_open(&l, &s) == 0, "%s", gf_last_error(l)); /* "" is the default */
