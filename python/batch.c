@@ -31,7 +31,7 @@ typedef struct {
     int ndim, itemsize, cuda;
     DLDataType dt;
     const char *format, *dtype_name;
-    Py_ssize_t shape[4], strides[4];
+    Py_ssize_t shape[GF_FIELD_DIMS_MAX], strides[GF_FIELD_DIMS_MAX];
 } ArrayObject;
 
 static void *type_free(PyObject *self)
@@ -113,7 +113,23 @@ static PyObject *batch_enter(PyObject *op, PyObject *unused)
     return Py_NewRef(op);
 }
 
-static PyObject *batch_array(BatchObject *self, int which)
+static const struct {
+    DLDataType dt;
+    const char *format, *name;
+} array_types[] = {
+    [GF_DTYPE_UINT8] = {{kDLUInt, 8, 1}, "B", "uint8"},
+    [GF_DTYPE_FLOAT32] = {{kDLFloat, 32, 1}, "f", "float32"},
+    [GF_DTYPE_FLOAT16] = {{kDLFloat, 16, 1}, "e", "float16"},
+    /* No buffer-protocol letter for bfloat16: its bits, as uint16. */
+    [GF_DTYPE_BFLOAT16] = {{kDLBfloat, 16, 1}, "H", "bfloat16"},
+    [GF_DTYPE_INT32] = {{kDLInt, 32, 1}, "i", "int32"},
+    [GF_DTYPE_INT64] = {{kDLInt, 64, 1}, "q", "int64"},
+    [GF_DTYPE_FLOAT64] = {{kDLFloat, 64, 1}, "d", "float64"},
+};
+
+/* An Array over ptr: ndim dimensions of shape, C order, of dtype. */
+static PyObject *new_array(BatchObject *self, void *ptr, int ndim, const int64_t *shape,
+                           gf_dtype dtype, int cuda)
 {
     self->touched = 1;
     if (!self->slot) {
@@ -123,49 +139,43 @@ static PyObject *batch_array(BatchObject *self, int which)
     }
     if (gfp_refuse_inherited(self->slot->core, "Batch"))
         return NULL;
-    const gf_batch *b = self->slot->b;
     ArrayObject *a = PyObject_New(ArrayObject, (PyTypeObject *)gfp_array_type);
     if (!a)
         return NULL;
     a->batch = (BatchObject *)Py_NewRef((PyObject *)self);
     a->slot = self->slot;
     gfp_slot_ref(a->slot);
-    a->shape[0] = b->count;
-    if (which == ARR_DATA) {
-        a->ptr = b->data;
-        a->ndim = 4;
-        bool nchw = b->layout == GF_LAYOUT_NCHW;
-        a->shape[1] = nchw ? b->channels : b->height;
-        a->shape[2] = nchw ? b->height : b->width;
-        a->shape[3] = nchw ? b->width : b->channels;
-        static const struct {
-            DLDataType dt;
-            const char *format, *name;
-        } types[] = {
-            [GF_DTYPE_UINT8] = {{kDLUInt, 8, 1}, "B", "uint8"},
-            [GF_DTYPE_FLOAT32] = {{kDLFloat, 32, 1}, "f", "float32"},
-            [GF_DTYPE_FLOAT16] = {{kDLFloat, 16, 1}, "e", "float16"},
-            /* No buffer-protocol letter for bfloat16: its bits, as uint16. */
-            [GF_DTYPE_BFLOAT16] = {{kDLBfloat, 16, 1}, "H", "bfloat16"},
-        };
-        a->dt = types[b->dtype].dt;
-        a->format = types[b->dtype].format;
-        a->dtype_name = types[b->dtype].name;
-    } else {
-        a->ptr = which == ARR_LABELS ? (void *)self->slot->labels64 : (void *)b->indices;
-        a->ndim = 1;
-        a->dt = (DLDataType){kDLInt, 64, 1};
-        a->format = "q";
-        a->dtype_name = "int64";
-    }
+    a->ptr = ptr;
+    a->ndim = ndim;
+    for (int i = 0; i < ndim; i++)
+        a->shape[i] = (Py_ssize_t)shape[i];
+    a->dt = array_types[dtype].dt;
+    a->format = array_types[dtype].format;
+    a->dtype_name = array_types[dtype].name;
     a->itemsize = a->dt.bits / 8;
-    a->cuda = which == ARR_DATA && b->device == GF_DEVICE_CUDA;
+    a->cuda = cuda;
     Py_ssize_t stride = a->itemsize;
     for (int i = a->ndim - 1; i >= 0; i--) {
         a->strides[i] = stride;
         stride *= a->shape[i];
     }
     return (PyObject *)a;
+}
+
+static PyObject *batch_array(BatchObject *self, int which)
+{
+    if (!self->slot)
+        return new_array(self, NULL, 0, NULL, GF_DTYPE_UINT8, 0); /* its error */
+    const gf_batch *b = self->slot->b;
+    if (which == ARR_DATA) {
+        bool nchw = b->layout == GF_LAYOUT_NCHW;
+        int64_t shape[4] = {b->count, nchw ? b->channels : b->height,
+                            nchw ? b->height : b->width, nchw ? b->width : b->channels};
+        return new_array(self, b->data, 4, shape, b->dtype, b->device == GF_DEVICE_CUDA);
+    }
+    int64_t n = b->count;
+    return new_array(self, which == ARR_LABELS ? (void *)self->slot->labels64 : (void *)b->indices,
+                     1, &n, GF_DTYPE_INT64, 0);
 }
 
 static PyObject *batch_get_data(PyObject *op, void *c) { (void)c; return batch_array((BatchObject *)op, ARR_DATA); }
@@ -182,7 +192,8 @@ static PyObject *batch_get_device(PyObject *op, void *c)
 }
 
 /* A text or bytes field's samples: a list of str or bytes, copied (a
- * caption outlives the step more often than pixels do). */
+ * caption outlives the step more often than pixels do); boxes: a list of
+ * (N_i, 4|5) float32 Arrays, views of the slot as the pixels are. */
 static PyObject *field_list(BatchObject *self, const gf_field *f)
 {
     if (!self->slot) {
@@ -190,7 +201,16 @@ static PyObject *field_list(BatchObject *self, const gf_field *f)
         return NULL;
     }
     PyObject *list = PyList_New(self->count);
-    for (int i = 0; list && i < self->count; i++) {
+    for (int i = 0; list && f->kind == GF_FIELD_BOXES && i < self->count; i++) {
+        int64_t shape[2] = {f->lengths[i] / (f->shape[1] * (int64_t)sizeof(float)), f->shape[1]};
+        PyObject *item = new_array(self, (uint8_t *)f->data + f->offsets[i], 2, shape,
+                                   GF_DTYPE_FLOAT32, 0);
+        if (!item)
+            Py_CLEAR(list);
+        else
+            PyList_SetItem(list, i, item); /* steals item */
+    }
+    for (int i = 0; list && f->kind != GF_FIELD_BOXES && i < self->count; i++) {
         const char *p = (const char *)f->data + f->offsets[i];
         /* The library checked the text: "strict" cannot fail on it. */
         PyObject *item = f->kind == GF_FIELD_TEXT
@@ -226,6 +246,8 @@ static PyObject *batch_item(PyObject *op, Py_ssize_t i)
     const gf_field *f = &self->slot->b->fields[i];
     if (f->kind == GF_FIELD_IMAGE || f->kind == GF_FIELD_LABEL)
         return batch_array(self, f->kind == GF_FIELD_IMAGE ? ARR_DATA : ARR_LABELS);
+    if (f->kind == GF_FIELD_ARRAY || f->kind == GF_FIELD_MASK)
+        return new_array(self, (void *)f->data, f->ndim, f->shape, f->dtype, 0); /* host */
     return field_list(self, f);
 }
 
@@ -286,7 +308,7 @@ typedef struct {
         DLManagedTensor legacy;
         DLManagedTensorVersioned versioned;
     } m;
-    int64_t shape[4];
+    int64_t shape[GF_FIELD_DIMS_MAX];
     gfp_slot *slot;
 } export_ctx;
 
