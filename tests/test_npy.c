@@ -258,7 +258,7 @@ START_TEST(every_dtype_and_shape_is_read)
                 shape_is(&a, sh[s].ndim, sh[s].shape);
                 ck_assert_uint_eq(a.data_bytes, data);
                 ck_assert_uint_eq(a.header_bytes % 64, 0); /* write_npy's alignment */
-                ck_assert_uint_eq(gf__dtype_size(a.dtype), dt[d].size);
+                ck_assert_uint_eq(gf_dtype_size(a.dtype), dt[d].size);
             }
 }
 END_TEST
@@ -542,7 +542,7 @@ START_TEST(shapes_and_dtypes_as_messages_name_them)
         {GF_DTYPE_FLOAT64, 8, "float64"}, {(gf_dtype)99, 0, "?"},
     };
     for (size_t i = 0; i < sizeof dt / sizeof dt[0]; i++) {
-        ck_assert_uint_eq(gf__dtype_size(dt[i].t), dt[i].size);
+        ck_assert_uint_eq(gf_dtype_size(dt[i].t), dt[i].size);
         ck_assert_str_eq(gf__npy_dtype_name(dt[i].t), dt[i].name);
     }
 }

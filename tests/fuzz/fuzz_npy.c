@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         elements *= (uint64_t)a.shape[i]; /* no overflow: the product is at most size */
         FUZZ_CHECK(elements <= size);
     }
-    size_t element = gf__dtype_size(a.dtype);
+    size_t element = gf_dtype_size(a.dtype);
     FUZZ_CHECK(element > 0 && elements * element == a.data_bytes);
     char text[128];
     gf__npy_shape_text(&a, text, sizeof text);
