@@ -551,13 +551,15 @@ typedef struct gf_field {
     const uint64_t *offsets;
     const uint32_t *lengths;
     /* ARRAY, MASK: data is one tensor of dtype and shape[0, ndim), shape[0]
-     * the batch's count, C order, in host memory (on CUDA too, for now),
-     * valid until release. BOXES: sample i's boxes are lengths[i] bytes of float32 rows
+     * the batch's count, C order, in device memory on CUDA (ready with the
+     * batch: gf_batch_wait), else host memory; valid until release. BOXES: sample i's boxes are lengths[i] bytes of float32 rows
      * of shape[1] (4 or 5) at data + offsets[i], in host memory; ndim 2,
      * shape[0] 0. TEXT, BYTES: dtype UINT8, ndim 1, shape[0] count. */
     gf_dtype dtype;
     int ndim;
     int64_t shape[GF_FIELD_DIMS_MAX];
+    gf_device device;        /* where data is: CUDA for a CUDA batch's arrays,
+                                masks and image (the batch's data), else CPU */
 } gf_field;
 
 typedef struct gf_batch {

@@ -247,7 +247,8 @@ static PyObject *batch_item(PyObject *op, Py_ssize_t i)
     if (f->kind == GF_FIELD_IMAGE || f->kind == GF_FIELD_LABEL)
         return batch_array(self, f->kind == GF_FIELD_IMAGE ? ARR_DATA : ARR_LABELS);
     if (f->kind == GF_FIELD_ARRAY || f->kind == GF_FIELD_MASK)
-        return new_array(self, (void *)f->data, f->ndim, f->shape, f->dtype, 0); /* host */
+        return new_array(self, (void *)f->data, f->ndim, f->shape, f->dtype,
+                         f->device == GF_DEVICE_CUDA);
     return field_list(self, f);
 }
 

@@ -101,7 +101,8 @@ static int queue_copy(gf_loader *l, gf__slot *h, gf__slot *o)
     }
     pthread_mutex_unlock(&l->mu);
     int rc = gf__device_enqueue(l->dev, (int)(o - l->slots), h->pixels,
-                                l->s.flip_on_device ? h->flips : NULL, h->count, l->cell_bytes,
+                                l->s.flip_on_device ? h->flips : NULL, h->tensors, h->count,
+                                l->cell_bytes,
                                 &l->cv, host_slot_copied, batch_queued, o, posted, why,
                                 sizeof why);
     if (rc >= 0)

@@ -31,14 +31,15 @@ typedef struct gf__device gf__device;
  * the launcher's local rank, taken modulo the visible devices when past
  * them), creates the copy stream and allocates `depth` device slots of
  * in_bytes (uint8 staging, 0 = copy straight to out) + out_bytes +
- * flip_bytes, checking the budget (s->device_max_bytes, or free memory)
+ * flip_bytes + field_bytes (a batch's arrays and masks, copied as they
+ * are), checking the budget (s->device_max_bytes, or free memory)
  * first, with room for `capacity` slots in all. The caller's current
  * device is never touched. Returns 0; GF_ENODEV (built without CUDA, no
  * driver, no device) or GF_ENOMEM (over budget or cudaMalloc failed),
  * with why. */
 int gf__device_open(gf__device **out, const gf_settings *s, int id_from_env, int depth,
                     int capacity, size_t in_bytes, size_t out_bytes, size_t flip_bytes,
-                    char *why, size_t why_len);
+                    size_t field_bytes, char *why, size_t why_len);
 /* The consumer's thread: device slot i (the next, or one made already),
  * within device_max_bytes and the free memory. Returns 0, or GF_ENOMEM /
  * GF_ENODEV with why. */
@@ -61,7 +62,8 @@ void gf__host_free(gf__device *d, void *p, int pinned);
 /* Controller thread, into device slot i (fed from any host slot's
  * pixels). Queues on the copy stream, in this order: a wait for
  * the event recorded when device slot i was last released; the copy of
- * count samples (and their flips) in, between two timing events; the
+ * count samples (and their flips, and the fields' field_bytes unless
+ * fields is NULL) in, between two timing events; the
  * conversion into slot i's output; the ready event; then
  * done(arg, cuda_error) on a CUDA thread, after which the host memory may
  * be reused; cuda_error is 0, or the cudaError_t that stopped the stream
@@ -74,13 +76,15 @@ void gf__host_free(gf__device *d, void *p, int pinned);
  * then calls queued(arg) (the batch may be handed out from then on), or
  * done(arg, error) alone if it failed. Returns 1 then. */
 int gf__device_enqueue(gf__device *d, int i, const uint8_t *pixels, const uint8_t *flips,
-                       int count, size_t cell_bytes, const gf__convert *cv,
+                       const uint8_t *fields, int count, size_t cell_bytes, const gf__convert *cv,
                        void (*done)(void *, int), void (*queued)(void *), void *arg,
                        bool offload, char *why, size_t why_len);
 /* Whether batches are queued on the copy thread (some host slot is
  * pageable); false -> true at most once, when a slot is added. */
 bool gf__device_offloads(const gf__device *d);
 void *gf__device_out(const gf__device *d, int i);
+/* Device slot i's field_bytes: a batch's arrays and masks. */
+void *gf__device_fields(const gf__device *d, int i);
 void *gf__device_ready_event(const gf__device *d, int i);
 
 /* Consumer thread: records slot i's release event on stream (NULL: the

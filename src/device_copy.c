@@ -48,9 +48,12 @@ static int queue_batch(gf__device *d, dslot *sl, cudaError_t *err, char *why, si
             cudaSuccess ||
         (with_flips && (e = cudaMemcpyAsync(sl->flips, sl->host_flips, (size_t)sl->count,
                                             cudaMemcpyHostToDevice, copy)) != cudaSuccess) ||
+        (sl->host_fields && (e = cudaMemcpyAsync(sl->fields, sl->host_fields, d->field_bytes,
+                                                 cudaMemcpyHostToDevice, copy)) != cudaSuccess) ||
         (e = cudaEventRecord(sl->h2d_to, copy)) != cudaSuccess)
         goto fail;
-    sl->h2d_bytes = bytes + (with_flips ? (size_t)sl->count : 0);
+    sl->h2d_bytes = bytes + (with_flips ? (size_t)sl->count : 0) +
+                    (sl->host_fields ? d->field_bytes : 0);
     if (sl->in) {
         int rc = gf__convert_cuda(sl->cv, sl->in, sl->out, sl->flips, sl->count, copy, why,
                                   why_len);
@@ -121,7 +124,7 @@ void gf__device_harvest(gf__device *d)
 }
 
 int gf__device_enqueue(gf__device *d, int i, const uint8_t *pixels, const uint8_t *flips,
-                       int count, size_t cell_bytes, const gf__convert *cv,
+                       const uint8_t *fields, int count, size_t cell_bytes, const gf__convert *cv,
                        void (*done)(void *, int), void (*queued)(void *), void *arg,
                        bool offload, char *why, size_t why_len)
 {
@@ -129,6 +132,7 @@ int gf__device_enqueue(gf__device *d, int i, const uint8_t *pixels, const uint8_
     dslot *sl = &d->slots[i];
     sl->pixels = pixels;
     sl->host_flips = flips;
+    sl->host_fields = d->field_bytes ? fields : NULL;
     sl->count = count;
     sl->cell_bytes = cell_bytes;
     sl->cv = cv;

@@ -18,6 +18,7 @@ typedef struct dslot {
     void *in;        /* uint8 staging, or NULL: the copy lands in out */
     void *out;
     uint8_t *flips;
+    uint8_t *fields;   /* field_bytes: the batch's arrays and masks */
     cudaEvent_t ready, released;
     cudaEvent_t h2d_from, h2d_to; /* around the copy in: stats.h2d_s */
     int release_recorded;
@@ -25,7 +26,7 @@ typedef struct dslot {
     void (*done)(void *, int);
     void (*queued)(void *);
     void *done_arg;
-    const uint8_t *pixels, *host_flips;
+    const uint8_t *pixels, *host_flips, *host_fields;
     int count;
     size_t cell_bytes;
     const gf__convert *cv;
@@ -49,7 +50,7 @@ struct gf__device {
                            uses copy[i % n_copy]) */
     int n_copy;
     dslot *slots;
-    size_t in_bytes, out_bytes, flip_bytes;
+    size_t in_bytes, out_bytes, flip_bytes, field_bytes;
     uint64_t pinned_max, pinned_now;
     uint64_t device_max;      /* s->device_max_bytes: 0 = what is free */
     _Atomic uint64_t device_bytes; /* observers read it while slots are added */

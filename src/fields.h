@@ -31,6 +31,8 @@ typedef struct gf__field {
  * the element type and per-sample shape gf_field reports. */
 typedef struct gf__field_layout {
     size_t region;   /* bytes: the most one sample's member takes */
+    size_t tensor_at; /* arrays, masks: their batch tensor's offset in the
+                         slot's block of them */
     gf_dtype dtype;
     int ndim;        /* a sample's dimensions (the batch's not counted) */
     int64_t shape[GF_FIELD_DIMS_MAX - 1];

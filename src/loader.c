@@ -134,7 +134,7 @@ static int open_device(gf_loader *l)
     size_t flips = l->s.flip_on_device ? B : 0;
     char why[256] = "";
     int rc = gf__device_open(&l->dev, &l->s, l->device_id_from_env, l->D, l->max_slots, in, out,
-                             flips, why, sizeof why);
+                             flips, gf__fields_tensor_bytes(l), why, sizeof why);
     if (rc == 0) {
         l->device = GF_DEVICE_CUDA;
         return 0;

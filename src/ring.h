@@ -94,7 +94,8 @@ typedef struct gf__slot {
     uint64_t *var_offsets[GF__FIELDS_MAX];
     uint32_t *var_lengths[GF__FIELDS_MAX];
     int32_t *home;
-    uint8_t *tensor[GF__FIELDS_MAX]; /* arrays and masks: the regions gathered */
+    uint8_t *tensors;    /* arrays and masks: their regions gathered, one block */
+    int tensors_pinned;
     gf_field *fields;    /* the batch's table, and on CUDA the delivered one */
     uint8_t *out_var_bytes[GF__FIELDS_MAX];
     uint64_t *out_var_offsets[GF__FIELDS_MAX];

@@ -125,6 +125,15 @@ static int plan_from_members(gf_loader *l, int k)
                     name_of(l, k), kind_of(l, k) == GF_FIELD_BOXES ? "columns" : "shape", why);
 }
 
+size_t gf__fields_tensor_bytes(const gf_loader *l)
+{
+    size_t n = 0;
+    for (int k = 0; k < l->ds.n_var; k++)
+        if (packed(kind_of(l, k)))
+            n = l->field_layout[k].tensor_at + (size_t)l->B * l->field_layout[k].region;
+    return n;
+}
+
 int gf__fields_plan(gf_loader *l)
 {
     const gf__dataset *ds = &l->ds;
@@ -152,6 +161,19 @@ int gf__fields_plan(gf_loader *l)
                                      .dtype = GF_DTYPE_UINT8};
         }
     }
+    /* The arrays' and masks' tensors one after another, each 64-byte
+     * aligned, in one block a slot (one copy to the device). */
+    size_t at = 0;
+    for (int k = 0; k < ds->n_var; k++) {
+        if (!packed(kind_of(l, k)))
+            continue;
+        size_t bytes = (size_t)l->B * l->field_layout[k].region;
+        if (bytes / (size_t)l->B != l->field_layout[k].region || at + bytes + 63 < at)
+            return gf__fail(l, GF_EINVAL, "field '%s': a batch of %d is too large", name_of(l, k),
+                            l->B);
+        l->field_layout[k].tensor_at = at;
+        at = (at + bytes + 63) & ~(size_t)63;
+    }
     return 0;
 }
 
@@ -164,11 +186,12 @@ void gf__fields_free(gf__slot *sl)
         free(sl->var_len[k]);
         free(sl->var_offsets[k]);
         free(sl->var_lengths[k]);
-        free(sl->tensor[k]);
         free(sl->out_var_bytes[k]);
         free(sl->out_var_offsets[k]);
         free(sl->out_var_lengths[k]);
     }
+    if (sl->tensors)
+        gf__host_free(sl->l->dev, sl->tensors, sl->tensors_pinned);
     free(sl->home);
     free(sl->fields);
     free(sl->out_fields);
@@ -183,12 +206,20 @@ static gf_field *field_table(const gf_loader *l, gf__slot *sl, int copies)
     if (!t)
         return NULL;
     for (int f = 0, k = 0; f < ds->schema.n; f++) {
-        t[f] = (gf_field){.name = ds->schema.name[f], .kind = ds->schema.field[f].kind};
+        gf_field_kind kind = ds->schema.field[f].kind;
+        t[f] = (gf_field){.name = ds->schema.name[f],
+                          .kind = kind,
+                          .device = copies && kind == GF_FIELD_IMAGE ? GF_DEVICE_CUDA
+                                                                     : GF_DEVICE_CPU};
         if (k < ds->n_var && ds->var_field[k] == f) {
             const gf__field_layout *fl = &l->field_layout[k];
             t[f].dtype = fl->dtype;
             if (packed(t[f].kind)) {
-                t[f].data = copies ? sl->out_var_bytes[k] : sl->tensor[k];
+                /* on CUDA the device slot's, the delivery slot's index */
+                t[f].data = copies ? (uint8_t *)gf__device_fields(l->dev, (int)(sl - l->slots)) +
+                                         fl->tensor_at
+                                   : sl->tensors + fl->tensor_at;
+                t[f].device = copies ? GF_DEVICE_CUDA : GF_DEVICE_CPU;
                 t[f].ndim = 1 + fl->ndim;
                 memcpy(t[f].shape + 1, fl->shape, (size_t)fl->ndim * sizeof *fl->shape);
             } else {
@@ -225,13 +256,16 @@ int gf__fields_alloc(gf_loader *l, gf__slot *sl)
             !(sl->var_offsets[k] = calloc(B, sizeof *sl->var_offsets[k])) ||
             !(sl->var_lengths[k] = calloc(B, sizeof *sl->var_lengths[k])))
             return GF_ENOMEM;
-        if (packed(kind_of(l, k)) && !(sl->tensor[k] = malloc(B * cap)))
-            return GF_ENOMEM;
-        if (l->dev && (!(sl->out_var_bytes[k] = malloc(B * cap)) ||
+        if (l->dev && !packed(kind_of(l, k)) && (!(sl->out_var_bytes[k] = malloc(B * cap)) ||
                        !(sl->out_var_offsets[k] = calloc(B, sizeof *sl->out_var_offsets[k])) ||
                        !(sl->out_var_lengths[k] = calloc(B, sizeof *sl->out_var_lengths[k]))))
             return GF_ENOMEM;
     }
+    size_t tensors = gf__fields_tensor_bytes(l);
+    char note[160];
+    if (tensors && !(sl->tensors = gf__host_alloc(l->dev, tensors, &sl->tensors_pinned, note,
+                                                  sizeof note)))
+        return GF_ENOMEM;
     if (!(sl->fields = field_table(l, sl, 0)))
         return GF_ENOMEM;
     if (l->dev && !(sl->out_fields = field_table(l, sl, 1)))
@@ -414,8 +448,8 @@ void gf__fields_deliver(const gf_loader *l, gf__slot *sl, int count)
         int f = l->ds.var_field[k];
         if (packed(kind_of(l, k))) {
             for (int c = 0; c < count; c++)
-                memcpy(sl->tensor[k] + (size_t)c * cap, sl->var_bytes[k] + (size_t)sl->home[c] * cap,
-                       cap);
+                memcpy(sl->tensors + l->field_layout[k].tensor_at + (size_t)c * cap,
+                       sl->var_bytes[k] + (size_t)sl->home[c] * cap, cap);
             sl->fields[f].shape[0] = count;
             continue;
         }
@@ -432,8 +466,7 @@ void gf__fields_copy_out(const gf_loader *l, const gf__slot *src, gf__slot *out,
 {
     for (int k = 0; k < l->ds.n_var; k++) {
         int f = l->ds.var_field[k];
-        if (packed(kind_of(l, k))) {
-            memcpy(out->out_var_bytes[k], src->tensor[k], (size_t)count * region_bytes(l, k));
+        if (packed(kind_of(l, k))) { /* copied to the device with the pixels */
             out->out_fields[f].shape[0] = count;
             continue;
         }

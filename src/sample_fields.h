@@ -36,6 +36,9 @@ void gf__fields_scratch_free(gf__fields_scratch *s);
  * whose member parses (the data set's order: whatever the timing); a
  * sample of another is refused when read. 0, or a GF_E* with l->msg. */
 int gf__fields_plan(struct gf_loader *l);
+/* A slot's arrays and masks as a batch: the bytes of its block of
+ * tensors (what a device slot holds of them). */
+size_t gf__fields_tensor_bytes(const struct gf_loader *l);
 
 /* Slot sl's regions and its batch's gf_field table (on CUDA also the
  * delivered batch's own copies). 0 or GF_ENOMEM. */

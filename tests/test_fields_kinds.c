@@ -11,10 +11,15 @@
 #include <string.h>
 
 #include "boxes.h"
+#include "config.h"
 #include "decode.h"
 #include "mix.h"
 #include "settings.h"
 #include "testutil.h"
+
+#if GF_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 /* Stored images SW x SH, delivered OW x OH: the crop is real. */
 enum { SW = 16, SH = 12, OW = 8, OH = 6, N = 21, LAT = 2 * 3 * 4 };
@@ -159,11 +164,38 @@ static gf__crop crop_of(const gf_settings *s, uint64_t epoch, int64_t index)
     return c;
 }
 
+/* An array's or mask's tensor where the test can read it: on CUDA a host
+ * copy (freed by the caller), else its own memory. */
+static const uint8_t *host_tensor(const gf_batch *b, const gf_field *f, uint8_t **copy)
+{
+    *copy = NULL;
+    if (f->device != GF_DEVICE_CUDA)
+        return f->data;
+    size_t bytes = gf_dtype_size(f->dtype);
+    for (int d = 0; d < f->ndim; d++)
+        bytes *= (size_t)f->shape[d];
+    *copy = malloc(bytes ? bytes : 1);
+#if GF_HAVE_CUDA
+    ck_assert_int_eq(gf_batch_wait(b, NULL), 0);
+    ck_assert_int_eq(cudaMemcpy(*copy, f->data, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+#else
+    (void)b;
+    ck_abort_msg("a CUDA field in a build without CUDA");
+#endif
+    return *copy;
+}
+
 /* Batch b checked field by field against its samples; h takes its bytes. */
 static uint64_t check_batch(gf_loader *l, const gf_settings *s, const gf_batch *b, uint64_t h)
 {
     ck_assert_int_eq(b->n_fields, 5);
     const gf_field *lat = &b->fields[2], *mask = &b->fields[3], *box = &b->fields[4];
+    ck_assert_int_eq(lat->device, b->device);
+    ck_assert_int_eq(mask->device, b->device);
+    ck_assert_int_eq(box->device, GF_DEVICE_CPU);
+    uint8_t *lat_copy, *mask_copy;
+    const uint8_t *lat_data = host_tensor(b, lat, &lat_copy);
+    const uint8_t *mask_data = host_tensor(b, mask, &mask_copy);
     ck_assert_int_eq(lat->kind, GF_FIELD_ARRAY);
     ck_assert_int_eq(lat->dtype, GF_DTYPE_FLOAT16);
     ck_assert_int_eq(lat->ndim, 4);
@@ -180,12 +212,12 @@ static uint64_t check_batch(gf_loader *l, const gf_settings *s, const gf_batch *
         ck_assert_int_eq(b->labels[i], k % 4);
         uint16_t want[LAT];
         latent_of(k, want);
-        ck_assert_msg(memcmp(lat->data + (size_t)i * sizeof want, want, sizeof want) == 0,
+        ck_assert_msg(memcmp(lat_data + (size_t)i * sizeof want, want, sizeof want) == 0,
                       "sample %d: latent", k);
         /* The mask: the image's crop, nearest neighbour by PIL's rule (a
          * running sum from the first pixel's centre, truncated). */
         gf__crop c = crop_of(s, b->epoch, b->indices[i]);
-        const uint8_t *m = mask->data + (size_t)i * OW * OH;
+        const uint8_t *m = mask_data + (size_t)i * OW * OH;
         int xs[OW], ys[OH];
         double o = c.x + c.w / OW * 0.5;
         for (int x = 0; x < OW; x++, o += c.w / OW)
@@ -214,8 +246,10 @@ static uint64_t check_batch(gf_loader *l, const gf_settings *s, const gf_batch *
         ck_assert(memcmp(box->data + box->offsets[i], want_boxes, box->lengths[i]) == 0);
         h = gf__fnv1a64(h, box->data + box->offsets[i], box->lengths[i]);
     }
-    h = gf__fnv1a64(h, lat->data, (size_t)b->count * LAT * 2);
-    h = gf__fnv1a64(h, mask->data, (size_t)b->count * OW * OH);
+    h = gf__fnv1a64(h, lat_data, (size_t)b->count * LAT * 2);
+    h = gf__fnv1a64(h, mask_data, (size_t)b->count * OW * OH);
+    free(lat_copy);
+    free(mask_copy);
     if (b->pixels)
         h = gf__fnv1a64(h, b->pixels, (size_t)b->count * OW * OH * 3);
     return gf__fnv1a64(h, b->labels, (size_t)b->count * sizeof *b->labels);
@@ -346,14 +380,17 @@ START_TEST(latents_alone_need_no_image)
             ck_assert(b->height == 0 && b->width == 0 && b->channels == 0);
             const gf_field *lat = &b->fields[0];
             ck_assert(lat->kind == GF_FIELD_ARRAY && lat->ndim == 4 && lat->shape[0] == b->count);
+            uint8_t *copy;
+            const uint8_t *lat_data = host_tensor(b, lat, &copy);
             for (int i = 0; i < b->count; i++) {
                 int k = key_of(l, b->indices[i]);
                 ck_assert_int_eq(b->labels[i], k % 4);
                 uint16_t want[LAT];
                 latent_of(k, want);
-                ck_assert(memcmp(lat->data + (size_t)i * sizeof want, want, sizeof want) == 0);
+                ck_assert(memcmp(lat_data + (size_t)i * sizeof want, want, sizeof want) == 0);
                 order[seen + i] = b->indices[i];
             }
+            free(copy);
             seen += b->count;
             gf_release(l, b);
         }
