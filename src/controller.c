@@ -329,7 +329,8 @@ static uint32_t drain_dones(gf_loader *l)
             continue;
         }
         if (!d.decode.err) {
-            l->ctl_decoded[gf__decoded_by(d.decode.used)]++;
+            if (l->cell_bytes) /* else no image: nothing was decoded */
+                l->ctl_decoded[gf__decoded_by(d.decode.used)]++;
             if (d.decode.used & GF__WARNED) {
                 l->ctl_warned++;
                 gf__record_warning(l, sl->indices[d.decode.cell], d.decode.warn_code, d.decode.why);

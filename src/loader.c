@@ -524,7 +524,7 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     st->batch_size = l->B;
     st->ring_bytes = (uint64_t)l->n_slots * ((uint64_t)l->B * (l->cell_bytes + sizeof(int32_t) +
                                                         sizeof(int64_t) + sizeof(gf__cell)));
-    st->ring_bytes += l->out_bytes;
+    st->ring_bytes += l->out_bytes + (uint64_t)l->n_slots * gf__fields_slot_bytes(l);
     st->dataset_samples = l->ds.n;
     st->epoch_samples = l->epoch_len;
     st->classes = l->ds.n_classes;

@@ -134,6 +134,14 @@ size_t gf__fields_tensor_bytes(const gf_loader *l)
     return n;
 }
 
+size_t gf__fields_slot_bytes(const gf_loader *l)
+{
+    size_t n = gf__fields_tensor_bytes(l);
+    for (int k = 0; k < l->ds.n_var; k++)
+        n += (size_t)l->B * l->field_layout[k].region;
+    return n;
+}
+
 int gf__fields_plan(gf_loader *l)
 {
     const gf__dataset *ds = &l->ds;

@@ -39,6 +39,8 @@ int gf__fields_plan(struct gf_loader *l);
 /* A slot's arrays and masks as a batch: the bytes of its block of
  * tensors (what a device slot holds of them). */
 size_t gf__fields_tensor_bytes(const struct gf_loader *l);
+/* The host memory a slot's fields take (regions and tensors; for stats). */
+size_t gf__fields_slot_bytes(const struct gf_loader *l);
 
 /* Slot sl's regions and its batch's gf_field table (on CUDA also the
  * delivered batch's own copies). 0 or GF_ENOMEM. */
