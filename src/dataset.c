@@ -45,12 +45,12 @@ int gf__dataset_open(gf__dataset *ds, const char *source, char *why, size_t why_
     return gf__dataset_open_with(ds, source, NULL, why, why_len);
 }
 
-/* A folder's or a list's sample is a file: one image and its label. */
+/* A folder's sample is a file: one image and its label. */
 static int no_fields(const char *source, char *why, size_t why_len)
 {
     gf__why_path(why, why_len, source,
-                 "fields name the members of a tar shard's samples; a folder's or a list's "
-                 "sample is one image file and its label (leave fields unset)");
+                 "fields name the members of a tar shard's samples or a list's files; a "
+                 "folder's sample is one image file and its label (leave fields unset)");
     return GF_EINVAL;
 }
 
@@ -139,11 +139,8 @@ int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset
         else if (rc == 0)
             rc = gf__dataset_open_folder(ds, source, opts, why, why_len);
         free(pattern);
-    } else if (S_ISREG(st.st_mode) && opts->schema) {
-        rc = no_fields(source, why, why_len);
-        close(fd);
     } else if (S_ISREG(st.st_mode)) {
-        rc = gf__dataset_open_list(ds, source, fd, &st, why, why_len);
+        rc = gf__dataset_open_list(ds, source, fd, &st, opts->schema, why, why_len);
         close(fd);
     } else {
         close(fd);

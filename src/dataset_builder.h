@@ -13,6 +13,7 @@
 #include "tar.h" /* GF__TAR_BLOCK */
 #include "remote_fetch.h"
 
+#include <string.h>
 #include <sys/stat.h>
 
 /* Why an ImageFolder entry was left out by name (named_skips). */
@@ -113,6 +114,17 @@ typedef struct gf__dataset {
 static inline const char *gf__dataset_path(const gf__dataset *ds, uint64_t i)
 {
     return ds->arena + ds->path_off[i];
+}
+
+/* A list's sample i's file of field k (ds->var_field[k]): the paths after
+ * its own in the arena, its own being the image's, or without an image
+ * field k = 0's. */
+static inline const char *gf__dataset_field_file(const gf__dataset *ds, uint64_t i, int k)
+{
+    const char *p = gf__dataset_path(ds, i);
+    for (int skip = ds->schema.image >= 0 ? k + 1 : k; skip > 0; skip--)
+        p += strlen(p) + 1;
+    return p;
 }
 
 /* Where sample i's bytes are: *len bytes at *off of *rel (relative to root_fd), for

@@ -8,8 +8,9 @@
 
 /* The indexers; on failure ds may hold part of what they built
  * (gf__dataset_open and gf__dataset_open_samples close it). */
+/* schema NULL: "path label" lines; else settings.fields' (dataset_list.c). */
 int gf__dataset_open_list(gf__dataset *ds, const char *src, int fd, const struct stat *st,
-                          char *why, size_t why_len);
+                          const gf__schema *schema, char *why, size_t why_len);
 /* dataset_memory.c: the caller's arrays (gf__dataset_open_samples). */
 int gf__dataset_open_memory(gf__dataset *ds, const char *root, const char *const *paths,
                             const int32_t *labels, uint64_t n, char *why, size_t why_len);

@@ -1,6 +1,7 @@
 /* Dataset index from a list file: "relative/path label" per line, paths
- * relative to the list file's directory. Run once, at open, by the thread
- * that calls gf_open.
+ * relative to the list file's directory; with settings.fields, a token a
+ * field in the fields' order (a path, or the label's number), separated
+ * by tabs (a path may hold spaces). Run once, at open, by the thread that calls gf_open.
  *
  * The file is read with one read() into a buffer that becomes the arena:
  * each line's path is moved down over the bytes of the lines before it
@@ -29,6 +30,73 @@ static int list_error(char *why, size_t why_len, const char *src, uint64_t line,
     return GF_EDATASET;
 }
 
+/* A fields line [a, e) of line: a tab-separated token a field in the
+ * schema's order (the label's a number). The sample's own path
+ * (the image's, or the first field's without an image) goes to buf + w,
+ * then each other field's, NUL after each, through scratch (the line's
+ * paths are not in the arena's order); *w and *label are set. */
+static int parse_fields_line(const gf__schema *s, char *line, size_t a, size_t e, char *buf,
+                             size_t *w, char *scratch, uint64_t *label, const char *src,
+                             uint64_t lineno, char *why, size_t why_len)
+{
+    size_t start[GF__FIELDS_MAX], end[GF__FIELDS_MAX];
+    size_t at = a;
+    for (int f = 0; f < s->n; f++) {
+        char *tab = memchr(line + at, '\t', e - at);
+        size_t te = f + 1 < s->n ? (tab ? (size_t)(tab - line) : e) : e;
+        if ((f + 1 < s->n && !tab) || (f + 1 == s->n && tab)) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "expected %d tab-separated fields (%s), got '%%.*s%%s'", s->n,
+                     s->label >= 0 ? "a path each, the label's number" : "a path each");
+            return list_error(why, why_len, src, lineno, msg, line + a, e - a);
+        }
+        size_t ta = at;
+        while (ta < te && gf__is_space(line[ta]))
+            ta++;
+        size_t tz = te;
+        while (tz > ta && gf__is_space(line[tz - 1]))
+            tz--;
+        if (ta == tz)
+            return list_error(why, why_len, src, lineno, "field %.*s%s is empty", s->name[f],
+                              strlen(s->name[f]));
+        if (memchr(line + ta, '\0', tz - ta))
+            return list_error(why, why_len, src, lineno, "NUL byte in path%.*s%s", "", 0);
+        start[f] = ta;
+        end[f] = tz;
+        at = te + 1;
+    }
+    *label = 0;
+    if (s->label >= 0) {
+        size_t ls = start[s->label], le = end[s->label];
+        for (size_t i = ls; i < le; i++) {
+            unsigned d = (unsigned char)line[i] - '0';
+            if (d > 9 || *label * 10 + d > GF__LABEL_MAX)
+                return list_error(why, why_len, src, lineno,
+                                  d > 9 ? "label '%.*s%s' is not a non-negative integer"
+                                        : "label '%.*s%s' is too large (max 2147483646)",
+                                  line + ls, le - ls);
+            *label = *label * 10 + d;
+        }
+    }
+    /* The sample's own path first, then the other fields' in order. */
+    int order[GF__FIELDS_MAX], n = 0;
+    if (s->image >= 0)
+        order[n++] = s->image;
+    for (int f = 0; f < s->n; f++)
+        if (f != s->image && f != s->label)
+            order[n++] = f;
+    size_t len = 0;
+    for (int j = 0; j < n; j++) {
+        size_t k = end[order[j]] - start[order[j]];
+        memcpy(scratch + len, line + start[order[j]], k);
+        scratch[len + k] = '\0';
+        len += k + 1;
+    }
+    memcpy(buf + *w, scratch, len); /* no longer than the line's bytes */
+    *w += len;
+    return 0;
+}
+
 /* Parses buf[0, size) in place. Lines are "path label": the label is the
  * last whitespace-separated token, the path everything before the last run
  * of whitespace (so it may hold spaces); leading and trailing whitespace
@@ -38,8 +106,12 @@ static int list_error(char *why, size_t why_len, const char *src, uint64_t line,
  * label + 1, *max_line the line of its first sample (the one
  * gf__builder_label_past names: the text is gone once parsed). */
 static int parse_list(gf__builder *b, char *buf, size_t size, const char *src,
-                      uint64_t *max_line, char *why, size_t why_len)
+                      const gf__schema *schema, uint64_t *max_line, char *why, size_t why_len)
 {
+    char *scratch = NULL;
+    if (schema && !(scratch = malloc(size + 1)))
+        return GF_ENOMEM;
+    int rc = 0;
     int32_t max_label = -1;
     size_t w = 0; /* write position: end of the arena */
     uint64_t lineno = 0;
@@ -60,53 +132,66 @@ static int parse_list(gf__builder *b, char *buf, size_t size, const char *src,
             e--;
         if (a == e || line[a] == '#')
             continue;
-        size_t ls = e; /* label start */
-        while (ls > a && !gf__is_space(line[ls - 1]))
-            ls--;
-        if (ls == a)
-            return list_error(why, why_len, src, lineno,
-                              "expected 'path label', got '%.*s%s'", line + a, e - a);
-        size_t pe = ls; /* path end */
-        while (pe > a && gf__is_space(line[pe - 1]))
-            pe--;
-
-        uint64_t v = 0;
-        for (size_t i = ls; i < e; i++) {
-            unsigned d = (unsigned char)line[i] - '0';
-            if (d > 9)
-                return list_error(why, why_len, src, lineno,
-                                  "label '%.*s%s' is not a non-negative integer", line + ls,
-                                  e - ls);
-            v = v * 10 + d;
-            if (v > GF__LABEL_MAX)
-                return list_error(why, why_len, src, lineno,
-                                  "label '%.*s%s' is too large (max 2147483646)", line + ls,
-                                  e - ls);
+        if (b->n == b->cap && gf__builder_reserve_samples(b, 1) < 0) {
+            rc = GF_ENOMEM;
+            goto out;
         }
-        if (memchr(line + a, '\0', pe - a))
-            return list_error(why, why_len, src, lineno, "NUL byte in path%.*s%s", "", 0);
-
-        if (b->n == b->cap && gf__builder_reserve_samples(b, 1) < 0)
-            return GF_ENOMEM;
-        /* every earlier line left >= 2 bytes behind */
+        /* every earlier line left its newline behind, at least */
         assert(w <= (size_t)(line + a - buf));
-        memmove(buf + w, line + a, pe - a);
+        uint64_t v = 0;
         b->off[b->n] = w;
+        if (schema) {
+            rc = parse_fields_line(schema, line, a, e, buf, &w, scratch, &v, src, lineno, why,
+                                   why_len);
+            if (rc < 0)
+                goto out;
+        } else {
+            size_t ls = e; /* label start */
+            while (ls > a && !gf__is_space(line[ls - 1]))
+                ls--;
+            if (ls == a) {
+                rc = list_error(why, why_len, src, lineno, "expected 'path label', got '%.*s%s'",
+                                line + a, e - a);
+                goto out;
+            }
+            size_t pe = ls; /* path end */
+            while (pe > a && gf__is_space(line[pe - 1]))
+                pe--;
+            for (size_t i = ls; i < e; i++) {
+                unsigned d = (unsigned char)line[i] - '0';
+                if (d > 9 || v * 10 + d > GF__LABEL_MAX) {
+                    rc = list_error(why, why_len, src, lineno,
+                                    d > 9 ? "label '%.*s%s' is not a non-negative integer"
+                                          : "label '%.*s%s' is too large (max 2147483646)",
+                                    line + ls, e - ls);
+                    goto out;
+                }
+                v = v * 10 + d;
+            }
+            if (memchr(line + a, '\0', pe - a)) {
+                rc = list_error(why, why_len, src, lineno, "NUL byte in path%.*s%s", "", 0);
+                goto out;
+            }
+            memmove(buf + w, line + a, pe - a);
+            w += pe - a;
+            buf[w++] = '\0';
+        }
         b->labels[b->n] = (int32_t)v;
         b->n++;
-        w += pe - a;
-        buf[w++] = '\0';
         if ((int32_t)v > max_label) {
             max_label = (int32_t)v;
             *max_line = lineno;
         }
     }
     b->arena_len = w;
-    return max_label + 1;
+    rc = max_label + 1;
+out:
+    free(scratch);
+    return rc;
 }
 
 int gf__dataset_open_list(gf__dataset *ds, const char *src, int fd, const struct stat *st,
-                          char *why, size_t why_len)
+                          const gf__schema *schema, char *why, size_t why_len)
 {
     gf__builder b = {0};
     if ((uint64_t)st->st_size >= SIZE_MAX) {
@@ -143,7 +228,7 @@ int gf__dataset_open_list(gf__dataset *ds, const char *src, int fd, const struct
         return rc;
     }
     uint64_t max_line = 0;
-    rc = parse_list(&b, b.arena, got, src, &max_line, why, why_len);
+    rc = parse_list(&b, b.arena, got, src, schema, &max_line, why, why_len);
     if (rc < 0) {
         gf__builder_free(&b);
         return rc;
@@ -163,6 +248,16 @@ int gf__dataset_open_list(gf__dataset *ds, const char *src, int fd, const struct
     }
     ds->n_classes = rc;
     gf__builder_finish(&b, ds);
+    if (schema) { /* each field a file: its region is the kind's cap */
+        ds->schema = *schema;
+        ds->n_var = gf__schema_var_fields(schema, ds->var_field);
+        for (int k = 0; k < ds->n_var; k++) {
+            gf_field_kind kind = schema->field[ds->var_field[k]].kind;
+            ds->var_max[k] = kind == GF_FIELD_ARRAY || kind == GF_FIELD_MASK
+                                 ? GF_FIELD_ARRAY_BYTES_MAX
+                                 : GF_FIELD_BYTES_MAX;
+        }
+    }
     /* No stat per line here (an index of 25 ns a sample would take ~1 us):
      * each file's identity is recorded at its first read. */
     if (gf__dataset_seen_init(ds, NULL) < 0)

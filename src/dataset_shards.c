@@ -565,9 +565,7 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged,
 
     if (schema) /* else ds->schema is the default (gf__dataset_open_with) */
         ds->schema = *schema;
-    for (int f = 0; f < ds->schema.n; f++)
-        if (ds->schema.field[f].kind != GF_FIELD_IMAGE && ds->schema.field[f].kind != GF_FIELD_LABEL)
-            ds->var_field[ds->n_var++] = f;
+    ds->n_var = gf__schema_var_fields(&ds->schema, ds->var_field);
     gf__builder b = {.ranged = 1, .n_var = ds->n_var};
     shard_scan c = {.ds = ds, .b = &b, .max_label = -1, .why = why, .why_len = why_len,
                     .bad_label_fails = bad_label_fails, .schema = &ds->schema};

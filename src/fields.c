@@ -256,6 +256,15 @@ int gf__schema_of_settings(const gf_settings *settings, gf__schema *s, const gf_
     return 0;
 }
 
+int gf__schema_var_fields(const gf__schema *s, int var_field[GF__FIELDS_MAX])
+{
+    int n = 0;
+    for (int f = 0; f < s->n; f++)
+        if (s->field[f].kind != GF_FIELD_IMAGE && s->field[f].kind != GF_FIELD_LABEL)
+            var_field[n++] = f;
+    return n;
+}
+
 int gf__schema_match(const gf__schema *s, const char *ext, size_t len, int *alt)
 {
     for (int i = 0; i < s->n; i++) {

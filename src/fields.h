@@ -70,6 +70,10 @@ int gf__schema_parse(const char *spec, gf__schema *s, char *why, size_t why_len)
 int gf__schema_of_settings(const gf_settings *settings, gf__schema *s, const gf__schema **use,
                            char *why, size_t why_len);
 
+/* The fields beyond image and label (text, bytes, array, mask, boxes):
+ * their schema indexes, in order, into var_field; returns how many. */
+int gf__schema_var_fields(const gf__schema *s, int var_field[GF__FIELDS_MAX]);
+
 /* The field a member's extension ext[0, len) belongs to (compared
  * without case, as the indexers compare extensions), and in *alt which
  * of its alternatives; -1 if none. */

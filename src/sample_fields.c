@@ -44,10 +44,26 @@ void gf__fields_scratch_free(gf__fields_scratch *s)
 /* ---- the layouts, at open ---- */
 
 /* Sample i's member of field k, whole, into a new buffer *out. */
-static int read_member(const gf_loader *l, uint64_t i, int k, uint8_t **out, char *why,
-                       size_t why_len)
+static int read_member(const gf_loader *l, uint64_t i, int k, uint8_t **out, size_t *len,
+                       char *why, size_t why_len)
 {
     const gf__dataset *ds = &l->ds;
+    if (!ds->shard) { /* a list's: its own file */
+        gf__buf b = {0}; /* malloc'd (never mapped): the caller frees data */
+        gf__read_opts o = {.max_bytes = ds->var_max[k]};
+        const char *path = gf__dataset_field_file(ds, i, k);
+        char reason[160];
+        int rc = gf__read_sample(ds->root_fd, path, 0, GF__WHOLE_FILE, &o, &b, reason,
+                                 sizeof reason);
+        if (rc < 0) {
+            gf__why(why, why_len, "%s: %s", path, reason);
+            gf__buf_free(&b);
+            return rc;
+        }
+        *out = b.data;
+        *len = b.len;
+        return 0;
+    }
     const char *rel = ds->shard_paths[ds->shard[i]];
     uint64_t off = ds->var_off[k][i];
     size_t n = ds->var_len[k][i];
@@ -71,6 +87,7 @@ static int read_member(const gf_loader *l, uint64_t i, int k, uint8_t **out, cha
         return GF_EIO;
     }
     *out = p;
+    *len = n;
     return 0;
 }
 
@@ -94,14 +111,15 @@ static int plan_from_members(gf_loader *l, int k)
     char why[256] = "";
     for (uint64_t i = 0; i < ds->n && i < 16; i++) {
         uint8_t *p;
-        int rc = read_member(l, i, k, &p, why, sizeof why);
+        size_t n;
+        int rc = read_member(l, i, k, &p, &n, why, sizeof why);
         if (rc == GF_ENOMEM)
             return rc;
         if (rc < 0)
             continue;
         gf__npy a;
         char pwhy[200];
-        rc = gf__npy_parse(p, ds->var_len[k][i], &a, pwhy, sizeof pwhy);
+        rc = gf__npy_parse(p, n, &a, pwhy, sizeof pwhy);
         free(p);
         const char *bad = rc < 0 ? pwhy : kind_of(l, k) == GF_FIELD_BOXES ? boxes_refused(&a) : NULL;
         if (bad) {
@@ -373,18 +391,53 @@ static int take_boxes(const gf_loader *l, const gf__field_layout *fl, const uint
     return 0;
 }
 
-int gf__fields_take(const gf_loader *l, gf__slot *sl, int cell, uint64_t sample,
-                    const uint8_t *bytes, const gf__decoder *d, gf__fields_scratch *ws,
-                    char *why, size_t why_len)
+void gf__fields_members_in(const gf_loader *l, uint64_t sample, const uint8_t *bytes,
+                           gf__members *m)
 {
     const gf__dataset *ds = &l->ds;
     const char *rel;
     uint64_t start, len;
     gf__dataset_extent(ds, sample, &rel, &start, &len);
+    for (int k = 0; k < ds->n_var; k++) {
+        m->p[k] = bytes + (ds->var_off[k][sample] - start);
+        m->n[k] = ds->var_len[k][sample];
+    }
+}
+
+int gf__fields_read_files(const gf_loader *l, uint64_t sample, const gf__buf *own,
+                          gf__buf bufs[GF__FIELDS_MAX], gf__members *m, char *why,
+                          size_t why_len)
+{
+    const gf__dataset *ds = &l->ds;
+    for (int k = 0; k < ds->n_var; k++) {
+        const gf__buf *b = &bufs[k];
+        const char *path = gf__dataset_field_file(ds, sample, k);
+        if (ds->schema.image < 0 && k == 0) {
+            b = own; /* the sample's own file */
+        } else {
+            gf__read_opts o = {.max_bytes = ds->var_max[k]};
+            char reason[160];
+            int rc = gf__read_sample(ds->root_fd, path, 0, GF__WHOLE_FILE, &o, &bufs[k], reason,
+                                     sizeof reason);
+            if (rc < 0) {
+                gf__why(why, why_len, "field '%s': %s: %s", name_of(l, k), path, reason);
+                return rc;
+            }
+        }
+        m->p[k] = b->data;
+        m->n[k] = (uint32_t)b->len;
+    }
+    return 0;
+}
+
+int gf__fields_take(const gf_loader *l, gf__slot *sl, int cell, const gf__members *m,
+                    const gf__decoder *d, gf__fields_scratch *ws, char *why, size_t why_len)
+{
+    const gf__dataset *ds = &l->ds;
     int32_t region = sl->home[cell];
     for (int k = 0; k < ds->n_var; k++) {
-        const uint8_t *p = bytes + (ds->var_off[k][sample] - start);
-        uint32_t n = ds->var_len[k][sample], got = n;
+        const uint8_t *p = m->p[k];
+        uint32_t n = m->n[k], got = n;
         const gf__field_layout *fl = &l->field_layout[k];
         uint8_t *dst = sl->var_bytes[k] + (size_t)region * fl->region;
         char reason[200] = "";

@@ -16,6 +16,7 @@
 
 #include "decode.h" /* gf__decoder: the sample's crop, for masks and boxes */
 #include "mask.h"
+#include "reader.h" /* gf__buf */
 #include "ring.h"
 
 #include <stddef.h>
@@ -47,15 +48,30 @@ size_t gf__fields_slot_bytes(const struct gf_loader *l);
 int gf__fields_alloc(struct gf_loader *l, gf__slot *sl);
 void gf__fields_free(gf__slot *sl);
 
-/* The decode thread: sample's field members, read with its image
- * (bytes: the extent gf__dataset_extent gives, headers checked), into
- * cell's regions; d decoded the sample's image (masks and boxes take its
- * crop). 0, or GF_ECORRUPT / GF_EFORMAT / GF_ENOMEM with why naming the
- * field and what is wrong (text that is not UTF-8, an array of another
- * shape, a damaged mask). */
-int gf__fields_take(const struct gf_loader *l, gf__slot *sl, int cell, uint64_t sample,
-                    const uint8_t *bytes, const gf__decoder *d, gf__fields_scratch *ws,
-                    char *why, size_t why_len);
+/* A sample's field members as read: field k's (ds.var_field[k]) bytes. */
+typedef struct gf__members {
+    const uint8_t *p[GF__FIELDS_MAX];
+    uint32_t n[GF__FIELDS_MAX];
+} gf__members;
+
+/* A shard sample's members in the bytes of its extent (gf__dataset_extent,
+ * headers checked). */
+void gf__fields_members_in(const struct gf_loader *l, uint64_t sample, const uint8_t *bytes,
+                           gf__members *m);
+/* A list sample's members, each its own file, read on the decode thread
+ * into bufs (the sample's own file is `own`, read already). 0, or the
+ * read's GF_E* with why naming the field and its file. */
+int gf__fields_read_files(const struct gf_loader *l, uint64_t sample, const gf__buf *own,
+                          gf__buf bufs[GF__FIELDS_MAX], gf__members *m, char *why,
+                          size_t why_len);
+
+/* The decode thread: sample's field members m into cell's regions; d
+ * decoded the sample's image (masks and boxes take its crop). 0, or
+ * GF_ECORRUPT / GF_EFORMAT / GF_ENOMEM with why naming the field and
+ * what is wrong (text that is not UTF-8, an array of another shape, a
+ * damaged mask). */
+int gf__fields_take(const struct gf_loader *l, gf__slot *sl, int cell, const gf__members *m,
+                    const gf__decoder *d, gf__fields_scratch *ws, char *why, size_t why_len);
 
 /* gf-control: cell fc's bytes of `from` become cell tc's of `to` (tc a
  * hole: its region is free); within one slot the two cells' regions are

@@ -61,9 +61,16 @@ static double run_decode(gf_loader *l, gf__worker *w, const gf__job *j, gf__done
                          why, sizeof why);
         gf__range_pop();
     }
-    if (!err && l->ds.n_var)
-        err = gf__fields_take(l, &l->slots[j->slot], j->decode.cell, sample, in->data, w->dec,
-                              &w->fields, why, sizeof why);
+    if (!err && l->ds.n_var) {
+        gf__members m;
+        if (l->ds.shard)
+            gf__fields_members_in(l, sample, in->data, &m);
+        else
+            err = gf__fields_read_files(l, sample, in, w->field_bufs, &m, why, sizeof why);
+        if (!err)
+            err = gf__fields_take(l, &l->slots[j->slot], j->decode.cell, &m, w->dec, &w->fields,
+                                  why, sizeof why);
+    }
     /* A warning (LENIENT) is as rare as an error, so its reason travels
      * the same way. */
     int warn_code = 0;
@@ -143,6 +150,8 @@ void gf__work_free(gf_loader *l)
     for (int i = 0; i < l->n_workers; i++) {
         gf__decoder_destroy(l->workers[i].dec);
         gf__fields_scratch_free(&l->workers[i].fields);
+        for (int k = 0; k < GF__FIELDS_MAX; k++)
+            gf__buf_free(&l->workers[i].field_bufs[k]);
         gf__buf_free(&l->workers[i].buf);
     }
     free(l->workers);

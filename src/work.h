@@ -10,6 +10,7 @@
 typedef struct gf__worker {
     gf__decoder *dec;
     gf__fields_scratch fields;
+    gf__buf field_bufs[GF__FIELDS_MAX]; /* a list sample's field files */
     gf__buf buf;
     double read_s, decode_s, convert_s; /* under mu */
     uint64_t bytes;                     /* under mu */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "boxes.h"
 #include "config.h"
@@ -132,6 +133,56 @@ static char *make_shards(int odd_key, int bad_mask_key)
     return pattern;
 }
 
+/* The same samples as files beside a list (fields' order: png, cls,
+ * latent.npy, seg.png, boxes.npy, tab-separated); missing_key's .npy is
+ * not written (-1: none). Returns the list's path. */
+static char *make_list(int missing_key)
+{
+    static char list[4096];
+    char path[4096];
+    snprintf(path, sizeof path, "%s/files", dir);
+    ck_assert_int_eq(mkdir(path, 0755), 0);
+    size_t cap = 4096, len = 0;
+    char *text = malloc(cap);
+    for (int i = 0; i < N; i++) {
+        uint8_t px[SW * SH * 3], m[SW * SH];
+        size_t n;
+        tu_fill(px, SW, SH, 3, (uint32_t)i);
+        uint8_t *png = tu_png_mem(px, SW, SH, 3, &n);
+        snprintf(path, sizeof path, "%s/files/k%03d.png", dir, i);
+        tu_write_file(path, png, n);
+        free(png);
+        uint16_t lat[LAT];
+        latent_of(i, lat);
+        uint8_t *a = npy("<f2", "(2, 3, 4)", lat, sizeof lat, &n);
+        snprintf(path, sizeof path, "%s/files/k%03d.latent.npy", dir, i);
+        if (i != missing_key)
+            tu_write_file(path, a, n);
+        free(a);
+        mask_of(i, m);
+        png = tu_png_mem(m, SW, SH, 1, &n);
+        snprintf(path, sizeof path, "%s/files/k%03d seg.png", dir, i); /* a space: tabs part */
+        tu_write_file(path, png, n);
+        free(png);
+        float bx[15];
+        boxes_of(i, bx);
+        a = npy("<f4", "(3, 5)", bx, sizeof bx, &n);
+        snprintf(path, sizeof path, "%s/files/k%03d.boxes.npy", dir, i);
+        tu_write_file(path, a, n);
+        free(a);
+        if (len + 256 > cap)
+            text = realloc(text, cap *= 2);
+        len += (size_t)snprintf(text + len, cap - len,
+                                "files/k%03d.png\t%d\tfiles/k%03d.latent.npy\t files/k%03d seg.png\t"
+                                "files/k%03d.boxes.npy\n",
+                                i, i % 4, i, i, i);
+    }
+    snprintf(list, sizeof list, "%s/list.txt", dir);
+    tu_write_file(list, text, len);
+    free(text);
+    return list;
+}
+
 static gf_settings settings_of(const char *data, int threads)
 {
     gf_settings s;
@@ -145,11 +196,14 @@ static gf_settings settings_of(const char *data, int threads)
     return s;
 }
 
+/* The key's number: "s-0.tar:k007.png" in shards, "files/k007.png" in a
+ * list. */
 static int key_of(gf_loader *l, int64_t index)
 {
-    const char *k = strstr(gf_sample_path(l, (uint64_t)index), ":k");
-    ck_assert_ptr_nonnull(k);
-    return atoi(k + 2);
+    const char *path = gf_sample_path(l, (uint64_t)index);
+    const char *k = strstr(path, ":k") ? strstr(path, ":k") + 1 : strrchr(path, '/') + 1;
+    ck_assert_msg(k[0] == 'k', "%s", path);
+    return atoi(k + 1);
 }
 
 /* The crop the loader's decode planned for sample `index` of `epoch`. */
@@ -413,6 +467,48 @@ START_TEST(latents_alone_need_no_image)
 }
 END_TEST
 
+/* A list of files a field each: the same samples as the shards give the
+ * same batches, byte for byte; a missing file is its sample's error,
+ * naming the field and the file. */
+START_TEST(a_list_names_a_file_a_field)
+{
+    const char *shards = make_shards(-1, -1);
+    gf_settings s = settings_of(shards, 2);
+    gf_loader *l = NULL;
+    ck_assert_msg(gf_open(&l, &s) == 0, "%s", gf_last_error(l));
+    uint64_t want = read_checked(l, &s, 100);
+    gf_close(&l);
+    s.data = make_list(-1);
+    ck_assert_msg(gf_open(&l, &s) == 0, "%s", gf_last_error(l));
+    ck_assert_uint_eq(read_checked(l, &s, 100), want);
+    gf_close(&l);
+
+    teardown();
+    make_shards(-1, -1);
+    s.data = make_list(6);
+    s.on_error = GF_ON_ERROR_SKIP;
+    ck_assert_msg(gf_open(&l, &s) == 0, "%s", gf_last_error(l));
+    read_checked(l, &s, 100);
+    gf_stats st;
+    ck_assert_int_eq(gf_get_stats(l, &st), 0);
+    ck_assert_uint_eq(st.errors, 1);
+    ck_assert_msg(strstr(st.recent[0].reason, "field 'latent.npy': files/k006.latent.npy:"),
+                  "%s", st.recent[0].reason);
+    gf_close(&l);
+
+    /* a line short of a field */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/short.txt", dir);
+    const char *line = "files/k000.png\t0\tfiles/k000.latent.npy\n";
+    tu_write_file(path, line, strlen(line));
+    s.data = path;
+    ck_assert_int_eq(gf_open(&l, &s), GF_EDATASET);
+    ck_assert_msg(strstr(gf_last_error(l), "short.txt:1: expected 5 tab-separated fields"), "%s",
+                  gf_last_error(l));
+    gf_close(&l);
+}
+END_TEST
+
 START_TEST(an_oversized_or_hostile_member_is_refused)
 {
     dir = tu_mkdtemp();
@@ -475,6 +571,7 @@ static Suite *kinds_suite(void)
     tcase_add_test(tc, an_array_of_another_shape_and_a_bad_mask_are_bad_samples_by_name);
     tcase_add_test(tc, an_oversized_or_hostile_member_is_refused);
     tcase_add_test(tc, latents_alone_need_no_image);
+    tcase_add_test(tc, a_list_names_a_file_a_field);
     suite_add_tcase(s, tc);
     return s;
 }
