@@ -1131,6 +1131,19 @@ GF_API int gf_decoder_decode_fit(gf_decoder *d, const void *data, size_t len, in
 /* Frees d and sets *d = NULL; NULL is a no-op. */
 GF_API void gf_decoder_close(gf_decoder **d);
 
+/* A segmentation mask resized whole, for tools (gpufeed prepare): png[0,
+ * len) a PNG of class ids (8-bit grey, or palette of 1 to 8 bits: its
+ * indices, never its colours) of width x height, its image's stored size
+ * (another size is refused naming both), resized to out_w x out_h by
+ * nearest neighbour as PIL's Image.resize((out_w, out_h), Image.NEAREST)
+ * does, so every value written is one of the mask's; out: out_h rows of
+ * out_w bytes. The loader's rule for a mask field (settings.fields).
+ * Returns 0, or with why: GF_EFORMAT (not such a PNG; a build without
+ * libspng), GF_ECORRUPT (damaged or cut short, another size), GF_ENOMEM,
+ * GF_EINVAL (a size below 1, a NULL pointer). Any thread. */
+GF_API int gf_mask_resize(const void *png, size_t len, int width, int height, int out_w,
+                          int out_h, uint8_t *out, char *why, size_t why_len);
+
 /* Frees memory the library handed to the caller (gf_read_sample's *data);
  * NULL is a no-op. Any thread. */
 GF_API void gf_free(void *p);
@@ -1252,6 +1265,27 @@ GF_API int32_t gf_index_label(const gf_index *ix, uint64_t i);
  * gf_index_last_error()). */
 GF_API int gf_index_read(gf_index *ix, uint64_t i, void **data, size_t *len, char *why,
                          size_t why_len);
+/* Local tar shards indexed under settings.fields: the fields beyond the
+ * image and the label (text, bytes, array, mask, boxes), numbered k = 0 ..
+ * gf_index_fields(ix) - 1 in settings.fields' order; 0 without any. */
+GF_API int gf_index_fields(const gf_index *ix);
+/* Field k's name as settings.fields names it ("seg.png", "txt;json"), and
+ * its kind in *kind (may be NULL); NULL when k is out of range. Valid
+ * until close. */
+GF_API const char *gf_index_field_name(const gf_index *ix, int k, gf_field_kind *kind);
+/* gf_index_read with the sample's fields (gpufeed prepare): *data (free
+ * with gf_free) is what one read of the sample gives, every member's
+ * header checked as the loader checks it: for a tar shard its members as
+ * they lie there, headers and padding between; for a folder or list file,
+ * the file. at[0], size[0]: where the image's bytes are in it; at[1 + k],
+ * size[1 + k], ext[1 + k]: field k's member and its extension as the
+ * shard spells it ("seg.png", "Latent.npy"; valid until close); ext[0]:
+ * the image's ("" for a folder or list file). n: the arrays' room, at
+ * least 1 + gf_index_fields(ix) (else GF_EINVAL). Codes and why as
+ * gf_index_read's. Not thread-safe on one handle. */
+GF_API int gf_index_read_fields(gf_index *ix, uint64_t i, void **data, size_t *len, size_t *at,
+                                size_t *size, const char **ext, int n, char *why,
+                                size_t why_len);
 /* The last failure's message, "" if none (never NULL). */
 GF_API const char *gf_index_last_error(const gf_index *ix);
 /* Frees ix and sets *ix = NULL; NULL is a no-op. */

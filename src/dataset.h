@@ -94,6 +94,11 @@ static inline int gf__shard_skip_of(const gf_settings *s)
  * gf_index_read). */
 int gf__dataset_read_sample(const gf__dataset *ds, uint64_t index, size_t max_bytes, void **data,
                             size_t *len, char *why, size_t why_len);
+/* As gf__dataset_read_sample, but a shard sample's whole extent
+ * (gf__dataset_extent: its members and their headers, each checked), for
+ * gf_index_read_fields; a folder's or list's file as it is. */
+int gf__dataset_read_extent(const gf__dataset *ds, uint64_t index, size_t max_bytes, void **data,
+                            size_t *len, char *why, size_t why_len);
 
 /* Shard sample i's n bytes read from gf__dataset_extent's range (p: its
  * header block, then the member; with text or bytes fields, every

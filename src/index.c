@@ -125,6 +125,68 @@ int gf_index_read(gf_index *ix, uint64_t i, void **data, size_t *len, char *why,
     return rc;
 }
 
+int gf_index_fields(const gf_index *ix)
+{
+    return ix ? ix->ds.n_var : 0;
+}
+
+const char *gf_index_field_name(const gf_index *ix, int k, gf_field_kind *kind)
+{
+    if (!ix || k < 0 || k >= ix->ds.n_var)
+        return NULL;
+    int f = ix->ds.var_field[k];
+    if (kind)
+        *kind = ix->ds.schema.field[f].kind;
+    return ix->ds.schema.name[f];
+}
+
+int gf_index_read_fields(gf_index *ix, uint64_t i, void **data, size_t *len, size_t *at,
+                         size_t *size, const char **ext, int n, char *why, size_t why_len)
+{
+    if (!ix || !at || !size || !ext || n < 1 + ix->ds.n_var) {
+        if (data)
+            *data = NULL;
+        if (len)
+            *len = 0;
+        if (why && why_len)
+            gf__why(why, why_len, "gf_index_read_fields: %s",
+                    ix ? "no room for the fields" : "no index");
+        return GF_EINVAL;
+    }
+    const gf__dataset *ds = &ix->ds;
+    char reason[sizeof ix->msg];
+    int rc = gf__dataset_read_extent(ds, i, ix->max_file_bytes, data, len, reason,
+                                     sizeof reason);
+    if (why && why_len)
+        gf__why(why, why_len, "%s", rc < 0 ? reason : "");
+    if (rc < 0) {
+        gf__why(ix->msg, sizeof ix->msg, "%s", reason);
+        return rc;
+    }
+    at[0] = gf__dataset_image_at(ds, i);
+    size[0] = ds->shard ? ds->data_len[i] : *len;
+    ext[0] = "";
+    if (!ds->shard)
+        return 0;
+    /* The arena: "base.tar:MEMBER" (MEMBER's key to the first '.' of
+     * its base name), NUL, then each field's extension. */
+    const char *rel;
+    uint64_t start, extent;
+    gf__dataset_extent(ds, i, &rel, &start, &extent);
+    const char *path = gf__dataset_path(ds, i), *shard_base = strrchr(rel, '/');
+    const char *name = path + strlen(shard_base ? shard_base + 1 : rel) + 1;
+    const char *slash = strrchr(name, '/'), *dot = strchr(slash ? slash + 1 : name, '.');
+    ext[0] = dot ? dot + 1 : "";
+    const char *e = path + strlen(path) + 1;
+    for (int k = 0; k < ds->n_var; k++) {
+        at[1 + k] = (size_t)(ds->var_off[k][i] - start);
+        size[1 + k] = ds->var_len[k][i];
+        ext[1 + k] = e;
+        e += strlen(e) + 1;
+    }
+    return 0;
+}
+
 const char *gf_index_last_error(const gf_index *ix)
 {
     return ix ? ix->msg : "";

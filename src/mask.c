@@ -216,3 +216,15 @@ int gf__mask_crop(gf__mask_scratch *s, const uint8_t *png, size_t n, int img_w, 
 }
 
 #endif
+
+/* The public door for tools (gpufeed prepare): the whole mask, no flip,
+ * with a scratch of its own. */
+int gf_mask_resize(const void *png, size_t len, int width, int height, int out_w, int out_h,
+                   uint8_t *out, char *why, size_t why_len)
+{
+    gf__mask_scratch s = {0};
+    gf__crop c = {0, 0, width, height, 0};
+    int rc = gf__mask_crop(&s, png, len, width, height, &c, out_w, out_h, out, why, why_len);
+    gf__mask_scratch_free(&s);
+    return rc;
+}

@@ -15,7 +15,7 @@
  * sample accessors below read it without the mutex and touch no loader
  * state: any thread may call them while the pipeline runs. */
 
-int gf__dataset_read_sample(const gf__dataset *ds, uint64_t index, size_t max_bytes, void **data,
+int gf__dataset_read_extent(const gf__dataset *ds, uint64_t index, size_t max_bytes, void **data,
                             size_t *len, char *why, size_t why_len)
 {
     if (data)
@@ -55,16 +55,13 @@ int gf__dataset_read_sample(const gf__dataset *ds, uint64_t index, size_t max_by
                 reason[0] ? reason : gf_strerror(rc));
         return rc;
     }
-    if (ds->shard) { /* a member's header first: checked, then dropped */
+    if (ds->shard) { /* the members' headers: checked */
         rc = gf__dataset_member_check(ds, index, b.data, b.len, reason, sizeof reason);
         if (rc < 0) {
             gf__buf_free(&b);
             gf__why(why, why_len, "%s: %s", gf__dataset_path(ds, index), reason);
             return rc;
         }
-        size_t img = gf__dataset_image_at(ds, index);
-        b.len = ds->data_len[index];
-        memmove(b.data, b.data + img, b.len);
     }
     if (b.cap > b.len) { /* the remote reader's buffer, or an empty file */
         uint8_t *p = realloc(b.data, b.len ? b.len : 1);
@@ -73,6 +70,21 @@ int gf__dataset_read_sample(const gf__dataset *ds, uint64_t index, size_t max_by
     }
     *data = b.data;
     *len = b.len;
+    return 0;
+}
+
+int gf__dataset_read_sample(const gf__dataset *ds, uint64_t index, size_t max_bytes, void **data,
+                            size_t *len, char *why, size_t why_len)
+{
+    int rc = gf__dataset_read_extent(ds, index, max_bytes, data, len, why, why_len);
+    if (rc < 0 || !ds->shard)
+        return rc;
+    /* the image's bytes alone: its header and the other members dropped */
+    uint8_t *p = *data;
+    *len = ds->data_len[index];
+    memmove(p, p + gf__dataset_image_at(ds, index), *len);
+    uint8_t *q = realloc(p, *len ? *len : 1);
+    *data = q ? q : p;
     return 0;
 }
 

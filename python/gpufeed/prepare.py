@@ -129,7 +129,7 @@ def prepare(src, out, *, name=None, max_side=None, format=None, raw_max_bytes=No
             raw_max_pixels=None, quality=None, subsampling=None, keep_original=False,
             shard_bytes=None, shard_samples=None, threads=None, channels=None,
             on_error=None, on_shard_error=None, strictness=None, decoder=None,
-            extensions=None):
+            extensions=None, fields=None):
     """Writes src (an ImageFolder, a list file, or tar shards such as
     "DIR/train-{000000..000127}.tar") as tar shards made for fast loading
     into out, exactly as `gpufeed prepare SRC OUT` does, and returns its
@@ -143,7 +143,9 @@ def prepare(src, out, *, name=None, max_side=None, format=None, raw_max_bytes=No
     raw_max_bytes, raw_max_pixels, quality (90), subsampling
     ("444"|"422"|"420"), keep_original, shard_bytes (bytes, or text such as
     "256M"), shard_samples, threads (all cores), channels (3|1), on_error
-    ("skip"|"fail"), on_shard_error, strictness, decoder, extensions.
+    ("skip"|"fail"), on_shard_error, strictness, decoder, extensions,
+    fields (tar shards: Loader's fields, a str or a sequence of str; each
+    field's member is kept, masks and boxes fitted to the stored image).
     A run stopped part way (Ctrl-C, a kill) resumes when called again.
 
     Raises PrepareError (a gpufeed.Error) with the program's message when
@@ -161,6 +163,11 @@ def prepare(src, out, *, name=None, max_side=None, format=None, raw_max_bytes=No
     _flag(args, "shard_bytes", shard_bytes, str if isinstance(shard_bytes, str) else int)
     _flag(args, "shard_samples", shard_samples, int)
     _flag(args, "on_error", on_error, str)
+    if fields is not None and not isinstance(fields, str):
+        if not all(isinstance(f, str) for f in fields):
+            raise TypeError("fields: a str or a sequence of str")
+        fields = ",".join(fields)
+    _flag(args, "fields", fields, str)
     _common(args, dict(quality=quality, subsampling=subsampling, threads=threads,
                        channels=channels, on_shard_error=on_shard_error, strictness=strictness,
                        decoder=decoder, extensions=extensions))

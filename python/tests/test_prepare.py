@@ -73,3 +73,127 @@ def test_no_program_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("GPUFEED_CLI", str(tmp_path / "missing"))
     with pytest.raises(gpufeed.PrepareError, match="GPUFEED_CLI"):
         gpufeed.prepare(tmp_path, tmp_path / "o")
+
+
+# ---- --fields: every member carried through ----
+
+FIELDS = ("jpg", "cls", "txt", "latent.npy", "seg.png:mask", "boxes.npy:boxes")
+SIZES = [(160, 120), (97, 131), (40, 30), (200, 50), (33, 77), (64, 64)]
+
+
+def _fielded_set(root):
+    """Two shards of keys with jpg, cls, txt, latent.npy, seg.png (a palette
+    mask of the image's size) and boxes.npy (float32 and float64, one row of
+    no area), each image of another size."""
+    np = pytest.importorskip("numpy")
+    Image = pytest.importorskip("PIL.Image")
+    import io
+    import tarfile
+    rng = np.random.default_rng(7)
+    root.mkdir()
+
+    def add(t, name, data):
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        t.addfile(info, io.BytesIO(data))
+
+    def encoded(obj, fmt=None):
+        b = io.BytesIO()
+        np.save(b, obj) if fmt is None else obj.save(b, fmt)
+        return b.getvalue()
+
+    for s in range(2):
+        with tarfile.open(root / f"train-{s:06d}.tar", "w", format=tarfile.USTAR_FORMAT) as t:
+            for i, (W, H) in enumerate(SIZES):
+                k = f"s{s}_{i}"
+                img = Image.fromarray(rng.integers(0, 255, (H, W, 3), dtype=np.uint8))
+                mask = Image.fromarray(rng.integers(0, 6, (H, W), dtype=np.uint8), "P")
+                mask.putpalette([(v * 37) % 256 for v in range(768)])
+                boxes = np.array([[1, 2, W / 2, H / 2, 1], [W / 3, H / 3, W - 1, H - 1, 2],
+                                  [5, 5, 5, 9, 0]], np.float64 if i % 2 else np.float32)
+                add(t, k + ".jpg", encoded(img, "JPEG"))
+                add(t, k + ".cls", str(i % 3).encode())
+                add(t, k + ".txt", f"a caption of {k} \u2014 caf\u00e9".encode())
+                add(t, k + ".latent.npy", encoded(rng.standard_normal((4, 6, 6)).astype("f4")))
+                add(t, k + ".seg.png", encoded(mask, "PNG"))
+                add(t, k + ".boxes.npy", encoded(boxes))
+    return str(root / "train-{000000..000001}.tar")
+
+
+def _members(pattern_dir):
+    import glob
+    import tarfile
+    out = {}
+    for shard in sorted(glob.glob(str(pattern_dir) + "/train-*.tar")):
+        with tarfile.open(shard) as t:
+            for m in t.getmembers():
+                key, ext = m.name.split(".", 1)
+                out.setdefault(key, {})[ext] = t.extractfile(m).read()
+    return out
+
+
+def test_prepare_fields_carries_every_member(tmp_path):
+    np = pytest.importorskip("numpy")
+    Image = pytest.importorskip("PIL.Image")
+    import io
+    import subprocess
+    src = _fielded_set(tmp_path / "src")
+    out = tmp_path / "out"
+    s = gpufeed.prepare(src, out, max_side=48, fields=FIELDS, threads=2, shard_samples=5)
+    assert s["samples"] == 12 and s["bad"] == 0
+    want, got = _members(tmp_path / "src"), _members(out)
+    assert sorted(got) == sorted(want)  # a shard's keys are kept
+    for key, m in got.items():
+        srcm = want[key]
+        assert set(m) == {"jpg", "cls", "key", "txt", "latent.npy", "seg.png", "boxes.npy"}
+        assert m["txt"] == srcm["txt"] and m["latent.npy"] == srcm["latent.npy"]
+        assert m["cls"] == srcm["cls"]
+        size = Image.open(io.BytesIO(m["jpg"])).size
+        old = Image.open(io.BytesIO(srcm["jpg"])).size
+        assert max(size) == min(48, max(old))
+        a, b = Image.open(io.BytesIO(m["seg.png"])), Image.open(io.BytesIO(srcm["seg.png"]))
+        assert a.mode == "P" and a.getpalette() == b.getpalette()  # still shows as it did
+        ids = np.asarray(a)
+        assert ids.shape == size[::-1]
+        assert set(np.unique(ids)) <= set(np.unique(np.asarray(b)))
+        assert np.array_equal(ids, np.asarray(b.resize(size, Image.NEAREST)))
+        bx, sb = np.load(io.BytesIO(m["boxes.npy"])), np.load(io.BytesIO(srcm["boxes.npy"]))
+        assert bx.dtype == sb.dtype and bx.shape == (2, 5)  # the row of no area dropped
+        scale = np.array([size[0] / old[0], size[1] / old[1]] * 2 + [1])
+        assert np.allclose(bx, sb[:2] * scale, atol=1e-3, rtol=0)
+    # the prepared set loads with the same fields, its text and arrays the source's
+    kw = dict(batch_size=4, image_size=16, threads=1, device="cpu", transform="eval",
+              shuffle=False, epochs=1, fields=FIELDS)
+    with gpufeed.Loader(src, **kw) as a, gpufeed.Loader(str(out), **kw) as b:
+        assert len(a) == len(b) == 3  # batches
+        for x, y in zip(a, b):
+            assert y[2] == x[2]  # captions
+            assert np.array_equal(np.asarray(y[3]), np.asarray(x[3]))  # latents
+            assert set(np.unique(np.asarray(y[4]))) <= set(range(6))  # masks: the ids
+            assert [np.asarray(v).shape for v in y[5]] == [(2, 5)] * len(y[5])
+    v = subprocess.run([cli(), "verify", "--data", str(out)], capture_output=True, text=True)
+    assert v.returncode == 0, v.stdout + v.stderr
+
+
+def test_prepare_fields_names_a_damaged_member(tmp_path):
+    import io
+    import tarfile
+    _fielded_set(tmp_path / "src")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    with tarfile.open(tmp_path / "src" / "train-000000.tar") as t, \
+            tarfile.open(bad / "train-000000.tar", "w", format=tarfile.USTAR_FORMAT) as d:
+        for m in t.getmembers():
+            data = t.extractfile(m).read()
+            if m.name == "s0_2.seg.png":
+                data = data[:len(data) // 2]  # cut short
+            m.size = len(data)
+            d.addfile(m, io.BytesIO(data))
+    s = gpufeed.prepare(str(bad / "train-000000.tar"), tmp_path / "o", max_side=48,
+                        fields=FIELDS)
+    assert s["samples"] == 5 and s["bad"] == 1
+    assert "field 'seg.png'" in s["bad_samples"][0]["reason"]
+    with pytest.raises(gpufeed.PrepareError, match="field 'seg.png'") as e:
+        gpufeed.prepare(str(bad / "train-000000.tar"), tmp_path / "f", fields=FIELDS,
+                        on_error="fail")
+    assert e.value.returncode == 1

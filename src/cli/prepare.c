@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "cli.h"
@@ -86,6 +87,14 @@ static void usage(FILE *f)
             "                        sample (strict: the default) or not (lenient)\n"
             "  --decoder D           auto|stb|turbo (default auto)\n"
             "  --extensions X        torchvision|all: an ImageFolder's files\n"
+            "  --fields SPEC         tar shards: the sample's fields, as the loader's\n"
+            "                        fields setting names them ('jpg,cls,txt,seg.png:mask,\n"
+            "                        boxes.npy:boxes'); each field's member is kept under\n"
+            "                        its extension: masks resized with the image (nearest\n"
+            "                        neighbour, 8-bit PNG), boxes scaled (.npy, rows of no\n"
+            "                        area dropped), arrays, text and bytes copied; a key\n"
+            "                        without a field is left out. Name the image field\n"
+            "                        so it admits what is stored (jpg, or ppm/pgm)\n"
             "  --json                print a JSON summary (samples, bad, shards, bytes,\n"
             "                        samples_per_s, bad_samples...) instead of text\n"
             "  -h, --help            this text\n"
@@ -309,6 +318,17 @@ static int run(prep_opts *o)
     if (n_left > GF_SKIPPED_NAMED_MAX)
         fprintf(stderr, "gpufeed prepare: warning: and %llu more left out\n",
                 (unsigned long long)(n_left - GF_SKIPPED_NAMED_MAX));
+    for (int k = 0; k < gf_index_fields(ix); k++) {
+        const char *f = gf_index_field_name(ix, k, NULL);
+        for (const char *a = f; *a; a += strcspn(a, ";"), a += *a == ';') {
+            if (strncasecmp(a, "key", 3) == 0 && (a[3] == ';' || !a[3])) {
+                cli_error(CMD, "--fields: field '%s': KEY.key is the member prepare writes "
+                          "(the sample's source path); leave it out of --fields", f);
+                gf_index_close(&ix);
+                return CLI_USAGE;
+            }
+        }
+    }
     int foreign = foreign_dir(o->out);
     rc = foreign == 0 ? cli_mkdir_p(o->out) : 0;
     if (foreign || rc < 0) {
@@ -359,7 +379,7 @@ int cmd_prepare(int argc, char **argv)
     enum { O_NAME = 1, O_MAX_SIDE, O_FORMAT, O_RAW_BYTES, O_RAW_PIXELS, O_QUALITY, O_SUBSAMPLING,
            O_KEEP, O_SHARD_BYTES, O_SHARD_SAMPLES, O_THREADS, O_CHANNELS, O_ON_ERROR,
            O_ON_SHARD_ERROR, O_STRICTNESS, O_DECODER, O_EXTENSIONS, O_JSON, O_PLAN,
-           O_PLAN_SAMPLES, O_NEED_RATE, O_IMAGE_SIZE, O_SEED };
+           O_PLAN_SAMPLES, O_NEED_RATE, O_IMAGE_SIZE, O_SEED, O_FIELDS };
     static const struct option longopts[] = {
         {"name", required_argument, NULL, O_NAME},
         {"max-side", required_argument, NULL, O_MAX_SIDE},
@@ -378,6 +398,7 @@ int cmd_prepare(int argc, char **argv)
         {"strictness", required_argument, NULL, O_STRICTNESS},
         {"decoder", required_argument, NULL, O_DECODER},
         {"extensions", required_argument, NULL, O_EXTENSIONS},
+        {"fields", required_argument, NULL, O_FIELDS},
         {"json", no_argument, NULL, O_JSON},
         {"plan", no_argument, NULL, O_PLAN},
         {"plan-samples", required_argument, NULL, O_PLAN_SAMPLES},
@@ -413,6 +434,7 @@ int cmd_prepare(int argc, char **argv)
         case O_STRICTNESS: if (set_choice("strictness", "strictness", optarg, &o.s)) return CLI_USAGE; break;
         case O_DECODER: if (set_choice("decoder", "decoder", optarg, &o.s)) return CLI_USAGE; break;
         case O_EXTENSIONS: if (set_choice("extensions", "extensions", optarg, &o.s)) return CLI_USAGE; break;
+        case O_FIELDS: if (set_choice("fields", "fields", optarg, &o.s)) return CLI_USAGE; break;
         case O_JSON: o.json = 1; break;
         case O_PLAN: o.plan = 1; break;
         case O_PLAN_SAMPLES: plan_only = "plan-samples"; if (cli_parse_u64(CMD, "plan-samples", optarg, &o.plan_samples) || !o.plan_samples) { if (!o.plan_samples) cli_error(CMD, "--plan-samples: at least 1"); return CLI_USAGE; } break;
@@ -426,6 +448,10 @@ int cmd_prepare(int argc, char **argv)
     }
     if (by_samples)
         o.shard_bytes = 0;
+    if (o.plan && o.s.fields) {
+        cli_error(CMD, "--fields is not a --plan option");
+        return CLI_USAGE;
+    }
     if (o.plan) {
         if (argc - optind != 1) {
             cli_error(CMD, "--plan takes SRC alone (it writes nothing)");

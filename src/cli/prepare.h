@@ -5,6 +5,8 @@
  *   prepare.c           the command: options, usage, the run's steps
  *   prepare_encode.c    one source sample to its image member: decode
  *                       (fitted), pick the format, encode (a worker's)
+ *   prepare_fields.c    its other fields (--fields): masks and boxes
+ *                       fitted with the image, the rest copied
  *   prepare_keys.c      the safe, unique member key of each sample
  *   prepare_write.c     the workers, the reorder window, the shards with
  *                       their index sidecars, the progress bar
@@ -58,6 +60,11 @@ extern const char *const prep_out_names[];         /* "jpeg", "raw", "original" 
 
 typedef struct prep_encoder prep_encoder;
 
+/* An image's fit: the size it was stored at, and its own. */
+typedef struct prep_fit {
+    int w, h, src_w, src_h;
+} prep_fit;
+
 /* NULL when out of memory, or TurboJPEG fails to start (why says). */
 prep_encoder *prep_encoder_new(const prep_opts *o, char *why, size_t why_len);
 void prep_encoder_free(prep_encoder *e);
@@ -67,7 +74,35 @@ void prep_encoder_free(prep_encoder *e);
  * *ext ("jpg", "ppm", "pgm") and kind *kind (PREP_OUT_*). Returns 0, or a
  * sample error code with why (the decoder's reason, or the encoder's). */
 int prep_encode(prep_encoder *e, const void *src, size_t src_len, const uint8_t **member,
-                size_t *len, const char **ext, int *kind, char *why, size_t why_len);
+                size_t *len, const char **ext, int *kind, prep_fit *fit, char *why,
+                size_t why_len);
+
+/* ---- prepare_fields.c: any worker thread, one prep_fields each ---- */
+
+enum { PREP_FIELDS_MAX = 8 }; /* fields.h's GF__FIELDS_MAX: no schema has more */
+
+/* A field's member as the prepared shard stores it: KEY.<ext>, ext the
+ * source's spelling (the index's: valid until it closes). */
+typedef struct prep_member {
+    const char *ext;
+    uint8_t *data;
+    size_t len, cap;
+} prep_member;
+
+typedef struct prep_fields prep_fields;
+
+/* The fields of ix (gf_index_fields): NULL with why when out of memory. */
+prep_fields *prep_fields_new(gf_index *ix, char *why, size_t why_len);
+void prep_fields_free(prep_fields *f);
+/* A sample's field members (gf_index_read_fields' sample, at, size and
+ * ext), its image stored as fit says, into out[0 .. gf_index_fields):
+ * masks resized by nearest neighbour and stored as 8-bit PNG, boxes
+ * scaled (rows of no area dropped) and stored as .npy of their dtype,
+ * arrays (their header checked), text and bytes copied. Returns 0, or the
+ * sample's error code with why naming the field ("field 'seg.png': ..."). */
+int prep_fields_take(prep_fields *f, const uint8_t *sample, const size_t *at, const size_t *size,
+                     const char *const *ext, const prep_fit *fit, prep_member *out, char *why,
+                     size_t why_len);
 
 /* ---- prepare_keys.c: the writer's thread ---- */
 

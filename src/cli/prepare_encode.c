@@ -147,7 +147,8 @@ static int jpeg_member(prep_encoder *e, const uint8_t *px, int w, int h, int c,
 }
 
 int prep_encode(prep_encoder *e, const void *src, size_t src_len, const uint8_t **member,
-                size_t *len, const char **ext, int *kind, char *why, size_t why_len)
+                size_t *len, const char **ext, int *kind, prep_fit *fit, char *why,
+                size_t why_len)
 {
     const prep_opts *o = e->o;
     const uint8_t *px;
@@ -156,6 +157,8 @@ int prep_encode(prep_encoder *e, const void *src, size_t src_len, const uint8_t 
                                    why, why_len);
     if (rc < 0)
         return rc;
+    if (fit)
+        *fit = (prep_fit){w, h, sw, sh};
     if (wants_raw(o, w, h, c)) {
         *ext = c == 1 ? "pgm" : "ppm";
         *kind = PREP_OUT_RAW;

@@ -125,6 +125,10 @@ char *prep_fingerprint(const prep_opts *o, gf_index *ix)
         gf_settings_get(&o->s, prep_settings_kept[i], v, sizeof v);
         fprintf(f, " %s=%s", prep_settings_kept[i], v);
     }
+    if (o->s.fields && o->s.fields[0]) { /* only when given: a run without is as before */
+        fputs(" fields=", f);
+        prep_put_escaped(f, o->s.fields);
+    }
     if (fclose(f) != 0) {
         cli_error("prepare", "out of memory");
         free(buf);
@@ -346,6 +350,8 @@ static int put_manifest(FILE *f, void *ctx)
         gf_settings_get(&o->s, prep_settings_kept[i], v, sizeof v);
         cli_json_kstr(&j, prep_settings_kept[i], v);
     }
+    if (o->s.fields && o->s.fields[0])
+        cli_json_kstr(&j, "fields", o->s.fields);
     cli_json_object_end(&j);
 
     cli_json_kuint(&j, "samples", r->samples);

@@ -153,7 +153,7 @@ static int one_sample(plan_ctx *c, uint64_t index)
     ext[0] = source_ext(path ? path : "", own_ext, sizeof own_ext);
     for (int r = 1; rc == 0 && r < PLAN_ROWS; r++) {
         int kind;
-        rc = prep_encode(c->enc[r], src, src_len, &member[r], &len[r], &ext[r], &kind, why,
+        rc = prep_encode(c->enc[r], src, src_len, &member[r], &len[r], &ext[r], &kind, NULL, why,
                          sizeof why);
         if (rc == GF_ENOMEM || rc == GF_ENODEV) { /* the encoder's, not the sample's */
             cli_error(CMD, "--plan: %s", why);

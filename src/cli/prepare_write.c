@@ -11,7 +11,8 @@
  *
  * A sample is three members: KEY.<jpg|ppm|pgm> (the image), KEY.cls (its
  * label, decimal) and KEY.key (the source's path for it, as gf_index_path
- * names it). A shard is cut before a sample that would take its tar past
+ * names it); with --fields, then each field's KEY.<ext> as the source
+ * spells it (prepare_fields.c), in the fields' order. A shard is cut before a sample that would take its tar past
  * --shard-bytes (a larger sample gets a shard alone), or after
  * --shard-samples samples.
  *
@@ -66,6 +67,7 @@ typedef struct slot {
     size_t len, cap;
     const char *ext;
     int kind;
+    prep_member fields[PREP_FIELDS_MAX]; /* --fields: the sample's other members */
 } slot;
 
 typedef struct run {
@@ -77,6 +79,7 @@ typedef struct run {
     pthread_mutex_t read_mu; /* gf_index_read: one caller at a time */
     slot *slots;
     uint64_t window, next, base, end;
+    int n_fields;            /* gf_index_fields: 0 without --fields */
     int stop;
     char err[1024];          /* why a worker stopped the run */
 } run;
@@ -98,8 +101,10 @@ static void *worker(void *arg)
     char why[512], msg[1024];
     const char *reason = why;
     prep_encoder *e = prep_encoder_new(r->o, why, sizeof why);
-    if (!e) {
+    prep_fields *fe = e && r->n_fields ? prep_fields_new(r->ix, why, sizeof why) : NULL;
+    if (!e || (r->n_fields && !fe)) {
         run_fail(r, why);
+        prep_encoder_free(e);
         return NULL;
     }
     pthread_mutex_lock(&r->mu);
@@ -117,12 +122,21 @@ static void *worker(void *arg)
         void *src = NULL;
         size_t src_len = 0;
         const uint8_t *member = NULL;
+        /* with fields, the sample's members at at[], the image's at[0] */
+        size_t at[1 + PREP_FIELDS_MAX] = {0}, size[1 + PREP_FIELDS_MAX];
+        const char *ext[1 + PREP_FIELDS_MAX];
+        prep_fit fit;
         pthread_mutex_lock(&r->read_mu);
-        int rc = gf_index_read(r->ix, i, &src, &src_len, why, sizeof why);
+        int rc = r->n_fields ? gf_index_read_fields(r->ix, i, &src, &src_len, at, size, ext,
+                                                    1 + PREP_FIELDS_MAX, why, sizeof why)
+                             : gf_index_read(r->ix, i, &src, &src_len, why, sizeof why);
         pthread_mutex_unlock(&r->read_mu);
         if (rc == 0) {
-            rc = prep_encode(e, src, src_len, &member, &s->len, &s->ext, &s->kind, why,
-                             sizeof why);
+            const uint8_t *img = (const uint8_t *)src + at[0];
+            rc = prep_encode(e, img, r->n_fields ? size[0] : src_len, &member, &s->len, &s->ext,
+                             &s->kind, &fit, why, sizeof why);
+            if (rc == 0 && fe)
+                rc = prep_fields_take(fe, src, at, size, ext, &fit, s->fields, why, sizeof why);
             if (rc < 0) { /* the decoder's reason names no file */
                 snprintf(msg, sizeof msg, "%s: %s", gf_index_path(r->ix, i), why);
                 reason = msg;
@@ -156,6 +170,7 @@ static void *worker(void *arg)
         pthread_cond_broadcast(&r->done);
     }
     pthread_mutex_unlock(&r->mu);
+    prep_fields_free(fe);
     prep_encoder_free(e);
     return NULL;
 }
@@ -314,6 +329,8 @@ static void run_free(run *rr, pthread_t *tids, shard_out *w, prep_keys *keys)
     for (uint64_t k = 0; k < rr->window; k++) {
         free(rr->slots[k].data);
         free(rr->slots[k].why);
+        for (int f = 0; f < PREP_FIELDS_MAX; f++)
+            free(rr->slots[k].fields[f].data);
     }
     free(rr->slots);
     free(tids);
@@ -393,15 +410,17 @@ static int put_listed(shard_out *w, const char *key, const char *ext, const void
     return gf__sidecar_text_member(&w->idx, ext, strlen(ext), at, len, name, strlen(name));
 }
 
-/* A good sample's three members into the open shard w, with its sidecar
- * line, label and CRC; counted in w. Returns 0, or -1 out of memory for
- * the sidecar's text (the members are written). */
-static int put_sample(shard_out *w, const slot *s, const char *key, int32_t label,
+/* A good sample's three members, and its n_fields fields', into the open
+ * shard w, with its sidecar line, label and CRC; counted in w. Returns 0,
+ * or -1 out of memory for the sidecar's text (the members are written). */
+static int put_sample(shard_out *w, const slot *s, int n_fields, const char *key, int32_t label,
                       const char *cls, int cn, const char *path, size_t pn)
 {
     int bad_idx = put_listed(w, key, s->ext, s->data, s->len);
     bad_idx |= put_listed(w, key, "cls", cls, (size_t)cn);
     bad_idx |= put_listed(w, key, "key", path, pn);
+    for (int k = 0; k < n_fields; k++)
+        bad_idx |= put_listed(w, key, s->fields[k].ext, s->fields[k].data, s->fields[k].len);
     if (!bad_idx)
         bad_idx = gf__sidecar_text_sample(&w->idx, label, gf__crc32c(s->data, s->len));
     w->rec.samples++;
@@ -454,7 +473,8 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
         if (prep_key_next(keys, gf_index_path(ix, i), shards_src, i, key, sizeof key) < 0)
             prep_keys_free(keys), keys = NULL;
 
-    run rr = {.o = o, .ix = ix, .next = start, .base = start, .end = total};
+    run rr = {.o = o, .ix = ix, .next = start, .base = start, .end = total,
+              .n_fields = gf_index_fields(ix)};
     int nt = o->threads ? o->threads : cli_cores();
     if ((uint64_t)nt > total - start)
         nt = (int)(total - start > 0 ? total - start : 1);
@@ -506,6 +526,8 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
             int cn = snprintf(cls, sizeof cls, "%d", label);
             size_t pn = strlen(path);
             uint64_t need = member_bytes(s->len) + member_bytes((size_t)cn) + member_bytes(pn);
+            for (int k = 0; k < rr.n_fields; k++)
+                need += member_bytes(s->fields[k].len);
             int cut = w.f && ((o->shard_samples && w.rec.samples >= o->shard_samples) ||
                               (o->shard_bytes && w.off + need + 1024 > o->shard_bytes));
             if (cut)
@@ -515,7 +537,7 @@ int prep_write(const prep_opts *o, gf_index *ix, const char *fingerprint, prep_r
                                                            : 0) < 0)
                 failed = -2;
             if (!failed) {
-                if (put_sample(&w, s, key, label, cls, cn, path, pn) < 0) {
+                if (put_sample(&w, s, rr.n_fields, key, label, cls, cn, path, pn) < 0) {
                     snprintf(rr.err, sizeof rr.err, "out of memory");
                     failed = -1;
                 }
