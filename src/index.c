@@ -154,6 +154,16 @@ int gf_index_read_fields(gf_index *ix, uint64_t i, void **data, size_t *len, siz
         return GF_EINVAL;
     }
     const gf__dataset *ds = &ix->ds;
+    if (!ds->shard && ds->n_var) { /* a list's fields are files, not members */
+        gf__why(why, why_len, "gf_index_read_fields: a list's fields are files of their own, "
+                              "not members of a shard");
+        gf__why(ix->msg, sizeof ix->msg, "gf_index_read_fields: a list's fields are files");
+        if (data)
+            *data = NULL;
+        if (len)
+            *len = 0;
+        return GF_EINVAL;
+    }
     char reason[sizeof ix->msg];
     int rc = gf__dataset_read_extent(ds, i, ix->max_file_bytes, data, len, reason,
                                      sizeof reason);
