@@ -333,7 +333,7 @@ static int take_boxes(const gf_loader *l, const gf__field_layout *fl, const uint
 
 int gf__fields_take(const gf_loader *l, gf__slot *sl, int cell, uint64_t sample,
                     const uint8_t *bytes, const gf__decoder *d, gf__fields_scratch *ws,
-                    char *why, size_t why_len)
+                    int *field, char *why, size_t why_len)
 {
     const gf__dataset *ds = &l->ds;
     const char *rel;
@@ -379,6 +379,7 @@ int gf__fields_take(const gf_loader *l, gf__slot *sl, int cell, uint64_t sample,
         }
         if (rc < 0) {
             gf__why(why, why_len, "field '%s': %s", name_of(l, k), reason);
+            *field = ds->var_field[k];
             return rc;
         }
         sl->var_len[k][region] = got;

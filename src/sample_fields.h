@@ -47,10 +47,11 @@ void gf__fields_free(gf__slot *sl);
  * cell's regions; d decoded the sample's image (masks and boxes take its
  * crop). 0, or GF_ECORRUPT / GF_EFORMAT / GF_ENOMEM with why naming the
  * field and what is wrong (text that is not UTF-8, an array of another
- * shape, a damaged mask). */
+ * shape, a damaged mask) and *field the schema's index of that field
+ * (its member is what the error names). */
 int gf__fields_take(const struct gf_loader *l, gf__slot *sl, int cell, uint64_t sample,
                     const uint8_t *bytes, const gf__decoder *d, gf__fields_scratch *ws,
-                    char *why, size_t why_len);
+                    int *field, char *why, size_t why_len);
 
 /* gf-control: cell fc's bytes of `from` become cell tc's of `to` (tc a
  * hole: its region is free); within one slot the two cells' regions are

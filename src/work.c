@@ -61,9 +61,10 @@ static double run_decode(gf_loader *l, gf__worker *w, const gf__job *j, gf__done
                          why, sizeof why);
         gf__range_pop();
     }
+    int field = -1;
     if (!err && l->ds.n_var)
         err = gf__fields_take(l, &l->slots[j->slot], j->decode.cell, sample, in->data, w->dec,
-                              &w->fields, why, sizeof why);
+                              &w->fields, &field, why, sizeof why);
     /* A warning (LENIENT) is as rare as an error, so its reason travels
      * the same way. */
     int warn_code = 0;
@@ -73,6 +74,7 @@ static double run_decode(gf_loader *l, gf__worker *w, const gf__job *j, gf__done
                     .slot = j->slot,
                     .decode = {.cell = j->decode.cell,
                                .err = err,
+                               .member = err && field >= 0 ? (uint8_t)(field + 1) : 0,
                                .used = used,
                                .warn_code = warn_code,
                                .why = reason ? strdup(reason) : NULL,
