@@ -1078,7 +1078,11 @@ GF_API uint64_t gf_index_hash(gf_loader *l);
  * directory on their own walk's path (loops, stats.folder_dirs_again); in
  * both class folders that are the root or above it (kept as labels
  * without samples); in walk order (stats.dataset_warnings counts them
- * too). Returns how many there were; for i below that and
+ * too). For tar shards, the keys without a member of a field beyond the
+ * image and label (settings.fields), in shard order: path the member
+ * that is not there ("train-000003.tar:key.latent.npy", the field's
+ * first alternative), reason "field 'latent.npy': no .latent.npy member
+ * ..." (stats.shard_keys_skipped counts them too). Returns how many there were; for i below that and
  * GF_SKIPPED_NAMED_MAX (the first ones are named), sets *path (from the
  * data set's root) and *reason, valid until gf_close. Any thread. */
 #define GF_SKIPPED_NAMED_MAX 32
@@ -1159,7 +1163,11 @@ GF_API int gf_decode_image(const gf_settings *s, const void *data, size_t len,
  * `gpufeed verify` and gpufeed.verify() run. From settings it reads data,
  * threads, io, queue_depth, decoder, strictness, extensions, max_pixels,
  * max_file_bytes, read_budget_bytes, on_shard_error, rank and world (world
- * 0: the whole data set, not a launcher's share) and channels; the
+ * 0: the whole data set, not a launcher's share), channels and fields
+ * (each declared field of every sample is checked as the loader takes it:
+ * text is UTF-8, an array has the field's dtype and shape, a mask is an
+ * 8-bit PNG of its image's size, boxes are finite; a field's failure
+ * names its member, "shard.tar:key.latent.npy"); the
  * rest it sets itself: one unshuffled epoch, the eval transform at 32x32,
  * batches of 64, on_error skip, on the CPU (never a device ring), its own
  * on_sample_error and on_sample_warning. An epoch in which every sample
@@ -1167,7 +1175,8 @@ GF_API int gf_decode_image(const gf_settings *s, const void *data, size_t len,
  * every sample is listed, and it is not an error. Blocks the calling
  * thread; any thread. */
 typedef struct gf_verify_entry {
-    int64_t sample;     /* data set index; -1 for a damaged shard */
+    int64_t sample;     /* data set index; -1 for a damaged shard or a
+                           key without a field's member */
     int code;           /* GF_E* */
     char *path;         /* as on_sample_error names it (relative to the
                            data set's root; "train-000003.tar:key.jpg";
@@ -1176,9 +1185,14 @@ typedef struct gf_verify_entry {
 } gf_verify_entry;
 
 typedef struct gf_verify_result {
-    uint64_t samples;   /* checked: the share's samples in the epoch */
-    uint64_t bad;       /* of them, bad (stats.errors) */
-    gf_verify_entry *bad_samples;     /* in sampler order */
+    uint64_t samples;   /* checked: the share's samples in the epoch, and
+                           the shards' keys without a member of a field
+                           beyond image and label (settings.fields) */
+    uint64_t bad;       /* of them, bad (stats.errors, and those keys) */
+    gf_verify_entry *bad_samples;     /* in sampler order, then those keys
+                                         (sample -1, GF_EDATASET, path
+                                         the missing member, as
+                                         gf_skipped_entry names it) */
     size_t n_bad_samples;
     gf_verify_entry *warned_samples;  /* LENIENT: decoded although the
                                          decoder warned, as decodes finish */

@@ -82,7 +82,11 @@ static void report_errors(gf_loader *l, gf__slot *sl)
     qsort(sl->errs, (size_t)sl->n_errs, sizeof *sl->errs, cmp_err);
     for (int i = 0; i < sl->n_errs; i++) {
         gf__sample_error *e = &sl->errs[i];
-        const char *path = gf__dataset_path(&l->ds, (uint64_t)e->sample);
+        /* A field's failure names its member: the image may be fine. */
+        char *member = e->member ? gf__dataset_member_path(&l->ds, (uint64_t)e->sample,
+                                                           e->member - 1)
+                                 : NULL;
+        const char *path = member ? member : gf__dataset_path(&l->ds, (uint64_t)e->sample);
         if (l->s.on_sample_error)
             l->s.on_sample_error(l->s.on_sample_error_user, e->sample, path, e->code, e->why);
         pthread_mutex_lock(&l->mu);
@@ -92,6 +96,7 @@ static void report_errors(gf_loader *l, gf__slot *sl)
             l->errors_by_kind[kind]++;
         gf__recent_add(l, e->sample, e->code, path, e->why);
         pthread_mutex_unlock(&l->mu);
+        free(member);
     }
 }
 
@@ -283,9 +288,13 @@ bool gf__finalise_oldest(gf_loader *l, gf__job *js, int *n_jobs)
         /* Nothing after a failed batch is made: its message must stand,
          * unless another thread halted first (the first halt wins). */
         gf__sample_error *e = &sl->errs[0];
+        char *member = e->member ? gf__dataset_member_path(&l->ds, (uint64_t)e->sample,
+                                                           e->member - 1)
+                                 : NULL;
         if (!l->halted)
             gf__fail(l, status, "sample %lld (%s): %s", (long long)e->sample,
-                     gf__dataset_path(&l->ds, (uint64_t)e->sample), e->why);
+                     member ? member : gf__dataset_path(&l->ds, (uint64_t)e->sample), e->why);
+        free(member);
         l->halted = true;
     }
     gf__slot_set_host(sl, GF__HOST_FILLING, GF__HOST_FINAL);

@@ -339,7 +339,8 @@ static uint32_t drain_dones(gf_loader *l)
             }
             sl->flips[d.decode.cell] = (d.decode.used & GF__FLIPPED) != 0;
         }
-        gf__cell_finished(l, sl, (int)d.decode.cell, d.decode.err, d.decode.why);
+        gf__cell_finished(l, sl, (int)d.decode.cell, d.decode.err, d.decode.member,
+                          d.decode.why);
     }
     return n_done;
 }

@@ -110,6 +110,12 @@ int gf__dataset_read_extent(const gf__dataset *ds, uint64_t index, size_t max_by
 int gf__dataset_member_check(const gf__dataset *ds, uint64_t i, const uint8_t *p, size_t n,
                              char *why, size_t why_len);
 
+/* Sample i's member of schema field f (one beyond image and label),
+ * named as its image is: "shard.tar:KEY.ext", the extension as spelled
+ * (dataset_shards.c). malloc'd; NULL out of memory or when i has no
+ * such member (not a shard sample). */
+char *gf__dataset_member_path(const gf__dataset *ds, uint64_t i, int f);
+
 /* What sample i's file must still be (its shard as indexed), or NULL
  * for folders and lists (gf__dataset_file_seen). */
 static inline const gf__file_id *gf__dataset_file_id(const gf__dataset *ds, uint64_t i)

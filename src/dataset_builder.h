@@ -23,6 +23,7 @@ enum {
     GF__SKIP_LINK_OUT,    /* a link to a directory outside its class folder */
     GF__SKIP_CLASS_ROOT,  /* a class folder that is the root or above it */
     GF__SKIP_LOOP,        /* folder_walk TORCHVISION: a link back into its own walk */
+    GF__SKIP_NO_MEMBER,   /* tar shards: a key without a declared field's member */
 };
 
 /* gf_skipped_entry's reason for a GF__SKIP_* kind (dataset_folder.c). */
@@ -96,11 +97,15 @@ typedef struct gf__dataset {
     uint64_t skipped_ext[GF_SKIPPED_MAX]; /* files left out, [GF_SKIPPED_*] */
     /* What the walk left out by name (gf_skipped_entry): all counted,
      * the first GF_SKIPPED_NAMED_MAX named (paths cut to fit); each is
-     * also one of `warnings`, the first described in `warning`. */
+     * also one of `warnings`, the first described in `warning`. For tar
+     * shards the keys without a member of a field beyond image and label
+     * ("shard.tar:KEY.ext", the member that is not there), each also one
+     * of skipped_keys. */
     uint64_t n_named_skips;
     struct {
         char path[224];
-        int kind; /* GF__SKIP_* */
+        int kind;      /* GF__SKIP_* */
+        char why[96];  /* GF__SKIP_NO_MEMBER: "field 'F': no .EXT member" */
     } named_skips[GF_SKIPPED_NAMED_MAX];
     /* Damaged shards taken in part (shard_skip), in shard order. */
     gf__shard_damage *damage;
@@ -109,6 +114,21 @@ typedef struct gf__dataset {
     size_t damage_text_len, damage_text_cap;
     uint64_t members_lost; /* the damaged shards' `lost`, summed */
 } gf__dataset;
+
+/* gf_skipped_entry over ds: how many, and entry i's path and reason
+ * while it is one of the named. */
+static inline uint64_t gf__dataset_skipped_entry(const gf__dataset *ds, uint64_t i,
+                                                 const char **path, const char **reason)
+{
+    if (i < ds->n_named_skips && i < GF_SKIPPED_NAMED_MAX) {
+        if (path)
+            *path = ds->named_skips[i].path;
+        if (reason)
+            *reason = ds->named_skips[i].why[0] ? ds->named_skips[i].why
+                                                : gf__skip_reason(ds->named_skips[i].kind);
+    }
+    return ds->n_named_skips;
+}
 
 /* A name to print for sample i (for shards "shard.tar:member"). */
 static inline const char *gf__dataset_path(const gf__dataset *ds, uint64_t i)

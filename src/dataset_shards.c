@@ -155,16 +155,55 @@ static int header_check(const char *shard, const uint8_t *h, const char *name, s
     return rc;
 }
 
+/* The length of member name's KEY: up to the first '.' of its base name. */
+static size_t key_length(const char *name)
+{
+    const char *slash = strrchr(name, '/');
+    const char *dot = strchr(slash ? slash + 1 : name, '.');
+    return dot ? (size_t)(dot - name) : strlen(name);
+}
+
+/* The arena's "base.tar:member" of sample i: the member's name after
+ * the shard's base name. */
+static const char *member_name(const gf__dataset *ds, uint64_t i)
+{
+    const char *shard = ds->shard_paths[ds->shard[i]];
+    const char *slash = strrchr(shard, '/');
+    return gf__dataset_path(ds, i) + strlen(slash ? slash + 1 : shard) + 1;
+}
+
+char *gf__dataset_member_path(const gf__dataset *ds, uint64_t i, int f)
+{
+    if (!ds->shard) { /* a list's field is a file of its own */
+        for (int k = 0; k < ds->n_var; k++)
+            if (ds->var_field[k] == f)
+                return strdup(gf__dataset_field_file(ds, i, k));
+        return NULL;
+    }
+    const char *path = gf__dataset_path(ds, i), *name = member_name(ds, i);
+    const char *ext = name + strlen(name) + 1; /* the fields' extensions follow */
+    int k = 0;
+    for (; k < ds->n_var && ds->var_field[k] != f; k++)
+        ext += strlen(ext) + 1;
+    if (k == ds->n_var)
+        return NULL;
+    size_t head = (size_t)(name - path) + key_length(name), n = strlen(ext);
+    char *out = malloc(head + 1 + n + 1);
+    if (out) {
+        memcpy(out, path, head);
+        out[head] = '.';
+        memcpy(out + head + 1, ext, n + 1);
+    }
+    return out;
+}
+
 /* Sample i's field members' headers in its extent's bytes p,
  * which start at `start` in the shard; name is its image member's. */
 static int var_headers_check(const gf__dataset *ds, uint64_t i, const uint8_t *p,
                              uint64_t start, const char *shard, const char *name, char *why,
                              size_t why_len)
 {
-    /* KEY: the member name up to the first '.' of its base name */
-    const char *slash = strrchr(name, '/');
-    const char *dot = strchr(slash ? slash + 1 : name, '.');
-    size_t key_len = dot ? (size_t)(dot - name) : strlen(name);
+    size_t key_len = key_length(name);
     const char *ext = name + strlen(name) + 1; /* the fields' extensions follow */
     /* On the decode thread for every sample: the name on the stack, but
      * for the rare key longer than a ustar header holds (a pax name). */
@@ -203,9 +242,7 @@ int gf__dataset_member_check(const gf__dataset *ds, uint64_t i, const uint8_t *p
                 shard, n, (unsigned long long)len);
         return GF_ETRUNC;
     }
-    /* The arena's "base.tar:member": the member's name after the base. */
-    const char *slash = strrchr(shard, '/');
-    const char *name = gf__dataset_path(ds, i) + strlen(slash ? slash + 1 : shard) + 1;
+    const char *name = member_name(ds, i);
     size_t img = (size_t)(ds->data_off[i] - start);
     int rc = header_check(shard, p + img - GF__TAR_BLOCK, name, strlen(name), ds->data_len[i],
                           ds->data_off[i] - GF__TAR_BLOCK, why, why_len);
@@ -264,6 +301,27 @@ static int emit_line(shard_scan *c)
     return rc < 0 ? rc : gf__sidecar_text_sample(&o->text, c->label, crc);
 }
 
+/* A key without field f's member, named for gf_skipped_entry as that
+ * member would be (its first alternative): a field declared beyond the
+ * image and label is a thing to check, which `gpufeed verify` lists. */
+static void note_no_member(shard_scan *c, int f)
+{
+    gf__dataset *ds = c->ds;
+    const gf__schema *sc = c->schema;
+    if (ds->n_named_skips < GF_SKIPPED_NAMED_MAX) {
+        char full[GF__FIELD_EXT_MAX + 512];
+        snprintf(full, sizeof full, "%.*s:%.*s.%s", (int)c->display_len, c->display,
+                 (int)GF__MIN(c->key_len, 400u), c->key, sc->field[f].ext[0]);
+        gf__fit_path(ds->named_skips[ds->n_named_skips].path, sizeof ds->named_skips[0].path,
+                     full);
+        ds->named_skips[ds->n_named_skips].kind = GF__SKIP_NO_MEMBER;
+        snprintf(ds->named_skips[ds->n_named_skips].why, sizeof ds->named_skips[0].why,
+                 "field '%.40s': no .%s member (the key is skipped)", sc->name[f],
+                 sc->field[f].ext[0]);
+    }
+    ds->n_named_skips++;
+}
+
 /* Ends the current key: a sample if it has an image and a label. */
 static int flush_key(shard_scan *c)
 {
@@ -279,9 +337,10 @@ static int flush_key(shard_scan *c)
     }
     for (int k = 0; k < c->ds->n_var && !c->bad; k++)
         if (!c->var[k].has) {
-            snprintf(c->missing, sizeof c->missing, "no .%s member",
-                     sc->field[c->ds->var_field[k]].ext[0]);
+            int f = c->ds->var_field[k];
+            snprintf(c->missing, sizeof c->missing, "no .%s member", sc->field[f].ext[0]);
             c->bad = c->missing;
+            note_no_member(c, f);
         }
     if (c->bad && c->bad_label && c->bad_label_fails) {
         gf__why(c->why, c->why_len,

@@ -10,19 +10,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int record_error(gf__slot *sl, int c, int code, char *why)
+static int record_error(gf__slot *sl, int c, int code, int member, char *why)
 {
     if (GF__GROW(&sl->errs, &sl->cap_errs, (size_t)sl->n_errs + 1, 4) < 0) {
         free(why);
         return GF_ENOMEM;
     }
     sl->errs[sl->n_errs++] = (gf__sample_error){
-        .pos = sl->cells[c].pos, .sample = sl->indices[c], .code = code, .why = why};
+        .pos = sl->cells[c].pos,
+        .sample = sl->indices[c],
+        .code = code,
+        .member = (uint8_t)member,
+        .why = why};
     sl->cells[c].state = GF__CELL_HOLE;
     return 0;
 }
 
-void gf__cell_finished(gf_loader *l, gf__slot *sl, int c, int err, char *why)
+void gf__cell_finished(gf_loader *l, gf__slot *sl, int c, int err, int member, char *why)
 {
     assert(sl->pending > 0 && sl->cells[c].state == GF__CELL_PENDING);
     sl->pending--;
@@ -32,7 +36,7 @@ void gf__cell_finished(gf_loader *l, gf__slot *sl, int c, int err, char *why)
     }
     if (!why)
         why = strdup(gf_strerror(err));
-    if (record_error(sl, c, err, why) < 0)
+    if (record_error(sl, c, err, member, why) < 0)
         gf__halt(l, GF_ENOMEM, "out of memory recording a bad sample");
 }
 
@@ -47,7 +51,7 @@ void gf__cells_out(gf_loader *l, const gf__cell_out *o, int n, gf__job *js, int 
                 l->free_bufs[l->n_free_bufs++] = o->buf;
                 pthread_mutex_unlock(&l->mu);
             }
-            gf__cell_finished(l, sl, (int)o->cell, o->err, o->why);
+            gf__cell_finished(l, sl, (int)o->cell, o->err, 0, o->why);
             continue;
         }
         uint64_t sample = (uint64_t)sl->indices[o->cell];

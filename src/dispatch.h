@@ -17,8 +17,9 @@ static inline gf__job *gf__add_job(gf_loader *l, gf__job *js, int *n_jobs)
 }
 
 /* Cell c of sl is done: OK (err 0), or a HOLE with why (malloc'd, taken;
- * NULL: gf_strerror's). */
-void gf__cell_finished(gf_loader *l, gf__slot *sl, int c, int err, char *why);
+ * NULL: gf_strerror's) and member (gf__sample_error's: which member the
+ * error names). */
+void gf__cell_finished(gf_loader *l, gf__slot *sl, int c, int err, int member, char *why);
 
 /* The reader's outcomes o[0, n): a decode job appended to js each, or a
  * hole (its read buffer back on the free list). */

@@ -84,13 +84,7 @@ uint64_t gf_index_skipped_entry(const gf_index *ix, uint64_t i, const char **pat
 {
     if (!ix)
         return 0;
-    if (i < ix->ds.n_named_skips && i < GF_SKIPPED_NAMED_MAX) {
-        if (path)
-            *path = ix->ds.named_skips[i].path;
-        if (reason)
-            *reason = gf__skip_reason(ix->ds.named_skips[i].kind);
-    }
-    return ix->ds.n_named_skips;
+    return gf__dataset_skipped_entry(&ix->ds, i, path, reason);
 }
 
 const char *gf_index_path(const gf_index *ix, uint64_t i)

@@ -94,6 +94,8 @@ typedef struct gf__done {
     struct {               /* GF__JOB_DECODE only */
         uint32_t cell;
         int err, used;     /* used: GF__USED_*, GF__FLIPPED, GF__WARNED */
+        uint8_t member;    /* err: 1 + the schema field whose member failed;
+                              0 the sample's own (its read, its image) */
         int warn_code;     /* GF__WARNED: the code STRICT would have given */
         char *why;         /* malloc'd reason: errors, and GF__WARNED's */
         uint8_t page_cache; /* a cached job's read: GF__PAGE_CACHE_HIT, or _MISS:

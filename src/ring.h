@@ -72,6 +72,7 @@ typedef struct gf__sample_error {
     uint64_t pos;
     int64_t sample;
     int code;
+    uint8_t member; /* 1 + the schema field whose member failed; 0: the sample's */
     char *why;
 } gf__sample_error;
 

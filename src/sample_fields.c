@@ -405,7 +405,7 @@ void gf__fields_members_in(const gf_loader *l, uint64_t sample, const uint8_t *b
 }
 
 int gf__fields_read_files(const gf_loader *l, uint64_t sample, const gf__buf *own,
-                          gf__buf bufs[GF__FIELDS_MAX], gf__members *m, char *why,
+                          gf__buf bufs[GF__FIELDS_MAX], gf__members *m, int *field, char *why,
                           size_t why_len)
 {
     const gf__dataset *ds = &l->ds;
@@ -421,6 +421,7 @@ int gf__fields_read_files(const gf_loader *l, uint64_t sample, const gf__buf *ow
                                      sizeof reason);
             if (rc < 0) {
                 gf__why(why, why_len, "field '%s': %s: %s", name_of(l, k), path, reason);
+                *field = ds->var_field[k];
                 return rc;
             }
         }
@@ -431,7 +432,8 @@ int gf__fields_read_files(const gf_loader *l, uint64_t sample, const gf__buf *ow
 }
 
 int gf__fields_take(const gf_loader *l, gf__slot *sl, int cell, const gf__members *m,
-                    const gf__decoder *d, gf__fields_scratch *ws, char *why, size_t why_len)
+                    const gf__decoder *d, gf__fields_scratch *ws, int *field, char *why,
+                    size_t why_len)
 {
     const gf__dataset *ds = &l->ds;
     int32_t region = sl->home[cell];
@@ -474,6 +476,7 @@ int gf__fields_take(const gf_loader *l, gf__slot *sl, int cell, const gf__member
         }
         if (rc < 0) {
             gf__why(why, why_len, "field '%s': %s", name_of(l, k), reason);
+            *field = ds->var_field[k];
             return rc;
         }
         sl->var_len[k][region] = got;

@@ -60,18 +60,21 @@ void gf__fields_members_in(const struct gf_loader *l, uint64_t sample, const uin
                            gf__members *m);
 /* A list sample's members, each its own file, read on the decode thread
  * into bufs (the sample's own file is `own`, read already). 0, or the
- * read's GF_E* with why naming the field and its file. */
+ * read's GF_E* with why naming the field and its file, and *field the
+ * schema's index of that field. */
 int gf__fields_read_files(const struct gf_loader *l, uint64_t sample, const gf__buf *own,
-                          gf__buf bufs[GF__FIELDS_MAX], gf__members *m, char *why,
+                          gf__buf bufs[GF__FIELDS_MAX], gf__members *m, int *field, char *why,
                           size_t why_len);
 
 /* The decode thread: sample's field members m into cell's regions; d
  * decoded the sample's image (masks and boxes take its crop). 0, or
  * GF_ECORRUPT / GF_EFORMAT / GF_ENOMEM with why naming the field and
  * what is wrong (text that is not UTF-8, an array of another shape, a
- * damaged mask). */
+ * damaged mask) and *field the schema's index of that field (its member
+ * is what the error names). */
 int gf__fields_take(const struct gf_loader *l, gf__slot *sl, int cell, const gf__members *m,
-                    const gf__decoder *d, gf__fields_scratch *ws, char *why, size_t why_len);
+                    const gf__decoder *d, gf__fields_scratch *ws, int *field, char *why,
+                    size_t why_len);
 
 /* gf-control: cell fc's bytes of `from` become cell tc's of `to` (tc a
  * hole: its region is free); within one slot the two cells' regions are

@@ -155,11 +155,5 @@ uint64_t gf_skipped_entry(gf_loader *l, uint64_t i, const char **path, const cha
 {
     if (!l)
         return 0;
-    if (i < l->ds.n_named_skips && i < GF_SKIPPED_NAMED_MAX) {
-        if (path)
-            *path = l->ds.named_skips[i].path;
-        if (reason)
-            *reason = gf__skip_reason(l->ds.named_skips[i].kind);
-    }
-    return l->ds.n_named_skips;
+    return gf__dataset_skipped_entry(&l->ds, i, path, reason);
 }

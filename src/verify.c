@@ -23,6 +23,8 @@ typedef struct entry_list {
 
 typedef struct collector {
     entry_list bad, warned, damaged, skipped;
+    entry_list keys;    /* shard keys without a declared field's member */
+    uint64_t keys_total;
     int oom;
 } collector;
 
@@ -144,16 +146,25 @@ static int run(gf_verify_result *r, const gf_settings *in, collector *c, const i
         gf_close(&l);
         return GF_EAGAIN;
     }
-    /* Named while the loader is open (the paths live until gf_close). */
+    if (gf_get_stats(l, &r->stats) < 0 && rc == GF_EOF)
+        rc = GF_EINVAL;
+    /* Named while the loader is open (the paths live until gf_close). A
+     * shard key without a declared field's member is a finding, as a bad
+     * sample is; what a folder walk left out is not. */
     uint64_t n_skipped = gf_skipped_entry(l, 0, NULL, NULL);
-    r->skipped_entries_total = n_skipped;
+    int keys = r->stats.shards > 0;
+    if (keys)
+        c->keys_total = n_skipped;
+    else
+        r->skipped_entries_total = n_skipped;
     for (uint64_t i = 0; i < n_skipped && i < GF_SKIPPED_NAMED_MAX; i++) {
         const char *path = "", *reason = "";
         gf_skipped_entry(l, i, &path, &reason);
-        add(c, &c->skipped, -1, path, 0, reason);
+        if (keys)
+            add(c, &c->keys, -1, path, GF_EDATASET, reason);
+        else
+            add(c, &c->skipped, -1, path, 0, reason);
     }
-    if (gf_get_stats(l, &r->stats) < 0 && rc == GF_EOF)
-        rc = GF_EINVAL;
     if (rc == GF_EOF || (rc == GF_EDATASET && every_sample_bad(&r->stats)))
         rc = 0;
     else
@@ -184,6 +195,18 @@ int gf_verify_cancellable(const gf_settings *s, gf_verify_result **out, const in
     const gf_stats *st = &r->stats;
     r->samples = st->epoch_samples ? st->epoch_samples : st->dataset_samples;
     r->bad = c.bad.calls > st->errors ? c.bad.calls : st->errors;
+    /* The keys after the samples: the list is the bad ones, then these. */
+    r->samples += c.keys_total;
+    r->bad += c.keys_total;
+    if (c.keys.n && gf__grow((void **)&c.bad.v, &c.bad.cap, c.bad.n + c.keys.n,
+                             sizeof *c.bad.v, 16) == 0) {
+        memcpy(c.bad.v + c.bad.n, c.keys.v, c.keys.n * sizeof *c.keys.v);
+        c.bad.n += c.keys.n;
+        free(c.keys.v);
+    } else if (c.keys.n) {
+        free_entries(&c.keys);
+        c.oom = 1;
+    }
     r->bad_samples = c.bad.v;
     r->n_bad_samples = c.bad.n;
     r->warned_samples = c.warned.v;

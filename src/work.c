@@ -61,15 +61,17 @@ static double run_decode(gf_loader *l, gf__worker *w, const gf__job *j, gf__done
                          why, sizeof why);
         gf__range_pop();
     }
+    int field = -1;
     if (!err && l->ds.n_var) {
         gf__members m;
         if (l->ds.shard)
             gf__fields_members_in(l, sample, in->data, &m);
         else
-            err = gf__fields_read_files(l, sample, in, w->field_bufs, &m, why, sizeof why);
+            err = gf__fields_read_files(l, sample, in, w->field_bufs, &m, &field, why,
+                                        sizeof why);
         if (!err)
             err = gf__fields_take(l, &l->slots[j->slot], j->decode.cell, &m, w->dec, &w->fields,
-                                  why, sizeof why);
+                                  &field, why, sizeof why);
     }
     /* A warning (LENIENT) is as rare as an error, so its reason travels
      * the same way. */
@@ -80,6 +82,7 @@ static double run_decode(gf_loader *l, gf__worker *w, const gf__job *j, gf__done
                     .slot = j->slot,
                     .decode = {.cell = j->decode.cell,
                                .err = err,
+                               .member = err && field >= 0 ? (uint8_t)(field + 1) : 0,
                                .used = used,
                                .warn_code = warn_code,
                                .why = reason ? strdup(reason) : NULL,

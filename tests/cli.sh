@@ -132,6 +132,36 @@ out=$("$g" verify --data "$sh/train-{000000..000002}.tar" --fields 'jpg,cls,txt'
 echo "$out" | grep -q "no samples in 3 shard(s) .*no .txt member" || fail "verify --fields: $out"
 "$g" verify --data "$sh/train-{000000..000002}.tar" --fields 'jpg;png,cls' >/dev/null ||
     fail "verify --fields 'jpg;png,cls'"
+# Every declared field of every sample is checked (tests/fields_set.py):
+# a clean set passes; one key of each damage is BAD, named by its member,
+# with its field and why, counted, and the exit status is 1.
+fs=$tmp/fields
+mkdir -p "$fs/clean" "$fs/damaged"
+python3 "$tests_dir/fields_set.py" "$fs/clean"
+python3 "$tests_dir/fields_set.py" "$fs/damaged" damaged
+spec='png,cls,txt,latent.npy,seg.png:mask,boxes.npy:boxes'
+out=$("$g" verify --data "$fs/clean/s-{0..1}.tar" --fields "$spec") ||
+    fail "verify --fields on a clean set: $out"
+echo "$out" | grep -q '^6 samples, 0 bad$' || fail "verify --fields, clean: $out"
+set +e
+out=$("$g" verify --data "$fs/damaged/s-{0..1}.tar" --fields "$spec" 2>&1)
+rc=$?
+json=$("$g" verify --data "$fs/damaged/s-{0..1}.tar" --fields "$spec" --json)
+set -e
+[ $rc -eq 1 ] || fail "verify --fields with damaged members must exit 1, got $rc: $out"
+for want in "badtxt\.txt: field 'txt': not UTF-8 at byte 3 of 7" \
+    "badshape\.latent\.npy: field 'latent\.npy': float32 (3, 2), the field's is float32 (2, 3)" \
+    "huge\.latent\.npy: field 'latent\.npy': npy: shape (1000000, 1000000) claims" \
+    "rgbseg\.seg\.png: field 'seg\.png': mask: RGB PNG" \
+    "smallseg\.seg\.png: field 'seg\.png': mask: 8x6 PNG for a 16x12 image" \
+    "nanbox\.boxes\.npy: field 'boxes\.npy': boxes row 0: y1 is nan" \
+    "nonpy\.latent\.npy: field 'latent\.npy': no \.latent\.npy member"; do
+    echo "$out" | grep -q "^BAD $fs/damaged/s-[01]\.tar:$want" || fail "verify --fields names $want: $out"
+done
+echo "$out" | grep -q '^13 samples, 7 bad$' || fail "verify --fields summary: $out"
+echo "$json" | grep -q '"bad": *7' || fail "verify --fields --json bad: $json"
+echo "$json" | grep -q '"path": *"[^"]*s-0\.tar:nonpy\.latent\.npy"' ||
+    fail "verify --fields --json names the key: $json"
 if command -v tar >/dev/null 2>&1; then
     n=$(for k in 0 1 2; do tar -tf "$sh/train-00000$k.tar"; done | grep -c '^class_0[0-2]_img_0000[0-5]\.\(jpg\|cls\)$')
     [ "$n" -eq 36 ] || fail "tar lists $n of the 36 members"

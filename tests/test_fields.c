@@ -303,7 +303,8 @@ START_TEST(a_bad_caption_is_a_bad_sample_and_the_others_stay_with_theirs)
     gf_stats st;
     ck_assert_int_eq(gf_get_stats(l, &st), 0);
     ck_assert_uint_eq(st.errors, 1);
-    ck_assert_msg(strstr(st.recent[0].path, "k007.png") &&
+    /* named by the member that is bad, not the image */
+    ck_assert_msg(strstr(st.recent[0].path, "s-0.tar:k007.txt") &&
                       strstr(st.recent[0].reason, "field 'txt': not UTF-8 at byte 3"),
                   "%s: %s", st.recent[0].path, st.recent[0].reason);
     gf_close(&l);
@@ -314,7 +315,8 @@ START_TEST(a_bad_caption_is_a_bad_sample_and_the_others_stay_with_theirs)
     while ((rc = gf_next(l, &b)) == 0)
         gf_release(l, b);
     ck_assert_int_eq(rc, GF_ECORRUPT);
-    ck_assert_msg(strstr(gf_last_error(l), "field 'txt': not UTF-8"), "%s", gf_last_error(l));
+    ck_assert_msg(strstr(gf_last_error(l), "k007.txt): field 'txt': not UTF-8"), "%s",
+                  gf_last_error(l));
     gf_close(&l);
 }
 END_TEST
@@ -329,6 +331,12 @@ START_TEST(a_key_without_a_field_is_no_sample)
     ck_assert_uint_eq(st.shard_keys_skipped, 1);
     ck_assert_msg(strstr(st.dataset_warning, "key 'k004' skipped: no .txt member"), "%s",
                   st.dataset_warning);
+    /* named as the member that is not there, with its field */
+    const char *path = NULL, *reason = NULL;
+    ck_assert_uint_eq(gf_skipped_entry(l, 0, &path, &reason), 1);
+    ck_assert_msg(strstr(path, "s-0.tar:k004.txt") &&
+                      strstr(reason, "field 'txt': no .txt member"),
+                  "%s: %s", path, reason);
     read_checked(l, 100);
     gf_close(&l);
 }

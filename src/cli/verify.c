@@ -10,7 +10,10 @@
  * Tar shards: bad samples are named "DIR/train-000003.tar:key.jpg"; what
  * indexing left out (members that cannot be samples, keys without an image
  * or label) is not a sample, so it does not change the exit status, but it
- * is reported from the loader's stats.
+ * is reported from the loader's stats. Under --fields each declared field
+ * is checked too: a bad member is BAD by its own name ("shard.tar:
+ * key.latent.npy"), and so is a key without a field's member (beyond
+ * image and label), counted as bad.
  *
  * Damaged shards (cut short, zero bytes, not a tar, a bad header): verify
  * takes each in part (on_shard_error skip unless --on-shard-error says
@@ -94,7 +97,9 @@ static void usage(FILE *f)
             "The whole data set unless --rank and --world pick a share (a launcher's\n"
             "environment does not). Members and keys of shards that indexing skipped\n"
             "(links, a key without .cls, ...) are reported on a 'skipped while\n"
-            "indexing' line but are not samples. A damaged shard is listed as\n"
+            "indexing' line but are not samples. With --fields every declared field\n"
+            "of every sample is checked: a bad member, or a key without one, is BAD\n"
+            "as 'shard.tar:KEY.ext: field 'EXT': reason'. A damaged shard is listed as\n"
             "'DAMAGED shard.tar: offset N: reason; K members kept, L lost' and its\n"
             "members before the damage are checked; a 'shards: G good, D damaged\n"
             "(L members lost)' line sums them up. A shard that could not be read at\n"
