@@ -12,7 +12,10 @@
  * order's only check) is refused too, naming the sidecar and the same
  * command (issue 37: an older gpufeed's, or a hand-written, sidecar
  * beside another shard of the same layout would label every sample
- * wrong, unseen). Run once, on gf_open's thread. */
+ * wrong, unseen). A sidecar line lists every member of its key, so
+ * settings.fields' members come from it by the scan's own rule
+ * (gf__shard_sidecar_samples), each checked against its tar header when
+ * read. Run once, on gf_open's thread. */
 #include "dataset_indexers.h"
 
 #include "remote_auth.h"
