@@ -81,14 +81,8 @@ int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset
         return GF_EDATASET;
     }
     if (gf__data_is_remote(source)) {
-        if (opts->schema) {
-            gf__why(why, why_len, "fields: remote shards are read as an image and its .cls "
-                                  "for now; give local shards, or leave fields unset");
-            return GF_EINVAL;
-        }
 #if GF_HAVE_REMOTE
-        int rc = gf__dataset_open_remote(ds, source, opts->ca_file, opts->remote_settings, why,
-                                         why_len);
+        int rc = gf__dataset_open_remote(ds, source, opts, why, why_len);
         if (rc == GF_ENOMEM)
             gf__why(why, why_len, "remote shards: out of memory while indexing");
         if (rc < 0)

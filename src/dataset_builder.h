@@ -62,7 +62,7 @@ typedef struct gf__dataset {
     uint64_t *data_off;  /* n: the image member's data offset */
     uint32_t *data_len;  /* n: its size (members over 4 GiB are skipped) */
     int64_t *data_crc;   /* n: its sidecar's member_crc32c=, -1 without one */
-    /* The schema's fields beyond image and label (local tar shards; fields.h):
+    /* The schema's fields beyond image and label (tar shards, local or remote; fields.h):
      * n_var of them, var_field[k] the schema's index of the k-th; per
      * sample its member's data offset and size (the member's extension,
      * as spelled, follows the sample's path in the arena, NUL after NUL);
@@ -203,7 +203,7 @@ typedef struct gf__dataset_opts {
                              whose text or bytes member is over
                              GF_FIELD_BYTES_MAX, fails the open (on_error =
                              fail), else it is skipped */
-    const gf__schema *schema; /* local tar shards: the sample's fields; NULL:
+    const gf__schema *schema; /* tar shards: the sample's fields; NULL:
                              an image and .cls */
 } gf__dataset_opts;
 

@@ -23,13 +23,15 @@ int gf__dataset_open_folder(gf__dataset *ds, const char *src, const gf__dataset_
 int gf__prepared_pattern(const char *dir, char **pattern, char *why, size_t why_len);
 /* dataset_remote.c (the `remote` feature): http(s):// and s3:// shards,
  * indexed from their sidecars (SHARD.idx with labels=, shard_crc32c= and
- * member_crc32c=) without reading a shard; ca_file NULL: the system's CA
- * bundle; settings (NULL: the defaults) give every request through ds
+ * member_crc32c=) without reading a shard, their lines taken by o's
+ * schema as a scan takes a shard's members (gf__shard_sidecar_samples,
+ * o->bad_label_fails too); o->ca_file NULL: the system's CA bundle;
+ * o->remote_settings (NULL: the defaults) give every request through ds
  * (the sidecars' at open, gf__remote_read's) its remote_stall_s,
  * remote_retries and remote_deadline_s. */
 struct gf_settings;
-int gf__dataset_open_remote(gf__dataset *ds, const char *src, const char *ca_file,
-                            const struct gf_settings *settings, char *why, size_t why_len);
+int gf__dataset_open_remote(gf__dataset *ds, const char *src, const gf__dataset_opts *o,
+                            char *why, size_t why_len);
 /* How the loader's fetcher reads ds's shards under s. */
 gf__fetch_opts gf__remote_fetch_opts(const struct gf_settings *s, const gf__dataset *ds);
 void gf__remote_ctx_free(struct gf__remote_ctx *c);
@@ -65,6 +67,9 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged,
  * remote shard was fetched into), named shard in messages. */
 int gf__shard_index_fd(int fd, uint64_t size, const char *shard, char **text, size_t *len,
                        struct gf_shard_index_info *info, char *why, size_t why_len);
+/* dataset_shards.c: ds's schema (NULL: the default ds holds) in force:
+ * ds->n_var and var_field, its fields beyond image and label. */
+void gf__dataset_take_schema(gf__dataset *ds, const gf__schema *schema);
 /* dataset_shards.c: gf__builder_label_past over shards' samples: a label
  * past what the set can mean (one .cls or labels= of 2147483646) is
  * GF_EDATASET with why = "SHARD: member 'NAME': label L ...". */
@@ -91,7 +96,22 @@ typedef struct gf__sidecar_entry {
     uint64_t cls_off, cls_size; /* its .cls member's (<= 64 bytes) */
     int32_t label;              /* labels='s value for this line; -1 without labels= */
     int64_t img_crc32c;         /* member_crc32c='s for this line's image; -1 without it */
+    const char *line;           /* the line's members, into the text, for
+                                   gf__sidecar_member_next (not NUL-terminated) */
+    size_t line_len;
 } gf__sidecar_entry;
+
+/* One member of a sidecar line: its extension, data offset and size, and
+ * whole name (pointers into the text, not NUL-terminated). */
+typedef struct gf__sidecar_member {
+    const char *ext, *name;
+    size_t ext_len, name_len;
+    uint64_t off, size;
+} gf__sidecar_member;
+/* The member of e's line after the one *at points past (*at NULL: the
+ * first), in the line's order, the order of the shard: 1 and *m, or 0
+ * past the last. Only on a line gf__sidecar_parse checked. */
+int gf__sidecar_member_next(const gf__sidecar_entry *e, const char **at, gf__sidecar_member *m);
 
 typedef struct gf__sidecar {
     gf__sidecar_entry *e; /* n of them; gf__sidecar_free */
@@ -111,18 +131,32 @@ typedef struct gf__sidecar {
 int gf__sidecar_parse(const char *text, size_t len, uint64_t shard_bytes, const char *name,
                       gf__sidecar *out, char *why, size_t why_len);
 void gf__sidecar_free(gf__sidecar *sc);
+/* dataset_shards.c: shard k's samples from its parsed sidecar sc into b
+ * (b->n_var ds->n_var), by the very rule the scan of a shard's headers
+ * groups members by: each line one key, its members as ds's schema takes
+ * them (alternatives, caps, an image-less schema's first field standing
+ * for the sample), a key lacking one skipped, counted and warned of in ds
+ * as a scan does; its label labels='s (-1 without). A sample whose member
+ * is its line's image takes its member_crc32c=. path names the shard (its
+ * base name starts the arena's names); *max_label is raised. 0,
+ * GF_EDATASET (bad_label_fails and a key a scan fails on; why) or
+ * GF_ENOMEM. */
+int gf__shard_sidecar_samples(gf__dataset *ds, gf__builder *b, uint32_t k, const char *path,
+                              const gf__sidecar *sc, int bad_label_fails, int32_t *max_label,
+                              char *why, size_t why_len);
 
 /* dataset_shard_sidecar.c: a local shard's index sidecar (the .tar's name
  * with .idx: DALI wds2idx's v1.2 text), around the scan of the shard's
  * headers, which always gives the index. gf__shard_sidecar_load reads
  * and parses it: 0 (*s holds it), 1 (no sidecar), 2 (one that cannot be
  * taken: its size, mtime or text; why = "PATH: line N: reason") or
- * GF_ENOMEM. gf__shard_sidecar_match then takes it only if it lists
- * exactly the samples the scan added, b's [first, b->n) (whose arena
- * names start with prefix_len bytes of "SHARD.tar:"): the same image
- * members (name, data offset, size) in the same order, with the same
- * labels if it gives labels=; its member_crc32c= (or -1) then go into
- * b->dcrc. Returns 0 or 2 (why names the first line that differs).
+ * GF_ENOMEM. gf__shard_sidecar_match then takes it only if the samples
+ * its lines give (want: gf__shard_sidecar_samples under the same schema)
+ * are exactly those the scan added, b's [first, b->n) (whose arena names
+ * start with prefix_len bytes of "SHARD.tar:"): the same members (name,
+ * data offset, size; each field's too) in the same order, with the same
+ * labels if it gives labels=; want's member CRCs (or -1) then go into
+ * b->dcrc. Returns 0 or 2 (why names the first sample that differs).
  * gf__shard_sidecar_free either way. */
 typedef struct gf__shard_sidecar {
     char *path, *text; /* the sidecar's path, its text (the entries point into it) */
@@ -131,7 +165,8 @@ typedef struct gf__shard_sidecar {
 int gf__shard_sidecar_load(int root_fd, const char *shard_path, const struct stat *shard_st,
                            gf__shard_sidecar *s, char *why, size_t why_len);
 int gf__shard_sidecar_match(gf__shard_sidecar *s, gf__builder *b, size_t first,
-                            size_t prefix_len, char *why, size_t why_len);
+                            const gf__builder *want, size_t prefix_len, char *why,
+                            size_t why_len);
 void gf__shard_sidecar_free(gf__shard_sidecar *s);
 
 /* dataset_shard_classes.c: classes.txt beside first_shard as the class

@@ -12,7 +12,10 @@
  * order's only check) is refused too, naming the sidecar and the same
  * command (issue 37: an older gpufeed's, or a hand-written, sidecar
  * beside another shard of the same layout would label every sample
- * wrong, unseen). Run once, on gf_open's thread. */
+ * wrong, unseen). A sidecar line lists every member of its key, so
+ * settings.fields' members come from it by the scan's own rule
+ * (gf__shard_sidecar_samples), each checked against its tar header when
+ * read. Run once, on gf_open's thread. */
 #include "dataset_indexers.h"
 
 #include "remote_auth.h"
@@ -155,13 +158,6 @@ static int got_sidecar(void *arg, size_t i, gf__buf *b, int err, const char *rea
     return 0;
 }
 
-/* The base name of a display URL: what the arena's names start with. */
-static const char *base_of(const char *display)
-{
-    const char *slash = strrchr(display, '/');
-    return slash ? slash + 1 : display;
-}
-
 /* What sc lacks of the CRCs that tie a sidecar to its shard, or NULL:
  * shard_crc32c= (the shard order's check, on the whole shard) and
  * member_crc32c= (each member's, in either order; the parser keeps the
@@ -178,41 +174,8 @@ static const char *untied(const gf__sidecar *sc)
     return members ? NULL : "no member_crc32c=";
 }
 
-/* Shard k's samples from its parsed sidecar into b. */
-static int add_shard(gf__dataset *ds, gf__builder *b, uint32_t k, const gf__sidecar *sc,
-                     int32_t *max_label)
-{
-    const char *base = base_of(ds->shard_paths[k]);
-    size_t base_len = strlen(base);
-    for (size_t j = 0; j < sc->n; j++) {
-        const gf__sidecar_entry *e = &sc->e[j];
-        if (e->img_size > UINT32_MAX) { /* as a scan: too large to be a sample */
-            ds->skipped_keys++;
-            continue;
-        }
-        size_t need = base_len + 1 + e->name_len + 1;
-        if (gf__builder_reserve_paths(b, need) < 0 || gf__builder_reserve_samples(b, 1) < 0)
-            return GF_ENOMEM;
-        char *p = b->arena + b->arena_len;
-        memcpy(p, base, base_len);
-        p[base_len] = ':';
-        memcpy(p + base_len + 1, e->name, e->name_len);
-        p[base_len + 1 + e->name_len] = '\0';
-        b->off[b->n] = b->arena_len;
-        b->labels[b->n] = e->label;
-        b->shard[b->n] = k;
-        b->doff[b->n] = e->img_off;
-        b->dlen[b->n] = (uint32_t)e->img_size;
-        b->dcrc[b->n] = e->img_crc32c;
-        b->n++;
-        b->arena_len += need;
-        if (e->label > *max_label)
-            *max_label = e->label;
-    }
-    return 0;
-}
-
-static int index_shards(gf__dataset *ds, const char *src, sidecars *s, char *why, size_t why_len)
+static int index_shards(gf__dataset *ds, const char *src, sidecars *s, int bad_label_fails,
+                        char *why, size_t why_len)
 {
     gf__remote_ctx *c = ds->remote_ctx;
     size_t n = c->list.n;
@@ -232,7 +195,7 @@ static int index_shards(gf__dataset *ds, const char *src, sidecars *s, char *why
     if (rc < 0)
         return rc;
 
-    gf__builder b = {.ranged = 1};
+    gf__builder b = {.ranged = 1, .n_var = ds->n_var};
     int32_t max_label = -1;
     if (!(ds->shard_crc32c = malloc((ds->n_shards + 1) * sizeof *ds->shard_crc32c)))
         rc = GF_ENOMEM;
@@ -262,15 +225,18 @@ static int index_shards(gf__dataset *ds, const char *src, sidecars *s, char *why
             if (sc.shard_bytes > 0)
                 ds->remote[k].size = (uint64_t)sc.shard_bytes;
             ds->shard_crc32c[k] = sc.shard_crc32c;
-            rc = add_shard(ds, &b, k, &sc, &max_label);
+            rc = gf__shard_sidecar_samples(ds, &b, k, ds->shard_paths[k], &sc, bad_label_fails,
+                                           &max_label, why, why_len);
         }
         gf__sidecar_free(&sc);
         free(s->text[k]);
         s->text[k] = NULL;
     }
     if (rc == 0 && b.n == 0) {
-        gf__why(why, why_len, "%s: no samples in %u shard(s)' index sidecars", src,
-                ds->n_shards);
+        gf__why(why, why_len, "%s: no samples in %u shard(s)' index sidecars (%llu keys "
+                              "skipped%s%s)",
+                src, ds->n_shards, (unsigned long long)ds->skipped_keys,
+                ds->warning[0] ? "; first: " : "", ds->warning);
         rc = GF_EDATASET;
     }
     if (rc == 0)
@@ -284,9 +250,12 @@ static int index_shards(gf__dataset *ds, const char *src, sidecars *s, char *why
     return 0;
 }
 
-int gf__dataset_open_remote(gf__dataset *ds, const char *src, const char *ca_file,
-                            const gf_settings *settings, char *why, size_t why_len)
+int gf__dataset_open_remote(gf__dataset *ds, const char *src, const gf__dataset_opts *o,
+                            char *why, size_t why_len)
 {
+    const char *ca_file = o->ca_file;
+    const gf_settings *settings = o->remote_settings;
+    gf__dataset_take_schema(ds, o->schema);
     gf__remote_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return GF_ENOMEM;
@@ -328,7 +297,8 @@ int gf__dataset_open_remote(gf__dataset *ds, const char *src, const char *ca_fil
                   .len = calloc(n, sizeof(size_t)),
                   .why = why,
                   .why_len = why_len};
-    rc = s.text && s.len ? index_shards(ds, src, &s, why, why_len) : GF_ENOMEM;
+    rc = s.text && s.len ? index_shards(ds, src, &s, o->bad_label_fails, why, why_len)
+                         : GF_ENOMEM;
     for (size_t i = 0; s.text && i < n; i++)
         free(s.text[i]);
     free(s.text);

@@ -135,6 +135,7 @@ static int name_as_scanned(const char *s, size_t n)
 static const char *parse_line(const char *p, const char *eol, uint64_t file_size,
                               uint64_t *end, entry *e)
 {
+    const char *line = p;
     const char *key = NULL;
     size_t key_len = 0;
     int imgs = 0, clss = 0;
@@ -180,11 +181,29 @@ static const char *parse_line(const char *p, const char *eol, uint64_t file_size
     }
     if (!key)
         return "an empty line";
+    e->line = line;
+    e->line_len = (size_t)(eol - line);
     if (imgs != 1 || clss != 1)
         return "a key without exactly one image and one .cls";
     if (e->cls_size > CLS_MAX || e->img_size > UINT32_MAX)
         return "a .cls over 64 bytes or an image over 4 GiB";
     return NULL;
+}
+
+int gf__sidecar_member_next(const gf__sidecar_entry *e, const char **at, gf__sidecar_member *m)
+{
+    const char *p = *at ? *at : e->line, *eol = e->line + e->line_len;
+    const char *off_s, *size_s;
+    m->ext_len = token(&p, eol, &m->ext);
+    if (m->ext_len == 0)
+        return 0;
+    size_t off_n = token(&p, eol, &off_s), size_n = token(&p, eol, &size_s);
+    m->name_len = token(&p, eol, &m->name);
+    /* parse_line took the line: these cannot fail */
+    (void)parse_u64(off_s, off_n, &m->off);
+    (void)parse_u64(size_s, size_n, &m->size);
+    *at = p;
+    return 1;
 }
 
 /* Reads the whole sidecar (regular, not over SIDECAR_MAX_BYTES); *older:
@@ -404,38 +423,55 @@ int gf__shard_sidecar_load(int root_fd, const char *shard_path, const struct sta
     return rc;
 }
 
+/* The line (2: the first after the header) listing the member whose
+ * data is at off; for a message, so found only then. */
+static size_t line_of(const gf__sidecar *sc, uint64_t off)
+{
+    for (size_t j = 0; j < sc->n; j++) {
+        gf__sidecar_member m;
+        for (const char *at = NULL; gf__sidecar_member_next(&sc->e[j], &at, &m);)
+            if (m.off == off)
+                return j + 2;
+    }
+    return 0;
+}
+
 int gf__shard_sidecar_match(gf__shard_sidecar *s, gf__builder *b, size_t first,
-                            size_t prefix_len, char *why, size_t why_len)
+                            const gf__builder *want, size_t prefix_len, char *why,
+                            size_t why_len)
 {
     const gf__sidecar *sc = &s->sc;
     size_t got = b->n - first;
-    for (size_t i = 0; i < sc->n && i < got; i++) {
-        const entry *e = &sc->e[i];
+    for (size_t i = 0; i < want->n && i < got; i++) {
         size_t j = first + i;
         const char *name = b->arena + b->off[j] + prefix_len;
+        const char *listed = want->arena + want->off[i] + prefix_len;
         const char *bad = NULL;
-        if (strlen(name) != e->name_len || memcmp(name, e->name, e->name_len) != 0)
-            bad = "its image is not the one the headers give this sample";
-        else if (e->img_off != b->doff[j] || e->img_size != b->dlen[j])
-            bad = "its image lies elsewhere in the shard, or is of another size";
-        else if (sc->labelled && e->label != b->labels[j])
+        if (strcmp(name, listed) != 0)
+            bad = "its sample's member is not the one the headers give";
+        else if (want->doff[i] != b->doff[j] || want->dlen[i] != b->dlen[j])
+            bad = "its sample's member lies elsewhere in the shard, or is of another size";
+        else if (sc->labelled && want->labels[i] != b->labels[j])
             bad = "labels= differs from the .cls";
+        for (int k = 0; k < b->n_var && !bad; k++)
+            if (want->voff[k][i] != b->voff[k][j] || want->vlen[k][i] != b->vlen[k][j])
+                bad = "a field's member lies elsewhere in the shard, or is of another size";
         if (bad) {
-            gf__why(why, why_len, "%s: line %zu: %s ('%.*s'; the headers: '%.80s' at %llu, %llu "
-                                  "bytes, label %d)",
-                    s->path, i + 2, bad, (int)GF__MIN(e->name_len, (size_t)80), e->name, name,
+            gf__why(why, why_len, "%s: line %zu: %s ('%.80s'; the headers: '%.80s' at %llu, "
+                                  "%llu bytes, label %d)",
+                    s->path, line_of(sc, want->doff[i]), bad, listed, name,
                     (unsigned long long)b->doff[j], (unsigned long long)b->dlen[j],
                     (int)b->labels[j]);
             return 2;
         }
     }
-    if (sc->n != got) {
+    if (want->n != got) {
         gf__why(why, why_len, "%s: %zu samples listed, the shard's headers give %zu", s->path,
-                sc->n, got);
+                want->n, got);
         return 2;
     }
     for (size_t i = 0; i < got; i++)
-        b->dcrc[first + i] = sc->e[i].img_crc32c;
+        b->dcrc[first + i] = want->dcrc[i];
     return 0;
 }
 

@@ -80,6 +80,9 @@ typedef struct shard_scan {
     int32_t label;
     struct sidecar_out *out; /* gf_shard_index: the sidecar written instead
                                 of samples added; else NULL */
+    int from_sidecar;      /* members from a sidecar's line, not the shard:
+                              the label is line_label, not read */
+    int32_t line_label;
     uint64_t members;      /* this shard's, seen by on_member */
     uint64_t key_members;  /* the current key's */
     char *why;             /* the scan's error message */
@@ -467,6 +470,10 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
                 c->bad = ".cls over 64 bytes", c->bad_label = 1;
             return 0;
         }
+        if (c->from_sidecar) { /* its labels= (checked), or -1 without */
+            c->label = c->line_label;
+            return 0;
+        }
         char text[CLS_MAX];
         int rc = gf__tar_read(t, m->offset, text, (size_t)m->size, c->why, c->why_len);
         if (rc < 0) {
@@ -529,6 +536,101 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
         return GF_ENOMEM;
     }
     return 0; /* other members (key.json, ...) are not ours, but DALI's too */
+}
+
+/* ds's schema in force: its fields beyond image and label (var_field). */
+static void take_schema(gf__dataset *ds, const gf__schema *schema)
+{
+    if (schema) /* else ds->schema is the default (gf__dataset_open_with) */
+        ds->schema = *schema;
+    ds->n_var = gf__schema_var_fields(&ds->schema, ds->var_field);
+}
+
+/* A sidecar's lines through on_member and flush_key, one key a line: the
+ * samples, fields and skips a scan of the shard's headers gives, as long
+ * as the sidecar lists the shard's members truly (each member read is
+ * checked against its header: gf__dataset_member_check). */
+static int sidecar_lines(shard_scan *c, const gf__sidecar *sc)
+{
+    gf__builder *b = c->b;
+    c->from_sidecar = 1;
+    c->members = 0;
+    int rc = 0;
+    char *name = NULL;
+    size_t name_cap = 0;
+    for (size_t j = 0; j < sc->n && rc == 0; j++) {
+        const gf__sidecar_entry *e = &sc->e[j];
+        c->line_label = sc->labelled ? e->label : -1;
+        size_t before = b->n;
+        gf__sidecar_member sm;
+        for (const char *at = NULL; rc == 0 && gf__sidecar_member_next(e, &at, &sm);) {
+            if (keep_name(&name, &name_cap, sm.name, sm.name_len) < 0) {
+                rc = GF_ENOMEM;
+                break;
+            }
+            /* the parser checked a header's room before each member */
+            gf__tar_member m = {.name = name, .name_len = sm.name_len,
+                                .header_offset = sm.off - GF__TAR_BLOCK, .offset = sm.off,
+                                .size = sm.size, .type = '0'};
+            rc = on_member(c, NULL, &m);
+        }
+        if (rc == 0)
+            rc = flush_key(c); /* the parser refused one key on two lines */
+        /* The line's image CRC, where the sample's member is that image. */
+        if (rc == 0 && b->n > before && b->doff[before] == e->img_off)
+            b->dcrc[before] = e->img_crc32c;
+    }
+    free(name);
+    c->from_sidecar = 0;
+    return rc;
+}
+
+int gf__shard_sidecar_samples(gf__dataset *ds, gf__builder *b, uint32_t k, const char *path,
+                              const gf__sidecar *sc, int bad_label_fails, int32_t *max_label,
+                              char *why, size_t why_len)
+{
+    const char *slash = strrchr(path, '/');
+    shard_scan c = {.ds = ds, .b = b, .shard = k, .path = path,
+                    .display = slash ? slash + 1 : path, .max_label = *max_label,
+                    .why = why, .why_len = why_len, .bad_label_fails = bad_label_fails,
+                    .schema = &ds->schema};
+    c.display_len = strlen(c.display);
+    int rc = sidecar_lines(&c, sc);
+    free(c.key);
+    free(c.img);
+    *max_label = c.max_label;
+    return rc;
+}
+
+void gf__dataset_take_schema(gf__dataset *ds, const gf__schema *schema)
+{
+    take_schema(ds, schema);
+}
+
+/* Whether local shard c->shard's sidecar gives what its scan gave, b's
+ * [first, b->n): its lines through the same rule into a builder of their
+ * own (its skips counted apart), then compared. 0 (b->dcrc then holds
+ * its member CRCs), 2 with why, or GF_ENOMEM. */
+static int sidecar_agrees(const shard_scan *c, gf__shard_sidecar *side, gf__builder *b,
+                          size_t first, char *why, size_t why_len)
+{
+    gf__dataset *q = calloc(1, sizeof *q);
+    if (!q)
+        return GF_ENOMEM;
+    q->schema = c->ds->schema;
+    q->n_var = c->ds->n_var;
+    memcpy(q->var_field, c->ds->var_field, sizeof q->var_field);
+    gf__builder w = {.ranged = 1, .n_var = q->n_var};
+    int32_t max_label = -1;
+    int rc = gf__shard_sidecar_samples(q, &w, c->shard, c->path, &side->sc, 0, &max_label, why,
+                                       why_len);
+    if (rc == GF_EDATASET)
+        rc = 2;
+    if (rc == 0)
+        rc = gf__shard_sidecar_match(side, b, first, &w, c->display_len + 1, why, why_len);
+    gf__builder_free(&w);
+    free(q);
+    return rc;
 }
 
 /* Keeps what the scan of shard c->shard passed before damage d: the key
@@ -622,9 +724,7 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged,
         return GF_ENOMEM;
     ds->bytes += ds->n_shards * sizeof *ds->shard_ids;
 
-    if (schema) /* else ds->schema is the default (gf__dataset_open_with) */
-        ds->schema = *schema;
-    ds->n_var = gf__schema_var_fields(&ds->schema, ds->var_field);
+    take_schema(ds, schema);
     gf__builder b = {.ranged = 1, .n_var = ds->n_var};
     shard_scan c = {.ds = ds, .b = &b, .max_label = -1, .why = why, .why_len = why_len,
                     .bad_label_fails = bad_label_fails, .schema = &ds->schema};
@@ -679,9 +779,12 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged,
             rc = flush_key(&c); /* a key never spans shards */
         else if (rc == GF_EDATASET && skip_damaged)
             rc = take_damaged(&c, &dmg), side_rc = 1; /* reported as damaged */
-        if (rc == 0 && side_rc == 0 &&
-            gf__shard_sidecar_match(&side, &b, first, c.display_len + 1, side_why,
-                                    sizeof side_why) == 2)
+        int agrees = rc == 0 && side_rc == 0
+                         ? sidecar_agrees(&c, &side, &b, first, side_why, sizeof side_why)
+                         : 0;
+        if (agrees == GF_ENOMEM)
+            rc = GF_ENOMEM;
+        else if (agrees == 2)
             ds_warn(ds, "index sidecar ignored, the shard's headers give the index: %s",
                     side_why);
         gf__shard_sidecar_free(&side);

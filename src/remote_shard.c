@@ -119,7 +119,10 @@ void gf__rr_serve(shard_reader *r, gf__slot *sl, int c, uint32_t k)
         emit(r, sl, c, s->err, why);
         return;
     }
-    if (l->ds.data_off[sample] + l->ds.data_len[sample] > s->buf.len) {
+    const char *rel;
+    uint64_t off, len; /* the sample's members and their headers (fields too) */
+    gf__dataset_extent(&l->ds, sample, &rel, &off, &len);
+    if (off + len > s->buf.len) {
         emit(r, sl, c, GF_ETRUNC, strdup("shard ended inside member"));
         return;
     }
@@ -133,9 +136,9 @@ void gf__rr_serve(shard_reader *r, gf__slot *sl, int c, uint32_t k)
     s->pins++;
     s->used = ++r->tick;
     emit(r, sl, c, 0, NULL);
-    /* With its header block, as every member read: run_decode checks it. */
-    r->out[r->n_out - 1].bytes = s->buf.data + l->ds.data_off[sample] - GF__TAR_BLOCK;
-    r->out[r->n_out - 1].n_bytes = l->ds.data_len[sample] + GF__TAR_BLOCK;
+    /* With its header blocks, as every member read: run_decode checks them. */
+    r->out[r->n_out - 1].bytes = s->buf.data + off;
+    r->out[r->n_out - 1].n_bytes = len;
 }
 
 /* Shard k has arrived (or failed): its waiting cells become jobs or errors. */

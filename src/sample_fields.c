@@ -5,6 +5,8 @@
 #include "sample_fields.h"
 
 #include "boxes.h"
+#include "config.h"
+#include "dataset_indexers.h"
 #include "loader_impl.h"
 #include "npy.h"
 
@@ -67,6 +69,28 @@ static int read_member(const gf_loader *l, uint64_t i, int k, uint8_t **out, siz
     const char *rel = ds->shard_paths[ds->shard[i]];
     uint64_t off = ds->var_off[k][i];
     size_t n = ds->var_len[k][i];
+#if GF_HAVE_REMOTE
+    /* Only a layout is learnt here: each sample's member, read with its
+     * header, is checked against the index when it is taken. */
+    if (ds->remote) {
+        gf__buf b = {.exact = true};
+        int rc = n ? gf__remote_read(ds, ds->shard[i], off, n, n, &b, why, why_len) : 0;
+        if (rc == 0 && b.len != n) {
+            gf__why(why, why_len, "%s: cannot read %zu bytes at %llu", rel, n,
+                    (unsigned long long)off);
+            rc = GF_EIO;
+        }
+        if (rc == 0 && !b.data && !(b.data = malloc(1)))
+            rc = GF_ENOMEM;
+        if (rc < 0) {
+            gf__buf_free(&b);
+            return rc;
+        }
+        *out = b.data;
+        *len = n;
+        return 0;
+    }
+#endif
     uint8_t *p = malloc(n ? n : 1);
     if (!p)
         return GF_ENOMEM;

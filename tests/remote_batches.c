@@ -1,12 +1,13 @@
 /*
- * The batches a data set gives, as one checksum, through the public API:
+ * The batches a data set gives, as one checksum, through the public API
+ * (pixels, labels, indices and every field settings.fields names):
  * remote_batches.sh runs it on the same shards read locally, from nginx
  * and from the S3 server (and through the fault proxy), which must agree
  * byte for byte.
  *
  *   remote_batches DATA THREADS DEPTH [SEEK_EPOCH SEEK_POS]
  *
- * prints "hash=H batches=N samples=N errors=N requests=N retries=N
+ * prints "hash=H batches=N samples=N errors=N keys_skipped=N dataset_warnings=N requests=N retries=N
  * read_peak=N cache_hits=N cache_misses=N" (stats.read_bytes_peak, the
  * cache's), "cache_warning: TEXT" when it has one, and,
  * for each sample error, "error: PATH: REASON". Settings from the
@@ -41,6 +42,29 @@ static void on_error(void *user, int64_t sample, const char *path, int code, con
     printf("error: %s: %s\n", path, reason);
 }
 
+/* Every field's bytes beyond image and label (settings.fields): each
+ * sample's member, or the gathered tensor. */
+static uint64_t hash_fields(uint64_t h, const gf_batch *b)
+{
+    for (int f = 0; f < b->n_fields; f++) {
+        const gf_field *x = &b->fields[f];
+        if (x->kind == GF_FIELD_IMAGE || x->kind == GF_FIELD_LABEL)
+            continue;
+        if (x->kind == GF_FIELD_ARRAY || x->kind == GF_FIELD_MASK) {
+            size_t n = gf_dtype_size(x->dtype);
+            for (int d = 0; d < x->ndim; d++)
+                n *= (size_t)x->shape[d];
+            h = gf__fnv1a64(h, x->data, n);
+            continue;
+        }
+        for (int i = 0; i < b->count; i++) {
+            h = gf__fnv1a64(h, &x->lengths[i], sizeof x->lengths[i]);
+            h = gf__fnv1a64(h, x->data + x->offsets[i], x->lengths[i]);
+        }
+    }
+    return h;
+}
+
 /* Reads l's batches until the end (or stop_after), hashing them. */
 static int drain(gf_loader *l, uint64_t stop_after, bool indices, uint64_t *hash,
                  uint64_t *batches, uint64_t *samples)
@@ -50,7 +74,12 @@ static int drain(gf_loader *l, uint64_t stop_after, bool indices, uint64_t *hash
     int rc = 0;
     while (*batches < stop_after && (rc = gf_next(l, &b)) == 0) {
         size_t px = (size_t)b->count * 32 * 32 * 3;
-        h = gf__fnv1a64(h, b->pixels, px);
+        bool image = false; /* fields naming no image: no pixels written */
+        for (int f = 0; f < b->n_fields; f++)
+            image |= b->fields[f].kind == GF_FIELD_IMAGE;
+        if (image)
+            h = gf__fnv1a64(h, b->pixels, px);
+        h = hash_fields(h, b);
         h = gf__fnv1a64(h, b->labels, (size_t)b->count * sizeof *b->labels);
         h = gf__fnv1a64(h, b->indices, (size_t)b->count * sizeof *b->indices);
         h = gf__fnv1a64(h, &b->epoch, sizeof b->epoch);
@@ -179,9 +208,10 @@ int main(int argc, char **argv)
         return 0;
     }
     printf("hash=%016" PRIx64 " batches=%" PRIu64 " samples=%" PRIu64 " errors=%" PRIu64
+           " keys_skipped=%" PRIu64 " dataset_warnings=%" PRIu64
            " requests=%" PRIu64 " retries=%" PRIu64 " read_peak=%" PRIu64 " cache_hits=%" PRIu64
            " cache_misses=%" PRIu64 "\n",
-           h, batches, samples, st.errors, st.remote_requests, st.remote_retries,
+           h, batches, samples, st.errors, st.shard_keys_skipped, st.dataset_warnings, st.remote_requests, st.remote_retries,
            st.read_bytes_peak, st.cache_hits, st.cache_misses);
     if (st.cache_warning[0])
         printf("cache_warning: %s\n", st.cache_warning);
