@@ -85,8 +85,8 @@ static int alloc_slot(gf_loader *l, int i, char *why, size_t why_len)
         b->indices = sl->out_indices;
     } else {
         b->device = GF_DEVICE_CPU;
-        b->pixels = sl->pixels;
-        b->data = sl->out ? sl->out : sl->pixels;
+        b->pixels = l->cell_bytes ? sl->pixels : NULL; /* no image: no pixels */
+        b->data = sl->out ? sl->out : b->pixels;
         b->labels = sl->labels;
         b->indices = sl->indices;
     }
