@@ -255,6 +255,15 @@ int gf__dataset_open_remote(gf__dataset *ds, const char *src, const gf__dataset_
 {
     const char *ca_file = o->ca_file;
     const gf_settings *settings = o->remote_settings;
+    if (o->schema && o->schema->image < 0 && settings && settings->order != GF_ORDER_SHARDS) {
+        /* A ranged read is tied to its shard by the image's
+         * member_crc32c=; the shard order checks each shard whole. */
+        gf__why(why, why_len, "fields: without an image field, remote shards are read in the "
+                              "shard order (order shards: each shard checked whole against its "
+                              "sidecar's shard_crc32c=); the global order checks a sample by "
+                              "its image's CRC32C");
+        return GF_EINVAL;
+    }
     gf__dataset_take_schema(ds, o->schema);
     gf__remote_ctx *c = calloc(1, sizeof *c);
     if (!c)

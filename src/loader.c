@@ -130,7 +130,7 @@ static int open_device(gf_loader *l)
         return 0;
     size_t B = (size_t)l->B;
     size_t in = l->convert ? B * l->cell_bytes : 0;
-    size_t out = B * gf__convert_sample_bytes(&l->cv);
+    size_t out = l->cell_bytes ? B * gf__convert_sample_bytes(&l->cv) : 0; /* 0: no image */
     size_t flips = l->s.flip_on_device ? B : 0;
     char why[256] = "";
     int rc = gf__device_open(&l->dev, &l->s, l->device_id_from_env, l->D, l->max_slots, in, out,

@@ -79,7 +79,7 @@ static int alloc_slot(gf_loader *l, int i, char *why, size_t why_len)
     b->fields = l->dev ? sl->out_fields : sl->fields;
     if (l->dev) {
         b->device = GF_DEVICE_CUDA;
-        b->data = gf__device_out(l->dev, i);
+        b->data = l->cell_bytes ? gf__device_out(l->dev, i) : NULL; /* no image: no pixels */
         b->ready_event = gf__device_ready_event(l->dev, i);
         b->labels = sl->out_labels;
         b->indices = sl->out_indices;
@@ -91,6 +91,8 @@ static int alloc_slot(gf_loader *l, int i, char *why, size_t why_len)
         b->indices = sl->indices;
     }
     pthread_mutex_lock(&l->mu);
+    if (sl->tensors_pinned)
+        l->pinned_bytes += gf__fields_tensor_bytes(l);
     if (sl->pinned) {
         l->pinned_bytes += pix + B;
     } else if (l->dev) {

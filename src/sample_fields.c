@@ -127,7 +127,8 @@ static const char *boxes_refused(const gf__npy *a)
 
 /* An array or boxes field's layout from the first sample whose member
  * parses (a few are tried: a damaged one is that sample's error, not the
- * data set's). */
+ * data set's). A member that cannot be read fails the open: skipping it
+ * would let a transient error pick another sample's layout. */
 static int plan_from_members(gf_loader *l, int k)
 {
     const gf__dataset *ds = &l->ds;
@@ -137,10 +138,9 @@ static int plan_from_members(gf_loader *l, int k)
         uint8_t *p;
         size_t n;
         int rc = read_member(l, i, k, &p, &n, why, sizeof why);
-        if (rc == GF_ENOMEM)
-            return rc;
         if (rc < 0)
-            continue;
+            return gf__fail(l, rc, "field '%s': its layout from %s: %s", name_of(l, k),
+                            gf__dataset_path(ds, i), rc == GF_ENOMEM ? "out of memory" : why);
         gf__npy a;
         char pwhy[200];
         rc = gf__npy_parse(p, n, &a, pwhy, sizeof pwhy);
@@ -191,6 +191,10 @@ int gf__fields_plan(gf_loader *l)
         gf__field_layout *fl = &l->field_layout[k];
         switch (kind_of(l, k)) {
         case GF_FIELD_MASK:
+            if (!GF_HAVE_SPNG) /* stb_image gives a palette's colours, not its indices */
+                return gf__fail(l, GF_EINVAL, "field '%s': a mask needs libspng, which this build "
+                                              "lacks (meson -Dspng=enabled)",
+                                name_of(l, k));
             *fl = (gf__field_layout){.region = (size_t)l->s.width * (size_t)l->s.height,
                                      .dtype = GF_DTYPE_UINT8,
                                      .ndim = 2,
@@ -437,7 +441,13 @@ int gf__fields_read_files(const gf_loader *l, uint64_t sample, const gf__buf *ow
         const gf__buf *b = &bufs[k];
         const char *path = gf__dataset_field_file(ds, sample, k);
         if (ds->schema.image < 0 && k == 0) {
-            b = own; /* the sample's own file */
+            b = own; /* the sample's own file, read with the loader's cap */
+            if (own->len > ds->var_max[k]) {
+                gf__why(why, why_len, "field '%s': %s: %zu bytes, over the field's %u",
+                        name_of(l, k), path, own->len, (unsigned)ds->var_max[k]);
+                *field = ds->var_field[k];
+                return GF_ETOOBIG;
+            }
         } else {
             gf__read_opts o = {.max_bytes = ds->var_max[k]};
             char reason[160];
@@ -464,6 +474,12 @@ int gf__fields_take(const gf_loader *l, gf__slot *sl, int cell, const gf__member
     for (int k = 0; k < ds->n_var; k++) {
         const uint8_t *p = m->p[k];
         uint32_t n = m->n[k], got = n;
+        if (n > ds->var_max[k]) { /* the readers cap it: never past the region */
+            gf__why(why, why_len, "field '%s': %u bytes, over its %u", name_of(l, k), (unsigned)n,
+                    (unsigned)ds->var_max[k]);
+            *field = ds->var_field[k];
+            return GF_ETOOBIG;
+        }
         const gf__field_layout *fl = &l->field_layout[k];
         uint8_t *dst = sl->var_bytes[k] + (size_t)region * fl->region;
         char reason[200] = "";

@@ -77,6 +77,14 @@ for fields in "$all" "latent.npy,txt" "jpg;png,cls,seg.png:mask"; do
     for order in global shards; do
         export RB_ORDER=$order
         want=$(run "bare/$shards" 1 2)
+        if [ "$fields" = latent.npy,txt ] && [ $order = global ]; then
+            # no image, no member CRC to tie a ranged read to its shard
+            "$rb" "$http" 1 2 >"$work/last" 2>&1 && fail "$fields, global, http: not refused"
+            grep -q "without an image field, remote shards are read in the shard order" \
+                "$work/last" || { cat "$work/last" >&2; fail "$fields, global: other refusal"; }
+            echo "  $fields, global, http: refused (the shard order only)"
+            continue
+        fi
         case $fields in *txt*) case $want in *keys_skipped=1\ dataset_warnings=1) ;; *) fail "$fields: the key without .txt not skipped: $want";; esac;; esac
         same "$fields, $order, local with sidecars" "$want" "$(run "set/$shards" 2 4)"
         same "$fields, $order, http, 1 thread" "$want" "$(run "$http" 1 2)"
