@@ -213,6 +213,10 @@ static int var_headers_check(const gf__dataset *ds, uint64_t i, const uint8_t *p
     char stack[320];
     for (int k = 0; k < ds->n_var; k++) {
         size_t ext_len = strlen(ext), len = key_len + 1 + ext_len;
+        if (ds->var_off[k][i] == ds->data_off[i]) { /* no image: the sample's own, checked */
+            ext += ext_len + 1;
+            continue;
+        }
         char *vname = len < sizeof stack ? stack : malloc(len + 1);
         if (!vname)
             return GF_ENOMEM;

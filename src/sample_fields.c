@@ -6,14 +6,11 @@
 
 #include "boxes.h"
 #include "config.h"
-#include "dataset_indexers.h"
 #include "loader_impl.h"
 #include "npy.h"
 
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static gf_field_kind kind_of(const gf_loader *l, int k)
 {
@@ -45,73 +42,39 @@ void gf__fields_scratch_free(gf__fields_scratch *s)
 
 /* ---- the layouts, at open ---- */
 
-/* Sample i's member of field k, whole, into a new buffer *out. */
-static int read_member(const gf_loader *l, uint64_t i, int k, uint8_t **out, size_t *len,
-                       char *why, size_t why_len)
+/* Sample i's member of field k: *member, *len bytes inside *buf (the
+ * caller frees *buf). A shard's through its whole extent, as a sample is
+ * read (its members' headers checked, locally or remotely); a list's is
+ * its own file. */
+static int read_member(const gf_loader *l, uint64_t i, int k, void **buf, const uint8_t **member,
+                       size_t *len, char *why, size_t why_len)
 {
     const gf__dataset *ds = &l->ds;
-    if (!ds->shard) { /* a list's: its own file */
-        gf__buf b = {0}; /* malloc'd (never mapped): the caller frees data */
-        gf__read_opts o = {.max_bytes = ds->var_max[k]};
-        const char *path = gf__dataset_field_file(ds, i, k);
-        char reason[160];
-        int rc = gf__read_sample(ds->root_fd, path, 0, GF__WHOLE_FILE, &o, &b, reason,
-                                 sizeof reason);
-        if (rc < 0) {
-            gf__why(why, why_len, "%s: %s", path, reason);
-            gf__buf_free(&b);
+    if (ds->shard) {
+        size_t n;
+        int rc = gf__dataset_read_extent(ds, i, l->s.max_file_bytes, buf, &n, why, why_len);
+        if (rc < 0)
             return rc;
-        }
-        *out = b.data;
-        *len = b.len;
+        const char *rel;
+        uint64_t start, extent;
+        gf__dataset_extent(ds, i, &rel, &start, &extent);
+        *member = (const uint8_t *)*buf + (ds->var_off[k][i] - start);
+        *len = ds->var_len[k][i];
         return 0;
     }
-    const char *rel = ds->shard_paths[ds->shard[i]];
-    uint64_t off = ds->var_off[k][i];
-    size_t n = ds->var_len[k][i];
-#if GF_HAVE_REMOTE
-    /* Only a layout is learnt here: each sample's member, read with its
-     * header, is checked against the index when it is taken. */
-    if (ds->remote) {
-        gf__buf b = {.exact = true};
-        int rc = n ? gf__remote_read(ds, ds->shard[i], off, n, n, &b, why, why_len) : 0;
-        if (rc == 0 && b.len != n) {
-            gf__why(why, why_len, "%s: cannot read %zu bytes at %llu", rel, n,
-                    (unsigned long long)off);
-            rc = GF_EIO;
-        }
-        if (rc == 0 && !b.data && !(b.data = malloc(1)))
-            rc = GF_ENOMEM;
-        if (rc < 0) {
-            gf__buf_free(&b);
-            return rc;
-        }
-        *out = b.data;
-        *len = n;
-        return 0;
+    gf__buf b = {0}; /* malloc'd (never mapped): the caller frees data */
+    gf__read_opts o = {.max_bytes = ds->var_max[k]};
+    const char *path = gf__dataset_field_file(ds, i, k);
+    char reason[160];
+    int rc = gf__read_sample(ds->root_fd, path, 0, GF__WHOLE_FILE, &o, &b, reason, sizeof reason);
+    if (rc < 0) {
+        gf__why(why, why_len, "%s: %s", path, reason);
+        gf__buf_free(&b);
+        return rc;
     }
-#endif
-    uint8_t *p = malloc(n ? n : 1);
-    if (!p)
-        return GF_ENOMEM;
-    int fd = openat(ds->root_fd, rel, O_RDONLY | O_CLOEXEC);
-    size_t got = 0;
-    while (fd >= 0 && got < n) {
-        ssize_t r = pread(fd, p + got, n - got, (off_t)(off + got));
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    if (fd >= 0)
-        close(fd);
-    if (got < n) {
-        gf__why(why, why_len, "%s: cannot read %zu bytes at %llu", rel, n,
-                (unsigned long long)off);
-        free(p);
-        return GF_EIO;
-    }
-    *out = p;
-    *len = n;
+    *buf = b.data;
+    *member = b.data;
+    *len = b.len;
     return 0;
 }
 
@@ -135,16 +98,17 @@ static int plan_from_members(gf_loader *l, int k)
     gf__field_layout *fl = &l->field_layout[k];
     char why[256] = "";
     for (uint64_t i = 0; i < ds->n && i < 16; i++) {
-        uint8_t *p;
+        void *buf;
+        const uint8_t *p;
         size_t n;
-        int rc = read_member(l, i, k, &p, &n, why, sizeof why);
+        int rc = read_member(l, i, k, &buf, &p, &n, why, sizeof why);
         if (rc < 0)
             return gf__fail(l, rc, "field '%s': its layout from %s: %s", name_of(l, k),
                             gf__dataset_path(ds, i), rc == GF_ENOMEM ? "out of memory" : why);
         gf__npy a;
         char pwhy[200];
         rc = gf__npy_parse(p, n, &a, pwhy, sizeof pwhy);
-        free(p);
+        free(buf);
         const char *bad = rc < 0 ? pwhy : kind_of(l, k) == GF_FIELD_BOXES ? boxes_refused(&a) : NULL;
         if (bad) {
             gf__why(why, sizeof why, "%s: %s", gf__dataset_path(ds, i), bad);
