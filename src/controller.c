@@ -304,6 +304,9 @@ static uint32_t drain_dones(gf_loader *l)
 {
     pthread_mutex_lock(&l->mu);
     uint32_t n_done = gf__pool_dones_locked(&l->pool);
+    /* None: pump's round may be its last, so the next completion wakes
+     * the loop. Some: pump drains again before it sleeps. */
+    l->ctl_may_sleep = n_done == 0;
     pthread_mutex_unlock(&l->mu);
     for (uint32_t i = 0; i < n_done; i++) {
         gf__done d = gf__pool_done(&l->pool, i);
@@ -564,8 +567,10 @@ void gf__wake_controller(gf_loader *l)
 void gf__controller_job_done(void *arg, bool queued)
 {
     gf_loader *l = arg;
-    if (queued)
-        gf__wake_controller(l);
-    else
+    if (!queued) {
         gf__halt_locked(l, GF_ENOMEM, "internal error: the completion queue is full");
+    } else if (l->ctl_may_sleep) { /* else it drains again before it sleeps */
+        l->ctl_may_sleep = false;
+        gf__wake_controller(l);
+    }
 }

@@ -18,7 +18,8 @@ void gf__controller_stop(gf_loader *l);
 /* Any thread: the loop runs a round soon. */
 void gf__wake_controller(gf_loader *l);
 /* gf__pool_user's completed hook (a decode thread, mu held): wakes the
- * loop, or halts when the completion was lost (a full queue, a bug). */
+ * loop when it may be asleep (ctl_may_sleep), or halts when the
+ * completion was lost (a full queue, a bug). */
 void gf__controller_job_done(void *arg, bool queued);
 
 #endif

@@ -36,6 +36,7 @@ typedef struct gf__field_layout {
     gf_dtype dtype;
     int ndim;        /* a sample's dimensions (the batch's not counted) */
     int64_t shape[GF_FIELD_DIMS_MAX - 1];
+    size_t npy_header; /* arrays: the first sample's header bytes (0: none) */
 } gf__field_layout;
 
 /* A field's name as gf_field gives it: its alternatives joined by ';'

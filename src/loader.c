@@ -76,6 +76,7 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
     l->grow_refused = false;
     l->ctl_remote_waiting = false;
     l->exhausted = l->stopping = l->halted = false;
+    l->ctl_may_sleep = true;
     l->unwritten = l->eof_unwritten = 0;
     atomic_store_explicit(&l->cancel, 0, memory_order_relaxed);
     l->fail_code = l->halt_code = 0;
@@ -95,8 +96,10 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
      * sized for the buffers this reader uses. */
     for (int i = 0; i < l->n_bufs; i++)
         gf__buf_free(&l->bufs[i]);
-    for (int i = 0; i < l->n_workers; i++)
+    for (int i = 0; i < l->n_workers; i++) {
         gf__buf_free(&l->workers[i].buf);
+        gf__fd_cache_drop(&l->workers[i].fds); /* a shard replaced since is seen as such */
+    }
     gf__budget_restart(&l->budget,
                        (unsigned)(l->rd->uses_buffers(l->rd_self)
                                       ? l->n_bufs + (page_cache_first ? l->n_workers : 0)
@@ -187,8 +190,11 @@ static int alloc_queues(gf_loader *l)
         return rc;
     const gf__pool_user user = {.arg = l,
                                 .run = gf__work_run,
+                                .run_batch = gf__work_run_batch,
                                 .settle = gf__work_settle,
-                                .completed = gf__controller_job_done};
+                                .completed = gf__controller_job_done,
+                                /* no image: a job is a read of microseconds */
+                                .grab = l->ds.schema.image < 0 ? GF__POOL_GRAB_MAX : 1};
     if (gf__pool_alloc(&l->pool, cap, l->threads, l->active_threads, user) < 0)
         return gf__fail(l, GF_ENOMEM, "out of memory allocating queues");
     return 0;

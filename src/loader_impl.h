@@ -126,6 +126,10 @@ struct gf_loader {
     int held;                    /* batches the consumer holds */
     bool grow_refused;           /* the consumer's: the last gf__ring_grow failed */
     bool exhausted, stopping, running;
+    /* gf-control found no completion and may sleep: the next one queued
+     * wakes it (cleared by that worker); while false, it drains again
+     * before it sleeps, and completions need no wake-up of their own. */
+    bool ctl_may_sleep;
     /* Shards this run fetched that the shard cache has yet to write (the
      * controller's count, each round): GF_EOF waits for them while they
      * are being written, for a while from the last change the consumer

@@ -19,30 +19,35 @@ void *gf__fifo_alloc(gf__fifo *f, uint32_t min, size_t item_size)
     return calloc(n, item_size);
 }
 
-/* With mu held: the next job this worker may take, false when stopping. */
-static bool take_job(gf__pool_thread *t, gf__job *j)
+/* With mu held: the next jobs this worker may take (at most the user's
+ * grab, and its share of those queued, so every active worker gets some),
+ * 0 when stopping. */
+static int take_jobs(gf__pool_thread *t, gf__job *js)
 {
     gf__pool *p = t->p;
     while (!p->stopping && (gf__fifo_len(&p->job_q) == 0 || t->id >= p->active))
         pthread_cond_wait(&p->work, p->mu);
     if (p->stopping)
-        return false;
-    *j = p->jobs[gf__fifo_pop(&p->job_q)];
-    return true;
+        return 0;
+    uint32_t share = (gf__fifo_len(&p->job_q) + (uint32_t)p->active - 1) / (uint32_t)p->active;
+    int n = (int)GF__MIN(share, (uint32_t)GF__MAX(p->user.grab, 1));
+    for (int i = 0; i < n; i++)
+        js[i] = p->jobs[gf__fifo_pop(&p->job_q)];
+    return n;
 }
 
 /* With mu held. A completion always has room: it is for a job taken from
  * the job queue, and both hold as many (gf__pool_capacity). */
-static void report(gf__pool *p, const gf__done *d)
+static bool report(gf__pool *p, const gf__done *d)
 {
     uint32_t i = gf__fifo_push(&p->done_q);
     if (GF__UNLIKELY(i == UINT32_MAX)) {
         free(d->decode.why);
         p->user.completed(p->user.arg, false);
-        return;
+        return false;
     }
     p->dones[i] = *d;
-    p->user.completed(p->user.arg, true);
+    return true;
 }
 
 static void *worker_main(void *arg)
@@ -53,15 +58,24 @@ static void *worker_main(void *arg)
     snprintf(name, sizeof name, "gf-decode-%d", t->id);
     pthread_setname_np(pthread_self(), name);
 
-    gf__job j;
+    gf__job js[GF__POOL_GRAB_MAX];
+    gf__done ds[GF__POOL_GRAB_MAX];
+    int n;
     pthread_mutex_lock(p->mu);
-    while (take_job(t, &j)) {
+    while ((n = take_jobs(t, js)) > 0) {
         pthread_mutex_unlock(p->mu);
-        gf__done d;
-        p->user.run(p->user.arg, t->id, &j, &d);
+        if (n > 1 && p->user.run_batch)
+            p->user.run_batch(p->user.arg, t->id, js, n, ds);
+        else
+            for (int i = 0; i < n; i++)
+                p->user.run(p->user.arg, t->id, &js[i], &ds[i]);
         pthread_mutex_lock(p->mu);
-        if (p->user.settle(p->user.arg, t->id, &j, &d))
-            report(p, &d);
+        bool queued = false;
+        for (int i = 0; i < n; i++)
+            if (p->user.settle(p->user.arg, t->id, &js[i], &ds[i]))
+                queued |= report(p, &ds[i]);
+        if (queued)
+            p->user.completed(p->user.arg, true);
     }
     pthread_mutex_unlock(p->mu);
     return NULL;
@@ -102,6 +116,7 @@ void gf__pool_init(gf__pool *p, pthread_mutex_t *mu)
 int gf__pool_alloc(gf__pool *p, uint32_t capacity, int threads, int active, gf__pool_user user)
 {
     p->user = user;
+    p->user.grab = GF__MIN(GF__MAX(user.grab, 1), (int)GF__POOL_GRAB_MAX);
     p->active = active;
     p->jobs = gf__fifo_alloc(&p->job_q, capacity, sizeof *p->jobs);
     p->dones = gf__fifo_alloc(&p->done_q, capacity, sizeof *p->dones);

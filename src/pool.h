@@ -110,13 +110,21 @@ typedef struct gf__pool_user {
     void *arg;
     /* On worker thread `worker`, no lock held: runs j, fills d. */
     void (*run)(void *arg, int worker, const gf__job *j, gf__done *d);
+    /* NULL, or as run for the n > 1 jobs a worker took at once. */
+    void (*run_batch)(void *arg, int worker, const gf__job *js, int n, gf__done *ds);
     /* Same thread, mu held: the job's bookkeeping. Returns whether d is
      * queued; when not, the user has dropped it (and its reason). */
     bool (*settle)(void *arg, int worker, const gf__job *j, gf__done *d);
     /* Mu held: a completion was queued, or (queued false) the completion
      * queue was full, a bug, and it was dropped. */
     void (*completed)(void *arg, bool queued);
+    /* The most jobs a worker takes at once (0: one), run one after
+     * another, settled under one lock and told by one `completed`: for
+     * jobs of a few microseconds, whose queueing would cost more. */
+    int grab;
 } gf__pool_user;
+
+enum { GF__POOL_GRAB_MAX = 32 };
 
 typedef struct gf__pool_thread {
     struct gf__pool *p;

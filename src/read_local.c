@@ -30,7 +30,7 @@ void gf__read_req_of(gf_loader *l, uint64_t sample, gf__read_req *r)
     size_t max = l->s.max_file_bytes;
     /* A .tga has no magic: nothing to sniff; nor where the image need
      * not come first. */
-    bool sniff = !gf__name_is_tga(gf__dataset_path(&l->ds, sample)) && l->ds.n_var == 0;
+    bool sniff = l->ds.n_var == 0 && !gf__name_is_tga(gf__dataset_path(&l->ds, sample));
     r->o = (gf__read_opts){
         .max_bytes = max && max <= SIZE_MAX - header ? max + header : max,
         .budget = &l->budget,

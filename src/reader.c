@@ -347,13 +347,35 @@ static int check_seen(gf__file_seen *seen, const struct stat *st, char *why, siz
     return GF_EIO;
 }
 
+/* A member's range in a file of file_size bytes, checked before anything
+ * is read. */
+static int check_range(uint64_t file_size, uint64_t offset, uint64_t length, size_t max_bytes,
+                       char *why, size_t why_len)
+{
+    if (length == 0) {
+        gf__why(why, why_len, "member is empty");
+        return GF_EEMPTY;
+    }
+    if (length > (uint64_t)max_bytes) {
+        gf__why(why, why_len, "member is %llu bytes, over the %zu-byte limit",
+                (unsigned long long)length, max_bytes);
+        return GF_ETOOBIG;
+    }
+    if (offset > file_size || length > file_size - offset) {
+        gf__why(why, why_len, "shard ended inside member: it ends at byte %llu, the file has %llu",
+                (unsigned long long)(offset + length), (unsigned long long)file_size);
+        return GF_ETRUNC;
+    }
+    return 0;
+}
+
 int gf__open_sized(int root_fd, const char *rel, uint64_t offset, uint64_t length,
                    size_t max_bytes, const gf__file_id *expect, gf__file_seen *seen,
                    int *fd_out, size_t *size_out,
                    char *why, size_t why_len)
 {
     *fd_out = -1;
-    int fd;
+    int fd, err = 0;
     do
         fd = openat(root_fd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     while (fd < 0 && errno == EINTR);
@@ -367,10 +389,11 @@ int gf__open_sized(int root_fd, const char *rel, uint64_t offset, uint64_t lengt
             gf__why(why, why_len, "not a regular file: %s", file_kind(st.st_mode));
             return GF_EIO;
         }
-        return open_error(e, why, why_len);
+        err = open_error(e, why, why_len);
+        errno = e; /* for the descriptor cache: EMFILE */
+        return err;
     }
 
-    int err = 0;
     char tmp[96];
     if (fstat(fd, &st) != 0) {
         gf__why(why, why_len, "fstat: %s", gf__errtext(errno, tmp, sizeof tmp));
@@ -383,19 +406,7 @@ int gf__open_sized(int root_fd, const char *rel, uint64_t offset, uint64_t lengt
     } else if (seen && (err = check_seen(seen, &st, why, why_len)) != 0) {
         /* the reason is set */
     } else if (length != GF__WHOLE_FILE) {
-        if (length == 0) {
-            gf__why(why, why_len, "member is empty");
-            err = GF_EEMPTY;
-        } else if (length > (uint64_t)max_bytes) {
-            gf__why(why, why_len, "member is %llu bytes, over the %zu-byte limit",
-                    (unsigned long long)length, max_bytes);
-            err = GF_ETOOBIG;
-        } else if (offset > (uint64_t)st.st_size || length > (uint64_t)st.st_size - offset) {
-            gf__why(why, why_len,
-                    "shard ended inside member: it ends at byte %llu, the file has %llu",
-                    (unsigned long long)(offset + length), (unsigned long long)st.st_size);
-            err = GF_ETRUNC;
-        }
+        err = check_range((uint64_t)st.st_size, offset, length, max_bytes, why, why_len);
         if (!err) {
             *fd_out = fd;
             *size_out = (size_t)length;
@@ -418,6 +429,82 @@ int gf__open_sized(int root_fd, const char *rel, uint64_t offset, uint64_t lengt
     return 0;
 }
 
+int gf__fd_cache_init(gf__fd_cache *c, uint32_t n)
+{
+    *c = (gf__fd_cache){0};
+    if (!n)
+        return 0;
+    c->e = malloc((size_t)n * sizeof *c->e);
+    if (!c->e)
+        return GF_ENOMEM;
+    for (uint32_t i = 0; i < n; i++)
+        c->e[i] = (gf__fd_cache_entry){.fd = -1};
+    c->n = n;
+    return 0;
+}
+
+void gf__fd_cache_drop(gf__fd_cache *c)
+{
+    for (uint32_t i = 0; i < c->n; i++)
+        if (c->e[i].fd >= 0) {
+            close(c->e[i].fd);
+            c->e[i].fd = -1;
+        }
+}
+
+void gf__fd_cache_free(gf__fd_cache *c)
+{
+    gf__fd_cache_drop(c);
+    free(c->e);
+    *c = (gf__fd_cache){0};
+}
+
+/* A ranged read's descriptor from e (file's, when it holds it), else
+ * opened, checked and kept there. Out of descriptors, the cache gives all
+ * of its back and the file is opened once more. */
+static int open_kept(gf__fd_cache_entry *e, gf__fd_cache *c, uint32_t file, double now, int root_fd,
+                     const char *rel, uint64_t offset, uint64_t length, size_t max_bytes,
+                     const gf__file_id *expect, int *fd, size_t *size, char *why,
+                     size_t why_len)
+{
+    if (e->fd >= 0 && e->file == file) {
+        struct stat st;
+        char tmp[96];
+        int err = 0;
+        if (now - e->checked < GF__FD_CHECK_S)
+            err = check_range(expect->size, offset, length, max_bytes, why, why_len);
+        else if (fstat(e->fd, &st) != 0) {
+            gf__why(why, why_len, "fstat: %s", gf__errtext(errno, tmp, sizeof tmp));
+            err = GF_EIO;
+        } else if (!(err = check_identity(expect, &st, why, why_len))) {
+            err = check_range((uint64_t)st.st_size, offset, length, max_bytes, why, why_len);
+            e->checked = now;
+        }
+        if (err) { /* opened afresh by the next read */
+            close(e->fd);
+            e->fd = -1;
+            return err;
+        }
+        *fd = e->fd;
+        *size = (size_t)length;
+        return 0;
+    }
+    if (e->fd >= 0) {
+        close(e->fd);
+        e->fd = -1;
+    }
+    int err = gf__open_sized(root_fd, rel, offset, length, max_bytes, expect, NULL, fd, size, why,
+                             why_len);
+    if (err == GF_EIO && (errno == EMFILE || errno == ENFILE)) {
+        gf__fd_cache_drop(c);
+        err = gf__open_sized(root_fd, rel, offset, length, max_bytes, expect, NULL, fd, size, why,
+                             why_len);
+    }
+    if (!err)
+        *e = (gf__fd_cache_entry){.fd = *fd, .file = file, .checked = now};
+    return err;
+}
+
 int gf__read_file(int root_fd, const char *rel, gf__buf *b, size_t max_bytes,
                   char *why, size_t why_len)
 {
@@ -431,20 +518,52 @@ int gf__read_range(int root_fd, const char *rel, uint64_t offset, uint64_t lengt
     return gf__read_sample(root_fd, rel, offset, length, &o, b, why, why_len);
 }
 
-/* Reads bytes [from, to) of the size-byte part at base of fd into b;
- * nowait: from the page cache only, else GF__READ_UNCACHED. */
+/* The iovecs reading [off, to) of b's range: b's bytes, but the holes'. */
+static int hole_iov(gf__buf *b, size_t off, size_t to, const gf__read_hole *h, int n_holes,
+                    struct iovec *v, int max)
+{
+    int n = 0;
+    for (int i = 0; i < n_holes && off < to && n < max; i++) {
+        if (h[i].at + h[i].len <= off)
+            continue;
+        if (off < h[i].at) {
+            size_t end = GF__MIN(h[i].at, to);
+            v[n++] = (struct iovec){.iov_base = b->data + off, .iov_len = end - off};
+            off = end;
+        }
+        if (off < to && n < max) {
+            size_t end = GF__MIN(h[i].at + h[i].len, to);
+            v[n++] = (struct iovec){.iov_base = h[i].dst + (off - h[i].at), .iov_len = end - off};
+            off = end;
+        }
+    }
+    if (off < to && n < max)
+        v[n++] = (struct iovec){.iov_base = b->data + off, .iov_len = to - off};
+    return n;
+}
+
+/* Reads bytes [from, to) of the size-byte part at base of fd into b (the
+ * holes' to theirs); nowait: from the page cache only, else
+ * GF__READ_UNCACHED. */
 static int pread_part(int fd, gf__buf *b, size_t from, size_t to, size_t size, uint64_t base,
-                      int ranged, int nowait, char *why, size_t why_len)
+                      int ranged, int nowait, const gf__read_hole *holes, int n_holes,
+                      char *why, size_t why_len)
 {
     char tmp[96];
     for (size_t off = from; off < to;) {
         ssize_t n;
-        if (nowait) {
-            struct iovec v = {.iov_base = b->data + off, .iov_len = to - off};
-            n = preadv2(fd, &v, 1, (off_t)(base + off), RWF_NOWAIT);
-        } else {
-            n = pread(fd, b->data + off, to - off, (off_t)(base + off));
-        }
+        struct iovec v[8];
+        int nv = 1;
+        if (n_holes)
+            nv = hole_iov(b, off, to, holes, n_holes, v, 8);
+        else
+            v[0] = (struct iovec){.iov_base = b->data + off, .iov_len = to - off};
+        if (nowait)
+            n = preadv2(fd, v, nv, (off_t)(base + off), RWF_NOWAIT);
+        else if (nv > 1)
+            n = preadv(fd, v, nv, (off_t)(base + off));
+        else
+            n = pread(fd, v[0].iov_base, v[0].iov_len, (off_t)(base + off));
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -485,11 +604,16 @@ int gf__read_sample(int root_fd, const char *rel, uint64_t offset, uint64_t leng
     b->len = b->got = 0;
     int fd, waited = 0;
     size_t size, max = gf__effective_max(o->max_bytes);
-    int err = gf__open_sized(root_fd, rel, offset, length, max, o->expect, o->seen, &fd, &size, why,
-                             why_len);
+    int ranged = length != GF__WHOLE_FILE;
+    gf__fd_cache_entry *kept_fd = ranged && o->expect && o->fds && o->fds->n
+                                      ? &o->fds->e[o->file % o->fds->n]
+                                      : NULL;
+    int err = kept_fd ? open_kept(kept_fd, o->fds, o->file, o->now ? o->now : gf__now(), root_fd,
+                                  rel, offset, length, max, o->expect, &fd, &size, why, why_len)
+                      : gf__open_sized(root_fd, rel, offset, length, max, o->expect, o->seen,
+                                       &fd, &size, why, why_len);
     if (err)
         return err;
-    int ranged = length != GF__WHOLE_FILE;
     uint64_t base = ranged ? offset : 0;
     /* The first part, then (when it is an image) the rest: a large file
      * that is none costs its first bytes, not its size. */
@@ -497,7 +621,8 @@ int gf__read_sample(int root_fd, const char *rel, uint64_t offset, uint64_t leng
     int nowait = (o->flags & GF__READ_NOWAIT) != 0;
     err = gf__buf_reserve(b, first, &kept, max, o->budget, !nowait, &waited, why, why_len);
     if (!err)
-        err = pread_part(fd, b, 0, first, size, base, ranged, nowait, why, why_len);
+        err = pread_part(fd, b, 0, first, size, base, ranged, nowait, o->holes, o->n_holes, why,
+                         why_len);
     if (!err && first < size) {
         size_t skip = gf__sniff_skip(o->flags);
         err = gf__sniff_refuses(b->data + skip, first - skip, why, why_len);
@@ -506,11 +631,17 @@ int gf__read_sample(int root_fd, const char *rel, uint64_t offset, uint64_t leng
             err = gf__buf_reserve(b, size, &kept, max, o->budget, !nowait, &waited, why,
                                   why_len);
         if (!err)
-            err = pread_part(fd, b, kept, size, size, base, ranged, nowait, why, why_len);
+            err = pread_part(fd, b, kept, size, size, base, ranged, nowait, o->holes, o->n_holes,
+                             why, why_len);
     }
     if (err == GF__BUDGET_LATER)
         err = GF__READ_UNCACHED; /* io_uring waits without a thread */
-    close(fd);
+    if (!kept_fd)
+        close(fd);
+    else if (err && err != GF__READ_UNCACHED) { /* opened afresh by the next read */
+        close(fd);
+        kept_fd->fd = -1;
+    }
     if (!err)
         b->len = size;
     return err;
@@ -527,6 +658,41 @@ int gf__uring_submit_range(gf__uring *u, int root_fd, const char *rel, uint64_t 
                            uint64_t length, gf__buf *buf, uint64_t user)
 {
     return gf__uring_submit_sample(u, root_fd, rel, offset, length, 0, NULL, NULL, buf, user);
+}
+
+int gf__read_prepare(int root_fd, const char *rel, uint64_t offset, uint64_t length,
+                     const gf__read_opts *o, gf__buf *b, gf__batched_read *r, char *why,
+                     size_t why_len)
+{
+    if (!o->fds || !o->fds->n || !o->expect || length == GF__WHOLE_FILE ||
+        (o->flags & GF__READ_SNIFF) || length > INT32_MAX)
+        return GF__READ_UNCACHED;
+    b->len = b->got = 0;
+    size_t size, max = gf__effective_max(o->max_bytes);
+    int fd, waited = 0;
+    int err = open_kept(&o->fds->e[o->file % o->fds->n], o->fds, o->file,
+                        o->now ? o->now : gf__now(), root_fd, rel, offset, length, max, o->expect,
+                        &fd, &size, why, why_len);
+    if (err)
+        return err;
+    size_t keep = 0;
+    err = gf__buf_reserve(b, size, &keep, max, o->budget, 0, &waited, why, why_len);
+    if (err)
+        return err;
+    *r = (gf__batched_read){.fd = fd, .offset = offset, .len = size, .res = -EAGAIN};
+    r->nv = hole_iov(b, 0, size, o->holes, o->n_holes, r->v, GF__READ_IOV_MAX);
+    size_t covered = 0;
+    for (int i = 0; i < r->nv; i++)
+        covered += r->v[i].iov_len;
+    return covered == size ? 0 : GF__READ_UNCACHED;
+}
+
+int gf__read_finish(const gf__batched_read *r, gf__buf *b)
+{
+    if (r->res < 0 || (size_t)r->res != r->len)
+        return GF__READ_UNCACHED;
+    b->len = b->got = r->len;
+    return 0;
 }
 
 /* ---- without io_uring ---- */

@@ -5,6 +5,7 @@
 #include "common.h"
 
 #include <pthread.h>
+#include <sys/uio.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 
@@ -103,6 +104,35 @@ enum { GF__READ_SNIFF = 1, GF__READ_NOWAIT = 2, GF__READ_TAR_HEADER = 4 };
  * wrong with the sample, read it again without the flag. Not a GF_E*. */
 #define GF__READ_UNCACHED 2
 
+/* A decode thread's open shards: a ranged read of a file it has read
+ * before reuses that file's descriptor, opened and checked (a regular
+ * file, its identity) once, instead of an open, an fstat and a close a
+ * member. It is fstat'ed against what was indexed again when its last
+ * check is GF__FD_CHECK_S old, so a shard rewritten in place is caught
+ * within that much of reading; every read still checks its members'
+ * headers (and CRCs where a sidecar has them). Direct-mapped by file number; one thread's alone. A file replaced (mv)
+ * while its descriptor is kept is read as it was indexed, through it;
+ * the loader drops them at each start (gf_seek), so one replaced before
+ * is an error. */
+typedef struct gf__fd_cache_entry {
+    int fd;        /* -1: empty */
+    uint32_t file;
+    double checked; /* gf__now() of its last fstat */
+} gf__fd_cache_entry;
+/* How long a kept descriptor's last check holds: reads within it skip the
+ * fstat (a syscall, as costly as the read of a small member). */
+#define GF__FD_CHECK_S 0.002
+typedef struct gf__fd_cache {
+    gf__fd_cache_entry *e;
+    uint32_t n;
+} gf__fd_cache;
+/* n entries (0: none, every read opens). 0 or GF_ENOMEM. */
+int gf__fd_cache_init(gf__fd_cache *c, uint32_t n);
+/* Closes every descriptor, keeping the table. */
+void gf__fd_cache_drop(gf__fd_cache *c);
+/* Closes every descriptor and frees it; safe on a zeroed cache. */
+void gf__fd_cache_free(gf__fd_cache *c);
+
 /* How a loader reads its samples. */
 typedef struct gf__read_opts {
     size_t max_bytes;   /* 0: no cap */
@@ -111,7 +141,60 @@ typedef struct gf__read_opts {
     const gf__file_id *expect; /* NULL, or the file must still be this one:
                            else GF_EIO "changed since it was indexed" */
     gf__file_seen *seen; /* NULL, or a folder/list sample's record, as above */
+    gf__fd_cache *fds;  /* NULL, or a ranged read with expect set keeps
+                           file `file`'s descriptor open here */
+    uint32_t file;
+    double now;         /* gf__now() at the read's start (0: it asks) */
+    /* Parts of the range read straight to where they are wanted (an
+     * array's data into its batch tensor), in order, not overlapping:
+     * the buffer keeps the range's layout, those bytes left unwritten. */
+    const struct gf__read_hole *holes;
+    int n_holes;
 } gf__read_opts;
+
+typedef struct gf__read_hole {
+    size_t at, len; /* within the range */
+    uint8_t *dst;
+} gf__read_hole;
+
+/* A decode thread's batch of small ranged reads through an io_uring of
+ * its own (read_batch.c): one system call for them all, each from the
+ * page cache only; whatever it does not read whole is read the usual
+ * way (gf__read_sample, or the controller's io_uring), which names any
+ * error. Where a system call costs as much as a small read (a VM's), it
+ * halves a latent's cost. */
+typedef struct gf__read_batch gf__read_batch;
+
+/* A range's iovecs: its buffer's parts and up to 8 holes (GF__FIELDS_MAX). */
+#define GF__READ_IOV_MAX 17
+
+typedef struct gf__batched_read {
+    int fd;
+    uint64_t offset;
+    size_t len;
+    struct iovec v[GF__READ_IOV_MAX];
+    int nv;
+    int res; /* gf__read_batch_run's: the bytes read, or -errno */
+} gf__batched_read;
+
+/* *out a ring of depth entries, or NULL (no io_uring here, or none to be
+ * had): the caller reads one at a time. Never fails otherwise. */
+void gf__read_batch_create(gf__read_batch **out, unsigned depth);
+void gf__read_batch_destroy(gf__read_batch *rb);
+/* Reads r[0, n) (n <= depth) at once, RWF_NOWAIT, and waits for them all:
+ * each r[i].res (-EAGAIN for any the ring could not take). */
+void gf__read_batch_run(gf__read_batch *rb, gf__batched_read *r, int n);
+
+/* A ranged read made ready for a batch: its descriptor from o->fds (o->fds
+ * and o->expect required), the checks gf__read_sample makes, b reserved
+ * (never waiting for the budget), r's iovecs over b and o's holes. 0, or
+ * nonzero: read it the usual way. */
+int gf__read_prepare(int root_fd, const char *rel, uint64_t offset, uint64_t length,
+                     const gf__read_opts *o, gf__buf *b, gf__batched_read *r, char *why,
+                     size_t why_len);
+/* After the batch: 0 with b->len the range's length when all of it was
+ * read, else GF__READ_UNCACHED (read it the usual way). */
+int gf__read_finish(const gf__batched_read *r, gf__buf *b);
 
 /* Blocking read of root_fd/rel (openat rules: rel may be absolute, root_fd
  * may be AT_FDCWD) into b, grown as needed; b->len is the file size, or 0

@@ -88,14 +88,18 @@ typedef struct gf__slot {
     int32_t *out_labels; /* CUDA: the delivered batch's own copies, since */
     int64_t *out_indices; /* the host slot is refilled while it is held */
     /* The fields beyond image and label (sample_fields.h), l->ds.n_var: per
-     * field B regions and each one's length; cell c's are region home[c];
-     * the delivered batch's offsets and lengths; on CUDA their copies. */
+     * field B regions and each one's length (an array's or mask's inside
+     * `tensors`); cell c's are region home[c] until delivery puts each in
+     * its cell's place; the delivered batch's offsets and lengths; on CUDA
+     * their copies. */
     uint8_t *var_bytes[GF__FIELDS_MAX];
     uint32_t *var_len[GF__FIELDS_MAX];
     uint64_t *var_offsets[GF__FIELDS_MAX];
     uint32_t *var_lengths[GF__FIELDS_MAX];
     int32_t *home;
-    uint8_t *tensors;    /* arrays and masks: their regions gathered, one block */
+    int32_t *home_cell;  /* delivery's scratch: the cell whose bytes a region holds */
+    uint8_t *tensors;    /* arrays and masks: their regions, the batch's tensors */
+    uint32_t var_in_tensors; /* bit k: var_bytes[k] points into tensors */
     int tensors_pinned;
     gf_field *fields;    /* the batch's table, and on CUDA the delivered one */
     uint8_t *out_var_bytes[GF__FIELDS_MAX];

@@ -122,7 +122,8 @@ static int plan_from_members(gf_loader *l, int k)
         } else {
             *fl = (gf__field_layout){.region = a.data_bytes ? a.data_bytes : 1,
                                      .dtype = a.dtype,
-                                     .ndim = a.ndim};
+                                     .ndim = a.ndim,
+                                     .npy_header = a.data_bytes ? a.header_bytes : 0};
             memcpy(fl->shape, a.shape, sizeof a.shape);
         }
         return 0;
@@ -200,7 +201,8 @@ int gf__fields_plan(gf_loader *l)
 void gf__fields_free(gf__slot *sl)
 {
     for (int k = 0; k < GF__FIELDS_MAX; k++) {
-        free(sl->var_bytes[k]);
+        if (!(sl->var_in_tensors & 1u << k))
+            free(sl->var_bytes[k]);
         free(sl->var_len[k]);
         free(sl->var_offsets[k]);
         free(sl->var_lengths[k]);
@@ -211,6 +213,7 @@ void gf__fields_free(gf__slot *sl)
     if (sl->tensors)
         gf__host_free(sl->l->dev, sl->tensors, sl->tensors_pinned);
     free(sl->home);
+    free(sl->home_cell);
     free(sl->fields);
     free(sl->out_fields);
 }
@@ -260,17 +263,28 @@ int gf__fields_alloc(gf_loader *l, gf__slot *sl)
     int n_var = l->ds.n_var;
     if (n_var) {
         sl->home = malloc(B * sizeof *sl->home);
-        if (!sl->home)
+        sl->home_cell = malloc(B * sizeof *sl->home_cell);
+        if (!sl->home || !sl->home_cell)
             return GF_ENOMEM;
         for (size_t c = 0; c < B; c++)
             sl->home[c] = (int32_t)c;
     }
+    size_t tensors = gf__fields_tensor_bytes(l);
+    char note[160];
+    if (tensors && !(sl->tensors = gf__host_alloc(l->dev, tensors, &sl->tensors_pinned, note,
+                                                  sizeof note)))
+        return GF_ENOMEM;
     for (int k = 0; k < n_var; k++) {
         size_t cap = region_bytes(l, k);
         if (cap && B * cap / cap != B)
             return GF_ENOMEM;
-        if (!(sl->var_bytes[k] = malloc(B * cap)) ||
-            !(sl->var_len[k] = calloc(B, sizeof *sl->var_len[k])) ||
+        if (packed(kind_of(l, k))) { /* taken straight into the batch's tensor */
+            sl->var_bytes[k] = sl->tensors + l->field_layout[k].tensor_at;
+            sl->var_in_tensors |= 1u << k;
+        } else if (!(sl->var_bytes[k] = malloc(B * cap))) {
+            return GF_ENOMEM;
+        }
+        if (!(sl->var_len[k] = calloc(B, sizeof *sl->var_len[k])) ||
             !(sl->var_offsets[k] = calloc(B, sizeof *sl->var_offsets[k])) ||
             !(sl->var_lengths[k] = calloc(B, sizeof *sl->var_lengths[k])))
             return GF_ENOMEM;
@@ -279,11 +293,6 @@ int gf__fields_alloc(gf_loader *l, gf__slot *sl)
                        !(sl->out_var_lengths[k] = calloc(B, sizeof *sl->out_var_lengths[k]))))
             return GF_ENOMEM;
     }
-    size_t tensors = gf__fields_tensor_bytes(l);
-    char note[160];
-    if (tensors && !(sl->tensors = gf__host_alloc(l->dev, tensors, &sl->tensors_pinned, note,
-                                                  sizeof note)))
-        return GF_ENOMEM;
     if (!(sl->fields = field_table(l, sl, 0)))
         return GF_ENOMEM;
     if (l->dev && !(sl->out_fields = field_table(l, sl, 1)))
@@ -327,9 +336,10 @@ static size_t utf8_valid(const uint8_t *p, size_t n)
     return i;
 }
 
-/* An array member: its data, if its dtype and shape are the field's. */
+/* An array member: its data, if its dtype and shape are the field's
+ * (already at dst when the read put it there). */
 static int take_array(const gf__field_layout *fl, const uint8_t *p, uint32_t n, uint8_t *dst,
-                      char *why, size_t why_len)
+                      bool in_place, char *why, size_t why_len)
 {
     gf__npy a;
     int rc = gf__npy_parse(p, n, &a, why, why_len);
@@ -346,7 +356,8 @@ static int take_array(const gf__field_layout *fl, const uint8_t *p, uint32_t n, 
                 gf__npy_dtype_name(a.dtype), got_s, gf__npy_dtype_name(fl->dtype), want_s);
         return GF_ECORRUPT;
     }
-    memcpy(dst, p + a.header_bytes, (size_t)a.data_bytes);
+    if (!in_place)
+        memcpy(dst, p + a.header_bytes, (size_t)a.data_bytes);
     return 0;
 }
 
@@ -383,9 +394,37 @@ static int take_boxes(const gf_loader *l, const gf__field_layout *fl, const uint
     return 0;
 }
 
+int gf__fields_holes(const gf_loader *l, const gf__slot *sl, int cell, uint64_t sample,
+                     gf__read_hole *h, uint32_t *in_place)
+{
+    const gf__dataset *ds = &l->ds;
+    const char *rel;
+    uint64_t start, len;
+    gf__dataset_extent(ds, sample, &rel, &start, &len);
+    int n = 0;
+    *in_place = 0;
+    for (int k = 0; k < ds->n_var; k++) {
+        const gf__field_layout *fl = &l->field_layout[k];
+        if (kind_of(l, k) != GF_FIELD_ARRAY || !fl->npy_header ||
+            ds->var_len[k][sample] != fl->npy_header + fl->region)
+            continue;
+        /* the sample's own member, whose CRC32C the member check takes
+         * over the bytes read */
+        if (ds->data_crc && ds->data_crc[sample] >= 0 && ds->var_off[k][sample] == ds->data_off[sample])
+            continue;
+        h[n++] = (gf__read_hole){
+            .at = (size_t)(ds->var_off[k][sample] - start) + fl->npy_header,
+            .len = fl->region,
+            .dst = sl->var_bytes[k] + (size_t)sl->home[cell] * fl->region};
+        *in_place |= 1u << k;
+    }
+    return n;
+}
+
 void gf__fields_members_in(const gf_loader *l, uint64_t sample, const uint8_t *bytes,
                            gf__members *m)
 {
+    m->in_place = 0;
     const gf__dataset *ds = &l->ds;
     const char *rel;
     uint64_t start, len;
@@ -401,6 +440,7 @@ int gf__fields_read_files(const gf_loader *l, uint64_t sample, const gf__buf *ow
                           size_t why_len)
 {
     const gf__dataset *ds = &l->ds;
+    m->in_place = 0;
     for (int k = 0; k < ds->n_var; k++) {
         const gf__buf *b = &bufs[k];
         const char *path = gf__dataset_field_file(ds, sample, k);
@@ -460,7 +500,10 @@ int gf__fields_take(const gf_loader *l, gf__slot *sl, int cell, const gf__member
             break;
         }
         case GF_FIELD_ARRAY:
-            rc = take_array(fl, p, n, dst, reason, sizeof reason);
+            /* In place: the member is its field's first's length, so a
+             * header that parses to the field's shape is as long as that
+             * one's, and the data is where the read put it. */
+            rc = take_array(fl, p, n, dst, (m->in_place >> k) & 1, reason, sizeof reason);
             got = (uint32_t)fl->region;
             break;
         case GF_FIELD_MASK: {
@@ -509,21 +552,62 @@ void gf__fields_move(const gf_loader *l, gf__slot *from, int fc, gf__slot *to, i
     }
 }
 
+/* Regions a and b of field k exchanged, bytes and lengths. */
+static void swap_regions(const gf_loader *l, gf__slot *sl, int k, int32_t a, int32_t b)
+{
+    size_t cap = region_bytes(l, k);
+    uint8_t *pa = sl->var_bytes[k] + (size_t)a * cap, *pb = sl->var_bytes[k] + (size_t)b * cap;
+    uint32_t la = sl->var_len[k][a], lb = sl->var_len[k][b];
+    size_t n = GF__MAX(la, lb);
+    uint8_t tmp[512];
+    for (size_t at = 0; at < n; at += sizeof tmp) {
+        size_t m = GF__MIN(sizeof tmp, n - at);
+        memcpy(tmp, pa + at, m);
+        memcpy(pa + at, pb + at, m);
+        memcpy(pb + at, tmp, m);
+    }
+    sl->var_len[k][a] = lb;
+    sl->var_len[k][b] = la;
+}
+
+/* Every cell's regions made its own (home the identity): a swap a cell
+ * whose bytes moved (holes filled, the batch sorted), none otherwise, so
+ * an array's or mask's tensor is delivered where it was taken. */
+static void regions_in_place(const gf_loader *l, gf__slot *sl)
+{
+    int B = l->B, c = 0;
+    while (sl->home && c < B && sl->home[c] == c)
+        c++;
+    if (!sl->home || c == B)
+        return;
+    for (int i = 0; i < B; i++)
+        sl->home_cell[sl->home[i]] = i;
+    for (int r = 0; r < B; r++) {
+        while (sl->home_cell[r] != r) { /* region r holds cell m's; m's place holds another's */
+            int m = sl->home_cell[r];
+            for (int k = 0; k < l->ds.n_var; k++)
+                swap_regions(l, sl, k, r, m);
+            sl->home_cell[r] = sl->home_cell[m];
+            sl->home_cell[m] = m;
+        }
+    }
+    for (int i = 0; i < B; i++)
+        sl->home[i] = i;
+}
+
 void gf__fields_deliver(const gf_loader *l, gf__slot *sl, int count)
 {
+    regions_in_place(l, sl);
     for (int k = 0; k < l->ds.n_var; k++) {
         size_t cap = region_bytes(l, k);
         int f = l->ds.var_field[k];
         if (packed(kind_of(l, k))) {
-            for (int c = 0; c < count; c++)
-                memcpy(sl->tensors + l->field_layout[k].tensor_at + (size_t)c * cap,
-                       sl->var_bytes[k] + (size_t)sl->home[c] * cap, cap);
             sl->fields[f].shape[0] = count;
             continue;
         }
         for (int c = 0; c < count; c++) {
-            sl->var_offsets[k][c] = (uint64_t)sl->home[c] * cap;
-            sl->var_lengths[k][c] = sl->var_len[k][sl->home[c]];
+            sl->var_offsets[k][c] = (uint64_t)c * cap;
+            sl->var_lengths[k][c] = sl->var_len[k][c];
         }
         if (kind_of(l, k) != GF_FIELD_BOXES)
             sl->fields[f].shape[0] = count;

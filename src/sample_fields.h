@@ -52,7 +52,15 @@ void gf__fields_free(gf__slot *sl);
 typedef struct gf__members {
     const uint8_t *p[GF__FIELDS_MAX];
     uint32_t n[GF__FIELDS_MAX];
+    uint32_t in_place; /* bit k: field k's data is in its region already */
 } gf__members;
+
+/* The decode thread, before it reads shard sample `sample` into cell's
+ * place: the parts of the read that go straight to the cell's regions
+ * (h, at most GF__FIELDS_MAX), each array's data where its member is as
+ * long as its field's first; *in_place their fields (gf__members'). */
+int gf__fields_holes(const struct gf_loader *l, const gf__slot *sl, int cell, uint64_t sample,
+                     gf__read_hole *h, uint32_t *in_place);
 
 /* A shard sample's members in the bytes of its extent (gf__dataset_extent,
  * headers checked). */

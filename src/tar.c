@@ -194,12 +194,17 @@ static int checksum_ok(const uint8_t *h, uint64_t *stored, uint64_t *computed)
 {
     if (parse_number(h + 148, 8, stored) < 0)
         return -1;
-    uint64_t u = 0;
-    int64_t s = 0;
-    for (unsigned i = 0; i < BLOCK; i++) {
-        uint8_t c = (i >= 148 && i < 156) ? (uint8_t)' ' : h[i];
-        u += c;
-        s += (int8_t)c;
+    /* Every byte summed, then the checksum field's own taken as spaces:
+     * branch-free loops the compiler vectorises (a header a member read). */
+    uint32_t u = 0;
+    int32_t s = 0;
+    for (unsigned i = 0; i < BLOCK; i++)
+        u += h[i];
+    for (unsigned i = 0; i < BLOCK; i++)
+        s += (int8_t)h[i];
+    for (unsigned i = 148; i < 156; i++) {
+        u += (uint32_t)' ' - h[i];
+        s += ' ' - (int8_t)h[i];
     }
     *computed = u;
     return *stored == u || (int64_t)*stored == s;
@@ -406,9 +411,9 @@ int gf__tar_member_check(const uint8_t *h, const char *name, size_t name_len, ui
     /* A name not in ASCII came from a pax path; tarfile writes the block's
      * copy with '?' for each character: its ASCII ends must agree. */
     size_t lead = 0, tail = 0;
-    while (lead < name_len && (unsigned char)name[lead] < 0x80)
+    while (!same && lead < name_len && (unsigned char)name[lead] < 0x80)
         lead++;
-    while (tail < name_len && (unsigned char)name[name_len - 1 - tail] < 0x80)
+    while (!same && tail < name_len && (unsigned char)name[name_len - 1 - tail] < 0x80)
         tail++;
     if (!same && lead < name_len)
         same = fl >= GF__MIN(lead, (size_t)100) && memcmp(f, name, GF__MIN(lead, fl)) == 0 &&
