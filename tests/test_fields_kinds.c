@@ -476,6 +476,55 @@ START_TEST(latents_alone_need_no_image)
 }
 END_TEST
 
+/* Latents alone, one of another shape: every latent delivered its own
+ * sample's, the odd one reported by its member's name, and the batches
+ * the same whatever the threads (a worker reads the members of the jobs
+ * it takes at once, each array's data straight into its tensor). */
+START_TEST(latents_alone_with_a_bad_one_are_the_same_whatever_the_threads)
+{
+    const char *data = make_shards(7, -1);
+    uint64_t first = 0;
+    for (int threads = 1; threads <= 4; threads *= 2) {
+        gf_settings s = settings_of(data, threads);
+        s.fields = "latent.npy,cls";
+        s.on_error = GF_ON_ERROR_SKIP;
+        s.epochs = 2;
+        gf_loader *l = NULL;
+        ck_assert_msg(gf_open(&l, &s) == 0, "%s", gf_last_error(l));
+        gf_batch *b;
+        int rc, seen = 0;
+        uint64_t h = 1469598103934665603ull;
+        while ((rc = gf_next(l, &b)) == 0) {
+            const gf_field *lat = &b->fields[0];
+            for (int i = 0; i < b->count; i++) {
+                int k = key_of(l, b->indices[i]);
+                ck_assert_int_ne(k, 7);
+                uint16_t want[LAT];
+                latent_of(k, want);
+                ck_assert(memcmp((const uint8_t *)lat->data + (size_t)i * sizeof want, want,
+                                 sizeof want) == 0);
+                h = (h ^ (uint64_t)b->indices[i]) * 1099511628211ull;
+            }
+            seen += b->count;
+            gf_release(l, b);
+        }
+        ck_assert_int_eq(rc, GF_EOF);
+        ck_assert_int_eq(seen, 2 * (N - 1));
+        gf_stats st;
+        ck_assert_int_eq(gf_get_stats(l, &st), 0);
+        ck_assert_uint_eq(st.errors, 2);
+        ck_assert_msg(strstr(st.recent[0].path, "k007.latent.npy") &&
+                          strstr(st.recent[0].reason, "float16 (4, 6), the field's is float16 "
+                                                      "(2, 3, 4)"),
+                      "%s: %s", st.recent[0].path, st.recent[0].reason);
+        gf_close(&l);
+        if (threads == 1)
+            first = h;
+        ck_assert_uint_eq(h, first);
+    }
+}
+END_TEST
+
 /* A list of files a field each: the same samples as the shards give the
  * same batches, byte for byte; a missing file is its sample's error,
  * naming the field and the file. */
@@ -636,6 +685,7 @@ static Suite *kinds_suite(void)
     tcase_add_test(tc, an_array_of_another_shape_and_a_bad_mask_are_bad_samples_by_name);
     tcase_add_test(tc, an_oversized_or_hostile_member_is_refused);
     tcase_add_test(tc, latents_alone_need_no_image);
+    tcase_add_test(tc, latents_alone_with_a_bad_one_are_the_same_whatever_the_threads);
     tcase_add_test(tc, a_list_names_a_file_a_field);
     tcase_add_test(tc, a_mask_needs_libspng);
     suite_add_tcase(s, tc);
