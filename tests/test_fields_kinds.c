@@ -525,6 +525,58 @@ START_TEST(latents_alone_with_a_bad_one_are_the_same_whatever_the_threads)
 }
 END_TEST
 
+/* s-1.tar cut inside k016's latent under on_shard_error SKIP: the keys
+ * before the damage are delivered with every field their own, k016 and
+ * those after it in that shard are lost whole (no sample without a
+ * declared member), the damage reported once, with or without images. */
+START_TEST(a_shard_cut_inside_a_field_member_loses_its_key_whole)
+{
+    const char *data = make_shards(-1, -1);
+    char shard[4200];
+    snprintf(shard, sizeof shard, "%s/s-1.tar", dir);
+    size_t n;
+    uint8_t *bytes = tu_read_file(shard, &n);
+    const uint8_t *h = memmem(bytes, n, "k016.latent.npy", 15);
+    ck_assert_ptr_nonnull(h);
+    tu_write_file(shard, bytes, (size_t)(h - bytes) + 512 + 60);
+    free(bytes);
+    for (int alone = 0; alone < 2; alone++) {
+        gf_settings s = settings_of(data, 2);
+        s.on_shard_error = GF_SHARD_SKIP;
+        if (alone)
+            s.fields = "latent.npy,cls";
+        gf_loader *l = NULL;
+        ck_assert_msg(gf_open(&l, &s) == 0, "%s", gf_last_error(l));
+        int seen = 0;
+        gf_batch *b;
+        while (gf_next(l, &b) == 0) {
+            if (!alone)
+                check_batch(l, &s, b, 0); /* every field its own sample's */
+            for (int i = 0; i < b->count; i++) {
+                int k = key_of(l, b->indices[i]);
+                ck_assert_int_lt(k, 16);
+                uint16_t want[LAT];
+                latent_of(k, want);
+                const gf_field *lat = &b->fields[alone ? 0 : 2];
+                ck_assert(memcmp((const uint8_t *)lat->data + (size_t)i * sizeof want, want,
+                                 sizeof want) == 0);
+            }
+            seen += b->count;
+            gf_release(l, b);
+        }
+        ck_assert_int_eq(seen, 16); /* k000..k015 */
+        gf_stats st;
+        ck_assert_int_eq(gf_get_stats(l, &st), 0);
+        ck_assert_uint_eq(st.errors, 0);
+        ck_assert_uint_eq(st.shards_damaged, 1);
+        gf_sample_error d;
+        ck_assert_int_eq(gf_damaged_shards(l, &d, 1), 1);
+        ck_assert_msg(strstr(d.path, "s-1.tar") && d.code == GF_ETRUNC, "%s: %s", d.path, d.reason);
+        gf_close(&l);
+    }
+}
+END_TEST
+
 /* A list of files a field each: the same samples as the shards give the
  * same batches, byte for byte; a missing file is its sample's error,
  * naming the field and the file. */
@@ -686,6 +738,7 @@ static Suite *kinds_suite(void)
     tcase_add_test(tc, an_oversized_or_hostile_member_is_refused);
     tcase_add_test(tc, latents_alone_need_no_image);
     tcase_add_test(tc, latents_alone_with_a_bad_one_are_the_same_whatever_the_threads);
+    tcase_add_test(tc, a_shard_cut_inside_a_field_member_loses_its_key_whole);
     tcase_add_test(tc, a_list_names_a_file_a_field);
     tcase_add_test(tc, a_mask_needs_libspng);
     suite_add_tcase(s, tc);
