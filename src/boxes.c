@@ -22,8 +22,10 @@ static double clamp(double v, double lo, double hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-long gf__boxes_apply(const gf__crop *c, int out_w, int out_h, const double *in, size_t n, int cols,
-                     float *out, char *why, size_t why_len)
+/* gf__boxes_apply into float32 rows (out32) or float64 ones (out64): the
+ * same arithmetic, in double, rounded at the end to what is stored. */
+static long apply(const gf__crop *c, int out_w, int out_h, const double *in, size_t n, int cols,
+                  float *out32, double *out64, char *why, size_t why_len)
 {
     if (cols != 4 && cols != 5) {
         gf__why(why, why_len, "boxes have %d columns, not 4 (x1 y1 x2 y2) or 5 (and a class)",
@@ -52,7 +54,7 @@ long gf__boxes_apply(const gf__crop *c, int out_w, int out_h, const double *in, 
                 gf__why(why, why_len, "boxes row %zu: %s is %g", i, col_names[j], r[j]);
                 return -1;
             }
-        if (cols == 5 && fabs(r[4]) > FLT_MAX) {
+        if (out32 && cols == 5 && fabs(r[4]) > FLT_MAX) {
             gf__why(why, why_len, "boxes row %zu: class %g is beyond float32", i, r[4]);
             return -1;
         }
@@ -67,14 +69,34 @@ long gf__boxes_apply(const gf__crop *c, int out_w, int out_h, const double *in, 
             x2 = W - x1;
             x1 = f1;
         }
-        float o[5] = {(float)x1, (float)y1, (float)x2, (float)y2, cols == 5 ? (float)r[4] : 0};
         /* no area as written: what the caller gets has x2 > x1, y2 > y1 */
-        if (!(o[2] > o[0]) || !(o[3] > o[1]))
-            continue;
-        memcpy(out + (size_t)kept * (size_t)cols, o, sizeof(float) * (size_t)cols);
+        if (out64) {
+            double o[5] = {x1, y1, x2, y2, cols == 5 ? r[4] : 0};
+            if (!(o[2] > o[0]) || !(o[3] > o[1]))
+                continue;
+            memcpy(out64 + (size_t)kept * (size_t)cols, o, sizeof(double) * (size_t)cols);
+        } else {
+            float o[5] = {(float)x1, (float)y1, (float)x2, (float)y2,
+                          cols == 5 ? (float)r[4] : 0};
+            if (!(o[2] > o[0]) || !(o[3] > o[1]))
+                continue;
+            memcpy(out32 + (size_t)kept * (size_t)cols, o, sizeof(float) * (size_t)cols);
+        }
         kept++;
     }
     return kept;
+}
+
+long gf__boxes_apply(const gf__crop *c, int out_w, int out_h, const double *in, size_t n, int cols,
+                     float *out, char *why, size_t why_len)
+{
+    return apply(c, out_w, out_h, in, n, cols, out, NULL, why, why_len);
+}
+
+long gf__boxes_apply64(const gf__crop *c, int out_w, int out_h, const double *in, size_t n,
+                       int cols, double *out, char *why, size_t why_len)
+{
+    return apply(c, out_w, out_h, in, n, cols, NULL, out, why, why_len);
 }
 
 int gf__boxes_load(const uint8_t *data, gf_dtype dtype, size_t n_values, double *out)

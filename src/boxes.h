@@ -29,6 +29,11 @@
 long gf__boxes_apply(const gf__crop *c, int out_w, int out_h, const double *in, size_t n, int cols,
                      float *out, char *why, size_t why_len);
 
+/* As gf__boxes_apply, into float64 rows: a float64 member kept float64
+ * (gpufeed prepare's), no class bound. */
+long gf__boxes_apply64(const gf__crop *c, int out_w, int out_h, const double *in, size_t n,
+                       int cols, double *out, char *why, size_t why_len);
+
 /* n_values elements of dtype at data (host byte order, any alignment: a
  * .npy's payload) as double into out. FLOAT32, FLOAT64, INT32, INT64;
  * 0, or -1 for another dtype. */

@@ -36,8 +36,10 @@ struct prep_fields {
     size_t ids_cap;
     double *boxes;  /* a boxes member's values */
     size_t boxes_cap;
-    float *kept;    /* its rows, moved */
+    float *kept;    /* its rows, moved (a float32 member's) */
     size_t kept_cap;
+    double *boxes64; /* a float64 member's */
+    size_t boxes64_cap;
 };
 
 prep_fields *prep_fields_new(gf_index *ix, char *why, size_t why_len)
@@ -66,6 +68,7 @@ void prep_fields_free(prep_fields *f)
     free(f->ids);
     free(f->boxes);
     free(f->kept);
+    free(f->boxes64);
     free(f);
 }
 
@@ -209,30 +212,28 @@ static int take_boxes(prep_fields *f, const uint8_t *p, size_t n, const prep_fit
     }
     size_t rows = (size_t)a.shape[0], cols = (size_t)a.shape[1], values = rows * cols;
     if (grow(&f->boxes, &f->boxes_cap, values ? values : 1, sizeof *f->boxes) < 0 ||
-        grow(&f->kept, &f->kept_cap, values ? values : 1, sizeof *f->kept) < 0)
+        grow(&f->kept, &f->kept_cap, values ? values : 1, sizeof *f->kept) < 0 ||
+        grow(&f->boxes64, &f->boxes64_cap, values ? values : 1, sizeof *f->boxes64) < 0)
         return GF_ENOMEM;
     gf__boxes_load(p + a.header_bytes, a.dtype, values, f->boxes);
-    /* the loader's kernel for the whole image fitted: float32 out, so a
-     * float64 member is scaled to float32's precision and widened back */
+    /* the loader's kernel for the whole image fitted, in the member's own
+     * dtype: a float64 one keeps float64's precision */
     gf__crop c = {0, 0, fit->src_w, fit->src_h, 0};
-    long kept = gf__boxes_apply(&c, fit->w, fit->h, f->boxes, rows, (int)cols, f->kept, why,
-                                why_len);
+    size_t elem = a.dtype == GF_DTYPE_FLOAT64 ? 8 : 4;
+    char h[128];
+    size_t hn = sizeof h;
+    if (grow(&m->data, &m->cap, hn + values * elem + 1, 1) < 0)
+        return GF_ENOMEM;
+    long kept = elem == 8 ? gf__boxes_apply64(&c, fit->w, fit->h, f->boxes, rows, (int)cols,
+                                              f->boxes64, why, why_len)
+                          : gf__boxes_apply(&c, fit->w, fit->h, f->boxes, rows, (int)cols, f->kept,
+                                            why, why_len);
     if (kept < 0)
         return GF_ECORRUPT;
-    size_t elem = a.dtype == GF_DTYPE_FLOAT64 ? 8 : 4, body = (size_t)kept * cols * elem;
-    char h[128];
-    size_t hn = npy_header(h, sizeof h, elem == 8 ? "<f8" : "<f4", kept, (int)cols);
-    if (grow(&m->data, &m->cap, hn + body, 1) < 0)
-        return GF_ENOMEM;
+    size_t body = (size_t)kept * cols * elem;
+    hn = npy_header(h, sizeof h, elem == 8 ? "<f8" : "<f4", kept, (int)cols);
     memcpy(m->data, h, hn);
-    if (elem == 4) {
-        memcpy(m->data + hn, f->kept, body);
-    } else {
-        for (size_t v = 0; v < (size_t)kept * cols; v++) {
-            double d = f->kept[v];
-            memcpy(m->data + hn + v * 8, &d, 8);
-        }
-    }
+    memcpy(m->data + hn, elem == 8 ? (const void *)f->boxes64 : (const void *)f->kept, body);
     m->len = hn + body;
     return 0;
 }
