@@ -207,6 +207,10 @@ void gf__work_run_batch(void *arg, int worker, const gf__job *js, int n, gf__don
         gf__budget_done(&l->budget, b);
     }
     w->ran_work_s += gf__now() - t1;
+    size_t held = w->buf.cap + gf__decoder_scratch_bytes(w->dec);
+    for (int i = 0; i < GF__POOL_GRAB_MAX; i++)
+        held += w->batch_bufs[i].cap;
+    w->ran_scratch = held;
 }
 
 bool gf__work_settle(void *arg, int worker, const gf__job *j, gf__done *d)
