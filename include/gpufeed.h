@@ -1367,9 +1367,11 @@ typedef struct gf_shard_index_opts {
      * member_crc32c= is its image member's, else its first member other
      * than the .cls (the loader's sample member when that is the schema's
      * first field); without a label field every labels= value is 0, the
-     * loader's label for such a schema (so a loader with a label field
-     * must not read these sidecars). GF_EINVAL if the loader would refuse
-     * the spec (why = "fields: ..."). */
+     * loader's label for such a schema, and the lines leave the keys'
+     * .cls members out, so a loader with a label field finds no sample in
+     * them (a remote open fails, a local one reads the headers) rather
+     * than zeros for labels. GF_EINVAL if the loader would refuse the
+     * spec (why = "fields: ..."). */
     const char *fields;
     uint8_t reserved[40];   /* zero */
 } gf_shard_index_opts;      /* 64 bytes */

@@ -888,6 +888,19 @@ PY
             [ "$got" = "$want" ] || fail "latents, $order, sidecars beside (taken: no warning): $got, want $want"
         done
         unset RB_ORDER
+        # indexed without a label field: the lines leave the .cls out, so
+        # a loader with one never takes labels=0 for them; it reads the
+        # headers instead (the sidecar refused: a warning), the same batches
+        mkdir "$ls/nolabel"
+        cp -p "$ls"/*.tar "$ls/nolabel/"
+        "$g" index --fields latent.npy "$ls/nolabel/train-{000000..000001}.tar" >/dev/null ||
+            fail "index --fields latent.npy"
+        grep -q ' cls ' "$ls/nolabel/train-000000.idx" &&
+            fail "index without a label field lists the .cls: $(sed -n 2p "$ls/nolabel/train-000000.idx")"
+        want=$(RB_ORDER=shards hashes "$ls/bare/train-{000000..000001}.tar" 1 2)
+        got=$(RB_ORDER=shards hashes "$ls/nolabel/train-{000000..000001}.tar" 1 2)
+        [ "${got%% *}" = "${want%% *}" ] || fail "latents with .cls over label-less sidecars: $got, want $want"
+        case $got in *' dataset_warnings=0') fail "label-less sidecars taken by a loader with labels: $got";; esac
         # the sidecar's member CRC is checked: a latent byte flipped
         mkdir "$ls/flip"
         cp -p "$ls"/*.tar "$ls"/*.idx "$ls/flip/"
