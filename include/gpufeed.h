@@ -1326,7 +1326,8 @@ GF_API void gf_index_close(gf_index **ix);
 GF_API int gf_shard_paths(const char *src, char **paths, size_t *n, char *why, size_t why_len);
 
 typedef struct gf_shard_index_info {
-    uint64_t samples;         /* lines: keys with one image and one .cls */
+    uint64_t samples;         /* lines: keys the schema takes (opts.fields;
+                                 by default one image and one .cls) */
     uint64_t members;         /* members the scan saw */
     uint64_t shard_bytes;     /* the shard's size, recorded as shard_bytes= */
     uint64_t skipped_keys;    /* keys and members a scan skips, as gf_stats */
@@ -1358,7 +1359,21 @@ typedef struct gf_shard_index_opts {
      * and remote_deadline_s (no other field is read; GF_EINVAL if one is
      * out of range); NULL = their defaults. */
     const gf_settings *remote_settings;
-    uint8_t reserved[48];   /* zero */
+    /* The sample schema the scan keeps keys by, settings.fields' spec
+     * ("latent.npy,cls": a set without images); NULL or "": an image and
+     * its .cls. Index with the fields the loader will open the set with:
+     * a line lists every member of its key all the same, but only the
+     * keys this schema takes get one. Without an image field a line's
+     * member_crc32c= is its image member's, else its first member other
+     * than the .cls (the loader's sample member when that is the schema's
+     * first field); without a label field every labels= value is 0, the
+     * loader's label for such a schema, and the lines leave the keys'
+     * .cls members out, so a loader with a label field finds no sample in
+     * them (a remote open fails, a local one reads the headers) rather
+     * than zeros for labels. GF_EINVAL if the loader would refuse the
+     * spec (why = "fields: ..."). */
+    const char *fields;
+    uint8_t reserved[40];   /* zero */
 } gf_shard_index_opts;      /* 64 bytes */
 
 /* As gf_shard_index, with opts; the one call for remote shards that need

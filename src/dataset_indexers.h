@@ -51,8 +51,8 @@ struct gf_shard_index_info;
  * failed fetch is GF_EIO with why = "URL: HTTP 404 Not Found after 0
  * bytes (1 tries)" and the like. */
 int gf__remote_shard_index(const char *url, const char *ca_file, const struct gf_settings *settings,
-                           char **text, size_t *len, struct gf_shard_index_info *info, char *why,
-                           size_t why_len);
+                           const gf__schema *schema, char **text, size_t *len,
+                           struct gf_shard_index_info *info, char *why, size_t why_len);
 
 /* bad_label_fails: a key whose .cls is no label, or whose text or bytes
  * member is over GF_FIELD_BYTES_MAX, fails the open (why = "SHARD:
@@ -64,9 +64,11 @@ int gf__dataset_open_shards(gf__dataset *ds, const char *src, int skip_damaged,
                             size_t why_len);
 /* dataset_shards.c: gf_shard_index's scan and sidecar text for the tar
  * shard of size bytes open at fd (a local file, or the memory file a
- * remote shard was fetched into), named shard in messages. */
-int gf__shard_index_fd(int fd, uint64_t size, const char *shard, char **text, size_t *len,
-                       struct gf_shard_index_info *info, char *why, size_t why_len);
+ * remote shard was fetched into), named shard in messages; the keys
+ * schema takes (NULL: an image and its .cls) get a line. */
+int gf__shard_index_fd(int fd, uint64_t size, const char *shard, const gf__schema *schema,
+                       char **text, size_t *len, struct gf_shard_index_info *info, char *why,
+                       size_t why_len);
 /* dataset_shards.c: ds's schema (NULL: the default ds holds) in force:
  * ds->n_var and var_field, its fields beyond image and label. */
 void gf__dataset_take_schema(gf__dataset *ds, const gf__schema *schema);
@@ -85,17 +87,19 @@ const char *gf__parse_cls(const char *t, size_t n, int32_t *out);
  * "member_crc32c=" tokens on its
  * first line)
  * parsed and checked with no file-system access: members in file order,
- * 512-aligned, inside the shard, names a scan would take, one image and
- * one .cls a key, counts bounded by len and the shard's size. One entry a
- * line, in file order. */
+ * 512-aligned, inside the shard, names a scan would take, at most one
+ * image and one .cls a key (and a member besides the .cls), counts
+ * bounded by len and the shard's size. One entry a line, in file order. */
 typedef struct gf__sidecar_entry {
-    const char *name;           /* the image member's name, into the text
+    const char *name;           /* the sample member's name, into the text
                                    (not NUL-terminated) */
     size_t name_len;
-    uint64_t img_off, img_size; /* the image's data in the shard */
+    uint64_t img_off, img_size; /* the sample member's data in the shard: the
+                                   image's, or without one the line's first
+                                   member but the .cls */
     uint64_t cls_off, cls_size; /* its .cls member's (<= 64 bytes) */
     int32_t label;              /* labels='s value for this line; -1 without labels= */
-    int64_t img_crc32c;         /* member_crc32c='s for this line's image; -1 without it */
+    int64_t img_crc32c;         /* member_crc32c='s for this line's sample member; -1 without it */
     const char *line;           /* the line's members, into the text, for
                                    gf__sidecar_member_next (not NUL-terminated) */
     size_t line_len;

@@ -440,8 +440,8 @@ static int fetch_whole(gf__fetch_target *t, const char *display, gf__remote_ctx 
 }
 
 int gf__remote_shard_index(const char *url, const char *ca_file, const gf_settings *settings,
-                           char **text, size_t *len, struct gf_shard_index_info *info, char *why,
-                           size_t why_len)
+                           const gf__schema *schema, char **text, size_t *len,
+                           struct gf_shard_index_info *info, char *why, size_t why_len)
 {
     gf__remote_ctx c = {.ca_file = (char *)ca_file}; /* borrowed: not freed below */
     obey(&c, settings);
@@ -472,7 +472,8 @@ int gf__remote_shard_index(const char *url, const char *ca_file, const gf_settin
         uint64_t size = 0;
         rc = fetch_whole(&t, rt->display, &c, fd, &size, why, why_len);
         if (rc == 0)
-            rc = gf__shard_index_fd(fd, size, rt->display, text, len, info, why, why_len);
+            rc = gf__shard_index_fd(fd, size, rt->display, schema, text, len, info, why,
+                                        why_len);
     }
     if (fd >= 0)
         close(fd);

@@ -18,7 +18,8 @@
  * order (prepare, gpufeed index), so a reader that cannot afford a read per .cls
  * (remote shards) need not read the shard for labels, and
  * "member_crc32c=...", each line's image member's CRC32C (8 hex digits) in
- * line order, checked wherever that member's bytes are read for decoding
+ * line order (a line without an image, from `gpufeed index --fields`: its
+ * first member other than the .cls), checked wherever that member's bytes are read for decoding
  * (a sidecar beside another shard of the same layout, a byte flipped
  * since): kept only when it is exactly one well-formed value a line.
  * A local shard is never read whole to check shard_crc32c=, and its
@@ -131,14 +132,20 @@ static int name_as_scanned(const char *s, size_t n)
 }
 
 /* One line: its components checked against the file and each other; the
- * image and the label kept. *end: where the last member's data ends. */
+ * label and the line's sample member kept: its image, or in a line
+ * without one (a set without images: KEY.latent.npy, KEY.cls) its first
+ * member other than the .cls, the member its member_crc32c= value is of
+ * (the writer's rule, dataset_shards.c's list_member). Which keys are
+ * samples is the scan rule's to say, under the loader's schema; a line
+ * holds at most one image and one .cls. *end: where the last member's
+ * data ends. */
 static const char *parse_line(const char *p, const char *eol, uint64_t file_size,
                               uint64_t *end, entry *e)
 {
     const char *line = p;
     const char *key = NULL;
     size_t key_len = 0;
-    int imgs = 0, clss = 0;
+    int imgs = 0, clss = 0, first = 0;
     for (;;) {
         const char *ext, *off_s, *size_s, *name;
         size_t ext_n = token(&p, eol, &ext);
@@ -171,21 +178,28 @@ static const char *parse_line(const char *p, const char *eol, uint64_t file_size
             clss++;
             e->cls_off = off;
             e->cls_size = size;
-        } else if (gf__is_image_suffix(ext, ext_n)) {
-            imgs++;
+        } else if (gf__is_image_suffix(ext, ext_n) || (!imgs && !first)) {
+            imgs += gf__is_image_suffix(ext, ext_n);
+            first = 1;
             e->name = name;
             e->name_len = name_n;
             e->img_off = off;
             e->img_size = size;
+        }
+        if (!e->name) { /* a .cls first: its name stands for the key till then */
+            e->name = name;
+            e->name_len = name_n;
         }
     }
     if (!key)
         return "an empty line";
     e->line = line;
     e->line_len = (size_t)(eol - line);
-    if (imgs != 1 || clss != 1)
-        return "a key without exactly one image and one .cls";
-    if (e->cls_size > CLS_MAX || e->img_size > UINT32_MAX)
+    if (imgs > 1 || clss > 1)
+        return "a key with two images or two .cls";
+    if (!first)
+        return "a key of a .cls alone";
+    if ((clss && e->cls_size > CLS_MAX) || (imgs && e->img_size > UINT32_MAX))
         return "a .cls over 64 bytes or an image over 4 GiB";
     return NULL;
 }

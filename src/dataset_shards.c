@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define CLS_MAX 64
@@ -80,6 +81,11 @@ typedef struct shard_scan {
     int32_t label;
     struct sidecar_out *out; /* gf_shard_index: the sidecar written instead
                                 of samples added; else NULL */
+    int line_member;       /* gf_shard_index: the line's member its CRC is of
+                              (the parser's rule: its image, else its first
+                              member but the .cls): 0 none yet, 1 that first
+                              member, 2 an image */
+    uint64_t line_off, line_size;
     int from_sidecar;      /* members from a sidecar's line, not the shard:
                               the label is line_label, not read */
     int32_t line_label;
@@ -280,11 +286,22 @@ typedef struct sidecar_out {
     int fd; /* the shard, read for the images' CRCs */
 } sidecar_out;
 
-/* A kept member of the current key into its line. */
+/* A kept member of the current key into its line, and (as
+ * dataset_shard_sidecar.c's parse_line finds it) whether it is the one
+ * the line's member_crc32c= value is of: the line's image, else its first
+ * member other than the .cls, whatever the scan's schema (so a loader of
+ * another schema never checks a CRC against another member's bytes). */
 static int list_member(shard_scan *c, const gf__tar_member *m, const char *ext, size_t ext_len)
 {
     if (!c->out)
         return 0;
+    int img = gf__is_image_suffix(ext, ext_len);
+    if ((img && c->line_member < 2) ||
+        (!c->line_member && !(ext_len == 3 && strncasecmp(ext, "cls", 3) == 0))) {
+        c->line_member = img ? 2 : 1;
+        c->line_off = m->offset;
+        c->line_size = m->size;
+    }
     return gf__sidecar_text_member(&c->out->text, ext, ext_len, m->offset, m->size, m->name,
                                    m->name_len);
 }
@@ -304,7 +321,9 @@ static int emit_line(shard_scan *c)
         return GF_EDATASET;
     }
     uint32_t crc = 0;
-    int rc = range_crc32c(o->fd, c->img_off, c->img_size, c->path, &crc, c->why, c->why_len);
+    int rc = c->line_member ? range_crc32c(o->fd, c->line_off, c->line_size, c->path, &crc,
+                                           c->why, c->why_len)
+                            : 0; /* a .cls alone: no value the parser would take */
     return rc < 0 ? rc : gf__sidecar_text_sample(&o->text, c->label, crc);
 }
 
@@ -452,6 +471,7 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
         c->bad_label = 0;
         c->key_at = m->header_offset;
         c->key_members = 0;
+        c->line_member = 0;
         if (c->out)
             gf__sidecar_text_new_line(&c->out->text);
     }
@@ -536,6 +556,10 @@ static int on_member(void *ctx, gf__tar *t, const gf__tar_member *m)
             c->bad = c->missing, c->bad_label = 1;
             snprintf(c->bad_ext, sizeof c->bad_ext, "%.*s", (int)ext_len, ext);
         }
+    } else if (c->out && c->schema->label < 0 && ext_len == 3 && strncasecmp(ext, "cls", 3) == 0) {
+        /* An index without a label field writes labels= 0: its lines
+         * leave the .cls out, so a loader that has one never takes those
+         * zeros for the .cls's labels (its scan finds no label member). */
     } else if (list_member(c, m, ext, ext_len) < 0) {
         return GF_ENOMEM;
     }
@@ -856,15 +880,22 @@ static int range_crc32c(int fd, uint64_t off, uint64_t size, const char *shard, 
     return 0;
 }
 
-int gf__shard_index_fd(int fd, uint64_t size, const char *shard, char **text, size_t *len,
-                       gf_shard_index_info *info, char *why, size_t why_len)
+int gf__shard_index_fd(int fd, uint64_t size, const char *shard, const gf__schema *schema,
+                       char **text, size_t *len, gf_shard_index_info *info, char *why,
+                       size_t why_len)
 {
     gf__dataset *ds = calloc(1, sizeof *ds); /* the scan's counters and warning */
     sidecar_out o = {.fd = fd};
-    gf__schema classic; /* a sidecar's samples are an image and its label */
-    (void)gf__schema_parse(NULL, &classic, NULL, 0);
+    /* The keys the loader's schema takes (NULL: an image and its label).
+     * A key's label is its .cls's, or 0 without a label field: the
+     * loader's label then (c.label is never set). */
+    if (ds) {
+        if (!schema)
+            (void)gf__schema_parse(NULL, &ds->schema, NULL, 0);
+        take_schema(ds, schema);
+    }
     shard_scan c = {.ds = ds, .max_label = -1, .why = why, .why_len = why_len, .out = &o,
-                    .path = shard, .schema = &classic};
+                    .path = shard, .schema = ds ? &ds->schema : NULL};
     int rc = ds ? 0 : GF_ENOMEM;
     if (rc == 0)
         rc = gf__tar_scan(fd, size, shard, on_member, &c, &ds->warnings, ds->warning,

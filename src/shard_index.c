@@ -7,6 +7,7 @@
 #include "dataset_indexers.h"
 
 #include "config.h"
+#include "fields.h"
 #include "remote_url.h"
 #include "settings.h"
 #include "shard_pattern.h"
@@ -88,13 +89,24 @@ int gf_shard_index_with(const char *shard, const gf_shard_index_opts *opts, char
                     i);
             return GF_EINVAL;
         }
+    /* The scan's schema, judged as the loader judges settings.fields. */
+    gf__schema schema;
+    const gf__schema *use = NULL;
+    if (opts && opts->fields) {
+        gf_settings fs;
+        gf_default_settings(&fs);
+        fs.fields = opts->fields;
+        int rc = gf__schema_of_settings(&fs, &schema, &use, why, why_len);
+        if (rc < 0)
+            return rc;
+    }
     if (gf__data_is_remote(shard)) {
 #if GF_HAVE_REMOTE
         const gf_settings *rs = opts ? opts->remote_settings : NULL;
         int rc = rs ? remote_limits_check(rs, why, why_len) : 0;
         return rc < 0 ? rc
-                      : gf__remote_shard_index(shard, opts ? opts->ca_file : NULL, rs, text, len,
-                                               info, why, why_len);
+                      : gf__remote_shard_index(shard, opts ? opts->ca_file : NULL, rs, use, text,
+                                               len, info, why, why_len);
 #else
         /* Not the URL itself when it may hold a password. */
         gf__why(why, why_len,
@@ -117,7 +129,8 @@ int gf_shard_index_with(const char *shard, const gf_shard_index_opts *opts, char
         close(fd);
         return GF_EIO;
     }
-    int rc = gf__shard_index_fd(fd, (uint64_t)st.st_size, shard, text, len, info, why, why_len);
+    int rc = gf__shard_index_fd(fd, (uint64_t)st.st_size, shard, use, text, len, info, why,
+                                why_len);
     close(fd);
     return rc;
 }

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The CLI end to end: make-dataset, verify (clean, then with bad files),
 # bench --json, train --json, index. Usage: cli.sh PATH/TO/gpufeed
+# [PATH/TO/remote_batches] (its batch hashes: index --fields' sidecars)
 set -eu
 g=$1
 tmp=$(mktemp -d)
@@ -777,6 +778,144 @@ echo "$out" | grep -q 'gpufeed index: .*train-000001.tar: offset [0-9]*: .*no si
     fail "index names the damaged shard: $out"
 [ -f "$sh/train-000000.idx" ] && [ -f "$sh/train-000002.idx" ] && [ ! -f "$sh/train-000001.idx" ] ||
     fail "index writes the other shards' sidecars"
+# index --fields: a set without images (KEY.latent.npy + KEY.cls, as
+# bench/make_latents.py writes it, the .cls first in odd keys), of which
+# the default schema takes no key, gets its sidecars under the loader's
+# fields: text as an independent writer (Python, below) makes it, the
+# member CRC the latent's whichever comes first; the loader takes them
+# (no warning) with the same batches as without them in both orders, and
+# checks their member CRCs (a latent byte flipped is refused by name).
+# Without --fields an image set's sidecars are that writer's text too,
+# byte for byte: today's format, unchanged.
+rb=${2:-}
+if command -v python3 >/dev/null 2>&1; then
+    ls=$tmp/latents
+    python3 - "$ls" <<'PY' || fail "writing the latent shards"
+import io, os, struct, sys, tarfile
+dst = sys.argv[1]
+os.makedirs(dst)
+def npy(i):
+    head = b"{'descr': '<f2', 'fortran_order': False, 'shape': (4, 6, 6), }"
+    head += b" " * (64 - 10 - len(head) - 1) + b"\n"
+    vals = b"".join(struct.pack("<e", float((k + i) % 97) / 4) for k in range(4 * 6 * 6))
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head + vals
+n = 0
+for s in range(2):
+    with tarfile.open(os.path.join(dst, "train-%06d.tar" % s), "w",
+                      format=tarfile.USTAR_FORMAT) as t:
+        for j in range(10):
+            parts = [("latent.npy", npy(n)), ("cls", str(n % 3).encode())]
+            if n % 2:
+                parts.reverse()
+            for ext, data in parts:
+                info = tarfile.TarInfo("sample_%08d.%s" % (n, ext))
+                info.size, info.mtime, info.mode = len(data), 1700000000, 0o644
+                t.addfile(info, io.BytesIO(data))
+            n += 1
+PY
+    # The sidecar a shard should get, from Python's tarfile and a CRC32C
+    # of its own: every member on its key's line, labels from the .cls (0
+    # without one), member_crc32c= of the line's image, else of its first
+    # member but the .cls.
+    cat >"$tmp/want_idx.py" <<'PY'
+import sys, tarfile
+T = []
+for i in range(256):
+    c = i
+    for _ in range(8):
+        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    T.append(c)
+def crc32c(b):
+    c = 0xFFFFFFFF
+    for x in b:
+        c = T[(c ^ x) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+IMG = {"jpg", "jpeg", "png", "webp", "bmp", "ppm", "pgm", "pnm", "pbm", "tif", "tiff", "gif"}
+path = sys.argv[1]
+data = open(path, "rb").read()
+lines, labels, crcs = [], [], []
+with tarfile.open(path) as t:
+    keys = []
+    for m in t.getmembers():
+        key, ext = m.name.split(".", 1)
+        if not keys or keys[-1][0] != key:
+            keys.append((key, []))
+        keys[-1][1].append((ext, m.offset_data, m.size, m.name))
+for key, ms in keys:
+    lines.append(" ".join("%s %d %d %s" % m for m in ms))
+    cls = [m for m in ms if m[0] == "cls"]
+    labels.append(int(data[cls[0][1]:cls[0][1] + cls[0][2]]) if cls else 0)
+    img = [m for m in ms if m[0].lower() in IMG] or [m for m in ms if m[0] != "cls"]
+    crcs.append("%08x" % crc32c(data[img[0][1]:img[0][1] + img[0][2]]))
+sys.stdout.write("v1.2 %d shard_bytes=%d shard_crc32c=%08x labels=%s member_crc32c=%s\n"
+                 % (len(lines), len(data), crc32c(data), ",".join(map(str, labels)),
+                    ",".join(crcs)) + "".join(l + "\n" for l in lines))
+PY
+    lpat="$ls/train-{000000..000001}.tar"
+    out=$("$g" index "$lpat" 2>&1) && fail "index of an image-less set without --fields: $out"
+    echo "$out" | grep -q 'no image member' || fail "index without --fields, no image: $out"
+    out=$("$g" index --fields latent.npy,cls "$lpat") || fail "index --fields: $out"
+    echo "$out" | grep -q '^gpufeed index: 2 shards indexed (20 samples, 40 members), 0 up to date, 0 failed' ||
+        fail "index --fields summary: $out"
+    for s in 0 1; do
+        python3 "$tmp/want_idx.py" "$ls/train-00000$s.tar" >"$tmp/want.idx"
+        cmp -s "$tmp/want.idx" "$ls/train-00000$s.idx" ||
+            fail "index --fields: train-00000$s.idx: $(diff "$tmp/want.idx" "$ls/train-00000$s.idx" | head -c 600)"
+    done
+    head -n 1 "$ls/train-000000.idx" | grep -q ' labels=0,1,2,0,1,2,0,1,2,0 ' ||
+        fail "index --fields: labels: $(head -n 1 "$ls/train-000000.idx")"
+    # a bad spec is a usage error, named once
+    out=$("$g" index --fields 'jpg,jpg' "$lpat" 2>&1) && fail "index --fields jpg,jpg: $out"
+    echo "$out" | grep -q -- "--fields: fields 'jpg,jpg'" || fail "index --fields jpg,jpg: $out"
+    # the image set: without --fields, the writer's text byte for byte
+    "$g" index --force "$sh/train-000000.tar" >/dev/null || fail "index --force train-000000"
+    python3 "$tmp/want_idx.py" "$sh/train-000000.tar" >"$tmp/want.idx"
+    cmp -s "$tmp/want.idx" "$sh/train-000000.idx" ||
+        fail "index of an image set: $(diff "$tmp/want.idx" "$sh/train-000000.idx" | head -c 600)"
+    if [ -n "$rb" ]; then
+        mkdir "$ls/bare"
+        cp "$ls"/*.tar "$ls/bare/"
+        hashes() { # the hash and the warnings of one run
+            o=$(RB_SET="fields=latent.npy,cls" "$rb" "$@" 2>&1) || fail "remote_batches $*: $o"
+            echo "$o" | grep -q '^error:\|^open:' && fail "remote_batches $*: $o"
+            echo "$o" | sed -n 's/^\(hash=[0-9a-f]*\) .* \(keys_skipped=[0-9]* dataset_warnings=[0-9]*\) .*/\1 \2/p'
+        }
+        for order in global shards; do
+            export RB_ORDER=$order
+            want=$(hashes "$ls/bare/train-{000000..000001}.tar" 1 2)
+            case $want in hash=*' keys_skipped=0 dataset_warnings=0') ;; *) fail "latents, $order, no sidecars: $want";; esac
+            got=$(hashes "$lpat" 2 4)
+            [ "$got" = "$want" ] || fail "latents, $order, sidecars beside (taken: no warning): $got, want $want"
+        done
+        unset RB_ORDER
+        # indexed without a label field: the lines leave the .cls out, so
+        # a loader with one never takes labels=0 for them; it reads the
+        # headers instead (the sidecar refused: a warning), the same batches
+        mkdir "$ls/nolabel"
+        cp -p "$ls"/*.tar "$ls/nolabel/"
+        "$g" index --fields latent.npy "$ls/nolabel/train-{000000..000001}.tar" >/dev/null ||
+            fail "index --fields latent.npy"
+        grep -q ' cls ' "$ls/nolabel/train-000000.idx" &&
+            fail "index without a label field lists the .cls: $(sed -n 2p "$ls/nolabel/train-000000.idx")"
+        want=$(RB_ORDER=shards hashes "$ls/bare/train-{000000..000001}.tar" 1 2)
+        got=$(RB_ORDER=shards hashes "$ls/nolabel/train-{000000..000001}.tar" 1 2)
+        [ "${got%% *}" = "${want%% *}" ] || fail "latents with .cls over label-less sidecars: $got, want $want"
+        case $got in *' dataset_warnings=0') fail "label-less sidecars taken by a loader with labels: $got";; esac
+        # the sidecar's member CRC is checked: a latent byte flipped
+        mkdir "$ls/flip"
+        cp -p "$ls"/*.tar "$ls"/*.idx "$ls/flip/"
+        python3 -c '
+import sys
+f = open(sys.argv[1], "r+b"); f.seek(512 + 200); b = f.read(1); f.seek(512 + 200); f.write(bytes([b[0] ^ 1]))
+' "$ls/flip/train-000000.tar"
+        touch -r "$ls/train-000000.tar" "$ls/flip/train-000000.tar"
+        out=$(RB_SET="fields=latent.npy,cls" RB_ORDER=shards "$rb" "$ls/flip/train-{000000..000001}.tar" 1 2 2>&1) &&
+            fail "latents: a flipped byte not refused: $out"
+        echo "$out" | grep -q "member 'sample_00000000.latent.npy': its index sidecar records member_crc32c" ||
+            fail "latents: a flipped byte not caught by the sidecar's CRC: $out"
+    fi
+fi
+
 # remote shards: --out is required (a sidecar cannot be written beside
 # them), --ca-file must name a readable file, userinfo is never echoed, and
 # a failed fetch names the URL (tests/remote_index.sh has the rest)

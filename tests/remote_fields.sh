@@ -6,6 +6,7 @@
 # as the same loader on the local copies (the headers scanned; and their
 # sidecars beside them), in the global and the shard order, with and
 # without an image, across a seek; a key lacking a field skipped alike; a
+# set with no image member at all, its sidecars from index --fields; a
 # sidecar listing a member the shard does not hold refused by name.
 #   remote_fields.sh GPUFEED REMOTE_BATCHES
 set -euo pipefail
@@ -95,6 +96,37 @@ for fields in "$all" "latent.npy,txt" "jpg;png,cls,seg.png:mask"; do
         same "$fields, $order, http, seek into a shard" "$seek" "$(run "$http" 2 4 1 7)"
     done
 done
+unset RB_SET RB_ORDER
+
+# A set without images (KEY.cls + KEY.latent.npy, the images, captions and
+# masks dropped), its sidecars from `gpufeed index --fields latent.npy,cls`
+# (the default schema takes no key of it): over HTTP in the shard order,
+# the same batches as the local headers, and as the local shards with
+# those sidecars beside them (taken: no warning).
+/usr/bin/python3 - set lat <<'EOF2'
+import glob, os, sys, tarfile
+src, dst = sys.argv[1], sys.argv[2]
+os.makedirs(dst, exist_ok=True)
+for path in sorted(glob.glob(os.path.join(src, "train-*.tar"))):
+    with tarfile.open(path) as s, tarfile.open(os.path.join(dst, os.path.basename(path)), "w",
+                                               format=tarfile.USTAR_FORMAT) as d:
+        for m in s.getmembers():
+            if m.name.split(".", 1)[1] in ("cls", "latent.npy"):
+                d.addfile(m, s.extractfile(m))
+EOF2
+mkdir -p lat/bare "$GF_TEST_HTTP_ROOT/lat"
+cp lat/*.tar lat/bare/
+"$gpufeed" index "lat/$shards" >/dev/null 2>&1 && fail "latents: indexed without --fields"
+"$gpufeed" index --fields latent.npy,cls "lat/$shards" >/dev/null || fail "latents: index --fields"
+cp lat/*.tar lat/*.idx "$GF_TEST_HTTP_ROOT/lat/"
+export RB_SET="fields=latent.npy,cls" RB_ORDER=shards
+want=$(run "lat/bare/$shards" 1 2)
+case $want in *" keys_skipped=0 dataset_warnings=0") ;; *) fail "latents, local: $want";; esac
+same "latents, shards, local with --fields sidecars" "$want" "$(run "lat/$shards" 2 4)"
+same "latents, shards, http, 1 thread" "$want" "$(run "$GF_TEST_HTTP_URL/lat/$shards" 1 2)"
+same "latents, shards, http, 2 threads" "$want" "$(run "$GF_TEST_HTTP_URL/lat/$shards" 2 4)"
+same "latents, shards, http, seek into a shard" "$(run "lat/bare/$shards" 1 2 1 7)" \
+    "$(run "$GF_TEST_HTTP_URL/lat/$shards" 2 4 1 7)"
 unset RB_SET RB_ORDER
 
 # The shard order from the cache: the same fields again.

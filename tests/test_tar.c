@@ -1132,7 +1132,8 @@ END_TEST
 START_TEST(a_sidecar_that_does_not_match_is_ignored_with_a_warning)
 {
     static const char *const reason[] = {
-        NULL, "another size", "out of order or not 512-aligned", "exactly one image and one .cls",
+        NULL, "another size", "out of order or not 512-aligned",
+        "its sample's member is not the one the headers give", /* k0 skipped: no .cls */
         "more lines than its sample count", "older than its shard", "not a non-negative decimal"};
     size_t off[3][3], size;
     char *p = sidecar_shard(off, &size);
@@ -1189,8 +1190,9 @@ static const struct {
     {"v1.2 2 shard_bytes=5120\n" SC_OK_LINES, 6144, "line 1: written for a shard of another size"},
     {"v1.2 2\njpg 513 100 a.jpg cls 1536 1 a.cls\njpg 2560 100 b.jpg cls 3584 1 b.cls\n", 5120,
      "line 2: member offsets out of order or not 512-aligned"},
-    {"v1.2 2\njpg 512 100 a.jpg\njpg 2560 100 b.jpg cls 3584 1 b.cls\n", 5120,
-     "line 2: a key without exactly one image and one .cls"},
+    {"v1.2 2\njpg 512 100 a.jpg cls 1536 1 a.cls\njpg 2560 100 b.jpg cls 3584 1 b.cls cls 4608 1 "
+     "b.cls\n",
+     5120, "line 3: a key with two images or two .cls"},
     {"v1.2 99999999999999\n" SC_OK_LINES, 5120, "line 1: no plausible sample count"},
     {"v1.2 5\n" SC_OK_LINES, UINT64_MAX - 1, "line 1: no plausible sample count"}, /* > len/24 */
     {"v1.2 0\n" SC_OK_LINES, 5120, "no plausible sample count"},
@@ -1208,7 +1210,41 @@ static const struct {
     {"v1.2 2\njpg 512 100 a.jpg cls 1536 65 a.cls\njpg 2560 100 b.jpg cls 3584 1 b.cls\n",
      5120, "a .cls over 64 bytes"},
     {"v1.2 3\n" SC_OK_LINES, 5120, "fewer lines than its sample count"},
+    {"v1.2 2\njpg 512 100 a.jpg png 1536 100 a.png\njpg 2560 100 b.jpg cls 3584 1 b.cls\n", 5120,
+     "line 2: a key with two images or two .cls"},
+    {"v1.2 2\ncls 512 1 a.cls\njpg 2560 100 b.jpg cls 3584 1 b.cls\n", 5120,
+     "line 2: a key of a .cls alone"},
 };
+
+/* Lines without an image (gpufeed index --fields latent.npy,cls): taken,
+ * the scan rule under the loader's schema says which are samples; the
+ * line's sample member (whose member_crc32c= value it is) is its first
+ * member other than the .cls, wherever the .cls lies. A line without a
+ * .cls is taken too (a label-less schema's). */
+START_TEST(a_sidecar_line_without_an_image_is_taken)
+{
+    static const char t[] =
+        "v1.2 3 labels=0,7,0 member_crc32c=00000001,00000002,00000003\n"
+        "latent.npy 512 100 a.latent.npy cls 1536 1 a.cls\n"
+        "cls 2560 1 b.cls latent.npy 3584 100 b.latent.npy txt 4608 5 b.txt\n"
+        "txt 5632 5 c.txt latent.npy 6656 100 c.latent.npy\n";
+    gf__sidecar sc;
+    char why[256] = "";
+    int rc = gf__sidecar_parse(t, strlen(t), 8192, "s.idx", &sc, why, sizeof why);
+    ck_assert_msg(rc == 0, "%s", why);
+    ck_assert_uint_eq(sc.n, 3);
+    ck_assert_uint_eq(sc.e[0].img_off, 512);
+    ck_assert_uint_eq(sc.e[1].img_off, 3584);
+    ck_assert_uint_eq(sc.e[1].img_size, 100);
+    ck_assert_uint_eq(sc.e[1].cls_off, 2560);
+    ck_assert_int_eq(sc.e[1].label, 7);
+    ck_assert_int_eq((int)sc.e[1].img_crc32c, 2);
+    ck_assert_int_eq((int)sc.e[1].name_len, 12);
+    ck_assert(memcmp(sc.e[1].name, "b.latent.npy", 12) == 0);
+    ck_assert_uint_eq(sc.e[2].img_off, 5632); /* the first member: the .txt */
+    gf__sidecar_free(&sc);
+}
+END_TEST
 
 START_TEST(a_sidecar_text_is_checked_without_the_file_system)
 {
@@ -1447,11 +1483,11 @@ START_TEST(gf_shard_index_with_takes_zero_options_and_refuses_reserved_bytes)
     ck_assert(memcmp(a, b, alen) == 0);
     gf_free(a);
     gf_free(b);
-    o.reserved[47] = 1;
+    o.reserved[39] = 1;
     b = (char *)1;
     ck_assert_int_eq(gf_shard_index_with(p, &o, &b, &blen, NULL, why, sizeof why), GF_EINVAL);
     ck_assert_ptr_null(b);
-    ck_assert_msg(strstr(why, "reserved byte 47"), "%s", why);
+    ck_assert_msg(strstr(why, "reserved byte 39"), "%s", why);
     /* a remote shard's limits are the settings table's, checked before
      * any request (none could be made to port 1 anyway) */
     memset(&o, 0, sizeof o);
@@ -1819,6 +1855,7 @@ static Suite *tar_suite(void)
     tcase_add_test(tc, a_sidecar_keeps_its_member_crc32c_only_when_whole);
     tcase_add_loop_test(tc, a_sidecar_text_is_checked_without_the_file_system, 0,
                         (int)(sizeof sidecar_texts / sizeof sidecar_texts[0]));
+    tcase_add_test(tc, a_sidecar_line_without_an_image_is_taken);
     tcase_add_loop_test(tc, a_dali_sidecar_is_taken_and_labels_must_match_the_cls, 0, 2);
     tcase_add_test(tc, gf_shard_index_writes_the_sidecar_a_scan_would_match);
     tcase_add_test(tc, gf_shard_index_with_takes_zero_options_and_refuses_reserved_bytes);

@@ -33,7 +33,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: gpufeed index SHARDS... [--force] [--out DIR]\n"
+            "usage: gpufeed index SHARDS... [--force] [--out DIR] [--fields SPEC]\n"
             "       gpufeed index URL... --out DIR [--ca-file PEM] [--remote-stall-s N]\n"
             "                     [--remote-retries N] [--remote-deadline-s N]\n"
             "\n"
@@ -58,6 +58,12 @@ static void usage(FILE *f)
             "  --force      rewrite sidecars that are up to date (same shard size,\n"
             "               labels recorded, not older than the shard); a remote\n"
             "               shard's is always written\n"
+            "  --fields SPEC  the sample schema, as the loader's --fields / settings\n"
+            "               fields (\"latent.npy,cls\": samples without an image): the\n"
+            "               keys it takes get a line (default: an image and its .cls).\n"
+            "               Index with the fields the set is opened with; without a\n"
+            "               label field every label recorded is 0. A sidecar records no\n"
+            "               schema, so with --fields every sidecar is rewritten (as --force)\n"
             "  --out DIR    write the sidecars into DIR (made if missing), named as\n"
             "               the shards; the loader reads them only beside a shard.\n"
             "               Required for URLs\n"
@@ -290,6 +296,7 @@ int cmd_index(int argc, char **argv)
         {"force", no_argument, NULL, 'f'},
         {"out", required_argument, NULL, 'o'},
         {"ca-file", required_argument, NULL, 'c'},
+        {"fields", required_argument, NULL, 'F'},
         {"remote-stall-s", required_argument, NULL, 's'},
         {"remote-retries", required_argument, NULL, 'r'},
         {"remote-deadline-s", required_argument, NULL, 'd'},
@@ -311,6 +318,7 @@ int cmd_index(int argc, char **argv)
         case 'f': force = 1; break;
         case 'o': out = optarg; break;
         case 'c': opts.ca_file = optarg; break;
+        case 'F': opts.fields = optarg; break;
         case 's':
         case 'r':
         case 'd':
@@ -358,7 +366,7 @@ int cmd_index(int argc, char **argv)
                 free(idx);
                 continue;
             }
-            if (!remote && !force && stat(p, &st) == 0 && S_ISREG(st.st_mode) &&
+            if (!remote && !force && !opts.fields && stat(p, &st) == 0 && S_ISREG(st.st_mode) &&
                 up_to_date(idx, &st)) {
                 current++;
                 free(idx);
@@ -373,6 +381,13 @@ int cmd_index(int argc, char **argv)
                 free(idx);
                 gf_free(paths);
                 status = CLI_FAIL;
+                goto end;
+            }
+            if (rc == GF_EINVAL && opts.fields && strncmp(why, "fields: ", 8) == 0) {
+                cli_error(CMD, "--%s", why); /* the same for every shard */
+                free(idx);
+                gf_free(paths);
+                status = CLI_USAGE;
                 goto end;
             }
             if (rc != 0) {
