@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# settings.fields on remote shards (issue 39), against nginx (run under
-# tests/remote/servers.sh): shards with KEY.jpg, .cls, .txt, .latent.npy and
-# .seg.png, their sidecars from `gpufeed index`, give over HTTP the same
-# batches, byte for byte (pixels, labels, indices and every field's bytes),
-# as the same loader on the local copies (the headers scanned; and their
-# sidecars beside them), in the global and the shard order, with and
-# without an image, across a seek; a key lacking a field skipped alike; a
-# set with no image member at all, its sidecars from index --fields; a
-# sidecar listing a member the shard does not hold refused by name.
+# settings.fields on remote shards (issue 39), against nginx and Swift's S3
+# API (run under tests/remote/servers.sh --need http,s3): shards with
+# KEY.jpg, .cls, .txt, .latent.npy and .seg.png, their sidecars from
+# `gpufeed index`, give over HTTP and over S3 the same batches, byte for
+# byte (pixels, labels, indices and every field's bytes), as the same loader
+# on the local copies (the headers scanned; and their sidecars beside them),
+# in the global and the shard order, with and without an image, across a
+# seek; the image-less list refused in the global order over both; a key
+# lacking a field skipped alike; the shard order from the cache over both;
+# a set with no image member at all over HTTP, its sidecars from index
+# --fields; a sidecar listing a member the shard does not hold refused by
+# name (HTTP).
 #   remote_fields.sh GPUFEED REMOTE_BATCHES
 set -euo pipefail
 gpufeed=$1 rb=$2
@@ -60,11 +63,15 @@ cp set/*.tar bare/ # local copies without sidecars: the headers alone
 "$gpufeed" index "set/$shards" >/dev/null
 cp set/*.tar set/*.idx "$GF_TEST_HTTP_ROOT/"
 http=$GF_TEST_HTTP_URL/$shards
+for f in set/*.tar set/*.idx; do "$GF_TEST_S3_PUT" "$f" "rf/$(basename "$f")"; done
+s3=s3://$GF_TEST_S3_BUCKET/rf/$shards
+export AWS_ENDPOINT_URL_S3=$GF_TEST_S3_ENDPOINT
 
 # hash= ... of one run (its whole output left in $work/last)
 run() {
     "$rb" "$@" >"$work/last" 2>&1 || { cat "$work/last" >&2; fail "remote_batches $*"; }
     grep -q "^error:" "$work/last" && { cat "$work/last" >&2; fail "sample errors in $*"; }
+    if grep -q "$AWS_SECRET_ACCESS_KEY" "$work/last"; then fail "the secret in the output of $*"; fi
     sed -n 's/^\(hash=[0-9a-f]*\) .* \(keys_skipped=[0-9]* dataset_warnings=[0-9]*\) .*/\1 \2/p' "$work/last"
 }
 same() { # what, want, got
@@ -84,6 +91,10 @@ for fields in "$all" "latent.npy,txt" "jpg;png,cls,seg.png:mask"; do
             grep -q "without an image field, remote shards are read in the shard order" \
                 "$work/last" || { cat "$work/last" >&2; fail "$fields, global: other refusal"; }
             echo "  $fields, global, http: refused (the shard order only)"
+            "$rb" "$s3" 1 2 >"$work/last" 2>&1 && fail "$fields, global, s3: not refused"
+            grep -q "without an image field, remote shards are read in the shard order" \
+                "$work/last" || { cat "$work/last" >&2; fail "$fields, global, s3: other refusal"; }
+            echo "  $fields, global, s3: refused (the shard order only)"
             continue
         fi
         case $fields in *txt*) case $want in *keys_skipped=1\ dataset_warnings=1) ;; *) fail "$fields: the key without .txt not skipped: $want";; esac;; esac
@@ -92,8 +103,13 @@ for fields in "$all" "latent.npy,txt" "jpg;png,cls,seg.png:mask"; do
         same "$fields, $order, http, 2 threads" "$want" "$(run "$http" 2 4)"
         [ "$order" = global ] &&
             ! grep -q "requests=[0-9]* " "$work/last" && fail "no requests counted"
+        same "$fields, $order, s3, 1 thread" "$want" "$(run "$s3" 1 2)"
+        same "$fields, $order, s3, 2 threads" "$want" "$(run "$s3" 2 4)"
+        [ "$order" = global ] &&
+            ! grep -q "requests=[0-9]* " "$work/last" && fail "s3: no requests counted"
         seek=$(run "bare/$shards" 1 2 1 7)
         same "$fields, $order, http, seek into a shard" "$seek" "$(run "$http" 2 4 1 7)"
+        same "$fields, $order, s3, seek into a shard" "$seek" "$(run "$s3" 2 4 1 7)"
     done
 done
 unset RB_SET RB_ORDER
@@ -135,6 +151,9 @@ want=$(run "bare/$shards" 1 2)
 same "cached run 1" "$want" "$(RB_CACHE_DIR=$work/cache run "$http" 2 4)"
 same "cached run 2" "$want" "$(RB_CACHE_DIR=$work/cache run "$http" 2 4)"
 grep -q "cache_hits=[1-9]" "$work/last" || { cat "$work/last"; fail "the second run not from the cache"; }
+same "s3, cached run 1" "$want" "$(RB_CACHE_DIR=$work/cache.s3 run "$s3" 2 4)"
+same "s3, cached run 2" "$want" "$(RB_CACHE_DIR=$work/cache.s3 run "$s3" 2 4)"
+grep -q "cache_hits=[1-9]" "$work/last" || { cat "$work/last"; fail "s3: the second run not from the cache"; }
 unset RB_SET RB_ORDER
 
 # A sidecar listing a member the shard does not hold: shard 1 served with
