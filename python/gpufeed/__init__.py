@@ -503,5 +503,15 @@ def verify(data, *, threads=0, strictness="whole", extensions="torchvision",
     return [BadSample(d) for d in _gpufeed.verify(_path(data), _settings(kw))]
 
 
-from .dataloader import DataLoader, Unsupported  # noqa: E402 (it uses the helpers above)
+from .dataloader import Unsupported  # noqa: E402 (it uses the helpers above)
+
+
+def __getattr__(name):
+    # DataLoader subclasses torch's: made on first use, so that `import
+    # gpufeed` (Loader, verify, prepare) never imports torch.
+    if name == "DataLoader":
+        from .dataloader import _subclass
+        cls = globals()["DataLoader"] = _subclass()
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 from .prepare import PrepareError, prepare, prepare_plan  # noqa: E402 (runs the gpufeed program)

@@ -236,7 +236,7 @@ def _refuse_tiff(samples, subset):
                           f".tiff): convert them (to PNG, say) or leave them out")
 
 
-class DataLoader:
+class _DataLoader:
     """torch.utils.data.DataLoader's signature and behaviour, gpufeed's speed.
     See the module's docstring for what is supported and where it differs."""
 
@@ -311,6 +311,9 @@ class DataLoader:
         self._c = None
         self._epochs_started = 0
         self._iterator = None
+        # As torch's at the end of its __init__: from here its __setattr__
+        # refuses a new batch_size, sampler, dataset... (a subclass of it).
+        object.__setattr__(self, "_DataLoader__initialized", True)
 
     def _open(self):
         from . import _settings, _path
@@ -378,6 +381,24 @@ class DataLoader:
 
     def __del__(self):
         self.close()
+
+
+def _subclass():
+    """gpufeed.DataLoader, made on first use (`import gpufeed` imports no
+    torch): a torch.utils.data.DataLoader, so that isinstance holds and a
+    framework that takes a DataLoader by its class (Lightning, Accelerate,
+    Keras 3's torch backend) takes it, and re-creates it by its class with
+    a sampler of its own. Nothing of torch's loader runs: its __init__ is
+    never called (no worker processes); its __setattr__ (attributes fixed
+    after __init__) and multiprocessing_context's checks are torch's own.
+    Without torch, the class alone (its __init__ fails importing torch)."""
+    try:
+        from torch.utils.data import DataLoader as TorchDataLoader
+    except ImportError:
+        return _DataLoader
+    return type("DataLoader", (_DataLoader, TorchDataLoader),
+                {"__module__": "gpufeed", "__qualname__": "DataLoader",
+                 "__doc__": _DataLoader.__doc__})
 
 
 class _Iter:

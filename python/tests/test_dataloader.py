@@ -327,3 +327,44 @@ def test_eval_without_no_grad_keeps_going(root):
     for x, _ in gpufeed.DataLoader(ds, batch_size=4, num_workers=1, prefetch_factor=1):
         outputs.append(model(x))  # each output's graph keeps its input
     assert len(outputs) == 12
+
+
+def test_it_is_a_torch_dataloader_with_torchs_attributes(root):
+    ds = folder(root)
+    sampler = tud.SequentialSampler(ds)
+    loader = gpufeed.DataLoader(ds, batch_size=4, sampler=sampler, num_workers=2,
+                                prefetch_factor=3, drop_last=True)
+    assert isinstance(loader, tud.DataLoader)
+    assert type(loader).__name__ == "DataLoader" and type(loader).__module__ == "gpufeed"
+    assert (loader.dataset, loader.batch_size, loader.sampler, loader.num_workers,
+            loader.prefetch_factor, loader.drop_last) == (ds, 4, sampler, 2, 3, True)
+    assert isinstance(loader.batch_sampler, tud.BatchSampler)
+    assert loader.collate_fn is tud.default_collate and len(loader) == 45 // 4
+    # torch fixes these once made, and says so in its own words
+    with pytest.raises(ValueError) as theirs:
+        tud.DataLoader(ds, batch_size=4).batch_size = 8
+    with pytest.raises(ValueError) as ours:
+        loader.batch_size = 8
+    assert str(ours.value) == str(theirs.value)
+    # and refuses a multiprocessing context without workers, as torch does
+    with pytest.raises(ValueError, match="num_workers"):
+        gpufeed.DataLoader(ds, batch_size=4, multiprocessing_context="spawn")
+
+
+def test_recreated_by_its_class_with_a_new_sampler_as_lightning_does(root):
+    """Lightning re-creates a loader by its class, from its __init__'s
+    parameters read back off the instance, with a DistributedSampler in
+    place of its sampler: a working gpufeed loader, that sampler's share."""
+    import inspect
+    ds = folder(root)
+    loader = gpufeed.DataLoader(ds, batch_size=5, shuffle=True, num_workers=2)
+    params = inspect.signature(type(loader).__init__).parameters
+    kw = {p: getattr(loader, p) for p in params
+          if p not in ("self", "dataset", "sampler", "batch_sampler", "shuffle")
+          and hasattr(loader, p)}
+    sampler = tud.distributed.DistributedSampler(ds, num_replicas=2, rank=1, seed=5)
+    again = type(loader)(loader.dataset, sampler=sampler, **kw)
+    assert isinstance(again, type(loader)) and again.sampler is sampler
+    assert again.batch_size == 5 and again.num_workers == 2
+    assert targets(again)[0] == [ds.targets[i] for i in sampler]
+    assert len(again) == 5  # 23 samples a rank (45 padded to 46), batches of 5
