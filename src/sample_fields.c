@@ -395,12 +395,9 @@ static int take_boxes(const gf_loader *l, const gf__field_layout *fl, const uint
 }
 
 int gf__fields_holes(const gf_loader *l, const gf__slot *sl, int cell, uint64_t sample,
-                     gf__read_hole *h, uint32_t *in_place)
+                     uint64_t start, gf__read_hole *h, uint32_t *in_place)
 {
     const gf__dataset *ds = &l->ds;
-    const char *rel;
-    uint64_t start, len;
-    gf__dataset_extent(ds, sample, &rel, &start, &len);
     int n = 0;
     *in_place = 0;
     for (int k = 0; k < ds->n_var; k++) {
@@ -575,10 +572,12 @@ static void swap_regions(const gf_loader *l, gf__slot *sl, int k, int32_t a, int
  * an array's or mask's tensor is delivered where it was taken. */
 static void regions_in_place(const gf_loader *l, gf__slot *sl)
 {
+    if (!sl->home)
+        return;
     int B = l->B, c = 0;
-    while (sl->home && c < B && sl->home[c] == c)
+    while (c < B && sl->home[c] == c)
         c++;
-    if (!sl->home || c == B)
+    if (c == B)
         return;
     for (int i = 0; i < B; i++)
         sl->home_cell[sl->home[i]] = i;

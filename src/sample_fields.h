@@ -55,12 +55,13 @@ typedef struct gf__members {
     uint32_t in_place; /* bit k: field k's data is in its region already */
 } gf__members;
 
-/* The decode thread, before it reads shard sample `sample` into cell's
- * place: the parts of the read that go straight to the cell's regions
+/* The decode thread, before it reads shard sample `sample` (its extent
+ * starting at byte `start` of its shard) into cell's place: the parts of
+ * the read that go straight to the cell's regions
  * (h, at most GF__FIELDS_MAX), each array's data where its member is as
  * long as its field's first; *in_place their fields (gf__members'). */
 int gf__fields_holes(const struct gf_loader *l, const gf__slot *sl, int cell, uint64_t sample,
-                     gf__read_hole *h, uint32_t *in_place);
+                     uint64_t start, gf__read_hole *h, uint32_t *in_place);
 
 /* A shard sample's members in the bytes of its extent (gf__dataset_extent,
  * headers checked). */

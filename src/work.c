@@ -33,7 +33,7 @@ static void read_req_for(gf_loader *l, gf__worker *w, const gf__job *j, double t
     if (l->ds.n_var) {
         r->o.holes = holes;
         r->o.n_holes = gf__fields_holes(l, &l->slots[j->slot], (int)j->decode.cell,
-                                        (uint64_t)j->decode.sample, holes, in_place);
+                                        (uint64_t)j->decode.sample, r->off, holes, in_place);
     }
 }
 
