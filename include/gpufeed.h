@@ -140,6 +140,15 @@ typedef enum gf_transform {
     GF_TRANSFORM_EVAL = 1,  /* resize shorter side + center crop */
 } gf_transform;
 
+/* How a resize samples its source, as torchvision's InterpolationMode over
+ * PIL: antialiased bilinear and bicubic (PIL's filters, support widened by
+ * the scale when shrinking), and nearest neighbour. */
+typedef enum gf_interpolation {
+    GF_INTERP_BILINEAR = 0,
+    GF_INTERP_BICUBIC = 1,
+    GF_INTERP_NEAREST = 2,
+} gf_interpolation;
+
 typedef enum gf_on_error {
     GF_ON_ERROR_SKIP = 0, /* count it, fill the batch with later samples */
     GF_ON_ERROR_FAIL = 1, /* gf_next() returns the sample's error */
@@ -513,7 +522,12 @@ typedef struct gf_settings {
      * not UTF-8 is a bad sample. gf_batch.fields holds them. NULL or "":
      * an image (the first of any image extension) and .cls. */
     const char *fields;    /* (4 bytes of padding before it) */
-    uint8_t reserved[32];  /* zero; room for fields without an ABI break */
+    gf_interpolation interpolation; /* GF_INTERP_BILINEAR: the crop's resize */
+    /* Augmentations after the crop and flip, in torchvision's words and
+     * order, ';' between stages (README: "Augmentations"):
+     * "ta_wide; erase p=0.25". NULL or "": none. */
+    const char *augment;   /* (4 bytes of padding before it) */
+    uint8_t reserved[16];  /* zero; room for fields without an ABI break */
 } gf_settings;
 
 #define GF_READ_BUDGET_DEFAULT (256ull << 20) /* 256 MiB */

@@ -19,7 +19,7 @@
 /* The enum fields are read and written as int. */
 _Static_assert(sizeof(gf_io) == sizeof(int) && sizeof(gf_dtype) == sizeof(int) &&
                    sizeof(gf_on_shard_error) == sizeof(int) && sizeof(gf_order) == sizeof(int) &&
-                   sizeof(gf_folder_walk) == sizeof(int),
+                   sizeof(gf_folder_walk) == sizeof(int) && sizeof(gf_interpolation) == sizeof(int),
                "enum fields are int-sized");
 
 static const char *const io_names[] = {"auto", "uring", "posix", NULL};
@@ -34,6 +34,7 @@ static const char *const strictness_names[] = {"strict", "lenient", "whole", NUL
 static const char *const extensions_names[] = {"torchvision", "all", NULL};
 static const char *const folder_walk_names[] = {"gpufeed", "torchvision", NULL};
 static const char *const on_shard_error_names[] = {"follow", "fail", "skip", NULL};
+static const char *const interpolation_names[] = {"bilinear", "bicubic", "nearest", NULL};
 static const char *const order_names[] = {"auto", "global", "shards", NULL};
 static const char *const channel_values[] = {"1", "3", "4", NULL};
 
@@ -148,6 +149,11 @@ static const gf_setting_info rows[] = {
     TEXT_(fields, "an image and its .cls",
           "tar shards: the sample's members by extension, in the batch's order, e.g. "
           "jpg;png,cls,txt (';' alternatives; ':KIND' image, label, text, bytes)"),
+    CHOICE_(interpolation, "bilinear", interpolation_names, NULL,
+            "the crop's resize, as torchvision's InterpolationMode over PIL"),
+    TEXT_(augment, "none",
+          "augmentations after the crop and flip, ';' between stages, e.g. "
+          "ta_wide; erase p=0.25 (README: Augmentations)"),
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
 

@@ -51,7 +51,9 @@ AT(gf_settings, cache_dir, 312);
 AT(gf_settings, cache_bytes, 320);
 AT(gf_settings, remote_deadline_s, 328);
 AT(gf_settings, fields, 336); /* after 4 bytes of padding */
-AT(gf_settings, reserved, 344);
+AT(gf_settings, interpolation, 344);
+AT(gf_settings, augment, 352); /* after 4 bytes of padding */
+AT(gf_settings, reserved, 360);
 
 SIZE(gf_sample_error, 432);
 AT(gf_sample_error, code, 8);
