@@ -339,6 +339,8 @@ static PyMethodDef module_methods[] = {
     {"settings_table", settings_table, METH_NOARGS, "the library's settings, a dict per row"},
     {"check_setting", check_setting, METH_VARARGS, "ValueError unless gf_settings_set takes it"},
     {"get_setting", get_setting, METH_VARARGS, "a setting's text after fields are set"},
+    {"_augment_draws", gfp_augment_draws, METH_VARARGS, "test hook: augment's draws per key"},
+    {"_erase_rects", gfp_erase_rects, METH_VARARGS, "test hook: erase's rectangles per key"},
     {NULL, NULL, 0, NULL},
 };
 

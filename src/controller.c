@@ -241,6 +241,7 @@ static void assign_batches(gf_loader *l, gf__job *js, int *n_jobs)
         l->seq_slot[l->tail % (uint64_t)l->D] = (uint32_t)(sl - l->slots);
         sl->seq = l->tail;
         sl->epoch = l->cur.epoch;
+        sl->seed = l->cur.seed;
         sl->end_pos = 0;
         sl->pending = 0;
         sl->n_cells = (int)GF__MIN((uint64_t)l->B, l->cur.len - l->cur.pos);

@@ -18,6 +18,8 @@
 #include "decode.h"
 #include "decode_formats.h"
 
+#include "augment.h"
+#include "grow.h"
 #include "settings.h"
 
 #include "magic.h"
@@ -131,6 +133,7 @@ void gf__decoder_destroy(gf__decoder *d)
     free(d->fit_out);
     free(d->buf);
     free(d->conv);
+    free(d->aug_scratch);
     free(d);
 }
 
@@ -209,6 +212,24 @@ static int decode(gf__decoder *d, const uint8_t *data, size_t len, const gf__tra
     return rc;
 }
 
+/* The stages after the crop and flip, on the cell's pixels. */
+static int augment(gf__decoder *d, const gf__transform *t, uint64_t key, uint8_t *dst, char *why,
+                   size_t why_len)
+{
+    const gf__augment *a = t->augment;
+    if (a->n_stages) {
+        if (GF__GROW(&d->aug_scratch, &d->aug_cap, (size_t)t->out_w * t->out_h * t->channels,
+                     4096)) {
+            gf__why(why, why_len, "out of memory for the augmentations");
+            return GF_ENOMEM;
+        }
+        gf__augment_cell(a, key, dst, d->aug_scratch);
+    }
+    if (t->erase_in_cell)
+        gf__erase_cell(a, key, dst);
+    return 0;
+}
+
 int gf__decode(gf__decoder *d, const uint8_t *data, size_t len, const gf__transform *t,
                uint64_t key, uint8_t *dst, int *used, char *why, size_t why_len)
 {
@@ -218,6 +239,8 @@ int gf__decode(gf__decoder *d, const uint8_t *data, size_t len, const gf__transf
     d->warn[0] = 0;
     double t0 = gf__now();
     int rc = decode(d, data, len, t, key, dst, used, why, why_len);
+    if (rc == 0 && t->augment && !t->fit)
+        rc = augment(d, t, key, dst, why, why_len);
     d->total_s += gf__now() - t0;
     if (rc == 0 && used && d->flipped && t->defer_flip)
         *used |= GF__FLIPPED;
@@ -226,6 +249,7 @@ int gf__decode(gf__decoder *d, const uint8_t *data, size_t len, const gf__transf
 
 struct gf_decoder {
     gf__transform t;
+    gf__augment aug;
     uint64_t seed;
     gf__decoder *d;
 };
@@ -245,6 +269,11 @@ int gf_decoder_open(gf_decoder **out, const gf_settings *s)
         return GF_ENOMEM;
     gf__transform_from_settings(&g->t, &r);
     g->t.defer_flip = 0; /* no device kernel follows: mirror here */
+    if (gf__augment_parse(r.augment, r.width, r.height, r.channels, &g->aug, NULL, 0) == 0 &&
+        (g->aug.n_stages || g->aug.erase)) { /* checked above: it parses */
+        g->t.augment = &g->aug;
+        g->t.erase_in_cell = g->aug.erase; /* its output is uint8 */
+    }
     g->seed = s->seed;
     if (gf__decoder_create(&g->d) < 0) {
         free(g);

@@ -38,6 +38,11 @@ typedef struct gf__transform {
      * buffer; out_w, out_h and dst are placeholders until then */
     int fit;
     int fit_max_side;
+    /* settings.augment, parsed (augment.h), or NULL: applied to the cell
+     * after the crop and flip; erase_in_cell: RandomErasing there too
+     * (a uint8 batch; else the convert job does it) */
+    const struct gf__augment *augment;
+    int erase_in_cell;
 } gf__transform;
 
 /* The source rectangle (float, source pixels) to resample to the output,
@@ -78,6 +83,8 @@ typedef struct gf__jerr {
 
 struct gf__decoder {
     gf__resampler rs;
+    uint8_t *aug_scratch; /* augment.h's scratch: a cell's bytes */
+    size_t aug_cap;
     uint8_t *buf;    /* decoded span (libjpeg) */
     uint8_t *conv;   /* span converted to the output channels */
     size_t buf_cap, conv_cap;

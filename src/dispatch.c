@@ -63,7 +63,7 @@ void gf__cells_out(gf_loader *l, const gf__cell_out *o, int n, gf__job *js, int 
                        .bytes = o->bytes,
                        .n_bytes = o->n_bytes,
                        .sample = (int64_t)sample,
-                       .key = gf__sample_key(l->cur.seed, sl->epoch, sample),
+                       .key = gf__sample_key(sl->seed, sl->epoch, sample),
                        .cell = o->cell,
                        .cached = o->cached}};
     }

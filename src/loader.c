@@ -131,6 +131,14 @@ static int open_device(gf_loader *l)
     l->device = GF_DEVICE_CPU;
     if (l->s.device == GF_DEVICE_CPU)
         return 0;
+    if (l->aug.erase && !l->tf.erase_in_cell) { /* no device kernel erases yet */
+        static const char not_yet[] = "augment's erase on a float batch runs on the CPU only, "
+                                      "for now (device cpu, or dtype uint8)";
+        if (l->s.device == GF_DEVICE_CUDA)
+            return gf__fail(l, GF_EINVAL, "%s", not_yet);
+        snprintf(l->device_note, sizeof l->device_note, "CPU path: %s", not_yet);
+        return 0;
+    }
     size_t B = (size_t)l->B;
     size_t in = l->convert ? B * l->cell_bytes : 0;
     size_t out = l->cell_bytes ? B * gf__convert_sample_bytes(&l->cv) : 0; /* 0: no image */
@@ -296,6 +304,14 @@ static int open_loader(gf_loader **out, const gf_settings *s, const sample_array
     gf__transform_from_settings(&l->tf, &l->s);
     gf__convert_init(&l->cv, &l->s);
     l->convert = s->dtype != GF_DTYPE_UINT8 || s->flip_on_device;
+    if ((rc = gf__augment_parse(s->augment, s->width, s->height, s->channels, &l->aug, l->msg,
+                                sizeof l->msg)) < 0)
+        return rc;
+    if (l->aug.n_stages || l->aug.erase) {
+        l->tf.augment = &l->aug;
+        l->tf.erase_in_cell = l->aug.erase && s->dtype == GF_DTYPE_UINT8;
+        l->tf.defer_flip = 0; /* the stages see the flipped image, as torchvision's do */
+    }
 
     if ((rc = gf__resolve_launcher(&l->s, &l->device_id_from_env, l->msg, sizeof l->msg)) < 0)
         return rc;

@@ -35,6 +35,7 @@
 #include "convert.h"
 #include "cursor.h"
 #include "dataset.h"
+#include "augment.h"
 #include "decode.h"
 #include "device.h"
 #include "pool.h"
@@ -61,6 +62,7 @@ struct gf_loader {
     gf__shards shards;           /* order SHARDS: the kept shards (else n 0) */
     gf__shard_epoch shard_epoch; /* its epoch tables: the cursor's (controller) */
     gf__transform tf;
+    gf__augment aug;             /* settings.augment, parsed; tf.augment points here */
     size_t cell_bytes;
     gf__field_layout field_layout[GF__FIELDS_MAX]; /* ds.var_field's (gf__fields_plan) */
     int B, D, threads;

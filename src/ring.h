@@ -114,6 +114,7 @@ typedef struct gf__slot {
     int count, status;   /* once finalised */
     bool empty;
     uint64_t seq, epoch, end_pos;
+    uint64_t seed;       /* the cursor's when assigned: the cells' keys (gf__sample_key) */
     gf__sample_error *errs; /* bad samples met by this batch (rare) */
     int n_errs;
     size_t cap_errs;

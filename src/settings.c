@@ -6,6 +6,7 @@
  * the caller's thread. */
 #include "settings.h"
 
+#include "augment.h"
 #include "decode.h"
 #include "reader.h"
 
@@ -51,8 +52,12 @@ int gf__check_settings(const gf_settings *s, unsigned what, char *msg, size_t ms
     validate_or_ret(s->interpolation == GF_INTERP_BILINEAR,
                     "interpolation %s is not supported yet (bilinear only)",
                     s->interpolation == GF_INTERP_BICUBIC ? "bicubic" : "nearest");
-    validate_or_ret(s->augment == NULL || s->augment[0] == '\0',
-                    "augment \"%s\": augmentations are not supported yet", s->augment);
+    if (s->augment && s->augment[0]) {
+        gf__augment a;
+        int rc = gf__augment_parse(s->augment, s->width, s->height, s->channels, &a, msg, msg_len);
+        if (rc < 0)
+            return rc;
+    }
     if (s->decoder == GF_DECODER_TURBO && !gf__have_turbo()) {
         gf__why(msg, msg_len, "decoder turbo requested but this build has no libjpeg-turbo");
         return GF_ENODEV;

@@ -141,6 +141,11 @@ void gf__work_run(void *arg, int worker, const gf__job *j, gf__done *d)
         gf__range_push("gf convert");
         gf__convert_cpu(&l->cv, sl->pixels, sl->out, sl->flips, j->convert.first,
                         j->convert.count);
+        if (l->aug.erase && !l->tf.erase_in_cell)
+            for (int i = j->convert.first; i < j->convert.first + j->convert.count; i++)
+                gf__erase_out(&l->aug, &l->cv,
+                              gf__sample_key(sl->seed, sl->epoch, (uint64_t)sl->indices[i]),
+                              (uint8_t *)sl->out + (size_t)i * gf__convert_sample_bytes(&l->cv));
         gf__range_pop();
         w->ran_work_s += gf__now() - t0;
         *d = (gf__done){.kind = GF__JOB_CONVERT, .slot = j->slot};

@@ -59,8 +59,13 @@ from . import _gpufeed
 
 SUPPORTED = ("RandomResizedCrop(size, scale, ratio) [bilinear]", "RandomHorizontalFlip(p)",
              "Resize(int) + CenterCrop(size) [bilinear]",
+             "then TrivialAugmentWide, RandAugment, AutoAugment(IMAGENET), ColorJitter "
+             "[nearest or bilinear, fill None or 0..255]",
              "ToTensor() | PILToTensor() [+ ConvertImageDtype(float32|float16|bfloat16)]",
-             "Normalize(mean, std) (torchvision's 0..1 units)")
+             "Normalize(mean, std) (torchvision's 0..1 units)",
+             "RandomErasing(p, scale, ratio, value) last [value a number or one per channel]",
+             "or an object that holds such a Compose and only applies it "
+             "(torchvision's ClassificationPresetTrain/Eval)")
 
 
 class Unsupported(_gpufeed.Error, ValueError):
@@ -91,22 +96,153 @@ def _bilinear(t, name):
         raise _unsupported(f"{name} with interpolation={mode}")
 
 
+def _interp_word(t, name):
+    import torchvision.transforms as T
+    mode = t.interpolation
+    words = {T.InterpolationMode.NEAREST: "nearest", T.InterpolationMode.BILINEAR: "bilinear",
+             0: "nearest", 2: "bilinear"}  # PIL's int codes, which torchvision still takes
+    if mode not in words:
+        raise _unsupported(f"{name} with interpolation={mode}")
+    return words[mode]
+
+
+def _fill_word(fill, name):
+    if fill is None:
+        return ""
+    vals = list(fill) if isinstance(fill, (tuple, list)) else [fill]
+    if not all(float(v) == int(v) and 0 <= int(v) <= 255 for v in vals) or len(vals) not in (1, 3):
+        raise _unsupported(f"{name} with fill={fill!r} (None, or whole numbers 0..255: one, "
+                           "or one per channel)")
+    return " fill=" + ",".join(str(int(v)) for v in vals)
+
+
+def _stage_spec(t):
+    """An augmentation step before the tensor -> its settings.augment stage."""
+    import torchvision.transforms as T
+    name = type(t).__name__
+    if isinstance(t, T.TrivialAugmentWide):
+        return (f"ta_wide bins={int(t.num_magnitude_bins)} "
+                f"interpolation={_interp_word(t, name)}{_fill_word(t.fill, name)}")
+    if isinstance(t, T.RandAugment):
+        if not 0 <= int(t.magnitude) < int(t.num_magnitude_bins):
+            raise IndexError(f"RandAugment: magnitude {t.magnitude} is not below "
+                             f"num_magnitude_bins {t.num_magnitude_bins}")
+        return (f"randaugment num_ops={int(t.num_ops)} magnitude={int(t.magnitude)} "
+                f"bins={int(t.num_magnitude_bins)} interpolation={_interp_word(t, name)}"
+                f"{_fill_word(t.fill, name)}")
+    if isinstance(t, T.AutoAugment):
+        if t.policy != T.AutoAugmentPolicy.IMAGENET:
+            raise _unsupported(f"AutoAugment(policy={t.policy}) (IMAGENET only)")
+        return f"autoaugment interpolation={_interp_word(t, name)}{_fill_word(t.fill, name)}"
+    # ColorJitter: its ranges, as _check_input left them (None: off)
+    words = [f"{k}={float(r[0])!r},{float(r[1])!r}"
+             for k, r in (("brightness", t.brightness), ("contrast", t.contrast),
+                          ("saturation", t.saturation), ("hue", t.hue)) if r is not None]
+    return "jitter " + " ".join(words) if words else ""
+
+
+def _erase_spec(t, later, dtype):
+    """RandomErasing -> settings.augment's erase stage. Its value is written
+    into the tensor as it is when the step runs; later steps (a dtype
+    conversion, Normalize) then change it: so the value given is theirs,
+    computed by torch on a one-pixel tensor of the value."""
+    import torch
+    if isinstance(t.value, str):
+        raise _unsupported("RandomErasing(value='random')")
+    vals = list(t.value) if isinstance(t.value, (tuple, list)) else [t.value]
+    if len(vals) not in (1, 3):
+        raise ValueError("If value is a sequence, it should have either a single value or 3 "
+                         "(number of input channels)")
+    x = torch.tensor([float(v) for v in vals] * (3 if len(vals) == 1 else 1),
+                     dtype=torch.float32)[:, None, None].to(dtype)
+    for step in later:
+        x = step(x)
+    out = ",".join(repr(float(v)) for v in x.flatten().tolist())
+    return (f"erase p={float(t.p)!r} scale={float(t.scale[0])!r},{float(t.scale[1])!r} "
+            f"ratio={float(t.ratio[0])!r},{float(t.ratio[1])!r} value={out}")
+
+
+def _steps(transform):
+    """The Compose's steps; a preset object (one that holds a Compose and
+    only applies it, as torchvision's reference's ClassificationPresetTrain
+    does) is that Compose's; anything else that is no torchvision step is
+    refused by its class."""
+    import torchvision.transforms as T
+    if isinstance(transform, T.Compose):
+        return list(transform.transforms)
+    inner = _preset_compose(transform)
+    if inner is not None:
+        return list(inner.transforms)
+    return [transform]
+
+
+def _preset_compose(obj):
+    """The Compose obj's __call__ applies and returns, when that is all it
+    does: `def __call__(self, img): return self.X(img)` with self.X a
+    Compose. Else None."""
+    import dis
+    import torchvision.transforms as T
+    cls = type(obj)
+    if cls.__module__.startswith("torchvision.") or isinstance(obj, __import__("torch").nn.Module):
+        return None
+    call = getattr(cls, "__call__", None)
+    code = getattr(call, "__code__", None)
+    if code is None or code.co_argcount != 2 or code.co_flags & 0x0C:  # *args, **kwargs
+        return None
+    ops = [(i.opname, i.argval) for i in dis.get_instructions(code)
+           if i.opname not in ("RESUME", "PRECALL", "CACHE", "NOP", "PUSH_NULL", "COPY_FREE_VARS")]
+    self_name, arg_name = code.co_varnames[0], code.co_varnames[1]
+    # 3.11: LOAD_FAST self, LOAD_ATTR X, LOAD_FAST img, CALL 1, RETURN_VALUE (3.12: the same
+    # with LOAD_ATTR's method bit; 3.10: CALL_FUNCTION)
+    if len(ops) != 5 or ops[0] != ("LOAD_FAST", self_name) or ops[1][0] not in (
+            "LOAD_ATTR", "LOAD_METHOD") or ops[2] != ("LOAD_FAST", arg_name) or \
+            ops[3][0] not in ("CALL", "CALL_FUNCTION", "CALL_METHOD") or ops[3][1] != 1 or \
+            ops[4][0] != "RETURN_VALUE":
+        return None
+    inner = getattr(obj, ops[1][1], None)
+    return inner if isinstance(inner, T.Compose) else None
+
+
 def translate_transform(transform):
     """torchvision transform -> ({gf_settings field: value}, uint8 NHWC?).
     Raises Unsupported for anything gpufeed would not do exactly."""
     import torch
     import torchvision.transforms as T
-    steps = list(transform.transforms) if isinstance(transform, T.Compose) else [transform]
+    steps = _steps(transform)
+    if len(steps) == 1 and not isinstance(transform, T.Compose) and \
+            not type(transform).__module__.startswith("torchvision."):
+        raise _unsupported(f"the transform {type(transform).__name__} (an object that does more "
+                           "than apply a Compose it holds)")
     kw = {}
     geometry = flip = None
     tensor = dtype = None
     normalize = None
+    stages, erase = [], None
+    augment_types = (T.TrivialAugmentWide, T.RandAugment, T.AutoAugment, T.ColorJitter)
     i = 0
     while i < len(steps):
         t = steps[i]
         name = type(t).__name__
+        if isinstance(t, T.RandomErasing) and tensor is not None and erase is None:
+            later = steps[i + 1:]
+            if not all(isinstance(s, (T.Normalize, T.ConvertImageDtype)) for s in later):
+                raise _unsupported(f"{type(later[0]).__name__} after RandomErasing "
+                                   "(it comes last, or before ConvertImageDtype/Normalize)")
+            erase = (t, later, {"uint8": torch.uint8, "float32": torch.float32,
+                                "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype])
+            i += 1
+            continue
         if tensor is not None and not isinstance(t, (T.Normalize, T.ConvertImageDtype)):
             raise _unsupported(f"{name} after {tensor}")
+        if geometry is not None and tensor is None and isinstance(t, augment_types) and \
+                type(t) in augment_types:
+            word = _stage_spec(t)
+            if word:
+                stages.append(word)
+            i += 1
+            continue
+        if stages and tensor is None and not isinstance(t, (T.ToTensor, T.PILToTensor)):
+            raise _unsupported(f"{name} after {type(steps[i - 1]).__name__}")
         if isinstance(t, T.RandomResizedCrop) and geometry is None:
             _bilinear(t, name)
             h, w = _pair(t.size, name)
@@ -162,6 +298,10 @@ def translate_transform(transform):
         raise _unsupported("RandomHorizontalFlip with Resize + CenterCrop")
     kw["flip_prob"] = flip or 0.0
     kw["dtype"] = dtype
+    if erase is not None:
+        stages.append(_erase_spec(*erase))
+    if stages:
+        kw["augment"] = "; ".join(stages)
     if dtype != "uint8":
         kw["layout"] = "nchw"
         # gpufeed normalises 0..255 values: ToTensor's /255 is a std of 255.
@@ -186,9 +326,10 @@ def _random_draws(transform):
     """[(kind, transform)]: the steps that draw from torch's global generator
     when torchvision applies them, in the order it applies them."""
     import torchvision.transforms as T
-    steps = list(transform.transforms) if isinstance(transform, T.Compose) else [transform]
-    return [("crop" if isinstance(t, T.RandomResizedCrop) else "flip", t) for t in steps
-            if isinstance(t, (T.RandomResizedCrop, T.RandomHorizontalFlip))]
+    kinds = ((T.RandomResizedCrop, "crop"), (T.RandomHorizontalFlip, "flip"),
+             (T.TrivialAugmentWide, "pil"), (T.RandAugment, "pil"), (T.AutoAugment, "pil"),
+             (T.ColorJitter, "pil"), (T.RandomErasing, "tensor"))
+    return [(kind, t) for t in _steps(transform) for cls, kind in kinds if isinstance(t, cls)]
 
 
 def _folder(dataset):
@@ -251,8 +392,6 @@ class _DataLoader:
             raise _unsupported("batch_sampler (give sampler= and batch_size=)")
         if batch_size is None:
             raise _unsupported("batch_size=None (unbatched samples)")
-        if collate_fn is not None and collate_fn is not default_collate:
-            raise _unsupported(f"collate_fn {getattr(collate_fn, '__name__', collate_fn)}")
         if worker_init_fn is not None:
             raise _unsupported("worker_init_fn (gpufeed decodes in threads, not workers)")
         if timeout:
@@ -288,7 +427,10 @@ class _DataLoader:
         self.multiprocessing_context = multiprocessing_context
         self.persistent_workers = persistent_workers
         self.generator = generator
-        self.collate_fn = default_collate
+        # Any collate_fn is handed the batch's samples as DataLoader's list of
+        # (image, target) (the images views into the batch): torchvision's
+        # reference's MixUp/CutMix lambda runs unchanged, in this process.
+        self.collate_fn = default_collate if collate_fn is None else collate_fn
         if sampler is None:
             sampler = (tud.RandomSampler(dataset, generator=generator) if shuffle
                        else tud.SequentialSampler(dataset))
@@ -307,6 +449,8 @@ class _DataLoader:
         # With num_workers=0 torch's transforms draw from the global generator.
         self._replay = _random_draws(base.transform) if num_workers == 0 else []
         self._sizes = None  # (height, width) per sample, read when first needed
+        self._stand_ins = None
+        self._default_collate = default_collate
         self._seed = None
         self._c = None
         self._epochs_started = 0
@@ -370,8 +514,19 @@ class _DataLoader:
                 if kind == "crop":
                     h, w = self._size(index)
                     t.get_params(torch.empty(1, 1, 1).expand(3, h, w), t.scale, t.ratio)
-                else:
+                elif kind == "flip":
                     torch.rand(1)
+                else:  # the step itself, on a stand-in: its draws do not depend on the pixels
+                    t(self._stand_in(kind))
+
+    def _stand_in(self, kind):
+        if self._stand_ins is None:
+            from PIL import Image
+            import torch
+            h, w = self._settings["image_size"]
+            self._stand_ins = {"pil": Image.new("RGB", (1, 1)),
+                               "tensor": torch.zeros(3, h, w)}
+        return self._stand_ins[kind]
 
     def close(self):
         """Stops iteration and lets the loader close once its batches are gone."""
@@ -444,4 +599,6 @@ class _Iter:
         except BaseException:
             self._pending, self._pending_replayed = t, replayed
             raise
+        if lo.collate_fn is not lo._default_collate:
+            return lo.collate_fn(list(zip(images.unbind(0), targets.tolist())))
         return images, targets  # the tensors hold the slot; b's claim ends with this frame

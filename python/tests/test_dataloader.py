@@ -40,9 +40,15 @@ def targets(loader, epochs=1):
 
 
 @pytest.mark.parametrize("what, kw", [
-    ("ColorJitter", dict(dataset=T.Compose([T.RandomResizedCrop(32), T.ColorJitter(0.4),
-                                            T.ToTensor()]))),
-    ("collate_fn", dict(collate_fn=lambda b: b)),
+    ("AugMix", dict(dataset=T.Compose([T.RandomResizedCrop(32), T.AugMix(), T.ToTensor()]))),
+    ("CIFAR10", dict(dataset=T.Compose([
+        T.RandomResizedCrop(32), T.AutoAugment(T.AutoAugmentPolicy.CIFAR10), T.ToTensor()]))),
+    ("value='random'", dict(dataset=T.Compose([
+        T.RandomResizedCrop(32), T.ToTensor(), T.RandomErasing(value="random")]))),
+    ("RandomHorizontalFlip after", dict(dataset=T.Compose([
+        T.RandomResizedCrop(32), T.TrivialAugmentWide(), T.RandomHorizontalFlip(), T.ToTensor()]))),
+    ("fill", dict(dataset=T.Compose([
+        T.RandomResizedCrop(32), T.TrivialAugmentWide(fill=0.5), T.ToTensor()]))),
     ("worker_init_fn", dict(worker_init_fn=lambda i: None)),
     ("batch_sampler", dict(batch_sampler=[[0, 1]], batch_size=1)),
     ("timeout", dict(timeout=5)),
