@@ -403,7 +403,9 @@ static int jitter_of(parser *p, const char *key, const char *v, int k, gf__aug_s
     } else if (n != 2) {
         FAIL_("augment: jitter: %s=%s (one number, or two: min,max)", key, v);
     }
-    double lo = k == 3 ? -0.5 : 0.0, hi = k == 3 ? 0.5 : INFINITY;
+    /* torchvision bounds the factors by infinity; past 1000 every pixel is
+     * 0 or 255 already, and the ops' float arithmetic stays finite */
+    double lo = k == 3 ? -0.5 : 0.0, hi = k == 3 ? 0.5 : 1000.0;
     if (!(lo <= x[0] && x[0] <= x[1] && x[1] <= hi))
         FAIL_("augment: jitter: %s=%s: values should be within [%g, %g]", key, v, lo, hi);
     st->jitter_on[k] = !(x[0] == center && x[1] == center);

@@ -116,6 +116,12 @@ for k in images_per_s single_thread_images_per_s efficiency threads prefetch_dep
 done
 echo "$json" | grep -q '"samples": *16' || fail "bench delivered the wrong count: $json"
 echo "$json" | grep -q '"errors": *2' || fail "bench counted the wrong errors: $json"
+# --augment comes from the settings table: the recipe runs, a bad stage is named
+"$g" bench --input-only --data "$d" --threads 2 --image-size 32 --batch-size 4 \
+    --augment 'ta_wide; jitter brightness=0.4; erase p=0.5' >/dev/null || fail "bench --augment"
+out=$("$g" bench --input-only --data "$d" --augment 'ta_wide; blur' 2>&1) &&
+    fail "bench --augment blur must fail"
+echo "$out" | grep -q "augment: no stage blur" || fail "bench --augment blur: $out"
 
 # Tar shards: the same 18 images in 3 WebDataset-style shards.
 sh=$tmp/shards
