@@ -425,6 +425,8 @@ def _subclass():
         from torch.utils.data import DataLoader as TorchDataLoader
     except ImportError:
         return _DataLoader
+    # Under `python -m gpufeed run` the name is a stand-in: torch's own class is behind it.
+    TorchDataLoader = getattr(TorchDataLoader, "_gpufeed_torch_class", TorchDataLoader)
     return type("DataLoader", (_DataLoader, TorchDataLoader),
                 {"__module__": "gpufeed", "__qualname__": "DataLoader",
                  "__doc__": _DataLoader.__doc__})

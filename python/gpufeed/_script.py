@@ -1,0 +1,70 @@
+"""Runs a user's script as `python SCRIPT ARGS` would, for `python -m gpufeed
+why` and `run`: its own sys.argv, sys.path[0] its directory, run as
+__main__; its exit status, traceback and KeyboardInterrupt as the
+interpreter's own. `finish` runs after the script however it ends (a
+report, say), before the status is handed back.
+
+Also the one way both name where a DataLoader was made: `site`.
+"""
+import os
+import runpy
+import signal
+import sys
+
+
+def _own_frames(tb, script):
+    """The traceback from the script's first frame on: ours and runpy's are
+    not the script's."""
+    t = tb
+    while t is not None and t.tb_frame.f_code.co_filename != script:
+        t = t.tb_next
+    return t or tb
+
+
+def run(script, args, finish):
+    """The script's exit status (what `python SCRIPT` would exit with);
+    finish() is called after it whatever happens."""
+    path = os.path.abspath(script)
+    sys.argv = [script, *args]
+    sys.path[0] = os.path.dirname(path)
+    try:
+        try:
+            # The script's frames carry its name as given (run_path compiles it so).
+            runpy.run_path(script, run_name="__main__")
+        finally:
+            finish()
+    except SystemExit:
+        raise  # the interpreter makes its status (None, an int, a message) as ever
+    except BaseException as e:
+        sys.excepthook(type(e), e, _own_frames(e.__traceback__, script))
+        if isinstance(e, KeyboardInterrupt):
+            # As the interpreter: killed by SIGINT (status 130 in a shell).
+            sys.stdout.flush()
+            sys.stderr.flush()
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
+        return 1
+    return 0
+
+
+def site(frame):
+    """'FILE:LINE' of a frame, the file as the script names it (relative to
+    the current directory where it is under it)."""
+    name = frame.f_code.co_filename
+    try:
+        rel = os.path.relpath(name)
+        if not rel.startswith(".."):
+            name = rel
+    except ValueError:
+        pass
+    return f"{name}:{frame.f_lineno}"
+
+
+def dataset_words(dataset):
+    """'ImageFolder, 1281 samples' (the count where len() tells it)."""
+    words = type(dataset).__name__
+    try:
+        words += f", {len(dataset)} samples"
+    except Exception:  # an IterableDataset has no len; nor may a script's
+        pass
+    return words
