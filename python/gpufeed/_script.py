@@ -26,17 +26,19 @@ def run(script, args, finish):
     finish() is called after it whatever happens."""
     path = os.path.abspath(script)
     sys.argv = [script, *args]
-    sys.path[0] = os.path.dirname(path)
+    sys.path[0] = os.path.dirname(os.path.realpath(path))  # as the interpreter sets it
     try:
         try:
-            # The script's frames carry its name as given (run_path compiles it so).
-            runpy.run_path(script, run_name="__main__")
+            # Absolute, as the interpreter names a script (its __file__, its frames).
+            runpy.run_path(path, run_name="__main__")
         finally:
             finish()
     except SystemExit:
         raise  # the interpreter makes its status (None, an int, a message) as ever
     except BaseException as e:
-        sys.excepthook(type(e), e, _own_frames(e.__traceback__, script))
+        # The hook prints the exception's own traceback: the script's part of it.
+        e.__traceback__ = _own_frames(e.__traceback__, path)
+        sys.excepthook(type(e), e, e.__traceback__)
         if isinstance(e, KeyboardInterrupt):
             # As the interpreter: killed by SIGINT (status 130 in a shell).
             sys.stdout.flush()
