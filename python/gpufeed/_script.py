@@ -6,19 +6,35 @@ report, say), before the status is handed back.
 
 Also the one way both name where a DataLoader was made: `site`.
 """
+import builtins
+import io
 import os
-import runpy
 import signal
 import sys
+import types
+from importlib.machinery import SourceFileLoader
 
 
 def _own_frames(tb, script):
-    """The traceback from the script's first frame on: ours and runpy's are
-    not the script's."""
+    """The traceback from the script's first frame on: ours are not the
+    script's."""
     t = tb
     while t is not None and t.tb_frame.f_code.co_filename != script:
         t = t.tb_next
     return t or tb
+
+
+def _exec(path):
+    """The script as the interpreter runs it: the module __main__ for good
+    (what it pickles by __main__.name is found), its __file__ and frames
+    named by the absolute path, sys.argv[0] as given (not runpy's)."""
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=path, __cached__=None, __package__=None, __spec__=None,
+                         __loader__=SourceFileLoader("__main__", path), __builtins__=builtins)
+    with io.open_code(path) as f:
+        code = compile(f.read(), path, "exec", dont_inherit=True)
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)
 
 
 def run(script, args, finish):
@@ -29,8 +45,7 @@ def run(script, args, finish):
     sys.path[0] = os.path.dirname(os.path.realpath(path))  # as the interpreter sets it
     try:
         try:
-            # Absolute, as the interpreter names a script (its __file__, its frames).
-            runpy.run_path(path, run_name="__main__")
+            _exec(path)
         finally:
             finish()
     except SystemExit:
