@@ -53,6 +53,7 @@ Where it differs, on purpose:
 """
 import array
 import os
+import sys
 import weakref
 
 from . import _gpufeed
@@ -335,16 +336,18 @@ def _random_draws(transform):
 def _folder(dataset):
     """(the DatasetFolder, the Subset indices or None)."""
     import torch.utils.data as tud
-    from torchvision.datasets import DatasetFolder
-    from torchvision.datasets.folder import default_loader, pil_loader
     subset = None
     if isinstance(dataset, tud.Subset):
         subset = [int(i) for i in dataset.indices]
         base = dataset.dataset
     else:
         base = dataset
-    if not isinstance(base, DatasetFolder):
+    # Where torchvision was never imported no DatasetFolder exists: refused
+    # without importing it (0.3 s: `python -m gpufeed why|run` check every loader).
+    folder = sys.modules.get("torchvision.datasets.folder")
+    if folder is None or not isinstance(base, folder.DatasetFolder):
         raise _unsupported(f"a data set of type {type(base).__name__}")
+    from torchvision.datasets.folder import default_loader, pil_loader
     if subset is not None:
         # Subset takes samples[indices[i]]: Python's indexing, negative ones too.
         n = len(base.samples)
@@ -377,6 +380,55 @@ def _refuse_tiff(samples, subset):
                           f".tiff): convert them (to PNG, say) or leave them out")
 
 
+def _checked(dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
+             num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
+             worker_init_fn=None, multiprocessing_context=None, generator=None, *,
+             prefetch_factor=None, persistent_workers=False, pin_memory_device=""):
+    """Every check DataLoader's __init__ makes, nothing opened: (the
+    DatasetFolder, the Subset indices or None, the settings, uint8?).
+    Raises what __init__ raises (Unsupported, or torch's ValueError)."""
+    if batch_sampler is not None:
+        raise _unsupported("batch_sampler (give sampler= and batch_size=)")
+    if batch_size is None:
+        raise _unsupported("batch_size=None (unbatched samples)")
+    if worker_init_fn is not None:
+        raise _unsupported("worker_init_fn (gpufeed decodes in threads, not workers)")
+    if timeout:
+        raise _unsupported(f"timeout={timeout}")
+    if not isinstance(num_workers, int) or isinstance(num_workers, bool) or num_workers < 0:
+        raise ValueError("num_workers option should be non-negative")
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+        raise ValueError(f"batch_size should be a positive integer value, but got "
+                         f"batch_size={batch_size}")
+    if prefetch_factor is not None and (not isinstance(prefetch_factor, int)
+                                        or prefetch_factor < 1):
+        raise ValueError("prefetch_factor option should be a positive integer")
+    if sampler is not None and shuffle:
+        raise ValueError("sampler option is mutually exclusive with shuffle")
+    # torch's own refusals, word for word: a script that torch refuses is refused.
+    if num_workers == 0 and prefetch_factor not in (None, 2):
+        raise ValueError("prefetch_factor option could only be specified in multiprocessing."
+                         "let num_workers > 0 to enable multiprocessing.")
+    if persistent_workers and num_workers == 0:
+        raise ValueError("persistent_workers option needs num_workers > 0")
+    base, subset = _folder(dataset)
+    settings, uint8 = translate_transform(base.transform)
+    return base, subset, settings, uint8
+
+
+def _check(dataset, *args, **kwargs):
+    """None where gpufeed.DataLoader(dataset, *args, **kwargs) would be made,
+    else the Unsupported message saying why not: the constructor's own
+    checks (_checked), no loader opened. Any other error the constructor
+    would raise (torch's ValueError, a TypeError, a Subset's IndexError)
+    raises here too."""
+    try:
+        _checked(dataset, *args, **kwargs)
+    except Unsupported as e:
+        return str(e)
+    return None
+
+
 class _DataLoader:
     """torch.utils.data.DataLoader's signature and behaviour, gpufeed's speed.
     See the module's docstring for what is supported and where it differs."""
@@ -388,32 +440,11 @@ class _DataLoader:
         import torch
         import torch.utils.data as tud
         from torch.utils.data._utils.collate import default_collate
-        if batch_sampler is not None:
-            raise _unsupported("batch_sampler (give sampler= and batch_size=)")
-        if batch_size is None:
-            raise _unsupported("batch_size=None (unbatched samples)")
-        if worker_init_fn is not None:
-            raise _unsupported("worker_init_fn (gpufeed decodes in threads, not workers)")
-        if timeout:
-            raise _unsupported(f"timeout={timeout}")
-        if not isinstance(num_workers, int) or isinstance(num_workers, bool) or num_workers < 0:
-            raise ValueError("num_workers option should be non-negative")
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
-            raise ValueError(f"batch_size should be a positive integer value, but got "
-                             f"batch_size={batch_size}")
-        if prefetch_factor is not None and (not isinstance(prefetch_factor, int)
-                                            or prefetch_factor < 1):
-            raise ValueError("prefetch_factor option should be a positive integer")
-        if sampler is not None and shuffle:
-            raise ValueError("sampler option is mutually exclusive with shuffle")
-        # torch's own refusals, word for word: a script that torch refuses is refused.
-        if num_workers == 0 and prefetch_factor not in (None, 2):
-            raise ValueError("prefetch_factor option could only be specified in multiprocessing."
-                             "let num_workers > 0 to enable multiprocessing.")
-        if persistent_workers and num_workers == 0:
-            raise ValueError("persistent_workers option needs num_workers > 0")
-        base, subset = _folder(dataset)
-        settings, self._uint8 = translate_transform(base.transform)
+        base, subset, settings, self._uint8 = _checked(
+            dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn,
+            pin_memory, drop_last, timeout, worker_init_fn, multiprocessing_context, generator,
+            prefetch_factor=prefetch_factor, persistent_workers=persistent_workers,
+            pin_memory_device=pin_memory_device)
 
         self.dataset = dataset
         self.batch_size = batch_size
@@ -551,6 +582,8 @@ def _subclass():
         from torch.utils.data import DataLoader as TorchDataLoader
     except ImportError:
         return _DataLoader
+    # Under `python -m gpufeed run` the name is a stand-in: torch's own class is behind it.
+    TorchDataLoader = getattr(TorchDataLoader, "_gpufeed_torch_class", TorchDataLoader)
     return type("DataLoader", (_DataLoader, TorchDataLoader),
                 {"__module__": "gpufeed", "__qualname__": "DataLoader",
                  "__doc__": _DataLoader.__doc__})
