@@ -47,10 +47,7 @@ int gf__check_settings(const gf_settings *s, unsigned what, char *msg, size_t ms
     int depth = s->prefetch_depth ? s->prefetch_depth : 4; /* as resolved */
     validate_or_ret((uint64_t)s->batch_size * (uint64_t)depth < (1ull << 30),
                     "batch_size x prefetch_depth = %d x %d is 2^30 or more", s->batch_size, depth);
-    /* Named in the header before the resampler and the stages exist: refused, never ignored. */
-    validate_or_ret(s->interpolation == GF_INTERP_BILINEAR,
-                    "interpolation %s is not supported yet (bilinear only)",
-                    s->interpolation == GF_INTERP_BICUBIC ? "bicubic" : "nearest");
+    /* Named in the header before the stages exist: refused, never ignored. */
     validate_or_ret(s->augment == NULL || s->augment[0] == '\0',
                     "augment \"%s\": augmentations are not supported yet", s->augment);
     if (s->decoder == GF_DECODER_TURBO && !gf__have_turbo()) {
