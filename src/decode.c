@@ -42,6 +42,7 @@ void gf__transform_from_settings(gf__transform *t, const gf_settings *s)
     t->crop_fraction = s->crop_fraction;
     t->max_pixels = s->max_pixels; /* resolved: gf__resolve_settings */
     t->decoder = s->decoder;
+    t->interp = s->interpolation;
     t->defer_flip = s->flip_on_device;
     t->strictness = s->strictness;
 }

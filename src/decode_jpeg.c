@@ -147,7 +147,8 @@ static void read_to_end(struct jpeg_decompress_struct *ci, JSAMPROW scratch)
             break;
 }
 
-/* Smallest DCT scale num/8 keeping the crop >= the output in both dims.
+/* Smallest DCT scale num/8 keeping the crop >= the output in both dims
+ * (for the filters; NEAREST decodes at full scale).
  * Only 1/8, 2/8, 4/8: libjpeg-turbo has SIMD IDCTs for those (and 8/8),
  * while 3/8, 5/8-7/8 run scaled C IDCTs (12x12, 14x14 for 4:2:0 chroma)
  * that cost more than a full-size decode (measured on 500x375 q90 4:2:0:
@@ -155,6 +156,9 @@ static void read_to_end(struct jpeg_decompress_struct *ci, JSAMPROW scratch)
  * 8/8 0.55). */
 static int pick_scale(const gf__crop *c, const gf__transform *t)
 {
+    /* A scaled IDCT averages pixels: NEAREST's picks are PIL's only at 8/8 */
+    if (t->interp == GF_INTERP_NEAREST)
+        return 8;
     for (int num = 1; num < 8; num *= 2)
         if (c->w * num / 8 >= t->out_w && c->h * num / 8 >= t->out_h)
             return num;

@@ -9,6 +9,7 @@
 
 #include "grow.h"
 
+#include <math.h>
 #include <string.h>
 
 const char *const gf__fmt_name[F_COUNT] = {"image", "JPEG", "PNG", "GIF", "BMP", "PSD", "PNM", "TGA", "WebP", "TIFF",
@@ -158,11 +159,34 @@ const gf__transform *gf__plan(gf__decoder *d, const gf__transform *t, int W, int
     return &d->fitted;
 }
 
+/* NEAREST on one axis of n samples, box [x, x + len) onto out: what
+ * torchvision does on PIL. Train (and a fitted decode) crops whole pixels,
+ * then resizes the crop. Eval resizes the whole image to Resize's size,
+ * then CenterCrop takes out samples from an offset: crop.c's box is that
+ * offset and out times n / size, so both whole numbers come back by
+ * rounding, and PIL's running sum is run over the whole resized axis. */
+static int nearest_axis(gf__rs_axis *a, int n, double x, double len, int out, int resized)
+{
+    if (!resized)
+        return gf__rs_axis_set_nearest(a, n, (int)fmax(floor(x), -1), len, out, 0, out);
+    double size = floor(out * (double)n / len + 0.5), skip = floor(x * size / n + 0.5);
+    if (!(size >= 1 && size <= INT32_MAX && skip >= 0 && skip <= INT32_MAX))
+        return -1;
+    return gf__rs_axis_set_nearest(a, n, 0, n, (int)size, (int)skip, out);
+}
+
 int gf__decode_set_axes(gf__decoder *d, int sw, int sh, double f, const gf__crop *c,
                         const gf__transform *t)
 {
-    if (gf__rs_axis_set(&d->rs.h, sw, c->x * f, c->w * f, t->out_w) ||
-        gf__rs_axis_set(&d->rs.v, sh, c->y * f, c->h * f, t->out_h))
+    if (t->interp == GF_INTERP_NEAREST) {
+        int resized = t->kind == GF_TRANSFORM_EVAL && !t->fit;
+        return nearest_axis(&d->rs.h, sw, c->x * f, c->w * f, t->out_w, resized) ||
+                       nearest_axis(&d->rs.v, sh, c->y * f, c->h * f, t->out_h, resized)
+                   ? -1
+                   : 0;
+    }
+    if (gf__rs_axis_set(&d->rs.h, sw, c->x * f, c->w * f, t->out_w, t->interp) ||
+        gf__rs_axis_set(&d->rs.v, sh, c->y * f, c->h * f, t->out_h, t->interp))
         return -1;
     return 0;
 }

@@ -25,6 +25,7 @@ typedef struct gf__transform {
     float crop_fraction;
     uint64_t max_pixels;             /* source width*height limit */
     gf_decoder_kind decoder;         /* AUTO, STB or TURBO */
+    gf_interpolation interp;         /* the resampler's filter, or NEAREST */
     int defer_flip;                  /* decide the flip, leave it to the device */
     int full_decode;                 /* 0; 1 = no DCT scaling, no row/column
                                         cropping (tests, benchmarks) */
@@ -158,7 +159,8 @@ int gf__too_big(const gf__transform *t, int fmt, uint64_t W, uint64_t H, char *w
                 size_t why_len);
 
 /* Sets the resampler's axes for crop c of an sw x sh decode that is the
- * source scaled by f. Returns 0 or -1 (no memory). */
+ * source scaled by f, with t's interpolation (NEAREST: f is 1, its pixels
+ * are PIL's only at full scale). Returns 0 or -1 (no memory). */
 int gf__decode_set_axes(gf__decoder *d, int sw, int sh, double f, const gf__crop *c,
                         const gf__transform *t);
 

@@ -18,6 +18,7 @@ AVX2_FN void gf__rs_vpass_row_avx2(const uint8_t *restrict src, size_t stride,
                                    int16_t *restrict out)
 {
     const __m256i zero = _mm256_setzero_si256(), round = _mm256_set1_epi32(1 << (VSHIFT - 1));
+    const __m256i top = _mm256_set1_epi16(GF__RS_TMP_MAX);
     int x = 0;
     for (; x + 32 <= n; x += 32) {
         __m256i a0 = round, a1 = round, a2 = round, a3 = round;
@@ -45,6 +46,8 @@ AVX2_FN void gf__rs_vpass_row_avx2(const uint8_t *restrict src, size_t stride,
                                         _mm256_srai_epi32(a1, VSHIFT));
         __m256i p1 = _mm256_packs_epi32(_mm256_srai_epi32(a2, VSHIFT),
                                         _mm256_srai_epi32(a3, VSHIFT));
+        p0 = _mm256_min_epi16(_mm256_max_epi16(p0, zero), top); /* as clamp_tmp */
+        p1 = _mm256_min_epi16(_mm256_max_epi16(p1, zero), top);
         _mm256_storeu_si256((__m256i *)(out + x), _mm256_permute2x128_si256(p0, p1, 0x20));
         _mm256_storeu_si256((__m256i *)(out + x + 16), _mm256_permute2x128_si256(p0, p1, 0x31));
     }

@@ -11,6 +11,11 @@
  * width and needs no aliasing checks; `restrict` rules those out. */
 #define BLOCK 16
 
+static inline int16_t clamp_tmp(int32_t v)
+{
+    return (int16_t)(v < 0 ? 0 : v > GF__RS_TMP_MAX ? GF__RS_TMP_MAX : v);
+}
+
 /* One output row of the vertical pass: n = span_w * ch values. */
 void gf__rs_vpass_row(const uint8_t *restrict src, size_t stride, const int16_t *restrict w,
                       int taps, int n, int16_t *restrict out)
@@ -27,13 +32,13 @@ void gf__rs_vpass_row(const uint8_t *restrict src, size_t stride, const int16_t 
                 a[k] += (int16_t)r[k] * wt;
         }
         for (int k = 0; k < BLOCK; k++)
-            out[x + k] = (int16_t)(a[k] >> VSHIFT);
+            out[x + k] = clamp_tmp(a[k] >> VSHIFT);
     }
     for (; x < n; x++) {
         int32_t a = 1 << (VSHIFT - 1);
         for (int t = 0; t < taps; t++)
             a += src[(size_t)t * stride + x] * w[t];
-        out[x] = (int16_t)(a >> VSHIFT);
+        out[x] = clamp_tmp(a >> VSHIFT);
     }
 }
 

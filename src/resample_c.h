@@ -13,9 +13,11 @@
 #define GF__RS_BITS 14
 
 typedef struct gf__rs_axis {
-    /* The geometry the weights below were computed for (cache key). */
+    /* The geometry the weights below were computed for (cache key): the
+     * filter (a gf_interpolation), and for NEAREST its frame. */
     int in_n, out_n;
     double x0, len;
+    int mode, frame_n, skip;
     int valid;
     /* Source span read by any output: [lo, hi), clamped to [0, in_n). */
     int lo, hi;
@@ -23,6 +25,7 @@ typedef struct gf__rs_axis {
      * start[i] (relative to lo); missing taps carry weight 0, and
      * start[i] + taps <= hi - lo always. */
     int taps;
+    int nearest; /* NEAREST: one tap of weight 1 << GF__RS_BITS each */
     int32_t *start;
     int16_t *w; /* out_n * taps */
     size_t cap_out, cap_w;
@@ -36,6 +39,8 @@ typedef struct gf__resampler {
     size_t stage_cap;
     int32_t *hwt; /* AVX2: h.w laid out for the horizontal pass's lanes */
     size_t hwt_cap;
+    uint8_t *tsrc, *tout; /* BICUBIC: the span and the output, transposed */
+    size_t tsrc_cap, tout_cap;
 } gf__resampler;
 
 #include <string.h>
@@ -46,6 +51,9 @@ typedef struct gf__resampler {
 #define VFRAC 7 /* fractional bits kept between the passes */
 #define VSHIFT (GF__RS_BITS - VFRAC)
 #define HSHIFT (GF__RS_BITS + VFRAC)
+/* The vertical pass's outputs are clamped to [0, GF__RS_TMP_MAX]: 255 with VFRAC
+ * fractional bits (the bicubic's lobes overshoot; the triangle never). */
+#define GF__RS_TMP_MAX (255 << VFRAC)
 
 /* The 3-/4-channel horizontal passes read past a row's last value: 1
  * (4 lanes per pixel, 3 channels), up to 5 (AVX2: 8 values per pair of

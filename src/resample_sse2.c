@@ -15,6 +15,7 @@ void gf__rs_vpass_row_sse2(const uint8_t *restrict src, size_t stride,
                            const int16_t *restrict w, int taps, int n, int16_t *restrict out)
 {
     const __m128i zero = _mm_setzero_si128(), round = _mm_set1_epi32(1 << (VSHIFT - 1));
+    const __m128i top = _mm_set1_epi16(GF__RS_TMP_MAX);
     int x = 0;
     for (; x + 16 <= n; x += 16) {
         __m128i a0 = round, a1 = round, a2 = round, a3 = round;
@@ -37,8 +38,11 @@ void gf__rs_vpass_row_sse2(const uint8_t *restrict src, size_t stride,
         a1 = _mm_srai_epi32(a1, VSHIFT);
         a2 = _mm_srai_epi32(a2, VSHIFT);
         a3 = _mm_srai_epi32(a3, VSHIFT);
-        _mm_storeu_si128((__m128i *)(out + x), _mm_packs_epi32(a0, a1));
-        _mm_storeu_si128((__m128i *)(out + x + 8), _mm_packs_epi32(a2, a3));
+        /* packs saturates to int16; then [0, GF__RS_TMP_MAX], as clamp_tmp */
+        _mm_storeu_si128((__m128i *)(out + x),
+                         _mm_min_epi16(_mm_max_epi16(_mm_packs_epi32(a0, a1), zero), top));
+        _mm_storeu_si128((__m128i *)(out + x + 8),
+                         _mm_min_epi16(_mm_max_epi16(_mm_packs_epi32(a2, a3), zero), top));
     }
     if (x < n)
         gf__rs_vpass_row(src + x, stride, w, taps, n - x, out + x);

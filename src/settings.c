@@ -48,10 +48,6 @@ int gf__check_settings(const gf_settings *s, unsigned what, char *msg, size_t ms
     int depth = s->prefetch_depth ? s->prefetch_depth : 4; /* as resolved */
     validate_or_ret((uint64_t)s->batch_size * (uint64_t)depth < (1ull << 30),
                     "batch_size x prefetch_depth = %d x %d is 2^30 or more", s->batch_size, depth);
-    /* Named in the header before the resampler and the stages exist: refused, never ignored. */
-    validate_or_ret(s->interpolation == GF_INTERP_BILINEAR,
-                    "interpolation %s is not supported yet (bilinear only)",
-                    s->interpolation == GF_INTERP_BICUBIC ? "bicubic" : "nearest");
     if (s->augment && s->augment[0]) {
         gf__augment a;
         int rc = gf__augment_parse(s->augment, s->width, s->height, s->channels, &a, msg, msg_len);

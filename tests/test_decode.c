@@ -612,11 +612,14 @@ END_TEST
 
 /* ---- resampler ---- */
 
-/* float64 reference of the same filter (antialiased triangle, PIL's
- * support and centre convention), no intermediate rounding. */
-static void ref_axis(int in_n, double x0, double len, int out_n, double *W /* out_n*in_n */)
+/* float64 reference of the same filter (antialiased triangle or bicubic,
+ * PIL's support and centre convention), no intermediate rounding. */
+static void ref_axis(int in_n, double x0, double len, int out_n, gf_interpolation mode,
+                     double *W /* out_n*in_n */)
 {
-    double scale = len / out_n, fs = scale > 1 ? scale : 1, support = fs;
+    double scale = len / out_n, fs = scale > 1 ? scale : 1, support;
+    gf__rs_filter(mode, 0, &support);
+    support *= fs;
     memset(W, 0, sizeof *W * (size_t)out_n * in_n);
     for (int i = 0; i < out_n; i++) {
         double c = x0 + (i + 0.5) * scale, sum = 0;
@@ -624,26 +627,27 @@ static void ref_axis(int in_n, double x0, double len, int out_n, double *W /* ou
         lo = lo < 0 ? 0 : lo;
         hi = hi > in_n ? in_n : hi;
         for (int x = lo; x < hi; x++)
-            sum += W[(size_t)i * in_n + x] = gf__rs_filter((x - c + 0.5) / fs);
+            sum += W[(size_t)i * in_n + x] = gf__rs_filter(mode, (x - c + 0.5) / fs, NULL);
         for (int x = lo; x < hi; x++)
             W[(size_t)i * in_n + x] /= sum;
     }
 }
 
-static void check_against_reference(int iw, int ih, int ch, double x0, double y0, double cw,
-                                    double chh, int ow, int oh, int flip, uint32_t seed)
+static void check_against_reference(gf_interpolation mode, int iw, int ih, int ch, double x0,
+                                    double y0, double cw, double chh, int ow, int oh, int flip,
+                                    uint32_t seed)
 {
     uint8_t *src = malloc((size_t)iw * ih * ch), *dst = malloc((size_t)ow * oh * ch);
     tu_fill(src, iw, ih, ch, seed);
     gf__resampler r;
     memset(&r, 0, sizeof r);
-    ck_assert_int_eq(gf__rs_axis_set(&r.h, iw, x0, cw, ow), 0);
-    ck_assert_int_eq(gf__rs_axis_set(&r.v, ih, y0, chh, oh), 0);
+    ck_assert_int_eq(gf__rs_axis_set(&r.h, iw, x0, cw, ow, mode), 0);
+    ck_assert_int_eq(gf__rs_axis_set(&r.v, ih, y0, chh, oh, mode), 0);
     const uint8_t *span = src + ((size_t)r.v.lo * iw + r.h.lo) * ch;
     ck_assert_int_eq(gf__resample(&r, span, (size_t)iw * ch, ch, dst, (size_t)ow * ch, flip), 0);
     double *WH = malloc(sizeof *WH * (size_t)ow * iw), *WV = malloc(sizeof *WV * (size_t)oh * ih);
-    ref_axis(iw, x0, cw, ow, WH);
-    ref_axis(ih, y0, chh, oh, WV);
+    ref_axis(iw, x0, cw, ow, mode, WH);
+    ref_axis(ih, y0, chh, oh, mode, WV);
     double *tmp = calloc((size_t)oh * iw * ch, sizeof *tmp);
     for (int y = 0; y < oh; y++)
         for (int sy = 0; sy < ih; sy++) {
@@ -652,7 +656,30 @@ static void check_against_reference(int iw, int ih, int ch, double x0, double y0
                 for (int k = 0; k < iw * ch; k++)
                     tmp[(size_t)y * iw * ch + k] += wv * src[(size_t)sy * iw * ch + k];
         }
-    for (int y = 0; y < oh; y++)
+    if (mode == GF_INTERP_BICUBIC) { /* PIL's order: horizontal first, clipped */
+        double *hx = calloc((size_t)ih * ow * ch, sizeof *hx);
+        for (int sy = 0; sy < ih; sy++)
+            for (int x = 0; x < ow; x++)
+                for (int c = 0; c < ch; c++) {
+                    double v = 0;
+                    for (int sx = 0; sx < iw; sx++)
+                        v += WH[(size_t)x * iw + sx] * src[((size_t)sy * iw + sx) * ch + c];
+                    hx[((size_t)sy * ow + x) * ch + c] = fmin(255, fmax(0, v));
+                }
+        for (int y = 0; y < oh; y++)
+            for (int x = 0; x < ow; x++)
+                for (int c = 0; c < ch; c++) {
+                    double v = 0;
+                    for (int sy = 0; sy < ih; sy++)
+                        v += WV[(size_t)y * ih + sy] * hx[((size_t)sy * ow + x) * ch + c];
+                    int want = (int)fmin(255, fmax(0, floor(v + 0.5)));
+                    int got = dst[((size_t)y * ow + (flip ? ow - 1 - x : x)) * ch + c];
+                    ck_assert_msg(abs(got - want) <= 1, "bicubic %dx%dx%d -> %dx%d: (%d,%d,%d) got %d want %d",
+                                  iw, ih, ch, ow, oh, x, y, c, got, want);
+                }
+        free(hx);
+    }
+    for (int y = 0; y < oh && mode == GF_INTERP_BILINEAR; y++)
         for (int x = 0; x < ow; x++)
             for (int c = 0; c < ch; c++) {
                 double v = 0;
@@ -662,9 +689,9 @@ static void check_against_reference(int iw, int ih, int ch, double x0, double y0
                 int ox = flip ? ow - 1 - x : x;
                 int got = dst[((size_t)y * ow + ox) * ch + c];
                 ck_assert_msg(abs(got - want) <= 1,
-                              "%dx%dx%d crop (%.2f,%.2f %.2fx%.2f) -> %dx%d: (%d,%d,%d) got %d "
-                              "want %d (%.3f)",
-                              iw, ih, ch, x0, y0, cw, chh, ow, oh, x, y, c, got, want, v);
+                              "mode %d %dx%dx%d crop (%.2f,%.2f %.2fx%.2f) -> %dx%d: (%d,%d,%d) "
+                              "got %d want %d (%.3f)",
+                              mode, iw, ih, ch, x0, y0, cw, chh, ow, oh, x, y, c, got, want, v);
             }
     free(tmp);
     free(WH);
@@ -690,9 +717,11 @@ START_TEST(resampler_is_within_one_of_a_float_reference)
         {90, 90, 1, 2, 80, 85, 61, 77},         /* shrink 1.1-1.3x */
         {40, 30, 0, 0, 40, 30, 1, 1},           /* to one pixel */
     };
+    static const gf_interpolation modes[] = {GF_INTERP_BILINEAR, GF_INTERP_BICUBIC};
+    for (int m = 0; m < 2; m++)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int ch = 1; ch <= 4; ch++)
-            check_against_reference(cases[i].iw, cases[i].ih, ch, cases[i].x0, cases[i].y0,
+            check_against_reference(modes[m], cases[i].iw, cases[i].ih, ch, cases[i].x0, cases[i].y0,
                                     cases[i].cw, cases[i].ch, cases[i].ow, cases[i].oh,
                                     (int)(i + ch) % 2, (uint32_t)(i * 10 + ch));
 }
@@ -701,13 +730,14 @@ END_TEST
 START_TEST(resampler_at_scale_one_is_bit_exact)
 {
     const int iw = 70, ih = 50;
+    for (int m = 0; m < 3; m++) /* BILINEAR, BICUBIC, NEAREST */
     for (int ch = 1; ch <= 4; ch++) {
         uint8_t *src = malloc((size_t)iw * ih * ch), *dst = malloc((size_t)33 * 21 * ch);
         tu_fill(src, iw, ih, ch, 50 + (uint32_t)ch);
         gf__resampler r;
         memset(&r, 0, sizeof r);
-        ck_assert_int_eq(gf__rs_axis_set(&r.h, iw, 17, 33, 33), 0);
-        ck_assert_int_eq(gf__rs_axis_set(&r.v, ih, 29, 21, 21), 0);
+        ck_assert_int_eq(gf__rs_axis_set(&r.h, iw, 17, 33, 33, (gf_interpolation)m), 0);
+        ck_assert_int_eq(gf__rs_axis_set(&r.v, ih, 29, 21, 21, (gf_interpolation)m), 0);
         ck_assert_int_eq(r.h.taps, 1);
         const uint8_t *span = src + ((size_t)r.v.lo * iw + r.h.lo) * ch;
         ck_assert_int_eq(gf__resample(&r, span, (size_t)iw * ch, ch, dst, (size_t)33 * ch, 0), 0);
@@ -725,17 +755,20 @@ START_TEST(resampler_reuses_weights_for_the_same_geometry)
 {
     gf__rs_axis a;
     memset(&a, 0, sizeof a);
-    ck_assert_int_eq(gf__rs_axis_set(&a, 500, 12.5, 300, 224), 0);
+    ck_assert_int_eq(gf__rs_axis_set(&a, 500, 12.5, 300, 224, GF_INTERP_BILINEAR), 0);
     int16_t *w = a.w;
     int16_t first = a.w[5];
     a.w[5] = 12345; /* a recompute would overwrite this */
-    ck_assert_int_eq(gf__rs_axis_set(&a, 500, 12.5, 300, 224), 0);
+    ck_assert_int_eq(gf__rs_axis_set(&a, 500, 12.5, 300, 224, GF_INTERP_BILINEAR), 0);
     ck_assert_ptr_eq(a.w, w);
     ck_assert_int_eq(a.w[5], 12345);
-    ck_assert_int_eq(gf__rs_axis_set(&a, 500, 12.0, 300, 224), 0);
+    ck_assert_int_eq(gf__rs_axis_set(&a, 500, 12.0, 300, 224, GF_INTERP_BILINEAR), 0);
+    ck_assert_int_ne(a.w[5], 12345);
+    a.w[5] = 12345; /* another filter on the same geometry: its own weights */
+    ck_assert_int_eq(gf__rs_axis_set(&a, 500, 12.0, 300, 224, GF_INTERP_BICUBIC), 0);
     ck_assert_int_ne(a.w[5], 12345);
     (void)first;
-    ck_assert_int_eq(gf__rs_axis_set(&a, 500, 0, 0, 224), -1); /* empty crop */
+    ck_assert_int_eq(gf__rs_axis_set(&a, 500, 0, 0, 224, GF_INTERP_BILINEAR), -1); /* empty crop */
     free(a.w);
     free(a.start);
 }

@@ -1,6 +1,8 @@
 /* Resampler kernels: the plain C, SSE2 and AVX2 paths must give the same
  * bytes on every input (a seed gives the same batch on any CPU), and all
- * must match a naive reference of the documented fixed-point arithmetic. */
+ * must match a naive reference of the documented fixed-point arithmetic,
+ * for every interpolation (bilinear, bicubic: its negative weights and
+ * clamped overshoot; nearest: its one-tap tables and gather). */
 #include "resample.h"
 #include "run_suite.h"
 
@@ -49,11 +51,49 @@ static int isa_available(int k)
     return ok;
 }
 
-/* The documented arithmetic, one output value at a time. */
+static uint8_t clamp8(int32_t a)
+{
+    a >>= 21;
+    return (uint8_t)(a < 0 ? 0 : a > 255 ? 255 : a);
+}
+
+static int16_t first_pass(int32_t a) /* 7 fractional bits kept, clamped */
+{
+    a >>= 7;
+    return (int16_t)(a < 0 ? 0 : a > 255 << 7 ? 255 << 7 : a);
+}
+
+/* The documented arithmetic, one output value at a time: vertical pass
+ * first, or (bicubic: PIL's order) horizontal first. */
 static void reference(const gf__rs_axis *h, const gf__rs_axis *v, const uint8_t *src,
                       size_t stride, int ch, uint8_t *dst, size_t ds, int flip)
 {
-    int span_w = h->hi - h->lo;
+    int span_w = h->hi - h->lo, span_h = v->hi - v->lo;
+    if (h->mode == GF_INTERP_BICUBIC) {
+        int16_t *tmp = malloc(sizeof *tmp * (size_t)span_h * h->out_n * ch);
+        ck_assert_ptr_nonnull(tmp);
+        for (int y = 0; y < span_h; y++)
+            for (int i = 0; i < h->out_n; i++)
+                for (int c = 0; c < ch; c++) {
+                    int32_t a = 1 << 6;
+                    for (int t = 0; t < h->taps; t++)
+                        a += h->w[(size_t)i * h->taps + t] *
+                             src[(size_t)y * stride + (size_t)(h->start[i] + t) * ch + c];
+                    tmp[((size_t)y * h->out_n + i) * ch + c] = first_pass(a);
+                }
+        for (int y = 0; y < v->out_n; y++)
+            for (int i = 0; i < h->out_n; i++)
+                for (int c = 0; c < ch; c++) {
+                    int32_t a = 1 << 20;
+                    for (int t = 0; t < v->taps; t++)
+                        a += v->w[(size_t)y * v->taps + t] *
+                             tmp[((size_t)(v->start[y] + t) * h->out_n + i) * ch + c];
+                    int o = flip ? h->out_n - 1 - i : i;
+                    dst[(size_t)y * ds + (size_t)o * ch + c] = clamp8(a);
+                }
+        free(tmp);
+        return;
+    }
     int16_t *tmp = malloc(sizeof *tmp * (size_t)span_w * ch);
     ck_assert_ptr_nonnull(tmp);
     for (int y = 0; y < v->out_n; y++) {
@@ -61,19 +101,15 @@ static void reference(const gf__rs_axis *h, const gf__rs_axis *v, const uint8_t 
             int32_t a = 1 << 6;
             for (int t = 0; t < v->taps; t++)
                 a += v->w[(size_t)y * v->taps + t] * src[(size_t)(v->start[y] + t) * stride + x];
-            a >>= 7;
-            if (a > 32767) /* not ck_assert: Check logs each call */
-                ck_abort_msg("tmp overflow");
-            tmp[x] = (int16_t)a;
+            tmp[x] = first_pass(a);
         }
         for (int i = 0; i < h->out_n; i++)
             for (int c = 0; c < ch; c++) {
                 int32_t a = 1 << 20;
                 for (int t = 0; t < h->taps; t++)
                     a += h->w[(size_t)i * h->taps + t] * tmp[(size_t)(h->start[i] + t) * ch + c];
-                a >>= 21;
                 int o = flip ? h->out_n - 1 - i : i;
-                dst[(size_t)y * ds + (size_t)o * ch + c] = (uint8_t)(a < 0 ? 0 : a > 255 ? 255 : a);
+                dst[(size_t)y * ds + (size_t)o * ch + c] = clamp8(a);
             }
     }
     free(tmp);
@@ -81,6 +117,7 @@ static void reference(const gf__rs_axis *h, const gf__rs_axis *v, const uint8_t 
 
 typedef struct geo {
     int in_w, in_h, out_w, out_h, ch, flip;
+    gf_interpolation mode;
     double x0, w, y0, h;
 } geo;
 
@@ -119,6 +156,7 @@ static geo rnd_geo(void)
     static const int chs[] = {1, 2, 3, 3, 3, 4, 4};
     g.ch = chs[rnd() % 7];
     g.flip = (int)(rnd() & 1);
+    g.mode = (gf_interpolation)(rnd() % 3);
     return g;
 }
 
@@ -129,8 +167,8 @@ static int max_taps_seen, min_taps_seen = 1000;
 static void check_geo(const geo *g, gf__resampler *rs)
 {
     gf__rs_axis h0 = {0}, v0 = {0};
-    if (gf__rs_axis_set(&h0, g->in_w, g->x0, g->w, g->out_w) ||
-        gf__rs_axis_set(&v0, g->in_h, g->y0, g->h, g->out_h)) {
+    if (gf__rs_axis_set(&h0, g->in_w, g->x0, g->w, g->out_w, g->mode) ||
+        gf__rs_axis_set(&v0, g->in_h, g->y0, g->h, g->out_h, g->mode)) {
         gf__rs_axis *ax[2] = {&h0, &v0};
         for (int k = 0; k < 2; k++) {
             free(ax[k]->start);
@@ -168,18 +206,18 @@ static void check_geo(const geo *g, gf__resampler *rs)
         ck_assert_int_eq(gf__rs_force_isa(isas[k]), 0);
         ck_assert_int_eq(gf__rs_isa(), isas[k]);
         gf__resampler *r = &rs[k];
-        ck_assert_int_eq(gf__rs_axis_set(&r->h, g->in_w, g->x0, g->w, g->out_w), 0);
-        ck_assert_int_eq(gf__rs_axis_set(&r->v, g->in_h, g->y0, g->h, g->out_h), 0);
+        ck_assert_int_eq(gf__rs_axis_set(&r->h, g->in_w, g->x0, g->w, g->out_w, g->mode), 0);
+        ck_assert_int_eq(gf__rs_axis_set(&r->v, g->in_h, g->y0, g->h, g->out_h, g->mode), 0);
         memset(got, 0xA5, dlen);
         ck_assert_int_eq(gf__resample(r, src, stride, ch, got + off, ds, g->flip), 0);
         if (memcmp(got, want, dlen) != 0) {
             size_t i = 0;
             while (got[i] == want[i])
                 i++;
-            ck_abort_msg("%s differs at byte %zu (got %d, want %d): in %dx%d crop x0=%.17g "
+            ck_abort_msg("%s, mode %d, differs at byte %zu (got %d, want %d): in %dx%d crop x0=%.17g "
                          "w=%.17g y0=%.17g h=%.17g -> %dx%d ch=%d flip=%d taps h=%d v=%d "
                          "ds=%zu off=%zu",
-                         isa_names[k], i, got[i], want[i], g->in_w, g->in_h, g->x0, g->w,
+                         isa_names[k], g->mode, i, got[i], want[i], g->in_w, g->in_h, g->x0, g->w,
                          g->y0, g->h, g->out_w, g->out_h, ch, g->flip, h0.taps, v0.taps, ds, off);
         }
     }
@@ -254,6 +292,7 @@ START_TEST(train_crops_give_the_same_bytes_on_every_isa)
         g.out_w = g.out_h = 224;
         g.ch = it % 8 == 7 ? 4 : 3;
         g.flip = (int)(rnd() & 1);
+        g.mode = (gf_interpolation)(it % 3);
         check_geo(&g, rs);
     }
     for (int k = 0; k < NISA; k++)
@@ -268,14 +307,15 @@ START_TEST(an_aligned_unscaled_crop_is_copied_exactly)
     static uint8_t src[W * H * C];
     for (size_t i = 0; i < sizeof src; i++)
         src[i] = (uint8_t)(i * 37 + (i >> 7));
-    for (int k = 0; k < NISA; k++) {
-        if (!isa_available(k))
+    for (int k = 0; k < NISA * 3; k++) { /* every ISA, every interpolation */
+        if (!isa_available(k % NISA))
             continue;
-        ck_assert_int_eq(gf__rs_force_isa(isas[k]), 0);
+        ck_assert_int_eq(gf__rs_force_isa(isas[k % NISA]), 0);
         gf__resampler r;
         memset(&r, 0, sizeof r);
-        ck_assert_int_eq(gf__rs_axis_set(&r.h, W, 5, 80, 80), 0);
-        ck_assert_int_eq(gf__rs_axis_set(&r.v, H, 3, 50, 50), 0);
+        gf_interpolation mode = (gf_interpolation)(k / NISA);
+        ck_assert_int_eq(gf__rs_axis_set(&r.h, W, 5, 80, 80, mode), 0);
+        ck_assert_int_eq(gf__rs_axis_set(&r.v, H, 3, 50, 50, mode), 0);
         uint8_t out[80 * 50 * C];
         const uint8_t *s0 = src + (size_t)r.v.lo * W * C + (size_t)r.h.lo * C;
         ck_assert_int_eq(gf__resample(&r, s0, W * C, C, out, 80 * C, 0), 0);

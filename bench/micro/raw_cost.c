@@ -96,7 +96,8 @@ static double resample_us(gf__resampler *rs, const member *m, const gf__transfor
         double s0 = gf__now();
         gf__crop c;
         gf__crop_plan(t, SW, SH, gf__sample_key(1, 0, first + (uint64_t)i), &c);
-        if (gf__rs_axis_set(&rs->h, SW, c.x, c.w, OUT) || gf__rs_axis_set(&rs->v, SH, c.y, c.h, OUT))
+        if (gf__rs_axis_set(&rs->h, SW, c.x, c.w, OUT, t->interp) ||
+            gf__rs_axis_set(&rs->v, SH, c.y, c.h, OUT, t->interp))
             exit(1);
         in_setup += gf__now() - s0;
         const uint8_t *src = m->p + m->raster + stride * rs->v.lo + (size_t)rs->h.lo * C;

@@ -58,8 +58,9 @@ import weakref
 
 from . import _gpufeed
 
-SUPPORTED = ("RandomResizedCrop(size, scale, ratio) [bilinear]", "RandomHorizontalFlip(p)",
-             "Resize(int) + CenterCrop(size) [bilinear]",
+SUPPORTED = ("RandomResizedCrop(size, scale, ratio, interpolation) [bilinear|bicubic|nearest]",
+             "RandomHorizontalFlip(p)",
+             "Resize(int, interpolation) + CenterCrop(size) [bilinear|bicubic|nearest]",
              "then TrivialAugmentWide, RandAugment, AutoAugment(IMAGENET), ColorJitter "
              "[nearest or bilinear, fill None or 0..255]",
              "ToTensor() | PILToTensor() [+ ConvertImageDtype(float32|float16|bfloat16)]",
@@ -90,11 +91,19 @@ def _pair(v, name):
     raise _unsupported(f"{name} size {v!r}")
 
 
-def _bilinear(t, name):
+def _interpolation(t, name):
+    """t's interpolation as settings' name (PIL's resize with that filter is
+    what gpufeed does); the others (LANCZOS, BOX, HAMMING, NEAREST_EXACT in
+    later torchvisions) refused by name. PIL's int codes are taken too, as
+    torchvision takes them (with a warning)."""
     import torchvision.transforms as T
     mode = getattr(t, "interpolation", T.InterpolationMode.BILINEAR)
-    if mode not in (T.InterpolationMode.BILINEAR, 2):  # PIL.Image.BILINEAR is 2
+    names = {T.InterpolationMode.BILINEAR: "bilinear", T.InterpolationMode.BICUBIC: "bicubic",
+             T.InterpolationMode.NEAREST: "nearest",
+             2: "bilinear", 3: "bicubic", 0: "nearest"}  # PIL.Image.BILINEAR, BICUBIC, NEAREST
+    if isinstance(mode, bool) or mode not in names:
         raise _unsupported(f"{name} with interpolation={mode}")
+    return names[mode]
 
 
 def _interp_word(t, name):
@@ -245,13 +254,12 @@ def translate_transform(transform):
         if stages and tensor is None and not isinstance(t, (T.ToTensor, T.PILToTensor)):
             raise _unsupported(f"{name} after {type(steps[i - 1]).__name__}")
         if isinstance(t, T.RandomResizedCrop) and geometry is None:
-            _bilinear(t, name)
             h, w = _pair(t.size, name)
-            kw.update(transform="train", image_size=(h, w), scale=tuple(t.scale),
-                      ratio=tuple(t.ratio))
+            kw.update(interpolation=_interpolation(t, name), transform="train", image_size=(h, w),
+                      scale=tuple(t.scale), ratio=tuple(t.ratio))
             geometry = name
         elif isinstance(t, T.Resize) and geometry is None:
-            _bilinear(t, name)
+            kw.update(interpolation=_interpolation(t, name))  # CenterCrop has none: one mode
             nxt = steps[i + 1] if i + 1 < len(steps) else None
             size = t.size[0] if isinstance(t.size, (tuple, list)) and len(t.size) == 1 else t.size
             if not isinstance(size, int) or t.max_size is not None:

@@ -54,7 +54,12 @@ def targets(loader, epochs=1):
     ("timeout", dict(timeout=5)),
     ("Resize without a CenterCrop", dict(dataset=T.Compose([T.Resize(32), T.ToTensor()]))),
     ("interpolation", dict(dataset=T.Compose([
-        T.RandomResizedCrop(32, interpolation=T.InterpolationMode.NEAREST), T.ToTensor()]))),
+        T.RandomResizedCrop(32, interpolation=T.InterpolationMode.LANCZOS), T.ToTensor()]))),
+    ("interpolation=InterpolationMode.BOX", dict(dataset=T.Compose([
+        T.Resize(36, interpolation=T.InterpolationMode.BOX), T.CenterCrop(32), T.ToTensor()]))),
+    ("interpolation=InterpolationMode.HAMMING", dict(dataset=T.Compose([
+        T.RandomResizedCrop(32, interpolation=T.InterpolationMode.HAMMING),
+        T.ToTensor()]))),
     ("PIL images", dict(dataset=T.Compose([T.RandomResizedCrop(32)]))),
 ])
 def test_what_gpufeed_cannot_do_exactly_is_refused_by_name(root, what, kw):
@@ -64,6 +69,26 @@ def test_what_gpufeed_cannot_do_exactly_is_refused_by_name(root, what, kw):
         gpufeed.DataLoader(ds, **kw)
     assert "RandomResizedCrop" in str(e.value)  # it lists what is supported
     assert isinstance(e.value, ValueError)
+
+
+@pytest.mark.parametrize("mode, name", [(T.InterpolationMode.BILINEAR, "bilinear"),
+                                        (T.InterpolationMode.BICUBIC, "bicubic"),
+                                        (T.InterpolationMode.NEAREST, "nearest")])
+def test_interpolation_is_taken_to_the_settings(mode, name):
+    from gpufeed.dataloader import translate_transform
+    for tf in (T.Compose([T.RandomResizedCrop(32, interpolation=mode), T.ToTensor()]),
+               T.Compose([T.Resize(36, interpolation=mode), T.CenterCrop(32), T.ToTensor()])):
+        assert translate_transform(tf)[0]["interpolation"] == name
+
+
+def test_a_loader_takes_interpolation(root):
+    batches = {}
+    for name in ("bilinear", "bicubic", "nearest"):
+        with gpufeed.Loader(root, batch_size=4, image_size=32, interpolation=name) as loader:
+            b = next(iter(loader))
+            assert memoryview(b.data).shape == (4, 32, 32, 3)
+            batches[name] = bytes(memoryview(b.data))
+    assert len(set(batches.values())) == 3  # each its own resize
 
 
 @pytest.mark.parametrize("kw", [dict(num_workers=0, persistent_workers=True),
