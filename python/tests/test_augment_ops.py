@@ -149,6 +149,20 @@ def test_adjust_is_torchvisions(kind, name):
     assert worst == 0, f"{kind} on {name}: max diff {worst}, {share:.2%} of bytes differ"
 
 
+@pytest.mark.parametrize("op,mag", [("Rotate", 0.7), ("Rotate", -13.0), ("ShearX", -0.2), ("ShearY", 0.3)])
+def test_wide_image_takes_pils_double_engine(op, mag):
+    """Past 32768 at a corner ImagingTransformAffine leaves 16.16 fixed point
+    for running sums in double: a 32768-wide strip sheared reaches it (the
+    rotations stay fixed point, their own check)."""
+    rng = np.random.default_rng(7)
+    for c, mode in ((1, "L"), (3, "RGB")):
+        arr = rng.integers(0, 256, size=(5, 32768, c), dtype=np.uint8)
+        img = Image.fromarray(arr[:, :, 0] if c == 1 else arr, mode)
+        want = autoaugment._apply_op(img, op, mag, interpolation=InterpolationMode.NEAREST, fill=None)
+        got = _gpufeed._augment_op(op, mag, img.tobytes(), 32768, 5, c)
+        assert diff(want, got)[0] == 0
+
+
 def test_bad_arguments_name_themselves():
     raw = bytes(12)
     with pytest.raises(ValueError, match="op_name"):
