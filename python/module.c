@@ -1,6 +1,6 @@
 /*
- * gpufeed._gpufeed: the module, the settings table, verify and
- * decode_image (the exceptions are errors.c's, settings from a dict
+ * gpufeed._gpufeed: the module, the settings table, verify, decode_image
+ * and the augment ops' test hooks (the exceptions are errors.c's, settings from a dict
  * settings.c's, the _Loader type loader.c's). Python type
  * checks and composite keywords live in gpufeed/__init__.py.
  * Runs on the Python threads that call it; blocking calls drop the GIL.
@@ -12,6 +12,8 @@
 #include <time.h>
 
 #include "gpufeed_py.h"
+
+#include "augment_ops.h"
 
 /* ---- Settings --------------------------------------------------------- */
 
@@ -332,6 +334,131 @@ static PyObject *decode_image(PyObject *m, PyObject *args)
     return out;
 }
 
+/* ---- Augment ops, for the tests against torchvision -------------------- */
+
+/* The image's size checked against its bytes: 0, or -1 with ValueError
+ * naming the bad argument. */
+static int check_image(const char *fn, const Py_buffer *img, int w, int h, int c)
+{
+    if (w < 1 || h < 1 || w > (1 << 15) || h > (1 << 15)) {
+        PyErr_Format(PyExc_ValueError, "%s: w and h must be in 1..32768 (%d x %d)", fn, w, h);
+        return -1;
+    }
+    if (c != 1 && c != 3) {
+        PyErr_Format(PyExc_ValueError, "%s: c must be 1 or 3 (%d)", fn, c);
+        return -1;
+    }
+    if (img->len != (Py_ssize_t)w * h * c) {
+        PyErr_Format(PyExc_ValueError, "%s: image has %zd bytes, w*h*c is %zd", fn, img->len,
+                     (Py_ssize_t)w * h * c);
+        return -1;
+    }
+    return 0;
+}
+
+/* fill: None, a number or c numbers in 0..255, each taken as int() takes
+ * it (torchvision's _parse_fill). 1 with fill[] set, 0 for None, -1. */
+static int parse_fill(PyObject *obj, int c, uint8_t fill[3])
+{
+    if (obj == Py_None)
+        return 0;
+    int seq = PySequence_Check(obj) && !PyUnicode_Check(obj) && !PyBytes_Check(obj);
+    if (seq && PySequence_Size(obj) != c) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "_augment_op: fill must have c = %d values", c);
+        return -1;
+    }
+    for (int b = 0; b < c; b++) {
+        PyObject *item = seq ? PySequence_GetItem(obj, b) : Py_NewRef(obj);
+        PyObject *as_int = item ? PyNumber_Long(item) : NULL;
+        long v = as_int ? PyLong_AsLong(as_int) : -1;
+        Py_XDECREF(item);
+        Py_XDECREF(as_int);
+        if (PyErr_Occurred() || v < 0 || v > 255) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError, "_augment_op: fill must be None, a number or c numbers in 0..255");
+            return -1;
+        }
+        fill[b] = (uint8_t)v;
+    }
+    return 1;
+}
+
+/* _augment_op(op_name, magnitude, image, w, h, c, interpolation="nearest",
+ * fill=None): the bytes torchvision's autoaugment._apply_op gives. */
+static PyObject *augment_op(PyObject *m, PyObject *args)
+{
+    (void)m;
+    const char *name, *interp_name = "nearest";
+    double magnitude;
+    Py_buffer img;
+    int w, h, c;
+    PyObject *fill_obj = Py_None, *out = NULL;
+    if (!PyArg_ParseTuple(args, "sdy*iii|sO:_augment_op", &name, &magnitude, &img, &w, &h, &c,
+                          &interp_name, &fill_obj))
+        return NULL;
+    gf__aug_op op = gf__aug_op_from_name(name);
+    gf_interpolation interp = strcmp(interp_name, "bilinear") == 0 ? GF_INTERP_BILINEAR : GF_INTERP_NEAREST;
+    uint8_t fill[3];
+    int has_fill;
+    if (op == GF__OP_COUNT)
+        PyErr_Format(PyExc_ValueError, "_augment_op: op_name: no op '%s'", name);
+    else if (strcmp(interp_name, "nearest") != 0 && strcmp(interp_name, "bilinear") != 0)
+        PyErr_Format(PyExc_ValueError, "_augment_op: interpolation must be 'nearest' or 'bilinear' ('%s')",
+                     interp_name);
+    else if (check_image("_augment_op", &img, w, h, c) == 0 &&
+             (has_fill = parse_fill(fill_obj, c, fill)) >= 0) {
+        uint8_t *scratch = malloc((size_t)img.len);
+        out = scratch ? PyBytes_FromStringAndSize(img.buf, img.len) : PyErr_NoMemory();
+        if (out) {
+            uint8_t *px = (uint8_t *)PyBytes_AsString(out);
+            Py_BEGIN_ALLOW_THREADS
+            gf__aug_apply(op, magnitude, px, w, h, c, interp, has_fill ? fill : NULL, scratch);
+            Py_END_ALLOW_THREADS
+        }
+        free(scratch);
+    }
+    PyBuffer_Release(&img);
+    return out;
+}
+
+/* _adjust(kind, factor, image, w, h, c): ColorJitter's step kind
+ * ("brightness", "contrast", "saturation", "hue") as torchvision's
+ * adjust_* gives it. */
+static PyObject *adjust(PyObject *m, PyObject *args)
+{
+    (void)m;
+    static const struct {
+        const char *kind;
+        void (*fn)(uint8_t *, int, int, int, double);
+    } kinds[] = {{"brightness", gf__adjust_brightness}, {"contrast", gf__adjust_contrast},
+                 {"saturation", gf__adjust_saturation}, {"hue", gf__adjust_hue}};
+    const char *kind;
+    double factor;
+    Py_buffer img;
+    int w, h, c;
+    PyObject *out = NULL;
+    if (!PyArg_ParseTuple(args, "sdy*iii:_adjust", &kind, &factor, &img, &w, &h, &c))
+        return NULL;
+    void (*fn)(uint8_t *, int, int, int, double) = NULL;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strcmp(kind, kinds[i].kind) == 0)
+            fn = kinds[i].fn;
+    if (!fn)
+        PyErr_Format(PyExc_ValueError, "_adjust: kind: no adjustment '%s'", kind);
+    else if (fn == gf__adjust_hue && !(factor >= -0.5 && factor <= 0.5))
+        PyErr_Format(PyExc_ValueError, "_adjust: factor: hue_factor must be in [-0.5, 0.5] (%g)", factor);
+    else if (check_image("_adjust", &img, w, h, c) == 0 &&
+             (out = PyBytes_FromStringAndSize(img.buf, img.len))) {
+        uint8_t *px = (uint8_t *)PyBytes_AsString(out);
+        Py_BEGIN_ALLOW_THREADS
+        fn(px, w, h, c, factor);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&img);
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
     {"decode_image", decode_image, METH_VARARGS, NULL},
     {"verify", verify, METH_VARARGS, NULL},
@@ -341,6 +468,8 @@ static PyMethodDef module_methods[] = {
     {"get_setting", get_setting, METH_VARARGS, "a setting's text after fields are set"},
     {"_augment_draws", gfp_augment_draws, METH_VARARGS, "test hook: augment's draws per key"},
     {"_erase_rects", gfp_erase_rects, METH_VARARGS, "test hook: erase's rectangles per key"},
+    {"_augment_op", augment_op, METH_VARARGS, "torchvision's autoaugment._apply_op over PIL, in C"},
+    {"_adjust", adjust, METH_VARARGS, "torchvision's adjust_brightness/contrast/saturation/hue over PIL, in C"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -243,7 +243,7 @@ void gf__augment_cell(const gf__augment *a, uint64_t key, uint8_t *px, uint8_t *
             gf__adjust_saturation(px, w, h, c, m);
             break;
         case GF__JITTER_HUE:
-            gf__adjust_hue(px, w, h, c, m, scratch);
+            gf__adjust_hue(px, w, h, c, m);
             break;
         default:
             gf__aug_apply((gf__aug_op)d[i].d.op, m, px, w, h, c, st->interp,
