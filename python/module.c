@@ -398,13 +398,17 @@ static PyObject *augment_op(PyObject *m, PyObject *args)
                           &interp_name, &fill_obj))
         return NULL;
     gf__aug_op op = gf__aug_op_from_name(name);
-    gf_interpolation interp = strcmp(interp_name, "bilinear") == 0 ? GF_INTERP_BILINEAR : GF_INTERP_NEAREST;
+    gf_interpolation interp = !strcmp(interp_name, "bilinear")  ? GF_INTERP_BILINEAR
+                              : !strcmp(interp_name, "bicubic") ? GF_INTERP_BICUBIC
+                                                                : GF_INTERP_NEAREST;
     uint8_t fill[3];
     int has_fill;
     if (op == GF__OP_COUNT)
         PyErr_Format(PyExc_ValueError, "_augment_op: op_name: no op '%s'", name);
-    else if (strcmp(interp_name, "nearest") != 0 && strcmp(interp_name, "bilinear") != 0)
-        PyErr_Format(PyExc_ValueError, "_augment_op: interpolation must be 'nearest' or 'bilinear' ('%s')",
+    else if (strcmp(interp_name, "nearest") && strcmp(interp_name, "bilinear") &&
+             strcmp(interp_name, "bicubic"))
+        PyErr_Format(PyExc_ValueError,
+                     "_augment_op: interpolation must be 'nearest', 'bilinear' or 'bicubic' ('%s')",
                      interp_name);
     else if (check_image("_augment_op", &img, w, h, c) == 0 &&
              (has_fill = parse_fill(fill_obj, c, fill)) >= 0) {

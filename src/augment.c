@@ -359,8 +359,10 @@ static int interp_of(parser *p, const char *v, gf_interpolation *out)
         *out = GF_INTERP_NEAREST;
     else if (!strcmp(v, "bilinear"))
         *out = GF_INTERP_BILINEAR;
+    else if (!strcmp(v, "bicubic"))
+        *out = GF_INTERP_BICUBIC;
     else
-        FAIL_("augment: %s: interpolation %s (nearest or bilinear)", p->stage, v);
+        FAIL_("augment: %s: interpolation %s (nearest, bilinear or bicubic)", p->stage, v);
     return 0;
 }
 

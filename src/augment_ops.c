@@ -224,6 +224,61 @@ static void affine_bilinear(const uint8_t *in, uint8_t *out, int w, int h, int c
 #undef YCLIP
 }
 
+/* ImagingGenericTransform with bicubic_filter8 / bicubic_filter32RGB: PIL's
+ * cubic (a = -1 in its polynomial form) over the 4x4 neighbours, columns
+ * clipped to the image, rows past it taking the row before's value;
+ * clipped to [0, 255] and truncated. */
+static double pil_cubic(double v1, double v2, double v3, double v4, double d)
+{
+    double p1 = v2, p2 = -v1 + v3, p3 = 2 * (v1 - v2) + v3 - v4, p4 = -v1 + v2 - v3 + v4;
+    return p1 + d * (p2 + d * (p3 + d * p4));
+}
+
+static void affine_bicubic(const uint8_t *in, uint8_t *out, int w, int h, int c,
+                           const double a[6], const uint8_t *fill)
+{
+#define XCLIP(x) (((x) < 0) ? 0 : ((x) < w) ? (x) : w - 1)
+#define YCLIP(y) (((y) < 0) ? 0 : ((y) < h) ? (y) : h - 1)
+    for (int y = 0; y < h; y++) {
+        uint8_t *row = out + (size_t)y * w * c;
+        for (int x = 0; x < w; x++) {
+            double xi = x + 0.5, yi = y + 0.5;
+            double xin = a[0] * xi + a[1] * yi + a[2];
+            double yin = a[3] * xi + a[4] * yi + a[5];
+            if (xin < 0.0 || xin >= w || yin < 0.0 || yin >= h) {
+                put_fill(row + (size_t)x * c, c, fill);
+                continue;
+            }
+            xin -= 0.5;
+            yin -= 0.5;
+            int x0 = FLOOR(xin), y0 = FLOOR(yin);
+            double dx = xin - x0, dy = yin - y0;
+            x0--;
+            y0--;
+            int cols[4];
+            for (int k = 0; k < 4; k++)
+                cols[k] = XCLIP(x0 + k) * c;
+            for (int b = 0; b < c; b++) {
+                double v[4];
+                const uint8_t *r = in + (size_t)YCLIP(y0) * w * c + b;
+                v[0] = pil_cubic(r[cols[0]], r[cols[1]], r[cols[2]], r[cols[3]], dx);
+                for (int k = 1; k < 4; k++) {
+                    if (y0 + k >= 0 && y0 + k < h) {
+                        r = in + (size_t)(y0 + k) * w * c + b;
+                        v[k] = pil_cubic(r[cols[0]], r[cols[1]], r[cols[2]], r[cols[3]], dx);
+                    } else {
+                        v[k] = v[k - 1];
+                    }
+                }
+                double o = pil_cubic(v[0], v[1], v[2], v[3], dy);
+                row[(size_t)x * c + b] = o <= 0.0 ? 0 : o >= 255.0 ? 255 : (uint8_t)o;
+            }
+        }
+    }
+#undef XCLIP
+#undef YCLIP
+}
+
 /* Image.transform(size, AFFINE, a, resample, fillcolor) onto the same size:
  * ImagingTransformAffine's choice of engine. */
 static void pil_affine(const uint8_t *in, uint8_t *out, int w, int h, int c, const double a[6],
@@ -231,6 +286,8 @@ static void pil_affine(const uint8_t *in, uint8_t *out, int w, int h, int c, con
 {
     if (interp == GF_INTERP_BILINEAR)
         affine_bilinear(in, out, w, h, c, a, fill);
+    else if (interp == GF_INTERP_BICUBIC)
+        affine_bicubic(in, out, w, h, c, a, fill);
     else if (a[1] == 0 && a[3] == 0)
         scale_affine(in, out, w, h, c, a, fill);
     else if (check_fixed(a, 0, 0) && check_fixed(a, w, h) && check_fixed(a, 0, h) &&

@@ -36,7 +36,7 @@ typedef enum gf__aug_op {
 /* torchvision's _apply_op(img, name, magnitude, interpolation, fill) over
  * PIL, in place. magnitude: as torchvision's forward passes it (the
  * float32 bin value widened to double, negated for the signed half).
- * interp: GF_INTERP_NEAREST or GF_INTERP_BILINEAR (any other is taken as
+ * interp: GF_INTERP_NEAREST, _BILINEAR or _BICUBIC (any other is taken as
  * NEAREST). fill: c bytes, or NULL for fill=None (black). scratch: at
  * least w*h*c bytes, not overlapping img; its contents are undefined
  * after. */

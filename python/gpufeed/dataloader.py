@@ -62,7 +62,7 @@ SUPPORTED = ("RandomResizedCrop(size, scale, ratio, interpolation) [bilinear|bic
              "RandomHorizontalFlip(p)",
              "Resize(int, interpolation) + CenterCrop(size) [bilinear|bicubic|nearest]",
              "then TrivialAugmentWide, RandAugment, AutoAugment(IMAGENET), ColorJitter "
-             "[nearest or bilinear, fill None or 0..255]",
+             "[nearest, bilinear or bicubic; fill None or 0..255]",
              "ToTensor() | PILToTensor() [+ ConvertImageDtype(float32|float16|bfloat16)]",
              "Normalize(mean, std) (torchvision's 0..1 units)",
              "RandomErasing(p, scale, ratio, value) last [value a number or one per channel]",
@@ -110,7 +110,8 @@ def _interp_word(t, name):
     import torchvision.transforms as T
     mode = t.interpolation
     words = {T.InterpolationMode.NEAREST: "nearest", T.InterpolationMode.BILINEAR: "bilinear",
-             0: "nearest", 2: "bilinear"}  # PIL's int codes, which torchvision still takes
+             T.InterpolationMode.BICUBIC: "bicubic",
+             0: "nearest", 2: "bilinear", 3: "bicubic"}  # PIL's int codes, still taken
     if mode not in words:
         raise _unsupported(f"{name} with interpolation={mode}")
     return words[mode]

@@ -237,7 +237,8 @@ def batches(root, **kw):
 @pytest.mark.parametrize("spec", ["ta_wide", "randaugment num_ops=3 magnitude=12",
                                   "autoaugment fill=9,99,199",
                                   "jitter brightness=0.4 contrast=0.4 saturation=0.4 hue=0.1",
-                                  "ta_wide interpolation=bilinear"])
+                                  "ta_wide interpolation=bilinear",
+                                  "randaugment interpolation=bicubic fill=0,255,0"])
 def test_a_loaders_pixels_are_torchvisions_ops_on_its_crop(tmp_path, spec):
     """Each sample: gpufeed's augmented cell == torchvision's _apply_op /
     adjust_* (over PIL) applied, with the parameters gpufeed drew, to the
@@ -247,8 +248,9 @@ def test_a_loaders_pixels_are_torchvisions_ops_on_its_crop(tmp_path, spec):
     stage = spec.split()[0]
     t = {"ta_wide": T.TrivialAugmentWide(), "randaugment": T.RandAugment(),
          "autoaugment": T.AutoAugment(), "jitter": None}[stage]
-    interp = T.InterpolationMode.BILINEAR if "bilinear" in spec else T.InterpolationMode.NEAREST
-    fill = [9, 99, 199] if "fill" in spec else None
+    interp = (T.InterpolationMode.BILINEAR if "bilinear" in spec else
+              T.InterpolationMode.BICUBIC if "bicubic" in spec else T.InterpolationMode.NEAREST)
+    fill = [int(v) for v in spec.split("fill=")[1].split(",")] if "fill" in spec else None
     adjust = {"brightness": F.adjust_brightness, "contrast": F.adjust_contrast,
               "saturation": F.adjust_saturation, "hue": F.adjust_hue}
     worst = 0

@@ -67,7 +67,8 @@ def magnitudes(op, size):
 OPS = ["Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
        "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize", "Invert"]
 GEOMETRIC = ["ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate"]
-INTERP = {"nearest": InterpolationMode.NEAREST, "bilinear": InterpolationMode.BILINEAR}
+INTERP = {"nearest": InterpolationMode.NEAREST, "bilinear": InterpolationMode.BILINEAR,
+          "bicubic": InterpolationMode.BICUBIC}
 
 
 def _channels(img):
@@ -107,14 +108,15 @@ def test_op_nearest_is_torchvisions(op, name):
     assert worst == 0, f"{op} on {name}: max diff {worst}, {share:.2%} of bytes differ"
 
 
+@pytest.mark.parametrize("interpolation", ["bilinear", "bicubic"])
 @pytest.mark.parametrize("name", ["hopper224", "hopper57x43", "minduka128", "hopper57x43_grey"])
 @pytest.mark.parametrize("op", GEOMETRIC)
-def test_op_bilinear_is_torchvisions(op, name):
-    worst, share, _ = measure_op(op, name, "bilinear")
+def test_op_bilinear_and_bicubic_are_torchvisions(op, name, interpolation):
+    worst, share, _ = measure_op(op, name, interpolation)
     assert worst == 0, f"{op} on {name}: max diff {worst}, {share:.2%} of bytes differ"
 
 
-@pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])
+@pytest.mark.parametrize("interpolation", ["nearest", "bilinear", "bicubic"])
 @pytest.mark.parametrize("op", GEOMETRIC)
 def test_fill_is_torchvisions(op, interpolation):
     for name in ["hopper224", "hopper57x43", "hopper57x43_grey"]:
@@ -172,7 +174,7 @@ def test_bad_arguments_name_themselves():
     with pytest.raises(ValueError, match="c must"):
         _gpufeed._augment_op("ShearX", 0.1, bytes(16), 2, 2, 4)
     with pytest.raises(ValueError, match="interpolation"):
-        _gpufeed._augment_op("ShearX", 0.1, raw, 2, 2, 3, "bicubic")
+        _gpufeed._augment_op("ShearX", 0.1, raw, 2, 2, 3, "lanczos")
     with pytest.raises(ValueError, match="fill"):
         _gpufeed._augment_op("ShearX", 0.1, raw, 2, 2, 3, "nearest", (1, 2))
     with pytest.raises(ValueError, match="kind"):
