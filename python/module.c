@@ -341,6 +341,8 @@ static PyMethodDef module_methods[] = {
     {"get_setting", get_setting, METH_VARARGS, "a setting's text after fields are set"},
     {"_augment_draws", gfp_augment_draws, METH_VARARGS, "test hook: augment's draws per key"},
     {"_erase_rects", gfp_erase_rects, METH_VARARGS, "test hook: erase's rectangles per key"},
+    {"_mix_draw", gfp_mix_draw, METH_VARARGS, "test hook: mix's draw for a batch"},
+    {"_beta_draws", gfp_beta_draws, METH_VARARGS, "test hook: Beta draws per key"},
     {NULL, NULL, 0, NULL},
 };
 
