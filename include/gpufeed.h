@@ -525,7 +525,9 @@ typedef struct gf_settings {
     gf_interpolation interpolation; /* GF_INTERP_BILINEAR: the crop's resize */
     /* Augmentations after the crop and flip, in torchvision's words and
      * order, ';' between stages (README: "Augmentations"):
-     * "ta_wide; erase p=0.25". NULL or "": none. */
+     * "ta_wide; erase p=0.25". NULL or "": none. The last may be
+     * "mix mixup=1 cutmix=1 switch=0.5 classes=N": MixUp or CutMix over
+     * each batch with soft targets (gf_batch.targets; float dtypes only). */
     const char *augment;   /* (4 bytes of padding before it) */
     uint8_t reserved[16];  /* zero; room for fields without an ABI break */
 } gf_settings;
@@ -605,6 +607,13 @@ typedef struct gf_batch {
      * default's two are the image and the label. */
     int n_fields;
     const gf_field *fields;
+    /* settings.augment's `mix` (MixUp/CutMix): the soft targets, count x
+     * n_classes float32, row i lam * onehot(labels[i]) + (1 - lam) *
+     * onehot(labels[i - 1]) (row 0 pairs with the last), where data is
+     * (device memory on CUDA, ready with it); NULL and 0 without mix.
+     * Valid as data is. */
+    const float *targets;
+    int n_classes;
 } gf_batch;
 
 #define GF_RECENT_ERRORS 8

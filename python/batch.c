@@ -1,6 +1,6 @@
 /*
- * gpufeed.Batch and gpufeed.Array: one delivered batch and its three arrays
- * (data, labels, indices), exported without a copy through DLPack (legacy
+ * gpufeed.Batch and gpufeed.Array: one delivered batch and its arrays
+ * (data, labels, indices; targets with augment's mix), exported without a copy through DLPack (legacy
  * and versioned) and the buffer protocol. Every export holds the batch's
  * slot (gfp_slot); its deleter or buffer release drops it, on any thread.
  * Python calls run with the GIL; the DLPack deleters may run without it.
@@ -21,7 +21,7 @@ typedef struct {
     uint64_t epoch, position;
 } BatchObject;
 
-enum { ARR_DATA, ARR_LABELS, ARR_INDICES };
+enum { ARR_DATA, ARR_LABELS, ARR_INDICES, ARR_TARGETS };
 
 typedef struct {
     PyObject_HEAD
@@ -173,6 +173,13 @@ static PyObject *batch_array(BatchObject *self, int which)
                             nchw ? b->height : b->width, nchw ? b->width : b->channels};
         return new_array(self, b->data, 4, shape, b->dtype, b->device == GF_DEVICE_CUDA);
     }
+    if (which == ARR_TARGETS) {
+        if (!b->targets)
+            Py_RETURN_NONE;
+        int64_t shape[2] = {b->count, b->n_classes};
+        return new_array(self, (void *)b->targets, 2, shape, GF_DTYPE_FLOAT32,
+                         b->device == GF_DEVICE_CUDA);
+    }
     int64_t n = b->count;
     return new_array(self, which == ARR_LABELS ? (void *)self->slot->labels64 : (void *)b->indices,
                      1, &n, GF_DTYPE_INT64, 0);
@@ -181,6 +188,7 @@ static PyObject *batch_array(BatchObject *self, int which)
 static PyObject *batch_get_data(PyObject *op, void *c) { (void)c; return batch_array((BatchObject *)op, ARR_DATA); }
 static PyObject *batch_get_labels(PyObject *op, void *c) { (void)c; return batch_array((BatchObject *)op, ARR_LABELS); }
 static PyObject *batch_get_indices(PyObject *op, void *c) { (void)c; return batch_array((BatchObject *)op, ARR_INDICES); }
+static PyObject *batch_get_targets(PyObject *op, void *c) { (void)c; return batch_array((BatchObject *)op, ARR_TARGETS); }
 static PyObject *batch_get_count(PyObject *op, void *c) { (void)c; return PyLong_FromLong(touch(op)->count); }
 static PyObject *batch_get_epoch(PyObject *op, void *c) { (void)c; return PyLong_FromUnsignedLongLong(touch(op)->epoch); }
 static PyObject *batch_get_position(PyObject *op, void *c) { (void)c; return PyLong_FromUnsignedLongLong(touch(op)->position); }
@@ -266,6 +274,8 @@ static PyGetSetDef batch_getset[] = {
     {"labels", batch_get_labels, NULL, "int64 labels (torch's losses take them as they are): "
                                        "an Array (N,), a copy of the C batch's int32", NULL},
     {"indices", batch_get_indices, NULL, "int64 data set indices: an Array (N,)", NULL},
+    {"targets", batch_get_targets, NULL, "augment's mix: the soft targets, a float32 Array "
+                                         "(N, classes) where data is; None without mix", NULL},
     {"count", batch_get_count, NULL, "samples in the batch", NULL},
     {"epoch", batch_get_epoch, NULL, "the epoch of these samples", NULL},
     {"position", batch_get_position, NULL, "where the epoch resumes after this batch", NULL},

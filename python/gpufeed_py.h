@@ -99,6 +99,8 @@ int gfp_settings_from(gf_settings *s, PyObject *data, PyObject *fields);
 /* augment_hooks.c: the tests' view of the augmentation draws */
 PyObject *gfp_augment_draws(PyObject *m, PyObject *args);
 PyObject *gfp_erase_rects(PyObject *m, PyObject *args);
+PyObject *gfp_mix_draw(PyObject *m, PyObject *args);
+PyObject *gfp_beta_draws(PyObject *m, PyObject *args);
 /* settings.c: one field from its text (a str; a PATH's kept as borrowed),
  * TypeError/ValueError set as the table says. 0 or -1. */
 int gfp_setting_set(gf_settings *s, PyObject *key, PyObject *value);

@@ -474,6 +474,8 @@ static PyMethodDef module_methods[] = {
     {"_erase_rects", gfp_erase_rects, METH_VARARGS, "test hook: erase's rectangles per key"},
     {"_augment_op", augment_op, METH_VARARGS, "torchvision's autoaugment._apply_op over PIL, in C"},
     {"_adjust", adjust, METH_VARARGS, "torchvision's adjust_brightness/contrast/saturation/hue over PIL, in C"},
+    {"_mix_draw", gfp_mix_draw, METH_VARARGS, "test hook: mix's draw for a batch"},
+    {"_beta_draws", gfp_beta_draws, METH_VARARGS, "test hook: Beta draws per key"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -474,18 +474,46 @@ static int set_key(parser *p, gf__augment *a, gf__aug_stage *st, int is_erase, c
                                           : "policy, interpolation, fill");
 }
 
+/* mix's KEY=VALUE: torchvision v2's MixUp(alpha) and CutMix(alpha), timm's
+ * switch_prob, num_classes. */
+static int mix_key(parser *p, gf__augment *a, const char *key, const char *v)
+{
+    double x;
+    if (!strcmp(key, "mixup") || !strcmp(key, "cutmix")) {
+        if (numbers(v, &x, 1) != 1 || !(x >= 0) || x > 1e6)
+            FAIL_("augment: mix: %s=%s (an alpha >= 0; 0 turns it off)", key, v);
+        *(key[0] == 'm' ? &a->mixup_alpha : &a->cutmix_alpha) = x;
+    } else if (!strcmp(key, "switch")) {
+        if (numbers(v, &x, 1) != 1 || x < 0 || x > 1)
+            FAIL_("augment: mix: switch=%s (CutMix's probability, 0..1)", v);
+        a->mix_switch = x;
+    } else if (!strcmp(key, "classes")) {
+        return int_of(p, key, v, 1, 1 << 20, &a->mix_classes);
+    } else {
+        FAIL_("augment: mix: no setting %s (mixup, cutmix, switch, classes)", key);
+    }
+    return 0;
+}
+
 static int parse_stage(parser *p, gf__augment *a, char *text)
 {
     char *save = NULL, *word = strtok_r(text, " \t\n", &save);
     if (!word)
         return 0; /* an empty stage: "a;;b", or a trailing ';' */
     p->stage = word;
-    if (a->erase)
-        FAIL_("augment: %s after erase (RandomErasing works on the output: it comes last)",
+    if (a->mix)
+        FAIL_("augment: %s after mix (MixUp/CutMix mixes the whole batch: it comes last)",
               word);
-    int is_erase = !strcmp(word, "erase");
+    int is_erase = !strcmp(word, "erase"), is_mix = !strcmp(word, "mix");
+    if (a->erase && !is_mix)
+        FAIL_("augment: %s after erase (RandomErasing works on the output: it comes last, "
+              "but for mix)", word);
     gf__aug_stage *st = NULL;
-    if (is_erase) {
+    if (is_mix) {
+        a->mix = 1;
+        a->mixup_alpha = a->cutmix_alpha = 1.0; /* MixUp()'s and CutMix()'s */
+        a->mix_switch = 0.5;                    /* RandomChoice of the two */
+    } else if (is_erase) {
         a->erase = 1;
         a->erase_p = 0.5; /* RandomErasing()'s defaults */
         a->erase_scale[0] = 0.02, a->erase_scale[1] = 0.33;
@@ -505,18 +533,20 @@ static int parse_stage(parser *p, gf__augment *a, char *text)
         else if (!strcmp(word, "jitter"))
             st->kind = GF__AUG_JITTER;
         else
-            FAIL_("augment: no stage %s (ta_wide, randaugment, autoaugment, jitter, erase)",
-                  word);
+            FAIL_("augment: no stage %s (ta_wide, randaugment, autoaugment, jitter, erase, "
+                  "mix)", word);
     }
     while ((word = strtok_r(NULL, " \t\n", &save))) {
         char *eq = strchr(word, '=');
         if (!eq || eq == word || !eq[1])
             FAIL_("augment: %s: %s is not KEY=VALUE", p->stage, word);
         *eq = '\0';
-        int rc = set_key(p, a, st, is_erase, word, eq + 1);
+        int rc = is_mix ? mix_key(p, a, word, eq + 1) : set_key(p, a, st, is_erase, word, eq + 1);
         if (rc)
             return rc;
     }
+    if (is_mix && a->mixup_alpha == 0 && a->cutmix_alpha == 0)
+        FAIL_("augment: mix: mixup=0 and cutmix=0 leave nothing to do");
     if (st && st->kind == GF__AUG_RANDAUGMENT && st->magnitude >= st->bins)
         FAIL_("augment: randaugment: magnitude %d is not below bins %d", st->magnitude, st->bins);
     return 0;

@@ -6,7 +6,8 @@
  * the convert job, or in the cell when the batch is uint8). Parsed once at
  * open; every draw is a pure function of the sample's key, with
  * torchvision's distributions (the order and count of draws are not
- * torch's: the key's stream is gpufeed's own). */
+ * torch's: the key's stream is gpufeed's own). Last, MixUp or CutMix over
+ * the whole converted batch (batch_mix.c), drawn per batch. */
 #ifndef GF_AUGMENT_H
 #define GF_AUGMENT_H
 
@@ -42,6 +43,10 @@ typedef struct gf__augment {
     int erase;                   /* RandomErasing(p, scale, ratio, value) */
     double erase_p, erase_scale[2], erase_ratio[2];
     float erase_value[4];        /* per channel, in the output's units */
+    int mix;                     /* MixUp / CutMix, the last stage (batch_mix.c) */
+    double mixup_alpha, cutmix_alpha, mix_switch; /* an alpha of 0: that one off */
+    int mix_classes;             /* the targets' width; 0 until the loader gives
+                                    the data set's (parsed without classes=) */
 } gf__augment;
 
 /* One op as drawn: what torchvision's _apply_op was called with (op a
@@ -69,5 +74,50 @@ int gf__erase_rect(const gf__augment *a, uint64_t key, int *i, int *j, int *h, i
 void gf__erase_cell(const gf__augment *a, uint64_t key, uint8_t *px);
 /* RandomErasing on one converted sample (cv's dtype and layout). */
 void gf__erase_out(const gf__augment *a, const gf__convert *cv, uint64_t key, void *sample);
+
+/* ---- MixUp / CutMix (batch_mix.c): torchvision v2's, per batch ---- */
+
+enum { GF__MIX_MIXUP = 1, GF__MIX_CUTMIX = 2 };
+
+/* One batch's draw: which, lam (float32, as torch's Beta sample is),
+ * CutMix's box [x1, x2) x [y1, y2) and the targets' lam (MixUp: lam;
+ * CutMix: 1 - the box's share of the image). */
+typedef struct gf__mix_draw {
+    int kind;
+    float lam;
+    double lam_target;
+    int x1, y1, x2, y2;
+} gf__mix_draw;
+
+/* The batch's key: a pure function of the cursor's seed, the epoch and
+ * the batch's gf_batch.position (where the next batch starts: unique in
+ * its epoch), never of threads or timing. */
+uint64_t gf__mix_key(uint64_t seed, uint64_t epoch, uint64_t position);
+/* a's draw for the batch keyed key (a->mix set). */
+void gf__mix_draw_of(const gf__augment *a, uint64_t key, gf__mix_draw *d);
+/* Beta(alpha, beta) from two Marsaglia-Tsang Gamma draws on key's own
+ * stream, in double (the tests hold its distribution to numpy's). */
+double gf__beta_draw(double alpha, double beta, uint64_t key);
+/* The soft targets, count x classes float32: row i is lam_target *
+ * onehot(labels[i]) + (1 - lam_target) * onehot(labels[i - 1]) (row 0
+ * takes the last's), each product in float32 as torch's; a label outside
+ * 0..classes-1 adds nothing (the loader refuses such data sets at open
+ * where it knows their labels). */
+void gf__mix_targets(const gf__mix_draw *d, const int32_t *labels, int count, int classes,
+                     float *targets);
+/* The CPU twin, in place over count converted samples at out (cv's dtype,
+ * not uint8, and layout): elements [first, first + n) of every sample,
+ * sample i mixed with sample i - 1's original (0 with the last's), in
+ * float32, stored in the dtype. Disjoint element ranges may run in
+ * parallel: each reads and writes only its own. */
+void gf__mix_cpu(const gf__mix_draw *d, const gf__convert *cv, void *out, int count,
+                 size_t first, size_t n);
+#if GF_HAVE_CUDA
+/* kernels/mix.cu: the same over a whole converted batch on the device,
+ * queued on stream (cudaStream_t). Returns 0, GF_EINVAL (not a float
+ * dtype) or GF_ENODEV with why. */
+int gf__mix_cuda(const gf__convert *cv, const gf__mix_draw *d, void *d_out, int count,
+                 void *stream, char *why, size_t why_len);
+#endif
 
 #endif

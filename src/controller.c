@@ -85,6 +85,13 @@ static int queue_copy(gf_loader *l, gf__slot *h, gf__slot *o)
     memcpy(o->out_labels, h->labels, (size_t)h->count * sizeof *h->labels);
     memcpy(o->out_indices, h->indices, (size_t)h->count * sizeof *h->indices);
     gf__fields_copy_out(l, h, o, h->count);
+    /* mix: its draw and targets in h, read by the copy until done() */
+    gf__device_mix mix = {0};
+    if (l->aug.mix) {
+        gf__mix_draw_of(&l->aug, gf__mix_key(h->seed, h->epoch, h->end_pos), &h->mix);
+        gf__mix_targets(&h->mix, h->labels, h->count, l->aug.mix_classes, h->targets);
+        mix = (gf__device_mix){&h->mix, h->targets, l->aug.mix_classes};
+    }
     char why[256] = "";
     const bool posted = gf__device_offloads(l->dev);
     /* Before the enqueue: its callbacks may free the host slot, or make
@@ -101,7 +108,8 @@ static int queue_copy(gf_loader *l, gf__slot *h, gf__slot *o)
     }
     pthread_mutex_unlock(&l->mu);
     int rc = gf__device_enqueue(l->dev, (int)(o - l->slots), h->pixels,
-                                l->s.flip_on_device ? h->flips : NULL, h->tensors, h->count,
+                                l->s.flip_on_device ? h->flips : NULL, h->tensors,
+                                l->aug.mix ? &mix : NULL, h->count,
                                 l->cell_bytes,
                                 &l->cv, host_slot_copied, batch_queued, o, posted, why,
                                 sizeof why);
@@ -132,6 +140,28 @@ static void queue_convert(gf_loader *l, gf__slot *sl, gf__job *js, int *n_jobs)
             .kind = GF__JOB_CONVERT,
             .slot = (uint32_t)(sl - l->slots),
             .convert = {.first = first, .count = GF__MIN(per, sl->count - first)}};
+        sl->converting++;
+    }
+}
+
+/* CPU, settings.augment's mix: batch sl is converted; its draw, then mix
+ * jobs over element ranges of every sample (a range's samples mixed from
+ * the last down, so ranges run in parallel), at most one per cell (the
+ * job queue's room: the slot's cells hold nothing else now). The one
+ * whose range starts at 0 writes the targets. sl stays CONVERTING until
+ * the last is done. */
+static void queue_mix(gf_loader *l, gf__slot *sl, gf__job *js, int *n_jobs)
+{
+    gf__mix_draw_of(&l->aug, gf__mix_key(sl->seed, sl->epoch, sl->end_pos), &sl->mix);
+    const size_t E = (size_t)l->cv.h * (size_t)l->cv.w * (size_t)l->cv.c;
+    size_t chunks = (size_t)GF__MIN(sl->count, 2 * l->threads);
+    size_t per = (E + chunks - 1) / chunks;
+    sl->converting = 0;
+    for (size_t first = 0; first < E; first += per) {
+        *gf__add_job(l, js, n_jobs) = (gf__job){
+            .kind = GF__JOB_MIX,
+            .slot = (uint32_t)(sl - l->slots),
+            .mix = {.first = first, .n = GF__MIN(per, E - first)}};
         sl->converting++;
     }
 }
@@ -299,9 +329,10 @@ static void reap_reads(gf_loader *l, gf__job *js, int *n_jobs)
         gf__cells_out(l, l->outs, n, js, n_jobs);
 }
 
-/* Takes the completions queued so far into their slots. Returns how many;
- * the caller pops them (after reap_reads, before anything is finalised). */
-static uint32_t drain_dones(gf_loader *l)
+/* Takes the completions queued so far into their slots (a batch's last
+ * convert job queues its mix jobs in js, with mix). Returns how many; the
+ * caller pops them (after reap_reads, before anything is finalised). */
+static uint32_t drain_dones(gf_loader *l, gf__job *js, int *n_jobs)
 {
     pthread_mutex_lock(&l->mu);
     uint32_t n_done = gf__pool_dones_locked(&l->pool);
@@ -322,9 +353,11 @@ static uint32_t drain_dones(gf_loader *l)
                 l->rd->decoded(l->rd_self, sl, (int)d.decode.cell, d.decode.page_cache))
                 continue;
         }
-        if (d.kind == GF__JOB_CONVERT) {
+        if (d.kind == GF__JOB_CONVERT || d.kind == GF__JOB_MIX) {
             assert(sl->converting > 0);
-            if (--sl->converting == 0) {
+            if (--sl->converting == 0 && d.kind == GF__JOB_CONVERT && l->aug.mix) {
+                queue_mix(l, sl, js, n_jobs);
+            } else if (sl->converting == 0) {
                 pthread_mutex_lock(&l->mu);
                 gf__slot_set_out(sl, GF__OUT_CONVERTING, GF__OUT_READY);
                 pthread_cond_broadcast(&l->ready_cv);
@@ -388,7 +421,7 @@ static void pump(gf_loader *l)
     gf__device_harvest(l->dev); /* copies done since: their times, for stats */
     for (;;) {
         int n_jobs = 0;
-        uint32_t n_done = drain_dones(l);
+        uint32_t n_done = drain_dones(l, js, &n_jobs);
         reap_reads(l, js, &n_jobs);
         /* A shard arrives (and is queued) in a round before its cells'
          * batch is delivered: the count is never behind the last batch. */

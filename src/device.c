@@ -112,7 +112,8 @@ typedef struct open_call {
 
 static uint64_t slot_bytes(const gf__device *d)
 {
-    return (uint64_t)d->in_bytes + d->out_bytes + d->flip_bytes + d->field_bytes;
+    return (uint64_t)d->in_bytes + d->out_bytes + d->flip_bytes + d->field_bytes +
+           d->target_bytes;
 }
 
 /* Device slot i's memory and events, on the loader's device. */
@@ -124,6 +125,8 @@ static cudaError_t alloc_dslot(gf__device *d, int i)
         (e = cudaMalloc(&sl->out, d->out_bytes ? d->out_bytes : 1)) != cudaSuccess ||
         (d->flip_bytes && (e = cudaMalloc((void **)&sl->flips, d->flip_bytes)) != cudaSuccess) ||
         (d->field_bytes && (e = cudaMalloc((void **)&sl->fields, d->field_bytes)) != cudaSuccess) ||
+        (d->target_bytes &&
+         (e = cudaMalloc((void **)&sl->targets, d->target_bytes)) != cudaSuccess) ||
         (e = cudaEventCreateWithFlags(&sl->ready, cudaEventDisableTiming)) != cudaSuccess ||
         (e = cudaEventCreateWithFlags(&sl->released, cudaEventDisableTiming)) != cudaSuccess ||
         (e = cudaEventCreateWithFlags(&sl->h2d_from, cudaEventDefault)) != cudaSuccess ||
@@ -141,6 +144,7 @@ static void free_dslot(gf__device *d, int i)
     cudaFree(sl->out);
     cudaFree(sl->flips);
     cudaFree(sl->fields);
+    cudaFree(sl->targets);
     cudaEvent_t evs[] = {sl->ready, sl->released, sl->h2d_from, sl->h2d_to};
     for (size_t k = 0; k < sizeof evs / sizeof evs[0]; k++)
         if (evs[k])
@@ -193,7 +197,7 @@ static void open_main(void *p)
 
 int gf__device_open(gf__device **out, const gf_settings *s, int id_from_env, int depth,
                     int capacity, size_t in_bytes, size_t out_bytes, size_t flip_bytes,
-                    size_t field_bytes, char *why, size_t why_len)
+                    size_t field_bytes, size_t target_bytes, char *why, size_t why_len)
 {
     *out = NULL;
     int n = 0;
@@ -229,6 +233,7 @@ int gf__device_open(gf__device **out, const gf_settings *s, int id_from_env, int
     d->out_bytes = out_bytes;
     d->flip_bytes = flip_bytes;
     d->field_bytes = field_bytes;
+    d->target_bytes = target_bytes;
     d->pinned_max = s->pinned_max_bytes;
     for (int i = 0; i < capacity; i++)
         d->slots[i].d = d;
@@ -421,6 +426,11 @@ void *gf__device_out(const gf__device *d, int i)
 void *gf__device_fields(const gf__device *d, int i)
 {
     return d->slots[i].fields;
+}
+
+void *gf__device_targets(const gf__device *d, int i)
+{
+    return d->slots[i].targets;
 }
 
 void *gf__device_ready_event(const gf__device *d, int i)

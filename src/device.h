@@ -39,7 +39,7 @@ typedef struct gf__device gf__device;
  * with why. */
 int gf__device_open(gf__device **out, const gf_settings *s, int id_from_env, int depth,
                     int capacity, size_t in_bytes, size_t out_bytes, size_t flip_bytes,
-                    size_t field_bytes, char *why, size_t why_len);
+                    size_t field_bytes, size_t target_bytes, char *why, size_t why_len);
 /* The consumer's thread: device slot i (the next, or one made already),
  * within device_max_bytes and the free memory. Returns 0, or GF_ENOMEM /
  * GF_ENODEV with why. */
@@ -59,12 +59,23 @@ int gf__device_bind(gf__device *d);
 void *gf__host_alloc(gf__device *d, size_t bytes, int *pinned, char *why, size_t why_len);
 void gf__host_free(gf__device *d, void *p, int pinned);
 
+/* settings.augment's mix for one batch: its draw, and its soft targets in
+ * host memory (copied with the pixels into the slot's target_bytes); the
+ * mix kernel runs after the convert kernel. Both pointed at stay valid
+ * until done() (the host slot's); the struct is copied. */
+typedef struct gf__device_mix {
+    const struct gf__mix_draw *draw;
+    const float *targets; /* count x classes */
+    int classes;
+} gf__device_mix;
+
 /* Controller thread, into device slot i (fed from any host slot's
  * pixels). Queues on the copy stream, in this order: a wait for
  * the event recorded when device slot i was last released; the copy of
- * count samples (and their flips, and the fields' field_bytes unless
- * fields is NULL) in, between two timing events; the
- * conversion into slot i's output; the ready event; then
+ * count samples (and their flips, the fields' field_bytes unless
+ * fields is NULL, and mix's targets unless mix is NULL) in, between two
+ * timing events; the conversion into slot i's output, then mix's kernel
+ * over it; the ready event; then
  * done(arg, cuda_error) on a CUDA thread, after which the host memory may
  * be reused; cuda_error is 0, or the cudaError_t that stopped the stream
  * or failed the queueing. Returns 0: queued, the batch may be handed out;
@@ -76,7 +87,8 @@ void gf__host_free(gf__device *d, void *p, int pinned);
  * then calls queued(arg) (the batch may be handed out from then on), or
  * done(arg, error) alone if it failed. Returns 1 then. */
 int gf__device_enqueue(gf__device *d, int i, const uint8_t *pixels, const uint8_t *flips,
-                       const uint8_t *fields, int count, size_t cell_bytes, const gf__convert *cv,
+                       const uint8_t *fields, const gf__device_mix *mix, int count,
+                       size_t cell_bytes, const gf__convert *cv,
                        void (*done)(void *, int), void (*queued)(void *), void *arg,
                        bool offload, char *why, size_t why_len);
 /* Whether batches are queued on the copy thread (some host slot is
@@ -85,6 +97,8 @@ bool gf__device_offloads(const gf__device *d);
 void *gf__device_out(const gf__device *d, int i);
 /* Device slot i's field_bytes: a batch's arrays and masks. */
 void *gf__device_fields(const gf__device *d, int i);
+/* Device slot i's target_bytes: a mixed batch's soft targets. */
+void *gf__device_targets(const gf__device *d, int i);
 void *gf__device_ready_event(const gf__device *d, int i);
 
 /* Consumer thread: records slot i's release event on stream (NULL: the

@@ -5,6 +5,9 @@
  * host slots, posted to gf-copy; the copies' timing, read back once they
  * have run (harvest); and waiting for all of it (sync).
  *
+ * A mixed batch (settings.augment's mix) adds its targets' copy and the
+ * mix kernel after the convert kernel: the ready event covers both.
+ *
  * Threads: gf__device_enqueue and harvest on the controller; queue_batch
  * there or in copy_main on gf-copy; copied() on a CUDA thread; sync on
  * the thread stopping the pipeline (its CUDA calls on the helper); the
@@ -14,6 +17,7 @@
 
 #if GF_HAVE_CUDA
 
+#include "augment.h" /* gf__mix_cuda */
 #include "device_impl.h"
 
 #include <nvtx3/nvToolsExt.h>
@@ -38,6 +42,9 @@ static int queue_batch(gf__device *d, dslot *sl, cudaError_t *err, char *why, si
     cudaStream_t copy = d->copy[i % d->n_copy];
     const size_t bytes = (size_t)sl->count * sl->cell_bytes;
     const bool with_flips = sl->flips && sl->host_flips;
+    /* the batch's rows only: a partial batch's rest is never read */
+    const size_t target_bytes =
+        sl->mix.draw ? (size_t)sl->count * (size_t)sl->mix.classes * sizeof(float) : 0;
     cudaError_t e;
     nvtxRangePushA("gf copy+convert");
     if (sl->release_recorded && (e = cudaStreamWaitEvent(copy, sl->released, 0)) != cudaSuccess)
@@ -50,13 +57,19 @@ static int queue_batch(gf__device *d, dslot *sl, cudaError_t *err, char *why, si
                                             cudaMemcpyHostToDevice, copy)) != cudaSuccess) ||
         (sl->host_fields && (e = cudaMemcpyAsync(sl->fields, sl->host_fields, d->field_bytes,
                                                  cudaMemcpyHostToDevice, copy)) != cudaSuccess) ||
+        (sl->mix.draw &&
+         (e = cudaMemcpyAsync(sl->targets, sl->mix.targets, target_bytes, cudaMemcpyHostToDevice,
+                              copy)) != cudaSuccess) ||
         (e = cudaEventRecord(sl->h2d_to, copy)) != cudaSuccess)
         goto fail;
     sl->h2d_bytes = bytes + (with_flips ? (size_t)sl->count : 0) +
-                    (sl->host_fields ? d->field_bytes : 0);
+                    (sl->host_fields ? d->field_bytes : 0) + target_bytes;
     if (sl->in) {
         int rc = gf__convert_cuda(sl->cv, sl->in, sl->out, sl->flips, sl->count, copy, why,
                                   why_len);
+        /* the mix reads the whole converted batch: after the convert kernel, on its stream */
+        if (rc == 0 && sl->mix.draw)
+            rc = gf__mix_cuda(sl->cv, sl->mix.draw, sl->out, sl->count, copy, why, why_len);
         if (rc < 0) {
             nvtxRangePop();
             *err = cudaErrorLaunchFailure;
@@ -124,7 +137,8 @@ void gf__device_harvest(gf__device *d)
 }
 
 int gf__device_enqueue(gf__device *d, int i, const uint8_t *pixels, const uint8_t *flips,
-                       const uint8_t *fields, int count, size_t cell_bytes, const gf__convert *cv,
+                       const uint8_t *fields, const gf__device_mix *mix, int count,
+                       size_t cell_bytes, const gf__convert *cv,
                        void (*done)(void *, int), void (*queued)(void *), void *arg,
                        bool offload, char *why, size_t why_len)
 {
@@ -133,6 +147,7 @@ int gf__device_enqueue(gf__device *d, int i, const uint8_t *pixels, const uint8_
     sl->pixels = pixels;
     sl->host_flips = flips;
     sl->host_fields = d->field_bytes ? fields : NULL;
+    sl->mix = mix && d->target_bytes ? *mix : (gf__device_mix){0};
     sl->count = count;
     sl->cell_bytes = cell_bytes;
     sl->cv = cv;

@@ -19,6 +19,7 @@ typedef struct dslot {
     void *out;
     uint8_t *flips;
     uint8_t *fields;   /* field_bytes: the batch's arrays and masks */
+    float *targets;    /* target_bytes: a mixed batch's soft targets */
     cudaEvent_t ready, released;
     cudaEvent_t h2d_from, h2d_to; /* around the copy in: stats.h2d_s */
     int release_recorded;
@@ -27,6 +28,7 @@ typedef struct dslot {
     void (*queued)(void *);
     void *done_arg;
     const uint8_t *pixels, *host_flips, *host_fields;
+    gf__device_mix mix; /* draw NULL: no mix */
     int count;
     size_t cell_bytes;
     const gf__convert *cv;
@@ -50,7 +52,7 @@ struct gf__device {
                            uses copy[i % n_copy]) */
     int n_copy;
     dslot *slots;
-    size_t in_bytes, out_bytes, flip_bytes, field_bytes;
+    size_t in_bytes, out_bytes, flip_bytes, field_bytes, target_bytes;
     uint64_t pinned_max, pinned_now;
     uint64_t device_max;      /* s->device_max_bytes: 0 = what is free */
     _Atomic uint64_t device_bytes; /* observers read it while slots are added */

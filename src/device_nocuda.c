@@ -11,10 +11,10 @@
 
 int gf__device_open(gf__device **out, const gf_settings *s, int id_from_env, int depth,
                     int capacity, size_t in_bytes, size_t out_bytes, size_t flip_bytes,
-                    size_t field_bytes, char *why, size_t why_len)
+                    size_t field_bytes, size_t target_bytes, char *why, size_t why_len)
 {
     (void)s, (void)id_from_env, (void)depth, (void)capacity, (void)in_bytes, (void)out_bytes;
-    (void)flip_bytes, (void)field_bytes;
+    (void)flip_bytes, (void)field_bytes, (void)target_bytes;
     *out = NULL;
     gf__why(why, why_len, "this build has no CUDA (meson -Dcuda=enabled)");
     return GF_ENODEV;
@@ -64,11 +64,13 @@ void gf__host_free(gf__device *d, void *p, int pinned)
 }
 
 int gf__device_enqueue(gf__device *d, int i, const uint8_t *pixels, const uint8_t *flips,
-                       const uint8_t *fields, int count, size_t cell_bytes, const gf__convert *cv,
+                       const uint8_t *fields, const gf__device_mix *mix, int count,
+                       size_t cell_bytes, const gf__convert *cv,
                        void (*done)(void *, int), void (*queued)(void *), void *arg,
                        bool offload, char *why, size_t why_len)
 {
-    (void)d, (void)i, (void)pixels, (void)flips, (void)fields, (void)count, (void)cell_bytes;
+    (void)d, (void)i, (void)pixels, (void)flips, (void)fields, (void)mix, (void)count;
+    (void)cell_bytes;
     (void)cv;
     (void)done, (void)queued, (void)arg, (void)offload;
     gf__why(why, why_len, "this build has no CUDA");
@@ -88,6 +90,12 @@ void *gf__device_out(const gf__device *d, int i)
 }
 
 void *gf__device_fields(const gf__device *d, int i)
+{
+    (void)d, (void)i;
+    return NULL;
+}
+
+void *gf__device_targets(const gf__device *d, int i)
 {
     (void)d, (void)i;
     return NULL;

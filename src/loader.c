@@ -143,9 +143,10 @@ static int open_device(gf_loader *l)
     size_t in = l->convert ? B * l->cell_bytes : 0;
     size_t out = l->cell_bytes ? B * gf__convert_sample_bytes(&l->cv) : 0; /* 0: no image */
     size_t flips = l->s.flip_on_device ? B : 0;
+    size_t targets = l->aug.mix ? B * (size_t)l->aug.mix_classes * sizeof(float) : 0;
     char why[256] = "";
     int rc = gf__device_open(&l->dev, &l->s, l->device_id_from_env, l->D, l->max_slots, in, out,
-                             flips, gf__fields_tensor_bytes(l), why, sizeof why);
+                             flips, gf__fields_tensor_bytes(l), targets, why, sizeof why);
     if (rc == 0) {
         l->device = GF_DEVICE_CUDA;
         return 0;
@@ -155,6 +156,26 @@ static int open_device(gf_loader *l)
         return 0;
     }
     return gf__fail(l, rc, "%s", why);
+}
+
+/* settings.augment's mix: the targets' width, classes= or the data set's
+ * own class list (an ImageFolder's, or classes.txt beside shards). Not a
+ * list's max label + 1: a class no sample has would narrow the targets
+ * silently. Every label must fit. */
+static int mix_classes(gf_loader *l)
+{
+    if (!l->aug.mix_classes) {
+        if (!l->ds.class_names)
+            return gf__fail(l, GF_EINVAL,
+                            "augment: mix: classes= is missing (the soft targets' width): %s "
+                            "has no class list to take it from",
+                            l->data_path ? l->data_path : "the data");
+        l->aug.mix_classes = l->ds.n_classes;
+    }
+    if (l->ds.n_classes > l->aug.mix_classes)
+        return gf__fail(l, GF_EINVAL, "augment: mix: classes=%d, but the data has label %d",
+                        l->aug.mix_classes, l->ds.n_classes - 1);
+    return 0;
 }
 
 /* The controller's queues and buffers, and the decode pool. */
@@ -374,6 +395,8 @@ static int open_loader(gf_loader **out, const gf_settings *s, const sample_array
                         l->data_path, (unsigned long long)l->sampler.len, l->B);
 
     if ((rc = gf__fields_plan(l)) < 0)
+        return rc;
+    if (l->aug.mix && (rc = mix_classes(l)) < 0)
         return rc;
     if ((rc = open_device(l)) < 0)
         return rc;

@@ -12,8 +12,9 @@
  *   and the cell reader (read queue, io_uring, fetcher, shard buffers).
  *   It finalises and delivers batches strictly in sequence order.
  * - A decode thread owns its decoder and, while it holds a job, the
- *   pixels of that job's cell (or, converting, of its cell range); it
- *   reports through the completion queue.
+ *   pixels of that job's cell (or, converting, of its cell range; mixing,
+ *   its element range of every sample, and for the range at 0 the slot's
+ *   targets); it reports through the completion queue.
  * - The consumer (gf_next/gf_release*) owns a delivery side while HELD.
  * - `mu` guards: both sides' states, the job and completion queues (and
  *   the pool's active count and stop flag), the buffer free list, the

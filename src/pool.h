@@ -64,7 +64,7 @@ static inline uint32_t gf__fifo_pop(gf__fifo *f)
 /* An array of at least `min` entries for f. NULL: out of memory. */
 void *gf__fifo_alloc(gf__fifo *f, uint32_t min, size_t item_size);
 
-enum { GF__JOB_DECODE, GF__JOB_CONVERT };
+enum { GF__JOB_DECODE, GF__JOB_CONVERT, GF__JOB_MIX };
 
 /* One job for a decode thread; kind says which member holds it. */
 typedef struct gf__job {
@@ -84,6 +84,10 @@ typedef struct gf__job {
         struct {           /* GF__JOB_CONVERT: the CPU twin over cells [first, first + count) */
             int first, count;
         } convert;
+        struct {           /* GF__JOB_MIX: mix (augment.h) over elements [first, first + n)
+                              of every sample of a converted batch */
+            size_t first, n;
+        } mix;
     };
 } gf__job;
 

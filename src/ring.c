@@ -41,15 +41,21 @@ static int alloc_slot(gf_loader *l, int i, char *why, size_t why_len)
     sl->l = l;
     sl->cell_bytes = l->cell_bytes;
     char note[192] = "";
-    /* The flips live after the pixels: pinned with them, so their copy
-     * to the device cannot block the controller either. */
-    sl->pixels = gf__host_alloc(l->dev, pix + B, &sl->pinned, note, sizeof note);
+    /* The flips, and mix's soft targets (aligned), live after the pixels:
+     * pinned with them, so their copies to the device cannot block the
+     * controller either. */
+    size_t classes = l->aug.mix ? (size_t)l->aug.mix_classes : 0;
+    size_t at_targets = (pix + B + 63) & ~(size_t)63;
+    size_t host = classes ? at_targets + B * classes * sizeof(float) : pix + B;
+    sl->pixels = gf__host_alloc(l->dev, host, &sl->pinned, note, sizeof note);
     if (!sl->pixels) {
-        gf__why(why, why_len, "cannot allocate a %zu-byte batch slot", pix + B);
+        gf__why(why, why_len, "cannot allocate a %zu-byte batch slot", host);
         goto fail;
     }
     sl->flips = sl->pixels + pix;
     memset(sl->flips, 0, B);
+    if (classes)
+        sl->targets = (float *)(void *)(sl->pixels + at_targets);
     if (out && !(sl->out = gf__host_alloc_pageable(out))) {
         gf__why(why, why_len, "cannot allocate a %zu-byte converted batch", out);
         goto fail;
@@ -76,6 +82,7 @@ static int alloc_slot(gf_loader *l, int i, char *why, size_t why_len)
     b->layout = l->cv.layout;
     b->slot_ = (uint32_t)i;
     b->n_fields = l->ds.schema.n;
+    b->n_classes = (int)classes;
     b->fields = l->dev ? sl->out_fields : sl->fields;
     if (l->dev) {
         b->device = GF_DEVICE_CUDA;
@@ -83,18 +90,20 @@ static int alloc_slot(gf_loader *l, int i, char *why, size_t why_len)
         b->ready_event = gf__device_ready_event(l->dev, i);
         b->labels = sl->out_labels;
         b->indices = sl->out_indices;
+        b->targets = classes ? gf__device_targets(l->dev, i) : NULL;
     } else {
         b->device = GF_DEVICE_CPU;
         b->pixels = l->cell_bytes ? sl->pixels : NULL; /* no image: no pixels */
         b->data = sl->out ? sl->out : b->pixels;
         b->labels = sl->labels;
         b->indices = sl->indices;
+        b->targets = sl->targets;
     }
     pthread_mutex_lock(&l->mu);
     if (sl->tensors_pinned)
         l->pinned_bytes += gf__fields_tensor_bytes(l);
     if (sl->pinned) {
-        l->pinned_bytes += pix + B;
+        l->pinned_bytes += host;
     } else if (l->dev) {
         l->pageable_slots++;
         snprintf(l->device_note, sizeof l->device_note, "%s", note);

@@ -22,6 +22,7 @@
 #define GF_RING_H
 
 #include "common.h"
+#include "augment.h" /* gf__mix_draw */
 #include "fields.h" /* GF__FIELDS_MAX */
 
 #include <assert.h>
@@ -47,6 +48,8 @@ enum { GF__HOST_FREE, GF__HOST_FILLING, GF__HOST_FINAL, GF__HOST_OUT };
 /* The delivery side, the batch the consumer sees (on CUDA, the device
  * slot of the same index, fed from any host slot):
  *   FREE -> CONVERTING  CPU: convert jobs queued; their completion -> READY
+ *                       (with augment's mix: the last queues the mix jobs,
+ *                       whose completion -> READY)
  *   FREE -> COPYING     CUDA, pageable slots: posted to the copy thread;
  *                       -> READY once it has queued the copy (the ready
  *                       event is recorded: gf_batch_wait waits for it)
@@ -85,6 +88,10 @@ typedef struct gf__slot {
     int64_t *indices;
     uint8_t *flips;      /* per cell: to be mirrored by the device kernel */
     void *out;           /* CPU: the converted batch, or NULL (data = pixels) */
+    float *targets;      /* mix: B x classes soft targets (on CUDA the host's,
+                            copied with the pixels) */
+    gf__mix_draw mix;    /* mix: the batch's draw, gf-control's, written before
+                            its mix jobs (CPU) or its copy (CUDA) are queued */
     int32_t *out_labels; /* CUDA: the delivered batch's own copies, since */
     int64_t *out_indices; /* the host slot is refilled while it is held */
     /* The fields beyond image and label (sample_fields.h), l->ds.n_var: per

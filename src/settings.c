@@ -53,6 +53,9 @@ int gf__check_settings(const gf_settings *s, unsigned what, char *msg, size_t ms
         int rc = gf__augment_parse(s->augment, s->width, s->height, s->channels, &a, msg, msg_len);
         if (rc < 0)
             return rc;
+        validate_or_ret(!a.mix || s->dtype != GF_DTYPE_UINT8,
+                        "augment: mix blends samples: it needs a float dtype (float32, float16 "
+                        "or bfloat16), not uint8");
     }
     if (s->decoder == GF_DECODER_TURBO && !gf__have_turbo()) {
         gf__why(msg, msg_len, "decoder turbo requested but this build has no libjpeg-turbo");

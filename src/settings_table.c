@@ -153,7 +153,7 @@ static const gf_setting_info rows[] = {
             "the crop's resize, as torchvision's InterpolationMode over PIL"),
     TEXT_(augment, "none",
           "augmentations after the crop and flip, ';' between stages, e.g. "
-          "ta_wide; erase p=0.25 (README: Augmentations)"),
+          "ta_wide; erase p=0.25; mix classes=1000 (README: Augmentations)"),
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
 

@@ -1,7 +1,9 @@
 /* The loader's jobs, run on the decode threads (gf-decode-N) through the
  * pool's hooks: read (unless io_uring did; a cached job only from the
  * page cache, else it goes back to io_uring) and decode one cell straight
- * into its pixels, or run the CPU twin over a range of a batch's cells.
+ * into its pixels, or run the CPU twin over a range of a batch's cells,
+ * or (augment's mix, once they are all done) mix a range of every
+ * sample's elements.
  * gf__work_run holds no lock; gf__work_settle, under mu, books the job's
  * times and hands its read buffer back. Init/free on the lifecycle
  * thread. */
@@ -151,6 +153,17 @@ void gf__work_run(void *arg, int worker, const gf__job *j, gf__done *d)
         *d = (gf__done){.kind = GF__JOB_CONVERT, .slot = j->slot};
         return;
     }
+    if (j->kind == GF__JOB_MIX) { /* after the batch's convert jobs, all of them */
+        gf__slot *sl = &l->slots[j->slot];
+        gf__range_push("gf mix");
+        gf__mix_cpu(&sl->mix, &l->cv, sl->out, sl->count, j->mix.first, j->mix.n);
+        if (j->mix.first == 0)
+            gf__mix_targets(&sl->mix, sl->labels, sl->count, l->aug.mix_classes, sl->targets);
+        gf__range_pop();
+        w->ran_work_s += gf__now() - t0;
+        *d = (gf__done){.kind = GF__JOB_MIX, .slot = j->slot};
+        return;
+    }
     double read_s = run_decode(l, w, j, t0, d);
     w->ran_read_s += read_s;
     w->ran_work_s += gf__now() - t0 - read_s;
@@ -224,7 +237,7 @@ bool gf__work_settle(void *arg, int worker, const gf__job *j, gf__done *d)
     gf__worker *w = &l->workers[worker];
     /* The times of the jobs run since the last settle, this one's among
      * them (a worker may run several before settling them). */
-    if (j->kind == GF__JOB_CONVERT) {
+    if (j->kind == GF__JOB_CONVERT || j->kind == GF__JOB_MIX) {
         w->convert_s += w->ran_work_s;
         w->ran_work_s = 0;
         return true;

@@ -119,6 +119,8 @@ AT(gf_batch, epoch, 72);
 AT(gf_batch, position, 80);
 AT(gf_batch, n_fields, 92);
 AT(gf_batch, fields, 96);
+AT(gf_batch, targets, 104);
+AT(gf_batch, n_classes, 112);
 #endif
 
 /* Fixed, whatever the number of kinds. */

@@ -1,7 +1,8 @@
 /* The CUDA stage on a real device: the kernel against its CPU twin, the
  * loader's device batches against its CPU path, ordering under a slow
  * consumer, events and streams, device memory limits, pinned and pageable
- * memory, the copies' timing, consumers bound to another device.
+ * memory, the copies' timing, consumers bound to another device, augment's
+ * mix (kernel and soft targets) against the CPU path's.
  * Exits 77 (skipped) without CUDA in the build or a device in the machine. */
 #include "gpufeed.h"
 #include "config.h"
@@ -303,6 +304,85 @@ START_TEST(every_depth_thread_count_stream_and_seek_gives_the_cpu_bytes)
             free_collected(&s, want);
         }
     CK_CUDA(cudaStreamDestroy(own));
+}
+END_TEST
+
+static size_t device_batch_bytes(const gf_batch *b);
+
+/* Every batch's data and soft targets (mix), read back to the host. */
+static uint8_t *collect_mixed(gf_settings s, size_t *len, float **targets, size_t *n_targets)
+{
+    gf_loader *l = NULL;
+    int rc = gf_open(&l, &s);
+    ck_assert_msg(rc == 0, "%s", gf_last_error(l));
+    size_t cap = 1 << 20, tcap = 1 << 16;
+    uint8_t *all = malloc(cap);
+    float *t = malloc(tcap * sizeof *t);
+    *len = *n_targets = 0;
+    gf_batch *b;
+    while ((rc = gf_next(l, &b)) == 0) {
+        size_t n = device_batch_bytes(b), nt = (size_t)b->count * (size_t)b->n_classes;
+        ck_assert_ptr_nonnull(b->targets);
+        ck_assert_int_eq(b->n_classes, 5);
+        ck_assert_uint_le(*len + n, cap);
+        ck_assert_uint_le(*n_targets + nt, tcap);
+        if (b->device == GF_DEVICE_CUDA) {
+            ck_assert_int_eq(gf_batch_wait(b, NULL), 0);
+            CK_CUDA(cudaMemcpy(all + *len, b->data, n, cudaMemcpyDeviceToHost));
+            CK_CUDA(cudaMemcpy(t + *n_targets, b->targets, nt * sizeof *t,
+                               cudaMemcpyDeviceToHost));
+        } else {
+            memcpy(all + *len, b->data, n);
+            memcpy(t + *n_targets, b->targets, nt * sizeof *t);
+        }
+        *len += n;
+        *n_targets += nt;
+        ck_assert_int_eq(gf_release(l, b), 0);
+    }
+    ck_assert_int_eq(rc, GF_EOF);
+    gf_close(&l);
+    *targets = t;
+    return all;
+}
+
+/* MixUp, CutMix and the switch between them, in each float dtype and both
+ * layouts, the copies queued by the controller (pinned) or gf-copy
+ * (pageable): the device's mixed bytes and targets are the CPU path's. */
+static const struct {
+    const char *spec;
+    gf_dtype dtype;
+    gf_layout layout;
+} mix_cases[] = {
+    {"mix cutmix=0 classes=5", GF_DTYPE_FLOAT32, GF_LAYOUT_NCHW},
+    {"mix mixup=0 classes=5", GF_DTYPE_FLOAT16, GF_LAYOUT_NHWC},
+    {"mix mixup=0.3 cutmix=1 classes=5", GF_DTYPE_BFLOAT16, GF_LAYOUT_NCHW},
+    {"mix mixup=2 cutmix=0.5 switch=0.7 classes=5", GF_DTYPE_FLOAT32, GF_LAYOUT_NHWC},
+};
+
+START_TEST(mixed_device_batches_and_targets_are_the_cpu_paths)
+{
+    for (int pageable = 0; pageable < 2; pageable++) {
+        gf_settings s;
+        gpu_settings(&s);
+        s.augment = mix_cases[_i].spec;
+        s.dtype = mix_cases[_i].dtype;
+        s.layout = mix_cases[_i].layout;
+        s.device = GF_DEVICE_CPU;
+        size_t want_len, got_len, want_nt, got_nt;
+        float *want_t, *got_t;
+        uint8_t *want = collect_mixed(s, &want_len, &want_t, &want_nt);
+        s.device = GF_DEVICE_CUDA;
+        if (pageable)
+            s.pinned_max_bytes = 1;
+        uint8_t *got = collect_mixed(s, &got_len, &got_t, &got_nt);
+        ck_assert_uint_eq(got_len, want_len);
+        ck_assert_uint_eq(got_nt, want_nt);
+        ck_assert_msg(memcmp(got, want, want_len) == 0, "%s, %s: data differ",
+                      mix_cases[_i].spec, pageable ? "pageable" : "pinned");
+        ck_assert_msg(memcmp(got_t, want_t, want_nt * sizeof *got_t) == 0,
+                      "%s: targets differ", mix_cases[_i].spec);
+        free(want), free(got), free(want_t), free(got_t);
+    }
 }
 END_TEST
 
@@ -715,6 +795,8 @@ int main(void)
     tcase_add_loop_test(t, kernel_matches_the_cpu_twin_bit_for_bit, 0,
                         (int)(sizeof twin_widths / sizeof twin_widths[0]));
     tcase_add_test(t, device_batches_equal_the_cpu_path);
+    tcase_add_loop_test(t, mixed_device_batches_and_targets_are_the_cpu_paths, 0,
+                        (int)(sizeof mix_cases / sizeof mix_cases[0]));
     tcase_add_loop_test(t, every_depth_thread_count_stream_and_seek_gives_the_cpu_bytes, 0,
                         (int)(sizeof ring_depths / sizeof ring_depths[0]));
     tcase_add_test(t, a_slow_consumer_never_sees_its_batch_overwritten);

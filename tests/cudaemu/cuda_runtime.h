@@ -130,6 +130,17 @@ static inline float __fmaf_rn(float a, float b, float c)
 {
     return fmaf(a, b, c);
 }
+/* Rounded alone, never fused (volatile: whatever the compiler's contraction). */
+static inline float __fmul_rn(float a, float b)
+{
+    volatile float r = a * b;
+    return r;
+}
+static inline float __fadd_rn(float a, float b)
+{
+    volatile float r = a + b;
+    return r;
+}
 static inline float __int_as_float(int i)
 {
     float f;
