@@ -370,3 +370,13 @@ def test_collate_fn_gets_the_samples_as_dataloader_gives_them(dataset):
         assert all(isinstance(s, tuple) and type(s[1]) is int for s in batch)
         assert [s[1] for s in batch] == ty.tolist() and y.tolist() == ty.tolist()
         assert x.shape == tx.shape and (x - tx).abs().max() <= 3 / 255
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "float32"])
+def test_augmented_batches_are_the_same_whatever_the_threads(dataset, dtype):
+    spec = "randaugment num_ops=3; jitter brightness=0.4 hue=0.1; erase p=0.7 value=9"
+    got = [batches(dataset, augment=spec, threads=t, dtype=dtype, prefetch_depth=d,
+                   image_size=32, shuffle=True)
+           for t, d in ((1, 2), (2, 4), (4, 3))]
+    flat = [[(x.tobytes(), i) for x, i in g] for g in got]
+    assert flat[0] == flat[1] == flat[2] and len(flat[0]) > 1
