@@ -4,7 +4,10 @@ gpufeed.DataLoader over the same ImageFolder and the same transform object,
 torchvision's reference's ClassificationPresetTrain with
 --auto-augment ta_wide --random-erase 0.1 (RandomResizedCrop 224, flip,
 TrivialAugmentWide, PILToTensor, ConvertImageDtype, Normalize,
-RandomErasing), and with --mix also its MixUp/CutMix collate_fn lambda.
+RandomErasing), and with --mix lambda also its MixUp/CutMix collate_fn
+lambda (run by both as a Python collate_fn), with --mix native
+gpufeed.MixUpCutMix as the collate_fn (torch runs it in its workers,
+gpufeed.DataLoader in C, in place).
 
 torch: num_workers=THREADS worker processes (persistent, its faster
 setting); gpufeed: num_workers=THREADS decode threads. Each run times
@@ -32,11 +35,13 @@ def loader(kind, a):
     ds = torchvision.datasets.ImageFolder(a.data, ref.ClassificationPresetTrain(
         crop_size=a.size, auto_augment_policy="ta_wide", random_erase_prob=0.1))
     collate = None
-    if a.mix:
-        n = len(ds.classes)
+    n = len(ds.classes)
+    if a.mix == "lambda":
         choice = torchvision.transforms.RandomChoice([ref.RandomMixup(n, p=1.0, alpha=0.2),
                                                       ref.RandomCutmix(n, p=1.0, alpha=1.0)])
         collate = lambda batch: choice(*default_collate(batch))  # noqa: E731  the reference's
+    elif a.mix == "native":
+        collate = gpufeed.MixUpCutMix(n, mixup_alpha=0.2, cutmix_alpha=1.0)
     cls = gpufeed.DataLoader if kind == "gpufeed" else torch.utils.data.DataLoader
     extra = {} if kind == "gpufeed" else {"persistent_workers": True}
     return cls(ds, batch_size=a.batch_size, shuffle=True, num_workers=a.threads,
@@ -58,7 +63,8 @@ def one_run(kind, a):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("data")
-    p.add_argument("--mix", action="store_true", help="MixUp/CutMix in the collate_fn")
+    p.add_argument("--mix", choices=["lambda", "native"],
+                   help="MixUp/CutMix: the reference's collate lambda, or gpufeed.MixUpCutMix")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--threads", type=int, default=2)
@@ -73,7 +79,7 @@ def main():
             rates[kind].append(one_run(kind, a))
             print(f"run {r + 1} {kind:8s} {rates[kind][-1]:8.1f} images/s", flush=True)
     t, g = statistics.median(rates["torch"]), statistics.median(rates["gpufeed"])
-    recipe = "TA-wide + RandomErasing" + (" + MixUp/CutMix" if a.mix else "")
+    recipe = "TA-wide + RandomErasing" + (f" + MixUp/CutMix ({a.mix})" if a.mix else "")
     print(f"\n{recipe}, RandomResizedCrop {a.size}, batch {a.batch_size}, {a.threads} "
           f"workers/threads, {a.epochs} epochs a run, medians of {a.runs}:")
     print(f"  torch DataLoader    {t:8.1f} images/s")

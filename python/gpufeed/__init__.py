@@ -33,7 +33,7 @@ from ._gpufeed import (Array, Batch, CorruptImage, DatasetError, EmptyFile, EndO
                        TruncatedImage, UnsupportedFormat)
 from ._gpufeed import TooManyOpenFiles  # GF_EMFILE
 
-__all__ = ["DataLoader", "Unsupported", "Loader", "Batch", "Array", "verify", "decode_image", "settings_table", "BadSample",
+__all__ = ["DataLoader", "MixUpCutMix", "Unsupported", "Loader", "Batch", "Array", "verify", "decode_image", "settings_table", "BadSample",
            "prepare", "prepare_plan", "PrepareError",
            "Error", "SampleError",
            "IMAGENET_MEAN", "IMAGENET_STD"] + [
@@ -503,7 +503,7 @@ def verify(data, *, threads=0, strictness="whole", extensions="torchvision",
     return [BadSample(d) for d in _gpufeed.verify(_path(data), _settings(kw))]
 
 
-from .dataloader import Unsupported  # noqa: E402 (it uses the helpers above)
+from .dataloader import MixUpCutMix, Unsupported  # noqa: E402 (it uses the helpers above)
 
 
 def __getattr__(name):

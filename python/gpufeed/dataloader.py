@@ -422,6 +422,11 @@ def _checked(dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=No
         raise ValueError("persistent_workers option needs num_workers > 0")
     base, subset = _folder(dataset)
     settings, uint8 = translate_transform(base.transform)
+    if type(collate_fn) is MixUpCutMix:  # exactly ours: a subclass may do more
+        if uint8:
+            raise _unsupported("MixUpCutMix on uint8 images (add ConvertImageDtype(float))")
+        settings["augment"] = "; ".join(
+            [s for s in [settings.get("augment"), collate_fn.spec()] if s])
     return base, subset, settings, uint8
 
 
@@ -436,6 +441,61 @@ def _check(dataset, *args, **kwargs):
     except Unsupported as e:
         return str(e)
     return None
+
+
+class MixUpCutMix:
+    """A collate_fn: default_collate, then MixUp or CutMix on the batch, as
+    torchvision's v2 MixUp/CutMix and its reference's RandomMixup/
+    RandomCutmix (the batch rolled by one; lam ~ Beta(alpha, alpha); CutMix
+    with probability switch_prob when both alphas are above 0, else the one
+    that is), giving soft targets (batch, num_classes). With torch's
+    DataLoader it runs in torch, in the workers; gpufeed.DataLoader runs it
+    in C, in place on the batch (on the device on CUDA): augment's `mix`
+    stage, the same distributions from gpufeed's per-batch key (not torch's
+    generator's numbers)."""
+
+    def __init__(self, num_classes, mixup_alpha=1.0, cutmix_alpha=1.0, switch_prob=0.5):
+        if not (mixup_alpha >= 0 and cutmix_alpha >= 0 and mixup_alpha + cutmix_alpha > 0):
+            raise ValueError("MixUpCutMix: mixup_alpha and cutmix_alpha are >= 0, one above 0")
+        if not 0 <= switch_prob <= 1:
+            raise ValueError("MixUpCutMix: switch_prob is a probability")
+        self.num_classes, self.mixup_alpha = int(num_classes), float(mixup_alpha)
+        self.cutmix_alpha, self.switch_prob = float(cutmix_alpha), float(switch_prob)
+
+    def spec(self):
+        """settings.augment's stage."""
+        return (f"mix mixup={self.mixup_alpha!r} cutmix={self.cutmix_alpha!r} "
+                f"switch={self.switch_prob!r} classes={self.num_classes}")
+
+    def draw(self):
+        """(cutmix?, lam, (r_x, r_y) or None's generator draws): torch's."""
+        import torch
+        cut = self.cutmix_alpha > 0 and (self.mixup_alpha == 0 or
+                                         float(torch.rand(1)) < self.switch_prob)
+        alpha = self.cutmix_alpha if cut else self.mixup_alpha
+        lam = float(torch._sample_dirichlet(torch.tensor([alpha, alpha]))[0])
+        return cut, lam
+
+    def __call__(self, batch):
+        import math
+        import torch
+        from torch.utils.data._utils.collate import default_collate
+        images, target = default_collate(batch)
+        target = torch.nn.functional.one_hot(target, self.num_classes).to(images.dtype)
+        cut, lam = self.draw()
+        rolled, target_rolled = images.roll(1, 0), target.roll(1, 0)
+        if cut:
+            H, W = images.shape[-2:]
+            r_x, r_y = int(torch.randint(W, (1,))), int(torch.randint(H, (1,)))
+            r = 0.5 * math.sqrt(1.0 - lam)
+            rw, rh = int(r * W), int(r * H)
+            x1, y1, x2, y2 = max(r_x - rw, 0), max(r_y - rh, 0), min(r_x + rw, W), min(r_y + rh, H)
+            images = images.clone()
+            images[..., y1:y2, x1:x2] = rolled[..., y1:y2, x1:x2]
+            lam = 1.0 - (x2 - x1) * (y2 - y1) / (W * H)
+        else:
+            images = images * lam + rolled * (1.0 - lam)
+        return images, target * lam + target_rolled * (1.0 - lam)
 
 
 class _DataLoader:
@@ -641,6 +701,12 @@ class _Iter:
         except BaseException:
             self._pending, self._pending_replayed = t, replayed
             raise
+        if type(lo.collate_fn) is MixUpCutMix:  # done in C: the soft targets
+            if lo.num_workers == 0:  # the generator's draws torch's call would have made
+                cut, _ = lo.collate_fn.draw()
+                if cut:
+                    torch.randint(images.shape[-1], (1,)), torch.randint(images.shape[-2], (1,))
+            return images, torch.from_dlpack(b.targets)
         if lo.collate_fn is not lo._default_collate:
             return lo.collate_fn(list(zip(images.unbind(0), targets.tolist())))
         return images, targets  # the tensors hold the slot; b's claim ends with this frame

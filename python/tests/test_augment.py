@@ -380,3 +380,45 @@ def test_augmented_batches_are_the_same_whatever_the_threads(dataset, dtype):
            for t, d in ((1, 2), (2, 4), (4, 3))]
     flat = [[(x.tobytes(), i) for x, i in g] for g in got]
     assert flat[0] == flat[1] == flat[2] and len(flat[0]) > 1
+
+
+def test_mixupcutmix_is_a_collate_fn_for_torch_and_native_for_gpufeed(dataset):
+    """gpufeed.MixUpCutMix: torch's DataLoader runs it in torch, gpufeed's in
+    C; both give soft targets on the batch's labels and its roll, and the
+    generator's state after an epoch is the same (num_workers=0)."""
+    t = T.Compose([T.RandomResizedCrop(32), T.ToTensor()])
+    mix = gpufeed.MixUpCutMix(3, mixup_alpha=0.4, cutmix_alpha=1.0)
+    orders = []
+    for cls in (torch.utils.data.DataLoader, gpufeed.DataLoader):
+        torch.manual_seed(5)
+        ds = datasets.ImageFolder(dataset, t)
+        loader = cls(ds, batch_size=8, shuffle=True, collate_fn=mix)
+        for x, y in loader:
+            assert x.shape == (len(y), 3, 32, 32) and y.shape == (len(y), 3)
+            assert torch.allclose(y.sum(1), torch.ones(len(y)), atol=1e-6)
+            assert (y >= 0).all()
+        orders.append(torch.randperm(1000).tolist())  # the generator's state after the epoch
+    assert orders[0] == orders[1]
+    with pytest.raises(gpufeed.Unsupported, match="uint8"):
+        gpufeed.DataLoader(datasets.ImageFolder(dataset, T.Compose(
+            [T.RandomResizedCrop(32), T.PILToTensor()])), batch_size=4, collate_fn=mix)
+
+
+def test_mixupcutmix_natively_mixes_the_batch_with_its_roll(dataset):
+    """Each gpufeed soft target row puts lam on its own label and 1 - lam on
+    the previous sample's (the batch rolled by one), as the images are."""
+    t = T.Compose([T.Resize(36), T.CenterCrop(32), T.ToTensor()])
+    ds = datasets.ImageFolder(dataset, t)
+    loader = gpufeed.DataLoader(ds, batch_size=6, shuffle=False,
+                                collate_fn=gpufeed.MixUpCutMix(3, 0.5, 0.0))  # MixUp alone
+    plain = gpufeed.DataLoader(ds, batch_size=6, shuffle=False)
+    for (x, y), (px, py) in zip(loader, plain):
+        lam = None
+        for i in range(len(py)):
+            own, prev = int(py[i]), int(py[i - 1])
+            if own != prev:
+                lam = float(y[i, own])
+                assert abs(float(y[i, prev]) - (1 - lam)) < 1e-6
+        if lam is not None:
+            want = px * lam + px.roll(1, 0) * (1 - lam)
+            assert (x - want).abs().max() < 1e-5
