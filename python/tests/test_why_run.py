@@ -93,6 +93,18 @@ def test_why_says_a_loader_slower_than_its_compute_is_compute_bound(tmp_path, ro
     assert "> 1.1 input-bound, < 0.9 compute-bound, else balanced" in err
 
 
+def test_why_says_a_prefetching_loader_that_keeps_ahead_is_compute_bound(tmp_path, root):
+    """With workers the loader's own time is hidden: a wait of a batch's
+    hand-over alone (a few ms against a 0.25 s step) is compute-bound."""
+    rc, out, err = gpufeed(tmp_path, "why", """
+        loader = DataLoader(folder(sys.argv[1]), batch_size=8, num_workers=2)
+        for x, y in loader:
+            time.sleep(0.25)  # the step: far above a worker's 8 small JPEGs
+    """, root)
+    assert rc == 0, err
+    assert "  verdict    compute-bound (input <= 1.00x compute: the loader kept ahead" in err, err
+
+
 def test_why_names_why_gpufeed_cannot_take_a_loader(tmp_path):
     rc, out, err = gpufeed(tmp_path, "why", """
         loader = DataLoader(Noise(), batch_size=4)
