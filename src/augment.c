@@ -293,8 +293,11 @@ void gf__erase_cell(const gf__augment *a, uint64_t key, uint8_t *px)
     if (!gf__erase_rect(a, key, &i, &j, &h, &w))
         return;
     uint8_t v[4];
-    for (int k = 0; k < c; k++) /* a float into a uint8 tensor: truncated, as torch's copy */
-        v[k] = (uint8_t)a->erase_value[k];
+    for (int k = 0; k < c; k++) { /* a float into a uint8 tensor: truncated, as torch's copy;
+                                     past 0..255 (undefined in C and in torch) saturated */
+        float x = a->erase_value[k];
+        v[k] = (uint8_t)(x <= 0 ? 0 : x >= 255 ? 255 : x);
+    }
     for (int y = i; y < i + h; y++)
         for (int x = j; x < j + w; x++)
             memcpy(px + ((size_t)y * a->out_w + x) * c, v, (size_t)c);

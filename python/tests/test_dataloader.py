@@ -84,7 +84,8 @@ def test_interpolation_is_taken_to_the_settings(mode, name):
 def test_a_loader_takes_interpolation(root):
     batches = {}
     for name in ("bilinear", "bicubic", "nearest"):
-        with gpufeed.Loader(root, batch_size=4, image_size=32, interpolation=name) as loader:
+        with gpufeed.Loader(root, batch_size=4, image_size=32, interpolation=name,
+                            device="cpu") as loader:
             b = next(iter(loader))
             assert memoryview(b.data).shape == (4, 32, 32, 3)
             batches[name] = bytes(memoryview(b.data))
