@@ -20,9 +20,16 @@ Where it differs, on purpose:
     you keep for long; up to max_held_batches (16) batches may be held.
   * with PILToTensor (uint8), images are NCHW views of NHWC memory
     (non-contiguous; `.contiguous()` copies).
-  * resampling is gpufeed's own (antialiased bilinear): pixels are close
-    to PIL's, not equal; crop boxes follow torchvision's distributions,
-    drawn from gpufeed's own generator (below).
+  * resampling is gpufeed's own: bilinear and bicubic pixels are within 1
+    of PIL's, nearest equal to them; crop boxes follow torchvision's
+    distributions, drawn from gpufeed's own generator (below), as do the
+    augmentations' parameters (TrivialAugmentWide, RandAugment,
+    AutoAugment, ColorJitter, RandomErasing: their ops' pixels are
+    torchvision's over PIL, exactly).
+  * a collate_fn other than default_collate runs in this process, on the
+    list of (image, target) samples DataLoader would give it (the images
+    views into the batch); gpufeed.MixUpCutMix as the collate_fn runs in C
+    instead, in place.
   * bad images raise gpufeed.SampleError naming the file, as PIL would
     raise; images PIL opens with a warning are decoded.
   * TIFF (.tif, .tiff: in torchvision's IMG_EXTENSIONS) is not decoded: a
