@@ -11,9 +11,14 @@
  * width and needs no aliasing checks; `restrict` rules those out. */
 #define BLOCK 16
 
+/* In bit operations, no comparison: a row's columns past what a decoder
+ * wrote (its padding, which the horizontal pass never reads) are passed
+ * too, and their undefined bytes must decide no jump (valgrind). */
 static inline int16_t clamp_tmp(int32_t v)
 {
-    return (int16_t)(v < 0 ? 0 : v > GF__RS_TMP_MAX ? GF__RS_TMP_MAX : v);
+    v &= ~(v >> 31);                            /* below 0: 0 */
+    int32_t over = (GF__RS_TMP_MAX - v) >> 31;  /* above the top: all ones */
+    return (int16_t)((v & ~over) | (GF__RS_TMP_MAX & over));
 }
 
 /* One output row of the vertical pass: n = span_w * ch values. */
