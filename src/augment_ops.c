@@ -186,97 +186,91 @@ static void affine_float(const uint8_t *in, uint8_t *out, int w, int h, int c, c
     }
 }
 
-/* ImagingGenericTransform with affine_transform and bilinear_filter8 /
- * bilinear_filter32RGB: each output pixel's source point computed afresh,
- * its four neighbours clipped to the image, truncated to a byte. */
-static void affine_bilinear(const uint8_t *in, uint8_t *out, int w, int h, int c,
-                            const double a[6], const uint8_t *fill)
-{
 #define XCLIP(x) (((x) < 0) ? 0 : ((x) < w) ? (x) : w - 1)
 #define YCLIP(y) (((y) < 0) ? 0 : ((y) < h) ? (y) : h - 1)
-    for (int y = 0; y < h; y++) {
-        uint8_t *row = out + (size_t)y * w * c;
-        for (int x = 0; x < w; x++) {
-            double xi = x + 0.5, yi = y + 0.5;
-            double xin = a[0] * xi + a[1] * yi + a[2];
-            double yin = a[3] * xi + a[4] * yi + a[5];
-            if (xin < 0.0 || xin >= w || yin < 0.0 || yin >= h) {
-                put_fill(row + (size_t)x * c, c, fill);
-                continue;
-            }
-            xin -= 0.5;
-            yin -= 0.5;
-            int x0 = FLOOR(xin), y0 = FLOOR(yin);
-            double dx = xin - x0, dy = yin - y0;
-            const uint8_t *r0 = in + (size_t)YCLIP(y0) * w * c;
-            const uint8_t *r1 = y0 + 1 >= 0 && y0 + 1 < h ? in + (size_t)(y0 + 1) * w * c : NULL;
-            int c0 = XCLIP(x0) * c, c1 = XCLIP(x0 + 1) * c;
-            for (int b = 0; b < c; b++) {
-                double v1 = r0[c0 + b] + (r0[c1 + b] - r0[c0 + b]) * dx, v2 = v1;
-                if (r1)
-                    v2 = r1[c0 + b] + (r1[c1 + b] - r1[c0 + b]) * dx;
-                v1 = v1 + (v2 - v1) * dy;
-                row[(size_t)x * c + b] = (uint8_t)v1;
-            }
-        }
+
+/* bilinear_filter8 / bilinear_filter32RGB at a point inside the image: its
+ * four neighbours clipped to the image, truncated to a byte. */
+static void bilinear_px(const uint8_t *in, int w, int h, int c, double xin, double yin,
+                        uint8_t *out)
+{
+    xin -= 0.5;
+    yin -= 0.5;
+    int x0 = FLOOR(xin), y0 = FLOOR(yin);
+    double dx = xin - x0, dy = yin - y0;
+    const uint8_t *r0 = in + (size_t)YCLIP(y0) * w * c;
+    const uint8_t *r1 = y0 + 1 >= 0 && y0 + 1 < h ? in + (size_t)(y0 + 1) * w * c : NULL;
+    int c0 = XCLIP(x0) * c, c1 = XCLIP(x0 + 1) * c;
+    for (int b = 0; b < c; b++) {
+        double v1 = r0[c0 + b] + (r0[c1 + b] - r0[c0 + b]) * dx, v2 = v1;
+        if (r1)
+            v2 = r1[c0 + b] + (r1[c1 + b] - r1[c0 + b]) * dx;
+        v1 = v1 + (v2 - v1) * dy;
+        out[b] = (uint8_t)v1;
     }
-#undef XCLIP
-#undef YCLIP
 }
 
-/* ImagingGenericTransform with bicubic_filter8 / bicubic_filter32RGB: PIL's
- * cubic (a = -1 in its polynomial form) over the 4x4 neighbours, columns
- * clipped to the image, rows past it taking the row before's value;
- * clipped to [0, 255] and truncated. */
+/* PIL's cubic (a = -1 in its polynomial form). */
 static double pil_cubic(double v1, double v2, double v3, double v4, double d)
 {
     double p1 = v2, p2 = -v1 + v3, p3 = 2 * (v1 - v2) + v3 - v4, p4 = -v1 + v2 - v3 + v4;
     return p1 + d * (p2 + d * (p3 + d * p4));
 }
 
-static void affine_bicubic(const uint8_t *in, uint8_t *out, int w, int h, int c,
-                           const double a[6], const uint8_t *fill)
+/* bicubic_filter8 / bicubic_filter32RGB at a point inside the image: the
+ * 4x4 neighbours, columns clipped to the image, rows past it taking the
+ * row before's value; clipped to [0, 255] and truncated. */
+static void bicubic_px(const uint8_t *in, int w, int h, int c, double xin, double yin,
+                       uint8_t *out)
 {
-#define XCLIP(x) (((x) < 0) ? 0 : ((x) < w) ? (x) : w - 1)
-#define YCLIP(y) (((y) < 0) ? 0 : ((y) < h) ? (y) : h - 1)
+    xin -= 0.5;
+    yin -= 0.5;
+    int x0 = FLOOR(xin), y0 = FLOOR(yin);
+    double dx = xin - x0, dy = yin - y0;
+    x0--;
+    y0--;
+    int cols[4];
+    for (int k = 0; k < 4; k++)
+        cols[k] = XCLIP(x0 + k) * c;
+    for (int b = 0; b < c; b++) {
+        double v[4];
+        const uint8_t *r = in + (size_t)YCLIP(y0) * w * c + b;
+        v[0] = pil_cubic(r[cols[0]], r[cols[1]], r[cols[2]], r[cols[3]], dx);
+        for (int k = 1; k < 4; k++) {
+            if (y0 + k >= 0 && y0 + k < h) {
+                r = in + (size_t)(y0 + k) * w * c + b;
+                v[k] = pil_cubic(r[cols[0]], r[cols[1]], r[cols[2]], r[cols[3]], dx);
+            } else {
+                v[k] = v[k - 1];
+            }
+        }
+        double o = pil_cubic(v[0], v[1], v[2], v[3], dy);
+        out[b] = o <= 0.0 ? 0 : o >= 255.0 ? 255 : (uint8_t)o;
+    }
+}
+#undef XCLIP
+#undef YCLIP
+
+/* ImagingGenericTransform with affine_transform and a filter: each output
+ * pixel's source point computed afresh; outside the image, the fill. */
+static void affine_filtered(const uint8_t *in, uint8_t *out, int w, int h, int c,
+                            const double a[6], const uint8_t *fill, gf_interpolation interp)
+{
     for (int y = 0; y < h; y++) {
         uint8_t *row = out + (size_t)y * w * c;
         for (int x = 0; x < w; x++) {
             double xi = x + 0.5, yi = y + 0.5;
             double xin = a[0] * xi + a[1] * yi + a[2];
             double yin = a[3] * xi + a[4] * yi + a[5];
-            if (xin < 0.0 || xin >= w || yin < 0.0 || yin >= h) {
-                put_fill(row + (size_t)x * c, c, fill);
-                continue;
-            }
-            xin -= 0.5;
-            yin -= 0.5;
-            int x0 = FLOOR(xin), y0 = FLOOR(yin);
-            double dx = xin - x0, dy = yin - y0;
-            x0--;
-            y0--;
-            int cols[4];
-            for (int k = 0; k < 4; k++)
-                cols[k] = XCLIP(x0 + k) * c;
-            for (int b = 0; b < c; b++) {
-                double v[4];
-                const uint8_t *r = in + (size_t)YCLIP(y0) * w * c + b;
-                v[0] = pil_cubic(r[cols[0]], r[cols[1]], r[cols[2]], r[cols[3]], dx);
-                for (int k = 1; k < 4; k++) {
-                    if (y0 + k >= 0 && y0 + k < h) {
-                        r = in + (size_t)(y0 + k) * w * c + b;
-                        v[k] = pil_cubic(r[cols[0]], r[cols[1]], r[cols[2]], r[cols[3]], dx);
-                    } else {
-                        v[k] = v[k - 1];
-                    }
-                }
-                double o = pil_cubic(v[0], v[1], v[2], v[3], dy);
-                row[(size_t)x * c + b] = o <= 0.0 ? 0 : o >= 255.0 ? 255 : (uint8_t)o;
-            }
+            uint8_t *px = row + (size_t)x * c;
+            if (xin < 0.0 || xin >= w || yin < 0.0 || yin >= h)
+                put_fill(px, c, fill);
+            else if (interp == GF_INTERP_BICUBIC)
+                bicubic_px(in, w, h, c, xin, yin, px);
+            else
+                bilinear_px(in, w, h, c, xin, yin, px);
         }
     }
-#undef XCLIP
-#undef YCLIP
 }
 
 /* Image.transform(size, AFFINE, a, resample, fillcolor) onto the same size:
@@ -284,10 +278,8 @@ static void affine_bicubic(const uint8_t *in, uint8_t *out, int w, int h, int c,
 static void pil_affine(const uint8_t *in, uint8_t *out, int w, int h, int c, const double a[6],
                        gf_interpolation interp, const uint8_t *fill)
 {
-    if (interp == GF_INTERP_BILINEAR)
-        affine_bilinear(in, out, w, h, c, a, fill);
-    else if (interp == GF_INTERP_BICUBIC)
-        affine_bicubic(in, out, w, h, c, a, fill);
+    if (interp == GF_INTERP_BILINEAR || interp == GF_INTERP_BICUBIC)
+        affine_filtered(in, out, w, h, c, a, fill, interp);
     else if (a[1] == 0 && a[3] == 0)
         scale_affine(in, out, w, h, c, a, fill);
     else if (check_fixed(a, 0, 0) && check_fixed(a, w, h) && check_fixed(a, 0, h) &&
