@@ -713,7 +713,11 @@ typedef struct gf_stats {
      * damaged: its checksum failed), "" if it did not. */
     uint64_t cache_hits, cache_misses;
     char cache_warning[192];
-    uint8_t reserved[88];      /* zero; room for fields without an ABI break:
+    /* What the last gf_set_state did across a change of world ("resumed
+     * a 8-rank state on 6 ranks at epoch 3, sample 412160 of 1281167"),
+     * "" if it did not change the world. */
+    char resume_note[80];
+    uint8_t reserved[8];       /* zero; room for fields without an ABI break:
                                   gf_get_stats writes sizeof(gf_stats) bytes,
                                   a new field takes its place from here */
 } gf_stats;
@@ -747,7 +751,7 @@ typedef struct gf_stats {
     X(U64, remote_requests) X(U64, remote_retries) X(U64, remote_bytes)        \
     X(DBL, remote_wait_s) X(U64, page_cache_reads)                             \
     X(U64, page_cache_misses) X(U64, cache_hits) X(U64, cache_misses)          \
-    X(STR, cache_warning)
+    X(STR, cache_warning) X(STR, resume_note)
 
 /* The decoders gf_stats counts samples for, each in decoded_<name>, in
  * the order reports list them: libjpeg-turbo, stb_image (and gpufeed's
@@ -989,33 +993,55 @@ GF_API int gf_set_order(gf_loader *l, uint64_t seed, uint64_t epoch, const int64
 /* Bytes per element of a dtype (1, 4, 2, 2), 0 for an unknown one. */
 GF_API size_t gf_dtype_size(gf_dtype dtype);
 
-/* Where a loader is: everything needed to resume it exactly. Save it with
- * a checkpoint; plain data, so it can be written as bytes. */
+/* Where a loader is: everything needed to resume it exactly, on this
+ * world or another. Save it with a checkpoint; plain data, so it can be
+ * written as bytes. Every rank of a data-parallel job is at the same
+ * position, so any rank's state is the job's (rank 0 usually saves it). */
 typedef struct gf_state {
-    uint32_t version;    /* GF_STATE_VERSION (the global order), or
-                            GF_STATE_VERSION_SHARDS */
-    uint32_t rank, world;
-    uint32_t shard_window; /* the shard order's window; 0 in the global order
-                              (version 1 states, whose bytes here were
-                              padding, are read as 0) */
+    uint32_t version;    /* GF_STATE_VERSION */
+    uint32_t rank, world; /* who saved it */
+    uint32_t shard_window; /* the shard order's window; 0 in the global order */
     uint64_t seed;
     uint64_t epoch, position; /* where the next batch gf_next() returns starts */
+    /* Version 3. The data set's size and gf_index_hash: a state of
+     * another data set is refused. */
+    uint64_t samples, index_hash;
+    /* Version 3. An epoch a change of world split (gf_set_state below):
+     * it began on rest_world ranks, which delivered rest_position samples
+     * each, and later worlds took rest_taken of the samples they left
+     * before this world; position is this world's in that rest. 0, 0, 0:
+     * the epoch is this world's own. */
+    uint32_t rest_world, reserved_;
+    uint64_t rest_position, rest_taken;
 } gf_state;
-/* A state of the global order keeps version 1, so checkpoints read by
- * older libraries stay valid; one of the shard order is version 2, which
- * an older library refuses rather than resume in another order. */
-#define GF_STATE_VERSION 1
+/* States of versions 1 (global order) and 2 (shard order), from earlier
+ * libraries, are read as version 3 without the data set's identity and
+ * without a change of world in their epoch. */
+#define GF_STATE_VERSION 3
 #define GF_STATE_VERSION_SHARDS 2
 
 /* The state after the last batch gf_next() returned (or at the start).
- * Returns 0 or GF_EINVAL. An observer: safe from any thread. */
+ * Returns 0 or GF_EINVAL. An observer: safe from any thread (the first
+ * call computes gf_index_hash: one pass over the index). */
 GF_API int gf_get_state(gf_loader *l, gf_state *st);
 
 /* Resumes from a saved state: the following batches are exactly those the
- * saved run would have delivered next. Returns 0; GF_EINVAL if the state
- * is of another version, seed, rank, world or order (global, or shards
- * with another shard_window) than this loader's settings (the message
- * says which), or an order set by gf_set_order is in force.
+ * saved run would have delivered next. Refused (GF_EINVAL, the message
+ * naming the field and both values): another version, seed, data set
+ * (samples, index_hash), order (global, or shards with another
+ * shard_window), or an order set by gf_set_order in force.
+ *
+ * Another world (elastic resume): a state saved on W ranks resumes on W'
+ * ranks (more or fewer), every rank given the same state. Over the rest
+ * of the state's epoch the W' ranks deliver exactly the samples the W
+ * ranks had not delivered, each once, in the epoch's order, taken
+ * interleaved (rank r' the rest's samples r', r' + W', ...; in the shard
+ * order every rank then reads the rest's shards, each once); later epochs
+ * are a W'-rank run's. Each rank's share of the rest is equal: padded
+ * with the epoch's first samples (ceil), or under drop_last cut (floor:
+ * fewer than W' samples of the rest, then the last short batch, go
+ * undelivered), as for a whole epoch. The same world resumes any rank's
+ * state as is. stats.resume_note says what a change of world did.
  * Held batches stay valid, as for gf_seek. */
 GF_API int gf_set_state(gf_loader *l, const gf_state *st);
 

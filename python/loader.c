@@ -468,16 +468,15 @@ static PyObject *loader_get_state(PyObject *op, PyObject *unused)
         return NULL;
     gf_state st;
     gfp_core_state(c, &st); /* an observer: also while next() waits */
-    gf_stats stats;
-    gf_get_stats(c->l, &stats);
-    /* samples and index_hash: the data set's identity, which gf_state lacks. */
-    return Py_BuildValue("{s:I,s:I,s:I,s:I,s:K,s:K,s:K,s:K,s:K}", "version", st.version,
-                         "rank", st.rank, "world", st.world, "shard_window", st.shard_window,
-                         "seed", (unsigned long long)st.seed,
-                         "epoch", (unsigned long long)st.epoch, "position",
+    return Py_BuildValue("{s:I,s:I,s:I,s:I,s:K,s:K,s:K,s:K,s:K,s:I,s:K,s:K}", "version",
+                         st.version, "rank", st.rank, "world", st.world, "shard_window",
+                         st.shard_window, "seed", (unsigned long long)st.seed, "epoch",
+                         (unsigned long long)st.epoch, "position",
                          (unsigned long long)st.position, "samples",
-                         (unsigned long long)stats.dataset_samples, "index_hash",
-                         (unsigned long long)gf_index_hash(c->l));
+                         (unsigned long long)st.samples, "index_hash",
+                         (unsigned long long)st.index_hash, "rest_world", st.rest_world,
+                         "rest_position", (unsigned long long)st.rest_position, "rest_taken",
+                         (unsigned long long)st.rest_taken);
 }
 
 static PyObject *loader_set_state(PyObject *op, PyObject *arg)
@@ -512,19 +511,34 @@ static PyObject *loader_set_state(PyObject *op, PyObject *arg)
     }
     gf_state st = {.version = (uint32_t)v[0], .rank = (uint32_t)v[1], .world = (uint32_t)v[2],
                    .seed = v[3], .epoch = v[4], .position = v[5]};
-    /* Optional: states saved before the shard order lack it (global: 0). */
-    PyObject *w = PyDict_GetItemString(arg, "shard_window");
-    if (w) {
-        unsigned long long x = PyLong_Check(w) && !PyBool_Check(w)
-                                   ? PyLong_AsUnsignedLongLong(w) : (unsigned long long)-1;
-        if (x > UINT32_MAX) {
+    /* Optional: states saved before the shard order lack shard_window
+     * (global: 0), those before version 3 the rest (no change of world in
+     * their epoch) and the data set's identity. */
+    static const char *more[] = {"shard_window", "samples", "index_hash", "rest_world",
+                                 "rest_position", "rest_taken"};
+    unsigned long long m[6] = {0};
+    for (int i = 0; i < 6; i++) {
+        PyObject *o = PyDict_GetItemString(arg, more[i]);
+        if (!o)
+            continue;
+        bool u32 = i == 0 || i == 3;
+        unsigned long long x = PyLong_Check(o) && !PyBool_Check(o)
+                                   ? PyLong_AsUnsignedLongLong(o) : (unsigned long long)-1;
+        if ((x == (unsigned long long)-1 && (PyErr_Occurred() || !PyLong_Check(o))) ||
+            (u32 && x > UINT32_MAX)) {
             PyErr_Clear();
-            PyErr_Format(PyExc_ValueError,
-                         "load_state_dict: 'shard_window': %R is not an int in 0..2^32-1", w);
+            PyErr_Format(PyExc_ValueError, "load_state_dict: '%s': %R is not an int in 0..%s",
+                         more[i], o, u32 ? "2^32-1" : "2^64-1");
             return NULL;
         }
-        st.shard_window = (uint32_t)x;
+        m[i] = x;
     }
+    st.shard_window = (uint32_t)m[0];
+    st.samples = m[1];
+    st.index_hash = m[2];
+    st.rest_world = (uint32_t)m[3];
+    st.rest_position = m[4];
+    st.rest_taken = m[5];
     gfp_core *c = loader_enter((LoaderObject *)op, "load_state_dict");
     if (!c)
         return NULL;

@@ -15,7 +15,7 @@ void gf__cursor_start(gf__cursor *c, const gf__sampler *sampler, const gf__order
     *c = (gf__cursor){.sampler = sampler,
                       .order = order,
                       .shard_epoch = shard_epoch,
-                      .len = order ? order->n : sampler->len,
+                      .len = order ? order->n : gf__sampler_len(sampler, epoch),
                       .seed = order ? order->seed : sampler->seed,
                       .epoch = epoch,
                       .pos = pos};
@@ -27,7 +27,13 @@ void gf__cursor_normalise(gf__cursor *c)
     if (c->pos >= c->len) {
         c->epoch++;
         c->pos = 0;
+        c->len = gf__cursor_len(c, c->epoch);
     }
+}
+
+uint64_t gf__cursor_len(const gf__cursor *c, uint64_t epoch)
+{
+    return c->order ? c->order->n : gf__sampler_len(c->sampler, epoch);
 }
 
 bool gf__cursor_epoch_live(const gf__cursor *c, uint64_t epoch, uint64_t epochs)
@@ -48,7 +54,7 @@ uint64_t gf__cursor_sample(gf__cursor *c, uint64_t epoch, uint64_t pos)
          * tables are the same). */
         if (!c->shard_epoch->valid || c->shard_epoch->epoch != epoch)
             gf__shard_epoch_set(c->shard_epoch, c->sampler, epoch);
-        return gf__shard_at(c->shard_epoch, c->sampler, gf__sampler_global(c->sampler, pos));
+        return gf__shard_at(c->shard_epoch, c->sampler, gf__sampler_global(c->sampler, epoch, pos));
     }
     if (!c->perm_valid || c->perm_epoch != epoch) {
         gf__perm_init(&c->perm, c->sampler, epoch);

@@ -22,7 +22,7 @@ typedef struct gf__order {
 typedef struct gf__cursor {
     const gf__sampler *sampler;
     const gf__order *order;   /* in force, or NULL: the sampler's */
-    uint64_t len;             /* positions per epoch: order->n or sampler->len */
+    uint64_t len;             /* positions in `epoch`: gf__cursor_len */
     uint64_t seed;            /* gf__sample_key's: order->seed or the sampler's */
     uint64_t epoch, pos;      /* the next unassigned sample */
     gf__shard_epoch *shard_epoch; /* the shard order's tables, or NULL */
@@ -36,6 +36,10 @@ typedef struct gf__cursor {
  * (rebuilt here at each new epoch), NULL in the global order. */
 void gf__cursor_start(gf__cursor *c, const gf__sampler *sampler, const gf__order *order,
                       gf__shard_epoch *shard_epoch, uint64_t epoch, uint64_t pos);
+/* Positions in epoch: the order's, or the sampler's (the epoch a change of
+ * world split has its own). Reads only what the lifecycle thread set
+ * before starting: any thread. */
+uint64_t gf__cursor_len(const gf__cursor *c, uint64_t epoch);
 /* Moves the cursor past an exhausted epoch. */
 void gf__cursor_normalise(gf__cursor *c);
 /* Whether epoch is one to deliver: the order's alone, else those

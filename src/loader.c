@@ -427,10 +427,13 @@ int gf_open_samples(gf_loader **out, const gf_settings *s, const char *const *pa
  * the current), prefetched batches discarded, and delivery restarted
  * there. */
 static int restart_at(gf_loader *l, const char *who, gf__order *next, uint64_t epoch,
-                      uint64_t position)
+                      uint64_t position, const gf__rest *rest)
 {
     const gf__order *o = next ? next : l->order.idx ? &l->order : NULL;
-    uint64_t len = o ? o->n : l->sampler.len;
+    gf__sampler after = l->sampler;
+    if (rest)
+        after.rest = *rest;
+    uint64_t len = o ? o->n : gf__sampler_len(&after, epoch);
     /* Under mu: the controller may be writing the message too. */
     int rc = 0;
     pthread_mutex_lock(&l->mu);
@@ -461,6 +464,7 @@ static int restart_at(gf_loader *l, const char *who, gf__order *next, uint64_t e
         old = l->order.idx;
         l->order = *next;
     }
+    l->sampler.rest = after.rest; /* no loader thread runs */
     pthread_mutex_unlock(&l->mu);
     free(old);
     return start_pipeline(l, epoch, position);
@@ -472,7 +476,7 @@ int gf_seek(gf_loader *l, uint64_t epoch, uint64_t position)
         return GF_EINVAL;
     if (!l->slots)
         return GF_EINVAL;
-    return restart_at(l, "gf_seek", NULL, epoch, position);
+    return restart_at(l, "gf_seek", NULL, epoch, position, NULL);
 }
 
 int gf_set_order(gf_loader *l, uint64_t seed, uint64_t epoch, const int64_t *order, uint64_t n)
@@ -501,7 +505,7 @@ int gf_set_order(gf_loader *l, uint64_t seed, uint64_t epoch, const int64_t *ord
                                 (unsigned long long)n);
     if (n)
         memcpy(next.idx, order, (size_t)n * sizeof *order);
-    int rc = restart_at(l, "gf_set_order", &next, epoch, 0);
+    int rc = restart_at(l, "gf_set_order", &next, epoch, 0, NULL);
     if (rc < 0 && l->order.idx != next.idx)
         free(next.idx); /* refused before it was installed */
     return rc;
@@ -576,6 +580,7 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     st->device = l->device;
     st->device_id = gf__device_id(l->dev);
     snprintf(st->device_note, sizeof st->device_note, "%s", l->device_note);
+    memcpy(st->resume_note, l->resume_note, sizeof st->resume_note);
     st->pinned_bytes = l->pinned_bytes;
     st->pageable_slots = l->pageable_slots;
     st->device_bytes = gf__device_bytes(l->dev);
@@ -611,15 +616,23 @@ int gf_get_state(gf_loader *l, gf_state *st)
 {
     if (!l || !st || !l->slots)
         return GF_EINVAL;
+    uint64_t hash = gf_index_hash(l); /* before mu: its first call is a pass */
     pthread_mutex_lock(&l->mu);
     bool shards = l->sampler.shards && !l->order.idx;
-    *st = (gf_state){.version = shards ? GF_STATE_VERSION_SHARDS : GF_STATE_VERSION,
+    const gf__rest *r = &l->sampler.rest;
+    bool split = r->on && !l->order.idx && l->next_epoch == r->epoch;
+    *st = (gf_state){.version = GF_STATE_VERSION,
                      .rank = (uint32_t)l->s.rank,
                      .shard_window = shards ? (uint32_t)l->s.shard_window : 0,
                      .world = (uint32_t)l->s.world,
                      .seed = l->order.idx ? l->order.seed : l->s.seed,
                      .epoch = l->next_epoch,
-                     .position = l->next_pos};
+                     .position = l->next_pos,
+                     .samples = l->ds.n,
+                     .index_hash = hash,
+                     .rest_world = split ? r->first_world : 0,
+                     .rest_position = split ? r->first_pos : 0,
+                     .rest_taken = split ? r->taken : 0};
     pthread_mutex_unlock(&l->mu);
     return 0;
 }
@@ -628,7 +641,9 @@ int gf_get_state(gf_loader *l, gf_state *st)
  * whose bytes there were padding, whatever they hold). */
 static uint32_t state_window(const gf_state *st)
 {
-    return st->version == GF_STATE_VERSION_SHARDS ? st->shard_window : 0;
+    return st->version == GF_STATE_VERSION_SHARDS || st->version == GF_STATE_VERSION
+               ? st->shard_window
+               : 0;
 }
 
 static void order_name(char *buf, size_t len, uint32_t window)
@@ -639,38 +654,111 @@ static void order_name(char *buf, size_t len, uint32_t window)
         snprintf(buf, len, "global");
 }
 
+/* Why st cannot resume l (a message set, GF_EINVAL), or 0. Under mu. */
+static int state_refused(gf_loader *l, const gf_state *st, uint64_t hash)
+{
+    uint32_t mine = l->sampler.shards ? (uint32_t)l->s.shard_window : 0;
+    if (l->order.idx)
+        return gf__fail(l, GF_EINVAL,
+                        "gf_set_state: the caller owns the epoch's order (gf_set_order is in "
+                        "force): set the order again, then gf_seek to the saved epoch and "
+                        "position");
+    if (st->version != GF_STATE_VERSION && st->version != GF_STATE_VERSION_SHARDS &&
+        st->version != 1)
+        return gf__fail(l, GF_EINVAL, "gf_set_state: state version %u, this library reads 1 to %u",
+                        st->version, GF_STATE_VERSION);
+    if (state_window(st) != mine) { /* positions of one order are other samples in another */
+        char saved[48], ours[48];
+        order_name(saved, sizeof saved, state_window(st));
+        order_name(ours, sizeof ours, mine);
+        return gf__fail(l, GF_EINVAL, "gf_set_state: saved in order %s; this loader reads order %s",
+                        saved, ours);
+    }
+    if (st->seed != l->s.seed)
+        return gf__fail(l, GF_EINVAL, "gf_set_state: seed: the state's %llu, this loader's %llu",
+                        (unsigned long long)st->seed, (unsigned long long)l->s.seed);
+    if (st->world == 0 || st->rank >= st->world)
+        return gf__fail(l, GF_EINVAL, "gf_set_state: rank %u of world %u is no rank", st->rank,
+                        st->world);
+    if (st->version != GF_STATE_VERSION)
+        return 0; /* an earlier library's: no identity, no change of world */
+    if (st->samples != l->ds.n || st->index_hash != hash)
+        return gf__fail(l, GF_EINVAL,
+                        "gf_set_state: %s: the state's %llu, this loader's %llu (another data set)",
+                        st->samples != l->ds.n ? "samples" : "index_hash",
+                        (unsigned long long)(st->samples != l->ds.n ? st->samples : st->index_hash),
+                        (unsigned long long)(st->samples != l->ds.n ? l->ds.n : hash));
+    if (st->rest_world == 0 && (st->rest_position || st->rest_taken))
+        return gf__fail(l, GF_EINVAL, "gf_set_state: rest_position and rest_taken without a "
+                                      "rest_world");
+    return 0;
+}
+
+static GF__COLD int bad_rest(gf_loader *l, const gf_state *st)
+{
+    return gf__fail_locking(l, GF_EINVAL,
+                            "gf_set_state: epoch %llu's rest (rest_world %u, rest_position "
+                            "%llu, rest_taken %llu) does not fit this data set's %llu samples",
+                            (unsigned long long)st->epoch, st->rest_world,
+                            (unsigned long long)st->rest_position,
+                            (unsigned long long)st->rest_taken, (unsigned long long)l->ds.n);
+}
+
 int gf_set_state(gf_loader *l, const gf_state *st)
 {
-    if (!l || !st)
+    if (!l || !st || !l->slots)
         return GF_EINVAL;
+    uint64_t hash = gf_index_hash(l);
     /* Under mu: the controller may be writing the message too. */
-    int rc = 0;
     pthread_mutex_lock(&l->mu);
-    if (l->order.idx)
-        rc = gf__fail(l, GF_EINVAL,
-                  "gf_set_state: the caller owns the epoch's order (gf_set_order is in force): "
-                  "set the order again, then gf_seek to the saved epoch and position");
-    else if (st->version != GF_STATE_VERSION && st->version != GF_STATE_VERSION_SHARDS)
-        rc = gf__fail(l, GF_EINVAL,
-                      "gf_set_state: state version %u, this library writes %u and %u",
-                      st->version, GF_STATE_VERSION, GF_STATE_VERSION_SHARDS);
-    else if (state_window(st) != (l->sampler.shards ? (uint32_t)l->s.shard_window : 0)) {
-        /* Positions of one order are other samples in another. */
-        char saved[48], mine[48];
-        order_name(saved, sizeof saved, state_window(st));
-        order_name(mine, sizeof mine, l->sampler.shards ? (uint32_t)l->s.shard_window : 0);
-        rc = gf__fail(l, GF_EINVAL, "gf_set_state: saved in order %s; this loader reads order %s",
-                      saved, mine);
-    }
-    else if (st->seed != l->s.seed || st->rank != (uint32_t)l->s.rank ||
-             st->world != (uint32_t)l->s.world)
-        rc = gf__fail(l, GF_EINVAL,
-                  "gf_set_state: saved by seed %llu, rank %u of %u; this loader has seed "
-                  "%llu, rank %d of %d",
-                  (unsigned long long)st->seed, st->rank, st->world,
-                  (unsigned long long)l->s.seed, l->s.rank, l->s.world);
+    int rc = state_refused(l, st, hash);
     pthread_mutex_unlock(&l->mu);
-    return rc < 0 ? rc : gf_seek(l, st->epoch, st->position);
+    if (rc < 0)
+        return rc;
+    bool split = st->version == GF_STATE_VERSION && st->rest_world;
+    bool moved = st->world != (uint32_t)l->s.world;
+    gf__sampler next = l->sampler;
+    next.rest = (gf__rest){0};
+    uint64_t epoch = st->epoch, position = st->position;
+    if (split || moved) {
+        /* The epoch's first world, what it delivered, and what later
+         * worlds took of the rest before this one. */
+        uint32_t first_world = split ? st->rest_world : st->world;
+        uint64_t first_pos = split ? st->rest_position : st->position;
+        uint64_t taken = split ? st->rest_taken : 0;
+        if (split && moved) { /* the saving world's ranks each took position */
+            gf__sampler saved = l->sampler;
+            saved.world = st->world;
+            saved.rank = 0;
+            rc = gf__sampler_rest(&saved, epoch, first_world, first_pos, taken);
+            if (rc < 0)
+                return bad_rest(l, st);
+            taken = rc == 1 ? UINT64_MAX : saved.rest.on ? gf__rest_taken(&saved, position) : 0;
+        }
+        rc = gf__sampler_rest(&next, epoch, first_world, first_pos, taken);
+        if (rc < 0)
+            return bad_rest(l, st);
+        if (moved)
+            position = 0;
+        if (rc == 1) { /* nothing of the epoch is left for this world */
+            epoch++;
+            position = 0;
+        }
+    }
+    char note[sizeof l->resume_note] = "";
+    if (moved) {
+        uint64_t done = next.rest.on ? l->ds.n - next.rest.size + next.rest.taken
+                        : epoch != st->epoch ? l->ds.n : 0;
+        snprintf(note, sizeof note,
+                 "resumed a %u-rank state on %d ranks at epoch %llu, sample %llu of %llu",
+                 st->world, l->s.world, (unsigned long long)st->epoch, (unsigned long long)done,
+                 (unsigned long long)l->ds.n);
+    }
+    rc = restart_at(l, "gf_set_state", NULL, epoch, position, &next.rest);
+    pthread_mutex_lock(&l->mu);
+    memcpy(l->resume_note, rc == 0 ? note : "", rc == 0 ? sizeof note : 1);
+    pthread_mutex_unlock(&l->mu);
+    return rc;
 }
 
 void gf_close(gf_loader **lp)

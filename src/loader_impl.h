@@ -160,7 +160,8 @@ struct gf_loader {
     double ctl_remote_since;
     size_t ctl_buf_bytes, buf_bytes; /* io_uring buffers: controller's, shared */
     uint64_t next_epoch, next_pos; /* where the next delivered batch starts */
-    uint64_t epoch_len;          /* cur.len, for gf_next and the observers */
+    uint64_t epoch_len;          /* next_epoch's positions, for gf_next and the observers */
+    char resume_note[80];        /* gf_stats': the last gf_set_state's change of world */
     /* The last epoch that delivered a batch, or the one a seek entered
      * part-way (live_any): an empty batch of a later epoch means a whole
      * epoch delivered nothing, which would repeat forever. */

@@ -186,7 +186,11 @@ int gf_next_timed(gf_loader *l, gf_batch **out, int64_t timeout_ns)
         if (sl) {
             if (sl->out_state == GF__OUT_EMPTY || sl->out_status < 0) {
                 rc = sl->out_status;
-                if (rc == 0 && (!l->live_any || sl->batch.epoch > l->live_epoch))
+                /* The rest of an epoch a change of world split may be
+                 * under a batch a rank: drop_last drops it. */
+                bool rest = l->sampler.rest.on && !l->order.idx &&
+                            sl->batch.epoch == l->sampler.rest.epoch;
+                if (rc == 0 && !rest && (!l->live_any || sl->batch.epoch > l->live_epoch))
                     rc = no_sample_in_epoch(l, sl->batch.epoch);
                 free_out(l, sl, sl->out_state);
                 l->head++;
@@ -213,10 +217,12 @@ int gf_next_timed(gf_loader *l, gf_batch **out, int64_t timeout_ns)
             l->live_epoch = sl->batch.epoch;
             l->next_epoch = sl->batch.epoch;
             l->next_pos = sl->batch.position;
-            if (l->next_pos >= l->epoch_len) {
+            if (l->next_pos >= gf__cursor_len(&l->cur, l->next_epoch)) {
                 l->next_epoch++;
                 l->next_pos = 0;
             }
+            /* The epoch a change of world split is shorter than the next. */
+            l->epoch_len = gf__cursor_len(&l->cur, l->next_epoch);
             *out = &sl->batch;
             break;
         }

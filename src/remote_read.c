@@ -234,7 +234,7 @@ static void read_ahead(shard_reader *r)
         r->scanning = true;
     }
     for (;;) {
-        if (r->scan_pos >= l->cur.len) {
+        if (r->scan_pos >= gf__cursor_len(&l->cur, r->scan_epoch)) {
             if (l->cur.order) /* the caller's order is one epoch */
                 return;
             r->scan_epoch++;

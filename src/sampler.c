@@ -28,6 +28,19 @@
  * shards/world of them (DistributedSampler's interleaving would make every
  * rank read every shard).
  *
+ * Elastic resume. A state saved on W ranks and resumed on W' (gf_set_state)
+ * splits its epoch: the samples the W ranks had not delivered, the rest,
+ * keep their epoch order (the global order's suffix; the shard order's W
+ * span tails, one after another, then under drop_last the cut end), and
+ * the W' ranks take the rest interleaved, rank r' its samples r', r' + W',
+ * ... Each sample is delivered once; a later change in the same epoch only
+ * moves where the rest is taken from (`taken`), so a state stays O(1)
+ * however many worlds an epoch sees. In the shard order every rank then
+ * reads the rest's shards (each once: the rest keeps the epoch's windows),
+ * not a 1/W' share, for the rest of that epoch. Padding (ceil) or drop_last
+ * (floor) makes the shares equal as in a whole epoch; the next epoch is the
+ * new world's own.
+ *
  * No state but what the caller holds: any thread may call it (the loader's
  * controller thread does, once per sample it schedules).
  */
@@ -54,7 +67,68 @@ int gf__sampler_init(gf__sampler *s, uint64_t n, uint64_t seed, int shuffle,
     s->drop_last = drop_last != 0;
     s->len = len;
     s->shards = NULL;
+    s->rest = (gf__rest){0};
     return 0;
+}
+
+static uint64_t share(uint64_t n, uint64_t world, int drop_last)
+{
+    return n / world + (!drop_last && n % world);
+}
+
+/* The rest's sample x (< size) as an epoch position. */
+static uint64_t rest_position(const gf__sampler *s, uint64_t x)
+{
+    const gf__rest *r = &s->rest;
+    if (!s->shards)
+        return r->first_world * r->first_pos + x;
+    uint64_t tail = r->first_len - r->first_pos;
+    if (x < r->full * tail)
+        return x / tail * r->first_len + r->first_pos + x % tail;
+    /* The tail cut short by the epoch's end, or drop_last's cut end. */
+    uint64_t y = x - r->full * tail;
+    return r->full * r->first_len + (r->full < r->first_world ? r->first_pos : 0) + y;
+}
+
+int gf__sampler_rest(gf__sampler *s, uint64_t epoch, uint32_t first_world, uint64_t first_pos,
+                     uint64_t taken)
+{
+    s->rest = (gf__rest){0};
+    if (first_world == 0)
+        return GF_EINVAL;
+    uint64_t first_len = share(s->n, first_world, s->drop_last);
+    if (first_len == 0 || first_pos > first_len)
+        return GF_EINVAL;
+    if (first_pos == 0 && taken == 0)
+        return 0;
+    gf__rest r = {.on = true, .epoch = epoch, .first_world = first_world,
+                  .first_len = first_len, .first_pos = first_pos};
+    if (!s->shards) {
+        uint64_t done = first_pos > s->n / first_world ? s->n : first_world * first_pos;
+        r.size = s->n - done;
+    } else {
+        uint64_t tail = first_len - first_pos;
+        r.full = GF__MIN((uint64_t)first_world, s->n / first_len);
+        uint64_t end = r.full * first_len + (r.full < first_world ? first_pos : 0);
+        r.size = r.full * tail + (s->n > end ? s->n - end : 0);
+    }
+    r.taken = GF__MIN(taken, r.size);
+    r.len = share(r.size - r.taken, s->world, s->drop_last);
+    if (r.len == 0)
+        return 1;
+    s->rest = r;
+    return 0;
+}
+
+uint64_t gf__rest_taken(const gf__sampler *s, uint64_t pos)
+{
+    const gf__rest *r = &s->rest;
+    return GF__MIN(r->taken + pos * s->world, r->size);
+}
+
+uint64_t gf__sampler_len(const gf__sampler *s, uint64_t epoch)
+{
+    return s->rest.on && s->rest.epoch == epoch ? s->rest.len : s->len;
 }
 
 /* A keyed permutation of [0, n) whose round keys all come from base. */
@@ -77,6 +151,7 @@ void gf__perm_init(gf__perm *p, const gf__sampler *s, uint64_t epoch)
      * chain, which starts from the same (seed, epoch). */
     uint64_t base = gf__mix64(gf__mix64(s->seed ^ 0x6a09e667f3bcc908ull) ^ epoch);
     perm_keyed(p, s->n, base, !s->shuffle);
+    p->epoch = epoch;
 }
 
 static inline uint64_t feistel(const gf__perm *p, uint64_t x)
@@ -106,8 +181,13 @@ static inline uint64_t perm_at(const gf__perm *p, uint64_t g)
     return x;
 }
 
-uint64_t gf__sampler_global(const gf__sampler *s, uint64_t pos)
+uint64_t gf__sampler_global(const gf__sampler *s, uint64_t epoch, uint64_t pos)
 {
+    if (GF__UNLIKELY(s->rest.on && s->rest.epoch == epoch)) {
+        const gf__rest *r = &s->rest;
+        uint64_t x = r->taken + (pos % r->len) * s->world + s->rank;
+        return x < r->size ? rest_position(s, x) : (x - r->size) % s->n;
+    }
     if (GF__UNLIKELY(pos >= s->len))
         pos %= s->len;
     uint64_t g = s->shards ? s->rank * s->len + pos : pos * s->world + s->rank;
@@ -119,7 +199,7 @@ uint64_t gf__sampler_global(const gf__sampler *s, uint64_t pos)
 uint64_t gf__sampler_at(const gf__sampler *s, const gf__perm *p, uint64_t pos)
 {
     assert(!s->shards);
-    return perm_at(p, gf__sampler_global(s, pos));
+    return perm_at(p, gf__sampler_global(s, p->epoch, pos));
 }
 
 int gf__shards_init(gf__shards *sh, const uint32_t *shard, uint64_t n, uint32_t window)

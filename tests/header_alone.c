@@ -88,12 +88,18 @@ AT(gf_stats, page_cache_reads, 4296);
 AT(gf_stats, page_cache_misses, 4304);
 AT(gf_stats, cache_hits, 4312);
 AT(gf_stats, cache_warning, 4328);
-AT(gf_stats, reserved, 4520);
+AT(gf_stats, resume_note, 4520);
+AT(gf_stats, reserved, 4600);
 
-SIZE(gf_state, 40);
+SIZE(gf_state, 80);
 AT(gf_state, seed, 16);
 AT(gf_state, epoch, 24);
 AT(gf_state, position, 32);
+AT(gf_state, samples, 40);
+AT(gf_state, index_hash, 48);
+AT(gf_state, rest_world, 56);
+AT(gf_state, rest_position, 64);
+AT(gf_state, rest_taken, 72);
 
 SIZE(gf_probe_info, 352);
 SIZE(gf_shard_index_info, 40);

@@ -22,6 +22,7 @@ slot returns.
 """
 import os
 import sys
+import warnings
 
 if sys.version_info < (3, 11):  # the stable ABI of 3.11: Py_buffer
     raise ImportError("gpufeed needs Python 3.11 or later")
@@ -33,13 +34,20 @@ from ._gpufeed import (Array, Batch, CorruptImage, DatasetError, EmptyFile, EndO
                        TruncatedImage, UnsupportedFormat)
 from ._gpufeed import TooManyOpenFiles  # GF_EMFILE
 
-__all__ = ["DataLoader", "MixUpCutMix", "Unsupported", "Loader", "Batch", "Array", "verify", "decode_image", "settings_table", "BadSample",
+__all__ = ["DataLoader", "MixUpCutMix", "Unsupported", "WorldChanged", "Loader", "Batch", "Array", "verify", "decode_image", "settings_table", "BadSample",
            "prepare", "prepare_plan", "PrepareError",
            "Error", "SampleError",
            "IMAGENET_MEAN", "IMAGENET_STD"] + [
     n for n in dir(_gpufeed) if isinstance(getattr(_gpufeed, n), type)
     and issubclass(getattr(_gpufeed, n), Error)]
 __version__ = _gpufeed.version
+
+
+
+class WorldChanged(UserWarning):
+    """load_state_dict took a state saved on another number of ranks: the
+    rest of its epoch is split across this world (the message says where)."""
+
 
 IMAGENET_MEAN = (0.485 * 255, 0.456 * 255, 0.406 * 255)
 IMAGENET_STD = (0.229 * 255, 0.224 * 255, 0.225 * 255)
@@ -390,37 +398,47 @@ class Loader:
     def state_dict(self):
         """Where the next batch starts (torchdata's StatefulDataLoader name), and
         whose: version, rank, world, shard_window (the order: 0 global, else the
-        shard order's window), seed, epoch, position, samples (the data set's) and
-        index_hash (over every sample's path and label), all ints."""
+        shard order's window), seed, epoch, position, samples (the data set's),
+        index_hash (over every sample's path and label), and rest_world,
+        rest_position, rest_taken (an epoch a change of world split; 0 if none),
+        all ints. Every rank is at the same position: any rank's state is the
+        job's."""
         state = self._c.get_state()
         if self._pending is not None:  # taken to see the epoch end, not delivered
             state["epoch"], state["position"] = self._pending[1], 0
+            state["rest_world"] = state["rest_position"] = state["rest_taken"] = 0
         return state
 
     def load_state_dict(self, state):
         """Resumes exactly: the batches that follow are those the saved run had next.
-        A state of another data set (samples, index_hash), rank, world, seed or
-        order (shard_window; a state without it is of the global order) is
-        refused (InvalidArgument, a ValueError, naming the field and both values);
-        a state without samples/index_hash (an older checkpoint) is not checked for
-        them. Batches still held stay valid."""
+        A state of another data set (samples, index_hash), seed or order
+        (shard_window; a state without it is of the global order) is refused
+        (InvalidArgument, a ValueError, naming the field and both values); a
+        state without samples/index_hash (an older checkpoint) is not checked for
+        them. A state saved on another number of ranks is taken (elastic resume):
+        this world's ranks deliver the rest of its epoch, each sample once, and
+        the change is said once, as a warning. Batches still held stay valid."""
         if not isinstance(state, dict):
             raise TypeError(f"load_state_dict: state: a dict from state_dict(), not "
                             f"{type(state).__name__}")
         mine = self._c.get_state()
         state = {"shard_window": 0, **state}  # saved before the shard order: global
-        for field in ("samples", "index_hash", "rank", "world", "seed", "shard_window"):
+        for field in ("samples", "index_hash", "seed", "shard_window"):
             if field in state and state[field] != mine[field]:
                 why = {"samples": "another data set", "index_hash": "another data set",
-                       "seed": "another seed",
-                       "shard_window": "another order: 0 is global, else the shard "
-                                       "order's window"}.get(field, "another rank or world")
+                       "seed": "another seed"}.get(field, "another order: 0 is global, else "
+                                                         "the shard order's window")
                 raise _error(InvalidArgument,
                              f"load_state_dict: {field}: the state's {state[field]!r} is not "
                              f"this loader's {mine[field]!r} ({why})")
         self._drop_pending()
-        self._c.set_state({k: state[k] for k in state if k not in ("samples", "index_hash")})
+        # An older checkpoint's: not checked for what it lacks.
+        state = {"samples": mine["samples"], "index_hash": mine["index_hash"], **state}
+        self._c.set_state(state)
         self._last, self._in_epoch = None, False
+        note = self._c.stats()["resume_note"]
+        if note:
+            warnings.warn(f"gpufeed: {note}", WorldChanged, stacklevel=2)
 
 
 class _Epoch:

@@ -19,20 +19,18 @@
 /* The file, in this machine's byte order:
  *   "GFTRAIN\0", then u32 version, world, width, image size, classes,
  *   batch size, 0 (pad); u64 seed, epochs done, parameter count; the
- *   loader's gf_state as u32 version, rank, world, shard window, u64 seed, epoch,
- *   position; the training set's identity as u64 samples, FNV-1a of
+ *   loader's gf_state, its bytes; the training set's identity as u64 samples, FNV-1a of
  *   every sample's path (with its NUL) and label; float
  *   parameters[count], momentum[count] (the gfm_checksum layout); u64
  *   FNV-1a of all the bytes before it, and nothing after. */
 #define CKPT_MAGIC "GFTRAIN"
-#define CKPT_VERSION 2u
+#define CKPT_VERSION 3u /* 3: the whole gf_state (its version 3) */
 
 typedef struct ckpt_head {
     char magic[8];
     uint32_t version, world, width, size, classes, batch, pad;
     uint64_t seed, epochs_done, n_params;
-    uint32_t st_version, st_rank, st_world, st_shard_window; /* 0 before the shard order */
-    uint64_t st_seed, st_epoch, st_position;
+    gf_state st;
     uint64_t data_n, data_hash;
 } ckpt_head;
 
@@ -88,13 +86,7 @@ int checkpoint_save(trainer *t, gfm_model *m, int epochs_done)
     h.seed = t->o->seed;
     h.epochs_done = (uint64_t)epochs_done;
     h.n_params = n;
-    h.st_version = t->lstate.version;
-    h.st_rank = t->lstate.rank;
-    h.st_world = t->lstate.world;
-    h.st_shard_window = t->lstate.shard_window;
-    h.st_seed = t->lstate.seed;
-    h.st_epoch = t->lstate.epoch;
-    h.st_position = t->lstate.position;
+    h.st = t->lstate;
     h.data_n = t->data_n;
     h.data_hash = t->data_hash;
     uint64_t sum = gf__fnv1a64(GF__FNV1A64_BASIS, &h, sizeof h);
@@ -180,10 +172,10 @@ int checkpoint_load(trainer *t)
                   t->classes);
         goto out;
     }
-    if (h.world != (uint32_t)t->world || h.seed != t->o->seed) {
-        cli_error(CMD, "--resume %s: saved by %u rank%s with seed %" PRIu64 "; this run has %d "
-                       "with seed %" PRIu64 " (resume with the same --seed and ranks)",
-                  path, h.world, h.world == 1 ? "" : "s", h.seed, t->world, t->o->seed);
+    if (h.seed != t->o->seed) {
+        cli_error(CMD, "--resume %s: saved with seed %" PRIu64 "; this run has seed %" PRIu64
+                       " (resume with the same --seed)",
+                  path, h.seed, t->o->seed);
         goto out;
     }
     if ((n && (fread(t->rparams, bytes, 1, f) != 1 || fread(t->rvel, bytes, 1, f) != 1)) ||
@@ -224,13 +216,7 @@ int checkpoint_load(trainer *t)
     if (h.batch != (uint32_t)t->o->batch && !t->o->json)
         fprintf(stderr, "gpufeed train: note: the checkpoint was trained with batch size %u, "
                         "this run uses %d\n", h.batch, t->o->batch);
-    t->rstate.version = h.st_version;
-    t->rstate.rank = h.st_rank;
-    t->rstate.world = h.st_world;
-    t->rstate.shard_window = h.st_shard_window;
-    t->rstate.seed = h.st_seed;
-    t->rstate.epoch = h.st_epoch;
-    t->rstate.position = h.st_position;
+    t->rstate = h.st;
     t->start_epoch = (int)h.epochs_done;
     t->have_resume = 1;
     status = CLI_OK;

@@ -350,6 +350,8 @@ int train_epoch_gpufeed(trainer *t, gfm_model *m, int epoch, run_result *r, tall
         goto out;
     }
     gf_get_stats(l, &st);
+    if (st.resume_note[0] && t->rank == 0) /* the checkpoint's world was another */
+        fprintf(stderr, "gpufeed train: note: %s\n", st.resume_note);
     steps = (st.epoch_samples + (uint64_t)st.batch_size - 1) / (uint64_t)st.batch_size;
     /* The window opens at the first gf_next: opening (indexing, starting
      * threads) is a once-per-run cost a trainer pays before its loop, and
