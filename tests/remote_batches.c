@@ -22,7 +22,10 @@
  * to its end: opened after the first's end while it is still open, as
  * Python's last batch in a loop variable keeps it; after its gf_close; or
  * beside it from the start; prints "again: cache_hits=N cache_misses=N"
- * and "again: cache_warning: TEXT" when it has one).
+ * and "again: cache_warning: TEXT" when it has one), RB_STATE="WORLD POS"
+ * (instead of the seek: the state rank 0 of a WORLD-rank run on the same
+ * settings has at SEEK_EPOCH SEEK_POS, resumed: an elastic resume when
+ * RB_SET gives another world; prints "note: TEXT", stats.resume_note).
  */
 #include "gpufeed.h"
 #include "../src/mix.h"
@@ -183,7 +186,26 @@ int main(int argc, char **argv)
         long ms = atol(v);
         nanosleep(&(struct timespec){.tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000}, NULL);
     }
-    if (argc == 6 && (rc = gf_seek(l, strtoull(argv[4], NULL, 10), strtoull(argv[5], NULL, 10))) != 0) {
+    const char *from = getenv("RB_STATE");
+    if (argc == 6 && from && *from) {
+        gf_settings o = s;
+        o.rank = 0;
+        o.world = atoi(from);
+        gf_loader *saver = NULL;
+        gf_state st;
+        if ((rc = gf_open(&saver, &o)) != 0 ||
+            (rc = gf_seek(saver, strtoull(argv[4], NULL, 10), strtoull(argv[5], NULL, 10))) != 0 ||
+            (rc = gf_get_state(saver, &st)) != 0 || (rc = gf_set_state(l, &st)) != 0) {
+            printf("state: %s: %s / %s\n", gf_strerror(rc), gf_last_error(saver), gf_last_error(l));
+            gf_close(&saver);
+            gf_close(&l);
+            return 1;
+        }
+        gf_close(&saver);
+        gf_stats note;
+        gf_get_stats(l, &note);
+        printf("note: %s\n", note.resume_note);
+    } else if (argc == 6 && (rc = gf_seek(l, strtoull(argv[4], NULL, 10), strtoull(argv[5], NULL, 10))) != 0) {
         printf("seek: %s: %s\n", gf_strerror(rc), gf_last_error(l));
         gf_close(&l);
         return 1;

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Remote shards against real servers (run under tests/remote/servers.sh):
 # the same batches, byte for byte, from local shards, nginx over HTTP and
-# HTTPS, and Swift's S3 API, at 1 and 2 threads and across a seek into the
-# middle of a shard; faults injected by the proxy either survived with the
-# same batches or reported naming the URL; no credential in any output.
+# HTTPS, and Swift's S3 API, at 1 and 2 threads, across a seek into the
+# middle of a shard and across an elastic resume (2 ranks' state on 3);
+# faults injected by the proxy either survived with the same batches or
+# reported naming the URL; no credential in any output.
 #   remote_batches.sh GPUFEED REMOTE_BATCHES
 set -euo pipefail
 gpufeed=$1 rb=$2
@@ -44,6 +45,15 @@ same "s3, 2 threads" "$local1" "$(run "$s3" 2 4)"
 seek_local=$(RB_ORDER=shards run "set/$shards" 1 2 1 7)
 same "http, seek into a shard" "$seek_local" "$(run "$GF_TEST_HTTP_URL/$shards" 2 4 1 7)"
 same "s3, seek into a shard" "$seek_local" "$(run "$s3" 2 4 1 7)"
+# Elastic resume: a 2-rank state at epoch 0, position 7 (mid batch, mid
+# shard) taken by 3 ranks, the shard order's rest and the next epoch.
+for r in 0 1 2; do
+    el_local=$(RB_ORDER=shards RB_SET="rank=$r world=3" RB_STATE=2 run "set/$shards" 1 2 0 7)
+    grep -q "^note: resumed a 2-rank state on 3 ranks at epoch 0, sample 14 of 36" "$work/last" ||
+        { cat "$work/last"; fail "elastic resume: no note"; }
+    same "http, rank $r of 3 resuming 2 ranks' state" "$el_local" \
+        "$(RB_SET="rank=$r world=3" RB_STATE=2 run "$GF_TEST_HTTP_URL/$shards" 2 4 0 7)"
+done
 
 # The global order: a ranged GET a sample, the same batches as local.
 global_local=$(RB_ORDER=global run "set/$shards" 1 2)
