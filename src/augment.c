@@ -13,30 +13,11 @@
 
 /* ---- the draws: splitmix64 on a stream of the key's own ---- */
 
-typedef struct arng {
-    uint64_t s;
-} arng;
-
-static uint64_t arng_next(arng *r)
-{
-    return gf__splitmix64(&r->s);
-}
-
-static double arng_unit(arng *r) /* [0, 1) */
-{
-    return (double)(arng_next(r) >> 11) * 0x1p-53;
-}
-
-static int arng_below(arng *r, int n) /* [0, n) */
-{
-    return (int)(((arng_next(r) >> 32) * (uint64_t)(uint32_t)n) >> 32);
-}
-
 /* Distinct from crop.c's key + GOLDEN64 stream: the crops and flips a key
  * gives are the same with augmentation or without. */
-static arng stream(uint64_t key, uint64_t which)
+static uint64_t stream(uint64_t key, uint64_t which)
 {
-    return (arng){gf__mix64(key ^ which)};
+    return gf__mix64(key ^ which);
 }
 #define STREAM_OPS 0x6a09e667f3bcc909ull
 #define STREAM_ERASE 0xbb67ae8584caa73bull
@@ -157,7 +138,7 @@ static int put(drawn *out, int n, int max, int stage, int op, double m)
 /* Each stage's draws as its forward() makes them. */
 static int draw_all(const gf__augment *a, uint64_t key, drawn *out, int max)
 {
-    arng r = stream(key, STREAM_OPS);
+    uint64_t r = stream(key, STREAM_OPS);
     int n = 0, w = a->out_w, h = a->out_h;
     for (int s = 0; s < a->n_stages; s++) {
         const gf__aug_stage *st = &a->stages[s];
@@ -166,23 +147,23 @@ static int draw_all(const gf__augment *a, uint64_t key, drawn *out, int max)
         case GF__AUG_RANDAUGMENT: {
             int ops = st->kind == GF__AUG_TA_WIDE ? 1 : st->num_ops;
             for (int k = 0; k < ops; k++) {
-                gf__aug_op op = space_ops[arng_below(&r, N_SPACE)];
+                gf__aug_op op = space_ops[gf__draw_below(&r, N_SPACE)];
                 mag_info m = magnitude(st->kind, op, st->bins, 0, w, h);
                 if (m.has) {
-                    int bin = st->kind == GF__AUG_TA_WIDE ? arng_below(&r, st->bins) : st->magnitude;
+                    int bin = st->kind == GF__AUG_TA_WIDE ? gf__draw_below(&r, st->bins) : st->magnitude;
                     m = magnitude(st->kind, op, st->bins, bin, w, h);
                 }
                 double v = m.has ? m.value : 0.0;
-                if (m.is_signed && arng_below(&r, 2))
+                if (m.is_signed && gf__draw_below(&r, 2))
                     v = -v;
                 n = put(out, n, max, s, op, v);
             }
             break;
         }
         case GF__AUG_AUTOAUGMENT: {
-            const aa_step *pol = imagenet[arng_below(&r, N_IMAGENET)];
-            float prob[2] = {(float)arng_unit(&r), (float)arng_unit(&r)}; /* torch.rand: float32 */
-            int sign[2] = {arng_below(&r, 2), arng_below(&r, 2)};
+            const aa_step *pol = imagenet[gf__draw_below(&r, N_IMAGENET)];
+            float prob[2] = {(float)gf__draw_unit(&r), (float)gf__draw_unit(&r)}; /* torch.rand: float32 */
+            int sign[2] = {gf__draw_below(&r, 2), gf__draw_below(&r, 2)};
             for (int k = 0; k < 2; k++) {
                 if (!(prob[k] <= pol[k].p))
                     continue;
@@ -198,14 +179,14 @@ static int draw_all(const gf__augment *a, uint64_t key, drawn *out, int max)
         case GF__AUG_JITTER: {
             int order[4] = {0, 1, 2, 3}; /* torch.randperm(4): uniform */
             for (int k = 3; k > 0; k--) {
-                int j = arng_below(&r, k + 1), t = order[k];
+                int j = gf__draw_below(&r, k + 1), t = order[k];
                 order[k] = order[j];
                 order[j] = t;
             }
             double f[4];
             for (int k = 0; k < 4; k++)
                 if (st->jitter_on[k])
-                    f[k] = st->jitter[k][0] + (st->jitter[k][1] - st->jitter[k][0]) * arng_unit(&r);
+                    f[k] = st->jitter[k][0] + (st->jitter[k][1] - st->jitter[k][0]) * gf__draw_unit(&r);
             for (int k = 0; k < 4; k++)
                 if (st->jitter_on[order[k]])
                     n = put(out, n, max, s, GF__JITTER_BRIGHTNESS + order[k], f[order[k]]);
@@ -254,34 +235,25 @@ void gf__augment_cell(const gf__augment *a, uint64_t key, uint8_t *px, uint8_t *
 
 /* ---- RandomErasing ---- */
 
-/* Python's round(): halves to even. */
-static double round_even(double x)
-{
-    double r = floor(x + 0.5);
-    if (r - x == 0.5 && fmod(r, 2) != 0)
-        r -= 1;
-    return r;
-}
-
 int gf__erase_rect(const gf__augment *a, uint64_t key, int *i, int *j, int *h, int *w)
 {
     if (!a->erase)
         return 0;
-    arng r = stream(key, STREAM_ERASE);
-    if (!(arng_unit(&r) < a->erase_p))
+    uint64_t r = stream(key, STREAM_ERASE);
+    if (!(gf__draw_unit(&r) < a->erase_p))
         return 0;
     int H = a->out_h, W = a->out_w;
     double area = (double)H * W, lr0 = log(a->erase_ratio[0]), lr1 = log(a->erase_ratio[1]);
     for (int attempt = 0; attempt < 10; attempt++) {
-        double ea = area * (a->erase_scale[0] + (a->erase_scale[1] - a->erase_scale[0]) * arng_unit(&r));
-        double ar = exp(lr0 + (lr1 - lr0) * arng_unit(&r));
-        double eh = round_even(sqrt(ea * ar)), ew = round_even(sqrt(ea / ar));
+        double ea = area * (a->erase_scale[0] + (a->erase_scale[1] - a->erase_scale[0]) * gf__draw_unit(&r));
+        double ar = exp(lr0 + (lr1 - lr0) * gf__draw_unit(&r));
+        double eh = gf__round_even(sqrt(ea * ar)), ew = gf__round_even(sqrt(ea / ar));
         if (!(eh < H && ew < W))
             continue;
         *h = (int)eh;
         *w = (int)ew;
-        *i = arng_below(&r, H - *h + 1);
-        *j = arng_below(&r, W - *w + 1);
+        *i = gf__draw_below(&r, H - *h + 1);
+        *j = gf__draw_below(&r, W - *w + 1);
         return 1;
     }
     return 0; /* torchvision gives the image back unchanged */

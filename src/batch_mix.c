@@ -21,34 +21,20 @@
 
 #define STREAM_MIX 0x3c6ef372fe94f82bull
 
-typedef struct mrng {
-    uint64_t s;
-} mrng;
-
-static double unit(mrng *r) /* [0, 1) */
+static double normal(uint64_t *r) /* Box-Muller, one of the pair */
 {
-    return (double)(gf__splitmix64(&r->s) >> 11) * 0x1p-53;
-}
-
-static int below(mrng *r, int n) /* [0, n) */
-{
-    return (int)(((gf__splitmix64(&r->s) >> 32) * (uint64_t)(uint32_t)n) >> 32);
-}
-
-static double normal(mrng *r) /* Box-Muller, one of the pair */
-{
-    double u1 = 1.0 - unit(r), u2 = unit(r); /* u1 in (0, 1]: its log is finite */
+    double u1 = 1.0 - gf__draw_unit(r), u2 = gf__draw_unit(r); /* u1 in (0, 1]: its log is finite */
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
 /* log of a Gamma(shape, 1) draw: Marsaglia and Tsang (2000) for shape >= 1;
  * below 1, Gamma(shape + 1) * U^(1/shape), in logs so a small shape's
  * tiny draws do not underflow to 0 (which would make 0/0 of the Beta). */
-static double log_gamma_draw(mrng *r, double shape)
+static double log_gamma_draw(uint64_t *r, double shape)
 {
     double boost = 0;
     if (shape < 1) {
-        double u = 1.0 - unit(r);
+        double u = 1.0 - gf__draw_unit(r);
         boost = log(u) / shape;
         shape += 1;
     }
@@ -58,14 +44,14 @@ static double log_gamma_draw(mrng *r, double shape)
         if (v <= 0)
             continue;
         v = v * v * v;
-        double u = 1.0 - unit(r);
+        double u = 1.0 - gf__draw_unit(r);
         if (log(u) < 0.5 * x * x + d - d * v + d * log(v))
             return log(d) + log(v) + boost;
     }
 }
 
 /* X / (X + Y) = 1 / (1 + Y / X), from the logs. */
-static double beta_of(mrng *r, double a, double b)
+static double beta_of(uint64_t *r, double a, double b)
 {
     double lx = log_gamma_draw(r, a), ly = log_gamma_draw(r, b);
     return 1.0 / (1.0 + exp(ly - lx));
@@ -78,15 +64,15 @@ uint64_t gf__mix_key(uint64_t seed, uint64_t epoch, uint64_t position)
 
 double gf__beta_draw(double alpha, double beta, uint64_t key)
 {
-    mrng r = {key};
+    uint64_t r = key;
     return beta_of(&r, alpha, beta);
 }
 
 void gf__mix_draw_of(const gf__augment *a, uint64_t key, gf__mix_draw *d)
 {
-    mrng r = {key};
+    uint64_t r = key;
     /* timm's Mixup(switch_prob): CutMix with probability switch when both are on */
-    bool cut = unit(&r) < a->mix_switch;
+    bool cut = gf__draw_unit(&r) < a->mix_switch;
     if (a->mixup_alpha == 0)
         cut = true;
     else if (a->cutmix_alpha == 0)
@@ -100,7 +86,7 @@ void gf__mix_draw_of(const gf__augment *a, uint64_t key, gf__mix_draw *d)
         return;
     /* CutMix._transform's box, in its integer arithmetic */
     const int W = a->out_w, H = a->out_h;
-    int rx = below(&r, W), ry = below(&r, H);
+    int rx = gf__draw_below(&r, W), ry = gf__draw_below(&r, H);
     double rr = 0.5 * sqrt(1.0 - (double)lam);
     int rw = (int)(rr * W), rh = (int)(rr * H);
     d->x1 = GF__MAX(rx - rw, 0);

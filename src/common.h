@@ -5,6 +5,7 @@
 #include "gpufeed.h"
 #include "mix.h" /* gf__mix64 */
 
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,6 +38,16 @@ static inline int gf__is_space(char c)
 
 /* Per-sample key: all randomness of one sample derives from it, so batches
  * are identical for any thread count. */
+/* Python's round(): halves to even, whatever the FPU's rounding mode
+ * (torchvision's crop and erasing boxes round so). */
+static inline double gf__round_even(double x)
+{
+    double r = floor(x + 0.5);
+    if (r - x == 0.5 && fmod(r, 2) != 0)
+        r -= 1;
+    return r;
+}
+
 static inline uint64_t gf__sample_key(uint64_t seed, uint64_t epoch, uint64_t index)
 {
     return gf__mix64(gf__mix64(gf__mix64(seed) ^ epoch) ^ index);

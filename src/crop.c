@@ -11,54 +11,26 @@
 
 #include <math.h>
 
-typedef struct rng {
-    uint64_t s;
-} rng;
-
-static uint64_t rng_next(rng *r)
+static double uniform(uint64_t *r, double a, double b)
 {
-    return gf__splitmix64(&r->s);
-}
-
-static double rng_unit(rng *r) /* [0, 1) */
-{
-    return (double)(rng_next(r) >> 11) * 0x1p-53;
-}
-
-static double rng_uniform(rng *r, double a, double b)
-{
-    return a + (b - a) * rng_unit(r);
-}
-
-static int rng_int(rng *r, int n) /* [0, n] */
-{
-    return (int)(((rng_next(r) >> 32) * (uint64_t)((uint32_t)n + 1)) >> 32);
-}
-
-/* Python's round(): halves to even. Whatever the FPU's rounding mode. */
-static double round_even(double x)
-{
-    double r = floor(x + 0.5);
-    if (r - x == 0.5 && fmod(r, 2) != 0)
-        r -= 1;
-    return r;
+    return a + (b - a) * gf__draw_unit(r);
 }
 
 /* torchvision RandomResizedCrop.get_params, then the flip. */
 static void plan_train(const gf__transform *t, int W, int H, uint64_t key, gf__crop *c)
 {
-    rng r = {key + GF__GOLDEN64}; /* draw n is gf__mix64(key + n * GF__GOLDEN64), n >= 1 */
+    uint64_t r = key + GF__GOLDEN64; /* draw n is gf__mix64(key + n * GF__GOLDEN64), n >= 1 */
     double area = (double)W * H;
     double rmin = t->ratio_min, rmax = t->ratio_max;
     if (!(rmin > 0) || !(rmax > 0) || !isfinite(rmin) || !isfinite(rmax))
         rmin = rmax = 1.0;
     double lr0 = log(rmin), lr1 = log(rmax);
     for (int attempt = 0; attempt < 10; attempt++) {
-        double target = area * rng_uniform(&r, t->scale_min, t->scale_max);
-        double ar = exp(rng_uniform(&r, lr0, lr1));
-        double w = round_even(sqrt(target * ar)), h = round_even(sqrt(target / ar));
+        double target = area * uniform(&r, t->scale_min, t->scale_max);
+        double ar = exp(uniform(&r, lr0, lr1));
+        double w = gf__round_even(sqrt(target * ar)), h = gf__round_even(sqrt(target / ar));
         if (w >= 1 && w <= W && h >= 1 && h <= H) {
-            int i = rng_int(&r, H - (int)h), j = rng_int(&r, W - (int)w);
+            int i = gf__draw_below(&r, H - (int)h + 1), j = gf__draw_below(&r, W - (int)w + 1);
             *c = (gf__crop){j, i, w, h, 0};
             goto flip;
         }
@@ -68,13 +40,13 @@ static void plan_train(const gf__transform *t, int W, int H, uint64_t key, gf__c
         double in_ratio = (double)W / H, w = W, h = H, lo = fmin(rmin, rmax),
                hi = fmax(rmin, rmax);
         if (in_ratio < lo)
-            h = fmax(1, fmin(H, round_even(w / lo)));
+            h = fmax(1, fmin(H, gf__round_even(w / lo)));
         else if (in_ratio > hi)
-            w = fmax(1, fmin(W, round_even(h * hi)));
+            w = fmax(1, fmin(W, gf__round_even(h * hi)));
         *c = (gf__crop){floor((W - w) / 2), floor((H - h) / 2), w, h, 0};
     }
 flip:
-    c->flip = rng_unit(&r) < t->flip_prob;
+    c->flip = gf__draw_unit(&r) < t->flip_prob;
 }
 
 /* Resize(s)'s shorter side: min(out) / crop_fraction, taken as the integer

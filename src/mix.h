@@ -39,6 +39,19 @@ static inline uint64_t gf__splitmix64(uint64_t *state)
     return gf__mix64(x);
 }
 
+/* A double in [0, 1) from the next 53 bits of *state (advances it). */
+static inline double gf__draw_unit(uint64_t *state)
+{
+    return (double)(gf__splitmix64(state) >> 11) * 0x1p-53;
+}
+
+/* An int in [0, n) from the next 32 high bits of *state, by a multiply,
+ * not a modulo (advances it). */
+static inline int gf__draw_below(uint64_t *state, int n)
+{
+    return (int)(((gf__splitmix64(state) >> 32) * (uint64_t)(uint32_t)n) >> 32);
+}
+
 /* FNV-1a 64 of p[0, n) continuing from h (GF__FNV1A64_BASIS to start). */
 static inline uint64_t gf__fnv1a64(uint64_t h, const void *p, size_t n)
 {
