@@ -460,6 +460,19 @@ static PyObject *loader_recent_warnings(PyObject *op, PyObject *unused)
     return out;
 }
 
+static PyObject *state_dict(const gf_state *st)
+{
+    return Py_BuildValue("{s:I,s:I,s:I,s:I,s:K,s:K,s:K,s:K,s:K,s:I,s:K,s:K}", "version",
+                         st->version, "rank", st->rank, "world", st->world, "shard_window",
+                         st->shard_window, "seed", (unsigned long long)st->seed, "epoch",
+                         (unsigned long long)st->epoch, "position",
+                         (unsigned long long)st->position, "samples",
+                         (unsigned long long)st->samples, "index_hash",
+                         (unsigned long long)st->index_hash, "rest_world", st->rest_world,
+                         "rest_position", (unsigned long long)st->rest_position, "rest_taken",
+                         (unsigned long long)st->rest_taken);
+}
+
 static PyObject *loader_get_state(PyObject *op, PyObject *unused)
 {
     (void)unused;
@@ -468,15 +481,17 @@ static PyObject *loader_get_state(PyObject *op, PyObject *unused)
         return NULL;
     gf_state st;
     gfp_core_state(c, &st); /* an observer: also while next() waits */
-    return Py_BuildValue("{s:I,s:I,s:I,s:I,s:K,s:K,s:K,s:K,s:K,s:I,s:K,s:K}", "version",
-                         st.version, "rank", st.rank, "world", st.world, "shard_window",
-                         st.shard_window, "seed", (unsigned long long)st.seed, "epoch",
-                         (unsigned long long)st.epoch, "position",
-                         (unsigned long long)st.position, "samples",
-                         (unsigned long long)st.samples, "index_hash",
-                         (unsigned long long)st.index_hash, "rest_world", st.rest_world,
-                         "rest_position", (unsigned long long)st.rest_position, "rest_taken",
-                         (unsigned long long)st.rest_taken);
+    return state_dict(&st);
+}
+
+/* The state before the last batch take() returned: the Loader's own
+ * held-back batch (the next epoch's first, taken to see an epoch end)
+ * resumes from there, whatever epoch the batch ended in. */
+static PyObject *loader_state_before_last(PyObject *op, PyObject *unused)
+{
+    (void)unused;
+    gfp_core *c = loader_core((LoaderObject *)op);
+    return c ? state_dict(&c->last_state) : NULL;
 }
 
 static PyObject *loader_set_state(PyObject *op, PyObject *arg)
@@ -777,6 +792,7 @@ static PyMethodDef loader_methods[] = {
     {"stats", loader_stats, METH_NOARGS, NULL},
     {"recent_warnings", loader_recent_warnings, METH_NOARGS, NULL},
     {"get_state", loader_get_state, METH_NOARGS, NULL},
+    {"state_before_last", loader_state_before_last, METH_NOARGS, NULL},
     {"set_state", loader_set_state, METH_O, NULL},
     {"set_order", loader_set_order, METH_VARARGS,
      "set_order(seed, epoch, order): the caller's sampler for one epoch (gf_set_order)"},

@@ -403,11 +403,9 @@ class Loader:
         rest_position, rest_taken (an epoch a change of world split; 0 if none),
         all ints. Every rank is at the same position: any rank's state is the
         job's."""
-        state = self._c.get_state()
         if self._pending is not None:  # taken to see the epoch end, not delivered
-            state["epoch"], state["position"] = self._pending[1], 0
-            state["rest_world"] = state["rest_position"] = state["rest_taken"] = 0
-        return state
+            return self._c.state_before_last()
+        return self._c.get_state()
 
     def load_state_dict(self, state):
         """Resumes exactly: the batches that follow are those the saved run had next.
