@@ -485,7 +485,8 @@ START_TEST(a_state_resumes_on_another_number_of_ranks)
 }
 END_TEST
 
-/* 4 -> 3 mid epoch, then 3 -> 5 before the epoch ends: the rest's rest. */
+/* 4 -> 3 mid epoch, then 3 -> 5 before the epoch ends: the rest's rest;
+ * and 3 -> 3 there: the rest resumed as is. */
 START_TEST(a_second_change_in_the_same_epoch_takes_the_rest_of_the_rest)
 {
     gf_order ord = _i % 2 ? GF_ORDER_SHARDS : GF_ORDER_GLOBAL;
@@ -508,6 +509,25 @@ START_TEST(a_second_change_in_the_same_epoch_takes_the_rest_of_the_rest)
         ck_assert_int_eq(gf_get_state(l, &mid), 0);
         ck_assert_uint_eq(mid.rest_world, 4);
         ck_assert_uint_eq(mid.rest_position, 4);
+        /* The same world resumes the rest where it was: what this rank
+         * delivers next, batch for batch. */
+        uint64_t h1[32], h2[32];
+        int n1 = 0, n2 = 0, s1[64] = {0}, s2[64] = {0};
+        drain(l, 1, -1, s1, h1, &n1);
+        gf_close(&l);
+        l = open_rank(ord, 0, (r + 1) % 3, 3); /* any rank's state is the job's */
+        mid.rank = (uint32_t)r;
+        ck_assert_int_eq(gf_set_state(l, &mid), 0);
+        gf_close(&l);
+        l = open_rank(ord, 0, r, 3);
+        ck_assert_msg(gf_set_state(l, &mid) == 0, "%s", gf_last_error(l));
+        gf_stats stats;
+        gf_get_stats(l, &stats);
+        ck_assert_str_eq(stats.resume_note, "");
+        drain(l, 1, -1, s2, h2, &n2);
+        ck_assert_int_eq(n1, n2);
+        ck_assert_int_eq(memcmp(h1, h2, (size_t)n1 * sizeof *h1), 0);
+        ck_assert_int_eq(memcmp(s1, s2, sizeof s1), 0);
         gf_close(&l);
     }
     for (int r = 0; r < 5; r++) {
