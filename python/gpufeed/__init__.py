@@ -275,8 +275,7 @@ class Loader:
         st = self._c.stats()
         self._drop_last = self._settings.get("drop_last") == "1"
         self._epoch_samples, self._batch_size = st["epoch_samples"], st["batch_size"]
-        # Where an epoch's last batch ends (its position): drop_last cuts the tail.
-        self._epoch_end = len(self) * self._batch_size if self._drop_last else self._epoch_samples
+        self._rest = None       # (epoch, samples): an epoch a change of world split
         self._epochs = int(self._settings.get("epochs") or 0)
         self._pending = None    # (batch, epoch, position): the next epoch's first,
                                 # taken to see the end
@@ -317,7 +316,7 @@ class Loader:
         if self._pending is not None:
             return self._pending[1], 0
         st = self._c.get_state()
-        if st["position"] >= self._epoch_end:
+        if st["position"] >= self._end_of(st["epoch"]):
             return st["epoch"] + 1, 0
         return st["epoch"], st["position"]
 
@@ -347,7 +346,7 @@ class Loader:
     def __iter__(self):
         """One epoch: the rest of the current one, or after a `break`, the next."""
         if self._in_epoch and self._pending is None and self._last is not None \
-                and self._last[1] < self._epoch_end:
+                and self._last[1] < self._end_of(self._last[0]):
             self._seek(self._last[0] + 1, "a `for` after a `break`")
         self._in_epoch = True
         return _Epoch(self)
@@ -358,9 +357,20 @@ class Loader:
             raise StopIteration
         return t[0]
 
+    def _samples_of(self, epoch):
+        """This rank's samples in epoch: fewer in one a change of world split."""
+        rest = self._rest
+        return rest[1] if rest is not None and rest[0] == epoch else self._epoch_samples
+
+    def _end_of(self, epoch):
+        """Where epoch's last batch ends (its position): drop_last cuts the tail."""
+        n, bs = self._samples_of(epoch), self._batch_size
+        return n // bs * bs if self._drop_last else n
+
     def __len__(self):
-        """Batches per epoch (this rank's)."""
-        n, bs = self._epoch_samples, self._batch_size
+        """Batches per epoch (this rank's): the epoch the next `for` reads, so
+        after an elastic resume the rest of its epoch."""
+        n, bs = self._samples_of(self._next_start()[0]), self._batch_size
         return n // bs if self._drop_last else -(-n // bs)
 
     def __enter__(self):
@@ -434,7 +444,10 @@ class Loader:
         state = {"samples": mine["samples"], "index_hash": mine["index_hash"], **state}
         self._c.set_state(state)
         self._last, self._in_epoch = None, False
-        note = self._c.stats()["resume_note"]
+        stats = self._c.stats()
+        self._rest = (self._c.get_state()["epoch"], stats["epoch_samples"]) \
+            if stats["epoch_samples"] != self._epoch_samples else None
+        note = stats["resume_note"]
         if note:
             warnings.warn(f"gpufeed: {note}", WorldChanged, stacklevel=2)
 
@@ -465,7 +478,7 @@ class _Epoch:
         # The run's last epoch ends at the library's end (None), which comes
         # once the shards it fetched are in cache_dir: its last batch, left
         # in the loop variable, keeps the loader open past close().
-        if t[2] >= loader._epoch_end and t[1] + 1 != loader._epochs:
+        if t[2] >= loader._end_of(t[1]) and t[1] + 1 != loader._epochs:
             self._done, loader._in_epoch = True, False
         return t[0]
 
