@@ -339,9 +339,11 @@ int train_epoch_gpufeed(trainer *t, gfm_model *m, int epoch, run_result *r, tall
             return status;
     }
     if (t->have_resume && epoch == t->start_epoch) {
-        gf_state rs = t->rstate;
-        rs.rank = (uint32_t)t->rank; /* equal positions on every rank */
-        rc = gf_set_state(l, &rs);
+        /* Rank 0's state, as saved, on every rank: positions are equal, and
+         * the library resumes any rank's state on any rank. Its rank is the
+         * saving world's: setting this rank's there would make a rank past
+         * that world (3 ranks resuming a 2-rank state: rank 2) "no rank". */
+        rc = gf_set_state(l, &t->rstate);
     } else {
         rc = gf_seek(l, (uint64_t)epoch, 0);
     }
