@@ -60,6 +60,8 @@ typedef struct train_opts {
     const char *train_data, *val_data; /* --train-data, --val-data: any source the
                                           loader reads; all three NULL: the demo set */
     const char *checkpoint, *resume, *dump; /* --checkpoint, --resume, --dump-indices */
+    uint64_t stop_after; /* --stop-after STEPS: this run's optimizer steps, then stop
+                            (mid-epoch as a preempted job); 0: no limit */
     int epochs, batch, size, threads, depth, width, amp, json, loader, mpi, autotune, allreduce;
     double lr;
     uint64_t seed;
@@ -177,6 +179,10 @@ typedef struct trainer {
     gf_state lstate;   /* the loader's state after the last epoch */
     int have_resume;
     gf_state rstate;
+    /* --stop-after: the run stopped at its limit (mid-epoch: inside
+     * stop_epoch, lstate there; else at an epoch's end) */
+    int stopped, stopped_mid;
+    int stop_epoch;
     float *rparams, *rvel;
     /* the training set's identity, checkpointed: samples and a hash of
      * train_index (each path and label); computed once */
