@@ -171,7 +171,8 @@ typedef struct trainer {
     char nvml_note[320];
     void *nccl_ev[2];  /* around the all-reduce on the stream */
     char allreduce_desc[600];
-    FILE *dump;        /* --dump-indices: this rank's first-epoch indices */
+    FILE *dump;        /* --dump-indices: the indices this rank took in the run's
+                          first epoch (resumed: the rest of the resumed epoch) */
     uint64_t first_epoch_hash, first_epoch_samples;
     uint64_t *rank_checksums, *rank_samples, *rank_hashes; /* gathered */
     /* checkpoints */
