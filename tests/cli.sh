@@ -392,6 +392,31 @@ resume_refused() { # $1: what, $2: text the error must hold, then the command's 
     [ $rc -eq 2 ] || fail "$what: exit $rc, want 2: $err"
     case $err in *"$text"*) ;; *) fail "$what: the error must say '$text': $err" ;; esac
 }
+# --stop-after: stopped inside the first epoch (2 of its 4 steps) as a
+# preempted job, exit 0 saying so; its checkpoint resumes there, to the
+# weights of a run that did not stop ($tmp/ck.data.json: 2 epochs, resumed
+# at the epoch's end; tests/mpi.sh checks that against 2 straight).
+"$g" $tr1 --epochs 2 --stop-after 2 --checkpoint "$ck.mid" --json >"$tmp/ck.mid.json" ||
+    fail "train --stop-after 2: $(cat "$tmp/ck.mid.json")"
+"$g" $tr1 --epochs 2 --resume "$ck.mid" --json >"$tmp/ck.midr.json" ||
+    fail "train --resume of a --stop-after checkpoint: $(cat "$tmp/ck.midr.json")"
+python3 - "$tmp/ck.data.json" "$tmp/ck.mid.json" "$tmp/ck.midr.json" <<'EOF' || fail "--stop-after, --resume"
+import json, sys
+a, s, b = (json.load(open(p)) for p in sys.argv[1:])
+assert s["stopped"] and s["stopped_epoch"] == 0 and s["stopped_position"] == 8, s
+assert s["epochs"] == [] and s["modes"][-1]["steps"] == 2, s
+assert not b["stopped"] and b["start_epoch"] == 0 and b["start_position"] == 8, b
+assert len(b["epochs"]) == 2 and b["modes"][-1]["steps"] == 6, b
+assert a["weights_checksum"] == b["weights_checksum"], (a["weights_checksum"], b["weights_checksum"])
+EOF
+out=$("$g" $tr1 --epochs 2 --stop-after 1) || fail "train --stop-after 1: $out"
+case $out in *"stopped after 1 step (--stop-after): inside epoch 1/2, at sample 4"*) ;;
+*) fail "train --stop-after 1 must say where it stopped: $out" ;; esac
+for bad in "--stop-after 0" "--stop-after x" "--stop-after 3 --loader both"; do
+    rc=0
+    "$g" $tr1 $bad >/dev/null 2>&1 || rc=$?
+    [ $rc -eq 2 ] || fail "train $bad: exit $rc, want 2"
+done
 resume_refused "--epochs 1 on a 1-epoch checkpoint" "1 epochs are done already; --epochs 1 trains none" \
     $tr1 --epochs 1 --resume "$ck"
 cp "$ck" "$ck.long" && printf 'x' >>"$ck.long"

@@ -19,7 +19,10 @@
 /* The file, in this machine's byte order:
  *   "GFTRAIN\0", then u32 version, world, width, image size, classes,
  *   batch size, 0 (pad); u64 seed, epochs done, parameter count; the
- *   loader's gf_state, its bytes; the training set's identity as u64 samples, FNV-1a of
+ *   loader's gf_state, its bytes (after --stop-after inside an epoch: at
+ *   the position in epoch "epochs done" where the run stopped; the loop
+ *   goes on from any position, so the header did not change for it); the
+ *   training set's identity as u64 samples, FNV-1a of
  *   every sample's path (with its NUL) and label; float
  *   parameters[count], momentum[count] (the gfm_checksum layout); u64
  *   FNV-1a of all the bytes before it, and nothing after. */

@@ -339,9 +339,11 @@ int train_epoch_gpufeed(trainer *t, gfm_model *m, int epoch, run_result *r, tall
             return status;
     }
     if (t->have_resume && epoch == t->start_epoch) {
-        gf_state rs = t->rstate;
-        rs.rank = (uint32_t)t->rank; /* equal positions on every rank */
-        rc = gf_set_state(l, &rs);
+        /* Rank 0's state, as saved, on every rank: positions are equal, and
+         * the library resumes any rank's state on any rank. Its rank is the
+         * saving world's: setting this rank's there would make a rank past
+         * that world (3 ranks resuming a 2-rank state: rank 2) "no rank". */
+        rc = gf_set_state(l, &t->rstate);
     } else {
         rc = gf_seek(l, (uint64_t)epoch, 0);
     }
@@ -352,13 +354,31 @@ int train_epoch_gpufeed(trainer *t, gfm_model *m, int epoch, run_result *r, tall
     gf_get_stats(l, &st);
     if (st.resume_note[0] && t->rank == 0) /* the checkpoint's world was another */
         fprintf(stderr, "gpufeed train: note: %s\n", st.resume_note);
-    steps = (st.epoch_samples + (uint64_t)st.batch_size - 1) / (uint64_t)st.batch_size;
+    /* This rank's batches from where the loader starts: the whole epoch,
+     * or a resumed epoch's rest (mid-epoch: the position in it; another
+     * world: its share of the rest, from 0). None if the state's epoch
+     * had nothing left for this world (the loader went past it). */
+    {
+        uint64_t B = (uint64_t)st.batch_size, left = 0;
+        if (st.epoch == (uint64_t)epoch && st.epoch_samples > st.position)
+            left = st.epoch_samples - st.position;
+        steps = s.drop_last ? left / B : (left + B - 1) / B;
+    }
     /* The window opens at the first gf_next: opening (indexing, starting
      * threads) is a once-per-run cost a trainer pays before its loop, and
      * so is closing (after the window). */
     train_window_open(t, w);
     t0 = w->t0;
     for (;;) {
+        /* --stop-after: stop before a batch this rank would take (r->steps
+         * counts the ranks' common steps, so every rank stops at the same
+         * one; shares are equal, so at the same position). The epoch's
+         * last batch taken: its end, not a stop inside it. */
+        if (t->o->stop_after && r->steps >= t->o->stop_after && k < steps) {
+            t->stopped = t->stopped_mid = 1;
+            t->stop_epoch = epoch;
+            break;
+        }
         double ti = cli_now();
         rc = gf_next(l, &b);
         input_s += cli_now() - ti;
@@ -425,6 +445,8 @@ int train_epoch_gpufeed(trainer *t, gfm_model *m, int epoch, run_result *r, tall
         status = train_loader_failed(l, rc);
         goto out;
     }
+    if (t->stopped_mid && t->lstate.epoch != (uint64_t)epoch)
+        t->stopped_mid = 0; /* it took the epoch's last batch after all: an end */
     if (t->dump && epoch == t->start_epoch && fflush(t->dump) != 0) {
         cli_error(CMD, "--dump-indices: %s", strerror(errno));
         status = CLI_FAIL;

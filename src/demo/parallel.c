@@ -134,12 +134,14 @@ int dp_step(trainer *t, gfm_model *m, const float *x, const int32_t *labels, int
 #endif
 
 /* Data-parallel: after this rank's last batch of an epoch, all-reduces
- * with nothing until every rank is done. */
+ * with nothing until every rank is done, or until --stop-after's step:
+ * the ranks count the same steps, so those still with batches stop there
+ * too (loops.c) and none waits in an all-reduce the others left. */
 int dp_drain(trainer *t, gfm_model *m, run_result *r, tally *a)
 {
 #if HAVE_DP
-    uint64_t global_n = 1;
-    while (t->dp_on && global_n > 0)
+    uint64_t global_n = 1, stop = t->o->stop_after;
+    while (t->dp_on && global_n > 0 && !(stop && r->steps >= stop))
         if (dp_step(t, m, NULL, NULL, 0, r, a, &global_n) != CLI_OK)
             return CLI_FAIL;
 #else

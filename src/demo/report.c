@@ -238,6 +238,21 @@ void report_table(const trainer *t, const run_result *runs, int n)
         printf("  final weights: %s (checksum %016" PRIx64 " on rank 0)\n",
                same ? "identical on every rank" : "DIFFER between ranks", t->rank_checksums[0]);
     }
+    if (t->stopped && n > 0) {
+        const train_opts *o = t->o;
+        if (t->stopped_mid)
+            printf("\n  stopped after %" PRIu64 " step%s (--stop-after): inside epoch %d/%d, at "
+                   "sample %" PRIu64 " of each rank's share%s%s\n",
+                   runs[n - 1].steps, runs[n - 1].steps == 1 ? "" : "s", t->stop_epoch + 1, o->epochs, t->lstate.position,
+                   o->checkpoint ? "; --resume " : " (no --checkpoint: nothing saved)",
+                   o->checkpoint ? o->checkpoint : "");
+        else
+            printf("\n  stopped after %" PRIu64 " step%s (--stop-after): at the end of epoch "
+                   "%d/%d%s%s\n",
+                   runs[n - 1].steps, runs[n - 1].steps == 1 ? "" : "s", t->stop_epoch, o->epochs,
+                   o->checkpoint ? "; --resume " : " (no --checkpoint: nothing saved)",
+                   o->checkpoint ? o->checkpoint : "");
+    }
     for (int i = 0; i < n; i++)
         if (runs[i].errors)
             printf("  %s: %" PRIu64 " samples could not be decoded (skipped)\n",
@@ -376,6 +391,20 @@ void report_json(const trainer *t, const run_result *runs, int n)
     json_checksum(j, runs[n - 1].checksum);
     cli_json_kint(j, "world", t->world);
     cli_json_kint(j, "start_epoch", t->start_epoch);
+    /* --resume: the checkpoint's loader position in start_epoch (a rank's,
+     * of the world that saved it); 0 at an epoch's start */
+    cli_json_kuint(j, "start_position",
+                   t->have_resume && t->rstate.epoch == (uint64_t)t->start_epoch
+                       ? t->rstate.position
+                       : 0);
+    /* --stop-after: whether the run stopped at it, in which epoch (its
+     * index: the epochs done) and where (a rank's position; 0: at the
+     * epoch's start, the previous one done) */
+    cli_json_kbool(j, "stopped", t->stopped);
+    if (t->stopped) {
+        cli_json_kint(j, "stopped_epoch", t->stop_epoch);
+        cli_json_kuint(j, "stopped_position", t->stopped_mid ? t->lstate.position : 0);
+    }
     cli_json_kstr(j, "nvml",
                   t->nvml ? "sampled" : t->cuda ? t->nvml_note : "not on the CPU path");
     if (t->dp) {

@@ -41,7 +41,12 @@
  * model's parameters and momentum and the loader's gf_state (rank 0, for
  * all ranks: their positions are equal); --resume FILE restores them and
  * continues to --epochs, exactly: the same weights as a run that never
- * stopped.
+ * stopped. --stop-after STEPS stops the run after that many optimizer
+ * steps, as a preempted job would: inside an epoch the checkpoint holds
+ * the loader where every rank stopped (gf_get_state after the last batch
+ * taken) and counts only the whole epochs done, so --resume goes on in
+ * that epoch from there; on another number of ranks the new ranks take
+ * the rest of it (the library's elastic resume, said in a note).
  *
  * This file is the command: its options, the order of the set-up, and
  * the runs' driver (compute alone, then each loader's epochs). It all
@@ -147,15 +152,23 @@ static void usage(FILE *f)
             "  --checkpoint FILE     after each epoch, save model (parameters, momentum)\n"
             "                        and loader state (gpufeed loader only)\n"
             "  --resume FILE         restore a --checkpoint and continue to --epochs\n"
-            "                        (the total), exactly as if never stopped\n"
+            "                        (the total), exactly as if never stopped; a checkpoint\n"
+            "                        --stop-after wrote continues its epoch where it stopped,\n"
+            "                        on this number of ranks or another\n"
+            "  --stop-after STEPS    stop after STEPS optimizer steps of this run (counted\n"
+            "                        across epochs), as a preempted job would, mid-epoch if\n"
+            "                        it falls there; writes --checkpoint there, reports and\n"
+            "                        exits 0 (gpufeed loader only)\n"
             "  --mpi                 data-parallel over MPI ranks even without mpirun's\n"
             "                        environment (under mpirun it is on by itself)%s\n"
             "  --allreduce A         auto|mpi|nccl: how data-parallel ranks sum their\n"
             "                        gradients (default auto: NCCL on CUDA devices where\n"
             "                        libnccl.so.2 loads on every rank, else MPI through host\n"
             "                        memory); nccl without mpirun trains one rank%s\n"
-            "  --dump-indices PREFIX write each rank's first-epoch sample indices (gpufeed\n"
-            "                        loader) to PREFIX.rankN, one per line\n"
+            "  --dump-indices PREFIX write the sample indices each rank took in this run's\n"
+            "                        first epoch (gpufeed loader) to PREFIX.rankN, one per\n"
+            "                        line: after --resume the rest of the resumed epoch,\n"
+            "                        after --stop-after what came before the stop\n"
             "  -h, --help            this text\n"
             "\n"
             "Data-parallel: mpirun -np N gpufeed train ... trains one replica per rank on\n"
@@ -210,8 +223,16 @@ static int run(trainer *t, int loader, run_result *r)
     }
     t->dp_on = t->dp;
     t->first_epoch_hash = t->first_epoch_samples = 0;
+    t->stopped = t->stopped_mid = 0;
     for (int e = t->start_epoch; e < t->o->epochs; e++) {
         tally a = {0};
+        if (t->o->stop_after && r->steps >= t->o->stop_after) {
+            /* The limit fell on an epoch's end: that epoch's checkpoint
+             * is written, the next is not begun. */
+            t->stopped = 1;
+            t->stop_epoch = e;
+            break;
+        }
         epoch_row row = {.loader = loader, .epoch = e + 1};
         uint64_t samples0 = r->samples;
         window w = {0}; /* the steps only: loops.c */
@@ -224,6 +245,14 @@ static int run(trainer *t, int loader, run_result *r)
             goto out;
         report_progress_clear(t);
         r->wall_s += w.t1 - w.t0;
+        if (t->stopped_mid) {
+            /* --stop-after inside epoch e: no evaluation, no epoch row (the
+             * epoch is not done); the checkpoint holds the loader where it
+             * stopped and counts e epochs done, so --resume goes on in e. */
+            if (t->o->checkpoint && t->rank == 0 && (status = checkpoint_save(t, m, e)) != CLI_OK)
+                goto out;
+            break;
+        }
         row.seconds = w.t1 - w.t0;
         row.images_per_s = row.seconds > 0 ? (double)(r->samples - samples0) / row.seconds : 0;
         row.loss = a.n ? a.loss_sum / (double)a.n : NAN;
@@ -322,7 +351,7 @@ out:
 static int parse_args(int argc, char **argv, train_opts *o, int *loader_given)
 {
     enum { O_DATA = 256, O_TRAIN_DATA, O_VAL_DATA, O_LOADER, O_EPOCHS, O_SIZE, O_WIDTH, O_LR,
-           O_AMP, O_JSON, O_CKPT, O_RESUME, O_MPI, O_DUMP, O_ALLREDUCE };
+           O_AMP, O_JSON, O_CKPT, O_RESUME, O_MPI, O_DUMP, O_ALLREDUCE, O_STOP_AFTER };
     static const struct option own[] = {
         {"data", required_argument, NULL, O_DATA},
         {"train-data", required_argument, NULL, O_TRAIN_DATA},
@@ -336,6 +365,7 @@ static int parse_args(int argc, char **argv, train_opts *o, int *loader_given)
         {"json", no_argument, NULL, O_JSON},
         {"checkpoint", required_argument, NULL, O_CKPT},
         {"resume", required_argument, NULL, O_RESUME},
+        {"stop-after", required_argument, NULL, O_STOP_AFTER},
         {"mpi", no_argument, NULL, O_MPI},
         {"allreduce", required_argument, NULL, O_ALLREDUCE},
         {"dump-indices", required_argument, NULL, O_DUMP},
@@ -368,6 +398,14 @@ static int parse_args(int argc, char **argv, train_opts *o, int *loader_given)
         case O_JSON: o->json = 1; break;
         case O_CKPT: o->checkpoint = optarg; break;
         case O_RESUME: o->resume = optarg; break;
+        case O_STOP_AFTER:
+            if (cli_parse_u64(CMD, "stop-after", optarg, &o->stop_after))
+                return CLI_USAGE;
+            if (o->stop_after == 0) {
+                cli_error(CMD, "--stop-after: 0 steps trains nothing (give 1 or more)");
+                return CLI_USAGE;
+            }
+            break;
         case O_MPI: o->mpi = 1; break;
         case O_ALLREDUCE: if ((o->allreduce = cli_parse_choice(CMD, "allreduce", optarg, allreduce_names)) < 0) return CLI_USAGE; break;
         case O_DUMP: o->dump = optarg; break;
@@ -418,11 +456,13 @@ static int check_args(int argc, char **argv, train_opts *o, int loader_given)
         return CLI_USAGE;
     }
 
-    if (o->checkpoint || o->resume) {
-        /* The loader's state is the gpufeed loop's. */
+    if (o->checkpoint || o->resume || o->stop_after) {
+        /* The loader's state is the gpufeed loop's; --stop-after stops
+         * where a checkpoint can resume, so it is that loop's too. */
         if (loader_given && o->loader != L_GPUFEED) {
-            cli_error(CMD, "--checkpoint/--resume save and restore the gpufeed loader: use "
-                           "--loader gpufeed");
+            cli_error(CMD, "--%s: use --loader gpufeed",
+                      o->stop_after ? "stop-after stops the gpufeed loader's run"
+                                    : "checkpoint/--resume save and restore the gpufeed loader");
             return CLI_USAGE;
         }
         o->loader = L_GPUFEED;

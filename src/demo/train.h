@@ -60,6 +60,8 @@ typedef struct train_opts {
     const char *train_data, *val_data; /* --train-data, --val-data: any source the
                                           loader reads; all three NULL: the demo set */
     const char *checkpoint, *resume, *dump; /* --checkpoint, --resume, --dump-indices */
+    uint64_t stop_after; /* --stop-after STEPS: this run's optimizer steps, then stop
+                            (mid-epoch as a preempted job); 0: no limit */
     int epochs, batch, size, threads, depth, width, amp, json, loader, mpi, autotune, allreduce;
     double lr;
     uint64_t seed;
@@ -169,7 +171,8 @@ typedef struct trainer {
     char nvml_note[320];
     void *nccl_ev[2];  /* around the all-reduce on the stream */
     char allreduce_desc[600];
-    FILE *dump;        /* --dump-indices: this rank's first-epoch indices */
+    FILE *dump;        /* --dump-indices: the indices this rank took in the run's
+                          first epoch (resumed: the rest of the resumed epoch) */
     uint64_t first_epoch_hash, first_epoch_samples;
     uint64_t *rank_checksums, *rank_samples, *rank_hashes; /* gathered */
     /* checkpoints */
@@ -177,6 +180,10 @@ typedef struct trainer {
     gf_state lstate;   /* the loader's state after the last epoch */
     int have_resume;
     gf_state rstate;
+    /* --stop-after: the run stopped at its limit (mid-epoch: inside
+     * stop_epoch, lstate there; else at an epoch's end) */
+    int stopped, stopped_mid;
+    int stop_epoch;
     float *rparams, *rvel;
     /* the training set's identity, checkpointed: samples and a hash of
      * train_index (each path and label); computed once */
