@@ -305,30 +305,7 @@ static uint64_t n_samples;
 static void setup(void)
 {
     dir = tu_mkdtemp();
-    n_samples = 0;
-    for (int k = 0; k < N_SHARDS; k++) {
-        tu_tar w = {0};
-        for (int j = 0; j < counts[k]; j++) {
-            uint8_t px[PX * PX * 3];
-            size_t len;
-            tu_fill(px, PX, PX, 3, (uint32_t)(k * 100 + j));
-            uint8_t *png = tu_png_mem(px, PX, PX, 3, &len);
-            char name[32], cls[16];
-            snprintf(name, sizeof name, "k%d_%d.png", k, j);
-            tu_tar_file(&w, name, png, len);
-            snprintf(name, sizeof name, "k%d_%d.cls", k, j);
-            snprintf(cls, sizeof cls, "%d\n", k);
-            tu_tar_file(&w, name, cls, strlen(cls));
-            free(png);
-            n_samples++;
-        }
-        tu_tar_end(&w);
-        char path[4096];
-        snprintf(path, sizeof path, "%s/s%d.tar", dir, k);
-        tu_write_file(path, w.p, w.len);
-        free(w.p);
-    }
-    snprintf(pattern, sizeof pattern, "%s/s{0..%d}.tar", dir, N_SHARDS - 1);
+    n_samples = tu_counted_shards(dir, counts, N_SHARDS, PX, pattern, sizeof pattern);
 }
 
 static void teardown(void)

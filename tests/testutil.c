@@ -212,6 +212,38 @@ int tu_evict(const char *path)
     return gone;
 }
 
+uint64_t tu_counted_shards(const char *dir, const int *counts, int n, int px, char *pattern,
+                           size_t pattern_len)
+{
+    uint64_t samples = 0;
+    uint8_t *pixels = malloc((size_t)px * px * 3);
+    for (int k = 0; k < n; k++) {
+        tu_tar w = {0};
+        for (int j = 0; j < counts[k]; j++) {
+            size_t len;
+            tu_fill(pixels, px, px, 3, (uint32_t)(k * 100 + j));
+            uint8_t *png = tu_png_mem(pixels, px, px, 3, &len);
+            char name[32], cls[16];
+            snprintf(name, sizeof name, "k%d_%d.png", k, j);
+            tu_tar_file(&w, name, png, len);
+            snprintf(name, sizeof name, "k%d_%d.cls", k, j);
+            snprintf(cls, sizeof cls, "%d\n", k); /* the label is the shard */
+            tu_tar_file(&w, name, cls, strlen(cls));
+            free(png);
+            samples++;
+        }
+        if (counts[k])
+            tu_tar_end(&w);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/s%d.tar", dir, k);
+        tu_write_file(path, w.p, w.len);
+        free(w.p);
+    }
+    free(pixels);
+    snprintf(pattern, pattern_len, "%s/s{0..%d}.tar", dir, n - 1);
+    return samples;
+}
+
 char *tu_image_folder(int classes, int per_class, int w, int h, const char *ext)
 {
     char *root = tu_mkdtemp();

@@ -31,6 +31,12 @@ void tu_write_jpg(const char *path, int w, int h, int c, uint32_t seed, int qual
  * root (caller frees). Image (k, i) is w x h RGB filled with seed k*1000+i;
  * EXT jpg, ppm (binary P6), else PNG. */
 char *tu_image_folder(int classes, int per_class, int w, int h, const char *ext);
+/* Tar shards dir/s0.tar .. s{n-1}.tar, shard k with counts[k] samples
+ * "k<k>_<j>.png" (px x px RGB, tu_fill seed k * 100 + j) and their .cls,
+ * the label k; a count of 0 writes an empty file (a damaged shard). Writes
+ * the shards' "{0..n-1}" pattern into pattern; returns the samples. */
+uint64_t tu_counted_shards(const char *dir, const int *counts, int n, int px, char *pattern,
+                           size_t pattern_len);
 /* Drops path's pages from the page cache (fsync, then
  * POSIX_FADV_DONTNEED). Returns 1 if none is resident after (mincore), 0
  * if the file system keeps them (tmpfs). */
