@@ -181,6 +181,16 @@ static inline uint64_t perm_at(const gf__perm *p, uint64_t g)
     return x;
 }
 
+void gf__perm_keyed(gf__perm *p, uint64_t n, uint64_t base)
+{
+    perm_keyed(p, n, base, 0);
+}
+
+uint64_t gf__perm_at(const gf__perm *p, uint64_t x)
+{
+    return perm_at(p, x);
+}
+
 uint64_t gf__sampler_global(const gf__sampler *s, uint64_t epoch, uint64_t pos)
 {
     if (GF__UNLIKELY(s->rest.on && s->rest.epoch == epoch)) {

@@ -62,6 +62,12 @@ typedef struct gf__perm {
  * The global order's shares follow DistributedSampler: rank r takes
  * positions r, r + world, ...; set s->shards after init for the shard
  * order, whose rank r takes the span [r*len, (r+1)*len). */
+/* A keyed permutation of [0, n) (n >= 1) whose round keys come from base,
+ * and its value at x < n: the machinery of the orders, for other
+ * schedules (blend.c). */
+void gf__perm_keyed(gf__perm *p, uint64_t n, uint64_t base);
+uint64_t gf__perm_at(const gf__perm *p, uint64_t x);
+
 int gf__sampler_init(gf__sampler *s, uint64_t n, uint64_t seed, int shuffle,
                      uint32_t rank, uint32_t world, int drop_last);
 void gf__perm_init(gf__perm *p, const gf__sampler *s, uint64_t epoch);
