@@ -570,6 +570,30 @@ static PyObject *loader_set_state(PyObject *op, PyObject *arg)
     return rc == 0 ? Py_NewRef(Py_None) : NULL;
 }
 
+/* gf_seek(epoch, 0): the Loader's own seeks (set_epoch, a `for` after a
+ * break), which keep an epoch a change of world split while they stay in
+ * it, as gf_seek does. */
+static PyObject *loader_seek_epoch(PyObject *op, PyObject *arg)
+{
+    unsigned long long epoch = PyLong_AsUnsignedLongLong(arg);
+    if (epoch == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    gfp_core *c = loader_enter((LoaderObject *)op, "set_epoch");
+    if (!c)
+        return NULL;
+    gfp_core_drop_pending(c);
+    int rc;
+    char why[1024];
+    Py_BEGIN_ALLOW_THREADS
+    rc = gf_seek(c->l, epoch, 0);
+    snprintf(why, sizeof why, "%s", rc < 0 ? gf_last_error(c->l) : "");
+    Py_END_ALLOW_THREADS
+    if (rc < 0)
+        gfp_raise(rc, why, c->l);
+    loader_leave(c);
+    return rc == 0 ? Py_NewRef(Py_None) : NULL;
+}
+
 
 /* A sample index: TypeError unless an int; a negative one is out of range. */
 static int index_arg(PyObject *arg, uint64_t *i)
@@ -793,6 +817,7 @@ static PyMethodDef loader_methods[] = {
     {"recent_warnings", loader_recent_warnings, METH_NOARGS, NULL},
     {"get_state", loader_get_state, METH_NOARGS, NULL},
     {"state_before_last", loader_state_before_last, METH_NOARGS, NULL},
+    {"seek_epoch", loader_seek_epoch, METH_O, NULL},
     {"set_state", loader_set_state, METH_O, NULL},
     {"set_order", loader_set_order, METH_VARARGS,
      "set_order(seed, epoch, order): the caller's sampler for one epoch (gf_set_order)"},

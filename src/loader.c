@@ -433,6 +433,8 @@ static int restart_at(gf_loader *l, const char *who, gf__order *next, uint64_t e
     gf__sampler after = l->sampler;
     if (rest)
         after.rest = *rest;
+    else if (after.rest.on && epoch != after.rest.epoch)
+        after.rest = (gf__rest){0}; /* a seek out of the split epoch: the world's own epochs */
     uint64_t len = o ? o->n : gf__sampler_len(&after, epoch);
     /* Under mu: the controller may be writing the message too. */
     int rc = 0;
@@ -698,10 +700,13 @@ static GF__COLD int bad_rest(gf_loader *l, const gf_state *st)
 {
     return gf__fail_locking(l, GF_EINVAL,
                             "gf_set_state: epoch %llu's rest (rest_world %u, rest_position "
-                            "%llu, rest_taken %llu) does not fit this data set's %llu samples",
+                            "%llu, rest_taken %llu, position %llu of world %u) does not fit "
+                            "this data set's %llu samples",
                             (unsigned long long)st->epoch, st->rest_world,
                             (unsigned long long)st->rest_position,
-                            (unsigned long long)st->rest_taken, (unsigned long long)l->ds.n);
+                            (unsigned long long)st->rest_taken,
+                            (unsigned long long)st->position, st->world,
+                            (unsigned long long)l->ds.n);
 }
 
 int gf_set_state(gf_loader *l, const gf_state *st)
@@ -731,7 +736,8 @@ int gf_set_state(gf_loader *l, const gf_state *st)
             saved.world = st->world;
             saved.rank = 0;
             rc = gf__sampler_rest(&saved, epoch, first_world, first_pos, taken);
-            if (rc < 0)
+            /* The position is in the saving world's share of the rest. */
+            if (rc < 0 || position > (rc == 1 ? 0 : saved.rest.len))
                 return bad_rest(l, st);
             taken = rc == 1 ? UINT64_MAX : saved.rest.on ? gf__rest_taken(&saved, position) : 0;
         }
@@ -747,8 +753,9 @@ int gf_set_state(gf_loader *l, const gf_state *st)
     }
     char note[sizeof l->resume_note] = "";
     if (moved) {
-        uint64_t done = next.rest.on ? l->ds.n - next.rest.size + next.rest.taken
-                        : epoch != st->epoch ? l->ds.n : 0;
+        /* Delivered of the epoch (what drop_last cut from this world's
+         * share is not). */
+        uint64_t done = next.rest.first_world ? l->ds.n - next.rest.size + next.rest.taken : 0;
         snprintf(note, sizeof note,
                  "resumed a %u-rank state on %d ranks at epoch %llu, sample %llu of %llu",
                  st->world, l->s.world, (unsigned long long)st->epoch, (unsigned long long)done,

@@ -114,10 +114,9 @@ int gf__sampler_rest(gf__sampler *s, uint64_t epoch, uint32_t first_world, uint6
     }
     r.taken = GF__MIN(taken, r.size);
     r.len = share(r.size - r.taken, s->world, s->drop_last);
-    if (r.len == 0)
-        return 1;
-    s->rest = r;
-    return 0;
+    r.on = r.len > 0;
+    s->rest = r; /* off, its counts kept, when nothing is left */
+    return r.on ? 0 : 1;
 }
 
 uint64_t gf__rest_taken(const gf__sampler *s, uint64_t pos)

@@ -90,8 +90,8 @@ uint64_t gf__sampler_len(const gf__sampler *s, uint64_t epoch);
  * worlds took `taken` samples of what they left; this sampler's world
  * takes the rest of the epoch from there, interleaved, each sample once
  * (padding and drop_last as for a whole epoch). Returns 0 (s->rest set),
- * 1 (nothing left of the epoch for this world: s->rest off, the epoch is
- * done), GF_EINVAL (first_world 0, first_pos past its share). A taken
+ * 1 (nothing left of the epoch for this world: s->rest off, its counts
+ * set, the epoch is done), GF_EINVAL (first_world 0, first_pos past its share). A taken
  * past the rest is the rest. first_pos 0 with taken 0 is no change: the
  * epoch is this world's own (returns 0, s->rest off). */
 int gf__sampler_rest(gf__sampler *s, uint64_t epoch, uint32_t first_world, uint64_t first_pos,

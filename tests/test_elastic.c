@@ -567,6 +567,75 @@ START_TEST(a_state_of_another_seed_or_data_set_is_refused)
 }
 END_TEST
 
+/* A seek keeps the split epoch while it stays in it; one out of it gives
+ * the world's own epochs (the rest describes its one epoch). */
+START_TEST(a_seek_out_of_the_split_epoch_ends_the_rest)
+{
+    gf_loader *a = open_rank(GF_ORDER_GLOBAL, 0, 0, 4);
+    gf_state st;
+    ck_assert_int_eq(gf_seek(a, 1, 5), 0);
+    ck_assert_int_eq(gf_get_state(a, &st), 0);
+    gf_close(&a);
+    gf_loader *l = open_rank(GF_ORDER_GLOBAL, 0, 1, 2);
+    ck_assert_int_eq(gf_set_state(l, &st), 0);
+    gf_stats stats;
+    gf_get_stats(l, &stats);
+    ck_assert_uint_eq(stats.epoch_samples, (54 - 20 + 1) / 2); /* the rest's share */
+    ck_assert_int_eq(gf_seek(l, 1, 3), 0); /* within it: kept */
+    gf_get_stats(l, &stats);
+    ck_assert_uint_eq(stats.epoch_samples, 17);
+    ck_assert_int_eq(gf_get_state(l, &st), 0);
+    ck_assert_uint_eq(st.rest_world, 4);
+    ck_assert_int_eq(gf_seek(l, 2, 0), 0); /* out of it: gone */
+    ck_assert_int_eq(gf_get_state(l, &st), 0);
+    ck_assert_uint_eq(st.rest_world, 0);
+    ck_assert_int_eq(gf_seek(l, 1, 0), 0);
+    gf_get_stats(l, &stats);
+    ck_assert_uint_eq(stats.epoch_samples, 27); /* epoch 1 whole, a 2-rank run's */
+    gf_close(&l);
+}
+END_TEST
+
+/* A split state's position is checked against its world's share of the
+ * rest (a huge one would wrap taken); the note counts what was delivered
+ * when drop_last leaves this world nothing. */
+START_TEST(a_split_state_out_of_its_share_is_refused)
+{
+    gf_loader *l = open_rank(GF_ORDER_GLOBAL, 0, 0, 3);
+    gf_state st;
+    ck_assert_int_eq(gf_get_state(l, &st), 0);
+    st.world = 2;
+    st.epoch = 1;
+    st.rest_world = 4;
+    st.rest_position = 3;
+    st.rest_taken = 0;
+    st.position = 1ull << 63;
+    ck_assert_int_eq(gf_set_state(l, &st), GF_EINVAL);
+    ck_assert_ptr_nonnull(strstr(gf_last_error(l), "rest_world 4"));
+    st.position = 22; /* (54 - 12) / 2 = 21: one past */
+    ck_assert_int_eq(gf_set_state(l, &st), GF_EINVAL);
+    st.position = 21; /* the end of its share: the epoch is done */
+    ck_assert_msg(gf_set_state(l, &st) == 0, "%s", gf_last_error(l));
+    ck_assert_int_eq(gf_get_state(l, &st), 0);
+    ck_assert_uint_eq(st.epoch, 2);
+    gf_close(&l);
+    /* drop_last: 4 ranks at 12 leave 6, under one each for 8 ranks. */
+    l = open_rank(GF_ORDER_GLOBAL, 1, 0, 4);
+    ck_assert_int_eq(gf_seek(l, 1, 12), 0);
+    ck_assert_int_eq(gf_get_state(l, &st), 0);
+    gf_close(&l);
+    l = open_rank(GF_ORDER_GLOBAL, 1, 7, 8);
+    ck_assert_msg(gf_set_state(l, &st) == 0, "%s", gf_last_error(l));
+    gf_stats stats;
+    gf_get_stats(l, &stats);
+    ck_assert_str_eq(stats.resume_note,
+                     "resumed a 4-rank state on 8 ranks at epoch 1, sample 48 of 54");
+    ck_assert_int_eq(gf_get_state(l, &st), 0);
+    ck_assert_uint_eq(st.epoch, 2);
+    gf_close(&l);
+}
+END_TEST
+
 static Suite *elastic_suite(void)
 {
     Suite *su = suite_create("elastic");
@@ -583,6 +652,8 @@ static Suite *elastic_suite(void)
     tcase_add_loop_test(tc, a_state_resumes_on_another_number_of_ranks, 0, 4);
     tcase_add_loop_test(tc, a_second_change_in_the_same_epoch_takes_the_rest_of_the_rest, 0, 2);
     tcase_add_test(tc, a_state_of_another_seed_or_data_set_is_refused);
+    tcase_add_test(tc, a_seek_out_of_the_split_epoch_ends_the_rest);
+    tcase_add_test(tc, a_split_state_out_of_its_share_is_refused);
     suite_add_tcase(su, tc);
     return su;
 }

@@ -330,8 +330,16 @@ class Loader:
         if self._next_start() == (epoch, 0):
             return
         self._drop_pending()
-        self._c.set_state({**self._c.get_state(), "epoch": epoch, "position": 0})
+        self._c.seek_epoch(epoch)
         self._in_epoch = False
+        self._refresh_rest()
+
+    def _refresh_rest(self):
+        """The epoch a change of world split, and its length, as the core has
+        them now: epoch_samples is the next epoch's, shorter in that one."""
+        stats, st = self._c.stats(), self._c.get_state()
+        self._rest = (st["epoch"], stats["epoch_samples"]) \
+            if stats["epoch_samples"] != self._epoch_samples else None
 
     def set_epoch(self, epoch):
         """The next `for` runs epoch `epoch` from its start (DistributedSampler's
@@ -444,10 +452,8 @@ class Loader:
         state = {"samples": mine["samples"], "index_hash": mine["index_hash"], **state}
         self._c.set_state(state)
         self._last, self._in_epoch = None, False
-        stats = self._c.stats()
-        self._rest = (self._c.get_state()["epoch"], stats["epoch_samples"]) \
-            if stats["epoch_samples"] != self._epoch_samples else None
-        note = stats["resume_note"]
+        self._refresh_rest()
+        note = self._c.stats()["resume_note"]
         if note:
             warnings.warn(f"gpufeed: {note}", WorldChanged, stacklevel=2)
 

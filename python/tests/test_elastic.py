@@ -340,3 +340,33 @@ def test_a_state_resumes_on_another_number_of_ranks_in_other_processes(shards, r
 
 if __name__ == "__main__":
     driver(sys.argv[1])
+
+
+@pytest.mark.parametrize("order", ["global", "shards"])
+@pytest.mark.parametrize("drop", [False, True])
+def test_leaving_the_split_epoch_gives_the_new_worlds_whole_epochs(shards, order, drop):
+    """The rest is one epoch's: set_epoch out of it, or a `for` after a `break`
+    in it, reads the new world's whole epoch, and len() says so."""
+    pattern = shards[0]
+    with gpufeed.Loader(pattern, **options(order, drop, 0, 4)) as old:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            old.load_state_dict({**old.state_dict(), "epoch": 1, "position": 4})
+        state = old.state_dict()
+    fresh = fresh_epoch_2(pattern, order, drop, 1, 2)
+    whole = share(2, drop) // B if drop else -(-share(2, drop) // B)
+    with gpufeed.Loader(pattern, **options(order, drop, 1, 2)) as new:
+        with pytest.warns(gpufeed.WorldChanged):
+            new.load_state_dict(state)
+        assert len(new) < whole  # the rest's batches
+        new.set_epoch(2)
+        assert len(new) == whole
+        assert [(b.epoch, b.position, b.count, indices(b), digest(b)) for b in new] == fresh
+    with gpufeed.Loader(pattern, **options(order, drop, 1, 2)) as new:
+        with pytest.warns(gpufeed.WorldChanged):
+            new.load_state_dict(state)
+        for b in new:  # one batch of the rest, then a break
+            assert b.epoch == 1
+            break
+        assert [(b.epoch, b.position, b.count, indices(b), digest(b)) for b in new] == fresh
+        assert len(new) == whole
