@@ -1040,8 +1040,10 @@ GF_API int gf_get_state(gf_loader *l, gf_state *st);
  * are a W'-rank run's. Each rank's share of the rest is equal: padded
  * with the epoch's first samples (ceil), or under drop_last cut (floor:
  * fewer than W' samples of the rest, then the last short batch, go
- * undelivered), as for a whole epoch. The same world resumes any rank's
- * state as is. stats.resume_note says what a change of world did.
+ * undelivered), as for a whole epoch. gf_seek within that epoch keeps
+ * its rest; a seek to another epoch ends it (every epoch is then this
+ * world's own). The same world resumes any rank's state as is.
+ * stats.resume_note says what a change of world did.
  * Held batches stay valid, as for gf_seek. */
 GF_API int gf_set_state(gf_loader *l, const gf_state *st);
 
