@@ -494,6 +494,26 @@ static PyObject *loader_state_before_last(PyObject *op, PyObject *unused)
     return c ? state_dict(&c->last_state) : NULL;
 }
 
+/* gf_set_state(st) when st is given, else gf_seek(epoch, 0): who's call,
+ * the held-back batch dropped, the lock let go while the loader restarts. */
+static PyObject *restart(PyObject *op, const char *who, const gf_state *st, uint64_t epoch)
+{
+    gfp_core *c = loader_enter((LoaderObject *)op, who);
+    if (!c)
+        return NULL;
+    gfp_core_drop_pending(c);
+    int rc;
+    char why[1024];
+    Py_BEGIN_ALLOW_THREADS
+    rc = st ? gf_set_state(c->l, st) : gf_seek(c->l, epoch, 0);
+    snprintf(why, sizeof why, "%s", rc < 0 ? gf_last_error(c->l) : "");
+    Py_END_ALLOW_THREADS
+    if (rc < 0)
+        gfp_raise(rc, why, c->l);
+    loader_leave(c);
+    return rc == 0 ? Py_NewRef(Py_None) : NULL;
+}
+
 static PyObject *loader_set_state(PyObject *op, PyObject *arg)
 {
     if (!loader_core((LoaderObject *)op))
@@ -502,72 +522,54 @@ static PyObject *loader_set_state(PyObject *op, PyObject *arg)
         PyErr_SetString(PyExc_TypeError, "load_state_dict: a dict from state_dict()");
         return NULL;
     }
-    static const char *keys[] = {"version", "rank", "world", "seed", "epoch", "position"};
-    unsigned long long v[6];
-    for (int i = 0; i < 6; i++) {
-        PyObject *o = PyDict_GetItemString(arg, keys[i]);
+    /* The optional keys: states saved before the shard order lack
+     * shard_window (global: 0), those before version 3 the data set's
+     * identity and the rest (no change of world in their epoch). 32-bit
+     * fields are never truncated. */
+    gf_state st = {0};
+    static const struct {
+        const char *key;
+        bool required;
+        size_t at, size;
+    } fields[] = {
+#define F_(name, req) {#name, req, offsetof(gf_state, name), sizeof(((gf_state *)0)->name)}
+        F_(version, true), F_(rank, true), F_(world, true), F_(seed, true), F_(epoch, true),
+        F_(position, true), F_(shard_window, false), F_(samples, false), F_(index_hash, false),
+        F_(rest_world, false), F_(rest_position, false), F_(rest_taken, false),
+#undef F_
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        const char *key = fields[i].key;
+        PyObject *o = PyDict_GetItemString(arg, key);
         if (!o) {
-            PyErr_Format(PyExc_ValueError, "load_state_dict: no '%s' in the state", keys[i]);
+            if (!fields[i].required)
+                continue;
+            PyErr_Format(PyExc_ValueError, "load_state_dict: no '%s' in the state", key);
             return NULL;
         }
-        if (!PyLong_Check(o) || PyBool_Check(o)) {
-            PyErr_Format(PyExc_TypeError, "load_state_dict: '%s': an int, not %R", keys[i], o);
+        bool u32 = fields[i].size == sizeof(uint32_t), is_int = PyLong_Check(o) && !PyBool_Check(o);
+        if (!is_int && fields[i].required) {
+            PyErr_Format(PyExc_TypeError, "load_state_dict: '%s': an int, not %R", key, o);
             return NULL;
         }
-        v[i] = PyLong_AsUnsignedLongLong(o);
-        /* version, rank and world are 32 bits in gf_state: never truncated. */
-        if ((v[i] == (unsigned long long)-1 && PyErr_Occurred()) ||
-            (i < 3 && v[i] > UINT32_MAX)) {
+        unsigned long long v = is_int ? PyLong_AsUnsignedLongLong(o) : 0;
+        if (!is_int || (v == (unsigned long long)-1 && PyErr_Occurred()) ||
+            (u32 && v > UINT32_MAX)) {
             PyErr_Clear();
-            PyErr_Format(PyExc_ValueError, "load_state_dict: '%s': %R is out of range 0..%s",
-                         keys[i], o, i < 3 ? "2^32-1" : "2^64-1");
+            PyErr_Format(PyExc_ValueError, "load_state_dict: '%s': %R is %s 0..%s", key, o,
+                         fields[i].required ? "out of range" : "not an int in",
+                         u32 ? "2^32-1" : "2^64-1");
             return NULL;
+        }
+        if (u32) {
+            uint32_t x = (uint32_t)v;
+            memcpy((char *)&st + fields[i].at, &x, sizeof x);
+        } else {
+            uint64_t x = v;
+            memcpy((char *)&st + fields[i].at, &x, sizeof x);
         }
     }
-    gf_state st = {.version = (uint32_t)v[0], .rank = (uint32_t)v[1], .world = (uint32_t)v[2],
-                   .seed = v[3], .epoch = v[4], .position = v[5]};
-    /* Optional: states saved before the shard order lack shard_window
-     * (global: 0), those before version 3 the rest (no change of world in
-     * their epoch) and the data set's identity. */
-    static const char *more[] = {"shard_window", "samples", "index_hash", "rest_world",
-                                 "rest_position", "rest_taken"};
-    unsigned long long m[6] = {0};
-    for (int i = 0; i < 6; i++) {
-        PyObject *o = PyDict_GetItemString(arg, more[i]);
-        if (!o)
-            continue;
-        bool u32 = i == 0 || i == 3;
-        unsigned long long x = PyLong_Check(o) && !PyBool_Check(o)
-                                   ? PyLong_AsUnsignedLongLong(o) : (unsigned long long)-1;
-        if ((x == (unsigned long long)-1 && (PyErr_Occurred() || !PyLong_Check(o))) ||
-            (u32 && x > UINT32_MAX)) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_ValueError, "load_state_dict: '%s': %R is not an int in 0..%s",
-                         more[i], o, u32 ? "2^32-1" : "2^64-1");
-            return NULL;
-        }
-        m[i] = x;
-    }
-    st.shard_window = (uint32_t)m[0];
-    st.samples = m[1];
-    st.index_hash = m[2];
-    st.rest_world = (uint32_t)m[3];
-    st.rest_position = m[4];
-    st.rest_taken = m[5];
-    gfp_core *c = loader_enter((LoaderObject *)op, "load_state_dict");
-    if (!c)
-        return NULL;
-    gfp_core_drop_pending(c);
-    int rc;
-    char why[1024];
-    Py_BEGIN_ALLOW_THREADS
-    rc = gf_set_state(c->l, &st);
-    snprintf(why, sizeof why, "%s", rc < 0 ? gf_last_error(c->l) : "");
-    Py_END_ALLOW_THREADS
-    if (rc < 0)
-        gfp_raise(rc, why, c->l);
-    loader_leave(c);
-    return rc == 0 ? Py_NewRef(Py_None) : NULL;
+    return restart(op, "load_state_dict", &st, 0);
 }
 
 /* gf_seek(epoch, 0): the Loader's own seeks (set_epoch, a `for` after a
@@ -578,22 +580,8 @@ static PyObject *loader_seek_epoch(PyObject *op, PyObject *arg)
     unsigned long long epoch = PyLong_AsUnsignedLongLong(arg);
     if (epoch == (unsigned long long)-1 && PyErr_Occurred())
         return NULL;
-    gfp_core *c = loader_enter((LoaderObject *)op, "set_epoch");
-    if (!c)
-        return NULL;
-    gfp_core_drop_pending(c);
-    int rc;
-    char why[1024];
-    Py_BEGIN_ALLOW_THREADS
-    rc = gf_seek(c->l, epoch, 0);
-    snprintf(why, sizeof why, "%s", rc < 0 ? gf_last_error(c->l) : "");
-    Py_END_ALLOW_THREADS
-    if (rc < 0)
-        gfp_raise(rc, why, c->l);
-    loader_leave(c);
-    return rc == 0 ? Py_NewRef(Py_None) : NULL;
+    return restart(op, "set_epoch", NULL, epoch);
 }
-
 
 /* A sample index: TypeError unless an int; a negative one is out of range. */
 static int index_arg(PyObject *arg, uint64_t *i)

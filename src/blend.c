@@ -25,7 +25,6 @@
 #include "blend.h"
 
 #include <math.h>
-#include <stdio.h>
 
 int gf__blend_init(gf__blend *b, const double *weights, int n, uint64_t seed, bool shuffle,
                    char *why, size_t why_len)

@@ -734,7 +734,6 @@ int gf_set_state(gf_loader *l, const gf_state *st)
         if (split && moved) { /* the saving world's ranks each took position */
             gf__sampler saved = l->sampler;
             saved.world = st->world;
-            saved.rank = 0;
             rc = gf__sampler_rest(&saved, epoch, first_world, first_pos, taken);
             /* The position is in the saving world's share of the rest. */
             if (rc < 0 || position > (rc == 1 ? 0 : saved.rest.len))
