@@ -1079,7 +1079,9 @@ GF_API int gf_get_state(gf_loader *l, gf_state *st);
  * undelivered), as for a whole epoch. gf_seek within that epoch keeps
  * its rest; a seek to another epoch ends it (every epoch is then this
  * world's own). The same world resumes any rank's state as is.
- * stats.resume_note says what a change of world did.
+ * stats.resume_note says what a change of world did. A mix's state
+ * resumes exactly on the world it was saved on; another world is
+ * GF_EINVAL for now (elastic resume of a mix is not done).
  * Held batches stay valid, as for gf_seek. */
 GF_API int gf_set_state(gf_loader *l, const gf_state *st);
 
@@ -1174,7 +1176,8 @@ GF_API const char *gf_class_name(gf_loader *l, int i);
 
 /* The data set's identity: a 64-bit FNV-1a hash over every sample's
  * display path (gf_sample_path) and label, in index order; the whole set,
- * so every rank has the same. Never 0 (0: l is NULL). Computed in one pass
+ * so every rank has the same; for a mix its weights and mix_epoch too (a
+ * position of one mix is other samples in another). Never 0 (0: l is NULL). Computed in one pass
  * on the first call, then cached: any thread. For a checkpoint, beside
  * gf_state, to refuse resuming over another data set. */
 GF_API uint64_t gf_index_hash(gf_loader *l);
