@@ -90,6 +90,9 @@ extern const gf__cell_reader_ops gf__local_reader;
 /* NULL without `remote` (read_remote_none.c). */
 extern const gf__cell_reader_ops *const gf__ranged_reader;
 extern const gf__cell_reader_ops *const gf__shard_reader;
+/* A mix of remote and local sources: the local reader beside the shard
+ * or the ranged one (read_mix.c). */
+extern const gf__cell_reader_ops gf__mixed_shard_reader, gf__mixed_ranged_reader;
 
 /* Whether s reads remote shards whole (the shard order). */
 static inline bool gf__remote_whole_shards(const gf_settings *s)

@@ -205,6 +205,9 @@ void gf__dataset_close(gf__dataset *ds)
         free(ds->sources[k].data);
     free(ds->sources);
 #if GF_HAVE_REMOTE
+    for (int k = 0; k < ds->n_more_ctx; k++)
+        gf__remote_ctx_free(ds->more_ctx[k]);
+    free(ds->more_ctx);
     gf__remote_ctx_free(ds->remote_ctx);
 #endif
     if (ds->root_fd > 0)

@@ -8,6 +8,8 @@
 
 /* Whether data is a mix, "mix:W=SOURCE|W=SOURCE..." (dataset_mix.c). */
 bool gf__data_is_mix(const char *data);
+/* Whether a mix names a remote source (order auto: shards). */
+bool gf__mix_has_remote(const char *data);
 
 /* GF_EXT_TORCHVISION, GF_FOLDER_MAX_DEPTH, GF_FOLDER_MAX_ENTRIES, shard_skip 0. */
 void gf__dataset_default_opts(gf__dataset_opts *o);

@@ -51,6 +51,7 @@ typedef struct gf__source {
     uint32_t first_shard, n_shards;
     int label_offset, n_classes;
     bool files;          /* folder or list: its samples are files */
+    bool remote;         /* remote shards */
 } gf__source;
 
 #define GF__MIX_SOURCES_MAX 64 /* GF__BLEND_MAX */
@@ -135,7 +136,18 @@ typedef struct gf__dataset {
      * has shard[i] GF__NOT_A_MEMBER for each file. */
     int n_sources;
     gf__source *sources;
+    /* A mix's remote sources' contexts beyond remote_ctx (their targets
+     * point into them), freed with the table. */
+    struct gf__remote_ctx **more_ctx;
+    int n_more_ctx;
 } gf__dataset;
+
+/* Whether sample i is a remote shard's member (a mix may hold local
+ * samples beside them). */
+static inline bool gf__dataset_remote_member(const gf__dataset *ds, uint64_t i)
+{
+    return ds->remote && ds->shard && ds->shard[i] != UINT32_MAX && ds->remote[ds->shard[i]].url;
+}
 
 /* Whether sample i is a tar member (else a file: folders, lists). */
 static inline bool gf__dataset_member(const gf__dataset *ds, uint64_t i)

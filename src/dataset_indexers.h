@@ -40,6 +40,9 @@ int gf__dataset_open_remote(gf__dataset *ds, const char *src, const gf__dataset_
 /* How the loader's fetcher reads ds's shards under s. */
 gf__fetch_opts gf__remote_fetch_opts(const struct gf_settings *s, const gf__dataset *ds);
 void gf__remote_ctx_free(struct gf__remote_ctx *c);
+/* Whether c signs its requests (s3's keys): a mix's fetcher takes such a
+ * source's context (all are loaded from the same environment). */
+bool gf__remote_ctx_signs(const struct gf__remote_ctx *c);
 /* A blocking read of len bytes at off of remote shard k into b, on the
  * calling thread (gf_read_sample): retried as the loader's are, but not
  * checked against the ETag the loader's reads recorded. */

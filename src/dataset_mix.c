@@ -12,10 +12,13 @@
  * per-sample kind test, gf__dataset_member). Labels move by the earlier
  * sources' classes under mix_labels OFFSET.
  *
- * Sources are local for now: a remote one has its own reader and
- * fetcher, which one loader does not yet run beside another's.
+ * A remote source's shards keep their URLs and fetch targets (ds->remote,
+ * zero for a local shard: gf__dataset_remote_member), its context kept
+ * alive for them; the loader reads them through read_mix.c beside the
+ * local samples.
  */
 #include "dataset.h"
+#include "config.h"
 #include "remote_url.h"
 
 #include <errno.h>
@@ -32,6 +35,18 @@
 bool gf__data_is_mix(const char *data)
 {
     return data && strncmp(data, MIX_PREFIX, strlen(MIX_PREFIX)) == 0;
+}
+
+bool gf__mix_has_remote(const char *data)
+{
+    if (!gf__data_is_mix(data))
+        return false;
+    for (const char *p = data + strlen(MIX_PREFIX); p; p = strchr(p, '|'), p = p ? p + 1 : NULL) {
+        const char *eq = strchr(p, '='), *bar = strchr(p, '|');
+        if (eq && (!bar || eq < bar) && gf__data_is_remote(eq + 1))
+            return true;
+    }
+    return false;
 }
 
 /* One "W=SOURCE" entry of [p, end): the weight into *w, the source
@@ -65,12 +80,8 @@ static int parse_entry(const char *p, const char *end, int k, double *w, char **
     }
     if (!(*src = strndup(eq + 1, (size_t)(end - eq - 1))))
         return GF_ENOMEM;
-    if (gf__data_is_mix(*src) || gf__data_is_remote(*src)) {
-        gf__why_path(why, why_len, *src,
-                     gf__data_is_mix(*src)
-                         ? "a mix's source is one data set, not a mix"
-                         : "a mix's sources are local for now (folders, lists, tar shards): a "
-                           "remote source needs a reader of its own beside the others'");
+    if (gf__data_is_mix(*src)) {
+        gf__why_path(why, why_len, *src, "a mix's source is one data set, not a mix");
         return GF_EINVAL;
     }
     return 0;
@@ -142,7 +153,7 @@ static int join(gf__dataset *ds, gf__dataset *parts, int n, gf_mix_labels labels
 {
     uint64_t total = 0;
     uint32_t shards = 0;
-    bool any_member = false, any_file = false, all_names = true, any_crc = false;
+    bool any_member = false, any_file = false, all_names = true, any_crc = false, any_remote = false;
     for (int k = 0; k < n; k++) {
         total += parts[k].n;
         shards += parts[k].n_shards;
@@ -150,6 +161,7 @@ static int join(gf__dataset *ds, gf__dataset *parts, int n, gf_mix_labels labels
         any_file |= parts[k].shard == NULL;
         all_names &= parts[k].class_names != NULL;
         any_crc |= parts[k].shard_crc32c != NULL;
+        any_remote |= parts[k].remote != NULL;
         if (parts[k].n_var != parts[0].n_var) {
             gf__why_path(why, why_len, ds->sources[k].data,
                          "its samples have other fields than the mix's first source's");
@@ -175,6 +187,8 @@ static int join(gf__dataset *ds, gf__dataset *parts, int n, gf_mix_labels labels
         if (!ds->shard || !ds->data_off || !ds->data_len || !ds->data_crc || !ds->shard_ids)
             return GF_ENOMEM;
         if (any_crc && !(ds->shard_crc32c = malloc((shards + 1) * sizeof *ds->shard_crc32c)))
+            return GF_ENOMEM;
+        if (any_remote && !(ds->remote = calloc(shards + 1, sizeof *ds->remote)))
             return GF_ENOMEM;
     }
     for (int f = 0; f < ds->n_var; f++) {
@@ -205,6 +219,7 @@ static int join(gf__dataset *ds, gf__dataset *parts, int n, gf_mix_labels labels
         src->first_shard = shard_at;
         src->n_shards = p->n_shards;
         src->files = p->shard == NULL;
+        src->remote = p->remote != NULL;
         src->n_classes = p->n_classes;
         src->label_offset = labels == GF_MIX_LABELS_OFFSET ? classes : 0;
         if (labels == GF_MIX_LABELS_OFFSET && p->n_classes > GF__LABEL_MAX + 1 - classes) {
@@ -216,10 +231,14 @@ static int join(gf__dataset *ds, gf__dataset *parts, int n, gf_mix_labels labels
         classes = labels == GF_MIX_LABELS_OFFSET ? classes + p->n_classes
                                                  : GF__MAX(classes, p->n_classes);
         for (uint32_t j = 0; j < p->n_shards && rc == 0; j++) {
-            if (!(shard_paths[shard_at + j] = absolute(root, p->shard_paths[j])))
+            /* A URL stays one; a local shard's path is made absolute. */
+            if (!(shard_paths[shard_at + j] = p->remote ? strdup(p->shard_paths[j])
+                                                        : absolute(root, p->shard_paths[j])))
                 rc = GF_ENOMEM;
-            else
+            else if (p->shard_ids)
                 ds->shard_ids[shard_at + j] = p->shard_ids[j];
+            if (p->remote)
+                ds->remote[shard_at + j] = p->remote[j];
             if (ds->shard_crc32c)
                 ds->shard_crc32c[shard_at + j] = p->shard_crc32c ? p->shard_crc32c[j] : -1;
         }
@@ -295,6 +314,29 @@ static int join(gf__dataset *ds, gf__dataset *parts, int n, gf_mix_labels labels
             ds->damage[ds->n_damage++] = d;
         }
         ds->members_lost += p->members_lost;
+        /* The targets point into the context: it lives with the table. The
+         * fetcher signs through one that signs, if any does. */
+#if GF_HAVE_REMOTE
+        if (p->remote_ctx) {
+            struct gf__remote_ctx *c = p->remote_ctx;
+            if (!ds->remote_ctx || (gf__remote_ctx_signs(c) && !gf__remote_ctx_signs(ds->remote_ctx))) {
+                struct gf__remote_ctx *t = ds->remote_ctx;
+                ds->remote_ctx = c;
+                c = t;
+            }
+            if (c) {
+                struct gf__remote_ctx **m =
+                    realloc(ds->more_ctx, (size_t)(ds->n_more_ctx + 1) * sizeof *m);
+                if (!m) {
+                    rc = GF_ENOMEM;
+                    break;
+                }
+                ds->more_ctx = m;
+                ds->more_ctx[ds->n_more_ctx++] = c;
+            }
+            p->remote_ctx = NULL;
+        }
+#endif
         at += p->n;
         shard_at += p->n_shards;
     }

@@ -51,6 +51,11 @@ struct gf__remote_ctx {
 /* Sidecars fetched at once at open. */
 #define SIDECAR_REQUESTS 32
 
+bool gf__remote_ctx_signs(const struct gf__remote_ctx *c)
+{
+    return c && c->has_auth;
+}
+
 void gf__remote_ctx_free(struct gf__remote_ctx *c)
 {
     if (!c)

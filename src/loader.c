@@ -92,7 +92,8 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
     l->ctl_page_cache_hits = l->ctl_page_cache_misses = 0;
     /* io = AUTO on io_uring: the decode threads read from the page cache
      * first, into their own buffers (read_local.c). */
-    bool page_cache_first = !l->ds.remote && l->io == GF_IO_URING && l->s.io == GF_IO_AUTO;
+    bool page_cache_first = (!l->ds.remote || l->ds.n_sources) && l->io == GF_IO_URING &&
+                            l->s.io == GF_IO_AUTO;
     /* Reads a stop dropped leave their buffers behind: start from none,
      * sized for the buffers this reader uses. */
     for (int i = 0; i < l->n_bufs; i++)
@@ -155,6 +156,14 @@ static int open_mix(gf_loader *l)
                                   l->s.mix_epoch == GF_MIX_EPOCH_FIRST, why, sizeof why);
     if (rc < 0)
         return gf__fail(l, rc, "%s: %s", l->data_path, rc == GF_ENOMEM ? "out of memory" : why);
+    if (rc == 0 && ds->remote) /* a second walk, for the remote reader's scan ahead */
+        rc = gf__blend_order_init(&l->blend_scan, ds->n_sources, sizes, firsts, weights,
+                                  shards ? ds->shard : NULL, (uint32_t)l->s.shard_window,
+                                  l->s.seed, l->s.shuffle, (uint32_t)l->s.rank,
+                                  (uint32_t)l->s.world, l->s.drop_last,
+                                  l->s.mix_epoch == GF_MIX_EPOCH_FIRST, why, sizeof why);
+    if (rc < 0)
+        return gf__fail(l, rc, "%s: out of memory", l->data_path);
     l->mix_shards = shards;
     l->src_samples = calloc((size_t)ds->n_sources, sizeof *l->src_samples);
     l->src_wait_s = calloc((size_t)ds->n_sources, sizeof *l->src_wait_s);
@@ -242,7 +251,13 @@ static int alloc_queues(gf_loader *l)
                         l->s.prefetch_shards, l->s.shard_window);
     /* The shard order reads remote shards whole; the global order, a
      * ranged GET a sample. Without `remote` no URL opens. */
-    const gf__cell_reader_ops *rd = !l->ds.remote                ? &gf__local_reader
+    bool local_too = false; /* a mix of remote and local sources */
+    for (int k = 0; l->ds.remote && k < l->ds.n_sources; k++)
+        local_too |= !l->ds.sources[k].remote;
+    const gf__cell_reader_ops *rd = !l->ds.remote ? &gf__local_reader
+                                    : local_too
+                                        ? (gf__remote_whole_shards(&l->s) ? &gf__mixed_shard_reader
+                                                                          : &gf__mixed_ranged_reader)
                                     : gf__remote_whole_shards(&l->s) ? gf__shard_reader
                                                                      : gf__ranged_reader;
     if (!rd)
@@ -879,6 +894,7 @@ void gf_close(gf_loader **lp)
     gf__shard_epoch_free(&l->shard_epoch);
     gf__shards_free(&l->shards);
     gf__blend_order_free(&l->blend);
+    gf__blend_order_free(&l->blend_scan);
     free(l->src_samples);
     free(l->src_wait_s);
     free(l->order.idx);

@@ -67,6 +67,7 @@ struct gf_loader {
      * otherwise); the sampler is then the whole table's, for the state's
      * seed and world. mix_shards: order SHARDS reads its shard sources. */
     gf__blend_order blend;
+    gf__blend_order blend_scan;  /* the same order, the remote shard reader's scan's */
     bool mix_shards;
     gf__transform tf;
     gf__augment aug;             /* settings.augment, parsed; tf.augment points here */

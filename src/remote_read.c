@@ -228,7 +228,8 @@ static void read_ahead(shard_reader *r)
     if (!r->scanning || r->scan_epoch < l->cur.epoch ||
         (r->scan_epoch == l->cur.epoch && r->scan_pos < l->cur.pos)) {
         gf__cursor_start(&r->scan, l->cur.sampler, l->cur.order,
-                         r->has_tables ? &r->scan_tables : NULL, NULL, l->cur.epoch, l->cur.pos);
+                         r->has_tables ? &r->scan_tables : NULL,
+                         l->blend_scan.src ? &l->blend_scan : NULL, l->cur.epoch, l->cur.pos);
         r->scan_epoch = r->scan.epoch;
         r->scan_pos = r->scan.pos;
         r->scanning = true;
@@ -244,6 +245,10 @@ static void read_ahead(shard_reader *r)
             !gf__cursor_epoch_live(&l->cur, r->scan_epoch, l->s.epochs))
             return;
         uint64_t sample = gf__cursor_sample(&r->scan, r->scan_epoch, r->scan_pos, NULL);
+        if (!gf__dataset_remote_member(&l->ds, sample)) { /* a mix's local sample */
+            r->scan_pos++;
+            continue;
+        }
         uint32_t k = l->ds.shard[sample];
         rshard *s = &r->sh[k];
         again_if_older(s, r->scan_epoch);

@@ -7,6 +7,7 @@
 #include "settings.h"
 
 #include "augment.h"
+#include "dataset.h"
 #include "decode.h"
 #include "reader.h"
 
@@ -101,7 +102,8 @@ void gf__resolve_settings(gf_settings *s)
             s->std[c] = 1;
     /* Remote shards cost a request per sample in a global shuffle. */
     if (s->order == GF_ORDER_AUTO)
-        s->order = gf__data_is_remote(s->data) ? GF_ORDER_SHARDS : GF_ORDER_GLOBAL;
+        s->order = gf__data_is_remote(s->data) || gf__mix_has_remote(s->data) ? GF_ORDER_SHARDS
+                                                                              : GF_ORDER_GLOBAL;
     if (s->shard_window == 0)
         s->shard_window = 4;
     /* The window being read, and the next one fetched meanwhile. */

@@ -113,7 +113,8 @@ static double run_decode(gf_loader *l, gf__worker *w, const gf__job *j, double t
         view = (gf__buf){.data = (uint8_t *)j->decode.bytes, .len = j->decode.n_bytes};
         in = &view;
     } else if (!in) {
-        assert(!l->ds.remote); /* the controller's fetcher read it */
+        /* a remote member's bytes come from the controller's fetcher */
+        assert(!gf__dataset_remote_member(&l->ds, (uint64_t)j->decode.sample));
         in = &w->buf;
         gf__range_push("gf read");
         gf__read_req r;
@@ -267,7 +268,7 @@ int gf__work_init(gf_loader *l)
     if (!l->workers)
         return gf__fail(l, GF_ENOMEM, "out of memory allocating queues");
     uint32_t kept = 0;
-    if (l->ds.shard && !l->ds.remote) {
+    if (l->ds.shard && (!l->ds.remote || l->ds.n_sources)) { /* a mix's local shards too */
         kept = GF__MIN((uint32_t)KEPT_FDS_THREAD, (uint32_t)(KEPT_FDS_ALL / l->threads));
         kept = GF__MIN(GF__MAX(kept, 1u), l->ds.n_shards);
     }

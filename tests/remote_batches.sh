@@ -55,6 +55,28 @@ for r in 0 1 2; do
         "$(RB_SET="rank=$r world=3" RB_STATE=2 run "$GF_TEST_HTTP_URL/$shards" 2 4 0 7)"
 done
 
+# A mix of a local folder and remote shards (issue 41): the same batches
+# as the same two sources local, in the shard order (order auto for a mix
+# naming a remote source) and the global one, across a seek mid-epoch.
+"$gpufeed" make-dataset folder --classes 2 --per-class 9 --size 64x48 --seed 3 >/dev/null
+for order in shards global; do
+    mix_local=$(RB_ORDER=$order run "mix:2=folder|1=set/$shards" 1 2)
+    if [ $order = shards ]; then
+        same "mix of a folder and http shards (order auto)" "$mix_local" \
+            "$(run "mix:2=folder|1=$GF_TEST_HTTP_URL/$shards" 2 4)"
+    fi
+    same "mix of a folder and http shards, order $order" "$mix_local" \
+        "$(RB_ORDER=$order run "mix:2=folder|1=$GF_TEST_HTTP_URL/$shards" 2 4)"
+    same "mix of a folder and s3 shards, order $order" "$mix_local" \
+        "$(RB_ORDER=$order run "mix:2=folder|1=$s3" 2 4)"
+    mix_seek=$(RB_ORDER=$order run "mix:2=folder|1=set/$shards" 1 2 1 11)
+    same "mix, http, seek mid-epoch, order $order" "$mix_seek" \
+        "$(RB_ORDER=$order run "mix:2=folder|1=$GF_TEST_HTTP_URL/$shards" 2 4 1 11)"
+done
+# Two remote sources, http and s3, beside each other: as both local.
+same "mix of http and s3 shards" "$(RB_ORDER=shards run "mix:1=set/$shards|3=set/$shards" 1 2)" \
+    "$(run "mix:1=$GF_TEST_HTTP_URL/$shards|3=$s3" 2 4)"
+
 # The global order: a ranged GET a sample, the same batches as local.
 global_local=$(RB_ORDER=global run "set/$shards" 1 2)
 same "global order, http" "$global_local" "$(RB_ORDER=global run "$GF_TEST_HTTP_URL/$shards" 2 4)"

@@ -380,8 +380,6 @@ START_TEST(what_cannot_be_a_mix_is_refused)
     snprintf(t, sizeof t, "mix:%s", folder);
     refused(t, GF_EINVAL, "WEIGHT=SOURCE expected");
     refused("mix:1=", GF_EINVAL, "no data after its weight");
-    snprintf(t, sizeof t, "mix:1=%s|1=http://127.0.0.1:9/s{0..2}.tar", folder);
-    refused(t, GF_EINVAL, "local for now");
     snprintf(t, sizeof t, "mix:1=%s|1=mix:1=%s", folder, folder);
     refused(t, GF_EINVAL, "not a mix");
     snprintf(t, sizeof t, "mix:1=%s|1=%s/nothing-here", folder, dir);
