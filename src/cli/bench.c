@@ -124,29 +124,33 @@ static int run_mode(bench_opts *o, int verdict)
             if (o->plot && write_verdict_plot(o->plot, o, &r) != CLI_OK)
                 status = CLI_FAIL;
         }
+        /* Every row calloc'd: one that failed may hold a run's figures. */
+        for (int i = 0; r.rows && i < o->n_threads * o->n_depths * o->n_batches; i++) {
+            loop_result_free(&r.rows[i].input);
+            loop_result_free(&r.rows[i].step);
+        }
         free(r.rows);
         return status;
     }
     if (o->overlap) {
         overlap_result r;
         int status = run_overlap(o, &r);
-        if (status != CLI_OK)
-            return status;
-        if (o->json)
+        if (status == CLI_OK && o->json)
             print_overlap_json(o, &r);
-        else
+        else if (status == CLI_OK)
             print_overlap_human(o, &r);
-        return CLI_OK;
+        loop_result_free(&r.input);
+        loop_result_free(&r.step);
+        return status;
     }
     input_result r;
     int status = run_input_only(o, &r);
-    if (status != CLI_OK)
-        return status;
-    if (o->json)
+    if (status == CLI_OK && o->json)
         print_input_json(o, &r);
-    else
+    else if (status == CLI_OK)
         print_input_human(o, &r);
-    return CLI_OK;
+    bench_sources_free(&r.src);
+    return status;
 }
 
 int cmd_bench(int argc, char **argv)
