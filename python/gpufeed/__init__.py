@@ -247,8 +247,10 @@ def _data(data):
         if raw.startswith(b"mix:"):
             raise ValueError(f"data: {os.fsdecode(raw)!r}: a mix cannot be one of a mix's "
                              f"data sets: give each of its data sets as a pair")
-        if isinstance(weight, bool) or not isinstance(weight, numbers.Real) \
-                or not math.isfinite(weight) or not weight > 0:
+        if isinstance(weight, bool) or not isinstance(weight, numbers.Real):
+            raise TypeError(f"data: the weight of {os.fsdecode(raw)!r} is {weight!r}: a "
+                            f"number, not {type(weight).__name__}")
+        if not math.isfinite(weight) or not weight > 0:
             raise ValueError(f"data: the weight of {os.fsdecode(raw)!r} is {weight!r}: a "
                              f"positive finite number (weights need not sum to 1)")
         parts.append(repr(float(weight)).encode() + b"=" + raw)
