@@ -366,10 +366,39 @@ typedef enum gf_order {
     GF_ORDER_SHARDS = 2,
 } gf_order;
 
+/* data sets mixed by weight (settings.data "mix:W=SOURCE|W=SOURCE..."):
+ * position q of an epoch draws source s with probability weight_s / sum
+ * (a low-discrepancy schedule of (seed, epoch, q): every prefix is within
+ * a few samples of the weights), and source s's k-th draw is its own k-th
+ * position, in the order it gives alone (its own shuffle, shard windows
+ * and rank split, keyed by the same seed).
+ *   CYCLE: an epoch is as many positions as the sources' shares summed
+ *     (one rank's), and each source cycles its own epochs (a source
+ *     drawn more than its size starts its next epoch; its samples' crops
+ *     are keyed by its own epoch, so a repeat is a new view).
+ *   FIRST: epoch E is every source's own epoch E, and it ends with the
+ *     draw that takes the last sample of the first source exhausted. */
+typedef enum gf_mix_epoch {
+    GF_MIX_EPOCH_CYCLE = 0,
+    GF_MIX_EPOCH_FIRST = 1,
+} gf_mix_epoch;
+
+/* A mix's labels: OFFSET, each source's labels after the previous
+ * sources' classes (source s's label l is l + the classes of sources
+ * before it; class names joined when every source has them); SOURCE,
+ * each source's own, with gf_batch.sources saying whose. */
+typedef enum gf_mix_labels {
+    GF_MIX_LABELS_OFFSET = 0,
+    GF_MIX_LABELS_SOURCE = 1,
+} gf_mix_labels;
+
 typedef struct gf_settings {
     const char *data;      /* ImageFolder directory, list file, or tar shards
                               ("dir/train-{000000..000127}.tar", "a.tar,b.tar");
-                              required */
+                              or a mix of them by weight, "mix:" then
+                              WEIGHT=SOURCE for each, '|' between
+                              ("mix:0.7=train|0.3=extra-{000..015}.tar":
+                              gf_mix_epoch); required */
     uint64_t seed;         /* 0 */
     uint64_t epochs;       /* epochs to deliver, 0 = unbounded; default 1 */
     int batch_size;        /* 64 */
@@ -529,7 +558,11 @@ typedef struct gf_settings {
      * "mix mixup=1 cutmix=1 switch=0.5 classes=N": MixUp or CutMix over
      * each batch with soft targets (gf_batch.targets; float dtypes only). */
     const char *augment;   /* (4 bytes of padding before it) */
-    uint8_t reserved[16];  /* zero; room for fields without an ABI break */
+    /* data as a mix ("mix:0.7=imagenet/train|0.3=extra-{000..015}.tar",
+     * README: "Mixing data sets"): what an epoch is, and what a label is. */
+    gf_mix_epoch mix_epoch;   /* GF_MIX_EPOCH_CYCLE */
+    gf_mix_labels mix_labels; /* GF_MIX_LABELS_OFFSET */
+    uint8_t reserved[8];   /* zero; room for fields without an ABI break */
 } gf_settings;
 
 #define GF_READ_BUDGET_DEFAULT (256ull << 20) /* 256 MiB */
@@ -614,6 +647,9 @@ typedef struct gf_batch {
      * Valid as data is. */
     const float *targets;
     int n_classes;
+    /* data as a mix: each sample's source, 0 .. gf_sources() - 1 in the
+     * order data names them; NULL otherwise. Valid as labels are. */
+    const int32_t *sources;
 } gf_batch;
 
 #define GF_RECENT_ERRORS 8
@@ -1043,13 +1079,40 @@ GF_API int gf_get_state(gf_loader *l, gf_state *st);
  * undelivered), as for a whole epoch. gf_seek within that epoch keeps
  * its rest; a seek to another epoch ends it (every epoch is then this
  * world's own). The same world resumes any rank's state as is.
- * stats.resume_note says what a change of world did.
+ * stats.resume_note says what a change of world did. A mix's state
+ * resumes exactly on the world it was saved on; another world is
+ * GF_EINVAL for now (elastic resume of a mix is not done).
  * Held batches stay valid, as for gf_seek. */
 GF_API int gf_set_state(gf_loader *l, const gf_state *st);
 
 /* Fills *st, every byte (reserved ones 0). Returns 0 or GF_EINVAL. An
  * observer: safe from any thread. */
 GF_API int gf_get_stats(gf_loader *l, gf_stats *st);
+
+/* One source of a mix (settings.data "mix:..."), or the data set itself
+ * when data is not a mix. Counts are this loader's since gf_open. */
+typedef struct gf_source_stats {
+    const char *data;        /* as data names it (the loader's; valid until
+                                gf_close) */
+    double weight;           /* its share of the weights, 0..1 (1 alone) */
+    uint64_t size;           /* its samples; its data set indices are
+                                [first_index, first_index + size) */
+    uint64_t first_index;
+    int label_offset;        /* added to its labels (mix_labels OFFSET) */
+    int n_classes;           /* its own classes */
+    uint64_t samples;        /* delivered by gf_next */
+    double share;            /* samples / all samples delivered (0 before any) */
+    double wait_s;           /* gf_next's waits for batches whose last sample
+                                to arrive was this source's: its input stall */
+    uint64_t epoch;          /* its own epoch at the next delivered batch */
+    uint8_t reserved[32];    /* zero */
+} gf_source_stats;
+
+/* The sources of l's data: a mix's count, 1 otherwise. */
+GF_API int gf_sources(const gf_loader *l);
+/* Source k's figures into *st (every byte written). 0, or GF_EINVAL (no
+ * loader or st, k out of range). */
+GF_API int gf_source_stats_get(gf_loader *l, int k, gf_source_stats *st);
 
 #define GF_RECENT_WARNINGS 8
 
@@ -1113,7 +1176,8 @@ GF_API const char *gf_class_name(gf_loader *l, int i);
 
 /* The data set's identity: a 64-bit FNV-1a hash over every sample's
  * display path (gf_sample_path) and label, in index order; the whole set,
- * so every rank has the same. Never 0 (0: l is NULL). Computed in one pass
+ * so every rank has the same; for a mix its weights and mix_epoch too (a
+ * position of one mix is other samples in another). Never 0 (0: l is NULL). Computed in one pass
  * on the first call, then cached: any thread. For a checkpoint, beside
  * gf_state, to refuse resuming over another data set. */
 GF_API uint64_t gf_index_hash(gf_loader *l);

@@ -45,7 +45,8 @@ static void move_cell(gf_loader *l, gf__slot *from, int fc, gf__slot *to, int tc
     assert(from->cells[fc].state == GF__CELL_OK);
     uint64_t pos = from->cells[fc].pos;
     memcpy(gf__cell_pixels(to, tc), gf__cell_pixels(from, fc), l->cell_bytes);
-    to->cells[tc] = (gf__cell){.pos = pos, .state = GF__CELL_OK};
+    to->cells[tc] =
+        (gf__cell){.pos = pos, .key_epoch = from->cells[fc].key_epoch, .state = GF__CELL_OK};
     if (pos + 1 > to->end_pos)
         to->end_pos = pos + 1;
     to->labels[tc] = from->labels[fc];

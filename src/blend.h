@@ -1,6 +1,6 @@
 /* The schedule of data sets mixed by weight (src/blend.c): which source
  * each position of an epoch draws from, and each source's own position.
- * A leaf, not yet called by the loader (issue 41's mixing). */
+ * A leaf: blend_order.c reads it for the loader. */
 #ifndef GF_BLEND_H
 #define GF_BLEND_H
 

@@ -9,16 +9,18 @@
 #include <assert.h>
 
 void gf__cursor_start(gf__cursor *c, const gf__sampler *sampler, const gf__order *order,
-                      gf__shard_epoch *shard_epoch, uint64_t epoch, uint64_t pos)
+                      gf__shard_epoch *shard_epoch, gf__blend_order *blend, uint64_t epoch,
+                      uint64_t pos)
 {
     assert(!sampler->shards == !shard_epoch);
     *c = (gf__cursor){.sampler = sampler,
                       .order = order,
                       .shard_epoch = shard_epoch,
-                      .len = order ? order->n : gf__sampler_len(sampler, epoch),
+                      .blend = blend,
                       .seed = order ? order->seed : sampler->seed,
                       .epoch = epoch,
                       .pos = pos};
+    c->len = gf__cursor_len(c, epoch);
     gf__cursor_normalise(c);
 }
 
@@ -33,7 +35,9 @@ void gf__cursor_normalise(gf__cursor *c)
 
 uint64_t gf__cursor_len(const gf__cursor *c, uint64_t epoch)
 {
-    return c->order ? c->order->n : gf__sampler_len(c->sampler, epoch);
+    if (c->order)
+        return c->order->n;
+    return c->blend ? gf__blend_order_len(c->blend, epoch) : gf__sampler_len(c->sampler, epoch);
 }
 
 bool gf__cursor_epoch_live(const gf__cursor *c, uint64_t epoch, uint64_t epochs)
@@ -43,8 +47,14 @@ bool gf__cursor_epoch_live(const gf__cursor *c, uint64_t epoch, uint64_t epochs)
     return epochs == 0 || epoch < epochs;
 }
 
-uint64_t gf__cursor_sample(gf__cursor *c, uint64_t epoch, uint64_t pos)
+uint64_t gf__cursor_sample(gf__cursor *c, uint64_t epoch, uint64_t pos, uint64_t *key_epoch)
 {
+    uint64_t ignored;
+    if (!key_epoch)
+        key_epoch = &ignored;
+    *key_epoch = epoch;
+    if (c->blend && !c->order)
+        return gf__blend_order_at(c->blend, epoch, pos, key_epoch);
     if (c->order) {
         assert(epoch == c->order->epoch && pos < c->order->n);
         return (uint64_t)c->order->idx[pos]; /* checked by gf_set_order */

@@ -7,6 +7,7 @@
 #ifndef GF_CURSOR_H
 #define GF_CURSOR_H
 
+#include "blend_order.h"
 #include "sampler.h"
 
 #include <stdbool.h>
@@ -26,6 +27,8 @@ typedef struct gf__cursor {
     uint64_t seed;            /* gf__sample_key's: order->seed or the sampler's */
     uint64_t epoch, pos;      /* the next unassigned sample */
     gf__shard_epoch *shard_epoch; /* the shard order's tables, or NULL */
+    gf__blend_order *blend;   /* data as a mix: its order (the sampler's then
+                                 the whole table's, for its seed and world) */
     gf__perm perm;            /* perm_epoch's order, kept while it is used */
     uint64_t perm_epoch;
     bool perm_valid;
@@ -35,7 +38,8 @@ typedef struct gf__cursor {
  * shard_epoch: the tables the sampler's shard order is read through
  * (rebuilt here at each new epoch), NULL in the global order. */
 void gf__cursor_start(gf__cursor *c, const gf__sampler *sampler, const gf__order *order,
-                      gf__shard_epoch *shard_epoch, uint64_t epoch, uint64_t pos);
+                      gf__shard_epoch *shard_epoch, gf__blend_order *blend, uint64_t epoch,
+                      uint64_t pos);
 /* Positions in epoch: the order's, or the sampler's (the epoch a change of
  * world split has its own). Reads only what the lifecycle thread set
  * before starting: any thread. */
@@ -45,8 +49,10 @@ void gf__cursor_normalise(gf__cursor *c);
 /* Whether epoch is one to deliver: the order's alone, else those
  * below `epochs` (0: all). */
 bool gf__cursor_epoch_live(const gf__cursor *c, uint64_t epoch, uint64_t epochs);
-/* The data set index at position pos (< len) of epoch. */
-uint64_t gf__cursor_sample(gf__cursor *c, uint64_t epoch, uint64_t pos);
+/* The data set index at position pos (< len) of epoch, and the epoch its
+ * randomness is keyed by into *key_epoch (may be NULL): epoch, or in a
+ * mix its source's own. */
+uint64_t gf__cursor_sample(gf__cursor *c, uint64_t epoch, uint64_t pos, uint64_t *key_epoch);
 /* Takes the next position of epoch into *pos; false when epoch has no
  * more (the cursor is past it). */
 bool gf__cursor_take(gf__cursor *c, uint64_t epoch, uint64_t *pos);

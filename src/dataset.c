@@ -80,6 +80,15 @@ int gf__dataset_open_with(gf__dataset *ds, const char *source, const gf__dataset
         gf__why(why, why_len, "no data set given");
         return GF_EDATASET;
     }
+    if (gf__data_is_mix(source)) {
+        int rc = gf__dataset_open_mix(ds, source, opts, why, why_len);
+        if (rc == GF_ENOMEM && !(why && why[0]))
+            gf__why(why, why_len, "mix: out of memory while indexing");
+        if (rc < 0)
+            gf__dataset_close(ds);
+        assert(rc < 0 || ds->root_fd > 0);
+        return rc;
+    }
     if (gf__data_is_remote(source)) {
 #if GF_HAVE_REMOTE
         int rc = gf__dataset_open_remote(ds, source, opts, why, why_len);
@@ -192,6 +201,9 @@ void gf__dataset_close(gf__dataset *ds)
     free(ds->damage_text);
     free(ds->remote);
     free(ds->shard_crc32c);
+    for (int k = 0; k < ds->n_sources; k++)
+        free(ds->sources[k].data);
+    free(ds->sources);
 #if GF_HAVE_REMOTE
     gf__remote_ctx_free(ds->remote_ctx);
 #endif

@@ -6,6 +6,9 @@
 #include "dataset_indexers.h" /* and the table, dataset_builder.h */
 #include "tar.h"
 
+/* Whether data is a mix, "mix:W=SOURCE|W=SOURCE..." (dataset_mix.c). */
+bool gf__data_is_mix(const char *data);
+
 /* GF_EXT_TORCHVISION, GF_FOLDER_MAX_DEPTH, GF_FOLDER_MAX_ENTRIES, shard_skip 0. */
 void gf__dataset_default_opts(gf__dataset_opts *o);
 
@@ -120,13 +123,13 @@ char *gf__dataset_member_path(const gf__dataset *ds, uint64_t i, int f);
  * for folders and lists (gf__dataset_file_seen). */
 static inline const gf__file_id *gf__dataset_file_id(const gf__dataset *ds, uint64_t i)
 {
-    return ds->shard_ids ? &ds->shard_ids[ds->shard[i]] : NULL;
+    return ds->shard_ids && gf__dataset_member(ds, i) ? &ds->shard_ids[ds->shard[i]] : NULL;
 }
 
 /* Sample i's record to check its file by (folders and lists), or NULL. */
 static inline gf__file_seen *gf__dataset_file_seen(const gf__dataset *ds, uint64_t i)
 {
-    return ds->seen ? &ds->seen[i] : NULL;
+    return ds->seen && !gf__dataset_member(ds, i) ? &ds->seen[i] : NULL;
 }
 
 #endif

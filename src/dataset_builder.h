@@ -41,6 +41,23 @@ typedef struct gf__shard_damage {
     size_t reason;       /* offset of its NUL-terminated text in damage_text */
 } gf__shard_damage;
 
+/* One source of a mix (settings.data "mix:W=SRC|..."; dataset_mix.c):
+ * its samples are [first, first + n) of the joined table, its shards
+ * [first_shard, first_shard + n_shards). */
+typedef struct gf__source {
+    char *data;          /* as data names it */
+    double weight;       /* its share of the weights' sum */
+    uint64_t first, n;
+    uint32_t first_shard, n_shards;
+    int label_offset, n_classes;
+    bool files;          /* folder or list: its samples are files */
+} gf__source;
+
+#define GF__MIX_SOURCES_MAX 64 /* GF__BLEND_MAX */
+
+/* shard[i] of a mix's sample that is a file (a folder's or a list's). */
+#define GF__NOT_A_MEMBER UINT32_MAX
+
 typedef struct gf__dataset {
     uint64_t n;          /* samples */
     int root_fd;         /* directory the paths are relative to (O_PATH) */
@@ -113,7 +130,18 @@ typedef struct gf__dataset {
     char *damage_text;
     size_t damage_text_len, damage_text_cap;
     uint64_t members_lost; /* the damaged shards' `lost`, summed */
+    /* A mix: its sources, in data's order (n_sources 0 otherwise). Its
+     * files' paths are absolute (root_fd "/"); a mix of files and shards
+     * has shard[i] GF__NOT_A_MEMBER for each file. */
+    int n_sources;
+    gf__source *sources;
 } gf__dataset;
+
+/* Whether sample i is a tar member (else a file: folders, lists). */
+static inline bool gf__dataset_member(const gf__dataset *ds, uint64_t i)
+{
+    return ds->shard && ds->shard[i] != GF__NOT_A_MEMBER;
+}
 
 /* gf_skipped_entry over ds: how many, and entry i's path and reason
  * while it is one of the named. */
@@ -156,7 +184,7 @@ static inline const char *gf__dataset_field_file(const gf__dataset *ds, uint64_t
 static inline void gf__dataset_extent(const gf__dataset *ds, uint64_t i, const char **rel,
                                       uint64_t *off, uint64_t *len)
 {
-    if (ds->shard) {
+    if (gf__dataset_member(ds, i)) {
         *rel = ds->shard_paths[ds->shard[i]];
         uint64_t a = ds->data_off[i] - GF__TAR_BLOCK; /* a member has a header */
         uint64_t e = ds->data_off[i] + ds->data_len[i];
@@ -182,7 +210,7 @@ static inline size_t gf__dataset_image_at(const gf__dataset *ds, uint64_t i)
     const char *rel;
     uint64_t off, len;
     gf__dataset_extent(ds, i, &rel, &off, &len);
-    return ds->shard ? (size_t)(ds->data_off[i] - off) : 0;
+    return gf__dataset_member(ds, i) ? (size_t)(ds->data_off[i] - off) : 0;
 }
 
 /* How a data set is indexed (gf__dataset_open: the defaults). */
@@ -205,6 +233,7 @@ typedef struct gf__dataset_opts {
                              fail), else it is skipped */
     const gf__schema *schema; /* tar shards: the sample's fields; NULL:
                              an image and .cls */
+    gf_mix_labels mix_labels; /* a mix: its labels (dataset_mix.c) */
 } gf__dataset_opts;
 
 /* Label limit: n_classes = max label + 1 must fit in an int. */

@@ -11,6 +11,11 @@
 /* schema NULL: "path label" lines; else settings.fields' (dataset_list.c). */
 int gf__dataset_open_list(gf__dataset *ds, const char *src, int fd, const struct stat *st,
                           const gf__schema *schema, char *why, size_t why_len);
+/* dataset_mix.c: "mix:W=SOURCE|...", each source opened as data is
+ * (with o), their tables joined (GF_EINVAL: the text, a remote or
+ * nested source, fields that differ, with why). */
+int gf__dataset_open_mix(gf__dataset *ds, const char *src, const gf__dataset_opts *o,
+                         char *why, size_t why_len);
 /* dataset_memory.c: the caller's arrays (gf__dataset_open_samples). */
 int gf__dataset_open_memory(gf__dataset *ds, const char *root, const char *const *paths,
                             const int32_t *labels, uint64_t n, char *why, size_t why_len);

@@ -183,7 +183,7 @@ static const char *member_name(const gf__dataset *ds, uint64_t i)
 
 char *gf__dataset_member_path(const gf__dataset *ds, uint64_t i, int f)
 {
-    if (!ds->shard) { /* a list's field is a file of its own */
+    if (!gf__dataset_member(ds, i)) { /* a list's field is a file of its own */
         for (int k = 0; k < ds->n_var; k++)
             if (ds->var_field[k] == f)
                 return strdup(gf__dataset_field_file(ds, i, k));
@@ -244,7 +244,7 @@ static int var_headers_check(const gf__dataset *ds, uint64_t i, const uint8_t *p
 int gf__dataset_member_check(const gf__dataset *ds, uint64_t i, const uint8_t *p, size_t n,
                              char *why, size_t why_len)
 {
-    if (!ds->shard)
+    if (!gf__dataset_member(ds, i))
         return 0;
     const char *shard = ds->shard_paths[ds->shard[i]];
     const char *rel;

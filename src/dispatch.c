@@ -30,6 +30,8 @@ void gf__cell_finished(gf_loader *l, gf__slot *sl, int c, int err, int member, c
 {
     assert(sl->pending > 0 && sl->cells[c].state == GF__CELL_PENDING);
     sl->pending--;
+    if (l->blend.src)
+        sl->last_source = gf__blend_order_source_of(&l->blend, (uint64_t)sl->indices[c]);
     if (!err) {
         sl->cells[c].state = GF__CELL_OK;
         return;
@@ -63,7 +65,7 @@ void gf__cells_out(gf_loader *l, const gf__cell_out *o, int n, gf__job *js, int 
                        .bytes = o->bytes,
                        .n_bytes = o->n_bytes,
                        .sample = (int64_t)sample,
-                       .key = gf__sample_key(sl->seed, sl->epoch, sample),
+                       .key = gf__sample_key(sl->seed, sl->cells[o->cell].key_epoch, sample),
                        .cell = o->cell,
                        .cached = o->cached}};
     }
@@ -71,8 +73,9 @@ void gf__cells_out(gf_loader *l, const gf__cell_out *o, int n, gf__job *js, int 
 
 void gf__dispatch_cell(gf_loader *l, gf__job *js, int *n_jobs, gf__slot *sl, int c, uint64_t pos)
 {
-    uint64_t sample = gf__cursor_sample(&l->cur, sl->epoch, pos);
-    sl->cells[c] = (gf__cell){.pos = pos, .state = GF__CELL_PENDING};
+    uint64_t key_epoch;
+    uint64_t sample = gf__cursor_sample(&l->cur, sl->epoch, pos, &key_epoch);
+    sl->cells[c] = (gf__cell){.pos = pos, .key_epoch = key_epoch, .state = GF__CELL_PENDING};
     sl->indices[c] = (int64_t)sample;
     sl->labels[c] = l->ds.labels[sample];
     sl->flips[c] = 0;

@@ -148,7 +148,7 @@ int gf_index_read_fields(gf_index *ix, uint64_t i, void **data, size_t *len, siz
         return GF_EINVAL;
     }
     const gf__dataset *ds = &ix->ds;
-    if (!ds->shard && ds->n_var) { /* a list's fields are files, not members */
+    if (!gf__dataset_member(ds, i) && ds->n_var) { /* a list's fields are files, not members */
         gf__why(why, why_len, "gf_index_read_fields: a list's fields are files of their own, "
                               "not members of a shard");
         gf__why(ix->msg, sizeof ix->msg, "gf_index_read_fields: a list's fields are files");
@@ -168,9 +168,9 @@ int gf_index_read_fields(gf_index *ix, uint64_t i, void **data, size_t *len, siz
         return rc;
     }
     at[0] = gf__dataset_image_at(ds, i);
-    size[0] = ds->shard ? ds->data_len[i] : *len;
+    size[0] = gf__dataset_member(ds, i) ? ds->data_len[i] : *len;
     ext[0] = "";
-    if (!ds->shard)
+    if (!gf__dataset_member(ds, i))
         return 0;
     /* The arena: "base.tar:MEMBER" (MEMBER's key to the first '.' of
      * its base name), NUL, then each field's extension. */

@@ -64,7 +64,8 @@ static void stop_pipeline(gf_loader *l)
 static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
 {
     gf__cursor_start(&l->cur, &l->sampler, l->order.idx ? &l->order : NULL,
-                     l->sampler.shards ? &l->shard_epoch : NULL, epoch, pos);
+                     l->sampler.shards ? &l->shard_epoch : NULL, l->blend.src ? &l->blend : NULL,
+                     epoch, pos);
     pthread_mutex_lock(&l->mu);
     l->next_epoch = l->cur.epoch;
     l->next_pos = l->cur.pos;
@@ -126,6 +127,42 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
 
 /* CUDA when asked for and present; AUTO falls back to the CPU path and
  * says why in stats. */
+/* data as a mix: its order over the joined table (blend_order.c), each
+ * source in its own. Under order SHARDS its shard sources read in shard
+ * windows, its folders and lists in their global order (their only one). */
+static int open_mix(gf_loader *l)
+{
+    const gf__dataset *ds = &l->ds;
+    uint64_t sizes[GF__MIX_SOURCES_MAX], firsts[GF__MIX_SOURCES_MAX];
+    double weights[GF__MIX_SOURCES_MAX];
+    bool any_shards = false;
+    for (int k = 0; k < ds->n_sources; k++) {
+        sizes[k] = ds->sources[k].n;
+        firsts[k] = ds->sources[k].first;
+        weights[k] = ds->sources[k].weight;
+        any_shards |= !ds->sources[k].files;
+    }
+    bool shards = l->s.order == GF_ORDER_SHARDS;
+    if (shards && !any_shards)
+        return gf__fail(l, GF_EINVAL,
+                        "order shards needs tar shards: no source of the mix %s is tar shards "
+                        "(order global reads it)", l->data_path);
+    char why[256] = "";
+    int rc = gf__blend_order_init(&l->blend, ds->n_sources, sizes, firsts, weights,
+                                  shards ? ds->shard : NULL, (uint32_t)l->s.shard_window,
+                                  l->s.seed, l->s.shuffle, (uint32_t)l->s.rank,
+                                  (uint32_t)l->s.world, l->s.drop_last,
+                                  l->s.mix_epoch == GF_MIX_EPOCH_FIRST, why, sizeof why);
+    if (rc < 0)
+        return gf__fail(l, rc, "%s: %s", l->data_path, rc == GF_ENOMEM ? "out of memory" : why);
+    l->mix_shards = shards;
+    l->src_samples = calloc((size_t)ds->n_sources, sizeof *l->src_samples);
+    l->src_wait_s = calloc((size_t)ds->n_sources, sizeof *l->src_wait_s);
+    if (!l->src_samples || !l->src_wait_s)
+        return gf__fail(l, GF_ENOMEM, "out of memory");
+    return 0;
+}
+
 static int open_device(gf_loader *l)
 {
     l->device = GF_DEVICE_CPU;
@@ -355,6 +392,7 @@ static int open_loader(gf_loader **out, const gf_settings *s, const sample_array
     dopts.bad_label_fails = s->on_error == GF_ON_ERROR_FAIL;
     dopts.ca_file = s->ca_file;
     dopts.remote_settings = s;
+    dopts.mix_labels = s->mix_labels;
     if (given)
         rc = gf__dataset_open_samples(&l->ds, l->s.data, given->paths, given->labels, given->n,
                                       why, sizeof why);
@@ -371,7 +409,10 @@ static int open_loader(gf_loader **out, const gf_settings *s, const sample_array
     if (rc < 0)
         return gf__fail(l, rc, "%s: %llu samples cannot be split into %d shares", l->data_path,
                         (unsigned long long)l->ds.n, l->s.world);
-    if (l->s.order == GF_ORDER_SHARDS) {
+    if (l->ds.n_sources) {
+        if ((rc = open_mix(l)) < 0)
+            return rc;
+    } else if (l->s.order == GF_ORDER_SHARDS) {
         if (!l->ds.shard)
             return gf__fail(l, GF_EINVAL,
                             "order shards needs tar shards: %s is %s (order global reads it)",
@@ -388,11 +429,12 @@ static int open_loader(gf_loader **out, const gf_settings *s, const sample_array
                                                             : "a shard's samples are not contiguous");
         l->sampler.shards = &l->shards;
     }
-    if (s->drop_last && l->sampler.len < (uint64_t)l->B)
+    uint64_t share = l->blend.src ? gf__blend_order_len(&l->blend, 0) : l->sampler.len;
+    if (s->drop_last && share < (uint64_t)l->B)
         return gf__fail(l, GF_EINVAL,
                         "%s: drop_last drops every batch: this rank's share is %llu samples, "
                         "under one batch of %d",
-                        l->data_path, (unsigned long long)l->sampler.len, l->B);
+                        l->data_path, (unsigned long long)share, l->B);
 
     if ((rc = gf__fields_plan(l)) < 0)
         return rc;
@@ -435,7 +477,9 @@ static int restart_at(gf_loader *l, const char *who, gf__order *next, uint64_t e
         after.rest = *rest;
     else if (after.rest.on && epoch != after.rest.epoch)
         after.rest = (gf__rest){0}; /* a seek out of the split epoch: the world's own epochs */
-    uint64_t len = o ? o->n : gf__sampler_len(&after, epoch);
+    uint64_t len = o ? o->n
+               : l->blend.src ? gf__blend_order_len(&l->blend, epoch)
+                              : gf__sampler_len(&after, epoch);
     /* Under mu: the controller may be writing the message too. */
     int rc = 0;
     pthread_mutex_lock(&l->mu);
@@ -614,13 +658,53 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     return 0;
 }
 
+int gf_sources(const gf_loader *l)
+{
+    return l && l->ds.n_sources ? l->ds.n_sources : 1;
+}
+
+int gf_source_stats_get(gf_loader *l, int k, gf_source_stats *st)
+{
+    if (!l || !st || k < 0 || k >= gf_sources(l))
+        return GF_EINVAL;
+    memset(st, 0, sizeof *st);
+    pthread_mutex_lock(&l->mu);
+    uint64_t epoch = l->next_epoch, pos = l->next_pos, all = l->samples;
+    if (l->ds.n_sources) {
+        const gf__source *src = &l->ds.sources[k];
+        *st = (gf_source_stats){.data = src->data,
+                                .weight = src->weight,
+                                .size = src->n,
+                                .first_index = src->first,
+                                .label_offset = src->label_offset,
+                                .n_classes = src->n_classes,
+                                .samples = l->src_samples[k],
+                                .wait_s = l->src_wait_s[k]};
+    } else {
+        *st = (gf_source_stats){.data = l->data_path,
+                                .weight = 1,
+                                .size = l->ds.n,
+                                .n_classes = l->ds.n_classes,
+                                .samples = all,
+                                .wait_s = l->wait_s,
+                                .epoch = epoch};
+    }
+    pthread_mutex_unlock(&l->mu);
+    st->share = all ? (double)st->samples / (double)all : 0;
+    if (l->ds.n_sources) { /* pure: the order's fixed facts only */
+        uint64_t own_pos;
+        gf__blend_order_where(&l->blend, k, epoch, pos, &st->epoch, &own_pos);
+    }
+    return 0;
+}
+
 int gf_get_state(gf_loader *l, gf_state *st)
 {
     if (!l || !st || !l->slots)
         return GF_EINVAL;
     uint64_t hash = gf_index_hash(l); /* before mu: its first call is a pass */
     pthread_mutex_lock(&l->mu);
-    bool shards = l->sampler.shards && !l->order.idx;
+    bool shards = (l->sampler.shards || l->mix_shards) && !l->order.idx;
     const gf__rest *r = &l->sampler.rest;
     bool split = r->on && !l->order.idx && l->next_epoch == r->epoch;
     *st = (gf_state){.version = GF_STATE_VERSION,
@@ -659,7 +743,7 @@ static void order_name(char *buf, size_t len, uint32_t window)
 /* Why st cannot resume l (a message set, GF_EINVAL), or 0. Under mu. */
 static int state_refused(gf_loader *l, const gf_state *st, uint64_t hash)
 {
-    uint32_t mine = l->sampler.shards ? (uint32_t)l->s.shard_window : 0;
+    uint32_t mine = l->sampler.shards || l->mix_shards ? (uint32_t)l->s.shard_window : 0;
     if (l->order.idx)
         return gf__fail(l, GF_EINVAL,
                         "gf_set_state: the caller owns the epoch's order (gf_set_order is in "
@@ -722,6 +806,12 @@ int gf_set_state(gf_loader *l, const gf_state *st)
         return rc;
     bool split = st->version == GF_STATE_VERSION && st->rest_world;
     bool moved = st->world != (uint32_t)l->s.world;
+    if (l->blend.src && (split || moved))
+        return gf__fail_locking(l, GF_EINVAL,
+                                "gf_set_state: a %u-rank state of a mix on %d ranks: a mix "
+                                "resumes on the number of ranks it was saved on (elastic "
+                                "resume of a mix is not done yet)",
+                                st->world, l->s.world);
     gf__sampler next = l->sampler;
     next.rest = (gf__rest){0};
     uint64_t epoch = st->epoch, position = st->position;
@@ -788,6 +878,9 @@ void gf_close(gf_loader **lp)
     gf__dataset_close(&l->ds);
     gf__shard_epoch_free(&l->shard_epoch);
     gf__shards_free(&l->shards);
+    gf__blend_order_free(&l->blend);
+    free(l->src_samples);
+    free(l->src_wait_s);
     free(l->order.idx);
     free(l->data_path);
     pthread_cond_destroy(&l->ready_cv);

@@ -37,6 +37,7 @@
 #include "cursor.h"
 #include "dataset.h"
 #include "augment.h"
+#include "blend_order.h"
 #include "decode.h"
 #include "device.h"
 #include "pool.h"
@@ -62,6 +63,11 @@ struct gf_loader {
     gf__sampler sampler;
     gf__shards shards;           /* order SHARDS: the kept shards (else n 0) */
     gf__shard_epoch shard_epoch; /* its epoch tables: the cursor's (controller) */
+    /* data as a mix (ds.n_sources): its order, the cursor's (src NULL
+     * otherwise); the sampler is then the whole table's, for the state's
+     * seed and world. mix_shards: order SHARDS reads its shard sources. */
+    gf__blend_order blend;
+    bool mix_shards;
     gf__transform tf;
     gf__augment aug;             /* settings.augment, parsed; tf.augment points here */
     size_t cell_bytes;
@@ -161,6 +167,10 @@ struct gf_loader {
     size_t ctl_buf_bytes, buf_bytes; /* io_uring buffers: controller's, shared */
     uint64_t next_epoch, next_pos; /* where the next delivered batch starts */
     uint64_t epoch_len;          /* next_epoch's positions, for gf_next and the observers */
+    /* data as a mix: each source's samples delivered, and gf_next's waits
+     * for batches its sample arrived last in (under mu). */
+    uint64_t *src_samples;
+    double *src_wait_s;
     char resume_note[80];        /* gf_stats': the last gf_set_state's change of world */
     /* The last epoch that delivered a batch, or the one a seek entered
      * part-way (live_any): an empty batch of a later epoch means a whole

@@ -213,6 +213,14 @@ int gf_next_timed(gf_loader *l, gf_batch **out, int64_t timeout_ns)
             gf__wake_controller(l);
             l->samples += (uint64_t)sl->batch.count;
             l->batches++;
+            if (l->blend.src) {
+                for (int i = 0; i < sl->batch.count; i++) {
+                    int k = gf__blend_order_source_of(&l->blend, (uint64_t)sl->batch.indices[i]);
+                    sl->sources[i] = k;
+                    l->src_samples[k]++;
+                }
+                l->src_wait_s[sl->last_source] += gf__now() - t0;
+            }
             l->live_any = true;
             l->live_epoch = sl->batch.epoch;
             l->next_epoch = sl->batch.epoch;

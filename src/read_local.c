@@ -26,7 +26,7 @@ void gf__read_req_of(gf_loader *l, uint64_t sample, gf__read_req *r)
     gf__dataset_extent(&l->ds, sample, &r->rel, &r->off, &r->len);
     /* A member's range has its header first (and a sample's text and
      * bytes members, with theirs): the cap is on the image member. */
-    size_t header = l->ds.shard ? (size_t)(r->len - l->ds.data_len[sample]) : 0;
+    size_t header = gf__dataset_member(&l->ds, sample) ? (size_t)(r->len - l->ds.data_len[sample]) : 0;
     size_t max = l->s.max_file_bytes;
     /* A .tga has no magic: nothing to sniff; nor where the image need
      * not come first. */

@@ -228,7 +228,7 @@ static void read_ahead(shard_reader *r)
     if (!r->scanning || r->scan_epoch < l->cur.epoch ||
         (r->scan_epoch == l->cur.epoch && r->scan_pos < l->cur.pos)) {
         gf__cursor_start(&r->scan, l->cur.sampler, l->cur.order,
-                         r->has_tables ? &r->scan_tables : NULL, l->cur.epoch, l->cur.pos);
+                         r->has_tables ? &r->scan_tables : NULL, NULL, l->cur.epoch, l->cur.pos);
         r->scan_epoch = r->scan.epoch;
         r->scan_pos = r->scan.pos;
         r->scanning = true;
@@ -243,7 +243,7 @@ static void read_ahead(shard_reader *r)
         if (r->scan_epoch > l->cur.epoch + 1 ||
             !gf__cursor_epoch_live(&l->cur, r->scan_epoch, l->s.epochs))
             return;
-        uint64_t sample = gf__cursor_sample(&r->scan, r->scan_epoch, r->scan_pos);
+        uint64_t sample = gf__cursor_sample(&r->scan, r->scan_epoch, r->scan_pos, NULL);
         uint32_t k = l->ds.shard[sample];
         rshard *s = &r->sh[k];
         again_if_older(s, r->scan_epoch);

@@ -24,6 +24,7 @@ static void free_slot(gf_loader *l, gf__slot *sl)
     free(sl->indices);
     free(sl->out_labels);
     free(sl->out_indices);
+    free(sl->sources);
     free(sl->cells);
     free(sl->errs);
     gf__fields_free(sl);
@@ -63,6 +64,10 @@ static int alloc_slot(gf_loader *l, int i, char *why, size_t why_len)
     sl->labels = calloc(B, sizeof *sl->labels);
     sl->indices = calloc(B, sizeof *sl->indices);
     sl->cells = calloc(B, sizeof *sl->cells);
+    if (l->blend.src && !(sl->sources = calloc(B, sizeof *sl->sources))) {
+        gf__why(why, why_len, "out of memory allocating a batch slot's arrays");
+        goto fail;
+    }
     if (l->dev) {
         sl->out_labels = calloc(B, sizeof *sl->out_labels);
         sl->out_indices = calloc(B, sizeof *sl->out_indices);
@@ -81,6 +86,7 @@ static int alloc_slot(gf_loader *l, int i, char *why, size_t why_len)
     b->dtype = l->cv.dtype;
     b->layout = l->cv.layout;
     b->slot_ = (uint32_t)i;
+    b->sources = sl->sources;
     b->n_fields = l->ds.schema.n;
     b->n_classes = (int)classes;
     b->fields = l->dev ? sl->out_fields : sl->fields;

@@ -68,6 +68,9 @@ enum {
 
 typedef struct gf__cell {
     uint64_t pos;
+    /* The epoch its sample's randomness is keyed by (gf__sample_key): the
+     * batch's, or in a mix its source's own (blend_order.c). */
+    uint64_t key_epoch;
     uint8_t state;
 } gf__cell;
 
@@ -94,6 +97,11 @@ typedef struct gf__slot {
                             its mix jobs (CPU) or its copy (CUDA) are queued */
     int32_t *out_labels; /* CUDA: the delivered batch's own copies, since */
     int64_t *out_indices; /* the host slot is refilled while it is held */
+    /* data as a mix: the delivered batch's sources (gf_batch.sources, the
+     * consumer's, written by gf_next), and the source whose sample was the
+     * batch's last to arrive (gf-control's): gf_next's wait is its. */
+    int32_t *sources;
+    int last_source;
     /* The fields beyond image and label (sample_fields.h), l->ds.n_var: per
      * field B regions and each one's length (an array's or mask's inside
      * `tensors`); cell c's are region home[c] until delivery puts each in

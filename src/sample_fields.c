@@ -50,7 +50,7 @@ static int read_member(const gf_loader *l, uint64_t i, int k, void **buf, const 
                        size_t *len, char *why, size_t why_len)
 {
     const gf__dataset *ds = &l->ds;
-    if (ds->shard) {
+    if (gf__dataset_member(ds, i)) {
         size_t n;
         int rc = gf__dataset_read_extent(ds, i, l->s.max_file_bytes, buf, &n, why, why_len);
         if (rc < 0)

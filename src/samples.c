@@ -37,8 +37,8 @@ int gf__dataset_read_extent(const gf__dataset *ds, uint64_t index, size_t max_by
     gf__buf b = {.exact = true};
     /* The cap is on the member, not its header (nor a sample's other
      * fields, read with it). */
-    size_t around = ds->shard ? (size_t)(length - ds->data_len[index]) : 0;
-    if (ds->shard && max_bytes && max_bytes <= SIZE_MAX - around)
+    size_t around = gf__dataset_member(ds, index) ? (size_t)(length - ds->data_len[index]) : 0;
+    if (gf__dataset_member(ds, index) && max_bytes && max_bytes <= SIZE_MAX - around)
         max_bytes += around;
     char reason[192] = "";
     int rc;
@@ -55,7 +55,7 @@ int gf__dataset_read_extent(const gf__dataset *ds, uint64_t index, size_t max_by
                 reason[0] ? reason : gf_strerror(rc));
         return rc;
     }
-    if (ds->shard) { /* the members' headers: checked */
+    if (gf__dataset_member(ds, index)) { /* the members' headers: checked */
         rc = gf__dataset_member_check(ds, index, b.data, b.len, reason, sizeof reason);
         if (rc < 0) {
             gf__buf_free(&b);
@@ -77,7 +77,7 @@ int gf__dataset_read_sample(const gf__dataset *ds, uint64_t index, size_t max_by
                             size_t *len, char *why, size_t why_len)
 {
     int rc = gf__dataset_read_extent(ds, index, max_bytes, data, len, why, why_len);
-    if (rc < 0 || !ds->shard)
+    if (rc < 0 || !gf__dataset_member(ds, index))
         return rc;
     /* the image's bytes alone: its header and the other members dropped */
     uint8_t *p = *data;
@@ -145,6 +145,13 @@ uint64_t gf_index_hash(gf_loader *l)
         for (int k = 0; k < 4; k++)
             h = (h ^ ((label >> (8 * k)) & 0xff)) * 0x100000001b3ull;
     }
+    /* A mix's order is its weights' and epoch's too: a state saved under
+     * others names other samples. */
+    for (int s = 0; l->blend.src && s <= l->blend.n; s++)
+        for (int k = 0; k < 4; k++)
+            h = (h ^ ((l->blend.b.cum[s] >> (8 * k)) & 0xff)) * 0x100000001b3ull;
+    if (l->blend.src)
+        h = (h ^ (uint64_t)(l->s.mix_epoch + 1)) * 0x100000001b3ull;
     if (!h)
         h = 1;
     atomic_store(&l->index_hash, h); /* a racing first call stores the same */

@@ -19,7 +19,8 @@
 /* The enum fields are read and written as int. */
 _Static_assert(sizeof(gf_io) == sizeof(int) && sizeof(gf_dtype) == sizeof(int) &&
                    sizeof(gf_on_shard_error) == sizeof(int) && sizeof(gf_order) == sizeof(int) &&
-                   sizeof(gf_folder_walk) == sizeof(int) && sizeof(gf_interpolation) == sizeof(int),
+                   sizeof(gf_folder_walk) == sizeof(int) && sizeof(gf_interpolation) == sizeof(int) &&
+                   sizeof(gf_mix_epoch) == sizeof(int) && sizeof(gf_mix_labels) == sizeof(int),
                "enum fields are int-sized");
 
 static const char *const io_names[] = {"auto", "uring", "posix", NULL};
@@ -36,6 +37,8 @@ static const char *const folder_walk_names[] = {"gpufeed", "torchvision", NULL};
 static const char *const on_shard_error_names[] = {"follow", "fail", "skip", NULL};
 static const char *const interpolation_names[] = {"bilinear", "bicubic", "nearest", NULL};
 static const char *const order_names[] = {"auto", "global", "shards", NULL};
+static const char *const mix_epoch_names[] = {"cycle", "first", NULL};
+static const char *const mix_labels_names[] = {"offset", "source", NULL};
 static const char *const channel_values[] = {"1", "3", "4", NULL};
 
 #define AT_(field) offsetof(gf_settings, field)
@@ -154,6 +157,12 @@ static const gf_setting_info rows[] = {
     TEXT_(augment, "none",
           "augmentations after the crop and flip, ';' between stages, e.g. "
           "ta_wide; erase p=0.25; mix classes=1000 (README: Augmentations)"),
+    CHOICE_(mix_epoch, "cycle", mix_epoch_names, NULL,
+            "data as a mix: an epoch is the sources' sizes summed, each cycling its own epochs "
+            "(cycle), or ends when the first source is exhausted (first)"),
+    CHOICE_(mix_labels, "offset", mix_labels_names, NULL,
+            "data as a mix: labels after the previous sources' classes (offset), or each "
+            "source's own with the batch's sources (source)"),
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
 

@@ -27,7 +27,7 @@ static void read_req_for(gf_loader *l, gf__worker *w, const gf__job *j, double t
     if (j->decode.cached)
         r->o.flags |= GF__READ_NOWAIT;
     *in_place = 0;
-    if (!l->ds.shard)
+    if (!gf__dataset_member(&l->ds, (uint64_t)j->decode.sample))
         return;
     r->o.fds = &w->fds;
     r->o.file = l->ds.shard[j->decode.sample];
@@ -58,11 +58,11 @@ static void decode_read(gf_loader *l, gf__worker *w, const gf__job *j, const gf_
     /* A shard member's bytes come after its header: checked against the
      * index first, so an index pointing elsewhere is never decoded. */
     const uint64_t sample = (uint64_t)j->decode.sample;
-    if (!err && l->ds.shard)
+    if (!err && gf__dataset_member(&l->ds, sample))
         err = gf__dataset_member_check(&l->ds, sample, in->data, in->len, why, why_len);
     if (!err && l->ds.schema.image >= 0) {
         size_t img = gf__dataset_image_at(&l->ds, sample);
-        size_t n = l->ds.shard ? l->ds.data_len[sample] : in->len;
+        size_t n = gf__dataset_member(&l->ds, sample) ? l->ds.data_len[sample] : in->len;
         gf__range_push("gf decode");
         err = gf__decode(w->dec, in->data + img, n, &l->tf, j->decode.key, j->decode.dst, &used,
                          why, why_len);
@@ -71,7 +71,7 @@ static void decode_read(gf_loader *l, gf__worker *w, const gf__job *j, const gf_
     int field = -1;
     if (!err && l->ds.n_var) {
         gf__members m;
-        if (l->ds.shard) {
+        if (gf__dataset_member(&l->ds, sample)) {
             gf__fields_members_in(l, sample, in->data, &m);
             m.in_place = in_place;
         } else {
@@ -146,7 +146,7 @@ void gf__work_run(void *arg, int worker, const gf__job *j, gf__done *d)
         if (l->aug.erase && !l->tf.erase_in_cell)
             for (int i = j->convert.first; i < j->convert.first + j->convert.count; i++)
                 gf__erase_out(&l->aug, &l->cv,
-                              gf__sample_key(sl->seed, sl->epoch, (uint64_t)sl->indices[i]),
+                              gf__sample_key(sl->seed, sl->cells[i].key_epoch, (uint64_t)sl->indices[i]),
                               (uint8_t *)sl->out + (size_t)i * gf__convert_sample_bytes(&l->cv));
         gf__range_pop();
         w->ran_work_s += gf__now() - t0;
@@ -177,7 +177,7 @@ void gf__work_run(void *arg, int worker, const gf__job *j, gf__done *d)
 static bool batchable(const gf_loader *l, const gf__job *j)
 {
     return j->kind == GF__JOB_DECODE && !j->decode.buf && !j->decode.bytes && j->decode.cached &&
-           l->ds.shard;
+           gf__dataset_member(&l->ds, (uint64_t)j->decode.sample);
 }
 
 void gf__work_run_batch(void *arg, int worker, const gf__job *js, int n, gf__done *ds)

@@ -53,7 +53,9 @@ AT(gf_settings, remote_deadline_s, 328);
 AT(gf_settings, fields, 336); /* after 4 bytes of padding */
 AT(gf_settings, interpolation, 344);
 AT(gf_settings, augment, 352); /* after 4 bytes of padding */
-AT(gf_settings, reserved, 360);
+AT(gf_settings, mix_epoch, 360);
+AT(gf_settings, mix_labels, 364);
+AT(gf_settings, reserved, 368);
 
 SIZE(gf_sample_error, 432);
 AT(gf_sample_error, code, 8);
@@ -127,6 +129,12 @@ AT(gf_batch, n_fields, 92);
 AT(gf_batch, fields, 96);
 AT(gf_batch, targets, 104);
 AT(gf_batch, n_classes, 112);
+AT(gf_batch, sources, 120);
+
+SIZE(gf_source_stats, 104);
+AT(gf_source_stats, label_offset, 32);
+AT(gf_source_stats, samples, 40);
+AT(gf_source_stats, reserved, 72);
 #endif
 
 /* Fixed, whatever the number of kinds. */

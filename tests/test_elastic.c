@@ -64,9 +64,9 @@ static void order_free(order *o)
 static void take(order *o, uint64_t epoch, uint64_t from, uint64_t to, uint64_t *out)
 {
     gf__cursor c;
-    gf__cursor_start(&c, &o->s, NULL, o->shard ? &o->se : NULL, epoch, 0);
+    gf__cursor_start(&c, &o->s, NULL, o->shard ? &o->se : NULL, NULL, epoch, 0);
     for (uint64_t p = from; p < to; p++)
-        out[p - from] = gf__cursor_sample(&c, epoch, p);
+        out[p - from] = gf__cursor_sample(&c, epoch, p, NULL);
 }
 
 /* A world of `world` ranks: each its own sampler, the rest (first, pos0,

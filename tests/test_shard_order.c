@@ -54,10 +54,10 @@ static void fake_free(fake *f)
 static uint64_t *epoch_order(fake *f, uint64_t epoch)
 {
     gf__cursor c;
-    gf__cursor_start(&c, &f->s, NULL, &f->se, epoch, 0);
+    gf__cursor_start(&c, &f->s, NULL, &f->se, NULL, epoch, 0);
     uint64_t *o = malloc(f->s.len * sizeof *o);
     for (uint64_t p = 0; p < f->s.len; p++)
-        o[p] = gf__cursor_sample(&c, epoch, p);
+        o[p] = gf__cursor_sample(&c, epoch, p, NULL);
     return o;
 }
 
@@ -205,9 +205,9 @@ START_TEST(a_position_reads_the_same_sample_whatever_was_read_before)
     fake_init(&f, unequal, 8, 3, 5, 1, 0, 1, 0);
     uint64_t *o = epoch_order(&f, 2);
     gf__cursor c;
-    gf__cursor_start(&c, &f.s, NULL, &f.se, 2, 0);
+    gf__cursor_start(&c, &f.s, NULL, &f.se, NULL, 2, 0);
     for (uint64_t p = f.n; p-- > 0;) /* backwards, across windows */
-        ck_assert_uint_eq(gf__cursor_sample(&c, 2, p), o[p]);
+        ck_assert_uint_eq(gf__cursor_sample(&c, 2, p, NULL), o[p]);
     free(o);
     fake_free(&f);
 }
