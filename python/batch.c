@@ -1,6 +1,7 @@
 /*
  * gpufeed.Batch and gpufeed.Array: one delivered batch and its arrays
- * (data, labels, indices; targets with augment's mix), exported without a copy through DLPack (legacy
+ * (data, labels, indices; targets with augment's mix; sources with data
+ * sets mixed), exported without a copy through DLPack (legacy
  * and versioned) and the buffer protocol. Every export holds the batch's
  * slot (gfp_slot); its deleter or buffer release drops it, on any thread.
  * Python calls run with the GIL; the DLPack deleters may run without it.
@@ -21,7 +22,7 @@ typedef struct {
     uint64_t epoch, position;
 } BatchObject;
 
-enum { ARR_DATA, ARR_LABELS, ARR_INDICES, ARR_TARGETS };
+enum { ARR_DATA, ARR_LABELS, ARR_INDICES, ARR_TARGETS, ARR_SOURCES };
 
 typedef struct {
     PyObject_HEAD
@@ -181,6 +182,9 @@ static PyObject *batch_array(BatchObject *self, int which)
                          b->device == GF_DEVICE_CUDA);
     }
     int64_t n = b->count;
+    if (which == ARR_SOURCES) /* host memory, as the labels */
+        return b->sources ? new_array(self, (void *)b->sources, 1, &n, GF_DTYPE_INT32, 0)
+                          : Py_NewRef(Py_None);
     return new_array(self, which == ARR_LABELS ? (void *)self->slot->labels64 : (void *)b->indices,
                      1, &n, GF_DTYPE_INT64, 0);
 }
@@ -189,6 +193,7 @@ static PyObject *batch_get_data(PyObject *op, void *c) { (void)c; return batch_a
 static PyObject *batch_get_labels(PyObject *op, void *c) { (void)c; return batch_array((BatchObject *)op, ARR_LABELS); }
 static PyObject *batch_get_indices(PyObject *op, void *c) { (void)c; return batch_array((BatchObject *)op, ARR_INDICES); }
 static PyObject *batch_get_targets(PyObject *op, void *c) { (void)c; return batch_array((BatchObject *)op, ARR_TARGETS); }
+static PyObject *batch_get_sources(PyObject *op, void *c) { (void)c; return batch_array((BatchObject *)op, ARR_SOURCES); }
 static PyObject *batch_get_count(PyObject *op, void *c) { (void)c; return PyLong_FromLong(touch(op)->count); }
 static PyObject *batch_get_epoch(PyObject *op, void *c) { (void)c; return PyLong_FromUnsignedLongLong(touch(op)->epoch); }
 static PyObject *batch_get_position(PyObject *op, void *c) { (void)c; return PyLong_FromUnsignedLongLong(touch(op)->position); }
@@ -276,6 +281,9 @@ static PyGetSetDef batch_getset[] = {
     {"indices", batch_get_indices, NULL, "int64 data set indices: an Array (N,)", NULL},
     {"targets", batch_get_targets, NULL, "augment's mix: the soft targets, a float32 Array "
                                          "(N, classes) where data is; None without mix", NULL},
+    {"sources", batch_get_sources, NULL, "data sets mixed (data=[(source, weight), ...]): each "
+                                         "sample's source, 0.. in data's order, an int32 Array "
+                                         "(N,); None when data is not a mix", NULL},
     {"count", batch_get_count, NULL, "samples in the batch", NULL},
     {"epoch", batch_get_epoch, NULL, "the epoch of these samples", NULL},
     {"position", batch_get_position, NULL, "where the epoch resumes after this batch", NULL},

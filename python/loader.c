@@ -441,6 +441,47 @@ fail:
     return NULL;
 }
 
+/* gf_source_stats of every source (one when data is not a mix), a dict
+ * each, by the struct's field names. */
+static PyObject *loader_source_stats(PyObject *op, PyObject *unused)
+{
+    (void)unused;
+    gfp_core *c = loader_core((LoaderObject *)op);
+    if (!c)
+        return NULL;
+    int n = gf_sources(c->l);
+    gf_source_stats *v = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *v);
+    if (!v)
+        return PyErr_NoMemory();
+    /* A batch taken back after a KeyboardInterrupt: not delivered (as stats()). */
+    const gf_batch *p = c->pending;
+    uint64_t all = 0;
+    for (int k = 0; k < n; k++) {
+        gf_source_stats_get(c->l, k, &v[k]);
+        for (int i = 0; p && i < p->count; i++)
+            v[k].samples -= p->sources ? p->sources[i] == k : 1;
+        all += v[k].samples;
+    }
+    PyObject *out = PyList_New(n);
+    for (int k = 0; out && k < n; k++) {
+        const gf_source_stats *st = &v[k];
+        PyObject *d = Py_BuildValue(
+            "{s:N,s:d,s:K,s:K,s:i,s:i,s:K,s:d,s:d,s:K}", "data",
+            PyUnicode_DecodeFSDefault(st->data ? st->data : ""), "weight", st->weight, "size",
+            (unsigned long long)st->size, "first_index", (unsigned long long)st->first_index,
+            "label_offset", st->label_offset, "n_classes", st->n_classes, "samples",
+            (unsigned long long)st->samples, "share",
+            p ? (all ? (double)st->samples / (double)all : 0.0) : st->share, "wait_s",
+            st->wait_s, "epoch", (unsigned long long)st->epoch);
+        if (!d)
+            Py_CLEAR(out);
+        else
+            PyList_SetItem(out, k, d); /* steals d */
+    }
+    PyMem_Free(v);
+    return out;
+}
+
 /* gf_recent_warnings: samples decoded although their decoder warned. */
 static PyObject *loader_recent_warnings(PyObject *op, PyObject *unused)
 {
@@ -803,6 +844,7 @@ static PyMethodDef loader_methods[] = {
     {"close", loader_close, METH_NOARGS, NULL},
     {"stats", loader_stats, METH_NOARGS, NULL},
     {"recent_warnings", loader_recent_warnings, METH_NOARGS, NULL},
+    {"source_stats", loader_source_stats, METH_NOARGS, NULL},
     {"get_state", loader_get_state, METH_NOARGS, NULL},
     {"state_before_last", loader_state_before_last, METH_NOARGS, NULL},
     {"seek_epoch", loader_seek_epoch, METH_O, NULL},

@@ -20,6 +20,8 @@ what you keep for long: `x.clone()`. A tensor may outlive its loader:
 close() stops iteration at once and the C loader is closed when the last
 slot returns.
 """
+import math
+import numbers
 import os
 import sys
 import warnings
@@ -215,6 +217,46 @@ def _path(data):
     return raw
 
 
+def _data(data):
+    """data as the library's text: a path (_path), or data sets mixed by weight,
+    a list of (source, weight) pairs or a dict {source: weight}, as
+    b"mix:W=SOURCE|W=SOURCE..." (settings.data's mix)."""
+    if isinstance(data, dict):
+        pairs = list(data.items())
+    elif isinstance(data, (list, tuple)):
+        pairs = list(data)
+    elif isinstance(data, (str, bytes, os.PathLike)):
+        return _path(data)
+    else:
+        raise TypeError(f"data: a path (str, bytes or os.PathLike), or data sets mixed by "
+                        f"weight as (source, weight) pairs, not {type(data).__name__}")
+    if not pairs:
+        raise ValueError("data: a mix of no data sets (give (source, weight) pairs)")
+    parts = []
+    for k, pair in enumerate(pairs):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise TypeError(f"data: a mix is (source, weight) pairs; item {k} is {pair!r}")
+        source, weight = pair
+        if not isinstance(source, (str, bytes, os.PathLike)):
+            raise TypeError(f"data: source {k} is a path (str, bytes or os.PathLike), not "
+                            f"{type(source).__name__}")
+        raw = _path(source)
+        if b"|" in raw:  # it parts the mix's sources
+            raise ValueError(f"data: {os.fsdecode(raw)!r}: a data set in a mix cannot have "
+                             f"'|' in its name (it parts the mix's data sets)")
+        if raw.startswith(b"mix:"):
+            raise ValueError(f"data: {os.fsdecode(raw)!r}: a mix cannot be one of a mix's "
+                             f"data sets: give each of its data sets as a pair")
+        if isinstance(weight, bool) or not isinstance(weight, numbers.Real):
+            raise TypeError(f"data: the weight of {os.fsdecode(raw)!r} is {weight!r}: a "
+                            f"number, not {type(weight).__name__}")
+        if not math.isfinite(weight) or not weight > 0:
+            raise ValueError(f"data: the weight of {os.fsdecode(raw)!r} is {weight!r}: a "
+                             f"positive finite number (weights need not sum to 1)")
+        parts.append(repr(float(weight)).encode() + b"=" + raw)
+    return b"mix:" + b"|".join(parts)
+
+
 class Loader:
     """Batches from an ImageFolder tree, a list file or tar shards, as a
     PyTorch DataLoader gives them:
@@ -260,7 +302,12 @@ class Loader:
 
     data is a path: str, bytes or os.PathLike; a file name's bytes that are
     not UTF-8 come back in errors, stats() and sample_path() as os.fsdecode
-    gives them (os.fsencode restores them).
+    gives them (os.fsencode restores them). Or data sets mixed by weight: a
+    list of (source, weight) pairs, or a dict {source: weight}, each source
+    a path as above and each weight a positive number (they need not sum to
+    1), with mix_epoch="cycle"|"first" and mix_labels="offset"|"source"
+    (README: Mixing data sets); batch.sources then says each sample's
+    source, and source_stats() what each delivered.
     """
 
     def __init__(self, data, **kw):
@@ -271,7 +318,7 @@ class Loader:
             if dist is not None:
                 kw["rank"], kw["world"] = dist
         self._settings = _settings(kw)
-        self._c = _gpufeed._Loader(_path(data), self._settings)
+        self._c = _gpufeed._Loader(_data(data), self._settings)
         st = self._c.stats()
         self._drop_last = self._settings.get("drop_last") == "1"
         self._epoch_samples, self._batch_size = st["epoch_samples"], st["batch_size"]
@@ -396,6 +443,15 @@ class Loader:
         """gf_stats as a dict (wait_s: the time spent waiting for batches). Counts
         include work done ahead: with epochs=0, some of the next epoch's."""
         return self._c.stats()
+
+    def source_stats(self):
+        """The data's sources (a mix's, in data's order; one when data is not a
+        mix), a dict each: data, weight (its share of the weights), size,
+        first_index (its samples are indices first_index .. first_index +
+        size - 1), label_offset, n_classes, samples (delivered), share (of
+        all delivered), wait_s (the waits for batches it finished last) and
+        epoch (its own)."""
+        return self._c.source_stats()
 
     def recent_warnings(self):
         """strictness="lenient": the last samples decoded although their decoder
@@ -523,7 +579,8 @@ def decode_image(encoded, *, epoch=0, index=0, **kw):
 def verify(data, *, threads=0, strictness="whole", extensions="torchvision",
            folder_walk="gpufeed", rank=0, world=1, max_pixels=None, max_file_bytes=None,
            on_shard_error="skip"):
-    """Decodes every sample (as `gpufeed verify` does); returns the bad ones as
+    """Decodes every sample (as `gpufeed verify` does; data as Loader's, a mix
+    too: every sample of each source); returns the bad ones as
     BadSample, and each damaged tar shard as one (index -1, path the shard's,
     reason "offset N: ...; K members kept, L lost")."""
     kw = dict(threads=threads, strictness=strictness, extensions=extensions,
@@ -535,7 +592,7 @@ def verify(data, *, threads=0, strictness="whole", extensions="torchvision",
         kw["max_pixels"] = max_pixels
     if max_file_bytes is not None:
         kw["max_file_bytes"] = max_file_bytes
-    return [BadSample(d) for d in _gpufeed.verify(_path(data), _settings(kw))]
+    return [BadSample(d) for d in _gpufeed.verify(_data(data), _settings(kw))]
 
 
 from .dataloader import MixUpCutMix, Unsupported  # noqa: E402 (it uses the helpers above)

@@ -48,6 +48,7 @@
 #include <string.h>
 
 #include "bench_parts.h"
+#include "data_option.h"
 
 /* The shared loader options bench takes (loader_options.h). */
 #define BENCH_LOPTS                                                                        \
@@ -97,7 +98,8 @@ static void usage(FILE *f)
             "  --batches N           stop after N batches (default: every epoch)\n"
             "  --data DIR            ImageFolder directory, list file or tar shards\n"
             "                        ('dir/train-{000000..000127}.tar', 'a.tar,b.tar')\n"
-            "                        (required)\n");
+            "                        (required); more than once: a mix of them\n"
+            CLI_DATA_WEIGHTS_HELP);
     cli_loader_help(f, BENCH_LOPTS | CLI_LOPT_GENERIC, CLI_LOPT_SWEEPABLE, 24, NULL, NULL);
     fprintf(f,
             "  --json                print one JSON object\n"
@@ -122,41 +124,46 @@ static int run_mode(bench_opts *o, int verdict)
             if (o->plot && write_verdict_plot(o->plot, o, &r) != CLI_OK)
                 status = CLI_FAIL;
         }
+        /* Every row calloc'd: one that failed may hold a run's figures. */
+        for (int i = 0; r.rows && i < o->n_threads * o->n_depths * o->n_batches; i++) {
+            loop_result_free(&r.rows[i].input);
+            loop_result_free(&r.rows[i].step);
+        }
         free(r.rows);
         return status;
     }
     if (o->overlap) {
         overlap_result r;
         int status = run_overlap(o, &r);
-        if (status != CLI_OK)
-            return status;
-        if (o->json)
+        if (status == CLI_OK && o->json)
             print_overlap_json(o, &r);
-        else
+        else if (status == CLI_OK)
             print_overlap_human(o, &r);
-        return CLI_OK;
+        loop_result_free(&r.input);
+        loop_result_free(&r.step);
+        return status;
     }
     input_result r;
     int status = run_input_only(o, &r);
-    if (status != CLI_OK)
-        return status;
-    if (o->json)
+    if (status == CLI_OK && o->json)
         print_input_json(o, &r);
-    else
+    else if (status == CLI_OK)
         print_input_human(o, &r);
-    return CLI_OK;
+    bench_sources_free(&r.src);
+    return status;
 }
 
 int cmd_bench(int argc, char **argv)
 {
     enum { O_INPUT = 256, O_OVERLAP, O_COMPUTE, O_BATCHES, O_DATA, O_JSON, O_MODEL, O_CSV,
-           O_PLOT };
+           O_PLOT, O_WEIGHTS };
     static const struct option own[] = {
         {"input-only", no_argument, NULL, O_INPUT},
         {"overlap", no_argument, NULL, O_OVERLAP},
         {"compute-ms", required_argument, NULL, O_COMPUTE},
         {"batches", required_argument, NULL, O_BATCHES},
         {"data", required_argument, NULL, O_DATA},
+        {"weights", required_argument, NULL, O_WEIGHTS},
         {"json", no_argument, NULL, O_JSON},
         {"model-width", required_argument, NULL, O_MODEL},
         {"csv", required_argument, NULL, O_CSV},
@@ -166,6 +173,8 @@ int cmd_bench(int argc, char **argv)
     };
     bench_opts o;
     int ch, have_compute = 0, have_dtype, have_layout;
+    /* Static: what an early return leaves is still reachable, not lost. */
+    static cli_data data;
 
     const struct option *longopts = cli_options(own, BENCH_LOPTS, NULL);
     memset(&o, 0, sizeof o);
@@ -186,7 +195,8 @@ int cmd_bench(int argc, char **argv)
             if (cli_parse_u64(CMD, "batches", optarg, &o.max_batches)) return CLI_USAGE;
             if (o.max_batches == 0) { cli_error(CMD, "--batches: at least 1"); return CLI_USAGE; }
             break;
-        case O_DATA: o.s.data = optarg; break;
+        case O_DATA: if (cli_data_add(CMD, "data", &data, optarg)) return CLI_USAGE; break;
+        case O_WEIGHTS: data.weights = optarg; break;
         case O_MODEL: if (cli_parse_int(CMD, "model-width", optarg, 1, 4096, &o.model_width)) return CLI_USAGE; break;
         case O_CSV: o.csv = optarg; break;
         case O_PLOT: o.plot = optarg; break;
@@ -262,11 +272,15 @@ int cmd_bench(int argc, char **argv)
         o.depths[o.n_depths++] = o.s.prefetch_depth;
     if (o.n_batches == 0)
         o.batches[o.n_batches++] = o.s.batch_size;
+    if (cli_data_text(CMD, "data", &data, &o.s.data) < 0)
+        return CLI_USAGE;
     if (!o.s.data) {
         cli_error(CMD, "--data DIR is required (try --help)");
         return CLI_USAGE;
     }
 
-    return run_mode(&o, verdict);
+    int status = run_mode(&o, verdict);
+    cli_data_free(&data);
+    return status;
 }
 

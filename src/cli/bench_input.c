@@ -47,6 +47,7 @@ int run_input_only(const bench_opts *o, input_result *r)
     if ((status = run_loader(o, NULL, &lr)) != CLI_OK)
         goto out;
     r->st = lr.st;
+    r->src = lr.src; /* the caller's to free now */
     r->elapsed_s = lr.elapsed_s;
     r->images_per_s = r->elapsed_s > 0 ? (double)r->st.samples / r->elapsed_s : 0;
     r->stall_fraction = r->elapsed_s > 0 ? r->st.wait_s / r->elapsed_s : 0;
@@ -120,6 +121,7 @@ void print_input_human(const bench_opts *o, const input_result *r)
         cli_put_quoted(stdout, st->cache_warning);
         putchar('\n');
     }
+    print_sources_human(&r->src);
 }
 
 void print_input_json(const bench_opts *o, const input_result *r)
@@ -156,6 +158,7 @@ void print_input_json(const bench_opts *o, const input_result *r)
     cli_json_knum(&j, "page_cache_resident", r->page_cache >= 0 ? r->page_cache : NAN);
     json_stats(&j, st, STAT_remote_requests, STAT_remote_wait_s);
     json_stats(&j, st, STAT_cache_hits, STAT_cache_warning);
+    json_sources(&j, &r->src);
     cli_json_object_end(&j);
     cli_json_end(&j);
 }

@@ -265,6 +265,7 @@ void print_overlap_human(const bench_opts *o, const overlap_result *r)
         cli_put_quoted(stdout, st->device_note); /* the driver's words */
         printf("): their copies are staged by the driver and slower\n");
     }
+    print_sources_human(&r->step.src);
 }
 
 void print_overlap_json(const bench_opts *o, const overlap_result *r)
@@ -307,6 +308,7 @@ void print_overlap_json(const bench_opts *o, const overlap_result *r)
     cli_json_kstr(&j, "decoder", decoder_used(st));
     cli_json_kuint(&j, "peak_rss_bytes", r->peak_rss);
     cli_json_knum(&j, "page_cache_resident", r->page_cache >= 0 ? r->page_cache : NAN);
+    json_sources(&j, &r->step.src);
     cli_json_object_end(&j);
     cli_json_end(&j);
 }

@@ -69,6 +69,13 @@ typedef struct bench_opts {
     const char *csv, *plot;
 } bench_opts;
 
+/* The data's sources as a run left them (gf_source_stats each, its data
+ * copied: the loader's goes with it): one unless the data is a mix. */
+typedef struct bench_sources {
+    gf_source_stats *v;
+    int n;
+} bench_sources;
+
 /* What an input-only run measured. */
 typedef struct input_result {
     gf_stats st;
@@ -82,6 +89,7 @@ typedef struct input_result {
     double page_cache;      /* fraction resident before the run, -1 unknown */
     int shards;             /* tar shards in the source (no page-cache probe) */
     uint64_t peak_rss;
+    bench_sources src;
 } input_result;
 
 /* Up to ST_MAX_FILES samples spread evenly over the data set: their
@@ -123,6 +131,7 @@ typedef struct loop_result {
     double batch_ms;        /* window / timed */
     double robust_ms;       /* CPU: the median over chunks of the window
                                (marks_ms); CUDA: batch_ms */
+    bench_sources src;      /* freed with loop_result_free */
 } loop_result;
 
 typedef struct overlap_result {
@@ -217,6 +226,13 @@ int marks_push(marks *m, double t, uint64_t b);
 void marks_free(marks *m);
 double marks_median_ms(const marks *m, double mean_ms);
 int run_loader(const bench_opts *o, consumer *c, loop_result *r);
+void loop_result_free(loop_result *r);
+void bench_sources_free(bench_sources *s);
+/* A mix's sources (more than one): a line each, what each delivered
+ * against its weight and what the trainer waited for it. */
+void print_sources_human(const bench_sources *s);
+/* "sources": every source's figures (one for data that is not a mix). */
+void json_sources(cli_json *j, const bench_sources *s);
 /* bench_input.c */
 int sample_files(const bench_opts *o, sample_set *ss, double *page_cache);
 int run_input_only(const bench_opts *o, input_result *r);

@@ -19,6 +19,7 @@
 #include "compute.h"
 #include "json.h"
 #include "plot.h"
+#include "quote.h"
 #include "samples.h"
 #include "sysinfo.h"
 
@@ -523,6 +524,77 @@ double marks_median_ms(const marks *m, double mean_ms)
     return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
 }
 
+void bench_sources_free(bench_sources *s)
+{
+    for (int k = 0; k < s->n; k++)
+        free((char *)s->v[k].data);
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+void loop_result_free(loop_result *r)
+{
+    bench_sources_free(&r->src);
+}
+
+/* l's sources into *s, their names copied. Returns CLI_OK or CLI_FAIL,
+ * message printed. */
+static int sources_take(gf_loader *l, bench_sources *s)
+{
+    int n = gf_sources(l);
+    if (n < 1)
+        return CLI_OK;
+    if (!(s->v = calloc((size_t)n, sizeof *s->v))) {
+        cli_error(CMD, "out of memory");
+        return CLI_FAIL;
+    }
+    for (; s->n < n; s->n++) {
+        gf_source_stats *st = &s->v[s->n];
+        if (gf_source_stats_get(l, s->n, st) < 0)
+            break;
+        if (!(st->data = strdup(st->data ? st->data : ""))) {
+            cli_error(CMD, "out of memory");
+            return CLI_FAIL;
+        }
+    }
+    return CLI_OK;
+}
+
+void print_sources_human(const bench_sources *s)
+{
+    if (s->n < 2)
+        return;
+    for (int k = 0; k < s->n; k++) {
+        const gf_source_stats *st = &s->v[k];
+        printf("  source %d ", k);
+        cli_put_quoted(stdout, st->data);
+        printf(": %" PRIu64 " samples, %.1f%% (weight %.1f%%), waited %.2f s\n", st->samples,
+               100 * st->share, 100 * st->weight, st->wait_s);
+    }
+}
+
+void json_sources(cli_json *j, const bench_sources *s)
+{
+    cli_json_key(j, "sources");
+    cli_json_array(j);
+    for (int k = 0; k < s->n; k++) {
+        const gf_source_stats *st = &s->v[k];
+        cli_json_object(j);
+        cli_json_kstr(j, "data", st->data);
+        cli_json_knum(j, "weight", st->weight);
+        cli_json_kuint(j, "size", st->size);
+        cli_json_kuint(j, "first_index", st->first_index);
+        cli_json_kint(j, "label_offset", st->label_offset);
+        cli_json_kint(j, "n_classes", st->n_classes);
+        cli_json_kuint(j, "samples", st->samples);
+        cli_json_knum(j, "share", st->share);
+        cli_json_knum(j, "wait_s", st->wait_s);
+        cli_json_kuint(j, "epoch", st->epoch);
+        cli_json_object_end(j);
+    }
+    cli_json_array_end(j);
+}
+
 /* Batches the loader will deliver: the requested epochs, capped by the
  * limit. */
 static uint64_t planned_batches(const bench_opts *o, const gf_stats *st)
@@ -636,6 +708,7 @@ int run_loader(const bench_opts *o, consumer *c, loop_result *r)
     }
     r->elapsed_s = cli_now() - t0;
     gf_get_stats(l, &r->st);
+    status = sources_take(l, &r->src);
 out:
     marks_free(&mk);
     gf_close(&l);

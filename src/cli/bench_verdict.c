@@ -403,6 +403,7 @@ void print_verdict_human(const bench_opts *o, const verdict_result *v)
                "waited for remote shards %.2f s: %.0f%% of the run, %.0f%% of the trainer's wait\n",
                "remote", st->remote_requests, st->remote_retries, (double)st->remote_bytes / 1e6,
                st->remote_wait_s, r->remote_wait * 100, r->remote_share * 100);
+    print_sources_human(&r->step.src);
     printf("  verdict: %s (input / compute = %.2f; > %.1f input-bound, < %.1f compute-bound, "
            "else balanced)\n",
            verdict_names[r->verdict], r->factor, INPUT_BOUND, COMPUTE_BOUND);
@@ -530,6 +531,7 @@ void print_verdict_json(const bench_opts *o, const verdict_result *v)
     cli_json_kuint(&j, "peak_rss_bytes", v->peak_rss);
     cli_json_knum(&j, "page_cache_resident", v->page_cache >= 0 ? v->page_cache : NAN);
     json_remote(&j, rec);
+    json_sources(&j, &rec->step.src);
     cli_json_object_end(&j);
     cli_json_end(&j);
 }

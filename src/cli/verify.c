@@ -52,6 +52,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "data_option.h"
 #include "loader_options.h"
 #include "verify_prepared.h"
 #include "verify_report.h"
@@ -124,7 +125,10 @@ static void usage(FILE *f)
             "manifest lists it, 2 usage or open error.\n"
             "\n"
             "options:\n"
-            "  --data DIR            data set (required; quote brace patterns)\n");
+            "  --data DIR            data set (required; quote brace patterns); more\n"
+            "                        than once: a mix of them, every sample of each\n"
+            "                        checked\n"
+            CLI_DATA_WEIGHTS_HELP);
     cli_loader_help(f, VERIFY_LOPTS | CLI_LOPT_GENERIC, 0, 24, lopt_help, verify_fixed);
     fprintf(f,
             "  --json                print one JSON object instead:\n"
@@ -184,12 +188,15 @@ int cmd_verify(int argc, char **argv)
 {
     static const struct option own[] = {
         {"data", required_argument, NULL, 'd'},
+        {"weights", required_argument, NULL, 'w'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const struct option *longopts = cli_options(own, VERIFY_LOPTS, verify_fixed);
     const char *data = NULL;
+    /* Static: what an early return leaves is still reachable, not lost. */
+    static cli_data given;
     int json = 0, ch, rc, status = CLI_OK;
     gf_settings s;
     gf_verify_result *r = NULL;
@@ -206,7 +213,8 @@ int cmd_verify(int argc, char **argv)
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (ch) {
-        case 'd': data = optarg; break;
+        case 'd': if (cli_data_add(CMD, "data", &given, optarg)) return CLI_USAGE; break;
+        case 'w': given.weights = optarg; break;
         case 'j': json = 1; break;
         case 'h': usage(stdout); return CLI_OK;
         case ':': cli_error(CMD, "%s needs a value", argv[optind - 1]); return CLI_USAGE;
@@ -220,6 +228,8 @@ int cmd_verify(int argc, char **argv)
         cli_error(CMD, "unexpected argument '%s' (the data set goes after --data)", argv[optind]);
         return CLI_USAGE;
     }
+    if (cli_data_text(CMD, "data", &given, &data) < 0)
+        return CLI_USAGE;
     if (!data) {
         cli_error(CMD, "--data DIR is required (try --help)");
         return CLI_USAGE;
@@ -236,7 +246,10 @@ int cmd_verify(int argc, char **argv)
         return CLI_USAGE;
     }
 
-    switch (cli_prepared_find(CMD, data, &prep)) {
+    /* A mix's sources are checked as the loader reads them: its paths are
+     * the library's own (no one root), and no source's manifest is read. */
+    int mix = strncmp(data, "mix:", 4) == 0;
+    switch (mix ? 0 : cli_prepared_find(CMD, data, &prep)) {
     case -1: return CLI_USAGE;
     case 1: pp = &prep; break;
     default: break;
@@ -273,7 +286,7 @@ int cmd_verify(int argc, char **argv)
     }
     const gf_stats st = r->stats;
 
-    root = print_root(data, &st, pp);
+    root = mix ? strdup("") : print_root(data, &st, pp);
 
     uint64_t n_bad = r->bad;
     verify_report(json, r, &s, root, pp);
@@ -287,5 +300,6 @@ out:
     free(root);
     if (pp)
         cli_prepared_free(&prep);
+    cli_data_free(&given);
     return status;
 }

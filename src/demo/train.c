@@ -62,6 +62,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "data_option.h"
 #include "loader_options.h"
 #include "sysinfo.h"
 #include "train.h"
@@ -121,10 +122,14 @@ static void usage(FILE *f)
             "  --train-data SPEC     the training set, any source gpufeed reads: an\n"
             "                        ImageFolder, a list file ('path label' lines) or tar\n"
             "                        shards ('DIR/train-{000000..000127}.tar', as gpufeed\n"
-            "                        prepare writes them); needs --val-data, not --data\n"
+            "                        prepare writes them); needs --val-data, not --data;\n"
+            "                        more than once: a mix of them (--weights)\n"
             "  --val-data SPEC       the validation set, evaluated after each epoch (eval\n"
             "                        transform), any source as above; the training set's\n"
             "                        classes (the same count)\n"
+            "  --weights W[,W...]    with --train-data given more than once: the mix's\n"
+            "                        weights, one each in their order (positive numbers;\n"
+            "                        default 1 each); --mix-epoch, --mix-labels: below\n"
             "  --loader L            sync|gpufeed|both (default both)\n"
             "  --epochs E            epochs (default 3)\n");
     lopt_usage(f, CLI_LOPT_BATCH_SIZE);
@@ -351,10 +356,12 @@ out:
 static int parse_args(int argc, char **argv, train_opts *o, int *loader_given)
 {
     enum { O_DATA = 256, O_TRAIN_DATA, O_VAL_DATA, O_LOADER, O_EPOCHS, O_SIZE, O_WIDTH, O_LR,
-           O_AMP, O_JSON, O_CKPT, O_RESUME, O_MPI, O_DUMP, O_ALLREDUCE, O_STOP_AFTER };
+           O_AMP, O_JSON, O_CKPT, O_RESUME, O_MPI, O_DUMP, O_ALLREDUCE, O_STOP_AFTER,
+           O_WEIGHTS };
     static const struct option own[] = {
         {"data", required_argument, NULL, O_DATA},
         {"train-data", required_argument, NULL, O_TRAIN_DATA},
+        {"weights", required_argument, NULL, O_WEIGHTS},
         {"val-data", required_argument, NULL, O_VAL_DATA},
         {"loader", required_argument, NULL, O_LOADER},
         {"epochs", required_argument, NULL, O_EPOCHS},
@@ -380,14 +387,25 @@ static int parse_args(int argc, char **argv, train_opts *o, int *loader_given)
     s.batch_size = 32;
     cli_loader_args la = {.s = &s};
     int ch;
+    /* --train-data's, several a mix; static: o->train_data points into it
+     * until the process ends. */
+    static cli_data train;
 
     const struct option *longopts = cli_options(own, TRAIN_LOPTS, train_fixed);
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (ch) {
-        case O_DATA: o->data = optarg; break;
-        case O_TRAIN_DATA: o->train_data = optarg; break;
+        case O_DATA:
+            if (o->data) { /* a root's train/ and val/ are not a mix */
+                cli_error(CMD, "--data names one root (its train/ and val/); to mix training "
+                               "sets give --train-data more than once, with --val-data");
+                return CLI_USAGE;
+            }
+            o->data = optarg;
+            break;
+        case O_TRAIN_DATA: if (cli_data_add(CMD, "train-data", &train, optarg)) return CLI_USAGE; break;
+        case O_WEIGHTS: train.weights = optarg; break;
         case O_VAL_DATA: o->val_data = optarg; break;
         case O_LOADER: *loader_given = 1; if ((o->loader = cli_parse_choice(CMD, "loader", optarg, train_loader_names)) < 0) return CLI_USAGE; break;
         case O_EPOCHS: if (cli_parse_int(CMD, "epochs", optarg, 1, 100000, &o->epochs)) return CLI_USAGE; break;
@@ -417,6 +435,8 @@ static int parse_args(int argc, char **argv, train_opts *o, int *loader_given)
             break;
         }
     }
+    if (cli_data_text(CMD, "train-data", &train, &o->train_data) < 0)
+        return CLI_USAGE;
     o->threads = s.threads;
     o->depth = s.prefetch_depth;
     o->batch = s.batch_size;
