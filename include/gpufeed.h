@@ -368,8 +368,10 @@ typedef enum gf_order {
 
 /* data sets mixed by weight (settings.data "mix:W=SOURCE|W=SOURCE..."):
  * position q of an epoch draws source s with probability weight_s / sum
- * (a low-discrepancy schedule of (seed, epoch, q): every prefix is within
- * a few samples of the weights), and source s's k-th draw is its own k-th
+ * (a low-discrepancy schedule of (seed, epoch, q): each block of 256
+ * positions draws every source its units' share to within one, shuffled
+ * within the block; unshuffled, every prefix is within a few samples),
+ * and source s's k-th draw is its own k-th
  * position, in the order it gives alone (its own shuffle, shard windows
  * and rank split, keyed by the same seed).
  *   CYCLE: an epoch is as many positions as the sources' shares summed

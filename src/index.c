@@ -38,6 +38,7 @@ int gf_index_open(gf_index **out, const gf_settings *s)
     o.shard_skip = gf__shard_skip_of(s); /* the kept set gf_open would index */
     o.ca_file = s->ca_file;
     o.remote_settings = &r; /* remote sidecars: the stall, retries and deadline asked */
+    o.mix_labels = s->mix_labels; /* a mix: the labels gf_open gives */
     /* A key whose .cls is no label: as gf_open, an error under fail, else
      * a warning (prepare would otherwise leave it out without a word). */
     o.bad_label_fails = s->on_error == GF_ON_ERROR_FAIL;

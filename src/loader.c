@@ -325,7 +325,8 @@ typedef struct sample_arrays {
 
 /* gf_open and gf_open_samples: one contract, but for where the index
  * comes from. */
-static int open_loader(gf_loader **out, const gf_settings *s, const sample_arrays *given)
+static int open_loader(gf_loader **out, const gf_settings *s, const sample_arrays *given,
+                       bool joined)
 {
     if (!out)
         return GF_EINVAL;
@@ -424,7 +425,11 @@ static int open_loader(gf_loader **out, const gf_settings *s, const sample_array
     if (rc < 0)
         return gf__fail(l, rc, "%s: %llu samples cannot be split into %d shares", l->data_path,
                         (unsigned long long)l->ds.n, l->s.world);
-    if (l->ds.n_sources) {
+    if (l->ds.n_sources && joined) {
+        /* The joined table is no one source's shards: in index order (a
+         * remote member by a ranged GET). */
+        l->s.order = GF_ORDER_GLOBAL;
+    } else if (l->ds.n_sources) {
         if ((rc = open_mix(l)) < 0)
             return rc;
     } else if (l->s.order == GF_ORDER_SHARDS) {
@@ -468,14 +473,19 @@ static int open_loader(gf_loader **out, const gf_settings *s, const sample_array
 
 int gf_open(gf_loader **out, const gf_settings *s)
 {
-    return open_loader(out, s, NULL);
+    return open_loader(out, s, NULL, false);
+}
+
+int gf__open_joined(gf_loader **out, const gf_settings *s)
+{
+    return open_loader(out, s, NULL, true);
 }
 
 int gf_open_samples(gf_loader **out, const gf_settings *s, const char *const *paths,
                     const int32_t *labels, uint64_t n)
 {
     const sample_arrays given = {.paths = paths, .labels = labels, .n = n};
-    return open_loader(out, s, &given);
+    return open_loader(out, s, &given, false);
 }
 
 /* gf_seek's and gf_set_order's one path: refused while a batch is held,
@@ -680,7 +690,7 @@ int gf_sources(const gf_loader *l)
 
 int gf_source_stats_get(gf_loader *l, int k, gf_source_stats *st)
 {
-    if (!l || !st || k < 0 || k >= gf_sources(l))
+    if (!l || !st || k < 0 || k >= gf_sources(l) || (l->ds.n_sources && !l->src_samples))
         return GF_EINVAL;
     memset(st, 0, sizeof *st);
     pthread_mutex_lock(&l->mu);

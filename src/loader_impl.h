@@ -185,6 +185,10 @@ struct gf_loader {
     char msg[512];
 };
 
+/* gf_open, but a mix's samples are the joined table's in index order (the
+ * sampler's, as one data set's), every source whole once: verify's. */
+int gf__open_joined(gf_loader **out, const gf_settings *s);
+
 /* failure.c: sets l->msg; returns code. With mu held, or where no
  * observer can run (gf_open); _locking takes mu (a lifecycle call while
  * observers may run). */

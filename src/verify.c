@@ -10,6 +10,7 @@
  */
 #include "common.h"
 #include "grow.h"
+#include "loader_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,7 +123,7 @@ static int run(gf_verify_result *r, const gf_settings *in, collector *c, const i
     s.on_sample_warning_user = c;
 
     gf_loader *l = NULL;
-    int rc = gf_open(&l, &s);
+    int rc = gf__open_joined(&l, &s); /* a mix: every source once, not by weight */
     if (rc == GF_EDATASET && c->damaged.n > 0) {
         /* No shard kept a sample: the damage is the finding. */
         failed(r, l);

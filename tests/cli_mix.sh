@@ -85,8 +85,6 @@ usage "--weights weighs the data sets of a mix" bench $small --data "$a" --weigh
 usage "--data '$a|x': a data set in a mix cannot have '|'" bench $small --data "$a|x" --data "$b"
 usage "a mix cannot be one of a mix's data sets" verify --data "mix:1=$a" --data "$b"
 usage "--train-data more than once" train --data "$a" --data "$b"
-# The library's refusals of a mix are usage errors too: a remote source (for now).
-usage "http://127.0.0.1:1/x.tar: .*local" bench $small --data http://127.0.0.1:1/x.tar --data "$a"
 usage "--weights: 1 weight for 2 --train-data" train --train-data "$a" --train-data "$b" \
     --val-data "$a" --weights 1
 

@@ -73,6 +73,11 @@ for order in shards global; do
     same "mix, http, seek mid-epoch, order $order" "$mix_seek" \
         "$(RB_ORDER=$order run "mix:2=folder|1=$GF_TEST_HTTP_URL/$shards" 2 4 1 11)"
 done
+# verify walks a mix with a remote source whole: every sample once.
+"$gpufeed" verify --data folder --data "$GF_TEST_HTTP_URL/$shards" --weights 5,1 >"$work/v" 2>&1 ||
+    { cat "$work/v"; fail "verify of a mix with http shards"; }
+grep -q "54 samples, 0 bad" "$work/v" || { cat "$work/v"; fail "verify of a mix: not 54 samples"; }
+echo "  verify, a folder and http shards: 54 samples, 0 bad"
 # Two remote sources, http and s3, beside each other: as both local.
 same "mix of http and s3 shards" "$(RB_ORDER=shards run "mix:1=set/$shards|3=set/$shards" 1 2)" \
     "$(run "mix:1=$GF_TEST_HTTP_URL/$shards|3=$s3" 2 4)"

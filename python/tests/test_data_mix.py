@@ -181,12 +181,6 @@ def test_a_mix_resumes_on_its_own_world_only(two):
             loader.load_state_dict(state)
 
 
-def test_a_remote_source_is_refused_for_now(two):
-    a, _ = two
-    with pytest.raises(gpufeed.InvalidArgument, match="http://127.0.0.1:1/x.tar: .*local"):
-        gpufeed.Loader([("http://127.0.0.1:1/x.tar", 1), (a, 1)], **SMALL)
-
-
 def test_verify_walks_every_source(two, damaged):
     a, _ = two
     root, damage = damaged  # 60 samples, 3 bad
