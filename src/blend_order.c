@@ -72,6 +72,7 @@ void gf__blend_order_free(gf__blend_order *o)
     }
     free(o->src);
     free(o->before);
+    gf__blend_split_free(o->split);
     memset(o, 0, sizeof *o);
 }
 
@@ -99,8 +100,23 @@ static uint64_t until_draws(const gf__blend_order *o, uint64_t epoch, int s, uin
             return q + 1;
 }
 
+/* Whether epoch is the split one. */
+static const gf__blend_split *split_of(const gf__blend_order *o, uint64_t epoch)
+{
+    return o->split && o->split->epoch == epoch ? o->split : NULL;
+}
+
 uint64_t gf__blend_order_len(const gf__blend_order *o, uint64_t epoch)
 {
+    const gf__blend_split *sp = split_of(o, epoch);
+    if (sp) { /* until the first rest is exhausted */
+        uint64_t end = UINT64_MAX;
+        for (int s = 0; s < o->n; s++)
+            end = GF__MIN(end, sp->rest_len[s] ? until_draws(o, epoch, s,
+                                                             sp->taken0[s] + sp->rest_len[s])
+                                               : sp->pos0);
+        return end > sp->pos0 ? end - sp->pos0 : 0;
+    }
     uint64_t len = 0;
     if (!o->first) {
         for (int s = 0; s < o->n; s++)
@@ -140,12 +156,41 @@ static void own(const gf__blend_order *o, int s, uint64_t epoch, const uint64_t 
     *sp = t % len;
 }
 
+/* Source s's sample at its own (se, sp), through its tables. */
+static uint64_t sample_of(gf__mix_source *src, const gf__sampler *sampler, uint64_t se,
+                          uint64_t sp)
+{
+    if (sampler->shards) {
+        if (!src->tables.valid || src->tables.epoch != se)
+            gf__shard_epoch_set(&src->tables, sampler, se);
+        return src->first +
+               gf__shard_at(&src->tables, sampler, gf__sampler_global(sampler, se, sp));
+    }
+    if (!src->perm_valid || src->perm_epoch != se) {
+        gf__perm_init(&src->perm, sampler, se);
+        src->perm_epoch = se;
+        src->perm_valid = true;
+    }
+    return src->first + gf__sampler_at(sampler, &src->perm, sp);
+}
+
 uint64_t gf__blend_order_at(gf__blend_order *o, uint64_t epoch, uint64_t pos,
                             uint64_t *source_epoch)
 {
-    if (!o->walk_valid || o->walk.epoch != epoch || o->walk.q != pos) {
-        gf__blend_walk_start(&o->walk, &o->b, epoch, pos);
+    const gf__blend_split *split = split_of(o, epoch);
+    uint64_t q = split ? split->pos0 + pos : pos; /* the schedule's position */
+    if (!o->walk_valid || o->walk.epoch != epoch || o->walk.q != q) {
+        gf__blend_walk_start(&o->walk, &o->b, epoch, q);
         o->walk_valid = true;
+    }
+    if (split) {
+        int s;
+        uint64_t k;
+        gf__blend_walk_next(&o->walk, &s, &k);
+        gf__sampler sampler = o->src[s].sampler;
+        sampler.rest = split->rest[s];
+        *source_epoch = epoch;
+        return sample_of(&o->src[s], &sampler, epoch, k - split->taken0[s]);
     }
     if (!o->first && (!o->before_valid || o->before_epoch != epoch)) {
         uint64_t from = 0;
@@ -162,20 +207,8 @@ uint64_t gf__blend_order_at(gf__blend_order *o, uint64_t epoch, uint64_t pos,
     uint64_t k, se, sp;
     gf__blend_walk_next(&o->walk, &s, &k);
     own(o, s, epoch, o->before, k, &se, &sp);
-    gf__mix_source *src = &o->src[s];
     *source_epoch = se;
-    if (src->sampler.shards) {
-        if (!src->tables.valid || src->tables.epoch != se)
-            gf__shard_epoch_set(&src->tables, &src->sampler, se);
-        return src->first +
-               gf__shard_at(&src->tables, &src->sampler, gf__sampler_global(&src->sampler, se, sp));
-    }
-    if (!src->perm_valid || src->perm_epoch != se) {
-        gf__perm_init(&src->perm, &src->sampler, se);
-        src->perm_epoch = se;
-        src->perm_valid = true;
-    }
-    return src->first + gf__sampler_at(&src->sampler, &src->perm, sp);
+    return sample_of(&o->src[s], &o->src[s].sampler, se, sp);
 }
 
 void gf__blend_order_where(const gf__blend_order *o, int s, uint64_t epoch, uint64_t pos,
@@ -184,9 +217,115 @@ void gf__blend_order_where(const gf__blend_order *o, int s, uint64_t epoch, uint
     uint64_t before[GF__BLEND_MAX] = {0};
     if (!o->first)
         draws_before(o, epoch, 0, before);
+    const gf__blend_split *split = split_of(o, epoch);
     gf__blend_walk w;
-    gf__blend_walk_start(&w, &o->b, epoch, pos);
-    own(o, s, epoch, before, w.taken[s], source_epoch, source_pos);
+    gf__blend_walk_start(&w, &o->b, epoch, split ? split->pos0 + pos : pos);
+    own(o, s, epoch, before, w.taken[s] - (split ? split->taken0[s] : 0), source_epoch,
+        source_pos);
+}
+
+void gf__blend_split_free(gf__blend_split *sp)
+{
+    if (!sp)
+        return;
+    free(sp->taken0);
+    free(sp->rest);
+    free(sp->rest_len);
+    free(sp);
+}
+
+static gf__blend_split *split_alloc(int n)
+{
+    gf__blend_split *sp = calloc(1, sizeof *sp);
+    if (!sp)
+        return NULL;
+    sp->n = n;
+    sp->taken0 = calloc((size_t)n, sizeof *sp->taken0);
+    sp->rest = calloc((size_t)n, sizeof *sp->rest);
+    sp->rest_len = calloc((size_t)n, sizeof *sp->rest_len);
+    if (!sp->taken0 || !sp->rest || !sp->rest_len) {
+        gf__blend_split_free(sp);
+        return NULL;
+    }
+    return sp;
+}
+
+gf__blend_split *gf__blend_split_copy(const gf__blend_split *from)
+{
+    gf__blend_split *sp = from ? split_alloc(from->n) : NULL;
+    if (!sp)
+        return NULL;
+    gf__blend_split keep = *sp;
+    *sp = *from;
+    sp->taken0 = keep.taken0;
+    sp->rest = keep.rest;
+    sp->rest_len = keep.rest_len;
+    memcpy(sp->taken0, from->taken0, (size_t)from->n * sizeof *sp->taken0);
+    memcpy(sp->rest, from->rest, (size_t)from->n * sizeof *sp->rest);
+    memcpy(sp->rest_len, from->rest_len, (size_t)from->n * sizeof *sp->rest_len);
+    return sp;
+}
+
+int gf__blend_split_make(const gf__blend_order *o, uint64_t epoch, uint32_t first_world,
+                         uint64_t pos0, gf__blend_split **out, char *why, size_t why_len)
+{
+    *out = NULL;
+    /* The first world's epoch: its own shares of each source. */
+    gf__blend_order first = *o;
+    first.split = NULL;
+    first.src = calloc((size_t)o->n, sizeof *first.src);
+    if (!first.src)
+        return GF_ENOMEM;
+    for (int s = 0; s < o->n; s++) {
+        const gf__sampler *own_s = &o->src[s].sampler;
+        first.src[s].sampler = *own_s;
+        if (gf__sampler_init(&first.src[s].sampler, own_s->n, own_s->seed, own_s->shuffle, 0,
+                             first_world, own_s->drop_last) < 0) {
+            free(first.src);
+            gf__why(why, why_len, "source %d: %llu samples cannot be split into %u shares",
+                    s + 1, (unsigned long long)own_s->n, first_world);
+            return GF_EINVAL;
+        }
+        first.src[s].sampler.shards = own_s->shards;
+    }
+    uint64_t first_len = gf__blend_order_len(&first, epoch);
+    free(first.src);
+    if (pos0 > first_len) {
+        gf__why(why, why_len, "position %llu is past the mix's epoch %llu on %u ranks (%llu)",
+                (unsigned long long)pos0, (unsigned long long)epoch, first_world,
+                (unsigned long long)first_len);
+        return GF_EINVAL;
+    }
+    gf__blend_split *sp = split_alloc(o->n);
+    if (!sp)
+        return GF_ENOMEM;
+    *sp = (gf__blend_split){.epoch = epoch, .world = first_world, .pos0 = pos0,
+                            .first_len = first_len, .taken0 = sp->taken0, .rest = sp->rest,
+                            .rest_len = sp->rest_len, .n = o->n};
+    gf__blend_walk w;
+    gf__blend_walk_start(&w, &o->b, epoch, pos0);
+    for (int s = 0; s < o->n; s++) {
+        gf__sampler sampler = o->src[s].sampler;
+        sp->taken0[s] = w.taken[s];
+        int rc = gf__sampler_rest(&sampler, epoch, first_world, w.taken[s], 0);
+        if (rc < 0) {
+            gf__blend_split_free(sp);
+            gf__why(why, why_len, "source %d: its rest does not fit", s + 1);
+            return GF_EINVAL;
+        }
+        sp->rest[s] = sampler.rest;
+        sp->rest_len[s] = rc == 1 ? 0 : gf__sampler_len(&sampler, epoch);
+    }
+    *out = sp;
+    return 0;
+}
+
+void gf__blend_order_set_split(gf__blend_order *o, gf__blend_split *sp)
+{
+    if (o->split != sp)
+        gf__blend_split_free(o->split);
+    o->split = sp;
+    o->walk_valid = false;
 }
 
 int gf__blend_order_source_of(const gf__blend_order *o, uint64_t i)

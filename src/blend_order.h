@@ -21,6 +21,22 @@ typedef struct gf__mix_source {
     uint64_t first;          /* its first index in the joined table */
 } gf__mix_source;
 
+/* A mix's epoch a change of world split (mix_epoch FIRST, gf_set_state):
+ * its first world's ranks had reached schedule position pos0, each source
+ * s taken0[s] draws in; each source's samples they left are its rest
+ * (sampler.c's, on this world), and this world's position p is the
+ * schedule's pos0 + p, source s's draw there its rest's position. The
+ * epoch ends when the first source's rest is exhausted. */
+typedef struct gf__blend_split {
+    uint64_t epoch;
+    uint32_t world;          /* the first world */
+    uint64_t pos0, first_len; /* where it stopped, of first_len positions */
+    uint64_t *taken0;        /* n */
+    gf__rest *rest;          /* n: off with rest_len 0, nothing left */
+    uint64_t *rest_len;      /* n: this rank's positions of source s's rest */
+    int n;
+} gf__blend_split;
+
 typedef struct gf__blend_order {
     gf__blend b;
     int n;
@@ -33,6 +49,7 @@ typedef struct gf__blend_order {
     uint64_t *before;        /* n */
     uint64_t before_epoch;
     bool before_valid;
+    gf__blend_split *split;  /* NULL: no epoch split */
 } gf__blend_order;
 
 /* n sources of sizes sizes[] (first indices firsts[]), weights[] (> 0),
@@ -56,6 +73,16 @@ uint64_t gf__blend_order_at(gf__blend_order *o, uint64_t epoch, uint64_t pos,
  * pure, O(epoch) (gf_source_stats). */
 void gf__blend_order_where(const gf__blend_order *o, int s, uint64_t epoch, uint64_t pos,
                            uint64_t *source_epoch, uint64_t *source_pos);
+/* The split of epoch begun on first_world ranks at schedule position
+ * pos0, on o's world: *out malloc'd. 0, or GF_EINVAL with why (pos0 past
+ * that world's epoch), GF_ENOMEM. mix_epoch FIRST only. */
+int gf__blend_split_make(const gf__blend_order *o, uint64_t epoch, uint32_t first_world,
+                         uint64_t pos0, gf__blend_split **out, char *why, size_t why_len);
+gf__blend_split *gf__blend_split_copy(const gf__blend_split *sp);
+void gf__blend_split_free(gf__blend_split *sp);
+/* Installs sp (owned from now; NULL: none), freeing the one before. */
+void gf__blend_order_set_split(gf__blend_order *o, gf__blend_split *sp);
+
 /* The source that joined-table index i is in. */
 int gf__blend_order_source_of(const gf__blend_order *o, uint64_t i);
 
