@@ -149,21 +149,25 @@ static int open_mix(gf_loader *l)
                         "order shards needs tar shards: no source of the mix %s is tar shards "
                         "(order global reads it)", l->data_path);
     char why[256] = "";
+    bool first = l->s.mix_epoch == GF_MIX_EPOCH_FIRST;
     int rc = gf__blend_order_init(&l->blend, ds->n_sources, sizes, firsts, weights,
                                   shards ? ds->shard : NULL, (uint32_t)l->s.shard_window,
-                                  l->s.seed, l->s.shuffle, (uint32_t)l->s.rank,
-                                  (uint32_t)l->s.world, l->s.drop_last,
-                                  l->s.mix_epoch == GF_MIX_EPOCH_FIRST, why, sizeof why);
-    if (rc < 0)
-        return gf__fail(l, rc, "%s: %s", l->data_path, rc == GF_ENOMEM ? "out of memory" : why);
+                                  l->s.seed, l->s.shuffle, first, &l->sampler, why, sizeof why);
     if (rc == 0 && ds->remote) /* a second walk, for the remote reader's scan ahead */
         rc = gf__blend_order_init(&l->blend_scan, ds->n_sources, sizes, firsts, weights,
                                   shards ? ds->shard : NULL, (uint32_t)l->s.shard_window,
-                                  l->s.seed, l->s.shuffle, (uint32_t)l->s.rank,
-                                  (uint32_t)l->s.world, l->s.drop_last,
-                                  l->s.mix_epoch == GF_MIX_EPOCH_FIRST, why, sizeof why);
+                                  l->s.seed, l->s.shuffle, first, &l->sampler, why, sizeof why);
     if (rc < 0)
-        return gf__fail(l, rc, "%s: out of memory", l->data_path);
+        return gf__fail(l, rc, "%s: %s", l->data_path, rc == GF_ENOMEM ? "out of memory" : why);
+    /* The ranks split each epoch's sequence as a lone data set's: in spans
+     * under the shard order. */
+    uint64_t size = gf__blend_order_size(&l->blend, 0);
+    rc = gf__sampler_init(&l->sampler, size, l->s.seed, l->s.shuffle, (uint32_t)l->s.rank,
+                          (uint32_t)l->s.world, l->s.drop_last);
+    if (rc < 0)
+        return gf__fail(l, rc, "%s: the mix's %llu samples an epoch cannot be split into %d "
+                        "shares", l->data_path, (unsigned long long)size, l->s.world);
+    l->sampler.spans = shards;
     l->mix_shards = shards;
     l->src_samples = calloc((size_t)ds->n_sources, sizeof *l->src_samples);
     l->src_wait_s = calloc((size_t)ds->n_sources, sizeof *l->src_wait_s);
@@ -488,14 +492,20 @@ int gf_open_samples(gf_loader **out, const gf_settings *s, const char *const *pa
     return open_loader(out, s, &given, false);
 }
 
+/* The sampler as it splits epoch: a mix's sequence has its own length
+ * each epoch under mix_epoch FIRST (blend_order.c); else s itself. */
+static gf__sampler sampler_of(const gf_loader *l, const gf__sampler *s, uint64_t epoch)
+{
+    return l->blend.src ? gf__blend_order_ranks(&l->blend, s, epoch) : *s;
+}
+
 /* gf_seek's and gf_set_order's one path: refused while a batch is held,
  * (epoch, position) checked against the order that will be in force
  * (next, when given: it replaces the current one, which is freed; else
  * the current), prefetched batches discarded, and delivery restarted
  * there. */
 static int restart_at(gf_loader *l, const char *who, gf__order *next, uint64_t epoch,
-                      uint64_t position, const gf__rest *rest, bool mix_given,
-                      gf__blend_split *mix_split)
+                      uint64_t position, const gf__rest *rest)
 {
     const gf__order *o = next ? next : l->order.idx ? &l->order : NULL;
     gf__sampler after = l->sampler;
@@ -503,15 +513,8 @@ static int restart_at(gf_loader *l, const char *who, gf__order *next, uint64_t e
         after.rest = *rest;
     else if (after.rest.on && epoch != after.rest.epoch)
         after.rest = (gf__rest){0}; /* a seek out of the split epoch: the world's own epochs */
-    /* A mix's split epoch likewise (mix_given: a state's, mix_split or none). */
-    gf__blend_order mix = l->blend;
-    if (mix_given)
-        mix.split = mix_split;
-    else if (mix.split && epoch != mix.split->epoch)
-        mix.split = NULL;
-    uint64_t len = o ? o->n
-               : l->blend.src ? gf__blend_order_len(&mix, epoch)
-                              : gf__sampler_len(&after, epoch);
+    gf__sampler split = sampler_of(l, &after, epoch);
+    uint64_t len = o ? o->n : gf__sampler_len(&split, epoch);
     /* Under mu: the controller may be writing the message too. */
     int rc = 0;
     pthread_mutex_lock(&l->mu);
@@ -524,10 +527,8 @@ static int restart_at(gf_loader *l, const char *who, gf__order *next, uint64_t e
                   "gf_set_order gives another epoch's order", who,
                   (unsigned long long)epoch, (unsigned long long)o->epoch);
     pthread_mutex_unlock(&l->mu);
-    if (rc < 0) {
-        gf__blend_split_free(mix_split);
+    if (rc < 0)
         return rc;
-    }
     /* A short order under drop_last has no batch: it is spent at once, as
      * torch's DataLoader yields nothing (not "an epoch delivered none"). */
     if (o && l->s.drop_last && len < (uint64_t)l->B && epoch == o->epoch)
@@ -545,20 +546,8 @@ static int restart_at(gf_loader *l, const char *who, gf__order *next, uint64_t e
         l->order = *next;
     }
     l->sampler.rest = after.rest; /* no loader thread runs */
-    if (mix.split != l->blend.split) {
-        gf__blend_split *twin = mix.split ? gf__blend_split_copy(mix.split) : NULL;
-        gf__blend_order_set_split(&l->blend, mix.split);
-        if (l->blend_scan.src)
-            gf__blend_order_set_split(&l->blend_scan, twin);
-        else
-            gf__blend_split_free(twin);
-        if (mix.split && l->blend_scan.src && !twin)
-            rc = gf__fail(l, GF_ENOMEM, "%s: out of memory", who);
-    }
     pthread_mutex_unlock(&l->mu);
     free(old);
-    if (rc < 0)
-        return rc;
     return start_pipeline(l, epoch, position);
 }
 
@@ -568,7 +557,7 @@ int gf_seek(gf_loader *l, uint64_t epoch, uint64_t position)
         return GF_EINVAL;
     if (!l->slots)
         return GF_EINVAL;
-    return restart_at(l, "gf_seek", NULL, epoch, position, NULL, false, NULL);
+    return restart_at(l, "gf_seek", NULL, epoch, position, NULL);
 }
 
 int gf_set_order(gf_loader *l, uint64_t seed, uint64_t epoch, const int64_t *order, uint64_t n)
@@ -597,7 +586,7 @@ int gf_set_order(gf_loader *l, uint64_t seed, uint64_t epoch, const int64_t *ord
                                 (unsigned long long)n);
     if (n)
         memcpy(next.idx, order, (size_t)n * sizeof *order);
-    int rc = restart_at(l, "gf_set_order", &next, epoch, 0, NULL, false, NULL);
+    int rc = restart_at(l, "gf_set_order", &next, epoch, 0, NULL);
     if (rc < 0 && l->order.idx != next.idx)
         free(next.idx); /* refused before it was installed */
     return rc;
@@ -735,10 +724,8 @@ int gf_source_stats_get(gf_loader *l, int k, gf_source_stats *st)
                                 .wait_s = l->wait_s,
                                 .epoch = epoch};
     }
-    if (l->blend.src) { /* pure but for the split, which a lifecycle call sets under mu */
-        uint64_t own_pos;
-        gf__blend_order_where(&l->blend, k, epoch, pos, &st->epoch, &own_pos);
-    }
+    if (l->blend.src) /* pure but for the sampler's rest, set under mu */
+        st->epoch = gf__blend_order_source_epoch(&l->blend, k, epoch, pos);
     pthread_mutex_unlock(&l->mu);
     st->share = all ? (double)st->samples / (double)all : 0;
     return 0;
@@ -753,8 +740,6 @@ int gf_get_state(gf_loader *l, gf_state *st)
     bool shards = (l->sampler.shards || l->mix_shards) && !l->order.idx;
     const gf__rest *r = &l->sampler.rest;
     bool split = r->on && !l->order.idx && l->next_epoch == r->epoch;
-    const gf__blend_split *ms = l->blend.split;
-    bool mix_split = ms && !l->order.idx && l->next_epoch == ms->epoch;
     *st = (gf_state){.version = GF_STATE_VERSION,
                      .rank = (uint32_t)l->s.rank,
                      .shard_window = shards ? (uint32_t)l->s.shard_window : 0,
@@ -764,8 +749,8 @@ int gf_get_state(gf_loader *l, gf_state *st)
                      .position = l->next_pos,
                      .samples = l->ds.n,
                      .index_hash = hash,
-                     .rest_world = split ? r->first_world : mix_split ? ms->world : 0,
-                     .rest_position = split ? r->first_pos : mix_split ? ms->pos0 : 0,
+                     .rest_world = split ? r->first_world : 0,
+                     .rest_position = split ? r->first_pos : 0,
                      .rest_taken = split ? r->taken : 0};
     pthread_mutex_unlock(&l->mu);
     return 0;
@@ -841,55 +826,6 @@ static GF__COLD int bad_rest(gf_loader *l, const gf_state *st)
                             (unsigned long long)l->ds.n);
 }
 
-/* gf_set_state of a mix: on its world as is; on another, its epoch split
- * per source (gf__blend_split), under mix_epoch FIRST, where every source's
- * epoch is the mix's and the split ends with it. */
-static int set_mix_state(gf_loader *l, const gf_state *st, bool split, bool moved)
-{
-    if (!split && !moved)
-        return restart_at(l, "gf_set_state", NULL, st->epoch, st->position, NULL, true, NULL);
-    if (l->s.mix_epoch != GF_MIX_EPOCH_FIRST)
-        return gf__fail_locking(
-            l, GF_EINVAL,
-            "gf_set_state: a %u-rank state of a mix on %d ranks: a mix resumes on another "
-            "number of ranks under mix_epoch first, where each source's epoch is the mix's; "
-            "under cycle each source is in an epoch of its own, which the state cannot carry: "
-            "resume it on %u ranks",
-            moved ? st->world : st->rest_world, l->s.world, moved ? st->world : st->rest_world);
-    if (split && moved)
-        return gf__fail_locking(l, GF_EINVAL,
-                                "gf_set_state: a mix's epoch %llu was split already (begun on %u "
-                                "ranks, resumed on %u): it goes on on %u ranks until its end; "
-                                "another change of world after it",
-                                (unsigned long long)st->epoch, st->rest_world, st->world,
-                                st->world);
-    uint32_t first_world = split ? st->rest_world : st->world;
-    uint64_t pos0 = split ? st->rest_position : st->position;
-    gf__blend_split *sp = NULL;
-    char why[256] = "";
-    int rc = gf__blend_split_make(&l->blend, st->epoch, first_world, pos0, &sp, why, sizeof why);
-    if (rc < 0)
-        return gf__fail_locking(l, rc, "gf_set_state: %s", rc == GF_ENOMEM ? "out of memory" : why);
-    uint64_t first_len = sp->first_len;
-    if (pos0 == 0) { /* the epoch had not begun: it is this world's own */
-        gf__blend_split_free(sp);
-        sp = NULL;
-    }
-    char note[sizeof l->resume_note] = "";
-    if (moved)
-        snprintf(note, sizeof note,
-                 "resumed a %u-rank state of a mix on %d ranks at epoch %llu, draw %llu of %llu",
-                 st->world, l->s.world, (unsigned long long)st->epoch,
-                 (unsigned long long)(pos0 * st->world),
-                 (unsigned long long)(first_len * st->world));
-    rc = restart_at(l, "gf_set_state", NULL, st->epoch, split ? st->position : 0, NULL, true,
-                    sp);
-    pthread_mutex_lock(&l->mu);
-    memcpy(l->resume_note, rc == 0 ? note : "", rc == 0 ? sizeof note : 1);
-    pthread_mutex_unlock(&l->mu);
-    return rc;
-}
-
 int gf_set_state(gf_loader *l, const gf_state *st)
 {
     if (!l || !st || !l->slots)
@@ -903,11 +839,9 @@ int gf_set_state(gf_loader *l, const gf_state *st)
         return rc;
     bool split = st->version == GF_STATE_VERSION && st->rest_world;
     bool moved = st->world != (uint32_t)l->s.world;
-    if (l->blend.src)
-        return set_mix_state(l, st, split, moved);
-    gf__sampler next = l->sampler;
-    next.rest = (gf__rest){0};
     uint64_t epoch = st->epoch, position = st->position;
+    gf__sampler next = sampler_of(l, &l->sampler, epoch);
+    next.rest = (gf__rest){0};
     if (split || moved) {
         /* The epoch's first world, what it delivered, and what later
          * worlds took of the rest before this one. */
@@ -915,7 +849,7 @@ int gf_set_state(gf_loader *l, const gf_state *st)
         uint64_t first_pos = split ? st->rest_position : st->position;
         uint64_t taken = split ? st->rest_taken : 0;
         if (split && moved) { /* the saving world's ranks each took position */
-            gf__sampler saved = l->sampler;
+            gf__sampler saved = next;
             saved.world = st->world;
             rc = gf__sampler_rest(&saved, epoch, first_world, first_pos, taken);
             /* The position is in the saving world's share of the rest. */
@@ -937,13 +871,13 @@ int gf_set_state(gf_loader *l, const gf_state *st)
     if (moved) {
         /* Delivered of the epoch (what drop_last cut from this world's
          * share is not). */
-        uint64_t done = next.rest.first_world ? l->ds.n - next.rest.size + next.rest.taken : 0;
+        uint64_t done = next.rest.first_world ? next.n - next.rest.size + next.rest.taken : 0;
         snprintf(note, sizeof note,
                  "resumed a %u-rank state on %d ranks at epoch %llu, sample %llu of %llu",
                  st->world, l->s.world, (unsigned long long)st->epoch, (unsigned long long)done,
-                 (unsigned long long)l->ds.n);
+                 (unsigned long long)next.n);
     }
-    rc = restart_at(l, "gf_set_state", NULL, epoch, position, &next.rest, false, NULL);
+    rc = restart_at(l, "gf_set_state", NULL, epoch, position, &next.rest);
     pthread_mutex_lock(&l->mu);
     memcpy(l->resume_note, rc == 0 ? note : "", rc == 0 ? sizeof note : 1);
     pthread_mutex_unlock(&l->mu);

@@ -188,9 +188,8 @@ int gf_next_timed(gf_loader *l, gf_batch **out, int64_t timeout_ns)
                 rc = sl->out_status;
                 /* The rest of an epoch a change of world split may be
                  * under a batch a rank: drop_last drops it. */
-                bool rest = !l->order.idx &&
-                            ((l->sampler.rest.on && sl->batch.epoch == l->sampler.rest.epoch) ||
-                             (l->blend.split && sl->batch.epoch == l->blend.split->epoch));
+                bool rest = l->sampler.rest.on && !l->order.idx &&
+                            sl->batch.epoch == l->sampler.rest.epoch;
                 if (rc == 0 && !rest && (!l->live_any || sl->batch.epoch > l->live_epoch))
                     rc = no_sample_in_epoch(l, sl->batch.epoch);
                 free_out(l, sl, sl->out_state);

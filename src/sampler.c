@@ -67,6 +67,7 @@ int gf__sampler_init(gf__sampler *s, uint64_t n, uint64_t seed, int shuffle,
     s->drop_last = drop_last != 0;
     s->len = len;
     s->shards = NULL;
+    s->spans = false;
     s->rest = (gf__rest){0};
     return 0;
 }
@@ -80,7 +81,7 @@ static uint64_t share(uint64_t n, uint64_t world, int drop_last)
 static uint64_t rest_position(const gf__sampler *s, uint64_t x)
 {
     const gf__rest *r = &s->rest;
-    if (!s->shards)
+    if (!s->shards && !s->spans)
         return r->first_world * r->first_pos + x;
     uint64_t tail = r->first_len - r->first_pos;
     if (x < r->full * tail)
@@ -103,7 +104,7 @@ int gf__sampler_rest(gf__sampler *s, uint64_t epoch, uint32_t first_world, uint6
         return 0;
     gf__rest r = {.on = true, .epoch = epoch, .first_world = first_world,
                   .first_len = first_len, .first_pos = first_pos};
-    if (!s->shards) {
+    if (!s->shards && !s->spans) {
         uint64_t done = first_pos > s->n / first_world ? s->n : first_world * first_pos;
         r.size = s->n - done;
     } else {
@@ -199,7 +200,7 @@ uint64_t gf__sampler_global(const gf__sampler *s, uint64_t epoch, uint64_t pos)
     }
     if (GF__UNLIKELY(pos >= s->len))
         pos %= s->len;
-    uint64_t g = s->shards ? s->rank * s->len + pos : pos * s->world + s->rank;
+    uint64_t g = s->shards || s->spans ? s->rank * s->len + pos : pos * s->world + s->rank;
     if (g >= s->n)
         g %= s->n; /* padding repeats the start of the order */
     return g;

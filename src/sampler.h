@@ -39,6 +39,8 @@ typedef struct gf__sampler {
     int drop_last;
     uint64_t len;        /* this rank's samples per epoch */
     const gf__shards *shards; /* NULL: the global order */
+    bool spans;          /* ranks take contiguous spans without shards (a mix's
+                            shard order: blend_order.c); shards implies them */
     gf__rest rest;       /* rest.on: one epoch began on another world */
 } gf__sampler;
 

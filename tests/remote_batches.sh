@@ -73,6 +73,14 @@ for order in shards global; do
     same "mix, http, seek mid-epoch, order $order" "$mix_seek" \
         "$(RB_ORDER=$order run "mix:2=folder|1=$GF_TEST_HTTP_URL/$shards" 2 4 1 11)"
 done
+# Elastic resume of a mix: a 2-rank state taken by 3 ranks, as local.
+for r in 0 1 2; do
+    el_mix=$(RB_ORDER=shards RB_SET="rank=$r world=3" RB_STATE=2 run "mix:2=folder|1=set/$shards" 1 2 0 7)
+    grep -q "^note: resumed a 2-rank state on 3 ranks at epoch 0" "$work/last" ||
+        { cat "$work/last"; fail "elastic resume of a mix: no note"; }
+    same "mix with http shards, rank $r of 3 resuming 2 ranks' state" "$el_mix" \
+        "$(RB_SET="rank=$r world=3" RB_STATE=2 run "mix:2=folder|1=$GF_TEST_HTTP_URL/$shards" 2 4 0 7)"
+done
 # verify walks a mix with a remote source whole: every sample once.
 "$gpufeed" verify --data folder --data "$GF_TEST_HTTP_URL/$shards" --weights 5,1 >"$work/v" 2>&1 ||
     { cat "$work/v"; fail "verify of a mix with http shards"; }
