@@ -372,10 +372,14 @@ typedef enum gf_order {
  * positions draws every source its units' share to within one, shuffled
  * within the block; unshuffled, every prefix is within a few samples),
  * and source s's k-th draw is its own k-th
- * position, in the order it gives alone (its own shuffle, shard windows
- * and rank split, keyed by the same seed).
- *   CYCLE: an epoch is as many positions as the sources' shares summed
- *     (one rank's), and each source cycles its own epochs (a source
+ * position, in the order it gives alone on one rank (its own shuffle and
+ * shard windows, keyed by the same seed). An epoch is that one sequence
+ * on every world; ranks split it as a lone data set's epoch (interleaved,
+ * or in contiguous spans under order SHARDS: a rank reads a run of each
+ * source's order), padding or drop_last alike, so gf_set_state's elastic
+ * resume is a mix's too.
+ *   CYCLE: an epoch is as many positions as the sources' sizes summed,
+ *     and each source cycles its own epochs (a source
  *     drawn more than its size starts its next epoch; its samples' crops
  *     are keyed by its own epoch, so a repeat is a new view).
  *   FIRST: epoch E is every source's own epoch E, and it ends with the
@@ -1081,9 +1085,8 @@ GF_API int gf_get_state(gf_loader *l, gf_state *st);
  * undelivered), as for a whole epoch. gf_seek within that epoch keeps
  * its rest; a seek to another epoch ends it (every epoch is then this
  * world's own). The same world resumes any rank's state as is.
- * stats.resume_note says what a change of world did. A mix's state
- * resumes exactly on the world it was saved on; another world is
- * GF_EINVAL for now (elastic resume of a mix is not done).
+ * stats.resume_note says what a change of world did (a mix's "samples"
+ * are its epoch's sequence's positions).
  * Held batches stay valid, as for gf_seek. */
 GF_API int gf_set_state(gf_loader *l, const gf_state *st);
 
