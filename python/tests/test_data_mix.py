@@ -168,14 +168,28 @@ def test_state_dict_resumes_a_mix_exactly(two):
     assert again == rest
 
 
-def test_a_mix_resumes_on_its_own_world_only(two):
+def test_a_mix_resumes_on_another_world(two):
+    """A 2-rank state taken by one rank: what the two had not delivered of
+    the epoch's sequence, then the one rank's own epoch."""
     a, b = two
-    with gpufeed.Loader([(a, 1), (b, 1)], world=1, rank=0, **SMALL) as loader:
-        next(iter(loader))
-        state = loader.state_dict()
-    with gpufeed.Loader([(a, 1), (b, 1)], world=2, rank=0, **SMALL) as loader:
-        with pytest.raises(gpufeed.InvalidArgument, match="mix .*elastic resume of a mix"):
+    mix = [(a, 1), (b, 1)]
+    whole = []
+    with gpufeed.Loader(mix, world=1, rank=0, epochs=2, **SMALL) as loader:
+        whole = epoch(loader)[0]
+        second = epoch(loader)[0]
+    seen = []
+    for rank in range(2):
+        with gpufeed.Loader(mix, world=2, rank=rank, epochs=2, **SMALL) as loader:
+            it = iter(loader)
+            for _ in range(2):
+                seen += ints(next(it).indices)
+            state = loader.state_dict()
+    with gpufeed.Loader(mix, world=1, rank=0, epochs=2, **SMALL) as loader:
+        with pytest.warns(gpufeed.WorldChanged, match="resumed a 2-rank state on 1 ranks"):
             loader.load_state_dict(state)
+        seen += epoch(loader)[0]
+        assert epoch(loader)[0] == second
+    assert sorted(seen) == sorted(whole)
     with gpufeed.Loader([(a, 1), (b, 2)], **SMALL) as loader:  # other weights: another mix
         with pytest.raises(gpufeed.InvalidArgument, match="index_hash"):
             loader.load_state_dict(state)
