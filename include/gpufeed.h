@@ -1094,6 +1094,12 @@ GF_API int gf_set_state(gf_loader *l, const gf_state *st);
  * observer: safe from any thread. */
 GF_API int gf_get_stats(gf_loader *l, gf_stats *st);
 
+/* This rank's positions in epoch: the caller's order's, the rest of an
+ * epoch a change of world split, a mix's epoch under mix_epoch FIRST
+ * (each its own length), else every epoch's share. 0 for no loader or an
+ * epoch past the caller's order. Any thread. */
+GF_API uint64_t gf_epoch_samples(gf_loader *l, uint64_t epoch);
+
 /* One source of a mix (settings.data "mix:..."), or the data set itself
  * when data is not a mix. Counts are this loader's since gf_open. */
 typedef struct gf_source_stats {
@@ -1180,7 +1186,8 @@ GF_API int gf_class_count(gf_loader *l);
 GF_API const char *gf_class_name(gf_loader *l, int i);
 
 /* The data set's identity: a 64-bit FNV-1a hash over every sample's
- * display path (gf_sample_path) and label, in index order; the whole set,
+ * display path (gf_sample_path; a mix's file as its source names it, so
+ * a set mounted elsewhere is the same) and label, in index order; the whole set,
  * so every rank has the same; for a mix its weights and mix_epoch too (a
  * position of one mix is other samples in another). Never 0 (0: l is NULL). Computed in one pass
  * on the first call, then cached: any thread. For a checkpoint, beside

@@ -624,6 +624,19 @@ static PyObject *loader_seek_epoch(PyObject *op, PyObject *arg)
     return restart(op, "set_epoch", NULL, epoch);
 }
 
+/* gf_epoch_samples: this rank's positions in an epoch (each its own
+ * after a change of world, or in a mix under mix_epoch first). */
+static PyObject *loader_epoch_samples(PyObject *op, PyObject *arg)
+{
+    unsigned long long epoch = PyLong_AsUnsignedLongLong(arg);
+    if (epoch == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    gfp_core *c = loader_core((LoaderObject *)op);
+    if (!c)
+        return NULL;
+    return PyLong_FromUnsignedLongLong(gf_epoch_samples(c->l, epoch));
+}
+
 /* A sample index: TypeError unless an int; a negative one is out of range. */
 static int index_arg(PyObject *arg, uint64_t *i)
 {
@@ -848,6 +861,7 @@ static PyMethodDef loader_methods[] = {
     {"get_state", loader_get_state, METH_NOARGS, NULL},
     {"state_before_last", loader_state_before_last, METH_NOARGS, NULL},
     {"seek_epoch", loader_seek_epoch, METH_O, NULL},
+    {"epoch_samples", loader_epoch_samples, METH_O, NULL},
     {"set_state", loader_set_state, METH_O, NULL},
     {"set_order", loader_set_order, METH_VARARGS,
      "set_order(seed, epoch, order): the caller's sampler for one epoch (gf_set_order)"},

@@ -45,6 +45,11 @@ int gf__blend_order_init(gf__blend_order *o, int n, const uint64_t *sizes,
     o->before = calloc((size_t)n, sizeof *o->before);
     if (!o->src || !o->before)
         return GF_ENOMEM;
+    if (first) {
+        if (!(o->sizes = calloc(1, sizeof *o->sizes)))
+            return GF_ENOMEM;
+        pthread_mutex_init(&o->sizes->mu, NULL);
+    }
     for (int s = 0; s < n; s++) {
         gf__mix_source *src = &o->src[s];
         src->first = firsts[s];
@@ -74,6 +79,10 @@ void gf__blend_order_free(gf__blend_order *o)
     }
     free(o->src);
     free(o->before);
+    if (o->sizes) {
+        pthread_mutex_destroy(&o->sizes->mu);
+        free(o->sizes);
+    }
     memset(o, 0, sizeof *o);
 }
 
@@ -109,9 +118,26 @@ uint64_t gf__blend_order_size(const gf__blend_order *o, uint64_t epoch)
             size += o->src[s].sampler.n;
         return size;
     }
+    /* FIRST: a search per source, so once an epoch (gf_next and gf-control
+     * ask each batch, the remote scan each position). */
+    gf__blend_sizes *c = o->sizes;
+    pthread_mutex_lock(&c->mu);
+    for (int k = 0; k < 2; k++)
+        if (c->valid[k] && c->epoch[k] == epoch) {
+            size = c->size[k];
+            pthread_mutex_unlock(&c->mu);
+            return size;
+        }
+    pthread_mutex_unlock(&c->mu);
     size = UINT64_MAX;
     for (int s = 0; s < o->n; s++)
         size = GF__MIN(size, until_draws(o, epoch, s, o->src[s].sampler.n));
+    pthread_mutex_lock(&c->mu);
+    c->epoch[c->next] = epoch;
+    c->size[c->next] = size;
+    c->valid[c->next] = true;
+    c->next ^= 1;
+    pthread_mutex_unlock(&c->mu);
     return size;
 }
 
@@ -215,14 +241,14 @@ uint64_t gf__blend_order_at(gf__blend_order *o, uint64_t epoch, uint64_t pos,
     return sample_of(src, t / size, t % size);
 }
 
-uint64_t gf__blend_order_source_epoch(const gf__blend_order *o, int s, uint64_t epoch,
-                                      uint64_t pos)
+uint64_t gf__blend_order_source_epoch(const gf__blend_order *o, const gf__sampler *ranks, int s,
+                                      uint64_t epoch, uint64_t pos)
 {
     if (o->first)
         return epoch;
     uint64_t before[GF__BLEND_MAX] = {0};
     draws_before(o, epoch, 0, before);
-    gf__sampler r = gf__blend_order_ranks(o, o->ranks, epoch);
+    gf__sampler r = gf__blend_order_ranks(o, ranks, epoch);
     uint64_t len = gf__sampler_len(&r, epoch);
     uint64_t g = pos < len ? gf__sampler_global(&r, epoch, pos) : gf__blend_order_size(o, epoch);
     gf__blend_walk w;

@@ -7,7 +7,16 @@
 #include "blend.h"
 #include "sampler.h"
 
+#include <pthread.h>
 #include <stdbool.h>
+
+/* FIRST's epoch sizes, the last two asked (any thread: its own lock). */
+typedef struct gf__blend_sizes {
+    pthread_mutex_t mu;
+    uint64_t epoch[2], size[2];
+    bool valid[2];
+    int next;
+} gf__blend_sizes;
 
 /* One source: its own order (the one it gives alone, on one rank) and the
  * tables it is read through. */
@@ -36,6 +45,7 @@ typedef struct gf__blend_order {
     bool blk_valid;
     uint8_t blk_src[GF__BLEND_BLOCK], blk_k[GF__BLEND_BLOCK];
     uint64_t blk_base[GF__BLEND_MAX];
+    gf__blend_sizes *sizes;  /* FIRST */
     /* CYCLE: each source's draws in the epochs before before_epoch. */
     uint64_t *before;
     uint64_t before_epoch;
@@ -66,10 +76,10 @@ uint64_t gf__blend_order_len(const gf__blend_order *o, uint64_t epoch);
  * source that cycles sees new views). */
 uint64_t gf__blend_order_at(gf__blend_order *o, uint64_t epoch, uint64_t pos,
                             uint64_t *source_epoch);
-/* Source s's own epoch when this rank's position pos of epoch is next:
- * pure, O(epoch) (gf_source_stats). */
-uint64_t gf__blend_order_source_epoch(const gf__blend_order *o, int s, uint64_t epoch,
-                                      uint64_t pos);
+/* Source s's own epoch when this rank's position pos of epoch is next,
+ * ranks its split then: pure, O(epoch) (gf_source_stats). */
+uint64_t gf__blend_order_source_epoch(const gf__blend_order *o, const gf__sampler *ranks, int s,
+                                      uint64_t epoch, uint64_t pos);
 /* The source that joined-table index i is in. */
 int gf__blend_order_source_of(const gf__blend_order *o, uint64_t i);
 

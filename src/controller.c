@@ -207,6 +207,7 @@ static bool deliver_next(gf_loader *l, gf__job *js, int *n_jobs)
     b->count = h->count;
     b->epoch = h->epoch;
     b->position = h->end_pos;
+    o->out_last_source = h->last_source; /* h refills while o is held (CUDA) */
     int out = h->empty ? GF__OUT_EMPTY : GF__OUT_READY;
     bool has_pixels = !h->empty && h->status == 0;
     int posted = 0; /* CUDA: the delivery side is COPYING already */

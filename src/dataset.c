@@ -201,8 +201,10 @@ void gf__dataset_close(gf__dataset *ds)
     free(ds->damage_text);
     free(ds->remote);
     free(ds->shard_crc32c);
-    for (int k = 0; k < ds->n_sources; k++)
+    for (int k = 0; k < ds->n_sources; k++) {
         free(ds->sources[k].data);
+        free(ds->sources[k].root);
+    }
     free(ds->sources);
 #if GF_HAVE_REMOTE
     for (int k = 0; k < ds->n_more_ctx; k++)

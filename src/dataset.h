@@ -8,6 +8,10 @@
 
 /* Whether data is a mix, "mix:W=SOURCE|W=SOURCE..." (dataset_mix.c). */
 bool gf__data_is_mix(const char *data);
+/* Sample i's path as its source names it: a mix's file without the root
+ * its path was made absolute from (another machine mounts it elsewhere),
+ * else gf__dataset_path (gf_index_hash). */
+const char *gf__dataset_own_path(const gf__dataset *ds, uint64_t i);
 /* Whether a mix names a remote source (order auto: shards). */
 bool gf__mix_has_remote(const char *data);
 

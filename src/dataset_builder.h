@@ -51,6 +51,8 @@ typedef struct gf__source {
     uint32_t first_shard, n_shards;
     int label_offset, n_classes;
     bool files;          /* folder or list: its samples are files */
+    char *root;          /* files: the directory their relative paths were
+                            made absolute from ("" for other sources) */
     bool remote;         /* remote shards */
 } gf__source;
 

@@ -49,6 +49,24 @@ bool gf__mix_has_remote(const char *data)
     return false;
 }
 
+const char *gf__dataset_own_path(const gf__dataset *ds, uint64_t i)
+{
+    const char *path = gf__dataset_path(ds, i);
+    if (!ds->n_sources)
+        return path;
+    int lo = 0, hi = ds->n_sources - 1;
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        if (ds->sources[mid].first <= i)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    const char *root = ds->sources[lo].root;
+    size_t n = root ? strlen(root) : 0;
+    return n && strncmp(path, root, n) == 0 && path[n] == '/' ? path + n + 1 : path;
+}
+
 /* One "W=SOURCE" entry of [p, end): the weight into *w, the source
  * malloc'd into *src. */
 static int parse_entry(const char *p, const char *end, int k, double *w, char **src, char *why,
@@ -157,8 +175,10 @@ static int join(gf__dataset *ds, gf__dataset *parts, int n, gf_mix_labels labels
     for (int k = 0; k < n; k++) {
         total += parts[k].n;
         shards += parts[k].n_shards;
-        any_member |= parts[k].shard != NULL;
-        any_file |= parts[k].shard == NULL;
+        /* a source of shards every one damaged has shards and no sample */
+        bool shards = parts[k].shard || parts[k].n_shards;
+        any_member |= shards;
+        any_file |= !shards;
         all_names &= parts[k].class_names != NULL;
         any_crc |= parts[k].shard_crc32c != NULL;
         any_remote |= parts[k].remote != NULL;
@@ -218,7 +238,11 @@ static int join(gf__dataset *ds, gf__dataset *parts, int n, gf_mix_labels labels
         src->n = p->n;
         src->first_shard = shard_at;
         src->n_shards = p->n_shards;
-        src->files = p->shard == NULL;
+        src->files = !p->shard && !p->n_shards;
+        if (!(src->root = strdup(src->files ? root : ""))) {
+            rc = GF_ENOMEM;
+            break;
+        }
         src->remote = p->remote != NULL;
         src->n_classes = p->n_classes;
         src->label_offset = labels == GF_MIX_LABELS_OFFSET ? classes : 0;
@@ -318,23 +342,23 @@ static int join(gf__dataset *ds, gf__dataset *parts, int n, gf_mix_labels labels
          * fetcher signs through one that signs, if any does. */
 #if GF_HAVE_REMOTE
         if (p->remote_ctx) {
+            /* Room first: from here the table owns the context. */
+            struct gf__remote_ctx **m =
+                realloc(ds->more_ctx, (size_t)(ds->n_more_ctx + 1) * sizeof *m);
+            if (!m) {
+                rc = GF_ENOMEM;
+                break;
+            }
+            ds->more_ctx = m;
             struct gf__remote_ctx *c = p->remote_ctx;
+            p->remote_ctx = NULL;
             if (!ds->remote_ctx || (gf__remote_ctx_signs(c) && !gf__remote_ctx_signs(ds->remote_ctx))) {
                 struct gf__remote_ctx *t = ds->remote_ctx;
                 ds->remote_ctx = c;
                 c = t;
             }
-            if (c) {
-                struct gf__remote_ctx **m =
-                    realloc(ds->more_ctx, (size_t)(ds->n_more_ctx + 1) * sizeof *m);
-                if (!m) {
-                    rc = GF_ENOMEM;
-                    break;
-                }
-                ds->more_ctx = m;
+            if (c)
                 ds->more_ctx[ds->n_more_ctx++] = c;
-            }
-            p->remote_ctx = NULL;
         }
 #endif
         at += p->n;
@@ -409,7 +433,7 @@ int gf__dataset_open_mix(gf__dataset *ds, const char *source, const gf__dataset_
                                    sizeof part_why);
         if (rc < 0)
             gf__why(why, why_len, "mix: source %d: %s", k + 1, part_why);
-        else if (parts[k].n == 0) {
+        else if (parts[k].n == 0 && !(parts[k].n_damage && opts->shard_skip == 2)) {
             gf__why(why, why_len, "mix: source %d: %s", k + 1,
                     part_why[0] ? part_why : "no samples");
             rc = GF_EDATASET;
@@ -418,7 +442,7 @@ int gf__dataset_open_mix(gf__dataset *ds, const char *source, const gf__dataset_
     if (rc == 0) {
         for (int k = 0; k < n; k++)
             ds->sources[k].weight /= sum;
-        ds->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        ds->root_fd = gf__keep_fd(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
         if (ds->root_fd < 0) {
             gf__why(why, why_len, "mix: /: %s", strerror(errno));
             rc = GF_EDATASET;

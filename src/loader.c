@@ -94,6 +94,9 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
      * first, into their own buffers (read_local.c). */
     bool page_cache_first = (!l->ds.remote || l->ds.n_sources) && l->io == GF_IO_URING &&
                             l->s.io == GF_IO_AUTO;
+    /* A mix of remote and local sources: the decode threads read the
+     * local samples into buffers of their own beside the reader's. */
+    bool workers_read = page_cache_first || (l->ds.remote && l->ds.n_sources);
     /* Reads a stop dropped leave their buffers behind: start from none,
      * sized for the buffers this reader uses. */
     for (int i = 0; i < l->n_bufs; i++)
@@ -104,7 +107,7 @@ static int start_pipeline(gf_loader *l, uint64_t epoch, uint64_t pos)
     }
     gf__budget_restart(&l->budget,
                        (unsigned)(l->rd->uses_buffers(l->rd_self)
-                                      ? l->n_bufs + (page_cache_first ? l->n_workers : 0)
+                                      ? l->n_bufs + (workers_read ? l->n_workers : 0)
                                       : l->n_workers));
 
     l->running = true;
@@ -138,6 +141,9 @@ static int open_mix(gf_loader *l)
     double weights[GF__MIX_SOURCES_MAX];
     bool any_shards = false;
     for (int k = 0; k < ds->n_sources; k++) {
+        if (ds->sources[k].n == 0) /* its damage is reported: nothing to draw */
+            return gf__fail(l, GF_EDATASET, "mix: source %d (%s): no samples left: every shard "
+                            "is damaged", k + 1, ds->sources[k].data);
         sizes[k] = ds->sources[k].n;
         firsts[k] = ds->sources[k].first;
         weights[k] = ds->sources[k].weight;
@@ -693,6 +699,20 @@ int gf_get_stats(gf_loader *l, gf_stats *st)
     return 0;
 }
 
+uint64_t gf_epoch_samples(gf_loader *l, uint64_t epoch)
+{
+    if (!l || !l->slots)
+        return 0;
+    pthread_mutex_lock(&l->mu); /* the order and the rest change under it */
+    gf__sampler s = l->sampler;
+    uint64_t n = l->order.idx ? (epoch == l->order.epoch ? l->order.n : 0) : UINT64_MAX;
+    pthread_mutex_unlock(&l->mu);
+    if (n != UINT64_MAX)
+        return n;
+    s = sampler_of(l, &s, epoch);
+    return gf__sampler_len(&s, epoch);
+}
+
 int gf_sources(const gf_loader *l)
 {
     return l && l->ds.n_sources ? l->ds.n_sources : 1;
@@ -724,9 +744,10 @@ int gf_source_stats_get(gf_loader *l, int k, gf_source_stats *st)
                                 .wait_s = l->wait_s,
                                 .epoch = epoch};
     }
-    if (l->blend.src) /* pure but for the sampler's rest, set under mu */
-        st->epoch = gf__blend_order_source_epoch(&l->blend, k, epoch, pos);
+    gf__sampler ranks = l->sampler; /* its rest is set under mu */
     pthread_mutex_unlock(&l->mu);
+    if (l->blend.src) /* O(epoch): not under mu */
+        st->epoch = gf__blend_order_source_epoch(&l->blend, &ranks, k, epoch, pos);
     st->share = all ? (double)st->samples / (double)all : 0;
     return 0;
 }

@@ -190,6 +190,9 @@ int gf_next_timed(gf_loader *l, gf_batch **out, int64_t timeout_ns)
                  * under a batch a rank: drop_last drops it. */
                 bool rest = l->sampler.rest.on && !l->order.idx &&
                             sl->batch.epoch == l->sampler.rest.epoch;
+                /* So may a mix's epoch under mix_epoch first, each its own
+                 * length, once one has delivered. */
+                rest |= l->blend.src && l->s.mix_epoch == GF_MIX_EPOCH_FIRST && l->live_any;
                 if (rc == 0 && !rest && (!l->live_any || sl->batch.epoch > l->live_epoch))
                     rc = no_sample_in_epoch(l, sl->batch.epoch);
                 free_out(l, sl, sl->out_state);
@@ -219,7 +222,7 @@ int gf_next_timed(gf_loader *l, gf_batch **out, int64_t timeout_ns)
                     sl->sources[i] = k;
                     l->src_samples[k]++;
                 }
-                l->src_wait_s[sl->last_source] += gf__now() - t0;
+                l->src_wait_s[sl->out_last_source] += gf__now() - t0;
             }
             l->live_any = true;
             l->live_epoch = sl->batch.epoch;

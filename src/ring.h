@@ -101,7 +101,7 @@ typedef struct gf__slot {
      * consumer's, written by gf_next), and the source whose sample was the
      * batch's last to arrive (gf-control's): gf_next's wait is its. */
     int32_t *sources;
-    int last_source;
+    int last_source, out_last_source;
     /* The fields beyond image and label (sample_fields.h), l->ds.n_var: per
      * field B regions and each one's length (an array's or mask's inside
      * `tensors`); cell c's are region home[c] until delivery puts each in

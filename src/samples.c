@@ -43,7 +43,7 @@ int gf__dataset_read_extent(const gf__dataset *ds, uint64_t index, size_t max_by
     char reason[192] = "";
     int rc;
 #if GF_HAVE_REMOTE
-    if (ds->remote)
+    if (gf__dataset_remote_member(ds, index)) /* a mix's local samples beside */
         rc = gf__remote_read(ds, ds->shard[index], off, length, max_bytes, &b, reason,
                              sizeof reason);
     else
@@ -136,7 +136,7 @@ uint64_t gf_index_hash(gf_loader *l)
     for (uint64_t i = 0; i < l->ds.n; i++) {
         /* The path's bytes and its NUL, then the label's 4 bytes little-endian:
          * no two (path, label) sequences feed the same bytes. */
-        for (const unsigned char *p = (const unsigned char *)gf__dataset_path(&l->ds, i);; p++) {
+        for (const unsigned char *p = (const unsigned char *)gf__dataset_own_path(&l->ds, i);; p++) {
             h = (h ^ *p) * 0x100000001b3ull;
             if (!*p)
                 break;

@@ -555,6 +555,60 @@ START_TEST(a_mix_resumes_on_another_number_of_ranks)
 }
 END_TEST
 
+/* A mix's state resumes where its folder is mounted elsewhere: its
+ * identity is its files as their sources name them. */
+START_TEST(a_mix_moved_elsewhere_resumes)
+{
+    gf_settings s;
+    train_settings(&s, mix);
+    gf_loader *l = open_ok(&s);
+    ck_assert_int_eq(gf_seek(l, 1, 7), 0);
+    gf_state st;
+    ck_assert_int_eq(gf_get_state(l, &st), 0);
+    rec want[16], got[16];
+    uint64_t n = record(l, want, 16);
+    gf_close(&l);
+    char moved[4200], t[9000];
+    snprintf(moved, sizeof moved, "%s-moved", folder);
+    ck_assert_int_eq(rename(folder, moved), 0);
+    snprintf(t, sizeof t, "mix:2=%s|1=%s", moved, shards);
+    s.data = t;
+    l = open_ok(&s);
+    ck_assert_msg(gf_set_state(l, &st) == 0, "%s", gf_last_error(l));
+    ck_assert_uint_eq(record(l, got, 16), n);
+    for (uint64_t k = 0; k < n; k++)
+        ck_assert(want[k].index == got[k].index && want[k].hash == got[k].hash);
+    gf_close(&l);
+    ck_assert_int_eq(rename(moved, folder), 0);
+}
+END_TEST
+
+/* A source whose every shard is damaged: the loader refuses the mix
+ * naming it; verify reports the damage and checks the other source. */
+START_TEST(a_source_wholly_damaged)
+{
+    char *bad = tu_mkdtemp(), pattern[4096], t[9000];
+    const int none[] = {0}; /* an empty file: a damaged shard */
+    tu_counted_shards(bad, none, 1, PX, pattern, sizeof pattern);
+    snprintf(t, sizeof t, "mix:1=%s|1=%s", folder, pattern);
+    gf_settings s;
+    tu_exact_settings(&s, t, PX, PX);
+    s.on_shard_error = GF_SHARD_SKIP;
+    gf_loader *l = NULL;
+    ck_assert_int_eq(gf_open(&l, &s), GF_EDATASET);
+    ck_assert_ptr_nonnull(strstr(gf_last_error(l), "source 2"));
+    ck_assert_ptr_nonnull(strstr(gf_last_error(l), "every shard is damaged"));
+    gf_close(&l);
+    gf_verify_result *r = NULL;
+    ck_assert_int_eq(gf_verify(&s, &r), 0);
+    ck_assert_uint_eq(r->samples, A_N);
+    ck_assert_uint_eq(r->n_damaged_shards, 1);
+    gf_verify_free(&r);
+    tu_rmrf(bad);
+    free(bad);
+}
+END_TEST
+
 static Suite *data_mix_suite(void)
 {
     Suite *su = suite_create("data_mix");
@@ -568,6 +622,8 @@ static Suite *data_mix_suite(void)
     tcase_add_test(tc, a_source_that_cycles_sees_new_views);
     tcase_add_test(tc, labels_of_their_own_with_the_source);
     tcase_add_test(tc, what_cannot_be_a_mix_is_refused);
+    tcase_add_test(tc, a_mix_moved_elsewhere_resumes);
+    tcase_add_test(tc, a_source_wholly_damaged);
     tcase_add_loop_test(tc, a_mix_resumes_on_another_number_of_ranks, 0, 32);
     suite_add_tcase(su, tc);
     return su;

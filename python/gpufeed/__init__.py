@@ -321,8 +321,7 @@ class Loader:
         self._c = _gpufeed._Loader(_data(data), self._settings)
         st = self._c.stats()
         self._drop_last = self._settings.get("drop_last") == "1"
-        self._epoch_samples, self._batch_size = st["epoch_samples"], st["batch_size"]
-        self._rest = None       # (epoch, samples): an epoch a change of world split
+        self._batch_size = st["batch_size"]
         self._epochs = int(self._settings.get("epochs") or 0)
         self._pending = None    # (batch, epoch, position): the next epoch's first,
                                 # taken to see the end
@@ -379,14 +378,6 @@ class Loader:
         self._drop_pending()
         self._c.seek_epoch(epoch)
         self._in_epoch = False
-        self._refresh_rest()
-
-    def _refresh_rest(self):
-        """The epoch a change of world split, and its length, as the core has
-        them now: epoch_samples is the next epoch's, shorter in that one."""
-        stats, st = self._c.stats(), self._c.get_state()
-        self._rest = (st["epoch"], stats["epoch_samples"]) \
-            if stats["epoch_samples"] != self._epoch_samples else None
 
     def set_epoch(self, epoch):
         """The next `for` runs epoch `epoch` from its start (DistributedSampler's
@@ -413,9 +404,9 @@ class Loader:
         return t[0]
 
     def _samples_of(self, epoch):
-        """This rank's samples in epoch: fewer in one a change of world split."""
-        rest = self._rest
-        return rest[1] if rest is not None and rest[0] == epoch else self._epoch_samples
+        """This rank's samples in epoch (the core's: fewer in one a change of
+        world split; each its own in a mix under mix_epoch="first")."""
+        return self._c.epoch_samples(epoch)
 
     def _end_of(self, epoch):
         """Where epoch's last batch ends (its position): drop_last cuts the tail."""
@@ -508,7 +499,6 @@ class Loader:
         state = {"samples": mine["samples"], "index_hash": mine["index_hash"], **state}
         self._c.set_state(state)
         self._last, self._in_epoch = None, False
-        self._refresh_rest()
         note = self._c.stats()["resume_note"]
         if note:
             warnings.warn(f"gpufeed: {note}", WorldChanged, stacklevel=2)

@@ -222,3 +222,24 @@ def test_verify_walks_every_source(two, damaged):
 def test_a_mix_argument_s_mistakes_are_named(data, exc, words):
     with pytest.raises(exc, match="^data: .*" + re.escape(words)):
         gpufeed.Loader(data, **SMALL)
+
+
+def test_first_epochs_of_their_own_length(two):
+    """Under mix_epoch="first" each epoch ends at its own first exhausted
+    source: len() and each `for` follow it, a `break` then set_epoch too."""
+    a, b = two
+    with gpufeed.Loader([(a, 3), (b, 1)], mix_epoch="first", epochs=6, **SMALL) as loader:
+        lengths = set()
+        for e in range(5):
+            n = len(loader)
+            got = sum(1 for _ in loader)
+            assert got == n, (e, got, n)
+            lengths.add(n)
+        for _ in loader:  # a break near the end: the next `for` is the next epoch
+            break
+        loader.set_epoch(5)
+        n = len(loader)
+        assert sum(1 for _ in loader) == n
+    with gpufeed.Loader([(a, 3), (b, 1)], mix_epoch="first", epochs=8, **SMALL) as loader:
+        per = [sum(1 for _ in loader) for _ in range(8)]
+    assert len(set(per)) > 1, per  # the epochs' lengths differ: each its own
