@@ -449,8 +449,9 @@ static void deliver(gf_loader *l, uint64_t epoch, uint64_t to, int *seen, uint64
                 seen[b->indices[i]]++;
         if (len)
             *len = b->position;
+        uint64_t end = b->position; /* the batch is the loader's again once released */
         gf_release(l, b);
-        if (b->position >= to)
+        if (end >= to)
             break;
     }
 }

@@ -369,8 +369,9 @@ static int drain(gf_loader *l, uint64_t epoch, int64_t upto, int *seen, uint64_t
             hash[(*n_hash)++] = gf__fnv1a64(GF__FNV1A64_BASIS, b->pixels,
                                             (size_t)b->count * PX * PX * 3);
         got += k;
+        uint64_t end = b->position; /* the batch is the loader's again once released */
         gf_release(l, b);
-        if (upto >= 0 && b->position >= (uint64_t)upto)
+        if (upto >= 0 && end >= (uint64_t)upto)
             return got;
     }
 }
