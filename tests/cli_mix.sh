@@ -85,6 +85,7 @@ usage "--weights weighs the data sets of a mix" bench $small --data "$a" --weigh
 usage "--data '$a|x': a data set in a mix cannot have '|'" bench $small --data "$a|x" --data "$b"
 usage "a mix cannot be one of a mix's data sets" verify --data "mix:1=$a" --data "$b"
 usage "--train-data more than once" train --data "$a" --data "$b"
+usage "is a mix: prepare each of its data sets on its own" prepare "mix:1=$a|1=$b" "$tmp/prepared"
 usage "--weights: 1 weight for 2 --train-data" train --train-data "$a" --train-data "$b" \
     --val-data "$a" --weights 1
 

@@ -86,6 +86,12 @@ done
     { cat "$work/v"; fail "verify of a mix with http shards"; }
 grep -q "54 samples, 0 bad" "$work/v" || { cat "$work/v"; fail "verify of a mix: not 54 samples"; }
 echo "  verify, a folder and http shards: 54 samples, 0 bad"
+# A mix's samples read one at a time (train's synchronous loop, through
+# gf_index_read): the folder's from disk, the shards' over http.
+"$gpufeed" train --train-data folder --train-data "$GF_TEST_HTTP_URL/$shards" --mix-labels source \
+    --val-data "set/$shards" --loader sync --epochs 1 --image-size 32 --model-width 2 \
+    --batch-size 8 >"$work/t" 2>&1 || { cat "$work/t"; fail "train's sync loop over a mix with http shards"; }
+echo "  train's sync loop, a folder and http shards: read one at a time"
 # Two remote sources, http and s3, beside each other: as both local.
 same "mix of http and s3 shards" "$(RB_ORDER=shards run "mix:1=set/$shards|3=set/$shards" 1 2)" \
     "$(run "mix:1=$GF_TEST_HTTP_URL/$shards|3=$s3" 2 4)"

@@ -288,6 +288,11 @@ static void on_index_warning(void *user, int64_t sample, const char *path, int c
 
 static int run(prep_opts *o)
 {
+    if (strncmp(o->src, "mix:", 4) == 0) { /* its files are each source's */
+        cli_error(CMD, "SRC %s is a mix: prepare each of its data sets on its own (a mix draws "
+                  "from them by weight as it loads; prepared sets mix as any do)", o->src);
+        return CLI_USAGE;
+    }
     if (check_nesting(o) != 0)
         return CLI_USAGE;
     gf_index *ix = NULL;
