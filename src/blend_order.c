@@ -141,16 +141,20 @@ uint64_t gf__blend_order_size(const gf__blend_order *o, uint64_t epoch)
     return size;
 }
 
+/* ranks splitting a sequence of n. */
+static gf__sampler ranks_of(const gf__sampler *ranks, uint64_t n)
+{
+    gf__sampler r = *ranks;
+    r.n = n;
+    r.len = n / r.world + (!r.drop_last && n % r.world);
+    return r;
+}
+
 gf__sampler gf__blend_order_ranks(const gf__blend_order *o, const gf__sampler *ranks,
                                   uint64_t epoch)
 {
-    gf__sampler r = *ranks;
-    if (o->first) { /* its own length each epoch: the split's is recomputed */
-        uint64_t n = gf__blend_order_size(o, epoch);
-        r.n = n;
-        r.len = n / r.world + (!r.drop_last && n % r.world);
-    }
-    return r;
+    /* FIRST: each epoch its own length, the split's recomputed */
+    return o->first ? ranks_of(ranks, gf__blend_order_size(o, epoch)) : *ranks;
 }
 
 uint64_t gf__blend_order_len(const gf__blend_order *o, uint64_t epoch)
@@ -216,7 +220,13 @@ static uint64_t sample_of(gf__mix_source *src, uint64_t se, uint64_t sp)
 uint64_t gf__blend_order_at(gf__blend_order *o, uint64_t epoch, uint64_t pos,
                             uint64_t *source_epoch)
 {
-    gf__sampler r = gf__blend_order_ranks(o, o->ranks, epoch);
+    /* FIRST's size kept here, the controller's: no lock a sample */
+    if (o->first && (!o->at_valid || o->at_epoch != epoch)) {
+        o->at_size = gf__blend_order_size(o, epoch);
+        o->at_epoch = epoch;
+        o->at_valid = true;
+    }
+    gf__sampler r = o->first ? ranks_of(o->ranks, o->at_size) : *o->ranks;
     uint64_t g = gf__sampler_global(&r, epoch, pos);
     int s;
     uint64_t k;
@@ -254,17 +264,4 @@ uint64_t gf__blend_order_source_epoch(const gf__blend_order *o, const gf__sample
     gf__blend_walk w;
     gf__blend_walk_start(&w, &o->b, epoch, g);
     return (before[s] + w.taken[s]) / o->src[s].sampler.n;
-}
-
-int gf__blend_order_source_of(const gf__blend_order *o, uint64_t i)
-{
-    int lo = 0, hi = o->n - 1;
-    while (lo < hi) {
-        int mid = lo + (hi - lo + 1) / 2;
-        if (o->src[mid].first <= i)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
 }

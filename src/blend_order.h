@@ -46,6 +46,8 @@ typedef struct gf__blend_order {
     uint8_t blk_src[GF__BLEND_BLOCK], blk_k[GF__BLEND_BLOCK];
     uint64_t blk_base[GF__BLEND_MAX];
     gf__blend_sizes *sizes;  /* FIRST */
+    uint64_t at_epoch, at_size; /* FIRST: gf__blend_order_at's epoch, unlocked */
+    bool at_valid;
     /* CYCLE: each source's draws in the epochs before before_epoch. */
     uint64_t *before;
     uint64_t before_epoch;
@@ -80,7 +82,5 @@ uint64_t gf__blend_order_at(gf__blend_order *o, uint64_t epoch, uint64_t pos,
  * ranks its split then: pure, O(epoch) (gf_source_stats). */
 uint64_t gf__blend_order_source_epoch(const gf__blend_order *o, const gf__sampler *ranks, int s,
                                       uint64_t epoch, uint64_t pos);
-/* The source that joined-table index i is in. */
-int gf__blend_order_source_of(const gf__blend_order *o, uint64_t i);
 
 #endif

@@ -8,6 +8,8 @@
 
 /* Whether data is a mix, "mix:W=SOURCE|W=SOURCE..." (dataset_mix.c). */
 bool gf__data_is_mix(const char *data);
+/* The source of a mix (ds->n_sources > 0) that sample i is in. */
+int gf__dataset_source_of(const gf__dataset *ds, uint64_t i);
 /* Sample i's path as its source names it: a mix's file without the root
  * its path was made absolute from (another machine mounts it elsewhere),
  * else gf__dataset_path (gf_index_hash). */

@@ -49,11 +49,8 @@ bool gf__mix_has_remote(const char *data)
     return false;
 }
 
-const char *gf__dataset_own_path(const gf__dataset *ds, uint64_t i)
+int gf__dataset_source_of(const gf__dataset *ds, uint64_t i)
 {
-    const char *path = gf__dataset_path(ds, i);
-    if (!ds->n_sources)
-        return path;
     int lo = 0, hi = ds->n_sources - 1;
     while (lo < hi) {
         int mid = lo + (hi - lo + 1) / 2;
@@ -62,7 +59,15 @@ const char *gf__dataset_own_path(const gf__dataset *ds, uint64_t i)
         else
             hi = mid - 1;
     }
-    const char *root = ds->sources[lo].root;
+    return lo;
+}
+
+const char *gf__dataset_own_path(const gf__dataset *ds, uint64_t i)
+{
+    const char *path = gf__dataset_path(ds, i);
+    if (!ds->n_sources)
+        return path;
+    const char *root = ds->sources[gf__dataset_source_of(ds, i)].root;
     size_t n = root ? strlen(root) : 0;
     return n && strncmp(path, root, n) == 0 && path[n] == '/' ? path + n + 1 : path;
 }

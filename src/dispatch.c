@@ -31,7 +31,7 @@ void gf__cell_finished(gf_loader *l, gf__slot *sl, int c, int err, int member, c
     assert(sl->pending > 0 && sl->cells[c].state == GF__CELL_PENDING);
     sl->pending--;
     if (l->blend.src)
-        sl->last_source = gf__blend_order_source_of(&l->blend, (uint64_t)sl->indices[c]);
+        sl->last_source = gf__dataset_source_of(&l->ds, (uint64_t)sl->indices[c]);
     if (!err) {
         sl->cells[c].state = GF__CELL_OK;
         return;

@@ -174,7 +174,6 @@ static int open_mix(gf_loader *l)
         return gf__fail(l, rc, "%s: the mix's %llu samples an epoch cannot be split into %d "
                         "shares", l->data_path, (unsigned long long)size, l->s.world);
     l->sampler.spans = shards;
-    l->mix_shards = shards;
     l->src_samples = calloc((size_t)ds->n_sources, sizeof *l->src_samples);
     l->src_wait_s = calloc((size_t)ds->n_sources, sizeof *l->src_wait_s);
     if (!l->src_samples || !l->src_wait_s)
@@ -758,7 +757,7 @@ int gf_get_state(gf_loader *l, gf_state *st)
         return GF_EINVAL;
     uint64_t hash = gf_index_hash(l); /* before mu: its first call is a pass */
     pthread_mutex_lock(&l->mu);
-    bool shards = (l->sampler.shards || l->mix_shards) && !l->order.idx;
+    bool shards = (l->sampler.shards || l->sampler.spans) && !l->order.idx;
     const gf__rest *r = &l->sampler.rest;
     bool split = r->on && !l->order.idx && l->next_epoch == r->epoch;
     *st = (gf_state){.version = GF_STATE_VERSION,
@@ -797,7 +796,7 @@ static void order_name(char *buf, size_t len, uint32_t window)
 /* Why st cannot resume l (a message set, GF_EINVAL), or 0. Under mu. */
 static int state_refused(gf_loader *l, const gf_state *st, uint64_t hash)
 {
-    uint32_t mine = l->sampler.shards || l->mix_shards ? (uint32_t)l->s.shard_window : 0;
+    uint32_t mine = l->sampler.shards || l->sampler.spans ? (uint32_t)l->s.shard_window : 0;
     if (l->order.idx)
         return gf__fail(l, GF_EINVAL,
                         "gf_set_state: the caller owns the epoch's order (gf_set_order is in "

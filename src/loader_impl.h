@@ -64,11 +64,10 @@ struct gf_loader {
     gf__shards shards;           /* order SHARDS: the kept shards (else n 0) */
     gf__shard_epoch shard_epoch; /* its epoch tables: the cursor's (controller) */
     /* data as a mix (ds.n_sources): its order, the cursor's (src NULL
-     * otherwise); the sampler is then the whole table's, for the state's
-     * seed and world. mix_shards: order SHARDS reads its shard sources. */
+     * otherwise); the sampler then splits each epoch's sequence between
+     * the ranks (in spans under order SHARDS). */
     gf__blend_order blend;
     gf__blend_order blend_scan;  /* the same order, the remote shard reader's scan's */
-    bool mix_shards;
     gf__transform tf;
     gf__augment aug;             /* settings.augment, parsed; tf.augment points here */
     size_t cell_bytes;

@@ -218,7 +218,7 @@ int gf_next_timed(gf_loader *l, gf_batch **out, int64_t timeout_ns)
             l->batches++;
             if (l->blend.src) {
                 for (int i = 0; i < sl->batch.count; i++) {
-                    int k = gf__blend_order_source_of(&l->blend, (uint64_t)sl->batch.indices[i]);
+                    int k = gf__dataset_source_of(&l->ds, (uint64_t)sl->batch.indices[i]);
                     sl->sources[i] = k;
                     l->src_samples[k]++;
                 }
